@@ -1,0 +1,240 @@
+/*
+ * sandlock.h — the stable C ABI of libsandlock.
+ *
+ * sandlock confines an untrusted command with Landlock (filesystem, TCP,
+ * IPC scopes), a seccomp-bpf blocklist and seccomp user notification (a
+ * supervisor thread in the calling process that decides trapped syscalls).
+ *
+ * Conventions
+ *  - Every pointer type is an opaque handle; free each with its _free().
+ *  - Builder functions take the builder and return it (chainable).  An
+ *    invalid argument is remembered and reported by sandlock_sandbox_build,
+ *    which consumes the builder.
+ *  - Functions that can fail take (int *err, char **err_msg); both may be
+ *    NULL.  On failure *err is a SANDLOCK_ERR_* code and *err_msg a heap
+ *    string to release with sandlock_string_free.
+ *  - All numbers below are ABI: they never change meaning.
+ */
+#ifndef SANDLOCK_H
+#define SANDLOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SANDLOCK_VERSION "0.1.0"
+
+/* ---- opaque handles ---- */
+typedef struct sandlock_builder sandlock_builder_t;
+typedef struct sandlock_sandbox sandlock_sandbox_t;
+typedef struct sandlock_result sandlock_result_t;
+typedef struct sandlock_handler sandlock_handler_t;
+typedef struct sandlock_mem sandlock_mem_t;
+
+/* ---- error codes ---- */
+enum {
+	SANDLOCK_OK = 0,
+	SANDLOCK_ERR_INVALID = 1,     /* bad argument / NULL / malformed value */
+	SANDLOCK_ERR_NOT_FOUND = 2,   /* a configured path does not exist, command not found */
+	SANDLOCK_ERR_BAD_PORT = 3,    /* port 0 or > 65535 */
+	SANDLOCK_ERR_CONFLICT = 4,    /* options that contradict each other */
+	SANDLOCK_ERR_UNSUPPORTED = 5, /* kernel lacks a required feature */
+	SANDLOCK_ERR_SYSCALL = 6,     /* handler registration names an unknown or blocklisted syscall */
+	SANDLOCK_ERR_SYSTEM = 7,      /* a system call failed while launching */
+	SANDLOCK_ERR_NOMEM = 8,
+};
+
+/* ---- actions (sandlock_action_t.kind) ---- */
+enum {
+	SANDLOCK_ACTION_UNSET = 0,
+	SANDLOCK_ACTION_CONTINUE = 1,
+	SANDLOCK_ACTION_ERRNO = 2,
+	SANDLOCK_ACTION_RETURN_VALUE = 3,
+	SANDLOCK_ACTION_INJECT_FD_SEND = 4,
+	SANDLOCK_ACTION_INJECT_FD_SEND_TRACKED = 5,
+	SANDLOCK_ACTION_HOLD = 6,
+	SANDLOCK_ACTION_KILL = 7,
+};
+
+/* ---- exception policies: what a handler failure turns into ---- */
+enum {
+	SANDLOCK_EXCEPTION_KILL = 0,       /* SIGKILL the sandbox's process group, deny the call */
+	SANDLOCK_EXCEPTION_DENY_EPERM = 1, /* fail the call with EPERM */
+	SANDLOCK_EXCEPTION_CONTINUE = 2,   /* "did not intervene": later handlers still run */
+	SANDLOCK_EXCEPTION_DENY_EIO = 3,   /* fail the call with EIO */
+};
+
+/* ---- exit reasons ---- */
+enum {
+	SANDLOCK_EXIT_EXITED = 0,   /* normal exit; exit_code holds the status */
+	SANDLOCK_EXIT_SIGNALED = 1, /* died of a signal it was not sent by sandlock */
+	SANDLOCK_EXIT_KILLED = 2,   /* killed by sandlock (handler KILL action or KILL policy) */
+	SANDLOCK_EXIT_TIMEOUT = 3,  /* killed because the timeout expired */
+};
+
+/* flags for sandlock_action_set_inject_bytes */
+#define SANDLOCK_INJECT_WRITABLE (1u << 0)   /* do not seal the memfd read-only */
+#define SANDLOCK_INJECT_NO_CLOEXEC (1u << 1) /* child-side fd without O_CLOEXEC */
+
+/*
+ * The notification handed to a handler: exactly the kernel's
+ * struct seccomp_notif (80 bytes): id @0, pid @8, flags @12, nr @16,
+ * arch @20, instruction_pointer @24, args[6] @32.
+ */
+typedef struct sandlock_notif {
+	uint64_t id;
+	uint32_t pid;
+	uint32_t flags;
+	int32_t syscall_nr;
+	uint32_t arch;
+	uint64_t instruction_pointer;
+	uint64_t args[6];
+} sandlock_notif_t;
+
+/* The decision a handler writes.  24 bytes; use the setters below. */
+typedef struct sandlock_action {
+	uint32_t kind; /* SANDLOCK_ACTION_* */
+	uint32_t reserved;
+	union {
+		int32_t errno_value;  /* ERRNO */
+		int64_t return_value; /* RETURN_VALUE */
+		struct {
+			int32_t srcfd;        /* supervisor-side fd; ownership passes to sandlock */
+			uint32_t newfd_flags; /* O_CLOEXEC or 0 */
+			uint64_t tracker;     /* INJECT_FD_SEND_TRACKED: caller's token */
+		} inject;
+		struct {
+			int32_t sig;
+			int32_t pgid; /* 0 = the sandbox's own group; any other value is
+			                 never trusted: sandlock signals only its own group */
+		} kill;
+		uint64_t raw[2];
+	} u;
+} sandlock_action_t;
+
+/*
+ * Handler callback.  Return 0 after setting *out; any other return value
+ * (or leaving out->kind UNSET) is a handler error governed by the
+ * handler's exception policy.  `mem` is valid only during the call.
+ */
+typedef int32_t (*sandlock_handler_fn)(void *ud, const sandlock_notif_t *notif,
+                                       sandlock_mem_t *mem, sandlock_action_t *out);
+typedef void (*sandlock_ud_free_fn)(void *ud);
+/* A liveness guard: returns non-zero while the callback may be entered. */
+typedef int (*sandlock_guard_fn)(void);
+
+/* One (syscall name, handler) pair for sandlock_run_with_handlers. */
+typedef struct sandlock_registration {
+	const char *syscall;
+	sandlock_handler_t *handler;
+} sandlock_registration_t;
+
+/* ================= builder ================= */
+sandlock_builder_t *sandlock_sandbox_builder_new(void);
+/* Paths must exist; they are resolved (symlinks followed) at build time. */
+sandlock_builder_t *sandlock_sandbox_builder_fs_read(sandlock_builder_t *b, const char *path);
+sandlock_builder_t *sandlock_sandbox_builder_fs_write(sandlock_builder_t *b, const char *path);
+sandlock_builder_t *sandlock_sandbox_builder_fs_deny(sandlock_builder_t *b, const char *path);
+sandlock_builder_t *sandlock_sandbox_builder_cwd(sandlock_builder_t *b, const char *path);
+sandlock_builder_t *sandlock_sandbox_builder_env_var(sandlock_builder_t *b, const char *key,
+                                                     const char *value);
+sandlock_builder_t *sandlock_sandbox_builder_clean_env(sandlock_builder_t *b, bool clean);
+sandlock_builder_t *sandlock_sandbox_builder_max_processes(sandlock_builder_t *b, uint32_t n);
+sandlock_builder_t *sandlock_sandbox_builder_max_memory(sandlock_builder_t *b, uint64_t bytes);
+/* TCP ports (Landlock ABI >= 4).  Without any rule all TCP connect/bind is denied. */
+sandlock_builder_t *sandlock_sandbox_builder_net_allow(sandlock_builder_t *b, uint32_t port);
+sandlock_builder_t *sandlock_sandbox_builder_net_allow_bind(sandlock_builder_t *b, uint32_t port);
+sandlock_builder_t *sandlock_sandbox_builder_timeout_ms(sandlock_builder_t *b, uint64_t ms);
+/* Deferred handler calls still running after this long are failed with EIO (default 30000). */
+sandlock_builder_t *sandlock_sandbox_builder_deferred_timeout_ms(sandlock_builder_t *b,
+                                                                 uint64_t ms);
+/* Inherit the caller's stdin/stdout/stderr instead of capturing output. */
+sandlock_builder_t *sandlock_sandbox_builder_inherit_stdio(sandlock_builder_t *b, bool inherit);
+void sandlock_sandbox_builder_free(sandlock_builder_t *b);
+
+/* Consumes b.  NULL + *err/*err_msg on bad configuration. */
+sandlock_sandbox_t *sandlock_sandbox_build(sandlock_builder_t *b, int *err, char **err_msg);
+void sandlock_sandbox_free(sandlock_sandbox_t *sb);
+
+/* ================= running ================= */
+/* argv[0] is resolved against PATH when it has no '/'.  NULL on launch failure. */
+sandlock_result_t *sandlock_run(const sandlock_sandbox_t *sb, const char *const *argv,
+                                uint32_t argc, int *err, char **err_msg);
+/*
+ * Like sandlock_run with user handlers.  Ownership of every handler passes
+ * to the run on entry: each handler's ud_free is called exactly once (a
+ * handler listed several times is freed once), on success and on failure.
+ */
+sandlock_result_t *sandlock_run_with_handlers(const sandlock_sandbox_t *sb,
+                                              const char *const *argv, uint32_t argc,
+                                              const sandlock_registration_t *regs,
+                                              size_t nregs, int *err, char **err_msg);
+
+/* ================= results ================= */
+/* Exit status if EXITED; 128+signal if SIGNALED/KILLED; 124 on TIMEOUT. */
+int sandlock_result_exit_code(const sandlock_result_t *r);
+int sandlock_result_reason(const sandlock_result_t *r);
+int sandlock_result_signal(const sandlock_result_t *r); /* 0 unless a signal ended it */
+bool sandlock_result_success(const sandlock_result_t *r);
+/* Heap copies (NUL-terminated), free with sandlock_string_free. */
+char *sandlock_result_stdout(const sandlock_result_t *r);
+char *sandlock_result_stderr(const sandlock_result_t *r);
+/* Borrowed raw bytes, valid until sandlock_result_free. */
+const uint8_t *sandlock_result_stdout_bytes(const sandlock_result_t *r, size_t *len);
+const uint8_t *sandlock_result_stderr_bytes(const sandlock_result_t *r, size_t *len);
+void sandlock_result_free(sandlock_result_t *r);
+void sandlock_string_free(char *s);
+
+/* ================= handlers ================= */
+/* NULL if fn is NULL or on_exception is not a SANDLOCK_EXCEPTION_* value
+ * (ud_free is then NOT called: the caller keeps ud). */
+sandlock_handler_t *sandlock_handler_new(sandlock_handler_fn fn, void *ud,
+                                         sandlock_ud_free_fn ud_free, uint32_t on_exception);
+/* Run the callback on a worker thread instead of the supervisor loop. */
+void sandlock_handler_set_deferred(sandlock_handler_t *h, bool deferred);
+/* Checked before every call; when it returns 0 the call is a handler error. */
+void sandlock_handler_set_guard(sandlock_handler_t *h, sandlock_guard_fn guard);
+/* Free a handler never passed to a run (calls ud_free). */
+void sandlock_handler_free(sandlock_handler_t *h);
+
+/* ---- action setters ---- */
+void sandlock_action_set_continue(sandlock_action_t *out);
+void sandlock_action_set_errno(sandlock_action_t *out, int32_t errno_value);
+void sandlock_action_set_return_value(sandlock_action_t *out, int64_t value);
+void sandlock_action_set_inject_fd_send(sandlock_action_t *out, int srcfd, uint32_t newfd_flags);
+void sandlock_action_set_inject_fd_send_tracked(sandlock_action_t *out, int srcfd,
+                                                uint32_t newfd_flags, uint64_t tracker);
+/* Copies data into a new memfd (sealed unless SANDLOCK_INJECT_WRITABLE).
+ * Returns 0, or -1 (action becomes ERRNO EIO) if the memfd cannot be made. */
+int sandlock_action_set_inject_bytes(sandlock_action_t *out, const void *data, size_t len,
+                                     uint32_t flags);
+/* Leave the call pending; it ends when the run ends. */
+void sandlock_action_set_hold(sandlock_action_t *out);
+void sandlock_action_set_kill(sandlock_action_t *out, int32_t sig, int32_t pgid);
+
+/* ---- child memory (valid only inside a callback) ----
+ * Every read is confirmed with SECCOMP_IOCTL_NOTIF_ID_VALID before it is
+ * reported as successful, so data from a recycled pid is never returned. */
+int32_t sandlock_mem_read(sandlock_mem_t *m, uint64_t addr, void *buf, size_t len);
+int32_t sandlock_mem_write(sandlock_mem_t *m, uint64_t addr, const void *buf, size_t len);
+/* Heap string (free with sandlock_string_free), or NULL when unreadable or
+ * when no NUL occurs within max_len bytes (never truncates silently). */
+char *sandlock_mem_read_cstr(sandlock_mem_t *m, uint64_t addr, size_t max_len);
+
+/* ================= misc ================= */
+/* Syscall number for the native arch, or -1 if unknown. */
+int64_t sandlock_syscall_nr(const char *name);
+/* Heap copy of the name (free with sandlock_string_free), or NULL. */
+char *sandlock_syscall_name(int64_t nr);
+/* Landlock ABI of the running kernel, or -1 when Landlock is unavailable. */
+int sandlock_landlock_abi_version(void);
+const char *sandlock_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SANDLOCK_H */

@@ -1,0 +1,189 @@
+/*
+ * internal.h — interfaces between libsandlock's mechanisms.
+ * One .c file per mechanism; this header is the contract between them.
+ */
+#ifndef SANDLOCK_INTERNAL_H
+#define SANDLOCK_INTERNAL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <linux/filter.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <sys/types.h>
+
+#include "compat.h"
+#include "sandlock.h"
+
+#define SL_EXPORT __attribute__((visibility("default")))
+
+/* ================= util.c ================= */
+/* Set *err = code and *msg = formatted heap string (each may be NULL). Returns -1. */
+int sl_fail(int *err, char **msg, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+char *sl_strdup(const char *s);              /* NULL on NULL or OOM */
+char *sl_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void sl_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* "sandlock: warning: ..." on stderr */
+
+typedef struct sl_strvec {
+	char **v;
+	size_t n, cap;
+} sl_strvec;
+int sl_strvec_push(sl_strvec *sv, const char *s); /* copies s; 0 or -1 (OOM) */
+void sl_strvec_free(sl_strvec *sv);
+
+/* Growable byte buffer (captured output). */
+typedef struct sl_buf {
+	uint8_t *data;
+	size_t len, cap;
+} sl_buf;
+int sl_buf_append(sl_buf *b, const void *p, size_t n);
+void sl_buf_free(sl_buf *b);
+
+/* ================= builder.c : the validated configuration ================= */
+struct sandlock_sandbox {
+	sl_strvec fs_read;  /* canonical absolute paths (realpath) */
+	sl_strvec fs_write; /* canonical absolute paths */
+	sl_strvec fs_deny;  /* canonical absolute paths */
+	char *cwd;          /* canonical, or NULL = inherit */
+	bool clean_env;
+	sl_strvec env;          /* "K=V" overrides, in call order (a later K wins) */
+	uint32_t max_processes; /* 0 = unlimited */
+	uint64_t max_memory;    /* bytes, 0 = unlimited */
+	uint16_t net_connect[64];
+	size_t n_net_connect;
+	uint16_t net_bind[64];
+	size_t n_net_bind;
+	uint64_t timeout_ms;          /* 0 = none */
+	uint64_t deferred_timeout_ms; /* default 30000 */
+	bool inherit_stdio;
+};
+
+struct sandlock_builder {
+	struct sandlock_sandbox cfg;
+	int err;      /* first error seen, reported by build */
+	char *errmsg; /* heap */
+	sl_strvec raw_read, raw_write, raw_deny; /* as given; resolved at build */
+	char *raw_cwd;
+};
+
+/* ================= landlock.c ================= */
+int sl_landlock_abi(void); /* cached; -1 when unavailable */
+/*
+ * Create and fill a ruleset for cfg before fork.  Returns the ruleset fd,
+ * or -1 with *err/*msg set.  Returns -2 when the kernel has no Landlock:
+ * the caller then runs without it after a warning (never silently).
+ */
+int sl_landlock_prepare(const struct sandlock_sandbox *cfg, int *err, char **msg);
+/* Child side, raw syscalls only: restrict_self(ruleset_fd). 0 or -errno. */
+int sl_landlock_apply(int ruleset_fd);
+
+/* ================= filter.c ================= */
+/* True if nr is denied by the blocklist (a handler may not be registered on it). */
+bool sl_filter_is_blocked(int nr);
+/*
+ * Build the BPF program (before fork): blocklist -> ERRNO/KILL, x32/i386
+ * -> kill, argument filters, and trapped[] -> SECCOMP_RET_USER_NOTIF.
+ * 0 or -1 with *err/*msg set.  Free with sl_filter_free.
+ */
+int sl_filter_build(const struct sandlock_sandbox *cfg, const int *trapped, size_t ntrapped,
+                    struct sock_fprog *out, int *err, char **msg);
+void sl_filter_free(struct sock_fprog *prog);
+
+/* ================= launch.c ================= */
+struct sl_launch {
+	/* prepared before fork, owned */
+	char *exe;   /* resolved executable path */
+	char **argv; /* NULL-terminated */
+	char **envp; /* NULL-terminated */
+	int ruleset_fd;          /* -1 when running without Landlock */
+	struct sock_fprog prog;
+	const struct sandlock_sandbox *cfg;
+	/* after start */
+	pid_t pid;      /* child pid == its process group id */
+	int pidfd;      /* pidfd of the child */
+	int listener;   /* seccomp user-notification fd */
+	int out_fd;     /* read end of captured stdout, -1 if inherited */
+	int err_fd;     /* read end of captured stderr, -1 if inherited */
+	int sync_fd;    /* parent end of the socketpair: "ready" goes here */
+};
+/* Resolve argv[0], build argv/envp, Landlock ruleset and BPF program. */
+int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
+                      const char *const *argv, uint32_t argc, const int *trapped,
+                      size_t ntrapped, int *err, char **msg);
+/* Fork; child confines itself and sends the listener fd; parent receives it.
+ * On return the child is blocked waiting for sl_launch_release. */
+int sl_launch_start(struct sl_launch *L, int *err, char **msg);
+/* Tell the child to close its extra fds and execve. */
+int sl_launch_release(struct sl_launch *L);
+/* Close every fd and free every buffer (idempotent). Does not kill. */
+void sl_launch_cleanup(struct sl_launch *L);
+
+/* ================= handler.c ================= */
+struct sandlock_handler {
+	sandlock_handler_fn fn;
+	void *ud;
+	sandlock_ud_free_fn ud_free;
+	uint32_t on_exception;
+	bool deferred;
+	sandlock_guard_fn guard;
+};
+/* Free each distinct handler in regs exactly once (NULL entries skipped). */
+void sl_handlers_release(const sandlock_registration_t *regs, size_t nregs);
+
+/* ================= childmem.c ================= */
+struct sandlock_mem {
+	int listener;  /* to check SECCOMP_IOCTL_NOTIF_ID_VALID */
+	uint64_t id;   /* notification id */
+	pid_t pid;
+	int fd;        /* /proc/pid/mem, -1 until first use */
+	bool owns_fd;  /* close fd when done (deferred jobs); else cache owns it */
+	struct sl_memcache *cache; /* NULL for a private handle */
+};
+struct sl_memcache; /* per-pid /proc/PID/mem cache, supervisor-thread only */
+struct sl_memcache *sl_memcache_new(void);
+void sl_memcache_free(struct sl_memcache *c);
+void sl_mem_init(sandlock_mem_t *m, int listener, const sandlock_notif_t *n,
+                 struct sl_memcache *cache);
+void sl_mem_done(sandlock_mem_t *m);
+/* True if the notification is still pending (the pid is still the caller). */
+bool sl_notif_valid(int listener, uint64_t id);
+
+/* ================= supervisor.c / dispatch.c / respond.c ================= */
+struct sl_supervisor;
+/*
+ * Build the dispatch table: builtins (from cfg) first, then regs in order.
+ * Takes ownership of the handlers on every path: on failure they are
+ * released before returning NULL.
+ */
+struct sl_supervisor *sl_supervisor_new(const struct sandlock_sandbox *cfg,
+                                        const sandlock_registration_t *regs, size_t nregs,
+                                        int *err, char **msg);
+/* The syscall numbers that must reach the supervisor (sorted, unique). */
+size_t sl_supervisor_trapped(const struct sl_supervisor *s, const int **nrs);
+/* Start the notification thread on listener for the sandbox whose process
+ * group is pgid.  The supervisor does not own listener. */
+int sl_supervisor_start(struct sl_supervisor *s, int listener, pid_t pgid, int *err,
+                        char **msg);
+/* Non-zero if a handler action or KILL policy killed the sandbox; *sig = signal. */
+int sl_supervisor_killed(const struct sl_supervisor *s, int *sig);
+/* Stop the thread, wait for deferred workers, answer nothing further. */
+void sl_supervisor_stop(struct sl_supervisor *s);
+/* Stop if needed, then release handlers (ud_free once each) and memory. */
+void sl_supervisor_free(struct sl_supervisor *s);
+
+/* ================= builtin_procs.c ================= */
+/* Number of live processes whose process group is pgid (scans /proc). */
+int sl_count_group_processes(pid_t pgid);
+
+/* ================= run.c / result.c ================= */
+struct sandlock_result {
+	int reason;
+	int exit_code;
+	int signal;
+	sl_buf out, err;
+};
+
+#endif /* SANDLOCK_INTERNAL_H */

@@ -1,0 +1,74 @@
+/*
+ * harness.h — a tiny test harness for the C tests.
+ *   TEST(name) { CHECK(cond); CHECK_EQ_INT(a, b); ... }
+ * Each test runs in the test binary's own process, in order.  The binary
+ * prints one "ok"/"FAIL" line per test and closes with "N passed, N failed";
+ * it exits non-zero if anything failed.
+ */
+#ifndef SANDLOCK_TEST_HARNESS_H
+#define SANDLOCK_TEST_HARNESS_H
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef void (*th_fn)(void);
+struct th_case { const char *name; th_fn fn; };
+static struct th_case th_cases[256];
+static int th_ncases;
+static int th_failed_now;
+
+#define TEST(name)                                                          \
+	static void name(void);                                             \
+	__attribute__((constructor)) static void th_reg_##name(void)        \
+	{ th_cases[th_ncases].name = #name; th_cases[th_ncases++].fn = name; } \
+	static void name(void)
+
+#define CHECK(cond)                                                         \
+	do {                                                                \
+		if (!(cond)) {                                              \
+			fprintf(stderr, "  %s:%d: CHECK(%s) failed\n",      \
+				__FILE__, __LINE__, #cond);                 \
+			th_failed_now = 1;                                  \
+		}                                                           \
+	} while (0)
+
+#define CHECK_EQ_INT(a, b)                                                  \
+	do {                                                                \
+		long long th_a = (long long)(a), th_b = (long long)(b);     \
+		if (th_a != th_b) {                                         \
+			fprintf(stderr, "  %s:%d: %s == %lld, expected %s == %lld\n", \
+				__FILE__, __LINE__, #a, th_a, #b, th_b);    \
+			th_failed_now = 1;                                  \
+		}                                                           \
+	} while (0)
+
+/* Return from the test if a precondition fails (counts as failure). */
+#define REQUIRE(cond)                                                       \
+	do {                                                                \
+		if (!(cond)) {                                              \
+			fprintf(stderr, "  %s:%d: REQUIRE(%s) failed\n",    \
+				__FILE__, __LINE__, #cond);                 \
+			th_failed_now = 1;                                  \
+			return;                                             \
+		}                                                           \
+	} while (0)
+
+int main(int argc, char **argv)
+{
+	int passed = 0, failed = 0;
+	for (int i = 0; i < th_ncases; i++) {
+		if (argc > 1 && !strstr(th_cases[i].name, argv[1]))
+			continue;
+		th_failed_now = 0;
+		th_cases[i].fn();
+		printf("%s %s\n", th_failed_now ? "FAIL" : "ok  ", th_cases[i].name);
+		fflush(stdout);
+		if (th_failed_now)
+			failed++;
+		else
+			passed++;
+	}
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
+#endif

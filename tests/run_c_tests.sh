@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Run every C test binary in $1/tests; print a total "N passed, N failed".
+set -u
+build=${1:-build}
+total_pass=0; total_fail=0; status=0
+for t in "$build"/tests/test_*; do
+	[ -x "$t" ] || continue
+	echo "== $(basename "$t")"
+	out=$("$t" 2>&1); rc=$?
+	echo "$out"
+	line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n1)
+	if [ -z "$line" ]; then
+		echo "   (crashed or no summary, rc=$rc)"; total_fail=$((total_fail + 1)); status=1; continue
+	fi
+	p=${line%% passed*}; f=${line#*, }; f=${f%% failed*}
+	total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
+	[ "$rc" -eq 0 ] || status=1
+done
+echo "C tests: $total_pass passed, $total_fail failed"
+exit $status
