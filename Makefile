@@ -4,7 +4,7 @@ CC      ?= cc
 BUILD   ?= build
 PYTHON  ?= /usr/bin/python3
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Isrc
+override CFLAGS += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Isrc
 LIBFLAGS = -fPIC -fvisibility=hidden
 LDLIBS   = -lseccomp -lpthread
 
@@ -21,7 +21,7 @@ BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 all: lib $(BUILD)/sandlock $(TESTS) $(HELPERS) $(BENCHES)
 lib: $(BUILD)/libsandlock.so $(BUILD)/libsandlock.a
 
-$(BUILD)/obj/%.o: src/%.c src/internal.h src/compat.h include/sandlock.h
+$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) include/sandlock.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LIBFLAGS) -c $< -o $@
 

@@ -156,7 +156,7 @@ sandlock_builder_t *sandlock_sandbox_builder_deferred_timeout_ms(sandlock_builde
 sandlock_builder_t *sandlock_sandbox_builder_inherit_stdio(sandlock_builder_t *b, bool inherit);
 void sandlock_sandbox_builder_free(sandlock_builder_t *b);
 
-/* Consumes b.  NULL + *err/*err_msg on bad configuration. */
+/* Consumes b.  NULL + *err, *err_msg on bad configuration. */
 sandlock_sandbox_t *sandlock_sandbox_build(sandlock_builder_t *b, int *err, char **err_msg);
 void sandlock_sandbox_free(sandlock_sandbox_t *sb);
 

@@ -115,6 +115,9 @@ struct sl_ll_net_port_attr {
 #endif
 
 /* ---- misc ---- */
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD 0x80 /* O_EXCL: pidfd_open on a non-leader thread (6.9) */
+#endif
 #ifndef __X32_SYSCALL_BIT
 #define __X32_SYSCALL_BIT 0x40000000
 #endif

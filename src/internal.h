@@ -73,8 +73,8 @@ struct sandlock_builder {
 int sl_landlock_abi(void); /* cached; -1 when unavailable */
 /*
  * Create and fill a ruleset for cfg before fork.  Returns the ruleset fd,
- * or -1 with *err/*msg set.  Returns -2 when the kernel has no Landlock:
- * the caller then runs without it after a warning (never silently).
+ * or -1 with *err, *msg set.  Returns -2 when the kernel has no Landlock:
+ * the run then fails with SANDLOCK_ERR_UNSUPPORTED (never a weaker sandbox).
  */
 int sl_landlock_prepare(const struct sandlock_sandbox *cfg, int *err, char **msg);
 /* Child side, raw syscalls only: restrict_self(ruleset_fd). 0 or -errno. */
@@ -86,11 +86,19 @@ bool sl_filter_is_blocked(int nr);
 /*
  * Build the BPF program (before fork): blocklist -> ERRNO/KILL, x32/i386
  * -> kill, argument filters, and trapped[] -> SECCOMP_RET_USER_NOTIF.
- * 0 or -1 with *err/*msg set.  Free with sl_filter_free.
+ * 0 or -1 with *err, *msg set.  Free with sl_filter_free.
  */
 int sl_filter_build(const struct sandlock_sandbox *cfg, const int *trapped, size_t ntrapped,
                     struct sock_fprog *out, int *err, char **msg);
 void sl_filter_free(struct sock_fprog *prog);
+/* True if nr has argument rules (clone, ioctl, socket, prctl, unshare, ...). */
+bool sl_filter_has_arg_rules(int nr);
+/*
+ * The same argument rules as the BPF filter, for trapped syscalls (libseccomp
+ * lets an unconditional NOTIFY override a conditional ERRNO, so the
+ * supervisor re-applies them first).  Returns an errno to deny with, or 0.
+ */
+int sl_filter_arg_check(const sandlock_notif_t *n);
 
 /* ================= launch.c ================= */
 struct sl_launch {

@@ -17,11 +17,11 @@ static struct th_case th_cases[256];
 static int th_ncases;
 static int th_failed_now;
 
-#define TEST(name)                                                          \
-	static void name(void);                                             \
-	__attribute__((constructor)) static void th_reg_##name(void)        \
-	{ th_cases[th_ncases].name = #name; th_cases[th_ncases++].fn = name; } \
-	static void name(void)
+#define TEST(tname)                                                         \
+	static void tname(void);                                            \
+	__attribute__((constructor)) static void th_reg_##tname(void)       \
+	{ th_cases[th_ncases].name = #tname; th_cases[th_ncases++].fn = tname; } \
+	static void tname(void)
 
 #define CHECK(cond)                                                         \
 	do {                                                                \

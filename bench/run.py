@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Run every sandlock benchmark and print one table (`make bench`).
+
+Figures:
+  startup   /bin/true: bare fork+exec vs sandlock_run (C ABI) vs Sandbox.run (Python)
+  openat    ns per openat+close inside loop_open: bare, sandboxed untrapped,
+            trapped with a C handler (CONTINUE), trapped with a Python handler
+            (CONTINUE)
+Each figure is a median over a few repetitions; ratios are against the bare
+run.  Nothing here asserts on timing: the numbers are for reading.
+"""
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
+BENCH = BUILD / "bench"
+SYS_RO = [d for d in ("/usr", "/bin", "/lib", "/lib64", "/etc") if os.path.exists(d)]
+
+STARTUP_RUNS = int(os.environ.get("BENCH_STARTUP_RUNS", "50"))
+OPENAT_N = int(os.environ.get("BENCH_OPENAT_N", "20000"))
+OPENAT_N_PY = int(os.environ.get("BENCH_OPENAT_N_PY", "3000"))
+REPS = int(os.environ.get("BENCH_REPS", "5"))
+
+
+def run_c_bench(name, *args):
+    """Run build/bench/<name> and parse its "key value" lines."""
+    out = subprocess.run([str(BENCH / name), *map(str, args)], check=True,
+                         capture_output=True, text=True).stdout
+    figures = {}
+    for line in out.splitlines():
+        key, value = line.split()
+        figures[key] = float(value)
+    return figures
+
+
+def as_text(data):
+    return data.decode() if isinstance(data, (bytes, bytearray)) else str(data)
+
+
+def python_figures():
+    """The Python-package variants; {} with a note if the package fails."""
+    sys.path.insert(0, str(REPO / "python"))
+    import sandlock
+    from sandlock.handler import Handler, NotifAction, ExceptionPolicy
+
+    class Continue(Handler):
+        on_exception = ExceptionPolicy.KILL
+
+        def handle(self, ctx):
+            return NotifAction.continue_()
+
+    sb = sandlock.Sandbox(fs_readable=SYS_RO + [str(BENCH)])
+    loop = [str(BENCH / "loop_open"), str(OPENAT_N_PY)]
+    per_call = []
+    for _ in range(REPS):
+        r = sb.run_with_handlers(cmd=loop, handlers=[("openat", Continue())])
+        per_call.append(float(as_text(r.stdout).strip()))
+
+    starts = []
+    for _ in range(5):  # warm-up
+        sb.run(["/bin/true"])
+    for _ in range(STARTUP_RUNS):
+        t0 = time.perf_counter_ns()
+        sb.run(["/bin/true"])
+        starts.append((time.perf_counter_ns() - t0) / 1e3)
+    return {"openat_py_handler_ns": statistics.median(per_call),
+            "startup_python_us": statistics.median(starts)}
+
+
+def row(label, value, unit, base):
+    ratio = f"{value / base:8.2f}x" if base else "        -"
+    return f"  {label:<44} {value:12.1f} {unit:<3} {ratio}"
+
+
+def main():
+    fig = {}
+    fig.update(run_c_bench("startup", STARTUP_RUNS))
+    fig.update(run_c_bench("openat", OPENAT_N, REPS))
+    try:
+        fig.update(python_figures())
+    except Exception as e:  # report, but still print the C figures
+        print(f"python variants failed: {type(e).__name__}: {e}", file=sys.stderr)
+
+    print(f"sandlock benchmarks (median of {REPS} runs for openat, "
+          f"{STARTUP_RUNS} for startup; ratio vs bare)")
+    print("startup of /bin/true")
+    base = fig["startup_bare_us"]
+    for key, label in (("startup_bare_us", "bare fork+exec"),
+                       ("startup_sandboxed_us", "sandboxed, C ABI sandlock_run"),
+                       ("startup_python_us", "sandboxed, Python Sandbox.run")):
+        if key in fig:
+            print(row(label, fig[key], "us", base))
+    print(f"openat+close of /etc/hostname (per call, loop of {OPENAT_N}; "
+          f"Python handler loop of {OPENAT_N_PY})")
+    base = fig["openat_bare_ns"]
+    for key, label in (("openat_bare_ns", "bare, no sandbox"),
+                       ("openat_untrapped_ns", "sandboxed, openat not trapped"),
+                       ("openat_c_handler_ns", "trapped, C handler CONTINUE"),
+                       ("openat_py_handler_ns", "trapped, Python handler CONTINUE")):
+        if key in fig:
+            print(row(label, fig[key], "ns", base))
+    if "openat_c_handler_ns" in fig:
+        print(f"  notification round trip (C handler - untrapped): "
+              f"{fig['openat_c_handler_ns'] - fig['openat_untrapped_ns']:.1f} ns")
+    if "openat_py_handler_ns" not in fig:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

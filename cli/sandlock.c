@@ -1,0 +1,356 @@
+/*
+ * sandlock.c — the `sandlock` command, a thin shell over the public C ABI.
+ *
+ *   sandlock run [options] -- CMD [ARG]...
+ *
+ * Exit status: the command's own status; 128+N when it died of signal N
+ * (or sandlock killed it); 124 when the timeout expired; 125 when sandlock
+ * itself could not run it (usage, configuration, launch); 126/127 as the
+ * library reports for a command that cannot be executed / found.
+ */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse.h"
+#include "sandlock.h"
+#include "signals.h"
+
+/* Status for "sandlock itself failed", as timeout(1)/env(1) use 125. */
+#define EXIT_SANDLOCK 125
+#define EXIT_NOT_FOUND 127
+
+static const char usage_main[] =
+	"Usage: sandlock run [OPTIONS] -- CMD [ARG]...\n"
+	"       sandlock --help | --version\n"
+	"\n"
+	"Run CMD confined by Landlock, a seccomp-bpf blocklist and a seccomp\n"
+	"user-notification supervisor.  No root and no namespaces are needed.\n"
+	"\n"
+	"Commands:\n"
+	"  run       run a command in a sandbox (see 'sandlock run --help')\n"
+	"\n"
+	"Options:\n"
+	"  -h, --help     show this help\n"
+	"  -V, --version  show the version\n";
+
+static const char usage_run[] =
+	"Usage: sandlock run [OPTIONS] -- CMD [ARG]...\n"
+	"\n"
+	"Filesystem (paths must exist; everything not granted is denied):\n"
+	"  -r, --read PATH          allow reading and executing under PATH\n"
+	"  -w, --write PATH         allow reading and writing under PATH\n"
+	"  -d, --deny PATH          deny PATH even inside an allowed tree\n"
+	"Limits:\n"
+	"  -m, --max-memory SIZE    address-space limit; bytes or K/M/G suffix\n"
+	"  -P, --max-processes N    at most N processes in the sandbox\n"
+	"  -t, --timeout SECS       kill the sandbox after SECS (decimals allowed)\n"
+	"Network (TCP; without rules all TCP connect/bind is denied):\n"
+	"      --net-allow PORT       allow TCP connect to PORT\n"
+	"      --net-allow-bind PORT  allow TCP bind to PORT\n"
+	"Environment:\n"
+	"      --clean-env          start from an empty environment\n"
+	"      --env K=V            set K to V in the command's environment\n"
+	"  -C, --cwd DIR            run the command in DIR\n"
+	"  -h, --help               show this help\n"
+	"\n"
+	"Exit status: the command's status; 128+N if it died of signal N;\n"
+	"124 on timeout; 125 if sandlock failed; 126/127 if CMD cannot be run/found.\n";
+
+enum { OPT_NET_ALLOW = 256, OPT_NET_ALLOW_BIND, OPT_CLEAN_ENV, OPT_ENV };
+
+static const struct option run_options[] = {
+	{ "read", required_argument, NULL, 'r' },
+	{ "write", required_argument, NULL, 'w' },
+	{ "deny", required_argument, NULL, 'd' },
+	{ "max-memory", required_argument, NULL, 'm' },
+	{ "max-processes", required_argument, NULL, 'P' },
+	{ "timeout", required_argument, NULL, 't' },
+	{ "cwd", required_argument, NULL, 'C' },
+	{ "net-allow", required_argument, NULL, OPT_NET_ALLOW },
+	{ "net-allow-bind", required_argument, NULL, OPT_NET_ALLOW_BIND },
+	{ "clean-env", no_argument, NULL, OPT_CLEAN_ENV },
+	{ "env", required_argument, NULL, OPT_ENV },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+/* '+': stop at the first non-option so CMD's own flags are never ours;
+ * leading ':': report a missing argument as ':' instead of '?'. */
+static const char run_shortopts[] = "+:r:w:d:m:P:t:C:h";
+
+/* Print "sandlock: <msg>" plus a hint, return the usage-error status. */
+static int usage_error(const char *fmt, const char *a, const char *b)
+{
+	fputs("sandlock: ", stderr);
+	fprintf(stderr, fmt, a, b);
+	fputs("\nTry 'sandlock run --help' for more information.\n", stderr);
+	return EXIT_SANDLOCK;
+}
+
+/* The option as the user spelled it, for error messages. */
+static const char *opt_name(int c, char *buf, size_t len)
+{
+	for (const struct option *o = run_options; o->name; o++) {
+		if (o->val == c && c >= 256) {
+			snprintf(buf, len, "--%s", o->name);
+			return buf;
+		}
+	}
+	snprintf(buf, len, "-%c", c);
+	return buf;
+}
+
+static int bad_value(int c, const char *arg, const char *why)
+{
+	char name[32], msg[160];
+	snprintf(msg, sizeof(msg), "invalid value '%s' for %s: %s", arg,
+		 opt_name(c, name, sizeof(name)), why);
+	return usage_error("%s%s", msg, "");
+}
+
+/* --env K=V: K must be non-empty and free of '=' (the first '=' splits). */
+static int apply_env(sandlock_builder_t *b, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	if (!eq || eq == arg)
+		return bad_value(OPT_ENV, arg, "expected K=V");
+	size_t klen = (size_t)(eq - arg);
+	char *key = malloc(klen + 1);
+	if (!key) {
+		fputs("sandlock: out of memory\n", stderr);
+		return EXIT_SANDLOCK;
+	}
+	memcpy(key, arg, klen);
+	key[klen] = '\0';
+	sandlock_sandbox_builder_env_var(b, key, eq + 1);
+	free(key);
+	return 0;
+}
+
+static int apply_port(sandlock_builder_t *b, int c, const char *arg)
+{
+	uint64_t v = 0;
+	const char *why = NULL;
+	if (cli_parse_uint(arg, 1, 65535, &v, &why))
+		return bad_value(c, arg, "expected a TCP port 1-65535");
+	if (c == OPT_NET_ALLOW)
+		sandlock_sandbox_builder_net_allow(b, (uint32_t)v);
+	else
+		sandlock_sandbox_builder_net_allow_bind(b, (uint32_t)v);
+	return 0;
+}
+
+/* Apply one numeric limit option.  Returns 0 or an exit status. */
+static int apply_limit(sandlock_builder_t *b, int c, const char *arg)
+{
+	uint64_t v = 0;
+	const char *why = NULL;
+	switch (c) {
+	case 'm':
+		if (cli_parse_size(arg, &v, &why))
+			return bad_value(c, arg, why);
+		sandlock_sandbox_builder_max_memory(b, v);
+		return 0;
+	case 'P':
+		if (cli_parse_uint(arg, 1, UINT32_MAX, &v, &why))
+			return bad_value(c, arg, why);
+		sandlock_sandbox_builder_max_processes(b, (uint32_t)v);
+		return 0;
+	default: /* 't' */
+		if (cli_parse_seconds(arg, &v, &why))
+			return bad_value(c, arg, why);
+		sandlock_sandbox_builder_timeout_ms(b, v);
+		return 0;
+	}
+}
+
+/* Apply one parsed option to the builder.  Returns 0 or an exit status.
+ * Path validity is the library's job: it reports bad paths at build time. */
+static int apply_option(sandlock_builder_t *b, int c, const char *arg)
+{
+	switch (c) {
+	case 'r':
+		sandlock_sandbox_builder_fs_read(b, arg);
+		return 0;
+	case 'w':
+		sandlock_sandbox_builder_fs_write(b, arg);
+		return 0;
+	case 'd':
+		sandlock_sandbox_builder_fs_deny(b, arg);
+		return 0;
+	case 'C':
+		sandlock_sandbox_builder_cwd(b, arg);
+		return 0;
+	case 'm':
+	case 'P':
+	case 't':
+		return apply_limit(b, c, arg);
+	case OPT_NET_ALLOW:
+	case OPT_NET_ALLOW_BIND:
+		return apply_port(b, c, arg);
+	case OPT_CLEAN_ENV:
+		sandlock_sandbox_builder_clean_env(b, true);
+		return 0;
+	case OPT_ENV:
+		return apply_env(b, arg);
+	default:
+		return usage_error("internal error: unhandled option%s%s", "", "");
+	}
+}
+
+/* getopt_long accepts unique prefixes ("--time"); say so when a prefix
+ * matched several long options instead of calling it unknown. */
+static bool is_ambiguous(const char *spelled)
+{
+	if (strncmp(spelled, "--", 2) != 0)
+		return false;
+	const char *name = spelled + 2;
+	size_t len = strcspn(name, "=");
+	int matches = 0;
+	for (const struct option *o = run_options; o->name; o++)
+		if (len > 0 && strncmp(o->name, name, len) == 0)
+			matches++;
+	return matches > 1;
+}
+
+/* Turn a getopt error (':' missing argument, '?' unknown) into a message. */
+static int getopt_error(int c, char **argv)
+{
+	char name[32];
+	const char *spelled = argv[optind - 1];
+	if (c == ':') {
+		/* For a long option optopt is its val; for a short one the letter. */
+		const char *n = strncmp(spelled, "--", 2) == 0 ? spelled : opt_name(optopt, name, sizeof(name));
+		return usage_error("option %s requires an argument%s", n, "");
+	}
+	if (optopt != 0) {
+		snprintf(name, sizeof(name), "-%c", optopt);
+		return usage_error("unknown option '%s'%s", name, "");
+	}
+	return usage_error(is_ambiguous(spelled) ? "ambiguous option '%s'%s"
+						 : "unknown option '%s'%s", spelled, "");
+}
+
+struct run_args {
+	sandlock_builder_t *b;
+	char **cmd; /* NULL-terminated, points into argv */
+	int ncmd;
+	bool help;
+};
+
+/*
+ * Parse `run`'s options into a builder.  argv[0] is "run".  Returns 0, or
+ * an exit status after printing the error.  The command must follow "--":
+ * requiring it keeps a typo'd option from being run as a command.
+ */
+static int parse_run(int argc, char **argv, struct run_args *ra)
+{
+	const char *last_optarg = NULL;
+	int c, rc;
+	optind = 1;
+	opterr = 0; /* we print our own messages, prefixed "sandlock:" */
+	while ((c = getopt_long(argc, argv, run_shortopts, run_options, NULL)) != -1) {
+		if (c == ':' || c == '?')
+			return getopt_error(c, argv);
+		if (c == 'h') {
+			ra->help = true;
+			return 0;
+		}
+		last_optarg = optarg;
+		if ((rc = apply_option(ra->b, c, optarg)) != 0)
+			return rc;
+	}
+	/* getopt consumed a "--" iff argv[optind-1] is "--" and was not the
+	 * argument of the previous option (as in "-C --"). */
+	bool saw_dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0 &&
+			    argv[optind - 1] != last_optarg;
+	if (!saw_dashdash) {
+		if (optind < argc)
+			return usage_error("expected '--' before the command, got '%s'%s",
+					   argv[optind], "");
+		return usage_error("missing '--' and a command to run%s%s", "", "");
+	}
+	if (optind >= argc)
+		return usage_error("missing command after '--'%s%s", "", "");
+	ra->cmd = &argv[optind];
+	ra->ncmd = argc - optind;
+	return 0;
+}
+
+/* Map a failed sandlock_run to an exit status, after printing why. */
+static int launch_failure(int err, char *msg)
+{
+	fprintf(stderr, "sandlock: %s\n", msg ? msg : "failed to run the command");
+	sandlock_string_free(msg);
+	if (err == SANDLOCK_ERR_NOT_FOUND)
+		return EXIT_NOT_FOUND;
+	return EXIT_SANDLOCK;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	struct run_args ra = { 0 };
+	ra.b = sandlock_sandbox_builder_new();
+	if (!ra.b) {
+		fputs("sandlock: out of memory\n", stderr);
+		return EXIT_SANDLOCK;
+	}
+	int rc = parse_run(argc, argv, &ra);
+	if (rc != 0 || ra.help) {
+		sandlock_sandbox_builder_free(ra.b);
+		if (ra.help)
+			fputs(usage_run, stdout);
+		return rc;
+	}
+	/* Stream the command's output live instead of capturing it. */
+	sandlock_sandbox_builder_inherit_stdio(ra.b, true);
+
+	int err = 0;
+	char *msg = NULL;
+	sandlock_sandbox_t *sb = sandlock_sandbox_build(ra.b, &err, &msg);
+	if (!sb) {
+		fprintf(stderr, "sandlock: %s\n", msg ? msg : "invalid configuration");
+		sandlock_string_free(msg);
+		return EXIT_SANDLOCK;
+	}
+	fflush(NULL); /* nothing of ours may be written after the child's output */
+	if (cli_signals_install() < 0) {
+		perror("sandlock: sigaction");
+		sandlock_sandbox_free(sb);
+		return EXIT_SANDLOCK;
+	}
+	sandlock_result_t *r = sandlock_run(sb, (const char *const *)ra.cmd, (uint32_t)ra.ncmd,
+					    &err, &msg);
+	sandlock_sandbox_free(sb);
+	/* Ctrl-C / kill: the group is already dead; now die of the signal. */
+	cli_signals_reraise();
+	if (!r)
+		return launch_failure(err, msg);
+	int status = sandlock_result_exit_code(r);
+	sandlock_result_free(r);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage_main, stderr);
+		return EXIT_SANDLOCK;
+	}
+	const char *sub = argv[1];
+	if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0) {
+		fputs(usage_main, stdout);
+		return 0;
+	}
+	if (strcmp(sub, "--version") == 0 || strcmp(sub, "-V") == 0) {
+		printf("sandlock %s\n", sandlock_version());
+		return 0;
+	}
+	if (strcmp(sub, "run") == 0)
+		return cmd_run(argc - 1, argv + 1);
+	fprintf(stderr, "sandlock: unknown command '%s'\n"
+			"Try 'sandlock --help' for more information.\n", sub);
+	return EXIT_SANDLOCK;
+}

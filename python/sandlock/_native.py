@@ -1,0 +1,251 @@
+"""ctypes declarations of the libsandlock C ABI (include/sandlock.h).
+
+Only this module touches ctypes prototypes; everything else goes through
+the names defined here.  The library is loaded with ``ctypes.CDLL`` so the
+GIL is released for the duration of every call (in particular the blocking
+``sandlock_run*``), which lets handler callbacks coming from the supervisor
+threads take the GIL themselves.
+
+Lookup order for the shared library:
+
+1. the ``SANDLOCK_LIB`` environment variable (an explicit path: if it is set
+   but cannot be loaded, that is an error, we never fall back silently);
+2. ``libsandlock.so`` next to this package;
+3. ``<repo>/build/libsandlock.so`` relative to the package directory
+   (``python/sandlock/../../build``), for an in-tree checkout;
+4. ``ctypes.util.find_library("sandlock")``.
+"""
+
+import ctypes
+import ctypes.util
+import os
+
+__all__ = ["lib", "LIB_PATH"]
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+
+# ---- ABI numbers (sandlock.h; they never change meaning) ----
+ERR_NAMES = {
+    0: "OK",
+    1: "INVALID",
+    2: "NOT_FOUND",
+    3: "BAD_PORT",
+    4: "CONFLICT",
+    5: "UNSUPPORTED",
+    6: "SYSCALL",
+    7: "SYSTEM",
+    8: "NOMEM",
+}
+
+
+def _candidates():
+    """(description, path) pairs in lookup order, minus the explicit env var."""
+    yield "next to the package", os.path.join(_PKG_DIR, "libsandlock.so")
+    repo = os.path.dirname(os.path.dirname(_PKG_DIR))
+    yield "in-tree build", os.path.join(repo, "build", "libsandlock.so")
+
+
+def _load():
+    env = os.environ.get("SANDLOCK_LIB")
+    if env:
+        try:
+            return ctypes.CDLL(env), env
+        except OSError as e:
+            raise ImportError(
+                "sandlock: SANDLOCK_LIB=%r could not be loaded: %s" % (env, e)
+            ) from e
+    tried = []
+    for what, path in _candidates():
+        if os.path.exists(path):
+            try:
+                return ctypes.CDLL(path), path
+            except OSError as e:
+                tried.append("%s (%s): %s" % (path, what, e))
+        else:
+            tried.append("%s (%s): not found" % (path, what))
+    found = ctypes.util.find_library("sandlock")
+    if found:
+        try:
+            return ctypes.CDLL(found), found
+        except OSError as e:
+            tried.append("%s (find_library): %s" % (found, e))
+    else:
+        tried.append("find_library('sandlock'): not found")
+    raise ImportError(
+        "sandlock: cannot find libsandlock.so. Build it with `make lib` or set "
+        "SANDLOCK_LIB to its path. Tried:\n  " + "\n  ".join(tried)
+    )
+
+
+lib, LIB_PATH = _load()
+
+
+# ---- structures ----
+class Notif(ctypes.Structure):
+    """struct sandlock_notif == the kernel's struct seccomp_notif (80 bytes)."""
+
+    _fields_ = [
+        ("id", ctypes.c_uint64),
+        ("pid", ctypes.c_uint32),
+        ("flags", ctypes.c_uint32),
+        ("syscall_nr", ctypes.c_int32),
+        ("arch", ctypes.c_uint32),
+        ("instruction_pointer", ctypes.c_uint64),
+        ("args", ctypes.c_uint64 * 6),
+    ]
+
+
+class _Inject(ctypes.Structure):
+    _fields_ = [
+        ("srcfd", ctypes.c_int32),
+        ("newfd_flags", ctypes.c_uint32),
+        ("tracker", ctypes.c_uint64),
+    ]
+
+
+class _Kill(ctypes.Structure):
+    _fields_ = [("sig", ctypes.c_int32), ("pgid", ctypes.c_int32)]
+
+
+class _ActionUnion(ctypes.Union):
+    _fields_ = [
+        ("errno_value", ctypes.c_int32),
+        ("return_value", ctypes.c_int64),
+        ("inject", _Inject),
+        ("kill", _Kill),
+        ("raw", ctypes.c_uint64 * 2),
+    ]
+
+
+class Action(ctypes.Structure):
+    """struct sandlock_action (24 bytes)."""
+
+    _fields_ = [
+        ("kind", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
+        ("u", _ActionUnion),
+    ]
+
+
+class Registration(ctypes.Structure):
+    _fields_ = [("syscall", ctypes.c_char_p), ("handler", ctypes.c_void_p)]
+
+
+assert ctypes.sizeof(Notif) == 80
+assert ctypes.sizeof(Action) == 24
+
+# ---- callback types ----
+HANDLER_FN = ctypes.CFUNCTYPE(
+    ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(Notif), ctypes.c_void_p,
+    ctypes.POINTER(Action),
+)
+UD_FREE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+# ---- prototypes ----
+_p = ctypes.c_void_p
+_cs = ctypes.c_char_p
+_int = ctypes.c_int
+_errp = ctypes.POINTER(ctypes.c_int)
+_msgp = ctypes.POINTER(ctypes.c_void_p)  # char ** (read back, then string_free)
+_PA = ctypes.POINTER(Action)
+
+
+def _decl(name, restype, *argtypes):
+    fn = getattr(lib, name)
+    fn.restype = restype
+    fn.argtypes = list(argtypes)
+    return fn
+
+
+# builder
+_decl("sandlock_sandbox_builder_new", _p)
+for _n in ("fs_read", "fs_write", "fs_deny", "cwd"):
+    _decl("sandlock_sandbox_builder_" + _n, _p, _p, _cs)
+_decl("sandlock_sandbox_builder_env_var", _p, _p, _cs, _cs)
+_decl("sandlock_sandbox_builder_clean_env", _p, _p, ctypes.c_bool)
+_decl("sandlock_sandbox_builder_max_processes", _p, _p, ctypes.c_uint32)
+_decl("sandlock_sandbox_builder_max_memory", _p, _p, ctypes.c_uint64)
+_decl("sandlock_sandbox_builder_net_allow", _p, _p, ctypes.c_uint32)
+_decl("sandlock_sandbox_builder_net_allow_bind", _p, _p, ctypes.c_uint32)
+_decl("sandlock_sandbox_builder_timeout_ms", _p, _p, ctypes.c_uint64)
+_decl("sandlock_sandbox_builder_free", None, _p)
+_decl("sandlock_sandbox_build", _p, _p, _errp, _msgp)
+_decl("sandlock_sandbox_free", None, _p)
+
+# running
+_decl("sandlock_run", _p, _p, ctypes.POINTER(_cs), ctypes.c_uint32, _errp, _msgp)
+_decl(
+    "sandlock_run_with_handlers", _p, _p, ctypes.POINTER(_cs), ctypes.c_uint32,
+    ctypes.POINTER(Registration), ctypes.c_size_t, _errp, _msgp,
+)
+
+# results
+_decl("sandlock_result_exit_code", _int, _p)
+_decl("sandlock_result_reason", _int, _p)
+_decl("sandlock_result_signal", _int, _p)
+_decl("sandlock_result_success", ctypes.c_bool, _p)
+_decl("sandlock_result_stdout_bytes", _p, _p, ctypes.POINTER(ctypes.c_size_t))
+_decl("sandlock_result_stderr_bytes", _p, _p, ctypes.POINTER(ctypes.c_size_t))
+_decl("sandlock_result_free", None, _p)
+_decl("sandlock_string_free", None, _p)
+
+# handlers
+_decl("sandlock_handler_new", _p, HANDLER_FN, _p, UD_FREE_FN, ctypes.c_uint32)
+_decl("sandlock_handler_set_deferred", None, _p, ctypes.c_bool)
+_decl("sandlock_handler_set_guard", None, _p, _p)
+_decl("sandlock_handler_free", None, _p)
+
+# action setters
+_decl("sandlock_action_set_continue", None, _PA)
+_decl("sandlock_action_set_errno", None, _PA, ctypes.c_int32)
+_decl("sandlock_action_set_return_value", None, _PA, ctypes.c_int64)
+_decl("sandlock_action_set_inject_fd_send", None, _PA, _int, ctypes.c_uint32)
+_decl(
+    "sandlock_action_set_inject_fd_send_tracked", None, _PA, _int, ctypes.c_uint32,
+    ctypes.c_uint64,
+)
+_decl("sandlock_action_set_hold", None, _PA)
+_decl("sandlock_action_set_kill", None, _PA, ctypes.c_int32, ctypes.c_int32)
+
+# child memory
+_decl("sandlock_mem_read", ctypes.c_int32, _p, ctypes.c_uint64, _p, ctypes.c_size_t)
+_decl("sandlock_mem_write", ctypes.c_int32, _p, ctypes.c_uint64, _p, ctypes.c_size_t)
+_decl("sandlock_mem_read_cstr", _p, _p, ctypes.c_uint64, ctypes.c_size_t)
+
+# misc
+_decl("sandlock_syscall_nr", ctypes.c_int64, _cs)
+_decl("sandlock_syscall_name", _p, ctypes.c_int64)
+_decl("sandlock_landlock_abi_version", _int)
+_decl("sandlock_version", _cs)
+
+
+def take_string(ptr):
+    """Copy a heap char* returned by the library into bytes and free it."""
+    if not ptr:
+        return None
+    try:
+        return ctypes.string_at(ptr)
+    finally:
+        lib.sandlock_string_free(ptr)
+
+
+def error_out():
+    """Fresh (err, err_msg) out-parameters for a fallible call."""
+    return ctypes.c_int(0), ctypes.c_void_p(None)
+
+
+def syscall_nr(name):
+    """Syscall number on the native arch, or -1 if unknown."""
+    return int(lib.sandlock_syscall_nr(name.encode()))
+
+
+def syscall_name(nr):
+    s = take_string(lib.sandlock_syscall_name(nr))
+    return None if s is None else s.decode()
+
+
+def guard_address():
+    """Address of Py_IsInitialized: the C side calls it (without the GIL)
+    before entering a handler, so a call that arrives while the interpreter
+    is finalizing never enters Python and goes through on_exception."""
+    return ctypes.cast(ctypes.pythonapi.Py_IsInitialized, ctypes.c_void_p).value

@@ -1,0 +1,332 @@
+/*
+ * builder.c — the chainable configuration builder and its validation.
+ *
+ * Builder calls only record raw values (and the first error seen); all
+ * path resolution and cross-option checks happen in sandlock_sandbox_build
+ * so the reported error is deterministic and the builder never half-fails.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define SL_DEFAULT_DEFERRED_TIMEOUT_MS 30000
+
+/* Remember only the first error: later ones are usually consequences. */
+static void b_error(sandlock_builder_t *b, int code, const char *fmt, const char *arg)
+{
+	if (b->err)
+		return;
+	b->err = code;
+	b->errmsg = sl_asprintf(fmt, arg ? arg : "(null)");
+}
+
+static void b_oom(sandlock_builder_t *b)
+{
+	b_error(b, SANDLOCK_ERR_NOMEM, "out of memory%s", "");
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_new(void)
+{
+	sandlock_builder_t *b = calloc(1, sizeof(*b));
+	if (b)
+		b->cfg.deferred_timeout_ms = SL_DEFAULT_DEFERRED_TIMEOUT_MS;
+	return b;
+}
+
+/* Common body of fs_read / fs_write / fs_deny. */
+static sandlock_builder_t *b_add_path(sandlock_builder_t *b, sl_strvec *v, const char *path,
+                                      const char *what)
+{
+	if (!b)
+		return NULL;
+	if (!path || !*path) {
+		b_error(b, SANDLOCK_ERR_INVALID, "%s: empty or NULL path", what);
+		return b;
+	}
+	if (sl_strvec_push(v, path) < 0)
+		b_oom(b);
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_fs_read(sandlock_builder_t *b,
+                                                               const char *path)
+{
+	return b_add_path(b, b ? &b->raw_read : NULL, path, "fs_read");
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_fs_write(sandlock_builder_t *b,
+                                                                const char *path)
+{
+	return b_add_path(b, b ? &b->raw_write : NULL, path, "fs_write");
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_fs_deny(sandlock_builder_t *b,
+                                                               const char *path)
+{
+	return b_add_path(b, b ? &b->raw_deny : NULL, path, "fs_deny");
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_cwd(sandlock_builder_t *b,
+                                                           const char *path)
+{
+	if (!b)
+		return NULL;
+	if (!path || !*path) {
+		b_error(b, SANDLOCK_ERR_INVALID, "cwd: empty or NULL path%s", "");
+		return b;
+	}
+	free(b->raw_cwd);
+	b->raw_cwd = sl_strdup(path);
+	if (!b->raw_cwd)
+		b_oom(b);
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_env_var(sandlock_builder_t *b,
+                                                               const char *key,
+                                                               const char *value)
+{
+	if (!b)
+		return NULL;
+	/* A key with '=' would silently become a different variable. */
+	if (!key || !*key || strchr(key, '=')) {
+		b_error(b, SANDLOCK_ERR_INVALID, "env_var: invalid key '%s'", key);
+		return b;
+	}
+	if (!value) {
+		b_error(b, SANDLOCK_ERR_INVALID, "env_var: NULL value for '%s'", key);
+		return b;
+	}
+	char *kv = sl_asprintf("%s=%s", key, value);
+	if (!kv || sl_strvec_push(&b->cfg.env, kv) < 0)
+		b_oom(b);
+	free(kv);
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_clean_env(sandlock_builder_t *b,
+                                                                 bool clean)
+{
+	if (b)
+		b->cfg.clean_env = clean;
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_max_processes(sandlock_builder_t *b,
+                                                                     uint32_t n)
+{
+	if (b)
+		b->cfg.max_processes = n;
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_max_memory(sandlock_builder_t *b,
+                                                                  uint64_t bytes)
+{
+	if (b)
+		b->cfg.max_memory = bytes;
+	return b;
+}
+
+/* Append a TCP port to a fixed-size list (duplicates are harmless). */
+static sandlock_builder_t *b_add_port(sandlock_builder_t *b, uint16_t *list, size_t *n,
+                                      uint32_t port, const char *what)
+{
+	if (!b)
+		return NULL;
+	if (port == 0 || port > 65535) {
+		char num[16];
+		snprintf(num, sizeof num, "%u", port);
+		b_error(b, SANDLOCK_ERR_BAD_PORT, "bad TCP port %s (must be 1..65535)", num);
+		return b;
+	}
+	if (*n >= 64) {
+		b_error(b, SANDLOCK_ERR_INVALID, "%s: too many ports (max 64)", what);
+		return b;
+	}
+	list[(*n)++] = (uint16_t)port;
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_allow(sandlock_builder_t *b,
+                                                                 uint32_t port)
+{
+	return b_add_port(b, b ? b->cfg.net_connect : NULL, b ? &b->cfg.n_net_connect : NULL,
+	                  port, "net_allow");
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_allow_bind(sandlock_builder_t *b,
+                                                                      uint32_t port)
+{
+	return b_add_port(b, b ? b->cfg.net_bind : NULL, b ? &b->cfg.n_net_bind : NULL, port,
+	                  "net_allow_bind");
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_timeout_ms(sandlock_builder_t *b,
+                                                                  uint64_t ms)
+{
+	if (b)
+		b->cfg.timeout_ms = ms;
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *
+sandlock_sandbox_builder_deferred_timeout_ms(sandlock_builder_t *b, uint64_t ms)
+{
+	if (b)
+		b->cfg.deferred_timeout_ms = ms;
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_inherit_stdio(sandlock_builder_t *b,
+                                                                     bool inherit)
+{
+	if (b)
+		b->cfg.inherit_stdio = inherit;
+	return b;
+}
+
+/* Free the members of a configuration (not the struct itself). */
+static void cfg_release(struct sandlock_sandbox *c)
+{
+	sl_strvec_free(&c->fs_read);
+	sl_strvec_free(&c->fs_write);
+	sl_strvec_free(&c->fs_deny);
+	sl_strvec_free(&c->env);
+	free(c->cwd);
+	c->cwd = NULL;
+}
+
+SL_EXPORT void sandlock_sandbox_builder_free(sandlock_builder_t *b)
+{
+	if (!b)
+		return;
+	cfg_release(&b->cfg);
+	sl_strvec_free(&b->raw_read);
+	sl_strvec_free(&b->raw_write);
+	sl_strvec_free(&b->raw_deny);
+	free(b->raw_cwd);
+	free(b->errmsg);
+	free(b);
+}
+
+/* realpath every entry of raw into out; the first missing path is an error. */
+static int resolve_all(const sl_strvec *raw, sl_strvec *out, int *err, char **msg)
+{
+	for (size_t i = 0; i < raw->n; i++) {
+		char *r = realpath(raw->v[i], NULL);
+		if (!r) {
+			int e = errno;
+			return sl_fail(err, msg, e == ENOMEM ? SANDLOCK_ERR_NOMEM : SANDLOCK_ERR_NOT_FOUND,
+			               "cannot resolve path '%s': %s", raw->v[i], strerror(e));
+		}
+		int rc = sl_strvec_push(out, r);
+		free(r);
+		if (rc < 0)
+			return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* True if canonical path p is equal to or below canonical dir. */
+static bool path_within(const char *p, const char *dir)
+{
+	size_t n = strlen(dir);
+	if (strcmp(dir, "/") == 0)
+		return true;
+	return strncmp(p, dir, n) == 0 && (p[n] == '\0' || p[n] == '/');
+}
+
+/*
+ * Writable /proc (or an ancestor of it) would let the child write
+ * /proc/<supervisor or itself>/mem and undo every other restriction.
+ */
+static int check_writable(const struct sandlock_sandbox *c, int *err, char **msg)
+{
+	for (size_t i = 0; i < c->fs_write.n; i++) {
+		const char *w = c->fs_write.v[i];
+		if (path_within(w, "/proc") || path_within("/proc", w))
+			return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
+			               "fs_write '%s' would make /proc writable", w);
+	}
+	return 0;
+}
+
+/* A path both allowed and denied is ambiguous: refuse it. */
+static int check_deny_conflicts(const struct sandlock_sandbox *c, int *err, char **msg)
+{
+	for (size_t d = 0; d < c->fs_deny.n; d++) {
+		const char *dp = c->fs_deny.v[d];
+		for (size_t i = 0; i < c->fs_read.n; i++)
+			if (strcmp(dp, c->fs_read.v[i]) == 0)
+				return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
+				               "'%s' is both in fs_read and fs_deny", dp);
+		for (size_t i = 0; i < c->fs_write.n; i++)
+			if (strcmp(dp, c->fs_write.v[i]) == 0)
+				return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
+				               "'%s' is both in fs_write and fs_deny", dp);
+	}
+	return 0;
+}
+
+/* Resolve every path of the builder into its cfg. */
+static int resolve_paths(sandlock_builder_t *b, int *err, char **msg)
+{
+	if (resolve_all(&b->raw_read, &b->cfg.fs_read, err, msg) < 0 ||
+	    resolve_all(&b->raw_write, &b->cfg.fs_write, err, msg) < 0 ||
+	    resolve_all(&b->raw_deny, &b->cfg.fs_deny, err, msg) < 0)
+		return -1;
+	if (b->raw_cwd) {
+		b->cfg.cwd = realpath(b->raw_cwd, NULL);
+		if (!b->cfg.cwd)
+			return sl_fail(err, msg, SANDLOCK_ERR_NOT_FOUND, "cannot resolve cwd '%s': %s",
+			               b->raw_cwd, strerror(errno));
+	}
+	return 0;
+}
+
+SL_EXPORT sandlock_sandbox_t *sandlock_sandbox_build(sandlock_builder_t *b, int *err,
+                                                     char **err_msg)
+{
+	if (err)
+		*err = SANDLOCK_OK;
+	if (err_msg)
+		*err_msg = NULL;
+	if (!b) {
+		sl_fail(err, err_msg, SANDLOCK_ERR_INVALID, "NULL builder");
+		return NULL;
+	}
+	if (b->err) {
+		sl_fail(err, err_msg, b->err, "%s", b->errmsg ? b->errmsg : "invalid configuration");
+		sandlock_sandbox_builder_free(b);
+		return NULL;
+	}
+	if (resolve_paths(b, err, err_msg) < 0 || check_writable(&b->cfg, err, err_msg) < 0 ||
+	    check_deny_conflicts(&b->cfg, err, err_msg) < 0) {
+		sandlock_sandbox_builder_free(b);
+		return NULL;
+	}
+	sandlock_sandbox_t *sb = malloc(sizeof(*sb));
+	if (!sb) {
+		sl_fail(err, err_msg, SANDLOCK_ERR_NOMEM, "out of memory");
+		sandlock_sandbox_builder_free(b);
+		return NULL;
+	}
+	/* Move the configuration out of the builder, then free the rest. */
+	*sb = b->cfg;
+	memset(&b->cfg, 0, sizeof(b->cfg));
+	sandlock_sandbox_builder_free(b);
+	return sb;
+}
+
+SL_EXPORT void sandlock_sandbox_free(sandlock_sandbox_t *sb)
+{
+	if (!sb)
+		return;
+	cfg_release(sb);
+	free(sb);
+}

@@ -1,0 +1,261 @@
+/*
+ * deferred.c — running slow handlers off the supervisor thread.
+ *
+ * A deferred handler's call is copied into a job for a worker pool that
+ * grows on demand up to SL_DEFERRED_MAX threads (idle workers are
+ * reused).  At most SL_DEFERRED_MAX calls are in flight; beyond that the
+ * call fails with EAGAIN at once instead of queueing without bound.
+ *
+ * Deferral is refused (EPERM) on execve/execveat and on process-creating
+ * syscalls: their answer cannot safely be decided later, off the loop.
+ *
+ * Every in-flight call has a deadline (cfg->deferred_timeout_ms).  The
+ * supervisor loop answers overdue calls with EIO (its epoll timeout is the
+ * nearest deadline); the worker's later result is then dropped (an
+ * injected fd is closed).  A slot stays occupied until its callback
+ * returns, so a callback that never returns keeps one slot and one thread
+ * forever, and sl_deferred_stop — hence the end of the run — waits for it.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#include "internal.h"
+#include "supervisor.h"
+
+enum { SLOT_PENDING, SLOT_CLAIMED, SLOT_EXPIRED };
+
+struct dslot {
+	bool used;
+	int state;
+	uint64_t deadline_ms;
+	sandlock_notif_t n;
+};
+
+struct djob {
+	struct djob *next;
+	sandlock_notif_t n;
+	const sandlock_handler_t *h;
+	int slot;
+};
+
+struct sl_deferred {
+	struct sl_supervisor *s;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct dslot slots[SL_DEFERRED_MAX];
+	int inflight;
+	struct djob *head, *tail;
+	int nqueued;
+	pthread_t threads[SL_DEFERRED_MAX];
+	int nthreads, nidle;
+	bool stopping;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+struct sl_deferred *sl_deferred_new(struct sl_supervisor *s)
+{
+	struct sl_deferred *d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->s = s;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->cond, NULL);
+	return d;
+}
+
+static bool refuse_deferral(int nr)
+{
+	return nr == __NR_execve || nr == __NR_execveat || nr == __NR_fork ||
+	       nr == __NR_vfork || nr == __NR_clone || nr == __NR_clone3;
+}
+
+static void run_job(struct sl_deferred *d, struct djob *job)
+{
+	/* A private /proc/PID/mem handle: the cache is the loop's alone. */
+	sandlock_mem_t mem;
+	sl_mem_init(&mem, d->s->listener, &job->n, NULL);
+	sandlock_action_t act;
+	bool decided = sl_call_handler(job->h, &job->n, &mem, &act);
+	sl_mem_done(&mem);
+	if (!decided) /* deferral is terminal: "did not intervene" = proceed */
+		sandlock_action_set_continue(&act);
+
+	pthread_mutex_lock(&d->lock);
+	struct dslot *sl = &d->slots[job->slot];
+	bool expired = sl->state == SLOT_EXPIRED;
+	if (!expired)
+		sl->state = SLOT_CLAIMED; /* the loop will no longer time it out */
+	pthread_mutex_unlock(&d->lock);
+
+	if (expired)
+		sl_action_discard(&act); /* already answered EIO */
+	else
+		sl_respond(d->s, &job->n, &act);
+}
+
+static void *worker_main(void *arg)
+{
+	struct sl_deferred *d = arg;
+	pthread_mutex_lock(&d->lock);
+	for (;;) {
+		while (!d->head && !d->stopping) {
+			d->nidle++;
+			pthread_cond_wait(&d->cond, &d->lock);
+			d->nidle--;
+		}
+		if (!d->head)
+			break; /* stopping and drained */
+		struct djob *job = d->head;
+		d->head = job->next;
+		if (!d->head)
+			d->tail = NULL;
+		d->nqueued--;
+		pthread_mutex_unlock(&d->lock);
+
+		run_job(d, job);
+
+		pthread_mutex_lock(&d->lock);
+		d->slots[job->slot].used = false;
+		d->inflight--;
+		free(job);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+/* Called with d->lock held.  0, or -1 if no thread exists to run jobs. */
+static int grow_pool(struct sl_deferred *d)
+{
+	if (d->nqueued <= d->nidle || d->nthreads >= SL_DEFERRED_MAX)
+		return 0;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* workers take no signals */
+	int rc = pthread_create(&d->threads[d->nthreads], NULL, worker_main, d);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc == 0)
+		d->nthreads++;
+	/* Without a new thread the job still runs once a busy one is free. */
+	return rc == 0 || d->nthreads > 0 ? 0 : -1;
+}
+
+static int take_slot(struct sl_deferred *d, const sandlock_notif_t *n)
+{
+	for (int i = 0; i < SL_DEFERRED_MAX; i++) {
+		if (!d->slots[i].used) {
+			d->slots[i].used = true;
+			d->slots[i].state = SLOT_PENDING;
+			d->slots[i].deadline_ms = now_ms() + d->s->deferred_timeout_ms;
+			d->slots[i].n = *n;
+			d->inflight++;
+			return i;
+		}
+	}
+	return -1;
+}
+
+void sl_deferred_submit(struct sl_deferred *d, const sandlock_handler_t *h,
+                        const sandlock_notif_t *n)
+{
+	if (refuse_deferral(n->syscall_nr)) {
+		sl_respond_errno(d->s, n, EPERM);
+		return;
+	}
+	struct djob *job = calloc(1, sizeof(*job));
+	pthread_mutex_lock(&d->lock);
+	int slot = job && d->inflight < SL_DEFERRED_MAX ? take_slot(d, n) : -1;
+	if (slot < 0) {
+		pthread_mutex_unlock(&d->lock);
+		free(job);
+		sl_respond_errno(d->s, n, EAGAIN); /* over the cap: fail fast */
+		return;
+	}
+	job->n = *n;
+	job->h = h;
+	job->slot = slot;
+	if (d->tail)
+		d->tail->next = job;
+	else
+		d->head = job;
+	d->tail = job;
+	d->nqueued++;
+	if (grow_pool(d) < 0) {
+		/* No worker at all: undo and refuse. */
+		d->head = d->tail = NULL;
+		d->nqueued = 0;
+		d->slots[slot].used = false;
+		d->inflight--;
+		pthread_mutex_unlock(&d->lock);
+		free(job);
+		sl_respond_errno(d->s, n, EAGAIN);
+		return;
+	}
+	pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+}
+
+int sl_deferred_expire(struct sl_deferred *d)
+{
+	if (!d)
+		return -1;
+	sandlock_notif_t late[SL_DEFERRED_MAX];
+	int nlate = 0;
+	uint64_t now = now_ms(), next = UINT64_MAX;
+	pthread_mutex_lock(&d->lock);
+	for (int i = 0; i < SL_DEFERRED_MAX; i++) {
+		struct dslot *sl = &d->slots[i];
+		if (!sl->used || sl->state != SLOT_PENDING)
+			continue;
+		if (sl->deadline_ms <= now) {
+			sl->state = SLOT_EXPIRED;
+			late[nlate++] = sl->n;
+		} else if (sl->deadline_ms - now < next) {
+			next = sl->deadline_ms - now;
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+	for (int i = 0; i < nlate; i++)
+		sl_respond_errno(d->s, &late[i], EIO);
+	if (next == UINT64_MAX)
+		return -1;
+	return next > INT_MAX ? INT_MAX : (int)next;
+}
+
+void sl_deferred_stop(struct sl_deferred *d)
+{
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->lock);
+	d->stopping = true;
+	pthread_cond_broadcast(&d->cond);
+	int n = d->nthreads;
+	pthread_mutex_unlock(&d->lock);
+	/* Only the (already joined) supervisor thread starts workers, so
+	 * nthreads cannot grow now. */
+	for (int i = 0; i < n; i++)
+		pthread_join(d->threads[i], NULL);
+	pthread_mutex_lock(&d->lock);
+	d->nthreads = 0;
+	pthread_mutex_unlock(&d->lock);
+}
+
+void sl_deferred_free(struct sl_deferred *d)
+{
+	if (!d)
+		return;
+	sl_deferred_stop(d);
+	pthread_mutex_destroy(&d->lock);
+	pthread_cond_destroy(&d->cond);
+	free(d);
+}

@@ -1,0 +1,180 @@
+/*
+ * handler.c — handler objects and the action setters of the public ABI.
+ *
+ * A handler is a callback + user data + destructor + exception policy.
+ * Ownership of handlers passes to a run, which must call each destructor
+ * exactly once even when the same handler is registered on several
+ * syscalls: sl_handlers_release de-duplicates for that reason.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+SL_EXPORT sandlock_handler_t *sandlock_handler_new(sandlock_handler_fn fn, void *ud,
+                                                   sandlock_ud_free_fn ud_free,
+                                                   uint32_t on_exception)
+{
+	if (!fn || on_exception > SANDLOCK_EXCEPTION_DENY_EIO)
+		return NULL; /* the caller keeps ud: ud_free is not called */
+	sandlock_handler_t *h = calloc(1, sizeof(*h));
+	if (!h)
+		return NULL;
+	h->fn = fn;
+	h->ud = ud;
+	h->ud_free = ud_free;
+	h->on_exception = on_exception;
+	return h;
+}
+
+SL_EXPORT void sandlock_handler_set_deferred(sandlock_handler_t *h, bool deferred)
+{
+	if (h)
+		h->deferred = deferred;
+}
+
+SL_EXPORT void sandlock_handler_set_guard(sandlock_handler_t *h, sandlock_guard_fn guard)
+{
+	if (h)
+		h->guard = guard;
+}
+
+SL_EXPORT void sandlock_handler_free(sandlock_handler_t *h)
+{
+	if (!h)
+		return;
+	if (h->ud_free)
+		h->ud_free(h->ud);
+	free(h);
+}
+
+void sl_handlers_release(const sandlock_registration_t *regs, size_t nregs)
+{
+	if (!regs)
+		return;
+	/* O(n^2) is fine: registrations are a handful.  A handler is freed at
+	 * its first occurrence and skipped at every later one. */
+	for (size_t i = 0; i < nregs; i++) {
+		sandlock_handler_t *h = regs[i].handler;
+		if (!h)
+			continue;
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = regs[j].handler == h;
+		if (!seen)
+			sandlock_handler_free(h);
+	}
+}
+
+/* ---- action setters ---- */
+
+static void action_reset(sandlock_action_t *out, uint32_t kind)
+{
+	memset(out, 0, sizeof(*out));
+	out->kind = kind;
+}
+
+SL_EXPORT void sandlock_action_set_continue(sandlock_action_t *out)
+{
+	if (out)
+		action_reset(out, SANDLOCK_ACTION_CONTINUE);
+}
+
+SL_EXPORT void sandlock_action_set_errno(sandlock_action_t *out, int32_t errno_value)
+{
+	if (!out)
+		return;
+	action_reset(out, SANDLOCK_ACTION_ERRNO);
+	out->u.errno_value = errno_value;
+}
+
+SL_EXPORT void sandlock_action_set_return_value(sandlock_action_t *out, int64_t value)
+{
+	if (!out)
+		return;
+	action_reset(out, SANDLOCK_ACTION_RETURN_VALUE);
+	out->u.return_value = value;
+}
+
+SL_EXPORT void sandlock_action_set_inject_fd_send(sandlock_action_t *out, int srcfd,
+                                                  uint32_t newfd_flags)
+{
+	if (!out)
+		return;
+	action_reset(out, SANDLOCK_ACTION_INJECT_FD_SEND);
+	out->u.inject.srcfd = srcfd;
+	out->u.inject.newfd_flags = newfd_flags;
+}
+
+SL_EXPORT void sandlock_action_set_inject_fd_send_tracked(sandlock_action_t *out, int srcfd,
+                                                          uint32_t newfd_flags,
+                                                          uint64_t tracker)
+{
+	if (!out)
+		return;
+	action_reset(out, SANDLOCK_ACTION_INJECT_FD_SEND_TRACKED);
+	out->u.inject.srcfd = srcfd;
+	out->u.inject.newfd_flags = newfd_flags;
+	out->u.inject.tracker = tracker;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+SL_EXPORT int sandlock_action_set_inject_bytes(sandlock_action_t *out, const void *data,
+                                               size_t len, uint32_t flags)
+{
+	if (!out)
+		return -1;
+	int fd = -1;
+	if (!data && len > 0)
+		goto fail;
+	fd = memfd_create("sandlock-inject", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		goto fail;
+	if (write_all(fd, data, len) < 0 || lseek(fd, 0, SEEK_SET) != 0)
+		goto fail;
+	/* Sealed by default so the guest cannot alter or resize content that
+	 * the handler (or another reader of the same fd) relies on. */
+	if (!(flags & SANDLOCK_INJECT_WRITABLE) &&
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		goto fail;
+	sandlock_action_set_inject_fd_send(out, fd,
+	                                   (flags & SANDLOCK_INJECT_NO_CLOEXEC) ? 0 : O_CLOEXEC);
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	sandlock_action_set_errno(out, EIO);
+	return -1;
+}
+
+SL_EXPORT void sandlock_action_set_hold(sandlock_action_t *out)
+{
+	if (out)
+		action_reset(out, SANDLOCK_ACTION_HOLD);
+}
+
+SL_EXPORT void sandlock_action_set_kill(sandlock_action_t *out, int32_t sig, int32_t pgid)
+{
+	if (!out)
+		return;
+	action_reset(out, SANDLOCK_ACTION_KILL);
+	out->u.kill.sig = sig;
+	out->u.kill.pgid = pgid; /* recorded, never trusted (see respond.c) */
+}

@@ -1,0 +1,246 @@
+/*
+ * landlock.c — build the Landlock ruleset (before fork) and apply it
+ * (in the child, raw syscalls only).
+ *
+ * Landlock is allow-only.  fs_deny is implemented by *not* granting the
+ * allowed root that contains the denied path and instead granting every
+ * sibling along the way down to it ("carve-out").  Consequences, by
+ * design fail-closed: entries created later in those intermediate
+ * directories are inaccessible, and the intermediate directories
+ * themselves cannot be listed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define FS(x) LANDLOCK_ACCESS_FS_##x
+/* Rights the kernel accepts on a rule whose target is not a directory. */
+#define SL_FILE_RIGHTS (FS(EXECUTE) | FS(WRITE_FILE) | FS(READ_FILE) | FS(TRUNCATE) | FS(IOCTL_DEV))
+#define SL_READ_RIGHTS (FS(EXECUTE) | FS(READ_FILE) | FS(READ_DIR))
+#define SL_WRITE_RIGHTS                                                                     \
+	(SL_READ_RIGHTS | FS(WRITE_FILE) | FS(REMOVE_DIR) | FS(REMOVE_FILE) | FS(MAKE_CHAR) |  \
+	 FS(MAKE_DIR) | FS(MAKE_REG) | FS(MAKE_SOCK) | FS(MAKE_FIFO) | FS(MAKE_BLOCK) |        \
+	 FS(MAKE_SYM) | FS(REFER) | FS(TRUNCATE))
+
+static atomic_int g_abi = -3; /* -3 = not probed yet */
+static atomic_flag g_warned_net = ATOMIC_FLAG_INIT;
+static atomic_flag g_warned_scope = ATOMIC_FLAG_INIT;
+
+int sl_landlock_abi(void)
+{
+	int abi = atomic_load(&g_abi);
+	if (abi != -3)
+		return abi;
+	long v = syscall(__NR_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	abi = v < 0 ? -1 : (int)v;
+	atomic_store(&g_abi, abi);
+	return abi;
+}
+
+/* Every filesystem right the given ABI knows about (all of them are handled). */
+static uint64_t fs_handled(int abi)
+{
+	uint64_t m = FS(EXECUTE) | FS(WRITE_FILE) | FS(READ_FILE) | FS(READ_DIR) | FS(REMOVE_DIR) |
+	             FS(REMOVE_FILE) | FS(MAKE_CHAR) | FS(MAKE_DIR) | FS(MAKE_REG) |
+	             FS(MAKE_SOCK) | FS(MAKE_FIFO) | FS(MAKE_BLOCK) | FS(MAKE_SYM);
+	if (abi >= 2)
+		m |= FS(REFER);
+	if (abi >= 3)
+		m |= FS(TRUNCATE);
+	if (abi >= 5)
+		m |= FS(IOCTL_DEV);
+	return m;
+}
+
+/* Size of struct landlock_ruleset_attr as known by that ABI. */
+static size_t attr_size(int abi)
+{
+	if (abi >= 6)
+		return 24;
+	if (abi >= 4)
+		return 16;
+	return 8;
+}
+
+/* Add one path_beneath rule on an O_PATH fd; masks rights for non-directories. */
+static int add_fd_rule(int ruleset, int fd, uint64_t rights, bool is_dir)
+{
+	struct sl_ll_path_beneath_attr pb = {
+		.allowed_access = is_dir ? rights : (rights & SL_FILE_RIGHTS),
+		.parent_fd = fd,
+	};
+	if (!pb.allowed_access)
+		return 0;
+	if (syscall(__NR_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Grant rights beneath path.  Symlinks are skipped on purpose: a rule on
+ * the link's target could reach outside the allowed root.
+ */
+static int add_path_rule(int ruleset, const char *path, uint64_t rights, bool follow, int *err,
+                         char **msg)
+{
+	int fd = open(path, O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+	if (fd < 0) {
+		if (!follow) /* entry vanished or unreadable: nothing to grant */
+			return 0;
+		return sl_fail(err, msg, SANDLOCK_ERR_NOT_FOUND, "landlock: cannot open '%s': %s", path,
+		               strerror(errno));
+	}
+	struct stat st;
+	int rc = fstat(fd, &st);
+	if (rc == 0 && S_ISLNK(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
+	rc = rc < 0 ? -errno : add_fd_rule(ruleset, fd, rights, S_ISDIR(st.st_mode));
+	close(fd);
+	if (rc < 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "landlock_add_rule('%s'): %s", path,
+		               strerror(-rc));
+	return 0;
+}
+
+/* True if canonical p is strictly below canonical dir. */
+static bool strictly_below(const char *p, const char *dir)
+{
+	if (strcmp(dir, "/") == 0)
+		return p[0] == '/' && p[1] != '\0';
+	size_t n = strlen(dir);
+	return strncmp(p, dir, n) == 0 && p[n] == '/';
+}
+
+/* Does any denied path equal p (exact) / lie strictly below p (below)? */
+static void deny_relation(const sl_strvec *deny, const char *p, bool *exact, bool *below)
+{
+	*exact = *below = false;
+	for (size_t i = 0; i < deny->n; i++) {
+		if (strcmp(deny->v[i], p) == 0)
+			*exact = true;
+		else if (strictly_below(deny->v[i], p))
+			*below = true;
+	}
+}
+
+static int grant_tree(int ruleset, const char *path, uint64_t rights, const sl_strvec *deny,
+                      bool follow, int *err, char **msg);
+
+/* Grant every entry of dir except denied ones, recursing towards denied paths. */
+static int carve_dir(int ruleset, const char *dir, uint64_t rights, const sl_strvec *deny,
+                     int *err, char **msg)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "landlock: cannot list '%s': %s", dir,
+		               strerror(errno));
+	int rc = 0;
+	struct dirent *e;
+	while (rc == 0 && (e = readdir(d))) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		char *child = sl_asprintf("%s/%s", strcmp(dir, "/") == 0 ? "" : dir, e->d_name);
+		if (!child) {
+			rc = sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+			break;
+		}
+		rc = grant_tree(ruleset, child, rights, deny, false, err, msg);
+		free(child);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Grant path, unless it is denied; carve around denied paths beneath it. */
+static int grant_tree(int ruleset, const char *path, uint64_t rights, const sl_strvec *deny,
+                      bool follow, int *err, char **msg)
+{
+	bool exact, below;
+	deny_relation(deny, path, &exact, &below);
+	if (exact)
+		return 0;
+	if (!below)
+		return add_path_rule(ruleset, path, rights, follow, err, msg);
+	return carve_dir(ruleset, path, rights, deny, err, msg);
+}
+
+static int add_fs_rules(int ruleset, const struct sandlock_sandbox *cfg, uint64_t handled,
+                        int *err, char **msg)
+{
+	for (size_t i = 0; i < cfg->fs_read.n; i++)
+		if (grant_tree(ruleset, cfg->fs_read.v[i], SL_READ_RIGHTS & handled, &cfg->fs_deny,
+		               true, err, msg) < 0)
+			return -1;
+	for (size_t i = 0; i < cfg->fs_write.n; i++)
+		if (grant_tree(ruleset, cfg->fs_write.v[i], SL_WRITE_RIGHTS & handled, &cfg->fs_deny,
+		               true, err, msg) < 0)
+			return -1;
+	return 0;
+}
+
+static int add_port_rules(int ruleset, const uint16_t *ports, size_t n, uint64_t access,
+                          int *err, char **msg)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct sl_ll_net_port_attr np = { .allowed_access = access, .port = ports[i] };
+		if (syscall(__NR_landlock_add_rule, ruleset, LANDLOCK_RULE_NET_PORT, &np, 0) < 0)
+			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "landlock_add_rule(port %u): %s",
+			               ports[i], strerror(errno));
+	}
+	return 0;
+}
+
+/* Warn (once per process) about protections this kernel cannot give. */
+static void warn_weaker(int abi)
+{
+	if (abi < 4 && !atomic_flag_test_and_set(&g_warned_net))
+		sl_warn("Landlock ABI %d < 4: TCP connect/bind is NOT restricted", abi);
+	if (abi < 6 && !atomic_flag_test_and_set(&g_warned_scope))
+		sl_warn("Landlock ABI %d < 6: abstract unix sockets and signals are NOT scoped", abi);
+}
+
+int sl_landlock_prepare(const struct sandlock_sandbox *cfg, int *err, char **msg)
+{
+	int abi = sl_landlock_abi();
+	if (abi < 1)
+		return -2;
+	warn_weaker(abi);
+	uint64_t handled = fs_handled(abi);
+	struct sl_ll_ruleset_attr attr = { .handled_access_fs = handled };
+	if (abi >= 4)
+		attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
+	if (abi >= 6)
+		attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
+	int rs = (int)syscall(__NR_landlock_create_ruleset, &attr, attr_size(abi), 0);
+	if (rs < 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "landlock_create_ruleset: %s",
+		               strerror(errno));
+	int rc = add_fs_rules(rs, cfg, handled, err, msg);
+	if (rc == 0 && abi >= 4)
+		rc = add_port_rules(rs, cfg->net_connect, cfg->n_net_connect,
+		                    LANDLOCK_ACCESS_NET_CONNECT_TCP, err, msg);
+	if (rc == 0 && abi >= 4)
+		rc = add_port_rules(rs, cfg->net_bind, cfg->n_net_bind, LANDLOCK_ACCESS_NET_BIND_TCP,
+		                    err, msg);
+	if (rc < 0) {
+		close(rs);
+		return -1;
+	}
+	return rs;
+}
+
+int sl_landlock_apply(int ruleset_fd)
+{
+	if (syscall(__NR_landlock_restrict_self, ruleset_fd, 0) < 0)
+		return -errno;
+	return 0;
+}

@@ -1,0 +1,461 @@
+/*
+ * launch.c — prepare everything that allocates before fork, then fork a
+ * child that confines itself (Landlock + seccomp with a notification
+ * listener), hands the listener to the parent and waits for "ready"
+ * before it execs.  After fork the child uses only async-signal-safe
+ * calls and raw syscalls: the parent may be multi-threaded.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+extern char **environ;
+
+#define SL_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+/* A child that never reports back is stuck (e.g. a handler trapped sendmsg). */
+#define SL_SETUP_TIMEOUT_MS 10000
+
+/* Child setup steps, reported to the parent when one fails. */
+enum {
+	ST_OK = 0,
+	ST_SETPGID,
+	ST_PDEATHSIG,
+	ST_PARENT_GONE,
+	ST_STDIO,
+	ST_CHDIR,
+	ST_RLIMIT,
+	ST_NO_NEW_PRIVS,
+	ST_LANDLOCK,
+	ST_SECCOMP,
+	ST_SIGNALS,
+};
+
+static const char *step_name(int step)
+{
+	static const char *const names[] = {
+		[ST_OK] = "ok",
+		[ST_SETPGID] = "setpgid",
+		[ST_PDEATHSIG] = "prctl(PR_SET_PDEATHSIG)",
+		[ST_PARENT_GONE] = "parent check",
+		[ST_STDIO] = "dup2(stdio)",
+		[ST_CHDIR] = "chdir",
+		[ST_RLIMIT] = "setrlimit(RLIMIT_AS)",
+		[ST_NO_NEW_PRIVS] = "prctl(PR_SET_NO_NEW_PRIVS)",
+		[ST_LANDLOCK] = "landlock_restrict_self",
+		[ST_SECCOMP] = "seccomp(SET_MODE_FILTER)",
+		[ST_SIGNALS] = "signal reset",
+	};
+	if (step < 0 || step > ST_SIGNALS)
+		return "child setup";
+	return names[step];
+}
+
+/* ---------------- preparation (parent, before fork) ---------------- */
+
+/* Replace or append "K=V" in env, keyed on the part before '='. */
+static int env_set(sl_strvec *env, const char *kv)
+{
+	size_t klen = strcspn(kv, "=");
+	for (size_t i = 0; i < env->n; i++) {
+		if (strncmp(env->v[i], kv, klen) == 0 && env->v[i][klen] == '=') {
+			char *c = strdup(kv);
+			if (!c)
+				return -1;
+			free(env->v[i]);
+			env->v[i] = c;
+			return 0;
+		}
+	}
+	return sl_strvec_push(env, kv);
+}
+
+/* The sandbox environment: inherited or clean, then the overrides. */
+static int build_env(const struct sandlock_sandbox *cfg, sl_strvec *env)
+{
+	if (cfg->clean_env) {
+		if (sl_strvec_push(env, "PATH=" SL_DEFAULT_PATH) < 0)
+			return -1;
+	} else {
+		for (char **e = environ; e && *e; e++)
+			if (strchr(*e, '=') && env_set(env, *e) < 0)
+				return -1;
+	}
+	for (size_t i = 0; i < cfg->env.n; i++)
+		if (env_set(env, cfg->env.v[i]) < 0)
+			return -1;
+	return 0;
+}
+
+static const char *env_get(const sl_strvec *env, const char *key)
+{
+	size_t klen = strlen(key);
+	for (size_t i = 0; i < env->n; i++)
+		if (strncmp(env->v[i], key, klen) == 0 && env->v[i][klen] == '=')
+			return env->v[i] + klen + 1;
+	return NULL;
+}
+
+/* argv[0] with a '/' is used as is; otherwise search the sandbox's PATH. */
+static char *resolve_exe(const char *name, const sl_strvec *env)
+{
+	if (strchr(name, '/'))
+		return sl_strdup(name);
+	const char *path = env_get(env, "PATH");
+	if (!path || !*path)
+		path = SL_DEFAULT_PATH;
+	char *dup = sl_strdup(path);
+	if (!dup)
+		return NULL;
+	char *save = NULL, *found = NULL;
+	for (char *dir = strtok_r(dup, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save)) {
+		char *cand = sl_asprintf("%s/%s", *dir ? dir : ".", name);
+		if (cand && access(cand, X_OK) == 0)
+			found = cand;
+		else
+			free(cand);
+	}
+	free(dup);
+	return found;
+}
+
+static int copy_argv(struct sl_launch *L, const char *const *argv, uint32_t argc)
+{
+	L->argv = calloc((size_t)argc + 1, sizeof(char *));
+	if (!L->argv)
+		return -1;
+	for (uint32_t i = 0; i < argc; i++)
+		if (!(L->argv[i] = strdup(argv[i])))
+			return -1;
+	return 0;
+}
+
+static void launch_init(struct sl_launch *L, const struct sandlock_sandbox *cfg)
+{
+	memset(L, 0, sizeof(*L));
+	L->cfg = cfg;
+	L->ruleset_fd = L->pidfd = L->listener = -1;
+	L->out_fd = L->err_fd = L->sync_fd = -1;
+	L->pid = -1;
+}
+
+int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
+                      const char *const *argv, uint32_t argc, const int *trapped,
+                      size_t ntrapped, int *err, char **msg)
+{
+	launch_init(L, cfg);
+	sl_strvec env = { 0 };
+	if (build_env(cfg, &env) < 0 || copy_argv(L, argv, argc) < 0) {
+		sl_strvec_free(&env);
+		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	}
+	L->exe = resolve_exe(argv[0], &env);
+	if (!L->exe) {
+		sl_strvec_free(&env);
+		return sl_fail(err, msg, SANDLOCK_ERR_NOT_FOUND, "command not found: %s", argv[0]);
+	}
+	if (!env.v && !(env.v = calloc(1, sizeof(char *)))) /* empty environment */
+		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	L->envp = env.v; /* NULL-terminated by sl_strvec; now owned by L */
+	L->ruleset_fd = sl_landlock_prepare(cfg, err, msg);
+	if (L->ruleset_fd == -2) {
+		L->ruleset_fd = -1;
+		return sl_fail(err, msg, SANDLOCK_ERR_UNSUPPORTED,
+		               "Landlock is not available on this kernel; refusing to run unconfined");
+	}
+	if (L->ruleset_fd < 0)
+		return -1;
+	return sl_filter_build(cfg, trapped, ntrapped, &L->prog, err, msg);
+}
+
+/* ---------------- child (after fork: async-signal-safe only) ---------------- */
+
+struct child_fds {
+	int sync, devnull, out_w, err_w;
+	pid_t parent;
+};
+
+static __attribute__((noreturn)) void child_fail(int sync, int step, int e)
+{
+	int32_t m[2] = { step, e };
+	(void)send(sync, m, sizeof m, MSG_NOSIGNAL);
+	_exit(127);
+}
+
+/* dup2 that also works when fd already is target (clears close-on-exec). */
+static int move_fd(int fd, int target)
+{
+	if (fd == target)
+		return fcntl(fd, F_SETFD, 0);
+	return dup2(fd, target) < 0 ? -1 : 0;
+}
+
+static void child_stdio(const struct sl_launch *L, const struct child_fds *c)
+{
+	if (L->cfg->inherit_stdio)
+		return;
+	if (move_fd(c->devnull, 0) < 0 || move_fd(c->out_w, 1) < 0 || move_fd(c->err_w, 2) < 0)
+		child_fail(c->sync, ST_STDIO, errno);
+}
+
+/* Undo what the caller's runtime (e.g. Python ignores SIGPIPE) would leak into exec. */
+static void child_signals(const struct child_fds *c)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	if (sigprocmask(SIG_SETMASK, &none, NULL) < 0 || signal(SIGPIPE, SIG_DFL) == SIG_ERR ||
+	    signal(SIGXFSZ, SIG_DFL) == SIG_ERR)
+		child_fail(c->sync, ST_SIGNALS, errno);
+}
+
+static void child_limits(const struct sl_launch *L, const struct child_fds *c)
+{
+	if (L->cfg->cwd && chdir(L->cfg->cwd) < 0)
+		child_fail(c->sync, ST_CHDIR, errno);
+	if (L->cfg->max_memory) {
+		struct rlimit rl = { L->cfg->max_memory, L->cfg->max_memory };
+		if (setrlimit(RLIMIT_AS, &rl) < 0)
+			child_fail(c->sync, ST_RLIMIT, errno);
+	}
+}
+
+/* Landlock then seccomp; returns the listener fd. */
+static int child_confine(const struct sl_launch *L, const struct child_fds *c)
+{
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		child_fail(c->sync, ST_NO_NEW_PRIVS, errno);
+	if (L->ruleset_fd >= 0) {
+		int rc = sl_landlock_apply(L->ruleset_fd);
+		if (rc < 0)
+			child_fail(c->sync, ST_LANDLOCK, -rc);
+	}
+	long fd = syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER,
+	                  SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
+	                  &L->prog);
+	if (fd < 0)
+		child_fail(c->sync, ST_SECCOMP, errno);
+	return (int)fd;
+}
+
+/* Send {0,0} with the listener attached (stack buffers only). */
+static int child_send_listener(int sync, int listener)
+{
+	int32_t m[2] = { ST_OK, 0 };
+	struct iovec iov = { m, sizeof m };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof u);
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+	                     .msg_controllen = sizeof u.buf };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &listener, sizeof(int));
+	return sendmsg(sync, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof m ? 0 : -1;
+}
+
+static __attribute__((noreturn)) void child_main(const struct sl_launch *L,
+                                                 const struct child_fds *c)
+{
+	if (setpgid(0, 0) < 0)
+		child_fail(c->sync, ST_SETPGID, errno);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		child_fail(c->sync, ST_PDEATHSIG, errno);
+	if (getppid() != c->parent) /* parent died before PDEATHSIG was armed */
+		_exit(127);
+	child_signals(c);
+	child_stdio(L, c);
+	child_limits(L, c);
+	int listener = child_confine(L, c);
+	if (child_send_listener(c->sync, listener) < 0)
+		_exit(127);
+	char go;
+	if (read(c->sync, &go, 1) != 1) /* parent gave up */
+		_exit(127);
+	/* Nothing of ours (listener, ruleset, sync socket) may survive into exec. */
+	if (syscall(__NR_close_range, 3, ~0U, 0) < 0)
+		_exit(127);
+	execve(L->exe, L->argv, L->envp);
+	_exit(errno == ENOENT || errno == ENOTDIR ? 127 : 126);
+}
+
+/* ---------------- parent ---------------- */
+
+/* Keep our descriptors off 0..2 so the child's dup2 onto stdio cannot clobber them. */
+static int above_stdio(int fd)
+{
+	if (fd < 0 || fd > 2)
+		return fd;
+	int n = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	close(fd);
+	return n;
+}
+
+struct parent_fds {
+	int sv[2], outp[2], errp[2], devnull;
+};
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static void parent_fds_close(struct parent_fds *p)
+{
+	close_fd(&p->sv[0]);
+	close_fd(&p->sv[1]);
+	close_fd(&p->outp[0]);
+	close_fd(&p->outp[1]);
+	close_fd(&p->errp[0]);
+	close_fd(&p->errp[1]);
+	close_fd(&p->devnull);
+}
+
+static int make_pipe(int p[2])
+{
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	p[0] = above_stdio(p[0]);
+	p[1] = above_stdio(p[1]);
+	return (p[0] < 0 || p[1] < 0) ? -1 : 0;
+}
+
+static int parent_fds_open(const struct sl_launch *L, struct parent_fds *p)
+{
+	p->sv[0] = p->sv[1] = p->outp[0] = p->outp[1] = p->errp[0] = p->errp[1] = p->devnull = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p->sv) < 0)
+		return -1;
+	p->sv[0] = above_stdio(p->sv[0]);
+	p->sv[1] = above_stdio(p->sv[1]);
+	if (p->sv[0] < 0 || p->sv[1] < 0)
+		return -1;
+	if (L->cfg->inherit_stdio)
+		return 0;
+	if (make_pipe(p->outp) < 0 || make_pipe(p->errp) < 0)
+		return -1;
+	p->devnull = above_stdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
+	return p->devnull < 0 ? -1 : 0;
+}
+
+/* Kill and reap a child that never got released. */
+static void abort_child(struct sl_launch *L)
+{
+	if (L->pid > 0) {
+		kill(L->pid, SIGKILL);
+		while (waitpid(L->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	L->pid = -1;
+}
+
+/* Receive the listener, or the child's failure report. */
+static int recv_listener(struct sl_launch *L, int *err, char **msg)
+{
+	struct pollfd pf = { L->sync_fd, POLLIN, 0 };
+	int pr;
+	while ((pr = poll(&pf, 1, SL_SETUP_TIMEOUT_MS)) < 0 && errno == EINTR)
+		;
+	if (pr == 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "sandboxed child did not finish setup");
+	int32_t m[2] = { -1, 0 };
+	struct iovec iov = { m, sizeof m };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+	                     .msg_controllen = sizeof u.buf };
+	ssize_t n;
+	while ((n = recvmsg(L->sync_fd, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
+	if (n == (ssize_t)sizeof m && m[0] == ST_OK && cm && cm->cmsg_type == SCM_RIGHTS &&
+	    cm->cmsg_len == CMSG_LEN(sizeof(int))) {
+		memcpy(&L->listener, CMSG_DATA(cm), sizeof(int));
+		return 0;
+	}
+	if (n == (ssize_t)sizeof m && m[0] > 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "%s failed: %s", step_name(m[0]),
+		               strerrorname_np(m[1]) ? strerrorname_np(m[1]) : strerror(m[1]));
+	return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "sandboxed child exited during setup");
+}
+
+int sl_launch_start(struct sl_launch *L, int *err, char **msg)
+{
+	struct parent_fds p;
+	if (parent_fds_open(L, &p) < 0) {
+		int e = errno;
+		parent_fds_close(&p);
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "creating pipes: %s", strerror(e));
+	}
+	struct child_fds c = { p.sv[1], p.devnull, p.outp[1], p.errp[1], getpid() };
+	pid_t pid = fork();
+	if (pid == 0)
+		child_main(L, &c);
+	if (pid < 0) {
+		int e = errno;
+		parent_fds_close(&p);
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "fork: %s", strerror(e));
+	}
+	L->pid = pid;
+	L->sync_fd = p.sv[0];
+	L->out_fd = p.outp[0];
+	L->err_fd = p.errp[0];
+	p.sv[0] = p.outp[0] = p.errp[0] = -1;
+	parent_fds_close(&p); /* the child's ends: EOF detection depends on this */
+	L->pidfd = (int)syscall(__NR_pidfd_open, pid, 0);
+	if (L->pidfd < 0) {
+		int e = errno;
+		abort_child(L);
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "pidfd_open: %s", strerror(e));
+	}
+	if (recv_listener(L, err, msg) < 0) {
+		abort_child(L);
+		return -1;
+	}
+	return 0;
+}
+
+int sl_launch_release(struct sl_launch *L)
+{
+	ssize_t n;
+	while ((n = send(L->sync_fd, "R", 1, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	close_fd(&L->sync_fd);
+	return n == 1 ? 0 : -1;
+}
+
+void sl_launch_cleanup(struct sl_launch *L)
+{
+	close_fd(&L->ruleset_fd);
+	close_fd(&L->pidfd);
+	close_fd(&L->listener);
+	close_fd(&L->out_fd);
+	close_fd(&L->err_fd);
+	close_fd(&L->sync_fd);
+	free(L->exe);
+	L->exe = NULL;
+	for (char **a = L->argv; a && *a; a++)
+		free(*a);
+	free(L->argv);
+	L->argv = NULL;
+	for (char **e = L->envp; e && *e; e++)
+		free(*e);
+	free(L->envp);
+	L->envp = NULL;
+	sl_filter_free(&L->prog);
+}

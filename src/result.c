@@ -1,0 +1,87 @@
+/*
+ * result.c — accessors for a finished run.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+SL_EXPORT int sandlock_result_exit_code(const sandlock_result_t *r)
+{
+	return r ? r->exit_code : -1;
+}
+
+SL_EXPORT int sandlock_result_reason(const sandlock_result_t *r)
+{
+	return r ? r->reason : -1;
+}
+
+SL_EXPORT int sandlock_result_signal(const sandlock_result_t *r)
+{
+	return r ? r->signal : 0;
+}
+
+SL_EXPORT bool sandlock_result_success(const sandlock_result_t *r)
+{
+	return r && r->reason == SANDLOCK_EXIT_EXITED && r->exit_code == 0;
+}
+
+/* NUL-terminated heap copy (embedded NULs truncate the C string view). */
+static char *buf_copy(const sl_buf *b)
+{
+	char *s = malloc(b->len + 1);
+	if (!s)
+		return NULL;
+	if (b->len)
+		memcpy(s, b->data, b->len);
+	s[b->len] = '\0';
+	return s;
+}
+
+SL_EXPORT char *sandlock_result_stdout(const sandlock_result_t *r)
+{
+	return r ? buf_copy(&r->out) : NULL;
+}
+
+SL_EXPORT char *sandlock_result_stderr(const sandlock_result_t *r)
+{
+	return r ? buf_copy(&r->err) : NULL;
+}
+
+/* Never NULL for a valid result, so callers can always pass the pointer on. */
+static const uint8_t *buf_bytes(const sl_buf *b, size_t *len)
+{
+	static const uint8_t empty[1];
+	if (len)
+		*len = b->len;
+	return b->data ? b->data : empty;
+}
+
+SL_EXPORT const uint8_t *sandlock_result_stdout_bytes(const sandlock_result_t *r, size_t *len)
+{
+	if (!r) {
+		if (len)
+			*len = 0;
+		return NULL;
+	}
+	return buf_bytes(&r->out, len);
+}
+
+SL_EXPORT const uint8_t *sandlock_result_stderr_bytes(const sandlock_result_t *r, size_t *len)
+{
+	if (!r) {
+		if (len)
+			*len = 0;
+		return NULL;
+	}
+	return buf_bytes(&r->err, len);
+}
+
+SL_EXPORT void sandlock_result_free(sandlock_result_t *r)
+{
+	if (!r)
+		return;
+	sl_buf_free(&r->out);
+	sl_buf_free(&r->err);
+	free(r);
+}

@@ -1,0 +1,111 @@
+/*
+ * util.c — small helpers shared by every mechanism: error reporting,
+ * string duplication, growable string vectors and byte buffers.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* vasprintf wrapper that returns NULL instead of leaving garbage on OOM. */
+static char *sl_vasprintf(const char *fmt, va_list ap)
+{
+	char *s = NULL;
+	if (vasprintf(&s, fmt, ap) < 0)
+		return NULL;
+	return s;
+}
+
+int sl_fail(int *err, char **msg, int code, const char *fmt, ...)
+{
+	if (err)
+		*err = code;
+	if (msg) {
+		va_list ap;
+		va_start(ap, fmt);
+		*msg = sl_vasprintf(fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+char *sl_strdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+char *sl_asprintf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = sl_vasprintf(fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+void sl_warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("sandlock: warning: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* Keep v NULL-terminated at all times so it can be handed to execve. */
+int sl_strvec_push(sl_strvec *sv, const char *s)
+{
+	if (sv->n + 2 > sv->cap) {
+		size_t cap = sv->cap ? sv->cap * 2 : 8;
+		char **v = realloc(sv->v, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		sv->v = v;
+		sv->cap = cap;
+	}
+	char *c = strdup(s);
+	if (!c)
+		return -1;
+	sv->v[sv->n++] = c;
+	sv->v[sv->n] = NULL;
+	return 0;
+}
+
+void sl_strvec_free(sl_strvec *sv)
+{
+	for (size_t i = 0; i < sv->n; i++)
+		free(sv->v[i]);
+	free(sv->v);
+	sv->v = NULL;
+	sv->n = sv->cap = 0;
+}
+
+int sl_buf_append(sl_buf *b, const void *p, size_t n)
+{
+	if (n == 0)
+		return 0;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		uint8_t *d = realloc(b->data, cap);
+		if (!d)
+			return -1;
+		b->data = d;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = 0; /* always NUL-terminated for cheap string copies */
+	return 0;
+}
+
+void sl_buf_free(sl_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}

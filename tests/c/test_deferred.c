@@ -1,0 +1,341 @@
+/*
+ * test_deferred.c — deferred handlers: answers from worker threads, the
+ * 64-in-flight cap (EAGAIN), refusal on execve (EPERM), and the deadline
+ * after which a pending deferred call fails with EIO.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "sandlock.h"
+
+#define PY "/usr/bin/python3"
+
+static sandlock_sandbox_t *mk_sb(uint64_t deferred_timeout_ms)
+{
+	sandlock_builder_t *b = sandlock_sandbox_builder_new();
+	const char *dirs[] = { "/usr", "/bin", "/lib", "/lib64", "/etc" };
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (access(dirs[i], F_OK) == 0)
+			sandlock_sandbox_builder_fs_read(b, dirs[i]);
+	sandlock_sandbox_builder_timeout_ms(b, 60000);
+	if (deferred_timeout_ms)
+		sandlock_sandbox_builder_deferred_timeout_ms(b, deferred_timeout_ms);
+	int err = 0;
+	char *msg = NULL;
+	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
+	if (!sb)
+		fprintf(stderr, "  build failed: %d %s\n", err, msg ? msg : "");
+	sandlock_string_free(msg);
+	return sb;
+}
+
+static sandlock_result_t *run_with(sandlock_sandbox_t *sb, const char *const *argv,
+                                   sandlock_registration_t *regs, size_t nregs)
+{
+	uint32_t argc = 0;
+	while (argv[argc])
+		argc++;
+	int err = 0;
+	char *msg = NULL;
+	sandlock_result_t *r = sandlock_run_with_handlers(sb, argv, argc, regs, nregs, &err, &msg);
+	if (!r)
+		fprintf(stderr, "  run failed: %d %s\n", err, msg ? msg : "");
+	sandlock_string_free(msg);
+	return r;
+}
+
+static bool out_is(sandlock_result_t *r, const char *want)
+{
+	char *s = sandlock_result_stdout(r);
+	bool ok = s && strcmp(s, want) == 0;
+	if (!ok)
+		fprintf(stderr, "  stdout: '%s' (want '%s')\n", s ? s : "(null)", want);
+	sandlock_string_free(s);
+	return ok;
+}
+
+static bool err_has(sandlock_result_t *r, const char *want)
+{
+	char *s = sandlock_result_stderr(r);
+	bool ok = s && strstr(s, want) != NULL;
+	if (!ok)
+		fprintf(stderr, "  stderr: '%s' (want '%s')\n", s ? s : "(null)", want);
+	sandlock_string_free(s);
+	return ok;
+}
+
+static const char *const CAT_HOSTNAME[] = { "/bin/cat", "/etc/hostname", NULL };
+
+static bool path_is(sandlock_mem_t *m, const sandlock_notif_t *n, const char *want)
+{
+	if (n->syscall_nr != SYS_openat)
+		return false;
+	char *p = sandlock_mem_read_cstr(m, n->args[1], 4096);
+	bool ok = p && strcmp(p, want) == 0;
+	sandlock_string_free(p);
+	return ok;
+}
+
+/* ---- answers from a worker ---- */
+struct wctx {
+	atomic_int calls, hits, off_loop;
+	pthread_t main_thread;
+	int mode; /* 0 errno EXDEV, 1 inject bytes */
+};
+
+static int32_t worker_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
+                         sandlock_action_t *out)
+{
+	struct wctx *c = ud;
+	atomic_fetch_add(&c->calls, 1);
+	if (!pthread_equal(pthread_self(), c->main_thread))
+		atomic_store(&c->off_loop, 1);
+	if (!path_is(m, n, "/etc/hostname")) {
+		sandlock_action_set_continue(out);
+		return 0;
+	}
+	atomic_fetch_add(&c->hits, 1);
+	if (c->mode == 0) {
+		sandlock_action_set_errno(out, EXDEV);
+		return 0;
+	}
+	return sandlock_action_set_inject_bytes(out, "from-worker\n", 12, 0);
+}
+
+TEST(deferred_errno_from_worker)
+{
+	struct wctx c = { .main_thread = pthread_self(), .mode = 0 };
+	sandlock_handler_t *h = sandlock_handler_new(worker_fn, &c, NULL, SANDLOCK_EXCEPTION_KILL);
+	sandlock_handler_set_deferred(h, true);
+	sandlock_registration_t regs[] = { { "openat", h } };
+	sandlock_sandbox_t *sb = mk_sb(0);
+	REQUIRE(sb);
+	sandlock_result_t *r = run_with(sb, CAT_HOSTNAME, regs, 1);
+	REQUIRE(r);
+	CHECK(err_has(r, "Invalid cross-device link"));
+	CHECK_EQ_INT(atomic_load(&c.hits), 1);
+	CHECK(atomic_load(&c.off_loop));
+	sandlock_result_free(r);
+	sandlock_sandbox_free(sb);
+}
+
+TEST(deferred_inject_from_worker)
+{
+	struct wctx c = { .main_thread = pthread_self(), .mode = 1 };
+	sandlock_handler_t *h = sandlock_handler_new(worker_fn, &c, NULL, SANDLOCK_EXCEPTION_KILL);
+	sandlock_handler_set_deferred(h, true);
+	sandlock_registration_t regs[] = { { "openat", h } };
+	sandlock_sandbox_t *sb = mk_sb(0);
+	REQUIRE(sb);
+	sandlock_result_t *r = run_with(sb, CAT_HOSTNAME, regs, 1);
+	REQUIRE(r);
+	CHECK(out_is(r, "from-worker\n"));
+	CHECK(sandlock_result_success(r));
+	sandlock_result_free(r);
+	sandlock_sandbox_free(sb);
+}
+
+TEST(deferral_is_terminal)
+{
+	/* A deferred handler that CONTINUEs ends the chain: the handler after
+	 * it never sees the call. */
+	struct wctx c = { .main_thread = pthread_self(), .mode = 0 };
+	struct wctx later = { .main_thread = pthread_self(), .mode = 0 };
+	sandlock_handler_t *h = sandlock_handler_new(worker_fn, &c, NULL, SANDLOCK_EXCEPTION_KILL);
+	sandlock_handler_set_deferred(h, true);
+	sandlock_registration_t regs[] = {
+		{ "getpid", h },
+		{ "getpid", sandlock_handler_new(worker_fn, &later, NULL, SANDLOCK_EXCEPTION_KILL) },
+	};
+	sandlock_sandbox_t *sb = mk_sb(0);
+	REQUIRE(sb);
+	const char *argv[] = { "/bin/sh", "-c", "echo $$", NULL };
+	sandlock_result_t *r = run_with(sb, argv, regs, 2);
+	REQUIRE(r);
+	CHECK(sandlock_result_success(r));
+	CHECK(atomic_load(&c.calls) >= 1);
+	CHECK_EQ_INT(atomic_load(&later.calls), 0);
+	sandlock_result_free(r);
+	sandlock_sandbox_free(sb);
+}
+
+/* ---- refused on execve ---- */
+static atomic_int exec_calls;
+static int32_t exec_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
+                       sandlock_action_t *out)
+{
+	(void)ud, (void)n, (void)m;
+	atomic_fetch_add(&exec_calls, 1);
+	sandlock_action_set_continue(out);
+	return 0;
+}
+
+TEST(deferred_on_execve_is_refused_with_eperm)
+{
+	/* Even a handler that would CONTINUE: deferral itself is refused, so
+	 * the sandbox's very first execve fails (launch reports 126). */
+	sandlock_handler_t *h = sandlock_handler_new(exec_fn, NULL, NULL, SANDLOCK_EXCEPTION_KILL);
+	sandlock_handler_set_deferred(h, true);
+	sandlock_registration_t regs[] = { { "execve", h } };
+	sandlock_sandbox_t *sb = mk_sb(0);
+	REQUIRE(sb);
+	const char *argv[] = { "/bin/echo", "should-not-run", NULL };
+	sandlock_result_t *r = run_with(sb, argv, regs, 1);
+	REQUIRE(r);
+	CHECK(!sandlock_result_success(r));
+	CHECK_EQ_INT(sandlock_result_exit_code(r), 126);
+	CHECK(out_is(r, ""));
+	CHECK_EQ_INT(atomic_load(&exec_calls), 0);
+	sandlock_result_free(r);
+	sandlock_sandbox_free(sb);
+}
+
+/* ---- the 64-in-flight cap ---- */
+struct capctx {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool released;
+	int blocked, max_blocked;
+};
+
+/* Sync, first in the chain: the child's "/sl-release" open releases the
+ * blocked deferred calls.  Answered here, so it never needs a slot. */
+static int32_t release_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
+                          sandlock_action_t *out)
+{
+	struct capctx *c = ud;
+	if (path_is(m, n, "/sl-release")) {
+		pthread_mutex_lock(&c->mu);
+		c->released = true;
+		pthread_cond_broadcast(&c->cv);
+		pthread_mutex_unlock(&c->mu);
+		sandlock_action_set_errno(out, ENOENT);
+		return 0;
+	}
+	sandlock_action_set_continue(out);
+	return 0;
+}
+
+static int32_t blocking_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
+                           sandlock_action_t *out)
+{
+	struct capctx *c = ud;
+	char *p = n->syscall_nr == SYS_openat ? sandlock_mem_read_cstr(m, n->args[1], 4096) : NULL;
+	bool target = p && strncmp(p, "/sl-defer/", 10) == 0;
+	sandlock_string_free(p);
+	if (!target) {
+		sandlock_action_set_continue(out);
+		return 0;
+	}
+	pthread_mutex_lock(&c->mu);
+	c->blocked++;
+	if (c->blocked > c->max_blocked)
+		c->max_blocked = c->blocked;
+	while (!c->released)
+		pthread_cond_wait(&c->cv, &c->mu);
+	c->blocked--;
+	pthread_mutex_unlock(&c->mu);
+	sandlock_action_set_errno(out, EXDEV);
+	return 0;
+}
+
+TEST(at_most_64_deferred_calls_in_flight)
+{
+	/* 70 threads open distinct paths; each deferred call blocks until the
+	 * child opens /sl-release, which it does once 6 threads have their
+	 * answer -- those 6 can only be the EAGAIN refusals.  (The 30 s
+	 * fallback only exists so a broken cap fails instead of hanging.) */
+	struct capctx c = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+	sandlock_handler_t *hb = sandlock_handler_new(blocking_fn, &c, NULL,
+	                                              SANDLOCK_EXCEPTION_KILL);
+	sandlock_handler_set_deferred(hb, true);
+	sandlock_registration_t regs[] = {
+		{ "openat", sandlock_handler_new(release_fn, &c, NULL, SANDLOCK_EXCEPTION_KILL) },
+		{ "openat", hb },
+	};
+	sandlock_sandbox_t *sb = mk_sb(0);
+	REQUIRE(sb);
+	const char *argv[] = {
+		PY, "-c",
+		"import os,errno,threading,time\n"
+		"N=70; res=[None]*N; done=[0]; lk=threading.Lock()\n"
+		"def w(i):\n"
+		"    try:\n"
+		"        os.open('/sl-defer/%d' % i, os.O_RDONLY); r='ok'\n"
+		"    except OSError as e: r=e.errno\n"
+		"    res[i]=r\n"
+		"    with lk: done[0]+=1\n"
+		"ts=[threading.Thread(target=w,args=(i,)) for i in range(N)]\n"
+		"for t in ts: t.start()\n"
+		"end=time.monotonic()+30\n"
+		"while done[0] < N-64 and time.monotonic() < end: time.sleep(0.005)\n"
+		"try: os.open('/sl-release', os.O_RDONLY)\n"
+		"except OSError: pass\n"
+		"for t in ts: t.join()\n"
+		"print(res.count(errno.EAGAIN), res.count(errno.EXDEV))\n",
+		NULL
+	};
+	sandlock_result_t *r = run_with(sb, argv, regs, 2);
+	REQUIRE(r);
+	CHECK(out_is(r, "6 64\n"));
+	CHECK_EQ_INT(c.max_blocked, 64);
+	sandlock_result_free(r);
+	sandlock_sandbox_free(sb);
+}
+
+/* ---- the deadline ---- */
+struct latectx {
+	atomic_int hits, answered_before_return, late_fd;
+};
+
+/* Blocks until the supervisor has answered the call (its notification is
+ * no longer pending, so reading the child's memory fails), then returns
+ * an inject whose fd must be dropped. */
+static int32_t late_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
+                       sandlock_action_t *out)
+{
+	struct latectx *c = ud;
+	if (!path_is(m, n, "/etc/hostname")) {
+		sandlock_action_set_continue(out);
+		return 0;
+	}
+	atomic_fetch_add(&c->hits, 1);
+	char b;
+	for (int i = 0; i < 30000; i++) { /* bounded: a broken deadline fails, not hangs */
+		if (sandlock_mem_read(m, n->args[1], &b, 1) != 0) {
+			atomic_store(&c->answered_before_return, 1);
+			break;
+		}
+		usleep(1000);
+	}
+	int rc = sandlock_action_set_inject_bytes(out, "late\n", 5, 0);
+	atomic_store(&c->late_fd, out->u.inject.srcfd);
+	return rc;
+}
+
+TEST(deferred_call_past_deadline_fails_with_eio)
+{
+	struct latectx c = { .late_fd = -1 };
+	sandlock_handler_t *h = sandlock_handler_new(late_fn, &c, NULL, SANDLOCK_EXCEPTION_KILL);
+	sandlock_handler_set_deferred(h, true);
+	sandlock_registration_t regs[] = { { "openat", h } };
+	sandlock_sandbox_t *sb = mk_sb(100);
+	REQUIRE(sb);
+	sandlock_result_t *r = run_with(sb, CAT_HOSTNAME, regs, 1);
+	REQUIRE(r);
+	CHECK(err_has(r, "Input/output error"));
+	CHECK(!sandlock_result_success(r));
+	CHECK_EQ_INT(atomic_load(&c.hits), 1);
+	CHECK(atomic_load(&c.answered_before_return));
+	int fd = atomic_load(&c.late_fd);
+	CHECK(fd >= 0);
+	errno = 0;
+	CHECK(fcntl(fd, F_GETFD) == -1 && errno == EBADF); /* dropped result: fd closed */
+	sandlock_result_free(r);
+	sandlock_sandbox_free(sb);
+}

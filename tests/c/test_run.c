@@ -1,0 +1,319 @@
+/*
+ * test_run.c — running real commands in the sandbox: output capture,
+ * exit codes, timeouts, environment, cwd, cleanup of leftovers.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "sandlock.h"
+
+/* A sandbox that can run the system's binaries. */
+static sandlock_builder_t *base(void)
+{
+	sandlock_builder_t *b = sandlock_sandbox_builder_new();
+	sandlock_sandbox_builder_fs_read(b, "/usr");
+	sandlock_sandbox_builder_fs_read(b, "/etc");
+	return b;
+}
+
+/* Build b, run argv, and return the result (NULL on failure, *err set). */
+static sandlock_result_t *run_argv(sandlock_builder_t *b, const char *const *argv, int *err,
+                                   char **msg)
+{
+	int e = 0;
+	char *m = NULL;
+	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &e, &m);
+	if (!sb) {
+		fprintf(stderr, "  build failed: %d %s\n", e, m ? m : "");
+		sandlock_string_free(m);
+		if (err)
+			*err = e;
+		return NULL;
+	}
+	uint32_t argc = 0;
+	while (argv[argc])
+		argc++;
+	sandlock_result_t *r = sandlock_run(sb, argv, argc, &e, &m);
+	sandlock_sandbox_free(sb);
+	if (err)
+		*err = e;
+	if (msg)
+		*msg = m;
+	else
+		sandlock_string_free(m);
+	return r;
+}
+
+static sandlock_result_t *sh(sandlock_builder_t *b, const char *script)
+{
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	return run_argv(b, argv, NULL, NULL);
+}
+
+TEST(echo_output)
+{
+	const char *argv[] = { "/bin/echo", "hello", "world", NULL };
+	sandlock_result_t *r = run_argv(base(), argv, NULL, NULL);
+	REQUIRE(r);
+	char *out = sandlock_result_stdout(r);
+	CHECK(out && strcmp(out, "hello world\n") == 0);
+	CHECK_EQ_INT(sandlock_result_exit_code(r), 0);
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_EXITED);
+	CHECK(sandlock_result_success(r));
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+}
+
+TEST(path_lookup)
+{
+	const char *argv[] = { "echo", "via-path", NULL };
+	sandlock_result_t *r = run_argv(base(), argv, NULL, NULL);
+	REQUIRE(r);
+	char *out = sandlock_result_stdout(r);
+	CHECK(out && strcmp(out, "via-path\n") == 0);
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+}
+
+TEST(exit_code_and_stderr)
+{
+	sandlock_result_t *r = sh(base(), "echo oops >&2; exit 3");
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_exit_code(r), 3);
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_EXITED);
+	CHECK(!sandlock_result_success(r));
+	char *err = sandlock_result_stderr(r);
+	CHECK(err && strcmp(err, "oops\n") == 0);
+	sandlock_string_free(err);
+	sandlock_result_free(r);
+}
+
+TEST(killed_by_signal)
+{
+	sandlock_result_t *r = sh(base(), "kill -TERM $$");
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_SIGNALED);
+	CHECK_EQ_INT(sandlock_result_signal(r), SIGTERM);
+	CHECK_EQ_INT(sandlock_result_exit_code(r), 128 + SIGTERM);
+	CHECK(!sandlock_result_success(r));
+	sandlock_result_free(r);
+}
+
+/* Both pipes fill up at once: a reader that serialises them would deadlock. */
+TEST(large_output_both_streams)
+{
+	sandlock_result_t *r =
+		sh(base(), "i=0; while [ $i -lt 3 ]; do yes abcdefghijklmno | head -c 700000; "
+		           "yes ABCDEFGHIJKLMNO | head -c 700000 >&2; i=$((i+1)); done");
+	REQUIRE(r);
+	size_t no = 0, ne = 0;
+	const uint8_t *o = sandlock_result_stdout_bytes(r, &no);
+	const uint8_t *e = sandlock_result_stderr_bytes(r, &ne);
+	CHECK_EQ_INT(no, 2100000);
+	CHECK_EQ_INT(ne, 2100000);
+	CHECK(o && memcmp(o, "abcdefghijklmno\n", 16) == 0);
+	CHECK(e && memcmp(e, "ABCDEFGHIJKLMNO\n", 16) == 0);
+	CHECK(sandlock_result_success(r));
+	sandlock_result_free(r);
+}
+
+TEST(timeout_kills)
+{
+	sandlock_builder_t *b = sandlock_sandbox_builder_timeout_ms(base(), 300);
+	sandlock_result_t *r = sh(b, "echo started; sleep 30; echo finished");
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_TIMEOUT);
+	CHECK_EQ_INT(sandlock_result_exit_code(r), 124);
+	CHECK(!sandlock_result_success(r));
+	char *out = sandlock_result_stdout(r);
+	CHECK(out && strcmp(out, "started\n") == 0);
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+}
+
+TEST(env_inherited_and_overridden)
+{
+	setenv("SANDLOCK_TEST_INHERIT", "from-parent", 1);
+	sandlock_builder_t *b = sandlock_sandbox_builder_env_var(base(), "FOO", "bar=baz");
+	const char *argv[] = { "/usr/bin/env", NULL };
+	sandlock_result_t *r = run_argv(b, argv, NULL, NULL);
+	REQUIRE(r);
+	char *out = sandlock_result_stdout(r);
+	CHECK(out && strstr(out, "\nFOO=bar=baz\n"));
+	CHECK(out && strstr(out, "SANDLOCK_TEST_INHERIT=from-parent\n"));
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+}
+
+TEST(clean_env)
+{
+	setenv("SANDLOCK_TEST_INHERIT", "from-parent", 1);
+	sandlock_builder_t *b = sandlock_sandbox_builder_clean_env(base(), true);
+	sandlock_sandbox_builder_env_var(b, "FOO", "1");
+	sandlock_sandbox_builder_env_var(b, "FOO", "2"); /* a later value wins */
+	const char *argv[] = { "env", NULL };
+	sandlock_result_t *r = run_argv(b, argv, NULL, NULL);
+	REQUIRE(r);
+	char *out = sandlock_result_stdout(r);
+	CHECK(out && strcmp(out, "PATH=/usr/local/bin:/usr/bin:/bin\nFOO=2\n") == 0);
+	if (out && strcmp(out, "PATH=/usr/local/bin:/usr/bin:/bin\nFOO=2\n"))
+		fprintf(stderr, "  env was: %s\n", out);
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+}
+
+TEST(cwd_is_applied)
+{
+	char dir[] = "/tmp/sandlock-cwd-XXXXXX";
+	REQUIRE(mkdtemp(dir));
+	sandlock_builder_t *b = sandlock_sandbox_builder_cwd(base(), dir);
+	const char *argv[] = { "/bin/pwd", NULL };
+	sandlock_result_t *r = run_argv(b, argv, NULL, NULL);
+	rmdir(dir);
+	REQUIRE(r);
+	char *out = sandlock_result_stdout(r);
+	char want[64];
+	snprintf(want, sizeof want, "%s\n", dir);
+	CHECK(out && strcmp(out, want) == 0);
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+}
+
+TEST(command_not_found)
+{
+	const char *argv[] = { "no-such-command-sandlock", NULL };
+	int err = 0;
+	char *msg = NULL;
+	sandlock_result_t *r = run_argv(base(), argv, &err, &msg);
+	CHECK(r == NULL);
+	CHECK_EQ_INT(err, SANDLOCK_ERR_NOT_FOUND);
+	CHECK(msg && strstr(msg, "no-such-command-sandlock"));
+	sandlock_string_free(msg);
+	sandlock_result_free(r);
+}
+
+/* Without any fs rule Landlock denies executing the program: 126. */
+TEST(exec_denied_without_rules)
+{
+	const char *argv[] = { "/bin/echo", "x", NULL };
+	sandlock_result_t *r = run_argv(sandlock_sandbox_builder_new(), argv, NULL, NULL);
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_EXITED);
+	CHECK_EQ_INT(sandlock_result_exit_code(r), 126);
+	size_t n = 1;
+	sandlock_result_stdout_bytes(r, &n);
+	CHECK_EQ_INT(n, 0);
+	sandlock_result_free(r);
+}
+
+/* Dead = gone or a zombie waiting for its new parent (init) to reap it. */
+static bool process_dead(pid_t pid)
+{
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return true;
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return true;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	return p && (p[2] == 'Z' || p[2] == 'X');
+}
+
+TEST(background_grandchild_is_killed)
+{
+	sandlock_result_t *r = sh(base(), "sleep 100 & echo $!");
+	REQUIRE(r);
+	char *out = sandlock_result_stdout(r);
+	REQUIRE(out);
+	pid_t pid = (pid_t)atoi(out);
+	CHECK(pid > 1);
+	if (pid > 1)
+		CHECK(process_dead(pid));
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+}
+
+TEST(nul_bytes_in_output)
+{
+	sandlock_result_t *r = sh(base(), "printf 'a\\000b\\000'");
+	REQUIRE(r);
+	size_t n = 0;
+	const uint8_t *p = sandlock_result_stdout_bytes(r, &n);
+	CHECK_EQ_INT(n, 4);
+	CHECK(p && memcmp(p, "a\0b\0", 4) == 0);
+	char *s = sandlock_result_stdout(r);
+	CHECK(s && strcmp(s, "a") == 0);
+	sandlock_string_free(s);
+	sandlock_result_free(r);
+}
+
+TEST(stdin_is_dev_null)
+{
+	sandlock_result_t *r = sh(base(), "cat; echo rc=$?");
+	REQUIRE(r);
+	char *out = sandlock_result_stdout(r);
+	CHECK(out && strcmp(out, "rc=0\n") == 0);
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+}
+
+TEST(misc_api)
+{
+	CHECK_EQ_INT(sandlock_syscall_nr("getpid"), 39);
+	CHECK_EQ_INT(sandlock_syscall_nr("no_such_syscall"), -1);
+	CHECK_EQ_INT(sandlock_syscall_nr(NULL), -1);
+	char *n = sandlock_syscall_name(39);
+	CHECK(n && strcmp(n, "getpid") == 0);
+	sandlock_string_free(n);
+	CHECK(sandlock_syscall_name(-5) == NULL);
+	CHECK(sandlock_landlock_abi_version() >= 1);
+	CHECK(strcmp(sandlock_version(), SANDLOCK_VERSION) == 0);
+}
+
+/* A failure inside the child's setup is reported by name, not as a crash. */
+TEST(child_setup_error_reported)
+{
+	char dir[] = "/tmp/sandlock-gone-XXXXXX";
+	REQUIRE(mkdtemp(dir));
+	sandlock_sandbox_t *sb =
+		sandlock_sandbox_build(sandlock_sandbox_builder_cwd(base(), dir), NULL, NULL);
+	REQUIRE(sb);
+	rmdir(dir); /* chdir in the child now fails */
+	const char *argv[] = { "/bin/true", NULL };
+	int err = 0;
+	char *msg = NULL;
+	sandlock_result_t *r = sandlock_run(sb, argv, 1, &err, &msg);
+	CHECK(r == NULL);
+	CHECK_EQ_INT(err, SANDLOCK_ERR_SYSTEM);
+	CHECK(msg && strstr(msg, "chdir") && strstr(msg, "ENOENT"));
+	sandlock_string_free(msg);
+	sandlock_result_free(r);
+	sandlock_sandbox_free(sb);
+}
+
+/* max_memory caps the address space: a big allocation fails inside only. */
+TEST(max_memory_limits_allocation)
+{
+	const char *argv[] = { "/usr/bin/python3", "-c", "bytearray(400 * 1024 * 1024)", NULL };
+	sandlock_result_t *r = run_argv(base(), argv, NULL, NULL);
+	REQUIRE(r);
+	CHECK(sandlock_result_success(r)); /* control: works without a limit */
+	sandlock_result_free(r);
+	sandlock_builder_t *b = sandlock_sandbox_builder_max_memory(base(), 128ull << 20);
+	r = run_argv(b, argv, NULL, NULL);
+	REQUIRE(r);
+	CHECK(!sandlock_result_success(r));
+	char *err = sandlock_result_stderr(r);
+	CHECK(err && strstr(err, "MemoryError"));
+	sandlock_string_free(err);
+	sandlock_result_free(r);
+}

@@ -1,0 +1,349 @@
+/*
+ * test_security.c — escape attempts.  Each probe (tests/c/helpers/escape.c)
+ * must fail inside the sandbox; where meaningful the same probe is first
+ * run outside the sandbox to prove it would have succeeded, so every test
+ * here fails if the defence it covers is removed.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "sandlock.h"
+
+static char g_escape[4200];
+static char g_helpers[4096];
+
+static const char *escape_path(void)
+{
+	if (!g_escape[0]) {
+		const char *b = getenv("SANDLOCK_BUILD");
+		snprintf(g_helpers, sizeof g_helpers, "%s/helpers", b ? b : "build");
+		snprintf(g_escape, sizeof g_escape, "%s/escape", g_helpers);
+	}
+	return g_escape;
+}
+
+/* Enough to run the (dynamically linked) helper and nothing else. */
+static sandlock_builder_t *base(void)
+{
+	escape_path();
+	sandlock_builder_t *b = sandlock_sandbox_builder_new();
+	sandlock_sandbox_builder_fs_read(b, "/usr");
+	sandlock_sandbox_builder_fs_read(b, "/etc");
+	sandlock_sandbox_builder_fs_read(b, g_helpers);
+	return b;
+}
+
+/* Run `escape probe [arg]` in the sandbox described by b (consumed). */
+static sandlock_result_t *inside(sandlock_builder_t *b, const char *probe, const char *arg)
+{
+	int err = 0;
+	char *msg = NULL;
+	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
+	if (!sb) {
+		fprintf(stderr, "  build: %s\n", msg ? msg : "?");
+		sandlock_string_free(msg);
+		return NULL;
+	}
+	const char *argv[] = { escape_path(), probe, arg, NULL };
+	sandlock_result_t *r = sandlock_run(sb, argv, arg ? 3 : 2, &err, &msg);
+	if (!r)
+		fprintf(stderr, "  run: %s\n", msg ? msg : "?");
+	sandlock_string_free(msg);
+	sandlock_sandbox_free(sb);
+	return r;
+}
+
+/* True if the sandboxed probe printed exactly want (e.g. "errno=EPERM"). */
+static bool inside_says(sandlock_builder_t *b, const char *probe, const char *arg,
+                        const char *want)
+{
+	sandlock_result_t *r = inside(b, probe, arg);
+	if (!r)
+		return false;
+	char *out = sandlock_result_stdout(r);
+	char *err = sandlock_result_stderr(r);
+	char line[128];
+	snprintf(line, sizeof line, "%s\n", want);
+	bool ok = out && strcmp(out, line) == 0;
+	if (!ok)
+		fprintf(stderr, "  %s inside: got '%s' (stderr '%s', exit %d), want '%s'\n", probe,
+		        out ? out : "", err ? err : "", sandlock_result_exit_code(r), want);
+	sandlock_string_free(out);
+	sandlock_string_free(err);
+	sandlock_result_free(r);
+	return ok;
+}
+
+/* Run the probe without any sandbox; returns its first output line (static). */
+static const char *outside(const char *probe, const char *arg)
+{
+	static char buf[256];
+	int p[2];
+	buf[0] = 0;
+	if (pipe(p) < 0)
+		return buf;
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		execl(escape_path(), escape_path(), probe, arg, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	ssize_t n, tot = 0;
+	while ((n = read(p[0], buf + tot, sizeof buf - 1 - (size_t)tot)) > 0)
+		tot += n;
+	buf[tot] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	close(p[0]);
+	waitpid(pid, NULL, 0);
+	return buf;
+}
+
+/* ---------------- filesystem ---------------- */
+
+struct tmp {
+	char dir[64];
+	char path[256];
+};
+
+static bool tmp_make(struct tmp *t)
+{
+	strcpy(t->dir, "/tmp/sandlock-sec-XXXXXX");
+	return mkdtemp(t->dir) != NULL;
+}
+
+static const char *tmp_file(struct tmp *t, const char *rel, const char *content)
+{
+	snprintf(t->path, sizeof t->path, "%s/%s", t->dir, rel);
+	if (content) {
+		FILE *f = fopen(t->path, "w");
+		if (f) {
+			fputs(content, f);
+			fclose(f);
+		}
+	}
+	return t->path;
+}
+
+static void tmp_remove(struct tmp *t)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "  cleanup of %s failed\n", t->dir);
+}
+
+TEST(read_outside_fs_read_denied)
+{
+	struct tmp t;
+	REQUIRE(tmp_make(&t));
+	const char *f = tmp_file(&t, "secret", "s3cret");
+	CHECK(strcmp(outside("read", f), "ok") == 0);
+	CHECK(inside_says(base(), "read", f, "errno=EACCES"));
+	/* positive control: granting the directory makes it readable */
+	CHECK(inside_says(sandlock_sandbox_builder_fs_read(base(), t.dir), "read", f, "ok"));
+	tmp_remove(&t);
+}
+
+TEST(write_outside_fs_write_denied)
+{
+	struct tmp t;
+	REQUIRE(tmp_make(&t));
+	const char *f = tmp_file(&t, "new", NULL);
+	CHECK(inside_says(sandlock_sandbox_builder_fs_read(base(), t.dir), "write", f,
+	                  "errno=EACCES"));
+	CHECK(access(f, F_OK) != 0);
+	CHECK(inside_says(sandlock_sandbox_builder_fs_write(base(), t.dir), "write", f, "ok"));
+	CHECK(access(f, F_OK) == 0);
+	tmp_remove(&t);
+}
+
+TEST(fs_deny_carve_out)
+{
+	struct tmp t;
+	REQUIRE(tmp_make(&t));
+	char secret_dir[128], secret[160], pub[128], other[128];
+	snprintf(secret_dir, sizeof secret_dir, "%s/a/secret", t.dir);
+	snprintf(secret, sizeof secret, "%s/s.txt", secret_dir);
+	snprintf(pub, sizeof pub, "%s/a/pub.txt", t.dir);
+	snprintf(other, sizeof other, "%s/a/other/o.txt", t.dir);
+	REQUIRE(mkdir(tmp_file(&t, "a", NULL), 0755) == 0);
+	REQUIRE(mkdir(secret_dir, 0755) == 0);
+	REQUIRE(mkdir(tmp_file(&t, "a/other", NULL), 0755) == 0);
+	tmp_file(&t, "a/secret/s.txt", "x");
+	tmp_file(&t, "a/pub.txt", "x");
+	tmp_file(&t, "a/other/o.txt", "x");
+	/* without the deny everything under the root is readable */
+	CHECK(inside_says(sandlock_sandbox_builder_fs_read(base(), t.dir), "read", secret, "ok"));
+	sandlock_builder_t *b[4];
+	for (int i = 0; i < 4; i++) {
+		b[i] = sandlock_sandbox_builder_fs_read(base(), t.dir);
+		sandlock_sandbox_builder_fs_deny(b[i], secret_dir);
+	}
+	CHECK(inside_says(b[0], "read", secret, "errno=EACCES"));
+	CHECK(inside_says(b[1], "read", secret_dir, "errno=EACCES"));
+	CHECK(inside_says(b[2], "read", pub, "ok"));
+	CHECK(inside_says(b[3], "read", other, "ok"));
+	tmp_remove(&t);
+}
+
+/* /proc readable must not mean /proc/self/mem writable. */
+TEST(proc_self_mem_not_writable)
+{
+	CHECK(strcmp(outside("procmem", NULL), "ok") == 0);
+	CHECK(inside_says(sandlock_sandbox_builder_fs_read(base(), "/proc"), "procmem", NULL,
+	                  "errno=EACCES"));
+}
+
+/* ---------------- seccomp blocklist and argument rules ---------------- */
+
+static void blocked(const char *probe, const char *want_inside, bool outside_ok)
+{
+	const char *o = outside(probe, NULL);
+	if (outside_ok && strcmp(o, "ok") != 0) {
+		fprintf(stderr, "  %s outside: %s\n", probe, o);
+		CHECK(strcmp(o, "ok") == 0);
+	}
+	CHECK(strcmp(o, want_inside) != 0); /* the sandbox must make the difference */
+	CHECK(inside_says(base(), probe, NULL, want_inside));
+}
+
+TEST(ptrace_blocked) { blocked("ptrace", "errno=EPERM", true); }
+TEST(io_uring_blocked) { blocked("io_uring", "errno=EPERM", true); }
+TEST(process_vm_writev_blocked) { blocked("vm_writev", "errno=EPERM", true); }
+TEST(bpf_blocked) { blocked("bpf", "errno=EPERM", true); }
+TEST(mount_blocked) { blocked("mount", "errno=EPERM", true); }
+TEST(keyctl_blocked) { blocked("keyctl", "errno=EPERM", true); }
+TEST(userfaultfd_blocked) { blocked("userfaultfd", "errno=EPERM", true); }
+/* perf may be absent in a VM (ENOENT outside); inside it must be EPERM. */
+TEST(perf_event_open_blocked) { blocked("perf", "errno=EPERM", false); }
+TEST(clone_newuser_denied) { blocked("clone_newuser", "errno=EPERM", true); }
+TEST(unshare_newuser_denied) { blocked("unshare_newuser", "errno=EPERM", true); }
+TEST(clone3_enosys) { blocked("clone3", "errno=ENOSYS", true); }
+TEST(raw_socket_denied) { blocked("raw_socket", "errno=EPERM", true); }
+TEST(packet_socket_denied) { blocked("packet_socket", "errno=EPERM", true); }
+TEST(set_dumpable_denied) { blocked("dumpable", "errno=EPERM", true); }
+
+/* TIOCSTI needs a tty: the pty master from /dev/ptmx (opened read-write). */
+static void tiocsti(const char *probe)
+{
+	CHECK(strcmp(outside(probe, NULL), "ok") == 0);
+	CHECK(inside_says(sandlock_sandbox_builder_fs_write(base(), "/dev/ptmx"), probe, NULL,
+	                  "errno=EPERM"));
+}
+
+TEST(tiocsti_denied) { tiocsti("tiocsti"); }
+/* The kernel truncates cmd to 32 bits: high garbage must not bypass the rule. */
+TEST(tiocsti_high_bits_denied) { tiocsti("tiocsti_hi"); }
+
+/* Foreign syscall entry points kill the whole process with SIGSYS. */
+static void killed(const char *probe)
+{
+	const char *o = outside(probe, NULL);
+	CHECK(o[0] != 0); /* outside it survives and reports something */
+	sandlock_result_t *r = inside(base(), probe, NULL);
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_SIGNALED);
+	CHECK_EQ_INT(sandlock_result_signal(r), SIGSYS);
+	size_t n = 1;
+	sandlock_result_stdout_bytes(r, &n);
+	CHECK_EQ_INT(n, 0);
+	sandlock_result_free(r);
+}
+
+TEST(x32_syscall_killed) { killed("x32"); }
+TEST(int80_i386_syscall_killed) { killed("int80"); }
+
+/* ---------------- network ---------------- */
+
+/* A listening TCP socket on 127.0.0.1; returns fd, *port set. */
+static int tcp_listener(int *port)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t len = sizeof a;
+	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) < 0 || listen(s, 16) < 0 ||
+	    getsockname(s, (struct sockaddr *)&a, &len) < 0) {
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	*port = ntohs(a.sin_port);
+	return s;
+}
+
+TEST(tcp_connect_denied_unless_allowed)
+{
+	int port;
+	int s = tcp_listener(&port);
+	REQUIRE(s >= 0);
+	char ps[16];
+	snprintf(ps, sizeof ps, "%d", port);
+	CHECK(strcmp(outside("connect", ps), "ok") == 0);
+	CHECK(inside_says(base(), "connect", ps, "errno=EACCES"));
+	CHECK(inside_says(sandlock_sandbox_builder_net_allow(base(), (uint32_t)port), "connect", ps,
+	                  "ok"));
+	/* allowing another port does not open this one */
+	CHECK(inside_says(sandlock_sandbox_builder_net_allow(base(), (uint32_t)(port == 1 ? 2 : port - 1)),
+	                  "connect", ps, "errno=EACCES"));
+	close(s);
+}
+
+TEST(tcp_bind_denied_unless_allowed)
+{
+	int port;
+	int s = tcp_listener(&port); /* find a free port, then release it */
+	REQUIRE(s >= 0);
+	close(s);
+	char ps[16];
+	snprintf(ps, sizeof ps, "%d", port);
+	CHECK(strcmp(outside("bind", ps), "ok") == 0);
+	CHECK(inside_says(base(), "bind", ps, "errno=EACCES"));
+	CHECK(inside_says(sandlock_sandbox_builder_net_allow_bind(base(), (uint32_t)port), "bind",
+	                  ps, "ok"));
+}
+
+TEST(abstract_unix_socket_scoped)
+{
+	char name[64];
+	snprintf(name, sizeof name, "sandlock-test-%d", (int)getpid());
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	REQUIRE(s >= 0);
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	memcpy(a.sun_path + 1, name, strlen(name));
+	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name));
+	REQUIRE(bind(s, (struct sockaddr *)&a, len) == 0 && listen(s, 16) == 0);
+	CHECK(strcmp(outside("abstract", name), "ok") == 0);
+	CHECK(inside_says(base(), "abstract", name, "errno=EPERM"));
+	close(s);
+}
+
+TEST(signal_outside_sandbox_scoped)
+{
+	pid_t victim = fork();
+	REQUIRE(victim >= 0);
+	if (victim == 0) {
+		pause();
+		_exit(0);
+	}
+	char ps[16];
+	snprintf(ps, sizeof ps, "%d", (int)victim);
+	CHECK(strcmp(outside("kill", ps), "ok") == 0);
+	CHECK(inside_says(base(), "kill", ps, "errno=EPERM"));
+	kill(victim, SIGKILL);
+	waitpid(victim, NULL, 0);
+}

@@ -1,0 +1,507 @@
+"""User handlers end to end: every recipe of the spec with real processes."""
+import asyncio
+import errno
+import gc
+import os
+import re
+import signal
+import threading
+import weakref
+
+import pytest
+
+import sandlock
+from sandlock import handler as H
+from sandlock.handler import ExceptionPolicy, Handler, NotifAction
+from sandlock.presets import (COMMON_PATH_SYSCALLS, AuditPathsHandler, LogSyscallsHandler,
+                              PathAllowHandler, PathDenyHandler)
+from conftest import PY, SYSTEM
+
+
+def common(h):
+    return [(s, h) for s in COMMON_PATH_SYSCALLS]
+
+
+@pytest.fixture
+def files(tmpdir_path):
+    """tmpdir with secret/ok files readable through Landlock."""
+    paths = {}
+    for name, content in (("secret", "TOPSECRET\n"), ("aaaa.txt", "content-A\n"),
+                          ("bbbb.txt", "content-B\n")):
+        p = os.path.join(tmpdir_path, name)
+        with open(p, "w") as f:
+            f.write(content)
+        paths[name] = p
+    os.mkdir(os.path.join(tmpdir_path, "ok"))
+    paths["ok"] = os.path.join(tmpdir_path, "ok", "file")
+    with open(paths["ok"], "w") as f:
+        f.write("fine\n")
+    paths["dir"] = tmpdir_path
+    paths["sb"] = sandlock.Sandbox(fs_readable=SYSTEM + [tmpdir_path], timeout=60)
+    return paths
+
+
+# ---- quick start / audit ----
+def test_quick_start_audit_prints_paths(sb, host_hostname, capsys):
+    audit = AuditPathsHandler(callback=lambda path, _ctx: print("open %s" % path))
+    r = sb.run_with_handlers(cmd=["/usr/bin/cat", "/etc/hostname"], handlers=common(audit))
+    assert r.success and r.stdout == host_hostname
+    out = capsys.readouterr().out.splitlines()
+    assert "open /etc/hostname" in out
+    assert "open /usr/bin/cat" in out  # the initial execve is trapped too
+
+
+def test_audit_callback_gets_ctx_and_none(sb):
+    seen = []
+    audit = AuditPathsHandler(callback=lambda path, ctx: seen.append((path, ctx.syscall_nr, ctx.pid)))
+    # getpid is not a path syscall: path is None but the callback still runs
+    r = sb.run_with_handlers([PY, "-c", "import os; os.getpid()"], [("getpid", audit)])
+    assert r.success, r.stderr
+    nr = sandlock._native.syscall_nr("getpid")
+    assert seen and all(p is None and n == nr for p, n, _ in seen)
+
+
+# ---- deny / allow recipes ----
+def test_deny_tree_etc(sb):
+    deny = PathDenyHandler(deny=["/etc/*", "/var/lib/*"])
+    r = sb.run_with_handlers(["/bin/cat", "/etc/hostname"], common(deny))
+    assert r.exit_code != 0 and not r.success
+    assert b"Operation not permitted" in r.stderr
+    assert r.stdout == b""
+
+
+def test_deny_custom_errno(files):
+    deny = PathDenyHandler(deny=[files["secret"]], errno=errno.ENOENT)
+    r = files["sb"].run_with_handlers(["/bin/cat", files["secret"]], common(deny))
+    assert b"No such file or directory" in r.stderr and b"TOPSECRET" not in r.stdout
+
+
+def test_security_denied_path_really_gets_eperm(files):
+    """Without the handler each attempt reads the secret (Landlock allows the
+    directory); with it every spelling of the path gets EPERM."""
+    d, secret = files["dir"], files["secret"]
+    attempts = [
+        ["/bin/cat", secret],
+        ["/bin/cat", d + "//./secret"],
+        ["/bin/cat", d + "/ok/../secret"],
+        ["/bin/sh", "-c", 'cd "$1" && cat secret', "sh", d],
+        ["/bin/sh", "-c", 'cd "$1/ok" && cat ../secret', "sh", d],
+        [PY, "-c", "import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY);"
+                   "print(os.read(os.open('secret', os.O_RDONLY, dir_fd=fd), 99))", d],
+    ]
+    sb = files["sb"]
+    for cmd in attempts:
+        ctl = sb.run(cmd)
+        assert b"TOPSECRET" in ctl.stdout, (cmd, ctl)
+        deny = PathDenyHandler(deny=[secret])
+        r = sb.run_with_handlers(cmd, common(deny))
+        assert b"TOPSECRET" not in r.stdout, cmd
+        assert not r.success, cmd
+        assert b"Operation not permitted" in r.stderr or b"PermissionError" in r.stderr, (cmd, r)
+
+
+def test_deny_on_openat2_open_creat(files):
+    """The path presets resolve their argument on openat2/open/creat too."""
+    deny = PathDenyHandler(deny=[files["secret"]])
+    regs = [(s, deny) for s in ("openat", "openat2", "open", "creat")]
+    r = files["sb"].run_with_handlers(["/bin/cat", files["secret"]], regs)
+    assert b"Operation not permitted" in r.stderr
+
+
+def test_allow_list_eacces_for_others(files):
+    d = files["dir"]
+    allow = PathAllowHandler(allow=["/usr/*", "/lib/*", "/lib64/*", "/bin/*",
+                                    "/etc/ld.so.cache", d + "/ok/*"])
+    sb = files["sb"]
+    r = sb.run_with_handlers(["/bin/cat", files["ok"]], common(allow))
+    assert r.success, r.stderr
+    assert r.stdout == b"fine\n"
+    for target in (files["secret"], d + "/ok/../secret", "/etc/hostname"):
+        r = sb.run_with_handlers(["/bin/cat", target], common(allow))
+        assert not r.success and b"Permission denied" in r.stderr, target
+        assert b"TOPSECRET" not in r.stdout
+    # relative path resolved against the cwd: still outside the allow-list
+    r = sb.run_with_handlers(["/bin/sh", "-c", 'cd "$1" && /bin/cat secret', "sh", d],
+                             [("openat", allow)])
+    assert b"Permission denied" in r.stderr and b"TOPSECRET" not in r.stdout
+
+
+# ---- synthesise a return value ----
+class FakePid(Handler):
+    on_exception = ExceptionPolicy.KILL
+
+    def handle(self, ctx):
+        return NotifAction.returns(777)
+
+
+def test_fake_pid(sb):
+    r = sb.run_with_handlers([PY, "-c", "import os; print(os.getpid())"], [("getpid", FakePid())])
+    assert r.success, r.stderr
+    assert r.stdout == b"777\n"
+
+
+# ---- inject synthetic content ----
+class ServeFile(Handler):
+    on_exception = ExceptionPolicy.KILL
+
+    def __init__(self, path, data, **kw):
+        self.path, self.data, self.kw = path, data, kw
+
+    def handle(self, ctx):
+        if ctx.read_path() == self.path:
+            return NotifAction.inject_bytes(self.data, **self.kw)
+        return NotifAction.continue_()
+
+
+def test_hostname_file_inject(sb, host_hostname):
+    class HostnameFile(Handler):
+        on_exception = ExceptionPolicy.KILL
+
+        def handle(self, ctx):
+            if ctx.read_path() == "/etc/hostname":
+                return NotifAction.inject_bytes(b"sandbox\n")
+            return NotifAction.continue_()
+
+    r = sb.run_with_handlers(["/bin/cat", "/etc/hostname"], [("openat", HostnameFile())])
+    assert r.success, r.stderr
+    assert r.stdout == b"sandbox\n"
+    assert sb.run(["/bin/cat", "/etc/hostname"]).stdout == host_hostname
+
+
+PROBE = r"""
+import os, sys, fcntl
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print("data", os.read(fd, 100))
+print("inheritable", os.get_inheritable(fd))
+print("cloexec", bool(fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC))
+print("seals", fcntl.fcntl(fd, fcntl.F_GET_SEALS))
+try:
+    os.pwrite(fd, b"X", 0); print("write ok")
+except OSError as e:
+    print("write errno", e.errno)
+try:
+    os.ftruncate(fd, 0); print("truncate ok")
+except OSError as e:
+    print("truncate errno", e.errno)
+"""
+TARGET = "/nonexistent/sandlock-injected"  # content can only come from the handler
+
+
+def _probe(sb, **kw):
+    r = sb.run_with_handlers([PY, "-c", PROBE, TARGET],
+                             [("openat", ServeFile(TARGET, b"injected\n", **kw))])
+    assert r.success, r.stderr
+    return dict(line.split(" ", 1) for line in r.stdout.decode().splitlines())
+
+
+def test_inject_sealed_and_cloexec_by_default(sb):
+    out = _probe(sb)
+    assert out["data"] == "b'injected\\n'"
+    assert out["inheritable"] == "False" and out["cloexec"] == "True"
+    assert int(out["seals"]) & 0xF == 0xF
+    assert out["write"] == "errno %d" % errno.EPERM
+    assert out["truncate"] == "errno %d" % errno.EPERM
+
+
+def test_inject_cloexec_false_and_unsealed(sb):
+    out = _probe(sb, seal=False, cloexec=False)
+    assert out["data"] == "b'injected\\n'"
+    assert out["inheritable"] == "True" and out["cloexec"] == "False"
+    assert int(out["seals"]) & 0x8 == 0
+    assert out["write"] == "ok" and out["truncate"] == "ok"
+
+
+def test_inject_fd_send_of_own_fd(files):
+    class Redirect(Handler):
+        def handle(self, ctx):
+            if ctx.read_path() == TARGET:
+                return NotifAction.inject_fd_send(os.open(files["aaaa.txt"], os.O_RDONLY))
+            return NotifAction.continue_()
+
+    r = files["sb"].run_with_handlers(["/bin/cat", TARGET], [("openat", Redirect())])
+    assert r.success and r.stdout == b"content-A\n"
+
+
+# ---- kill ----
+class KillOnEtc(Handler):
+    def handle(self, ctx):
+        path = ctx.read_path()
+        if path and path.startswith("/etc/"):
+            return NotifAction.kill(signal.SIGKILL, pgid=0)
+        return NotifAction.continue_()
+
+
+def test_kill_on_etc(sb):
+    r = sb.run_with_handlers(["/bin/cat", "/etc/hostname"], common(KillOnEtc()))
+    assert r.reason == "killed" and r.signal == signal.SIGKILL and not r.success
+    assert r.stdout == b""
+
+
+# ---- combining handlers ----
+class Recorder(Handler):
+    def __init__(self, tag, log, target, action):
+        self.tag, self.log, self.target, self.action = tag, log, target, action
+
+    def handle(self, ctx):
+        if ctx.read_path() == self.target:
+            self.log.append(self.tag)
+            return self.action
+        return NotifAction.continue_()
+
+
+def test_combine_handlers_order_and_short_circuit(files):
+    log = []
+    t = files["aaaa.txt"]
+    first = Recorder("first", log, t, NotifAction.continue_())
+    second = Recorder("second", log, t, NotifAction.errno(errno.EACCES))
+    third = Recorder("third", log, t, NotifAction.continue_())
+    r = files["sb"].run_with_handlers(["/bin/cat", t],
+                                      [("openat", first), ("openat", second), ("openat", third)])
+    assert log == ["first", "second"]  # third never runs: errno short-circuits
+    assert b"Permission denied" in r.stderr
+
+    log.clear()
+    r = files["sb"].run_with_handlers(["/bin/cat", t], [("openat", third), ("openat", first)])
+    assert log == ["third", "first"] and r.stdout == b"content-A\n"
+
+
+# ---- LogSyscallsHandler ----
+LINE = re.compile(r"^syscall=(\d+) pid=(\d+) args=\((\d+), (\d+), (\d+), (\d+), (\d+), (\d+)\)$")
+
+
+def test_log_syscalls_with_list_append(sb, host_hostname):
+    lines = []
+    r = sb.run_with_handlers(["/bin/cat", "/etc/hostname"], [("openat", LogSyscallsHandler(lines.append))])
+    assert r.success and r.stdout == host_hostname
+    assert lines and all(LINE.match(l) for l in lines), lines
+    nr = sandlock._native.syscall_nr("openat")
+    assert all(int(LINE.match(l).group(1)) == nr for l in lines)
+
+
+def test_log_syscalls_raising_logger_is_absorbed(sb, host_hostname):
+    calls = []
+
+    def bad(line):
+        calls.append(line)
+        raise RuntimeError("logger down")
+
+    r = sb.run_with_handlers(["/bin/cat", "/etc/hostname"], [("openat", LogSyscallsHandler(bad))])
+    assert r.success and r.stdout == host_hostname and calls
+
+
+def test_log_syscalls_default_logger(sb, caplog):
+    import logging
+    with caplog.at_level(logging.INFO, logger="sandlock.audit"):
+        r = sb.run_with_handlers(["/bin/true"], [("execve", LogSyscallsHandler())])
+    assert r.success
+    assert any(LINE.match(rec.getMessage()) for rec in caplog.records if rec.name == "sandlock.audit")
+
+
+# ---- child memory accessors ----
+def test_read_cstr_read_write(files):
+    a, b = files["aaaa.txt"], files["bbbb.txt"]
+    got = {}
+
+    class Swap(Handler):
+        def handle(self, ctx):
+            addr = ctx.args[1]
+            if ctx.read_cstr(addr) == a:
+                got["raw"] = ctx.read(addr, len(a) + 1)
+                got["short"] = ctx.read_cstr(addr, max_len=4)  # no NUL within 4: None
+                got["bad"] = ctx.read(8, 16)
+                got["bad_cstr"] = ctx.read_cstr(0)
+                got["write"] = ctx.write(addr, b.encode())  # same length
+                got["after"] = ctx.read_path()
+            return NotifAction.continue_()
+
+    r = files["sb"].run_with_handlers(["/bin/cat", a], [("openat", Swap())])
+    assert got["raw"] == a.encode() + b"\0"
+    assert got["short"] is None and got["bad"] is None and got["bad_cstr"] is None
+    assert got["write"] is True and got["after"] == b
+    # the kernel re-read the (rewritten) path on CONTINUE
+    assert r.stdout == b"content-B\n"
+
+
+def test_stale_ctx_after_callback(sb):
+    kept = []
+
+    class Keep(Handler):
+        def handle(self, ctx):
+            kept.append((ctx, ctx.read_path()))
+            return NotifAction.continue_()
+
+    r = sb.run_with_handlers(["/bin/cat", "/etc/hostname"], [("openat", Keep())])
+    assert r.success and kept
+    ctx, live = [(c, p) for c, p in kept if p == "/etc/hostname"][0]
+    assert ctx.read_path() is None
+    assert ctx.read_cstr(ctx.args[1]) is None
+    assert ctx.read(ctx.args[1], 4) is None
+    assert ctx.write(ctx.args[1], b"x") is False
+
+
+# ---- deferred (async) handlers ----
+def test_async_handler_errno_after_await(files):
+    seen = []
+    t = files["aaaa.txt"]
+
+    class SlowDeny(Handler):
+        async def handle(self, ctx):
+            before = ctx.read_path()
+            await asyncio.sleep(0.05)
+            after = ctx.read_path()  # ctx stays valid across awaits
+            seen.append((before, after))
+            if after == t:
+                return NotifAction.errno(errno.EACCES)
+            return NotifAction.continue_()
+
+    r = files["sb"].run_with_handlers(["/bin/cat", t], [("openat", SlowDeny())])
+    assert (t, t) in seen
+    assert not r.success and b"Permission denied" in r.stderr
+
+
+def test_async_handler_on_execve_is_refused(sb):
+    called = []
+
+    class AsyncExec(Handler):
+        async def handle(self, ctx):
+            called.append(ctx.read_path())
+            return NotifAction.continue_()
+
+    try:
+        r = sb.run_with_handlers(["/bin/echo", "ran"], [("execve", AsyncExec())])
+    except sandlock.SandlockError as e:  # launch reported the failed exec
+        assert "ermission" in str(e) or "EPERM" in str(e), e
+    else:
+        assert not r.success and b"ran" not in r.stdout
+    assert called == []
+
+
+def test_async_handlers_overlap():
+    class Overlap(Handler):
+        def __init__(self):
+            self.lock = threading.Lock()
+            self.active = self.max_active = self.calls = 0
+
+        async def handle(self, ctx):
+            with self.lock:
+                self.active += 1
+                self.calls += 1
+                self.max_active = max(self.max_active, self.active)
+            try:
+                await asyncio.sleep(0.5)
+            finally:
+                with self.lock:
+                    self.active -= 1
+            return NotifAction.returns(0)
+
+    # time.sleep releases the child's GIL, so the 4 threads really block in
+    # clock_nanosleep at the same time (os.getppid would hold the GIL).
+    code = ("import time, threading\nout = []\n"
+            "def f():\n    time.sleep(0.001)\n    out.append(1)\n"
+            "ts = [threading.Thread(target=f) for _ in range(4)]\n"
+            "[t.start() for t in ts]\n[t.join() for t in ts]\nprint(len(out))\n")
+    h = Overlap()
+    r = sandlock.Sandbox(fs_readable=SYSTEM, timeout=60).run_with_handlers(
+        [PY, "-c", code], [("clock_nanosleep", h), ("nanosleep", h)])
+    assert r.success, r.stderr
+    assert r.stdout == b"4\n"
+    assert h.calls >= 4
+    assert h.max_active > 1
+
+
+# ---- exception policies ----
+class Boom(Handler):
+    def __init__(self, target, policy, result="raise"):
+        self.target, self.on_exception, self.result = target, policy, result
+
+    def handle(self, ctx):
+        if ctx.read_path() == self.target:
+            if self.result == "raise":
+                raise RuntimeError("handler bug")
+            return self.result
+        return NotifAction.continue_()
+
+
+@pytest.mark.parametrize("result", ["raise", None, "not an action"])
+def test_exception_policy_kill(files, result):
+    r = files["sb"].run_with_handlers(
+        ["/bin/cat", files["aaaa.txt"]], [("openat", Boom(files["aaaa.txt"], ExceptionPolicy.KILL, result))])
+    assert r.reason == "killed" and r.stdout == b""
+
+
+@pytest.mark.parametrize("policy,msg", [(ExceptionPolicy.DENY_EPERM, b"Operation not permitted"),
+                                        (ExceptionPolicy.DENY_EIO, b"Input/output error")])
+@pytest.mark.parametrize("result", ["raise", None])
+def test_exception_policy_deny(files, policy, msg, result):
+    r = files["sb"].run_with_handlers(
+        ["/bin/cat", files["aaaa.txt"]], [("openat", Boom(files["aaaa.txt"], policy, result))])
+    assert r.reason == "exited" and r.exit_code != 0
+    assert msg in r.stderr and r.stdout == b""
+
+
+def test_exception_policy_continue_runs_later_handlers(files):
+    log = []
+    t = files["aaaa.txt"]
+    later = Recorder("later", log, t, NotifAction.continue_())
+    r = files["sb"].run_with_handlers(
+        ["/bin/cat", t], [("openat", Boom(t, ExceptionPolicy.CONTINUE)), ("openat", later)])
+    assert r.success and r.stdout == b"content-A\n"
+    assert log == ["later"]
+
+
+def test_async_handler_exception_policy(files):
+    t = files["aaaa.txt"]
+
+    class AsyncBoom(Handler):
+        on_exception = ExceptionPolicy.DENY_EIO
+
+        async def handle(self, ctx):
+            await asyncio.sleep(0)
+            if ctx.read_path() == t:
+                raise ValueError("async bug")
+            return NotifAction.continue_()
+
+    r = files["sb"].run_with_handlers(["/bin/cat", t], [("openat", AsyncBoom())])
+    assert b"Input/output error" in r.stderr
+
+
+def test_read_path_valueerror_under_kill_kills(sb):
+    # KillOnEtc registered on a syscall outside the path table: read_path
+    # raises ValueError and the default KILL policy kills the child.
+    r = sb.run_with_handlers([PY, "-c", "import os; os.getpid()"], [("getpid", KillOnEtc())])
+    assert r.reason == "killed"
+
+
+# ---- ownership ----
+def test_handler_refs_released_after_run(sb):
+    class Plain(Handler):
+        def handle(self, ctx):
+            return NotifAction.continue_()
+
+    h = Plain()
+    ref = weakref.ref(h)
+    before = H._ud_free_calls
+    # the same instance on several syscalls: one C handler, freed once
+    r = sb.run_with_handlers(["/bin/cat", "/etc/hostname"], common(h))
+    assert r.success
+    assert H._ud_free_calls == before + 1  # the C side called ud_free exactly once
+    assert not H._registry
+    del h
+    gc.collect()
+    assert ref() is None
+
+
+def test_refs_released_on_failed_run(sb):
+    class Plain(Handler):
+        def handle(self, ctx):
+            return NotifAction.continue_()
+
+    h1, h2 = Plain(), Plain()
+    refs = [weakref.ref(h1), weakref.ref(h2)]
+    before = H._ud_free_calls
+    with pytest.raises(sandlock.SandlockError):
+        sb.run_with_handlers(["no-such-command-sandlock-xyz"], [("openat", h1), ("getpid", h2)])
+    assert H._ud_free_calls == before + 2
+    del h1, h2
+    gc.collect()
+    assert all(r() is None for r in refs)

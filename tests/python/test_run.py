@@ -1,0 +1,97 @@
+"""Plain runs (no user handlers): Result fields, output, timeout, config."""
+import os
+import signal
+
+import pytest
+
+import sandlock
+from conftest import PY, SYSTEM
+
+
+def test_result_fields_success(sb, host_hostname):
+    r = sb.run(["/bin/cat", "/etc/hostname"])
+    assert isinstance(r, sandlock.Result)
+    assert r.success is True and r.exit_code == 0
+    assert r.reason == "exited" and r.reason is sandlock.ExitReason.EXITED
+    assert r.signal == 0
+    assert r.stdout == host_hostname and r.stderr == b""
+    with pytest.raises(Exception):
+        r.exit_code = 1  # frozen
+
+
+def test_result_exit_code_and_stderr(sb):
+    r = sb.run(["/bin/sh", "-c", "echo out; echo err >&2; exit 7"])
+    assert (r.success, r.exit_code, r.reason) == (False, 7, "exited")
+    assert r.stdout == b"out\n" and r.stderr == b"err\n"
+
+
+def test_signaled(sb):
+    r = sb.run(["/bin/sh", "-c", "kill -SEGV $$"])
+    assert r.reason == "signaled" and r.signal == signal.SIGSEGV
+    assert r.exit_code == 128 + signal.SIGSEGV and not r.success
+
+
+def test_large_output(tmpdir_path):
+    data = os.urandom(3 * 1024 * 1024 + 17)
+    path = os.path.join(tmpdir_path, "big.bin")
+    with open(path, "wb") as f:
+        f.write(data)
+    sb = sandlock.Sandbox(fs_readable=SYSTEM + [tmpdir_path], timeout=60)
+    r = sb.run(["/bin/sh", "-c", 'cat "$1"; cat "$1" >&2', "sh", path])
+    assert r.success
+    assert r.stdout == data and r.stderr == data
+
+
+def test_timeout_reason(sb):
+    r = sb.run(["/bin/sleep", "30"], timeout=0.5)
+    assert r.reason == "timeout" and r.exit_code == 124 and not r.success
+
+
+def test_sandbox_timeout_setting():
+    r = sandlock.Sandbox(fs_readable=SYSTEM, timeout=0.3).run(["/bin/sleep", "30"])
+    assert r.reason == "timeout"
+
+
+def test_landlock_denies_unlisted_path(tmpdir_path):
+    secret = os.path.join(tmpdir_path, "secret")
+    with open(secret, "w") as f:
+        f.write("TOPSECRET")
+    r = sandlock.Sandbox(fs_readable=SYSTEM, timeout=60).run(["/bin/cat", secret])
+    assert not r.success and b"TOPSECRET" not in r.stdout
+    assert b"Permission denied" in r.stderr
+
+
+def test_env_cwd_clean_env(tmpdir_path):
+    sb = sandlock.Sandbox(fs_readable=SYSTEM + [tmpdir_path], cwd=tmpdir_path,
+                          env={"SANDLOCK_T": "v1"}, timeout=60)
+    r = sb.run(["/bin/sh", "-c", 'echo "$SANDLOCK_T"; pwd'])
+    assert r.stdout.decode().split() == ["v1", os.path.realpath(tmpdir_path)]
+    os.environ["SANDLOCK_LEAK"] = "leaked"
+    try:
+        r = sandlock.Sandbox(fs_readable=SYSTEM, clean_env=True, env={"A": "b"}, timeout=60).run(
+            [PY, "-c", "import os; print(sorted(k for k in os.environ if k != 'LC_CTYPE'))"])
+    finally:
+        del os.environ["SANDLOCK_LEAK"]
+    assert r.success, r.stderr
+    assert r.stdout.strip() == b"['A', 'PATH']"  # clean env keeps a default PATH
+
+
+def test_command_not_found_is_sandlock_error(sb):
+    with pytest.raises(sandlock.SandlockError) as ei:
+        sb.run(["no-such-command-sandlock-xyz"])
+    assert ei.value.code_name == "NOT_FOUND"
+    # an explicit path is exec'd as is: the exec fails in the child (127)
+    r = sb.run(["/nonexistent/binary"])
+    assert r.reason == "exited" and r.exit_code == 127
+
+
+def test_sandbox_reusable_and_thread_safe(sb, host_hostname):
+    import threading
+    results = []
+    ts = [threading.Thread(target=lambda: results.append(sb.run(["/bin/cat", "/etc/hostname"])))
+          for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert len(results) == 4 and all(r.stdout == host_hostname for r in results)
