@@ -104,10 +104,11 @@ static const char *opt_name(int c, char *buf, size_t len)
 
 static int bad_value(int c, const char *arg, const char *why)
 {
-	char name[32], msg[160];
-	snprintf(msg, sizeof(msg), "invalid value '%s' for %s: %s", arg,
-		 opt_name(c, name, sizeof(name)), why);
-	return usage_error("%s%s", msg, "");
+	char name[32];
+	fprintf(stderr, "sandlock: invalid value '%s' for %s: %s\n", arg,
+		opt_name(c, name, sizeof(name)), why);
+	fputs("Try 'sandlock run --help' for more information.\n", stderr);
+	return EXIT_SANDLOCK;
 }
 
 /* --env K=V: K must be non-empty and free of '=' (the first '=' splits). */

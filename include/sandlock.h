@@ -218,7 +218,9 @@ void sandlock_action_set_kill(sandlock_action_t *out, int32_t sig, int32_t pgid)
 
 /* ---- child memory (valid only inside a callback) ----
  * Every read is confirmed with SECCOMP_IOCTL_NOTIF_ID_VALID before it is
- * reported as successful, so data from a recycled pid is never returned. */
+ * reported as successful, so data from a recycled pid is never returned.
+ * read/write return 0 when all len bytes were transferred, else a negative
+ * errno (-ESRCH once the call is no longer pending). */
 int32_t sandlock_mem_read(sandlock_mem_t *m, uint64_t addr, void *buf, size_t len);
 int32_t sandlock_mem_write(sandlock_mem_t *m, uint64_t addr, const void *buf, size_t len);
 /* Heap string (free with sandlock_string_free), or NULL when unreadable or

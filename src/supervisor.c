@@ -84,13 +84,20 @@ static int cmp_int(const void *a, const void *b)
 static int build_trapped(struct sl_supervisor *s)
 {
 	static const int fork_like[] = { __NR_fork, __NR_vfork, __NR_clone };
-	size_t cap = s->nchains + 3, n = 0;
+	/* With user handlers the /proc/PID/mem cache is in use, and it must
+	 * learn of every exec (a vfork child shares, then leaves, its parent's
+	 * address space), so exec is always seen by the supervisor. */
+	static const int exec_like[] = { __NR_execve, __NR_execveat };
+	size_t cap = s->nchains + 5, n = 0;
 	int *t = malloc(cap * sizeof(*t));
 	if (!t)
 		return -1;
 	if (s->max_processes > 0)
 		for (size_t i = 0; i < 3; i++)
 			t[n++] = fork_like[i];
+	if (s->nchains > 0)
+		for (size_t i = 0; i < 2; i++)
+			t[n++] = exec_like[i];
 	for (size_t i = 0; i < s->nchains; i++)
 		t[n++] = s->chains[i].nr;
 	qsort(t, n, sizeof(*t), cmp_int);

@@ -359,7 +359,7 @@ class Sandbox:
                         made[id(h)] = _make_c_handler(h, policy, run)
             except BaseException:
                 for ptr, _key in made.values():
-                    _lib.sandlock_handler_free(ptr)  # calls ud_free
+                    _lib.sandlock_handler_free(ptr)  # frees the key cell
                 raise
             regs = (_native.Registration * max(1, len(pairs)))()
             for i, (name, h, _policy) in enumerate(pairs):
@@ -375,8 +375,8 @@ class Sandbox:
                 _raise_from(err, msg, "sandlock_run_with_handlers")
             return _take_result(r)
         finally:
-            # ud_free normally released these already; drop anything left so
-            # a library bug cannot pin handlers forever.
+            # The run is over (its deferred workers too): release the
+            # strong references to the handlers.
             for _ptr, key in made.values():
                 _unregister(key)
             run.close()

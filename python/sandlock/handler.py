@@ -402,12 +402,20 @@ class Handler:
 
 
 # =====================================================================
-# The trampoline: one CFUNCTYPE for every handler of every run.  The C
-# user-data pointer is an integer key into _registry; the entry holds
-# strong references to the Handler and its run until the C side calls
-# ud_free (exactly once per handler, on every path).
+# The trampoline: one CFUNCTYPE for every handler of every run.
+#
+# Each C handler's user data is a small malloc'd cell holding an integer key
+# into _registry; the entry holds strong references to the Handler and its
+# run.  The C side releases the cell with libc free() (its ud_free, called
+# exactly once per handler on every path), and the run releases the Python
+# references when sandlock_run_with_handlers returns.
+#
+# Why not a Python ud_free: C calls ud_free when a run ends, and a run can
+# end while the interpreter is finalizing (a daemon thread's run whose child
+# the guard's KILL policy just killed).  Entering Python through a ctypes
+# callback at that point crashes in PyThreadState_New; libc free needs no
+# interpreter.  The guard (Py_IsInitialized) protects the handler calls.
 # =====================================================================
-
 
 class _RunState:
     """Per-run state shared by its handlers: event loops of deferred workers.
@@ -448,8 +456,13 @@ class _Entry:
 
 _registry = {}  # type: Dict[int, _Entry]
 _registry_lock = threading.Lock()
-_keys = itertools.count(1)  # 0 would be a NULL user-data pointer
-_ud_free_calls = 0  # for tests: how many times C released a handler
+_keys = itertools.count(1)
+
+_libc = ctypes.CDLL(None)
+_libc.malloc.restype = ctypes.c_void_p
+_libc.malloc.argtypes = [ctypes.c_size_t]
+_libc.free.restype = None
+_libc.free.argtypes = [ctypes.c_void_p]
 
 
 def _register(handler, run) -> int:
@@ -464,13 +477,17 @@ def _unregister(key) -> bool:
         return _registry.pop(key, None) is not None
 
 
+def _key_of(ud) -> int:
+    return ctypes.c_uint64.from_address(ud).value
+
+
 def _trampoline(ud, notif_p, mem, out):
     # Never let an exception escape: ctypes would print it and return 0 with
     # the action UNSET.  Any failure -> non-zero -> the exception policy.
     ref = None
     action = None
     try:
-        entry = _registry.get(ud)
+        entry = _registry.get(_key_of(ud)) if ud else None
         if entry is None:
             return 1
         n = notif_p.contents
@@ -506,17 +523,9 @@ def _trampoline(ud, notif_p, mem, out):
                 pass
 
 
-def _ud_free(ud):
-    global _ud_free_calls
-    try:
-        if _unregister(ud):
-            _ud_free_calls += 1
-    except BaseException:
-        pass
-
-
 _TRAMPOLINE = _native.HANDLER_FN(_trampoline)
-_UD_FREE = _native.UD_FREE_FN(_ud_free)
+# libc free as a C function pointer (no Python involved when C calls it).
+_UD_FREE = _native.UD_FREE_FN(ctypes.cast(_libc.free, ctypes.c_void_p).value)
 _GUARD = _native.guard_address()
 
 
@@ -545,10 +554,17 @@ def _validate_handler(handler):
 
 def _make_c_handler(handler, policy, run):
     """Create the C handler for one Handler instance.  Returns (ptr, key).
-    The caller owns ptr until it passes it to sandlock_run_with_handlers."""
+    The caller owns ptr until it passes it to sandlock_run_with_handlers
+    (or frees it with sandlock_handler_free), and must _unregister(key)
+    once the run is over."""
+    cell = _libc.malloc(8)
+    if not cell:
+        raise MemoryError("malloc failed")
     key = _register(handler, run)
-    h = _lib.sandlock_handler_new(_TRAMPOLINE, key, _UD_FREE, int(policy))
-    if not h:  # ud_free is not called in this case: we still own the key
+    ctypes.c_uint64.from_address(cell).value = key
+    h = _lib.sandlock_handler_new(_TRAMPOLINE, cell, _UD_FREE, int(policy))
+    if not h:  # ud_free is not called in this case: we still own the cell
+        _libc.free(cell)
         _unregister(key)
         raise MemoryError("sandlock_handler_new failed")
     _lib.sandlock_handler_set_guard(h, _GUARD)

@@ -146,13 +146,10 @@ def test_unknown_syscall_is_sandlock_error(sb):
         def handle(self, ctx):
             return NotifAction.continue_()
 
-    before = H._ud_free_calls
     with pytest.raises(sandlock.SandlockError) as ei:
         sb.run_with_handlers(["/bin/true"], [("no_such_syscall_xyz", H1())])
     assert ei.value.code_name == "SYSCALL"
-    # the run took ownership and released the handler on the failure path
-    assert H._ud_free_calls == before + 1
-    assert not H._registry
+    assert not H._registry  # references released on the failure path
 
 
 # ---- NotifAction factories ----
