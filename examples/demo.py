@@ -17,10 +17,15 @@ def show(title, result):
 
 
 def main():
-    sb = sandlock.Sandbox(fs_readable=SYSTEM, timeout=10)
+    # clean_env: no LANG, so cat does not probe a dozen locale files.
+    sb = sandlock.Sandbox(fs_readable=SYSTEM, clean_env=True, timeout=10)
     cmd = ["/bin/cat", "/etc/hostname"]
 
-    audit = AuditPathsHandler(callback=lambda path, ctx: print("   audit: pid %d %s" % (ctx.pid, path)))
+    def show_path(path, ctx):
+        if path:  # "" is fstat (newfstatat(fd, "", AT_EMPTY_PATH))
+            print("   audit: pid %d %-10s %s" % (ctx.pid, ctx.syscall_name, path))
+
+    audit = AuditPathsHandler(callback=show_path)
     print("== audit every path syscall of %s" % " ".join(cmd))
     show("audited", sb.run_with_handlers(cmd, [(s, audit) for s in COMMON_PATH_SYSCALLS]))
 

@@ -196,7 +196,8 @@ sandlock_handler_t *sandlock_handler_new(sandlock_handler_fn fn, void *ud,
                                          sandlock_ud_free_fn ud_free, uint32_t on_exception);
 /* Run the callback on a worker thread instead of the supervisor loop. */
 void sandlock_handler_set_deferred(sandlock_handler_t *h, bool deferred);
-/* Checked before every call; when it returns 0 the call is a handler error. */
+/* Checked before every call; when it returns 0 the call is a handler error
+ * (and ud_free is skipped at release: its runtime is gone, ud is leaked). */
 void sandlock_handler_set_guard(sandlock_handler_t *h, sandlock_guard_fn guard);
 /* Free a handler never passed to a run (calls ud_free). */
 void sandlock_handler_free(sandlock_handler_t *h);

@@ -47,7 +47,10 @@ SL_EXPORT void sandlock_handler_free(sandlock_handler_t *h)
 {
 	if (!h)
 		return;
-	if (h->ud_free)
+	/* The guard says whether the callback's runtime (e.g. a Python
+	 * interpreter) still exists; if it is gone, entering ud_free would
+	 * crash, so ud is leaked instead. */
+	if (h->ud_free && (!h->guard || h->guard()))
 		h->ud_free(h->ud);
 	free(h);
 }

@@ -11,7 +11,6 @@ import asyncio
 import ctypes
 import dataclasses
 import enum
-import errno as _errno
 import fcntl
 import inspect
 import itertools
@@ -63,6 +62,7 @@ class ActionKind(enum.IntEnum):
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _U64_MAX = (1 << 64) - 1
 _MAX_ERRNO = 4095
+_MAX_READ = 64 << 20  # one read() buffers this much at most
 _SIGRTMAX = getattr(_signal, "SIGRTMAX", 64)
 
 # Seals applied by inject_bytes(seal=True): content and size frozen, and no
@@ -327,6 +327,8 @@ class HandlerCtx:
     def read(self, addr: int, length: int) -> Optional[bytes]:
         """``length`` raw bytes at ``addr``, or None on failure."""
         addr, length = _check_addr(addr), _check_len("length", length, allow_zero=True)
+        if length > _MAX_READ:
+            raise ValueError("length %d exceeds the %d-byte read limit" % (length, _MAX_READ))
         buf = ctypes.create_string_buffer(length or 1)
 
         def rd(p):

@@ -12,7 +12,7 @@ import sandlock
 from sandlock import handler as H
 from sandlock.handler import ActionKind, ExceptionPolicy, HandlerCtx, NotifAction
 from sandlock import presets
-from conftest import REPO, SYSTEM
+from conftest import REPO
 
 
 # ---- root surface ----
