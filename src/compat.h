@@ -28,6 +28,9 @@
 #ifndef __NR_pidfd_send_signal
 #define __NR_pidfd_send_signal 424
 #endif
+#ifndef __NR_pidfd_getfd
+#define __NR_pidfd_getfd 438
+#endif
 #ifndef __NR_close_range
 #define __NR_close_range 436
 #endif

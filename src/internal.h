@@ -70,7 +70,9 @@ struct sandlock_builder {
 };
 
 /* ================= landlock.c ================= */
-int sl_landlock_abi(void); /* cached; -1 when unavailable */
+int sl_landlock_abi(void); /* cached; -1 when unavailable; min(kernel, cap) */
+/* Test hook: when > 0, pretend the kernel's Landlock ABI is at most this. */
+extern int sl_landlock_abi_cap;
 /*
  * Create and fill a ruleset for cfg before fork.  Returns the ruleset fd,
  * or -1 with *err, *msg set.  Returns -2 when the kernel has no Landlock:
@@ -121,7 +123,8 @@ struct sl_launch {
 int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
                       const char *const *argv, uint32_t argc, const int *trapped,
                       size_t ntrapped, int *err, char **msg);
-/* Fork; child confines itself and sends the listener fd; parent receives it.
+/* Fork; child confines itself and announces its listener's fd number before
+ * seccomp(); parent takes the listener with pidfd_getfd.
  * On return the child is blocked waiting for sl_launch_release. */
 int sl_launch_start(struct sl_launch *L, int *err, char **msg);
 /* Tell the child to close its extra fds and execve. */

@@ -29,19 +29,24 @@
 	 FS(MAKE_DIR) | FS(MAKE_REG) | FS(MAKE_SOCK) | FS(MAKE_FIFO) | FS(MAKE_BLOCK) |        \
 	 FS(MAKE_SYM) | FS(REFER) | FS(TRUNCATE))
 
-static atomic_int g_abi = -3; /* -3 = not probed yet */
-static atomic_flag g_warned_net = ATOMIC_FLAG_INIT;
-static atomic_flag g_warned_scope = ATOMIC_FLAG_INIT;
+static atomic_int g_kernel_abi = -3; /* -3 = not probed yet */
+static atomic_int g_warned_abi = 0;   /* the ABI the last warning was about */
 
+/* Test hook (hidden: not exported from the .so); 0 = no cap. */
+int sl_landlock_abi_cap;
+
+/* The kernel's answer is cached; the cap is applied on every call. */
 int sl_landlock_abi(void)
 {
-	int abi = atomic_load(&g_abi);
-	if (abi != -3)
-		return abi;
-	long v = syscall(__NR_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
-	abi = v < 0 ? -1 : (int)v;
-	atomic_store(&g_abi, abi);
-	return abi;
+	int abi = atomic_load(&g_kernel_abi);
+	if (abi == -3) {
+		long v = syscall(__NR_landlock_create_ruleset, NULL, 0,
+		                 LANDLOCK_CREATE_RULESET_VERSION);
+		abi = v < 0 ? -1 : (int)v;
+		atomic_store(&g_kernel_abi, abi);
+	}
+	int cap = sl_landlock_abi_cap;
+	return (abi >= 1 && cap > 0 && cap < abi) ? cap : abi;
 }
 
 /* Every filesystem right the given ABI knows about (all of them are handled). */
@@ -199,12 +204,21 @@ static int add_port_rules(int ruleset, const uint16_t *ports, size_t n, uint64_t
 	return 0;
 }
 
-/* Warn (once per process) about protections this kernel cannot give. */
+/*
+ * Warn about protections this kernel cannot give: once, or again when the
+ * negotiated ABI changes (only the test cap can make it change).
+ */
 static void warn_weaker(int abi)
 {
-	if (abi < 4 && !atomic_flag_test_and_set(&g_warned_net))
+	if (atomic_exchange(&g_warned_abi, abi) == abi)
+		return;
+	if (abi < 3)
+		sl_warn("Landlock ABI %d < 3: truncate(2) of readable files is NOT restricted", abi);
+	if (abi < 4)
 		sl_warn("Landlock ABI %d < 4: TCP connect/bind is NOT restricted", abi);
-	if (abi < 6 && !atomic_flag_test_and_set(&g_warned_scope))
+	if (abi < 5)
+		sl_warn("Landlock ABI %d < 5: ioctl on device files is NOT restricted", abi);
+	if (abi < 6)
 		sl_warn("Landlock ABI %d < 6: abstract unix sockets and signals are NOT scoped", abi);
 }
 

@@ -1,20 +1,25 @@
 /*
  * launch.c — prepare everything that allocates before fork, then fork a
  * child that confines itself (Landlock + seccomp with a notification
- * listener), hands the listener to the parent and waits for "ready"
- * before it execs.  After fork the child uses only async-signal-safe
- * calls and raw syscalls: the parent may be multi-threaded.
+ * listener) and waits for "ready" before it execs.  The parent takes the
+ * listener out of the child with pidfd_getfd, so the child never has to
+ * make a (possibly trapped) call for it.  After fork the child uses only
+ * async-signal-safe calls and raw syscalls: the parent may be
+ * multi-threaded.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -22,7 +27,7 @@
 extern char **environ;
 
 #define SL_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
-/* A child that never reports back is stuck (e.g. a handler trapped sendmsg). */
+/* Bound on the child's setup (it makes no trappable call the parent waits for). */
 #define SL_SETUP_TIMEOUT_MS 10000
 
 /* Child setup steps, reported to the parent when one fails. */
@@ -228,8 +233,32 @@ static void child_limits(const struct sl_launch *L, const struct child_fds *c)
 	}
 }
 
-/* Landlock then seccomp; returns the listener fd. */
-static int child_confine(const struct sl_launch *L, const struct child_fds *c)
+/* The lowest fd number not in use: where the kernel will put the next new fd. */
+static int lowest_free_fd(void)
+{
+	int fd = 0;
+	while (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+		fd++;
+	return fd;
+}
+
+/*
+ * Landlock, then tell the parent where the listener will appear, then
+ * seccomp.  The announcement must happen before the filter exists: any
+ * syscall made afterwards may be one a user handler traps (sendmsg,
+ * write, ...), and nobody answers trapped calls until the parent has the
+ * listener and runs the supervisor.  So the parent fetches the listener
+ * itself with pidfd_getfd().
+ *
+ * The number is exact: the kernel installs the listener at the lowest free
+ * fd, and between the probe and seccomp() nothing in this child creates an
+ * fd: it is single-threaded after fork, send() on an existing socket makes
+ * none, and no code of ours runs in between.  (Only a caller's signal
+ * handler could, if someone signalled this brand-new process in that
+ * window; the parent then finds no listener at N and fails the launch
+ * rather than use a wrong fd.)  Before seccomp() the slot is simply empty.
+ */
+static void child_confine(const struct sl_launch *L, const struct child_fds *c)
 {
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(c->sync, ST_NO_NEW_PRIVS, errno);
@@ -238,32 +267,16 @@ static int child_confine(const struct sl_launch *L, const struct child_fds *c)
 		if (rc < 0)
 			child_fail(c->sync, ST_LANDLOCK, -rc);
 	}
+	int32_t m[2] = { ST_OK, lowest_free_fd() };
+	if (send(c->sync, m, sizeof m, MSG_NOSIGNAL) != (ssize_t)sizeof m)
+		_exit(127);
 	long fd = syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER,
 	                  SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
 	                  &L->prog);
+	/* Still unfiltered when seccomp() failed: the report cannot be trapped. */
 	if (fd < 0)
 		child_fail(c->sync, ST_SECCOMP, errno);
-	return (int)fd;
-}
-
-/* Send {0,0} with the listener attached (stack buffers only). */
-static int child_send_listener(int sync, int listener)
-{
-	int32_t m[2] = { ST_OK, 0 };
-	struct iovec iov = { m, sizeof m };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof u);
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-	                     .msg_controllen = sizeof u.buf };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &listener, sizeof(int));
-	return sendmsg(sync, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof m ? 0 : -1;
+	/* fd == m[1]; the parent verifies what it fetched, nothing to do here. */
 }
 
 static __attribute__((noreturn)) void child_main(const struct sl_launch *L,
@@ -278,11 +291,17 @@ static __attribute__((noreturn)) void child_main(const struct sl_launch *L,
 	child_signals(c);
 	child_stdio(L, c);
 	child_limits(L, c);
-	int listener = child_confine(L, c);
-	if (child_send_listener(c->sync, listener) < 0)
-		_exit(127);
+	child_confine(L, c);
+	/*
+	 * From here on every syscall may be trapped; the parent depends on none
+	 * of them.  It fetches the listener, starts the supervisor and only
+	 * then sends "ready", so a trapped read() here is answered.
+	 */
 	char go;
-	if (read(c->sync, &go, 1) != 1) /* parent gave up */
+	ssize_t n;
+	while ((n = read(c->sync, &go, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1) /* parent gave up */
 		_exit(127);
 	/* Nothing of ours (listener, ruleset, sync socket) may survive into exec. */
 	if (syscall(__NR_close_range, 3, ~0U, 0) < 0)
@@ -362,36 +381,132 @@ static void abort_child(struct sl_launch *L)
 	L->pid = -1;
 }
 
-/* Receive the listener, or the child's failure report. */
-static int recv_listener(struct sl_launch *L, int *err, char **msg)
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static const char *errname(int e)
+{
+	return strerrorname_np(e) ? strerrorname_np(e) : strerror(e);
+}
+
+/* One {step, value} report from the child: 1 = got one, 0 = none yet, -1 = EOF/error. */
+static int read_report(int sync, int32_t m[2], int flags)
+{
+	ssize_t n;
+	while ((n = recv(sync, m, 2 * sizeof(int32_t), flags)) < 0 && errno == EINTR)
+		;
+	if (n == (ssize_t)(2 * sizeof(int32_t)))
+		return 1;
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	return -1;
+}
+
+/* Turn a failure report (m[0] > 0) or a silent death into an error. */
+static int setup_error(int rc, const int32_t m[2], int *err, char **msg)
+{
+	if (rc == 1 && m[0] > 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "%s failed: %s", step_name(m[0]),
+		               errname(m[1]));
+	return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "sandboxed child exited during setup");
+}
+
+/* The child's first report: the fd number its listener will get, or a failure. */
+static int recv_announcement(struct sl_launch *L, int64_t deadline, int *fdnum, int *err,
+                             char **msg)
 {
 	struct pollfd pf = { L->sync_fd, POLLIN, 0 };
 	int pr;
-	while ((pr = poll(&pf, 1, SL_SETUP_TIMEOUT_MS)) < 0 && errno == EINTR)
-		;
+	do {
+		int64_t left_ms = (deadline - now_ns()) / 1000000;
+		pr = poll(&pf, 1, left_ms > 0 ? (int)left_ms : 0);
+	} while (pr < 0 && errno == EINTR);
 	if (pr == 0)
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "sandboxed child did not finish setup");
 	int32_t m[2] = { -1, 0 };
-	struct iovec iov = { m, sizeof m };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-	                     .msg_controllen = sizeof u.buf };
-	ssize_t n;
-	while ((n = recvmsg(L->sync_fd, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
-		;
-	struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
-	if (n == (ssize_t)sizeof m && m[0] == ST_OK && cm && cm->cmsg_type == SCM_RIGHTS &&
-	    cm->cmsg_len == CMSG_LEN(sizeof(int))) {
-		memcpy(&L->listener, CMSG_DATA(cm), sizeof(int));
+	int rc = read_report(L->sync_fd, m, 0);
+	if (rc == 1 && m[0] == ST_OK && m[1] >= 0) {
+		*fdnum = m[1];
 		return 0;
 	}
-	if (n == (ssize_t)sizeof m && m[0] > 0)
-		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "%s failed: %s", step_name(m[0]),
-		               strerrorname_np(m[1]) ? strerrorname_np(m[1]) : strerror(m[1]));
-	return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "sandboxed child exited during setup");
+	return setup_error(rc, m, err, msg);
+}
+
+/*
+ * True if fd is a seccomp user-notification fd.  The child cannot run
+ * untrusted code yet, so this is a consistency check of the fd-number
+ * protocol, not a defence: a wrong fd would silently leave the sandbox
+ * without a supervisor.  Only a listener knows this ioctl (ENOENT: no
+ * notification 0 pending; anything else answers ENOTTY/EINVAL).
+ */
+static bool is_seccomp_listener(int fd)
+{
+	char path[64], link[64];
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(path, link, sizeof link - 1);
+	if (n >= 0) { /* /proc may be absent; when present it must agree */
+		link[n] = 0;
+		if (strcmp(link, "anon_inode:seccomp notify") != 0)
+			return false;
+	}
+	uint64_t id = 0;
+	return ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0 && errno == ENOENT;
+}
+
+/*
+ * Wait for the listener to appear at fd number fdnum in the child and take
+ * a copy with pidfd_getfd.  Until seccomp() returns the slot is empty
+ * (EBADF); the kernel installs the fd only once the filter is attached, so
+ * success also means the child is confined.  Between attempts, sleep with
+ * exponential backoff while watching the sync socket (a seccomp failure
+ * report) and the pidfd (the child died).
+ */
+static int fetch_listener(struct sl_launch *L, int fdnum, int64_t deadline, int *err,
+                          char **msg)
+{
+	long wait_ns = 10000;
+	for (;;) {
+		int fd = (int)syscall(__NR_pidfd_getfd, L->pidfd, fdnum, 0);
+		if (fd >= 0) {
+			if (is_seccomp_listener(fd)) {
+				L->listener = fd; /* pidfd_getfd sets close-on-exec */
+				return 0;
+			}
+			close(fd);
+			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
+			               "fd %d of the sandboxed child is not its seccomp listener", fdnum);
+		}
+		if (errno != EBADF && errno != ESRCH && errno != EINTR)
+			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "pidfd_getfd: %s%s",
+			               errname(errno),
+			               errno == EPERM ? " (ptrace access to the child is restricted)" : "");
+		struct pollfd pf[2] = { { L->sync_fd, POLLIN, 0 }, { L->pidfd, POLLIN, 0 } };
+		struct timespec ts = { 0, wait_ns };
+		if (ppoll(pf, 2, &ts, NULL) > 0) {
+			int32_t m[2] = { -1, 0 };
+			int rc = read_report(L->sync_fd, m, MSG_DONTWAIT);
+			if (rc != 0 || pf[1].revents)
+				return setup_error(rc, m, err, msg);
+		}
+		if (now_ns() >= deadline)
+			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
+			               "sandboxed child did not finish setup");
+		wait_ns = wait_ns * 2 > 5000000 ? 5000000 : wait_ns * 2;
+	}
+}
+
+/* The listener, or the child's failure report, within the setup timeout. */
+static int get_listener(struct sl_launch *L, int *err, char **msg)
+{
+	int64_t deadline = now_ns() + (int64_t)SL_SETUP_TIMEOUT_MS * 1000000;
+	int fdnum = -1;
+	if (recv_announcement(L, deadline, &fdnum, err, msg) < 0)
+		return -1;
+	return fetch_listener(L, fdnum, deadline, err, msg);
 }
 
 int sl_launch_start(struct sl_launch *L, int *err, char **msg)
@@ -423,7 +538,7 @@ int sl_launch_start(struct sl_launch *L, int *err, char **msg)
 		abort_child(L);
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "pidfd_open: %s", strerror(e));
 	}
-	if (recv_listener(L, err, msg) < 0) {
+	if (get_listener(L, err, msg) < 0) {
 		abort_child(L);
 		return -1;
 	}

@@ -35,7 +35,6 @@ struct sl_supervisor {
 	int listener;
 	pid_t pgid;
 	int stop_fd; /* eventfd: wakes the loop to stop */
-	int epfd;
 	pthread_t thread;
 	bool started, stopped;
 	size_t notif_size, resp_size; /* from SECCOMP_GET_NOTIF_SIZES */

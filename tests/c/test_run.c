@@ -372,8 +372,9 @@ static sandlock_result_t *run_counting(const char *syscall_name, const char *con
 	return r;
 }
 
-#define PY_SENDMSG                                                                          \
-	"import socket; a,b=socket.socketpair(); a.sendmsg([b'x']); a.sendto(b'y', 0); "    \
+/* sendmsg, then send (a sendto syscall on x86_64) */
+#define PY_SENDMSG                                                                 \
+	"import socket; a,b=socket.socketpair(); a.sendmsg([b'x']); a.send(b'y'); " \
 	"print(b.recv(1), b.recv(1))"
 
 static void launch_with_handler_on(const char *syscall_name, int min_calls)

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,4 +347,76 @@ TEST(signal_outside_sandbox_scoped)
 	CHECK(inside_says(base(), "kill", ps, "errno=EPERM"));
 	kill(victim, SIGKILL);
 	waitpid(victim, NULL, 0);
+}
+
+/* ---------------- descriptors that must not reach the program ---------------- */
+
+static int32_t fake_close_range(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
+                                sandlock_action_t *out)
+{
+	(void)n;
+	(void)m;
+	atomic_fetch_add((atomic_int *)ud, 1);
+	sandlock_action_set_return_value(out, 0); /* pretend; close nothing */
+	return 0;
+}
+
+#define PY_OPEN_FDS                                                                          \
+	"import os\nr = []\nfor fd in range(3, 1024):\n try:\n  os.fstat(fd); r.append(fd)\n" \
+	" except OSError:\n  pass\nprint(r)\n"
+
+/* Python's repr of the fds >= 3 this process would pass on without close-on-exec. */
+static void inheritable_fds(char *buf, size_t cap)
+{
+	size_t len = (size_t)snprintf(buf, cap, "[");
+	for (int fd = 3; fd < 1024 && len < cap; fd++) {
+		int fl = fcntl(fd, F_GETFD);
+		if (fl >= 0 && !(fl & FD_CLOEXEC))
+			len += (size_t)snprintf(buf + len, cap - len, "%s%d", len > 1 ? ", " : "", fd);
+	}
+	if (len < cap)
+		snprintf(buf + len, cap - len, "]\n");
+}
+
+/*
+ * The child closes every fd >= 3 just before exec, but that close_range()
+ * is a trappable syscall: a user handler can fake it.  Even then none of
+ * sandlock's own descriptors (the seccomp listener, the Landlock ruleset,
+ * the sync socket, the pipes' spare ends) may reach the program: they are
+ * all close-on-exec.  Only the caller's own inheritable fd leaks — which
+ * also proves the probe sees leaked descriptors.
+ */
+TEST(faked_close_range_leaks_no_sandlock_fd)
+{
+	int mine = open("/dev/null", O_RDONLY); /* deliberately inheritable */
+	REQUIRE(mine >= 3);
+	char want[512];
+	inheritable_fds(want, sizeof want);
+	REQUIRE(strstr(want, "]\n"));
+	sandlock_sandbox_t *sb = sandlock_sandbox_build(base(), NULL, NULL);
+	REQUIRE(sb);
+	const char *argv[] = { "/usr/bin/python3", "-c", PY_OPEN_FDS, NULL };
+	/* control: the real close_range leaves nothing */
+	sandlock_result_t *r = sandlock_run(sb, argv, 3, NULL, NULL);
+	REQUIRE(r);
+	char *out = sandlock_result_stdout(r);
+	CHECK(out && strcmp(out, "[]\n") == 0);
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+
+	atomic_int calls = 0;
+	sandlock_handler_t *h =
+		sandlock_handler_new(fake_close_range, &calls, NULL, SANDLOCK_EXCEPTION_KILL);
+	sandlock_registration_t reg = { "close_range", h };
+	r = sandlock_run_with_handlers(sb, argv, 3, &reg, 1, NULL, NULL);
+	REQUIRE(r);
+	CHECK(atomic_load(&calls) >= 1);
+	out = sandlock_result_stdout(r);
+	CHECK(out && strcmp(out, want) == 0);
+	if (!out || strcmp(out, want))
+		fprintf(stderr, "  open fds inside: %s  want: %s", out ? out : "(null)\n", want);
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+	sandlock_sandbox_free(sb);
+	close(mine);
 }

@@ -1,0 +1,454 @@
+/*
+ * test_landlock_abi.c — graceful degradation on older kernels.  The hidden
+ * test hook sl_landlock_abi_cap makes the library negotiate Landlock ABI
+ * min(kernel, cap), so one modern kernel exercises every older ABI: the
+ * ruleset masks and attr sizes must be exactly what that ABI accepts (the
+ * kernel answers unknown bits with EINVAL, which would fail every run),
+ * filesystem confinement must hold at every ABI, and what an old ABI
+ * cannot restrict (TCP < 4, scopes < 6) must be unrestricted *and* warned
+ * about.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "internal.h" /* sl_landlock_abi_cap: linked from libsandlock.a */
+
+static char g_helpers[4096];
+static char g_escape[4200];
+
+static const char *escape_path(void)
+{
+	if (!g_escape[0]) {
+		const char *b = getenv("SANDLOCK_BUILD");
+		snprintf(g_helpers, sizeof g_helpers, "%s/helpers", b ? b : "build");
+		snprintf(g_escape, sizeof g_escape, "%s/escape", g_helpers);
+	}
+	return g_escape;
+}
+
+/* The kernel's own ABI (cap lifted). */
+static int kernel_abi(void)
+{
+	int saved = sl_landlock_abi_cap;
+	sl_landlock_abi_cap = 0;
+	int abi = sandlock_landlock_abi_version();
+	sl_landlock_abi_cap = saved;
+	return abi;
+}
+
+/* ---- a fresh temp directory with a readable dir, a secret dir, a writable dir ---- */
+struct tree {
+	char root[64];
+	char pub[128], pub_file[160];
+	char sec[128], sec_file[160];
+	char rw[128];
+	char err_log[128];
+};
+
+static bool write_file(const char *path, const char *content)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return false;
+	bool ok = write(fd, content, strlen(content)) == (ssize_t)strlen(content);
+	close(fd);
+	return ok;
+}
+
+static bool tree_make(struct tree *t)
+{
+	strcpy(t->root, "/tmp/sandlock-abi-XXXXXX");
+	if (!mkdtemp(t->root))
+		return false;
+	snprintf(t->pub, sizeof t->pub, "%s/pub", t->root);
+	snprintf(t->sec, sizeof t->sec, "%s/sec", t->root);
+	snprintf(t->rw, sizeof t->rw, "%s/rw", t->root);
+	snprintf(t->pub_file, sizeof t->pub_file, "%s/hello", t->pub);
+	snprintf(t->sec_file, sizeof t->sec_file, "%s/secret", t->sec);
+	snprintf(t->err_log, sizeof t->err_log, "%s/stderr.log", t->root);
+	return mkdir(t->pub, 0755) == 0 && mkdir(t->sec, 0755) == 0 && mkdir(t->rw, 0755) == 0 &&
+	       write_file(t->pub_file, "hello\n") && write_file(t->sec_file, "secret\n");
+}
+
+static void tree_remove(struct tree *t)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->root);
+	if (system(cmd) != 0)
+		fprintf(stderr, "  could not remove %s\n", t->root);
+}
+
+/* ---- running with the library's stderr (its warnings) captured ---- */
+struct run {
+	sandlock_result_t *r;
+	char out[4096];
+	char warn[4096]; /* what the library itself printed on our stderr */
+};
+
+static void slurp(const char *path, char *buf, size_t cap)
+{
+	buf[0] = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, cap - 1);
+	buf[n > 0 ? n : 0] = 0;
+	close(fd);
+}
+
+/* Build b (consumed), run argv at Landlock ABI cap, capture fd 2 meanwhile. */
+static bool run_capped(struct tree *t, int cap, sandlock_builder_t *b, const char *const *argv,
+                       struct run *out)
+{
+	memset(out, 0, sizeof *out);
+	sl_landlock_abi_cap = cap;
+	int err = 0;
+	char *msg = NULL;
+	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
+	if (!sb) {
+		fprintf(stderr, "  cap %d: build failed: %s\n", cap, msg ? msg : "?");
+		sandlock_string_free(msg);
+		sl_landlock_abi_cap = 0;
+		return false;
+	}
+	uint32_t argc = 0;
+	while (argv[argc])
+		argc++;
+	fflush(stderr);
+	int saved = dup(2);
+	int logfd = open(t->err_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (saved < 0 || logfd < 0 || dup2(logfd, 2) < 0) {
+		fprintf(stderr, "  cannot redirect stderr\n");
+		sandlock_sandbox_free(sb);
+		return false;
+	}
+	out->r = sandlock_run(sb, argv, argc, &err, &msg);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	close(logfd);
+	sl_landlock_abi_cap = 0;
+	sandlock_sandbox_free(sb);
+	slurp(t->err_log, out->warn, sizeof out->warn);
+	if (!out->r) {
+		fprintf(stderr, "  cap %d: run failed: %d %s\n", cap, err, msg ? msg : "?");
+		sandlock_string_free(msg);
+		return false;
+	}
+	char *s = sandlock_result_stdout(out->r);
+	snprintf(out->out, sizeof out->out, "%s", s ? s : "");
+	sandlock_string_free(s);
+	return true;
+}
+
+static void run_free(struct run *r)
+{
+	sandlock_result_free(r->r);
+	r->r = NULL;
+}
+
+/* Enough to run system binaries and the escape helper. */
+static sandlock_builder_t *base(void)
+{
+	escape_path();
+	sandlock_builder_t *b = sandlock_sandbox_builder_new();
+	sandlock_sandbox_builder_fs_read(b, "/usr");
+	sandlock_sandbox_builder_fs_read(b, "/etc");
+	sandlock_sandbox_builder_fs_read(b, g_helpers);
+	return b;
+}
+
+/* ---------------- the hook itself ---------------- */
+
+TEST(cap_is_applied_at_call_time)
+{
+	int k = kernel_abi();
+	REQUIRE(k >= 1);
+	for (int cap = 1; cap <= k; cap++) {
+		sl_landlock_abi_cap = cap;
+		CHECK_EQ_INT(sandlock_landlock_abi_version(), cap);
+	}
+	sl_landlock_abi_cap = k + 5; /* a cap above the kernel changes nothing */
+	CHECK_EQ_INT(sandlock_landlock_abi_version(), k);
+	sl_landlock_abi_cap = 0;
+	CHECK_EQ_INT(sandlock_landlock_abi_version(), k);
+}
+
+/* ---------------- filesystem confinement at every ABI ---------------- */
+
+TEST(fs_confinement_holds_at_every_abi)
+{
+	struct tree t;
+	REQUIRE(tree_make(&t));
+	int k = kernel_abi();
+	for (int cap = 1; cap <= 7 && cap <= k; cap++) {
+		struct run r;
+		const char *pub[] = { "/bin/cat", t.pub_file, NULL };
+		if (!run_capped(&t, cap, sandlock_sandbox_builder_fs_read(base(), t.pub), pub, &r)) {
+			CHECK(!"run failed");
+			continue;
+		}
+		CHECK(sandlock_result_success(r.r));
+		CHECK(strcmp(r.out, "hello\n") == 0);
+		/* the warning about what this ABI cannot restrict, exactly when it applies */
+		CHECK((strstr(r.warn, "TCP") != NULL) == (cap < 4));
+		CHECK((strstr(r.warn, "signals") != NULL) == (cap < 6));
+		run_free(&r);
+
+		const char *sec[] = { "/bin/cat", t.sec_file, NULL };
+		if (!run_capped(&t, cap, sandlock_sandbox_builder_fs_read(base(), t.pub), sec, &r)) {
+			CHECK(!"run failed");
+			continue;
+		}
+		CHECK(!sandlock_result_success(r.r));
+		CHECK(strcmp(r.out, "") == 0);
+		char *e = sandlock_result_stderr(r.r);
+		CHECK(e && strstr(e, "Permission denied"));
+		if (th_failed_now)
+			fprintf(stderr, "  at cap %d: stderr '%s'\n", cap, e ? e : "");
+		sandlock_string_free(e);
+		run_free(&r);
+	}
+	tree_remove(&t);
+}
+
+/* ABI 1 has no REFER right: fs_write must still let the program write, rename and delete. */
+TEST(fs_write_works_without_refer)
+{
+	struct tree t;
+	REQUIRE(tree_make(&t));
+	char script[512];
+	snprintf(script, sizeof script,
+	         "cd '%s' && echo data > f && mv f g && cat g && echo more >> g && rm g && "
+	         "mkdir d && echo kept > d/k && echo done",
+	         t.rw);
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	struct run r;
+	bool ok = run_capped(&t, 1, sandlock_sandbox_builder_fs_write(base(), t.rw), argv, &r);
+	CHECK(ok);
+	if (ok) {
+		CHECK(sandlock_result_success(r.r));
+		CHECK(strcmp(r.out, "data\ndone\n") == 0);
+		char path[256], buf[64];
+		snprintf(path, sizeof path, "%s/d/k", t.rw);
+		slurp(path, buf, sizeof buf);
+		CHECK(strcmp(buf, "kept\n") == 0);
+		snprintf(path, sizeof path, "%s/g", t.rw);
+		CHECK(access(path, F_OK) < 0 && errno == ENOENT);
+		run_free(&r);
+	}
+	/* and the readable-only tree stays unwritable at ABI 1 */
+	snprintf(script, sizeof script, "echo x > '%s/new'", t.pub);
+	const char *argv2[] = { "/bin/sh", "-c", script, NULL };
+	ok = run_capped(&t, 1, sandlock_sandbox_builder_fs_read(base(), t.pub), argv2, &r);
+	CHECK(ok);
+	if (ok) {
+		CHECK(!sandlock_result_success(r.r));
+		char path[256];
+		snprintf(path, sizeof path, "%s/new", t.pub);
+		CHECK(access(path, F_OK) < 0);
+		run_free(&r);
+	}
+	tree_remove(&t);
+}
+
+/* ---------------- TCP: ABI 4 ---------------- */
+
+static int tcp_listener(int *port)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t len = sizeof a;
+	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) < 0 || listen(s, 16) < 0 ||
+	    getsockname(s, (struct sockaddr *)&a, &len) < 0) {
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	*port = ntohs(a.sin_port);
+	return s;
+}
+
+/* What `escape probe arg` printed at ABI cap (first line), and the library warnings. */
+static bool probe_at(struct tree *t, int cap, const char *probe, const char *arg, char *said,
+                     size_t cap_said, char *warn, size_t cap_warn)
+{
+	const char *argv[] = { escape_path(), probe, arg, NULL };
+	struct run r;
+	if (!run_capped(t, cap, base(), argv, &r))
+		return false;
+	size_t n = strcspn(r.out, "\n");
+	if (n >= cap_said)
+		n = cap_said - 1;
+	memcpy(said, r.out, n);
+	said[n] = 0;
+	snprintf(warn, cap_warn, "%s", r.warn);
+	run_free(&r);
+	return true;
+}
+
+TEST(tcp_unrestricted_and_warned_below_abi4)
+{
+	int k = kernel_abi();
+	REQUIRE(k >= 4); /* otherwise the control below cannot be made */
+	struct tree t;
+	REQUIRE(tree_make(&t));
+	int port;
+	int s = tcp_listener(&port);
+	REQUIRE(s >= 0);
+	char ps[16], said[256], warn[4096];
+	snprintf(ps, sizeof ps, "%d", port);
+	/* control: with TCP rules the same probe is blocked */
+	CHECK(probe_at(&t, 4, "connect", ps, said, sizeof said, warn, sizeof warn));
+	CHECK(strcmp(said, "errno=EACCES") == 0);
+	CHECK(strstr(warn, "TCP") == NULL);
+	CHECK(probe_at(&t, 3, "connect", ps, said, sizeof said, warn, sizeof warn));
+	CHECK(strcmp(said, "ok") == 0);
+	CHECK(strstr(warn, "TCP") && strstr(warn, "NOT restricted"));
+	if (th_failed_now)
+		fprintf(stderr, "  cap 3: probe said '%s', warnings '%s'\n", said, warn);
+	for (int cap = 5; cap <= k && cap <= 7; cap++) {
+		CHECK(probe_at(&t, cap, "connect", ps, said, sizeof said, warn, sizeof warn));
+		CHECK(strcmp(said, "errno=EACCES") == 0);
+	}
+	close(s);
+	tree_remove(&t);
+}
+
+/* ---------------- scopes: ABI 6 ---------------- */
+
+TEST(signal_scope_absent_and_warned_below_abi6)
+{
+	int k = kernel_abi();
+	REQUIRE(k >= 6);
+	struct tree t;
+	REQUIRE(tree_make(&t));
+	pid_t victim = fork();
+	REQUIRE(victim >= 0);
+	if (victim == 0) {
+		pause();
+		_exit(0);
+	}
+	char ps[16], said[256], warn[4096];
+	snprintf(ps, sizeof ps, "%d", (int)victim);
+	CHECK(probe_at(&t, 6, "kill", ps, said, sizeof said, warn, sizeof warn));
+	CHECK(strcmp(said, "errno=EPERM") == 0);
+	CHECK(strstr(warn, "signals") == NULL);
+	CHECK(probe_at(&t, 5, "kill", ps, said, sizeof said, warn, sizeof warn));
+	CHECK(strcmp(said, "ok") == 0);
+	CHECK(strstr(warn, "signals") && strstr(warn, "NOT scoped"));
+	if (th_failed_now)
+		fprintf(stderr, "  cap 5: probe said '%s', warnings '%s'\n", said, warn);
+	if (k >= 7) {
+		CHECK(probe_at(&t, 7, "kill", ps, said, sizeof said, warn, sizeof warn));
+		CHECK(strcmp(said, "errno=EPERM") == 0);
+	}
+	kill(victim, SIGKILL);
+	waitpid(victim, NULL, 0);
+	tree_remove(&t);
+}
+
+/* ---------------- per-right masks: REFER (2), TRUNCATE (3), IOCTL_DEV (5) ---------------- */
+
+/*
+ * A hard link into another directory is "reparenting": without REFER in
+ * the handled set (ABI 1) Landlock always refuses it (EXDEV); from ABI 2
+ * fs_write grants it.  A cap-1 mask that wrongly handled REFER would let
+ * the link through; a cap-2 mask that forgot it would refuse it.
+ */
+TEST(refer_only_from_abi2)
+{
+	int k = kernel_abi();
+	REQUIRE(k >= 2);
+	struct tree t;
+	REQUIRE(tree_make(&t));
+	char script[512];
+	snprintf(script, sizeof script,
+	         "cd '%s' && mkdir -p a b && echo x > a/f && rm -f b/f && ln a/f b/f && echo linked",
+	         t.rw);
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	struct run r;
+	REQUIRE(run_capped(&t, 1, sandlock_sandbox_builder_fs_write(base(), t.rw), argv, &r));
+	CHECK(!sandlock_result_success(r.r));
+	char *e = sandlock_result_stderr(r.r);
+	CHECK(e && strstr(e, "cross-device"));
+	sandlock_string_free(e);
+	run_free(&r);
+	REQUIRE(run_capped(&t, 2, sandlock_sandbox_builder_fs_write(base(), t.rw), argv, &r));
+	CHECK(sandlock_result_success(r.r));
+	CHECK(strcmp(r.out, "linked\n") == 0);
+	run_free(&r);
+	tree_remove(&t);
+}
+
+/* truncate(2) needs no open for writing: only the TRUNCATE right (ABI 3) stops it. */
+TEST(truncate_unrestricted_and_warned_below_abi3)
+{
+	int k = kernel_abi();
+	REQUIRE(k >= 3);
+	struct tree t;
+	REQUIRE(tree_make(&t));
+	char script[512];
+	snprintf(script, sizeof script,
+	         "import os\ntry:\n os.truncate('%s', 0); print('ok')\n"
+	         "except OSError as e:\n print('errno', e.errno)\n",
+	         t.pub_file);
+	const char *argv[] = { "/usr/bin/python3", "-c", script, NULL };
+	struct run r;
+	char buf[64];
+	REQUIRE(run_capped(&t, 3, sandlock_sandbox_builder_fs_read(base(), t.pub), argv, &r));
+	char want[32];
+	snprintf(want, sizeof want, "errno %d\n", EACCES);
+	CHECK(strcmp(r.out, want) == 0);
+	CHECK(strstr(r.warn, "truncate") == NULL);
+	run_free(&r);
+	slurp(t.pub_file, buf, sizeof buf);
+	CHECK(strcmp(buf, "hello\n") == 0);
+	REQUIRE(run_capped(&t, 2, sandlock_sandbox_builder_fs_read(base(), t.pub), argv, &r));
+	CHECK(strcmp(r.out, "ok\n") == 0);
+	CHECK(strstr(r.warn, "truncate") && strstr(r.warn, "NOT restricted"));
+	run_free(&r);
+	slurp(t.pub_file, buf, sizeof buf);
+	CHECK(strcmp(buf, "") == 0);
+	tree_remove(&t);
+}
+
+/* A device ioctl (TIOCGPTN on a pty master) needs IOCTL_DEV from ABI 5 on. */
+TEST(device_ioctl_unrestricted_and_warned_below_abi5)
+{
+	int k = kernel_abi();
+	REQUIRE(k >= 5);
+	struct tree t;
+	REQUIRE(tree_make(&t));
+	const char *script = "import os, fcntl\nfd = os.open('/dev/ptmx', os.O_RDWR)\n"
+	                     "try:\n fcntl.ioctl(fd, 0x80045430, bytes(4)); print('ok')\n"
+	                     "except OSError as e:\n print('errno', e.errno)\n";
+	const char *argv[] = { "/usr/bin/python3", "-c", script, NULL };
+	struct run r;
+	REQUIRE(run_capped(&t, 5, sandlock_sandbox_builder_fs_write(base(), "/dev/ptmx"), argv, &r));
+	char want[32];
+	snprintf(want, sizeof want, "errno %d\n", EACCES);
+	CHECK(strcmp(r.out, want) == 0);
+	CHECK(strstr(r.warn, "ioctl") == NULL);
+	run_free(&r);
+	REQUIRE(run_capped(&t, 4, sandlock_sandbox_builder_fs_write(base(), "/dev/ptmx"), argv, &r));
+	CHECK(strcmp(r.out, "ok\n") == 0);
+	CHECK(strstr(r.warn, "ioctl") && strstr(r.warn, "NOT restricted"));
+	if (th_failed_now)
+		fprintf(stderr, "  cap 4: out '%s' warnings '%s'\n", r.out, r.warn);
+	run_free(&r);
+	tree_remove(&t);
+}
