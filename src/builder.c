@@ -37,12 +37,10 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_new(void)
 	return b;
 }
 
-/* Common body of fs_read / fs_write / fs_deny. */
+/* Common body of fs_read / fs_write / fs_deny (b is not NULL). */
 static sandlock_builder_t *b_add_path(sandlock_builder_t *b, sl_strvec *v, const char *path,
                                       const char *what)
 {
-	if (!b)
-		return NULL;
 	if (!path || !*path) {
 		b_error(b, SANDLOCK_ERR_INVALID, "%s: empty or NULL path", what);
 		return b;
@@ -55,19 +53,25 @@ static sandlock_builder_t *b_add_path(sandlock_builder_t *b, sl_strvec *v, const
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_fs_read(sandlock_builder_t *b,
                                                                const char *path)
 {
-	return b_add_path(b, b ? &b->raw_read : NULL, path, "fs_read");
+	if (!b)
+		return NULL;
+	return b_add_path(b, &b->raw_read, path, "fs_read");
 }
 
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_fs_write(sandlock_builder_t *b,
                                                                 const char *path)
 {
-	return b_add_path(b, b ? &b->raw_write : NULL, path, "fs_write");
+	if (!b)
+		return NULL;
+	return b_add_path(b, &b->raw_write, path, "fs_write");
 }
 
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_fs_deny(sandlock_builder_t *b,
                                                                const char *path)
 {
-	return b_add_path(b, b ? &b->raw_deny : NULL, path, "fs_deny");
+	if (!b)
+		return NULL;
+	return b_add_path(b, &b->raw_deny, path, "fs_deny");
 }
 
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_cwd(sandlock_builder_t *b,
@@ -132,12 +136,10 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_max_memory(sandlock_build
 	return b;
 }
 
-/* Append a TCP port to a fixed-size list (duplicates are harmless). */
+/* Append a TCP port to a fixed-size list (duplicates are harmless; b is not NULL). */
 static sandlock_builder_t *b_add_port(sandlock_builder_t *b, uint16_t *list, size_t *n,
                                       uint32_t port, const char *what)
 {
-	if (!b)
-		return NULL;
 	if (port == 0 || port > 65535) {
 		char num[16];
 		snprintf(num, sizeof num, "%u", port);
@@ -155,15 +157,17 @@ static sandlock_builder_t *b_add_port(sandlock_builder_t *b, uint16_t *list, siz
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_allow(sandlock_builder_t *b,
                                                                  uint32_t port)
 {
-	return b_add_port(b, b ? b->cfg.net_connect : NULL, b ? &b->cfg.n_net_connect : NULL,
-	                  port, "net_allow");
+	if (!b)
+		return NULL;
+	return b_add_port(b, b->cfg.net_connect, &b->cfg.n_net_connect, port, "net_allow");
 }
 
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_allow_bind(sandlock_builder_t *b,
                                                                       uint32_t port)
 {
-	return b_add_port(b, b ? b->cfg.net_bind : NULL, b ? &b->cfg.n_net_bind : NULL, port,
-	                  "net_allow_bind");
+	if (!b)
+		return NULL;
+	return b_add_port(b, b->cfg.net_bind, &b->cfg.n_net_bind, port, "net_allow_bind");
 }
 
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_timeout_ms(sandlock_builder_t *b,

@@ -103,14 +103,20 @@ SL_EXPORT void sandlock_action_set_return_value(sandlock_action_t *out, int64_t 
 	out->u.return_value = value;
 }
 
+/* Both inject kinds share the fd fields; only TRACKED adds a tracker. */
+static void action_inject(sandlock_action_t *out, uint32_t kind, int srcfd,
+                          uint32_t newfd_flags)
+{
+	action_reset(out, kind);
+	out->u.inject.srcfd = srcfd;
+	out->u.inject.newfd_flags = newfd_flags;
+}
+
 SL_EXPORT void sandlock_action_set_inject_fd_send(sandlock_action_t *out, int srcfd,
                                                   uint32_t newfd_flags)
 {
-	if (!out)
-		return;
-	action_reset(out, SANDLOCK_ACTION_INJECT_FD_SEND);
-	out->u.inject.srcfd = srcfd;
-	out->u.inject.newfd_flags = newfd_flags;
+	if (out)
+		action_inject(out, SANDLOCK_ACTION_INJECT_FD_SEND, srcfd, newfd_flags);
 }
 
 SL_EXPORT void sandlock_action_set_inject_fd_send_tracked(sandlock_action_t *out, int srcfd,
@@ -119,9 +125,7 @@ SL_EXPORT void sandlock_action_set_inject_fd_send_tracked(sandlock_action_t *out
 {
 	if (!out)
 		return;
-	action_reset(out, SANDLOCK_ACTION_INJECT_FD_SEND_TRACKED);
-	out->u.inject.srcfd = srcfd;
-	out->u.inject.newfd_flags = newfd_flags;
+	action_inject(out, SANDLOCK_ACTION_INJECT_FD_SEND_TRACKED, srcfd, newfd_flags);
 	out->u.inject.tracker = tracker;
 }
 

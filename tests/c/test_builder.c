@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "sandlock.h"
+#include "testutil.h"
 
 /* Build b and expect failure with code; the message must mention needle. */
 static void expect_error(sandlock_builder_t *b, int code, const char *needle)
@@ -133,8 +133,8 @@ TEST(bad_env_key)
 
 TEST(relative_path_resolved_against_cwd)
 {
-	char dir[] = "/tmp/sandlock-rel-XXXXXX";
-	REQUIRE(mkdtemp(dir));
+	char dir[TU_TMPDIR_LEN];
+	REQUIRE(tu_mkdtemp(dir, "rel"));
 	char cwd[4096];
 	REQUIRE(getcwd(cwd, sizeof cwd));
 	REQUIRE(chdir(dir) == 0);
@@ -188,9 +188,7 @@ TEST(sandbox_reusable)
 	const char *argv[] = { "/bin/echo", "again", NULL };
 	for (int i = 0; i < 3; i++) {
 		sandlock_result_t *r = sandlock_run(sb, argv, 2, NULL, NULL);
-		char *out = sandlock_result_stdout(r);
-		CHECK(out && strcmp(out, "again\n") == 0);
-		sandlock_string_free(out);
+		CHECK(tu_out_is(r, "again\n"));
 		sandlock_result_free(r);
 	}
 	sandlock_sandbox_free(sb);

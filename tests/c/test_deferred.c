@@ -4,88 +4,44 @@
  * after which a pending deferred call fails with EIO.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "harness.h"
-#include "sandlock.h"
+#include "testutil.h"
 
-#define PY "/usr/bin/python3"
-
-static sandlock_sandbox_t *mk_sb(uint64_t deferred_timeout_ms)
+/* Run argv with regs in a sandbox for system programs with a generous run
+ * timeout and, if non-zero, this deferred deadline (NULL on failure). */
+static sandlock_result_t *run_deferred(uint64_t deferred_timeout_ms, const char *const *argv,
+                                       sandlock_registration_t *regs, size_t nregs)
 {
-	sandlock_builder_t *b = sandlock_sandbox_builder_new();
-	const char *dirs[] = { "/usr", "/bin", "/lib", "/lib64", "/etc" };
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if (access(dirs[i], F_OK) == 0)
-			sandlock_sandbox_builder_fs_read(b, dirs[i]);
-	sandlock_sandbox_builder_timeout_ms(b, 60000);
+	sandlock_builder_t *b = sandlock_sandbox_builder_timeout_ms(tu_system_builder(), 60000);
 	if (deferred_timeout_ms)
 		sandlock_sandbox_builder_deferred_timeout_ms(b, deferred_timeout_ms);
-	int err = 0;
-	char *msg = NULL;
-	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
+	sandlock_sandbox_t *sb = tu_build(b);
 	if (!sb)
-		fprintf(stderr, "  build failed: %d %s\n", err, msg ? msg : "");
-	sandlock_string_free(msg);
-	return sb;
-}
-
-static sandlock_result_t *run_with(sandlock_sandbox_t *sb, const char *const *argv,
-                                   sandlock_registration_t *regs, size_t nregs)
-{
-	uint32_t argc = 0;
-	while (argv[argc])
-		argc++;
-	int err = 0;
-	char *msg = NULL;
-	sandlock_result_t *r = sandlock_run_with_handlers(sb, argv, argc, regs, nregs, &err, &msg);
-	if (!r)
-		fprintf(stderr, "  run failed: %d %s\n", err, msg ? msg : "");
-	sandlock_string_free(msg);
+		return NULL;
+	sandlock_result_t *r = tu_run_with(sb, argv, regs, nregs);
+	sandlock_sandbox_free(sb);
 	return r;
 }
 
-static bool out_is(sandlock_result_t *r, const char *want)
+/* A handler whose callback runs on a worker thread. */
+static sandlock_handler_t *deferred_handler(sandlock_handler_fn fn, void *ud)
 {
-	char *s = sandlock_result_stdout(r);
-	bool ok = s && strcmp(s, want) == 0;
-	if (!ok)
-		fprintf(stderr, "  stdout: '%s' (want '%s')\n", s ? s : "(null)", want);
-	sandlock_string_free(s);
-	return ok;
-}
-
-static bool err_has(sandlock_result_t *r, const char *want)
-{
-	char *s = sandlock_result_stderr(r);
-	bool ok = s && strstr(s, want) != NULL;
-	if (!ok)
-		fprintf(stderr, "  stderr: '%s' (want '%s')\n", s ? s : "(null)", want);
-	sandlock_string_free(s);
-	return ok;
+	sandlock_handler_t *h = sandlock_handler_new(fn, ud, NULL, SANDLOCK_EXCEPTION_KILL);
+	sandlock_handler_set_deferred(h, true);
+	return h;
 }
 
 static const char *const CAT_HOSTNAME[] = { "/bin/cat", "/etc/hostname", NULL };
-
-static bool path_is(sandlock_mem_t *m, const sandlock_notif_t *n, const char *want)
-{
-	if (n->syscall_nr != SYS_openat)
-		return false;
-	char *p = sandlock_mem_read_cstr(m, n->args[1], 4096);
-	bool ok = p && strcmp(p, want) == 0;
-	sandlock_string_free(p);
-	return ok;
-}
 
 /* ---- answers from a worker ---- */
 struct wctx {
 	atomic_int calls, hits, off_loop;
 	pthread_t main_thread;
-	int mode; /* 0 errno EXDEV, 1 inject bytes */
+	enum { W_ERRNO, W_INJECT } mode; /* EXDEV, or inject "from-worker\n" */
 };
 
 static int32_t worker_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
@@ -95,12 +51,12 @@ static int32_t worker_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
 	atomic_fetch_add(&c->calls, 1);
 	if (!pthread_equal(pthread_self(), c->main_thread))
 		atomic_store(&c->off_loop, 1);
-	if (!path_is(m, n, "/etc/hostname")) {
+	if (!tu_openat_path_is(m, n, "/etc/hostname")) {
 		sandlock_action_set_continue(out);
 		return 0;
 	}
 	atomic_fetch_add(&c->hits, 1);
-	if (c->mode == 0) {
+	if (c->mode == W_ERRNO) {
 		sandlock_action_set_errno(out, EXDEV);
 		return 0;
 	}
@@ -109,90 +65,61 @@ static int32_t worker_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
 
 TEST(deferred_errno_from_worker)
 {
-	struct wctx c = { .main_thread = pthread_self(), .mode = 0 };
-	sandlock_handler_t *h = sandlock_handler_new(worker_fn, &c, NULL, SANDLOCK_EXCEPTION_KILL);
-	sandlock_handler_set_deferred(h, true);
-	sandlock_registration_t regs[] = { { "openat", h } };
-	sandlock_sandbox_t *sb = mk_sb(0);
-	REQUIRE(sb);
-	sandlock_result_t *r = run_with(sb, CAT_HOSTNAME, regs, 1);
+	struct wctx c = { .main_thread = pthread_self(), .mode = W_ERRNO };
+	sandlock_registration_t regs[] = { { "openat", deferred_handler(worker_fn, &c) } };
+	sandlock_result_t *r = run_deferred(0, CAT_HOSTNAME, regs, 1);
 	REQUIRE(r);
-	CHECK(err_has(r, "Invalid cross-device link"));
+	CHECK(tu_err_has(r, "Invalid cross-device link"));
 	CHECK_EQ_INT(atomic_load(&c.hits), 1);
 	CHECK(atomic_load(&c.off_loop));
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }
 
 TEST(deferred_inject_from_worker)
 {
-	struct wctx c = { .main_thread = pthread_self(), .mode = 1 };
-	sandlock_handler_t *h = sandlock_handler_new(worker_fn, &c, NULL, SANDLOCK_EXCEPTION_KILL);
-	sandlock_handler_set_deferred(h, true);
-	sandlock_registration_t regs[] = { { "openat", h } };
-	sandlock_sandbox_t *sb = mk_sb(0);
-	REQUIRE(sb);
-	sandlock_result_t *r = run_with(sb, CAT_HOSTNAME, regs, 1);
+	struct wctx c = { .main_thread = pthread_self(), .mode = W_INJECT };
+	sandlock_registration_t regs[] = { { "openat", deferred_handler(worker_fn, &c) } };
+	sandlock_result_t *r = run_deferred(0, CAT_HOSTNAME, regs, 1);
 	REQUIRE(r);
-	CHECK(out_is(r, "from-worker\n"));
+	CHECK(tu_out_is(r, "from-worker\n"));
 	CHECK(sandlock_result_success(r));
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }
 
 TEST(deferral_is_terminal)
 {
 	/* A deferred handler that CONTINUEs ends the chain: the handler after
 	 * it never sees the call. */
-	struct wctx c = { .main_thread = pthread_self(), .mode = 0 };
-	struct wctx later = { .main_thread = pthread_self(), .mode = 0 };
-	sandlock_handler_t *h = sandlock_handler_new(worker_fn, &c, NULL, SANDLOCK_EXCEPTION_KILL);
-	sandlock_handler_set_deferred(h, true);
+	struct wctx c = { .main_thread = pthread_self(), .mode = W_ERRNO };
+	struct wctx later = { .main_thread = pthread_self(), .mode = W_ERRNO };
 	sandlock_registration_t regs[] = {
-		{ "getpid", h },
+		{ "getpid", deferred_handler(worker_fn, &c) },
 		{ "getpid", sandlock_handler_new(worker_fn, &later, NULL, SANDLOCK_EXCEPTION_KILL) },
 	};
-	sandlock_sandbox_t *sb = mk_sb(0);
-	REQUIRE(sb);
 	const char *argv[] = { "/bin/sh", "-c", "echo $$", NULL };
-	sandlock_result_t *r = run_with(sb, argv, regs, 2);
+	sandlock_result_t *r = run_deferred(0, argv, regs, 2);
 	REQUIRE(r);
 	CHECK(sandlock_result_success(r));
 	CHECK(atomic_load(&c.calls) >= 1);
 	CHECK_EQ_INT(atomic_load(&later.calls), 0);
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }
 
 /* ---- refused on execve ---- */
-static atomic_int exec_calls;
-static int32_t exec_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
-                       sandlock_action_t *out)
-{
-	(void)ud, (void)n, (void)m;
-	atomic_fetch_add(&exec_calls, 1);
-	sandlock_action_set_continue(out);
-	return 0;
-}
-
 TEST(deferred_on_execve_is_refused_with_eperm)
 {
 	/* Even a handler that would CONTINUE: deferral itself is refused, so
 	 * the sandbox's very first execve fails (launch reports 126). */
-	sandlock_handler_t *h = sandlock_handler_new(exec_fn, NULL, NULL, SANDLOCK_EXCEPTION_KILL);
-	sandlock_handler_set_deferred(h, true);
-	sandlock_registration_t regs[] = { { "execve", h } };
-	sandlock_sandbox_t *sb = mk_sb(0);
-	REQUIRE(sb);
+	struct tu_counter c = { 0 };
+	sandlock_registration_t regs[] = { { "execve", deferred_handler(tu_count_and_continue, &c) } };
 	const char *argv[] = { "/bin/echo", "should-not-run", NULL };
-	sandlock_result_t *r = run_with(sb, argv, regs, 1);
+	sandlock_result_t *r = run_deferred(0, argv, regs, 1);
 	REQUIRE(r);
 	CHECK(!sandlock_result_success(r));
 	CHECK_EQ_INT(sandlock_result_exit_code(r), 126);
-	CHECK(out_is(r, ""));
-	CHECK_EQ_INT(atomic_load(&exec_calls), 0);
+	CHECK(tu_out_is(r, ""));
+	CHECK_EQ_INT(atomic_load(&c.calls), 0);
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }
 
 /* ---- the 64-in-flight cap ---- */
@@ -209,7 +136,7 @@ static int32_t release_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m
                           sandlock_action_t *out)
 {
 	struct capctx *c = ud;
-	if (path_is(m, n, "/sl-release")) {
+	if (tu_openat_path_is(m, n, "/sl-release")) {
 		pthread_mutex_lock(&c->mu);
 		c->released = true;
 		pthread_cond_broadcast(&c->cv);
@@ -225,7 +152,7 @@ static int32_t blocking_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *
                            sandlock_action_t *out)
 {
 	struct capctx *c = ud;
-	char *p = n->syscall_nr == SYS_openat ? sandlock_mem_read_cstr(m, n->args[1], 4096) : NULL;
+	char *p = tu_openat_path(m, n);
 	bool target = p && strncmp(p, "/sl-defer/", 10) == 0;
 	sandlock_string_free(p);
 	if (!target) {
@@ -251,17 +178,12 @@ TEST(at_most_64_deferred_calls_in_flight)
 	 * answer -- those 6 can only be the EAGAIN refusals.  (The 30 s
 	 * fallback only exists so a broken cap fails instead of hanging.) */
 	struct capctx c = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
-	sandlock_handler_t *hb = sandlock_handler_new(blocking_fn, &c, NULL,
-	                                              SANDLOCK_EXCEPTION_KILL);
-	sandlock_handler_set_deferred(hb, true);
 	sandlock_registration_t regs[] = {
 		{ "openat", sandlock_handler_new(release_fn, &c, NULL, SANDLOCK_EXCEPTION_KILL) },
-		{ "openat", hb },
+		{ "openat", deferred_handler(blocking_fn, &c) },
 	};
-	sandlock_sandbox_t *sb = mk_sb(0);
-	REQUIRE(sb);
 	const char *argv[] = {
-		PY, "-c",
+		TU_PY, "-c",
 		"import os,errno,threading,time\n"
 		"N=70; res=[None]*N; done=[0]; lk=threading.Lock()\n"
 		"def w(i):\n"
@@ -280,12 +202,11 @@ TEST(at_most_64_deferred_calls_in_flight)
 		"print(res.count(errno.EAGAIN), res.count(errno.EXDEV))\n",
 		NULL
 	};
-	sandlock_result_t *r = run_with(sb, argv, regs, 2);
+	sandlock_result_t *r = run_deferred(0, argv, regs, 2);
 	REQUIRE(r);
-	CHECK(out_is(r, "6 64\n"));
+	CHECK(tu_out_is(r, "6 64\n"));
 	CHECK_EQ_INT(c.max_blocked, 64);
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }
 
 /* ---- the deadline ---- */
@@ -300,7 +221,7 @@ static int32_t late_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
                        sandlock_action_t *out)
 {
 	struct latectx *c = ud;
-	if (!path_is(m, n, "/etc/hostname")) {
+	if (!tu_openat_path_is(m, n, "/etc/hostname")) {
 		sandlock_action_set_continue(out);
 		return 0;
 	}
@@ -321,21 +242,15 @@ static int32_t late_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
 TEST(deferred_call_past_deadline_fails_with_eio)
 {
 	struct latectx c = { .late_fd = -1 };
-	sandlock_handler_t *h = sandlock_handler_new(late_fn, &c, NULL, SANDLOCK_EXCEPTION_KILL);
-	sandlock_handler_set_deferred(h, true);
-	sandlock_registration_t regs[] = { { "openat", h } };
-	sandlock_sandbox_t *sb = mk_sb(100);
-	REQUIRE(sb);
-	sandlock_result_t *r = run_with(sb, CAT_HOSTNAME, regs, 1);
+	sandlock_registration_t regs[] = { { "openat", deferred_handler(late_fn, &c) } };
+	sandlock_result_t *r = run_deferred(100, CAT_HOSTNAME, regs, 1);
 	REQUIRE(r);
-	CHECK(err_has(r, "Input/output error"));
+	CHECK(tu_err_has(r, "Input/output error"));
 	CHECK(!sandlock_result_success(r));
 	CHECK_EQ_INT(atomic_load(&c.hits), 1);
 	CHECK(atomic_load(&c.answered_before_return));
 	int fd = atomic_load(&c.late_fd);
 	CHECK(fd >= 0);
-	errno = 0;
-	CHECK(fcntl(fd, F_GETFD) == -1 && errno == EBADF); /* dropped result: fd closed */
+	CHECK(tu_fd_closed(fd)); /* dropped result: fd closed */
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }

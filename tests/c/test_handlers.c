@@ -8,34 +8,21 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
-#include "sandlock.h"
+#include "testutil.h"
 
-#define PY "/usr/bin/python3"
-
+/* The sandbox of these tests: system programs, extra_dir readable too. */
 static sandlock_sandbox_t *mk_sb_ex(const char *extra_dir, uint64_t timeout_ms)
 {
-	sandlock_builder_t *b = sandlock_sandbox_builder_new();
-	const char *dirs[] = { "/usr", "/bin", "/lib", "/lib64", "/etc" };
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if (access(dirs[i], F_OK) == 0)
-			sandlock_sandbox_builder_fs_read(b, dirs[i]);
+	sandlock_builder_t *b = tu_system_builder();
 	if (extra_dir)
 		sandlock_sandbox_builder_fs_read(b, extra_dir);
 	if (timeout_ms)
 		sandlock_sandbox_builder_timeout_ms(b, timeout_ms);
-	int err = 0;
-	char *msg = NULL;
-	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
-	if (!sb)
-		fprintf(stderr, "  build failed: %d %s\n", err, msg ? msg : "");
-	sandlock_string_free(msg);
-	return sb;
+	return tu_build(b);
 }
 
 static sandlock_sandbox_t *mk_sb(void)
@@ -43,40 +30,16 @@ static sandlock_sandbox_t *mk_sb(void)
 	return mk_sb_ex(NULL, 20000);
 }
 
-/* Run argv with regs; returns the result (NULL on failure, reported). */
-static sandlock_result_t *run_with(sandlock_sandbox_t *sb, const char *const *argv,
-                                   sandlock_registration_t *regs, size_t nregs)
+/* Run argv with regs in a fresh mk_sb() sandbox (NULL on failure, reported). */
+static sandlock_result_t *run_std(const char *const *argv, sandlock_registration_t *regs,
+                                  size_t nregs)
 {
-	uint32_t argc = 0;
-	while (argv[argc])
-		argc++;
-	int err = 0;
-	char *msg = NULL;
-	sandlock_result_t *r = sandlock_run_with_handlers(sb, argv, argc, regs, nregs, &err, &msg);
-	if (!r)
-		fprintf(stderr, "  run failed: %d %s\n", err, msg ? msg : "");
-	sandlock_string_free(msg);
+	sandlock_sandbox_t *sb = mk_sb();
+	if (!sb)
+		return NULL;
+	sandlock_result_t *r = tu_run_with(sb, argv, regs, nregs);
+	sandlock_sandbox_free(sb);
 	return r;
-}
-
-static bool out_is(sandlock_result_t *r, const char *want)
-{
-	char *s = sandlock_result_stdout(r);
-	bool ok = s && strcmp(s, want) == 0;
-	if (!ok)
-		fprintf(stderr, "  stdout: '%s' (want '%s')\n", s ? s : "(null)", want);
-	sandlock_string_free(s);
-	return ok;
-}
-
-static bool err_has(sandlock_result_t *r, const char *want)
-{
-	char *s = sandlock_result_stderr(r);
-	bool ok = s && strstr(s, want) != NULL;
-	if (!ok)
-		fprintf(stderr, "  stderr: '%s' (want '%s')\n", s ? s : "(null)", want);
-	sandlock_string_free(s);
-	return ok;
 }
 
 /* ---- a configurable test handler ---- */
@@ -88,8 +51,8 @@ struct ctx {
 	int mode;               /* what to do on a match, see below */
 	int32_t value;
 	int32_t value2;
-	char seen[256];
-	atomic_int flag;
+	char inject[256];       /* M_INJECT_BYTES: the content served */
+	atomic_int flag;        /* M_INJECT_*: the srcfd handed to sandlock */
 	int fd;
 };
 enum { M_CONTINUE, M_ERRNO, M_RETVAL, M_FAIL, M_INJECT_BYTES, M_INJECT_FD, M_KILL, M_HOLD,
@@ -100,17 +63,10 @@ static void ctx_free(void *ud)
 	atomic_fetch_add(&((struct ctx *)ud)->freed, 1);
 }
 
-/* openat: the path is args[1]; other syscalls match unconditionally. */
+/* With `match` set only an openat of that path matches; else every call. */
 static bool matches(struct ctx *c, const sandlock_notif_t *n, sandlock_mem_t *m)
 {
-	if (!c->match)
-		return true;
-	if (n->syscall_nr != SYS_openat)
-		return false;
-	char *p = sandlock_mem_read_cstr(m, n->args[1], 4096);
-	bool ok = p && strcmp(p, c->match) == 0;
-	sandlock_string_free(p);
-	return ok;
+	return !c->match || tu_openat_path_is(m, n, c->match);
 }
 
 static int32_t generic_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
@@ -135,7 +91,7 @@ static int32_t generic_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m
 	case M_UNSET:
 		return 0; /* kind left UNSET: a handler error */
 	case M_INJECT_BYTES:
-		return sandlock_action_set_inject_bytes(out, c->seen, strlen(c->seen),
+		return sandlock_action_set_inject_bytes(out, c->inject, strlen(c->inject),
 		                                        (uint32_t)c->value);
 	case M_INJECT_FD:
 		sandlock_action_set_inject_fd_send_tracked(out, dup(c->fd), O_CLOEXEC, 42);
@@ -163,6 +119,14 @@ static sandlock_handler_t *mk_h(struct ctx *c, uint32_t policy)
 	return sandlock_handler_new(generic_fn, c, ctx_free, policy);
 }
 
+/* Run argv in the standard sandbox with c's handler (policy) on one syscall. */
+static sandlock_result_t *run_one(const char *syscall, struct ctx *c, uint32_t policy,
+                                  const char *const *argv)
+{
+	sandlock_registration_t regs[] = { { syscall, mk_h(c, policy) } };
+	return run_std(argv, regs, 1);
+}
+
 static const char *const CAT_HOSTNAME[] = { "/bin/cat", "/etc/hostname", NULL };
 static const char *const SH_PID[] = { "/bin/sh", "-c", "echo $$", NULL };
 
@@ -170,46 +134,35 @@ static const char *const SH_PID[] = { "/bin/sh", "-c", "echo $$", NULL };
 
 TEST(baseline_cat_works_without_handlers)
 {
-	sandlock_sandbox_t *sb = mk_sb();
-	REQUIRE(sb);
-	sandlock_result_t *r = run_with(sb, CAT_HOSTNAME, NULL, 0);
+	sandlock_result_t *r = run_std(CAT_HOSTNAME, NULL, 0);
 	REQUIRE(r);
 	CHECK(sandlock_result_success(r));
 	size_t len = 0;
 	sandlock_result_stdout_bytes(r, &len);
 	CHECK(len > 0);
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }
 
 TEST(errno_action_fails_openat)
 {
 	struct ctx c = { .match = "/etc/hostname", .mode = M_ERRNO, .value = EXDEV };
-	sandlock_registration_t regs[] = { { "openat", mk_h(&c, SANDLOCK_EXCEPTION_KILL) } };
-	sandlock_sandbox_t *sb = mk_sb();
-	REQUIRE(sb);
-	sandlock_result_t *r = run_with(sb, CAT_HOSTNAME, regs, 1);
+	sandlock_result_t *r = run_one("openat", &c, SANDLOCK_EXCEPTION_KILL, CAT_HOSTNAME);
 	REQUIRE(r);
 	CHECK(!sandlock_result_success(r));
-	CHECK(err_has(r, "Invalid cross-device link"));
+	CHECK(tu_err_has(r, "Invalid cross-device link"));
 	CHECK(atomic_load(&c.hits) == 1);
 	CHECK_EQ_INT(atomic_load(&c.freed), 1);
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }
 
 TEST(return_value_action_on_getpid)
 {
 	struct ctx c = { .mode = M_RETVAL, .value = 777 };
-	sandlock_registration_t regs[] = { { "getpid", mk_h(&c, SANDLOCK_EXCEPTION_KILL) } };
-	sandlock_sandbox_t *sb = mk_sb();
-	REQUIRE(sb);
-	sandlock_result_t *r = run_with(sb, SH_PID, regs, 1);
+	sandlock_result_t *r = run_one("getpid", &c, SANDLOCK_EXCEPTION_KILL, SH_PID);
 	REQUIRE(r);
-	CHECK(out_is(r, "777\n"));
+	CHECK(tu_out_is(r, "777\n"));
 	CHECK(atomic_load(&c.calls) >= 1);
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }
 
 /* ---- child memory ---- */
@@ -225,7 +178,7 @@ static int32_t mem_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
 {
 	struct memctx *c = ud;
 	sandlock_action_set_continue(out);
-	char *p = sandlock_mem_read_cstr(m, n->args[1], 4096);
+	char *p = tu_openat_path(m, n);
 	if (!p)
 		return 0;
 	if (c->from && strcmp(p, c->from) == 0) {
@@ -259,9 +212,7 @@ TEST(read_cstr_reads_openat_path_and_never_truncates)
 	sandlock_registration_t regs[] = {
 		{ "openat", sandlock_handler_new(mem_fn, &c, NULL, SANDLOCK_EXCEPTION_KILL) }
 	};
-	sandlock_sandbox_t *sb = mk_sb();
-	REQUIRE(sb);
-	sandlock_result_t *r = run_with(sb, CAT_HOSTNAME, regs, 1);
+	sandlock_result_t *r = run_std(CAT_HOSTNAME, regs, 1);
 	REQUIRE(r);
 	CHECK(sandlock_result_success(r));
 	CHECK(atomic_load(&c.full_ok));
@@ -271,33 +222,16 @@ TEST(read_cstr_reads_openat_path_and_never_truncates)
 	CHECK(atomic_load(&c.tiny_null));
 	CHECK(atomic_load(&c.read4_ok));
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
-}
-
-static char *mk_tmpdir(void)
-{
-	static char tmpl[64];
-	strcpy(tmpl, "/tmp/sl-hnd-XXXXXX");
-	return mkdtemp(tmpl);
-}
-
-static void write_file(const char *path, const char *content)
-{
-	FILE *f = fopen(path, "w");
-	if (f) {
-		fputs(content, f);
-		fclose(f);
-	}
 }
 
 TEST(mem_write_changes_what_the_child_opens)
 {
-	char *dir = mk_tmpdir();
-	REQUIRE(dir);
+	char dir[TU_TMPDIR_LEN];
+	REQUIRE(tu_mkdtemp(dir, "hnd"));
 	char from[128], to[128];
 	snprintf(from, sizeof(from), "%s/aaaa", dir);
 	snprintf(to, sizeof(to), "%s/bbbb", dir);
-	write_file(to, "rewritten\n");
+	tu_write_file(to, "rewritten\n");
 	struct memctx c = { .from = from, .to = to };
 	sandlock_registration_t regs[] = {
 		{ "openat", sandlock_handler_new(mem_fn, &c, NULL, SANDLOCK_EXCEPTION_KILL) }
@@ -305,96 +239,78 @@ TEST(mem_write_changes_what_the_child_opens)
 	sandlock_sandbox_t *sb = mk_sb_ex(dir, 20000);
 	REQUIRE(sb);
 	const char *argv[] = { "/bin/cat", from, NULL };
-	sandlock_result_t *r = run_with(sb, argv, regs, 1);
+	sandlock_result_t *r = tu_run_with(sb, argv, regs, 1);
 	REQUIRE(r);
 	CHECK(atomic_load(&c.wrote));
-	CHECK(out_is(r, "rewritten\n")); /* aaaa does not exist: only the rewrite explains this */
+	CHECK(tu_out_is(r, "rewritten\n")); /* aaaa does not exist: only the rewrite explains this */
 	sandlock_result_free(r);
 	sandlock_sandbox_free(sb);
-	unlink(to);
-	rmdir(dir);
+	tu_rm_rf(dir);
 }
 
 /* ---- injection ---- */
 TEST(inject_bytes_serves_content)
 {
 	struct ctx c = { .match = "/etc/hostname", .mode = M_INJECT_BYTES };
-	strcpy(c.seen, "injected\n");
-	sandlock_registration_t regs[] = { { "openat", mk_h(&c, SANDLOCK_EXCEPTION_KILL) } };
-	sandlock_sandbox_t *sb = mk_sb();
-	REQUIRE(sb);
-	sandlock_result_t *r = run_with(sb, CAT_HOSTNAME, regs, 1);
+	strcpy(c.inject, "injected\n");
+	sandlock_result_t *r = run_one("openat", &c, SANDLOCK_EXCEPTION_KILL, CAT_HOSTNAME);
 	REQUIRE(r);
 	CHECK(sandlock_result_success(r));
-	CHECK(out_is(r, "injected\n"));
+	CHECK(tu_out_is(r, "injected\n"));
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }
 
-static const char *const PY_FDFLAGS[] = {
-	PY, "-c",
-	"import os,fcntl\n"
-	"fd=os.open('/etc/hostname',os.O_RDONLY)\n"
-	"print(fcntl.fcntl(fd,fcntl.F_GETFD), fcntl.fcntl(fd,fcntl.F_GET_SEALS), os.read(fd,64))\n",
-	NULL
-};
+/* Serve `content` (with inject flags) as python's open of /etc/hostname;
+ * python prints the fd's F_GETFD flags, its seals and what it read. */
+static void check_injected_fd(uint32_t flags, const char *content, const char *want)
+{
+	static const char *const py_fdflags[] = {
+		TU_PY, "-c",
+		"import os,fcntl\n"
+		"fd=os.open('/etc/hostname',os.O_RDONLY)\n"
+		"print(fcntl.fcntl(fd,fcntl.F_GETFD), fcntl.fcntl(fd,fcntl.F_GET_SEALS), os.read(fd,64))\n",
+		NULL
+	};
+	struct ctx c = { .match = "/etc/hostname", .mode = M_INJECT_BYTES, .value = (int32_t)flags };
+	snprintf(c.inject, sizeof c.inject, "%s", content);
+	sandlock_result_t *r = run_one("openat", &c, SANDLOCK_EXCEPTION_KILL, py_fdflags);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, want));
+	sandlock_result_free(r);
+}
 
 TEST(inject_bytes_is_cloexec_and_sealed_by_default)
 {
-	struct ctx c = { .match = "/etc/hostname", .mode = M_INJECT_BYTES, .value = 0 };
-	strcpy(c.seen, "x1\n");
-	sandlock_registration_t regs[] = { { "openat", mk_h(&c, SANDLOCK_EXCEPTION_KILL) } };
-	sandlock_sandbox_t *sb = mk_sb();
-	REQUIRE(sb);
-	sandlock_result_t *r = run_with(sb, PY_FDFLAGS, regs, 1);
-	REQUIRE(r);
 	/* FD_CLOEXEC=1; seals SEAL|SHRINK|GROW|WRITE = 15 */
-	CHECK(out_is(r, "1 15 b'x1\\n'\n"));
-	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
+	check_injected_fd(0, "x1\n", "1 15 b'x1\\n'\n");
 }
 
 TEST(inject_bytes_writable_no_cloexec)
 {
-	struct ctx c = { .match = "/etc/hostname", .mode = M_INJECT_BYTES,
-	                 .value = SANDLOCK_INJECT_WRITABLE | SANDLOCK_INJECT_NO_CLOEXEC };
-	strcpy(c.seen, "x2\n");
-	sandlock_registration_t regs[] = { { "openat", mk_h(&c, SANDLOCK_EXCEPTION_KILL) } };
-	sandlock_sandbox_t *sb = mk_sb();
-	REQUIRE(sb);
-	sandlock_result_t *r = run_with(sb, PY_FDFLAGS, regs, 1);
-	REQUIRE(r);
-	CHECK(out_is(r, "0 0 b'x2\\n'\n"));
-	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
+	check_injected_fd(SANDLOCK_INJECT_WRITABLE | SANDLOCK_INJECT_NO_CLOEXEC, "x2\n",
+	                  "0 0 b'x2\\n'\n");
 }
 
 TEST(inject_fd_send_of_a_real_fd_and_srcfd_closed)
 {
-	char *dir = mk_tmpdir();
-	REQUIRE(dir);
+	char dir[TU_TMPDIR_LEN];
+	REQUIRE(tu_mkdtemp(dir, "hnd"));
 	char path[128];
 	snprintf(path, sizeof(path), "%s/real", dir);
-	write_file(path, "from-supervisor\n");
+	tu_write_file(path, "from-supervisor\n");
 	struct ctx c = { .match = "/etc/hostname", .mode = M_INJECT_FD, .flag = -1 };
 	c.fd = open(path, O_RDONLY | O_CLOEXEC);
 	REQUIRE(c.fd >= 0);
-	sandlock_registration_t regs[] = { { "openat", mk_h(&c, SANDLOCK_EXCEPTION_KILL) } };
-	sandlock_sandbox_t *sb = mk_sb();
-	REQUIRE(sb);
-	sandlock_result_t *r = run_with(sb, CAT_HOSTNAME, regs, 1);
+	sandlock_result_t *r = run_one("openat", &c, SANDLOCK_EXCEPTION_KILL, CAT_HOSTNAME);
 	REQUIRE(r);
-	CHECK(out_is(r, "from-supervisor\n"));
+	CHECK(tu_out_is(r, "from-supervisor\n"));
 	int sent = atomic_load(&c.flag);
 	CHECK(sent >= 0);
 	/* ownership passed to sandlock: the dup'd srcfd must be closed now */
-	errno = 0;
-	CHECK(fcntl(sent, F_GETFD) == -1 && errno == EBADF);
+	CHECK(tu_fd_closed(sent));
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 	close(c.fd);
-	unlink(path);
-	rmdir(dir);
+	tu_rm_rf(dir);
 }
 
 /* ================= chains ================= */
@@ -407,16 +323,13 @@ TEST(chain_runs_in_order_until_first_decision)
 		{ "openat", mk_h(&a, SANDLOCK_EXCEPTION_KILL) },
 		{ "openat", mk_h(&b, SANDLOCK_EXCEPTION_KILL) },
 	};
-	sandlock_sandbox_t *sb = mk_sb();
-	REQUIRE(sb);
-	sandlock_result_t *r = run_with(sb, CAT_HOSTNAME, regs, 2);
+	sandlock_result_t *r = run_std(CAT_HOSTNAME, regs, 2);
 	REQUIRE(r);
-	CHECK(err_has(r, "Invalid cross-device link"));
+	CHECK(tu_err_has(r, "Invalid cross-device link"));
 	CHECK(atomic_load(&a.calls) >= 1);
 	CHECK_EQ_INT(atomic_load(&a.calls), atomic_load(&b.calls)); /* CONTINUE -> next runs */
 	CHECK_EQ_INT(atomic_load(&b.hits), 1);
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }
 
 TEST(chain_short_circuits_after_a_decision)
@@ -427,20 +340,19 @@ TEST(chain_short_circuits_after_a_decision)
 		{ "openat", mk_h(&a, SANDLOCK_EXCEPTION_KILL) },
 		{ "openat", mk_h(&b, SANDLOCK_EXCEPTION_KILL) },
 	};
-	sandlock_sandbox_t *sb = mk_sb();
-	REQUIRE(sb);
-	sandlock_result_t *r = run_with(sb, CAT_HOSTNAME, regs, 2);
+	sandlock_result_t *r = run_std(CAT_HOSTNAME, regs, 2);
 	REQUIRE(r);
-	CHECK(err_has(r, "Invalid cross-device link"));
+	CHECK(tu_err_has(r, "Invalid cross-device link"));
 	CHECK_EQ_INT(atomic_load(&a.hits), 1);
 	CHECK(atomic_load(&b.calls) >= 1); /* it ran for the other openats... */
 	CHECK_EQ_INT(atomic_load(&b.hits), 0); /* ...but never for the decided one */
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }
 
 /* ================= exception policies ================= */
 
+/* `echo $$` with a failing getpid handler (mode M_FAIL or M_UNSET) under
+ * policy, optionally followed by a second handler in the chain. */
 static sandlock_result_t *run_failing_getpid(uint32_t policy, int mode, struct ctx *second)
 {
 	static struct ctx c;
@@ -450,12 +362,7 @@ static sandlock_result_t *run_failing_getpid(uint32_t policy, int mode, struct c
 	size_t n = 1;
 	if (second)
 		regs[n++] = (sandlock_registration_t){ "getpid", mk_h(second, SANDLOCK_EXCEPTION_KILL) };
-	sandlock_sandbox_t *sb = mk_sb();
-	if (!sb)
-		return NULL;
-	sandlock_result_t *r = run_with(sb, SH_PID, regs, n);
-	sandlock_sandbox_free(sb);
-	return r;
+	return run_std(SH_PID, regs, n);
 }
 
 TEST(policy_kill_kills_the_sandbox)
@@ -464,29 +371,29 @@ TEST(policy_kill_kills_the_sandbox)
 	REQUIRE(r);
 	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_KILLED);
 	CHECK_EQ_INT(sandlock_result_signal(r), SIGKILL);
-	CHECK(out_is(r, ""));
+	CHECK(tu_out_is(r, ""));
+	sandlock_result_free(r);
+}
+
+/* The failing handler alone: `echo $$` prints what getpid returned. */
+static void check_failing_getpid_prints(uint32_t policy, int mode, const char *want)
+{
+	sandlock_result_t *r = run_failing_getpid(policy, mode, NULL);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, want));
 	sandlock_result_free(r);
 }
 
 TEST(policy_deny_eperm)
 {
 	/* glibc's getpid returns the raw value: -EPERM shows as -1 */
-	sandlock_result_t *r = run_failing_getpid(SANDLOCK_EXCEPTION_DENY_EPERM, M_FAIL, NULL);
-	REQUIRE(r);
-	CHECK(out_is(r, "-1\n"));
-	sandlock_result_free(r);
+	check_failing_getpid_prints(SANDLOCK_EXCEPTION_DENY_EPERM, M_FAIL, "-1\n");
 }
 
 TEST(policy_deny_eio_also_for_unset_action)
 {
-	sandlock_result_t *r = run_failing_getpid(SANDLOCK_EXCEPTION_DENY_EIO, M_FAIL, NULL);
-	REQUIRE(r);
-	CHECK(out_is(r, "-5\n"));
-	sandlock_result_free(r);
-	r = run_failing_getpid(SANDLOCK_EXCEPTION_DENY_EIO, M_UNSET, NULL);
-	REQUIRE(r);
-	CHECK(out_is(r, "-5\n"));
-	sandlock_result_free(r);
+	check_failing_getpid_prints(SANDLOCK_EXCEPTION_DENY_EIO, M_FAIL, "-5\n");
+	check_failing_getpid_prints(SANDLOCK_EXCEPTION_DENY_EIO, M_UNSET, "-5\n");
 }
 
 TEST(policy_continue_lets_the_next_handler_run)
@@ -494,7 +401,7 @@ TEST(policy_continue_lets_the_next_handler_run)
 	struct ctx second = { .mode = M_RETVAL, .value = 777 };
 	sandlock_result_t *r = run_failing_getpid(SANDLOCK_EXCEPTION_CONTINUE, M_FAIL, &second);
 	REQUIRE(r);
-	CHECK(out_is(r, "777\n"));
+	CHECK(tu_out_is(r, "777\n"));
 	CHECK(atomic_load(&second.calls) >= 1);
 	sandlock_result_free(r);
 }
@@ -514,18 +421,13 @@ TEST(erroring_handler_inject_fd_is_closed)
 	struct ctx c = { .match = "/etc/hostname", .mode = M_INJECT_TRACKED_FAIL, .flag = -1 };
 	c.fd = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
 	REQUIRE(c.fd >= 0);
-	sandlock_registration_t regs[] = { { "openat", mk_h(&c, SANDLOCK_EXCEPTION_DENY_EPERM) } };
-	sandlock_sandbox_t *sb = mk_sb();
-	REQUIRE(sb);
-	sandlock_result_t *r = run_with(sb, CAT_HOSTNAME, regs, 1);
+	sandlock_result_t *r = run_one("openat", &c, SANDLOCK_EXCEPTION_DENY_EPERM, CAT_HOSTNAME);
 	REQUIRE(r);
-	CHECK(err_has(r, "Operation not permitted"));
+	CHECK(tu_err_has(r, "Operation not permitted"));
 	int sent = atomic_load(&c.flag);
 	CHECK(sent >= 0);
-	errno = 0;
-	CHECK(fcntl(sent, F_GETFD) == -1 && errno == EBADF);
+	CHECK(tu_fd_closed(sent));
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 	close(c.fd);
 }
 
@@ -542,15 +444,12 @@ TEST(guard_returning_zero_applies_the_policy)
 	sandlock_handler_t *h = mk_h(&c, SANDLOCK_EXCEPTION_DENY_EIO);
 	sandlock_handler_set_guard(h, guard_closed);
 	sandlock_registration_t regs[] = { { "getpid", h } };
-	sandlock_sandbox_t *sb = mk_sb();
-	REQUIRE(sb);
-	sandlock_result_t *r = run_with(sb, SH_PID, regs, 1);
+	sandlock_result_t *r = run_std(SH_PID, regs, 1);
 	REQUIRE(r);
-	CHECK(out_is(r, "-5\n"));
+	CHECK(tu_out_is(r, "-5\n"));
 	CHECK(atomic_load(&guard_calls) >= 1);
 	CHECK_EQ_INT(atomic_load(&c.calls), 0); /* the callback was never entered */
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }
 
 /* ================= kill / hold ================= */
@@ -558,16 +457,12 @@ TEST(guard_returning_zero_applies_the_policy)
 TEST(kill_action_reports_killed_with_signal)
 {
 	struct ctx c = { .mode = M_KILL, .value = SIGTERM, .value2 = 0 };
-	sandlock_registration_t regs[] = { { "getpid", mk_h(&c, SANDLOCK_EXCEPTION_DENY_EPERM) } };
-	sandlock_sandbox_t *sb = mk_sb();
-	REQUIRE(sb);
-	sandlock_result_t *r = run_with(sb, SH_PID, regs, 1);
+	sandlock_result_t *r = run_one("getpid", &c, SANDLOCK_EXCEPTION_DENY_EPERM, SH_PID);
 	REQUIRE(r);
 	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_KILLED);
 	CHECK_EQ_INT(sandlock_result_signal(r), SIGTERM);
-	CHECK(out_is(r, ""));
+	CHECK(tu_out_is(r, ""));
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }
 
 TEST(kill_action_never_trusts_the_handlers_pgid)
@@ -581,12 +476,7 @@ TEST(kill_action_never_trusts_the_handlers_pgid)
 	if (pid == 0) {
 		setpgid(0, 0);
 		struct ctx c = { .mode = M_KILL, .value = SIGTERM, .value2 = (int32_t)getpid() };
-		sandlock_registration_t regs[] = { { "getpid",
-			                             mk_h(&c, SANDLOCK_EXCEPTION_DENY_EPERM) } };
-		sandlock_sandbox_t *sb = mk_sb();
-		if (!sb)
-			_exit(3);
-		sandlock_result_t *r = run_with(sb, SH_PID, regs, 1);
+		sandlock_result_t *r = run_one("getpid", &c, SANDLOCK_EXCEPTION_DENY_EPERM, SH_PID);
 		if (!r)
 			_exit(4);
 		bool ok = sandlock_result_reason(r) == SANDLOCK_EXIT_KILLED &&
@@ -605,10 +495,10 @@ TEST(hold_leaves_the_call_pending_until_timeout)
 	sandlock_registration_t regs[] = { { "getpid", mk_h(&c, SANDLOCK_EXCEPTION_KILL) } };
 	sandlock_sandbox_t *sb = mk_sb_ex(NULL, 500);
 	REQUIRE(sb);
-	sandlock_result_t *r = run_with(sb, SH_PID, regs, 1);
+	sandlock_result_t *r = tu_run_with(sb, SH_PID, regs, 1);
 	REQUIRE(r);
 	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_TIMEOUT);
-	CHECK(out_is(r, ""));
+	CHECK(tu_out_is(r, ""));
 	CHECK_EQ_INT(atomic_load(&c.calls), 1);
 	sandlock_result_free(r);
 	sandlock_sandbox_free(sb);
@@ -680,15 +570,12 @@ TEST(success_frees_a_shared_handler_once)
 	struct ctx a = { .mode = M_CONTINUE };
 	sandlock_handler_t *h = mk_h(&a, SANDLOCK_EXCEPTION_KILL);
 	sandlock_registration_t regs[] = { { "openat", h }, { "getpid", h }, { "close", h } };
-	sandlock_sandbox_t *sb = mk_sb();
-	REQUIRE(sb);
-	sandlock_result_t *r = run_with(sb, CAT_HOSTNAME, regs, 3);
+	sandlock_result_t *r = run_std(CAT_HOSTNAME, regs, 3);
 	REQUIRE(r);
 	CHECK(sandlock_result_success(r));
 	CHECK(atomic_load(&a.calls) >= 2);
 	CHECK_EQ_INT(atomic_load(&a.freed), 1);
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }
 
 TEST(handler_new_rejects_bad_arguments)
@@ -710,11 +597,8 @@ TEST(continue_on_ioctl_cannot_allow_tiocsti)
 	/* Without the builtin, the CONTINUE would let the kernel run the
 	 * ioctl, which on a non-tty stdin answers ENOTTY (25), not EPERM. */
 	struct ctx c = { .mode = M_CONTINUE };
-	sandlock_registration_t regs[] = { { "ioctl", mk_h(&c, SANDLOCK_EXCEPTION_KILL) } };
-	sandlock_sandbox_t *sb = mk_sb();
-	REQUIRE(sb);
 	const char *argv[] = {
-		PY, "-c",
+		TU_PY, "-c",
 		"import fcntl,termios\n"
 		"for req in (termios.TIOCSTI, termios.TIOCSTI | (1 << 32)):\n"
 		"    try:\n"
@@ -725,24 +609,20 @@ TEST(continue_on_ioctl_cannot_allow_tiocsti)
 		"except OSError as e: print(e.errno)\n",
 		NULL
 	};
-	sandlock_result_t *r = run_with(sb, argv, regs, 1);
+	sandlock_result_t *r = run_one("ioctl", &c, SANDLOCK_EXCEPTION_KILL, argv);
 	REQUIRE(r);
 	/* TIOCSTI denied (also with junk in the upper 32 bits); a harmless
 	 * ioctl still reaches the kernel (ENOTTY on a non-tty stdin). */
-	CHECK(out_is(r, "1\n1\n25\n"));
+	CHECK(tu_out_is(r, "1\n1\n25\n"));
 	CHECK(atomic_load(&c.calls) >= 1);
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }
 
 TEST(continue_on_clone_cannot_create_a_user_namespace)
 {
 	struct ctx c = { .mode = M_CONTINUE };
-	sandlock_registration_t regs[] = { { "clone", mk_h(&c, SANDLOCK_EXCEPTION_KILL) } };
-	sandlock_sandbox_t *sb = mk_sb();
-	REQUIRE(sb);
 	const char *argv[] = {
-		PY, "-c",
+		TU_PY, "-c",
 		"import ctypes,os\n"
 		"libc=ctypes.CDLL(None,use_errno=True)\n"
 		"r=libc.syscall(56, 0x10000000|17, 0, 0, 0, 0)\n"
@@ -754,12 +634,11 @@ TEST(continue_on_clone_cannot_create_a_user_namespace)
 		"os.waitpid(p,0)\n",
 		NULL
 	};
-	sandlock_result_t *r = run_with(sb, argv, regs, 1);
+	sandlock_result_t *r = run_one("clone", &c, SANDLOCK_EXCEPTION_KILL, argv);
 	REQUIRE(r);
-	CHECK(out_is(r, "-1 1\n"));
+	CHECK(tu_out_is(r, "-1 1\n"));
 	CHECK(atomic_load(&c.calls) >= 1); /* a plain fork did reach the handler */
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }
 
 /* ================= child memory edge cases ================= */
@@ -772,10 +651,8 @@ static int32_t pathlog_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m
                           sandlock_action_t *out)
 {
 	struct pathlog *c = ud;
-	char *p = sandlock_mem_read_cstr(m, n->args[1], 4096);
-	if (p && strcmp(p, "/etc/hostname") == 0)
+	if (tu_openat_path_is(m, n, "/etc/hostname"))
 		atomic_fetch_add(&c->hostname_seen, 1);
-	sandlock_string_free(p);
 	sandlock_action_set_continue(out);
 	return 0;
 }
@@ -788,10 +665,8 @@ TEST(read_cstr_stops_before_an_unmapped_page)
 	sandlock_registration_t regs[] = {
 		{ "openat", sandlock_handler_new(pathlog_fn, &c, NULL, SANDLOCK_EXCEPTION_KILL) }
 	};
-	sandlock_sandbox_t *sb = mk_sb();
-	REQUIRE(sb);
 	const char *argv[] = {
-		PY, "-c",
+		TU_PY, "-c",
 		"import ctypes,mmap\n"
 		"libc=ctypes.CDLL(None,use_errno=True)\n"
 		"libc.mmap.restype=ctypes.c_void_p\n"
@@ -803,12 +678,11 @@ TEST(read_cstr_stops_before_an_unmapped_page)
 		"print('open', fd>=0)\n",
 		NULL
 	};
-	sandlock_result_t *r = run_with(sb, argv, regs, 1);
+	sandlock_result_t *r = run_std(argv, regs, 1);
 	REQUIRE(r);
-	CHECK(out_is(r, "open True\n"));
+	CHECK(tu_out_is(r, "open True\n"));
 	CHECK_EQ_INT(atomic_load(&c.hostname_seen), 1);
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }
 
 TEST(mem_cache_survives_execve)
@@ -819,13 +693,10 @@ TEST(mem_cache_survives_execve)
 	sandlock_registration_t regs[] = {
 		{ "openat", sandlock_handler_new(pathlog_fn, &c, NULL, SANDLOCK_EXCEPTION_KILL) }
 	};
-	sandlock_sandbox_t *sb = mk_sb();
-	REQUIRE(sb);
 	const char *argv[] = { "/bin/sh", "-c", "exec /bin/cat /etc/hostname", NULL };
-	sandlock_result_t *r = run_with(sb, argv, regs, 1);
+	sandlock_result_t *r = run_std(argv, regs, 1);
 	REQUIRE(r);
 	CHECK(sandlock_result_success(r));
 	CHECK_EQ_INT(atomic_load(&c.hostname_seen), 1);
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }

@@ -8,35 +8,17 @@
  * cannot restrict (TCP < 4, scopes < 6) must be unrestricted *and* warned
  * about.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
 #include "internal.h" /* sl_landlock_abi_cap: linked from libsandlock.a */
-
-static char g_helpers[4096];
-static char g_escape[4200];
-
-static const char *escape_path(void)
-{
-	if (!g_escape[0]) {
-		const char *b = getenv("SANDLOCK_BUILD");
-		snprintf(g_helpers, sizeof g_helpers, "%s/helpers", b ? b : "build");
-		snprintf(g_escape, sizeof g_escape, "%s/escape", g_helpers);
-	}
-	return g_escape;
-}
+#include "testutil.h"
 
 /* The kernel's own ABI (cap lifted). */
 static int kernel_abi(void)
@@ -50,27 +32,16 @@ static int kernel_abi(void)
 
 /* ---- a fresh temp directory with a readable dir, a secret dir, a writable dir ---- */
 struct tree {
-	char root[64];
+	char root[TU_TMPDIR_LEN];
 	char pub[128], pub_file[160];
 	char sec[128], sec_file[160];
 	char rw[128];
 	char err_log[128];
 };
 
-static bool write_file(const char *path, const char *content)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return false;
-	bool ok = write(fd, content, strlen(content)) == (ssize_t)strlen(content);
-	close(fd);
-	return ok;
-}
-
 static bool tree_make(struct tree *t)
 {
-	strcpy(t->root, "/tmp/sandlock-abi-XXXXXX");
-	if (!mkdtemp(t->root))
+	if (!tu_mkdtemp(t->root, "abi"))
 		return false;
 	snprintf(t->pub, sizeof t->pub, "%s/pub", t->root);
 	snprintf(t->sec, sizeof t->sec, "%s/sec", t->root);
@@ -79,15 +50,12 @@ static bool tree_make(struct tree *t)
 	snprintf(t->sec_file, sizeof t->sec_file, "%s/secret", t->sec);
 	snprintf(t->err_log, sizeof t->err_log, "%s/stderr.log", t->root);
 	return mkdir(t->pub, 0755) == 0 && mkdir(t->sec, 0755) == 0 && mkdir(t->rw, 0755) == 0 &&
-	       write_file(t->pub_file, "hello\n") && write_file(t->sec_file, "secret\n");
+	       tu_write_file(t->pub_file, "hello\n") && tu_write_file(t->sec_file, "secret\n");
 }
 
 static void tree_remove(struct tree *t)
 {
-	char cmd[256];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->root);
-	if (system(cmd) != 0)
-		fprintf(stderr, "  could not remove %s\n", t->root);
+	tu_rm_rf(t->root);
 }
 
 /* ---- running with the library's stderr (its warnings) captured ---- */
@@ -114,18 +82,14 @@ static bool run_capped(struct tree *t, int cap, sandlock_builder_t *b, const cha
 {
 	memset(out, 0, sizeof *out);
 	sl_landlock_abi_cap = cap;
-	int err = 0;
-	char *msg = NULL;
-	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
+	sandlock_sandbox_t *sb = tu_build(b);
 	if (!sb) {
-		fprintf(stderr, "  cap %d: build failed: %s\n", cap, msg ? msg : "?");
-		sandlock_string_free(msg);
+		fprintf(stderr, "  cap %d: build failed\n", cap);
 		sl_landlock_abi_cap = 0;
 		return false;
 	}
-	uint32_t argc = 0;
-	while (argv[argc])
-		argc++;
+	int err = 0;
+	char *msg = NULL;
 	fflush(stderr);
 	int saved = dup(2);
 	int logfd = open(t->err_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -134,7 +98,7 @@ static bool run_capped(struct tree *t, int cap, sandlock_builder_t *b, const cha
 		sandlock_sandbox_free(sb);
 		return false;
 	}
-	out->r = sandlock_run(sb, argv, argc, &err, &msg);
+	out->r = sandlock_run(sb, argv, tu_argc(argv), &err, &msg);
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
@@ -162,12 +126,7 @@ static void run_free(struct run *r)
 /* Enough to run system binaries and the escape helper. */
 static sandlock_builder_t *base(void)
 {
-	escape_path();
-	sandlock_builder_t *b = sandlock_sandbox_builder_new();
-	sandlock_sandbox_builder_fs_read(b, "/usr");
-	sandlock_sandbox_builder_fs_read(b, "/etc");
-	sandlock_sandbox_builder_fs_read(b, g_helpers);
-	return b;
+	return tu_escape_builder();
 }
 
 /* ---------------- the hook itself ---------------- */
@@ -266,27 +225,11 @@ TEST(fs_write_works_without_refer)
 
 /* ---------------- TCP: ABI 4 ---------------- */
 
-static int tcp_listener(int *port)
-{
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t len = sizeof a;
-	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) < 0 || listen(s, 16) < 0 ||
-	    getsockname(s, (struct sockaddr *)&a, &len) < 0) {
-		if (s >= 0)
-			close(s);
-		return -1;
-	}
-	*port = ntohs(a.sin_port);
-	return s;
-}
-
 /* What `escape probe arg` printed at ABI cap (first line), and the library warnings. */
 static bool probe_at(struct tree *t, int cap, const char *probe, const char *arg, char *said,
                      size_t cap_said, char *warn, size_t cap_warn)
 {
-	const char *argv[] = { escape_path(), probe, arg, NULL };
+	const char *argv[] = { tu_escape_path(), probe, arg, NULL };
 	struct run r;
 	if (!run_capped(t, cap, base(), argv, &r))
 		return false;
@@ -307,7 +250,7 @@ TEST(tcp_unrestricted_and_warned_below_abi4)
 	struct tree t;
 	REQUIRE(tree_make(&t));
 	int port;
-	int s = tcp_listener(&port);
+	int s = tu_tcp_listener(&port);
 	REQUIRE(s >= 0);
 	char ps[16], said[256], warn[4096];
 	snprintf(ps, sizeof ps, "%d", port);
@@ -336,12 +279,8 @@ TEST(signal_scope_absent_and_warned_below_abi6)
 	REQUIRE(k >= 6);
 	struct tree t;
 	REQUIRE(tree_make(&t));
-	pid_t victim = fork();
+	pid_t victim = tu_spawn_victim();
 	REQUIRE(victim >= 0);
-	if (victim == 0) {
-		pause();
-		_exit(0);
-	}
 	char ps[16], said[256], warn[4096];
 	snprintf(ps, sizeof ps, "%d", (int)victim);
 	CHECK(probe_at(&t, 6, "kill", ps, said, sizeof said, warn, sizeof warn));
@@ -356,8 +295,7 @@ TEST(signal_scope_absent_and_warned_below_abi6)
 		CHECK(probe_at(&t, 7, "kill", ps, said, sizeof said, warn, sizeof warn));
 		CHECK(strcmp(said, "errno=EPERM") == 0);
 	}
-	kill(victim, SIGKILL);
-	waitpid(victim, NULL, 0);
+	tu_reap_victim(victim);
 	tree_remove(&t);
 }
 
@@ -406,7 +344,7 @@ TEST(truncate_unrestricted_and_warned_below_abi3)
 	         "import os\ntry:\n os.truncate('%s', 0); print('ok')\n"
 	         "except OSError as e:\n print('errno', e.errno)\n",
 	         t.pub_file);
-	const char *argv[] = { "/usr/bin/python3", "-c", script, NULL };
+	const char *argv[] = { TU_PY, "-c", script, NULL };
 	struct run r;
 	char buf[64];
 	REQUIRE(run_capped(&t, 3, sandlock_sandbox_builder_fs_read(base(), t.pub), argv, &r));
@@ -436,7 +374,7 @@ TEST(device_ioctl_unrestricted_and_warned_below_abi5)
 	const char *script = "import os, fcntl\nfd = os.open('/dev/ptmx', os.O_RDWR)\n"
 	                     "try:\n fcntl.ioctl(fd, 0x80045430, bytes(4)); print('ok')\n"
 	                     "except OSError as e:\n print('errno', e.errno)\n";
-	const char *argv[] = { "/usr/bin/python3", "-c", script, NULL };
+	const char *argv[] = { TU_PY, "-c", script, NULL };
 	struct run r;
 	REQUIRE(run_capped(&t, 5, sandlock_sandbox_builder_fs_write(base(), "/dev/ptmx"), argv, &r));
 	char want[32];

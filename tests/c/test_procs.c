@@ -8,31 +8,28 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "internal.h"
-#include "sandlock.h"
+#include "internal.h" /* sl_count_group_processes: linked from libsandlock.a */
+#include "testutil.h"
 
-static sandlock_sandbox_t *mk_sb(uint32_t max_processes)
+/* Run argv in a sandbox for system programs, limited to max_processes
+ * (0 = no limit).  NULL on failure, reported. */
+static sandlock_result_t *run_limited(uint32_t max_processes, const char *const *argv)
 {
-	sandlock_builder_t *b = sandlock_sandbox_builder_new();
-	const char *dirs[] = { "/usr", "/bin", "/lib", "/lib64", "/etc" };
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if (access(dirs[i], F_OK) == 0)
-			sandlock_sandbox_builder_fs_read(b, dirs[i]);
+	sandlock_builder_t *b = tu_system_builder();
 	if (max_processes)
 		sandlock_sandbox_builder_max_processes(b, max_processes);
 	sandlock_sandbox_builder_timeout_ms(b, 30000);
-	int err = 0;
-	char *msg = NULL;
-	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
+	sandlock_sandbox_t *sb = tu_build(b);
 	if (!sb)
-		fprintf(stderr, "  build failed: %d %s\n", err, msg ? msg : "");
-	sandlock_string_free(msg);
-	return sb;
+		return NULL;
+	sandlock_result_t *r = tu_run(sb, argv);
+	sandlock_sandbox_free(sb);
+	return r;
 }
 
 /* Start 20 `sleep 5` children, count successes and failures, kill them. */
 static const char *const SPAWN20[] = {
-	"/usr/bin/python3", "-c",
+	TU_PY, "-c",
 	"import subprocess\n"
 	"ok=0; fail=0; errs=set(); ps=[]\n"
 	"for i in range(20):\n"
@@ -45,66 +42,38 @@ static const char *const SPAWN20[] = {
 	NULL
 };
 
-static char *run_spawn20(uint32_t max_processes)
-{
-	sandlock_sandbox_t *sb = mk_sb(max_processes);
-	if (!sb)
-		return NULL;
-	int err = 0;
-	char *msg = NULL;
-	sandlock_result_t *r = sandlock_run(sb, SPAWN20, 3, &err, &msg);
-	char *out = NULL;
-	if (r)
-		out = sandlock_result_stdout(r);
-	else
-		fprintf(stderr, "  run failed: %d %s\n", err, msg ? msg : "");
-	sandlock_string_free(msg);
-	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
-	return out;
-}
-
 TEST(max_processes_limits_children)
 {
 	/* python itself is one of the 5: four children fit, 16 get EAGAIN */
-	char *out = run_spawn20(5);
-	REQUIRE(out);
-	CHECK(strcmp(out, "4 16 [11]\n") == 0);
-	if (strcmp(out, "4 16 [11]\n") != 0)
-		fprintf(stderr, "  got: %s", out);
-	sandlock_string_free(out);
+	sandlock_result_t *r = run_limited(5, SPAWN20);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "4 16 [11]\n"));
+	sandlock_result_free(r);
 }
 
 TEST(without_limit_all_children_start)
 {
-	char *out = run_spawn20(0);
-	REQUIRE(out);
-	CHECK(strcmp(out, "20 0 []\n") == 0);
-	if (strcmp(out, "20 0 []\n") != 0)
-		fprintf(stderr, "  got: %s", out);
-	sandlock_string_free(out);
+	sandlock_result_t *r = run_limited(0, SPAWN20);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "20 0 []\n"));
+	sandlock_result_free(r);
 }
 
 TEST(threads_are_not_processes)
 {
 	/* 10 threads under a limit of 2: clone(CLONE_THREAD) is not counted */
-	sandlock_sandbox_t *sb = mk_sb(2);
-	REQUIRE(sb);
 	const char *argv[] = {
-		"/usr/bin/python3", "-c",
+		TU_PY, "-c",
 		"import threading\n"
 		"ts=[threading.Thread(target=lambda: None) for _ in range(10)]\n"
 		"[t.start() for t in ts]; [t.join() for t in ts]\n"
 		"print('threads ok')\n",
 		NULL
 	};
-	sandlock_result_t *r = sandlock_run(sb, argv, 3, NULL, NULL);
+	sandlock_result_t *r = run_limited(2, argv);
 	REQUIRE(r);
-	char *out = sandlock_result_stdout(r);
-	CHECK(out && strcmp(out, "threads ok\n") == 0);
-	sandlock_string_free(out);
+	CHECK(tu_out_is(r, "threads ok\n"));
 	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 }
 
 TEST(count_group_processes_counts_only_the_group)

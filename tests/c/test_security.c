@@ -4,10 +4,7 @@
  * run outside the sandbox to prove it would have succeeded, so every test
  * here fails if the defence it covers is removed.
  */
-#include <arpa/inet.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -20,48 +17,22 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "sandlock.h"
-
-static char g_escape[4200];
-static char g_helpers[4096];
-
-static const char *escape_path(void)
-{
-	if (!g_escape[0]) {
-		const char *b = getenv("SANDLOCK_BUILD");
-		snprintf(g_helpers, sizeof g_helpers, "%s/helpers", b ? b : "build");
-		snprintf(g_escape, sizeof g_escape, "%s/escape", g_helpers);
-	}
-	return g_escape;
-}
+#include "testutil.h"
 
 /* Enough to run the (dynamically linked) helper and nothing else. */
 static sandlock_builder_t *base(void)
 {
-	escape_path();
-	sandlock_builder_t *b = sandlock_sandbox_builder_new();
-	sandlock_sandbox_builder_fs_read(b, "/usr");
-	sandlock_sandbox_builder_fs_read(b, "/etc");
-	sandlock_sandbox_builder_fs_read(b, g_helpers);
-	return b;
+	return tu_escape_builder();
 }
 
 /* Run `escape probe [arg]` in the sandbox described by b (consumed). */
 static sandlock_result_t *inside(sandlock_builder_t *b, const char *probe, const char *arg)
 {
-	int err = 0;
-	char *msg = NULL;
-	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
-	if (!sb) {
-		fprintf(stderr, "  build: %s\n", msg ? msg : "?");
-		sandlock_string_free(msg);
+	sandlock_sandbox_t *sb = tu_build(b);
+	if (!sb)
 		return NULL;
-	}
-	const char *argv[] = { escape_path(), probe, arg, NULL };
-	sandlock_result_t *r = sandlock_run(sb, argv, arg ? 3 : 2, &err, &msg);
-	if (!r)
-		fprintf(stderr, "  run: %s\n", msg ? msg : "?");
-	sandlock_string_free(msg);
+	const char *argv[] = { tu_escape_path(), probe, arg, NULL }; /* arg may end argv */
+	sandlock_result_t *r = tu_run(sb, argv);
 	sandlock_sandbox_free(sb);
 	return r;
 }
@@ -99,7 +70,7 @@ static const char *outside(const char *probe, const char *arg)
 	if (pid == 0) {
 		dup2(p[1], 1);
 		close(p[0]);
-		execl(escape_path(), escape_path(), probe, arg, (char *)NULL);
+		execl(tu_escape_path(), tu_escape_path(), probe, arg, (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
@@ -116,35 +87,27 @@ static const char *outside(const char *probe, const char *arg)
 /* ---------------- filesystem ---------------- */
 
 struct tmp {
-	char dir[64];
-	char path[256];
+	char dir[TU_TMPDIR_LEN];
+	char path[256]; /* the last tmp_file() */
 };
 
 static bool tmp_make(struct tmp *t)
 {
-	strcpy(t->dir, "/tmp/sandlock-sec-XXXXXX");
-	return mkdtemp(t->dir) != NULL;
+	return tu_mkdtemp(t->dir, "sec");
 }
 
+/* t->dir/rel, created with content unless content is NULL. */
 static const char *tmp_file(struct tmp *t, const char *rel, const char *content)
 {
 	snprintf(t->path, sizeof t->path, "%s/%s", t->dir, rel);
-	if (content) {
-		FILE *f = fopen(t->path, "w");
-		if (f) {
-			fputs(content, f);
-			fclose(f);
-		}
-	}
+	if (content)
+		tu_write_file(t->path, content);
 	return t->path;
 }
 
 static void tmp_remove(struct tmp *t)
 {
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "  cleanup of %s failed\n", t->dir);
+	tu_rm_rf(t->dir);
 }
 
 TEST(read_outside_fs_read_denied)
@@ -270,27 +233,10 @@ TEST(int80_i386_syscall_killed) { killed("int80"); }
 
 /* ---------------- network ---------------- */
 
-/* A listening TCP socket on 127.0.0.1; returns fd, *port set. */
-static int tcp_listener(int *port)
-{
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t len = sizeof a;
-	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) < 0 || listen(s, 16) < 0 ||
-	    getsockname(s, (struct sockaddr *)&a, &len) < 0) {
-		if (s >= 0)
-			close(s);
-		return -1;
-	}
-	*port = ntohs(a.sin_port);
-	return s;
-}
-
 TEST(tcp_connect_denied_unless_allowed)
 {
 	int port;
-	int s = tcp_listener(&port);
+	int s = tu_tcp_listener(&port);
 	REQUIRE(s >= 0);
 	char ps[16];
 	snprintf(ps, sizeof ps, "%d", port);
@@ -307,7 +253,7 @@ TEST(tcp_connect_denied_unless_allowed)
 TEST(tcp_bind_denied_unless_allowed)
 {
 	int port;
-	int s = tcp_listener(&port); /* find a free port, then release it */
+	int s = tu_tcp_listener(&port); /* find a free port, then release it */
 	REQUIRE(s >= 0);
 	close(s);
 	char ps[16];
@@ -335,18 +281,13 @@ TEST(abstract_unix_socket_scoped)
 
 TEST(signal_outside_sandbox_scoped)
 {
-	pid_t victim = fork();
+	pid_t victim = tu_spawn_victim();
 	REQUIRE(victim >= 0);
-	if (victim == 0) {
-		pause();
-		_exit(0);
-	}
 	char ps[16];
 	snprintf(ps, sizeof ps, "%d", (int)victim);
 	CHECK(strcmp(outside("kill", ps), "ok") == 0);
 	CHECK(inside_says(base(), "kill", ps, "errno=EPERM"));
-	kill(victim, SIGKILL);
-	waitpid(victim, NULL, 0);
+	tu_reap_victim(victim);
 }
 
 /* ---------------- descriptors that must not reach the program ---------------- */
@@ -395,13 +336,11 @@ TEST(faked_close_range_leaks_no_sandlock_fd)
 	REQUIRE(strstr(want, "]\n"));
 	sandlock_sandbox_t *sb = sandlock_sandbox_build(base(), NULL, NULL);
 	REQUIRE(sb);
-	const char *argv[] = { "/usr/bin/python3", "-c", PY_OPEN_FDS, NULL };
+	const char *argv[] = { TU_PY, "-c", PY_OPEN_FDS, NULL };
 	/* control: the real close_range leaves nothing */
 	sandlock_result_t *r = sandlock_run(sb, argv, 3, NULL, NULL);
 	REQUIRE(r);
-	char *out = sandlock_result_stdout(r);
-	CHECK(out && strcmp(out, "[]\n") == 0);
-	sandlock_string_free(out);
+	CHECK(tu_out_is(r, "[]\n"));
 	sandlock_result_free(r);
 
 	atomic_int calls = 0;
@@ -411,11 +350,7 @@ TEST(faked_close_range_leaks_no_sandlock_fd)
 	r = sandlock_run_with_handlers(sb, argv, 3, &reg, 1, NULL, NULL);
 	REQUIRE(r);
 	CHECK(atomic_load(&calls) >= 1);
-	out = sandlock_result_stdout(r);
-	CHECK(out && strcmp(out, want) == 0);
-	if (!out || strcmp(out, want))
-		fprintf(stderr, "  open fds inside: %s  want: %s", out ? out : "(null)\n", want);
-	sandlock_string_free(out);
+	CHECK(tu_out_is(r, want));
 	sandlock_result_free(r);
 	sandlock_sandbox_free(sb);
 	close(mine);

@@ -1,0 +1,281 @@
+/*
+ * testutil.h — helpers shared by the C tests.  Include after harness.h.
+ *
+ * Header-only: every function is `static inline` so a test file that uses
+ * only some of them still builds clean under -Wall -Werror (an unused plain
+ * `static` function would be a warning).  Helpers never CHECK anything
+ * themselves: they report what went wrong on stderr and return a value the
+ * test asserts on, so a failure points at the test's own line.
+ */
+#ifndef SANDLOCK_TEST_UTIL_H
+#define SANDLOCK_TEST_UTIL_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandlock.h"
+
+#define TU_PY "/usr/bin/python3"
+
+/* ================= building and running ================= */
+
+/* Number of entries before argv's NULL terminator. */
+static inline uint32_t tu_argc(const char *const *argv)
+{
+	uint32_t argc = 0;
+	while (argv[argc])
+		argc++;
+	return argc;
+}
+
+/*
+ * A builder that can run the system's own programs: the usual read-only
+ * system directories, those that exist on this machine (/lib64 is absent
+ * on some distributions and a missing path would fail the build).
+ */
+static inline sandlock_builder_t *tu_system_builder(void)
+{
+	static const char *const dirs[] = { "/usr", "/bin", "/lib", "/lib64", "/etc" };
+	sandlock_builder_t *b = sandlock_sandbox_builder_new();
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (access(dirs[i], F_OK) == 0)
+			sandlock_sandbox_builder_fs_read(b, dirs[i]);
+	return b;
+}
+
+/* Build b (consumed).  NULL on failure, with the reason on stderr. */
+static inline sandlock_sandbox_t *tu_build(sandlock_builder_t *b)
+{
+	int err = 0;
+	char *msg = NULL;
+	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
+	if (!sb)
+		fprintf(stderr, "  build failed: %d %s\n", err, msg ? msg : "");
+	sandlock_string_free(msg);
+	return sb;
+}
+
+/* sandlock_run on a NULL-terminated argv.  NULL on failure, reason on stderr. */
+static inline sandlock_result_t *tu_run(const sandlock_sandbox_t *sb, const char *const *argv)
+{
+	int err = 0;
+	char *msg = NULL;
+	sandlock_result_t *r = sandlock_run(sb, argv, tu_argc(argv), &err, &msg);
+	if (!r)
+		fprintf(stderr, "  run failed: %d %s\n", err, msg ? msg : "");
+	sandlock_string_free(msg);
+	return r;
+}
+
+/* sandlock_run_with_handlers on a NULL-terminated argv (takes the handlers). */
+static inline sandlock_result_t *tu_run_with(const sandlock_sandbox_t *sb,
+                                             const char *const *argv,
+                                             const sandlock_registration_t *regs, size_t nregs)
+{
+	int err = 0;
+	char *msg = NULL;
+	sandlock_result_t *r =
+		sandlock_run_with_handlers(sb, argv, tu_argc(argv), regs, nregs, &err, &msg);
+	if (!r)
+		fprintf(stderr, "  run failed: %d %s\n", err, msg ? msg : "");
+	sandlock_string_free(msg);
+	return r;
+}
+
+/* ================= looking at results ================= */
+
+/* True if the captured stdout is exactly want; otherwise shows both. */
+static inline bool tu_out_is(const sandlock_result_t *r, const char *want)
+{
+	char *s = sandlock_result_stdout(r);
+	bool ok = s && strcmp(s, want) == 0;
+	if (!ok)
+		fprintf(stderr, "  stdout: '%s' (want '%s')\n", s ? s : "(null)", want);
+	sandlock_string_free(s);
+	return ok;
+}
+
+/* True if the captured stderr contains want; otherwise shows it. */
+static inline bool tu_err_has(const sandlock_result_t *r, const char *want)
+{
+	char *s = sandlock_result_stderr(r);
+	bool ok = s && strstr(s, want) != NULL;
+	if (!ok)
+		fprintf(stderr, "  stderr: '%s' (want '%s')\n", s ? s : "(null)", want);
+	sandlock_string_free(s);
+	return ok;
+}
+
+/* True if fd is not open in this process (e.g. a srcfd sandlock took over). */
+static inline bool tu_fd_closed(int fd)
+{
+	errno = 0;
+	return fcntl(fd, F_GETFD) == -1 && errno == EBADF;
+}
+
+/* ================= handler building blocks ================= */
+
+/* What a counting handler saw: callback entries and ud_free calls. */
+struct tu_counter {
+	atomic_int calls;
+	atomic_int freed;
+};
+
+/* Handler callback (ud = struct tu_counter): count the call, let it proceed. */
+static inline int32_t tu_count_and_continue(void *ud, const sandlock_notif_t *n,
+                                            sandlock_mem_t *m, sandlock_action_t *out)
+{
+	(void)n;
+	(void)m;
+	atomic_fetch_add(&((struct tu_counter *)ud)->calls, 1);
+	sandlock_action_set_continue(out);
+	return 0;
+}
+
+/* ud_free for a struct tu_counter: counts, so tests can check "exactly once". */
+static inline void tu_counter_free(void *ud)
+{
+	atomic_fetch_add(&((struct tu_counter *)ud)->freed, 1);
+}
+
+/* The path an openat names (heap, sandlock_string_free), or NULL for any
+ * other syscall or an unreadable path.  Valid only inside a callback. */
+static inline char *tu_openat_path(sandlock_mem_t *m, const sandlock_notif_t *n)
+{
+	if (n->syscall_nr != SYS_openat)
+		return NULL;
+	return sandlock_mem_read_cstr(m, n->args[1], 4096);
+}
+
+/* True if the call is an openat of exactly want. */
+static inline bool tu_openat_path_is(sandlock_mem_t *m, const sandlock_notif_t *n,
+                                     const char *want)
+{
+	char *p = tu_openat_path(m, n);
+	bool ok = p && strcmp(p, want) == 0;
+	sandlock_string_free(p);
+	return ok;
+}
+
+/* ================= the escape helper ================= */
+
+/* $SANDLOCK_BUILD/helpers (the Makefile exports SANDLOCK_BUILD; "build" otherwise). */
+static inline const char *tu_helpers_dir(void)
+{
+	static char dir[4096];
+	if (!dir[0]) {
+		const char *b = getenv("SANDLOCK_BUILD");
+		snprintf(dir, sizeof dir, "%s/helpers", b ? b : "build");
+	}
+	return dir;
+}
+
+/* The hostile probe program, tests/c/helpers/escape.c. */
+static inline const char *tu_escape_path(void)
+{
+	static char path[4200];
+	if (!path[0])
+		snprintf(path, sizeof path, "%s/escape", tu_helpers_dir());
+	return path;
+}
+
+/* Enough to run the (dynamically linked) escape helper and nothing more. */
+static inline sandlock_builder_t *tu_escape_builder(void)
+{
+	sandlock_builder_t *b = sandlock_sandbox_builder_new();
+	sandlock_sandbox_builder_fs_read(b, "/usr");
+	sandlock_sandbox_builder_fs_read(b, "/etc");
+	sandlock_sandbox_builder_fs_read(b, tu_helpers_dir());
+	return b;
+}
+
+/* ================= temporary files ================= */
+
+#define TU_TMPDIR_LEN 64
+
+/* Create a fresh /tmp/sandlock-<tag>-XXXXXX directory into dir. */
+static inline bool tu_mkdtemp(char dir[TU_TMPDIR_LEN], const char *tag)
+{
+	int n = snprintf(dir, TU_TMPDIR_LEN, "/tmp/sandlock-%s-XXXXXX", tag);
+	return n > 0 && n < TU_TMPDIR_LEN && mkdtemp(dir) != NULL;
+}
+
+/* Create or truncate path with exactly content. */
+static inline bool tu_write_file(const char *path, const char *content)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return false;
+	size_t len = strlen(content);
+	bool ok = write(fd, content, len) == (ssize_t)len;
+	close(fd);
+	return ok;
+}
+
+/* nftw callback of tu_rm_rf: with FTW_DEPTH a directory comes after its entries. */
+static inline int tu_rm_entry(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	(void)st;
+	(void)f;
+	return (type == FTW_DP ? rmdir(path) : unlink(path)) == 0 ? 0 : -1;
+}
+
+/* Remove dir and everything below it (children first; links not followed). */
+static inline void tu_rm_rf(const char *dir)
+{
+	if (nftw(dir, tu_rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+		fprintf(stderr, "  could not remove %s\n", dir);
+}
+
+/* ================= processes and sockets ================= */
+
+/* A child of ours outside any sandbox that just waits to be signalled. */
+static inline pid_t tu_spawn_victim(void)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+/* Kill and reap a tu_spawn_victim child. */
+static inline void tu_reap_victim(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* A listening TCP socket on 127.0.0.1 (fd, or -1); *port = its port. */
+static inline int tu_tcp_listener(int *port)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t len = sizeof a;
+	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) < 0 || listen(s, 16) < 0 ||
+	    getsockname(s, (struct sockaddr *)&a, &len) < 0) {
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	*port = ntohs(a.sin_port);
+	return s;
+}
+
+#endif /* SANDLOCK_TEST_UTIL_H */
