@@ -31,19 +31,19 @@ $(BUILD)/libsandlock.so: $(LIB_OBJ)
 $(BUILD)/libsandlock.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
-$(BUILD)/sandlock: $(wildcard cli/*.c) $(BUILD)/libsandlock.a
+$(BUILD)/sandlock: $(wildcard cli/*.c) $(wildcard cli/*.h) include/sandlock.h $(BUILD)/libsandlock.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(wildcard cli/*.c) $(BUILD)/libsandlock.a $(LDLIBS)
 
-$(BUILD)/tests/%: tests/c/%.c tests/c/harness.h $(BUILD)/libsandlock.a
+$(BUILD)/tests/%: tests/c/%.c $(wildcard tests/c/*.h) include/sandlock.h $(BUILD)/libsandlock.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandlock.a $(LDLIBS)
 
 # Hostile helper programs run *inside* the sandbox by the tests.
-$(BUILD)/helpers/%: tests/c/helpers/%.c
+$(BUILD)/helpers/%: tests/c/helpers/%.c $(wildcard tests/c/helpers/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lpthread
 
-$(BUILD)/bench/%: bench/%.c $(BUILD)/libsandlock.a
+$(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h) include/sandlock.h $(BUILD)/libsandlock.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandlock.a $(LDLIBS)
 

@@ -4,11 +4,13 @@
  *   sandlock run [options] -- CMD [ARG]...
  *
  * Exit status: the command's own status; 128+N when it died of signal N
- * (or sandlock killed it); 124 when the timeout expired; 125 when sandlock
+ * (or sandlock killed it) -- except that when it died of SIGINT (Ctrl-C),
+ * sandlock dies of SIGINT too; 124 when the timeout expired; 125 when sandlock
  * itself could not run it (usage, configuration, launch); 126/127 as the
  * library reports for a command that cannot be executed / found.
  */
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -330,7 +332,18 @@ static int cmd_run(int argc, char **argv)
 	if (!r)
 		return launch_failure(err, msg);
 	int status = sandlock_result_exit_code(r);
+	bool interrupted = sandlock_result_reason(r) == SANDLOCK_EXIT_SIGNALED &&
+			   sandlock_result_signal(r) == SIGINT;
 	sandlock_result_free(r);
+	/*
+	 * With the sandbox in the terminal's foreground, Ctrl-C reaches only the
+	 * sandbox.  A shell decides whether the user interrupted a script by
+	 * whether its child died of SIGINT, so die of it as the command did.
+	 */
+	if (interrupted) {
+		fflush(NULL);
+		cli_die_of(SIGINT);
+	}
 	return status;
 }
 

@@ -1,8 +1,9 @@
 /*
  * signals.c — forward a terminating signal to the sandbox's process group.
  *
- * Why: the sandboxed command runs in its own process group, so a terminal's
- * Ctrl-C or a `kill` reaches only this process.  The library arms
+ * Why: the sandboxed command runs in its own process group, so a `kill`
+ * (or a terminal's Ctrl-C when the library could not make the sandbox the
+ * terminal's foreground group) reaches only this process.  The library arms
  * PR_SET_PDEATHSIG on the direct child, but grandchildren in the group
  * would survive us, orphaned and unsupervised.  So on SIGINT/SIGTERM/
  * SIGHUP/SIGQUIT we SIGKILL the group, let sandlock_run finish its normal
@@ -103,9 +104,12 @@ int cli_signals_install(void)
 
 void cli_signals_reraise(void)
 {
-	int sig = g_received;
-	if (!sig)
-		return;
+	if (g_received)
+		cli_die_of(g_received);
+}
+
+void cli_die_of(int sig)
+{
 	signal(sig, SIG_DFL);
 	sigset_t set;
 	sigemptyset(&set);

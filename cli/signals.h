@@ -10,5 +10,7 @@ int cli_signals_install(void);
 /* If one of those signals arrived, die of it now (so our own parent sees
  * the usual "killed by SIGINT"); otherwise return. */
 void cli_signals_reraise(void);
+/* Die of sig (default action, unblocked); returns only if that does not kill. */
+void cli_die_of(int sig);
 
 #endif

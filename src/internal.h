@@ -102,6 +102,31 @@ bool sl_filter_has_arg_rules(int nr);
  */
 int sl_filter_arg_check(const sandlock_notif_t *n);
 
+/* ================= tty.c : the terminal of an inherit_stdio run ================= */
+/*
+ * The sandbox runs in its own process group, so it must be made the
+ * terminal's foreground group or a read from the terminal stops it with
+ * SIGTTIN.  The run's thread also mirrors the sandbox's job-control stops.
+ */
+struct sl_tty {
+	int fd;        /* our controlling terminal among fds 0..2, or -1: nothing to do */
+	pid_t caller;  /* the caller's process group */
+	pid_t sandbox; /* the sandbox's process group (== the child's pid, unreaped) */
+	bool handed;   /* we made the sandbox the terminal's foreground group */
+	int waiting;   /* stop signal the sandbox waits in for the foreground, or 0 */
+	bool warned;
+};
+/* How often (ms) the run checks for a stopped sandbox while sl_tty is active. */
+#define SL_TTY_POLL_MS 100
+void sl_tty_init(struct sl_tty *t); /* inactive */
+/* Before the child execs: find the terminal; if the caller is its foreground
+ * group, hand the foreground to pgid. */
+void sl_tty_start(struct sl_tty *t, pid_t pgid);
+/* Periodically while the child runs: mirror its stops, hand the terminal over. */
+void sl_tty_watch(struct sl_tty *t);
+/* Give the terminal back to the caller's group if we took it; idempotent. */
+void sl_tty_end(struct sl_tty *t);
+
 /* ================= launch.c ================= */
 struct sl_launch {
 	/* prepared before fork, owned */
@@ -118,6 +143,7 @@ struct sl_launch {
 	int out_fd;     /* read end of captured stdout, -1 if inherited */
 	int err_fd;     /* read end of captured stderr, -1 if inherited */
 	int sync_fd;    /* parent end of the socketpair: "ready" goes here */
+	struct sl_tty tty; /* inherit_stdio: terminal foreground hand-over */
 };
 /* Resolve argv[0], build argv/envp, Landlock ruleset and BPF program. */
 int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
@@ -127,9 +153,10 @@ int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
  * seccomp(); parent takes the listener with pidfd_getfd.
  * On return the child is blocked waiting for sl_launch_release. */
 int sl_launch_start(struct sl_launch *L, int *err, char **msg);
-/* Tell the child to close its extra fds and execve. */
+/* Tell the child to close its extra fds and execve (after handing it the
+ * terminal's foreground, see sl_tty_start). */
 int sl_launch_release(struct sl_launch *L);
-/* Close every fd and free every buffer (idempotent). Does not kill. */
+/* Give the terminal back, close every fd, free every buffer (idempotent). Does not kill. */
 void sl_launch_cleanup(struct sl_launch *L);
 
 /* ================= handler.c ================= */

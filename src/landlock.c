@@ -24,10 +24,14 @@
 /* Rights the kernel accepts on a rule whose target is not a directory. */
 #define SL_FILE_RIGHTS (FS(EXECUTE) | FS(WRITE_FILE) | FS(READ_FILE) | FS(TRUNCATE) | FS(IOCTL_DEV))
 #define SL_READ_RIGHTS (FS(EXECUTE) | FS(READ_FILE) | FS(READ_DIR))
+/*
+ * MAKE_CHAR and MAKE_BLOCK are handled but never granted, even in writable
+ * trees: a device node made there (by a sandbox started as root) would be
+ * a way to the raw disk or kernel memory that bypasses every path rule.
+ */
 #define SL_WRITE_RIGHTS                                                                     \
-	(SL_READ_RIGHTS | FS(WRITE_FILE) | FS(REMOVE_DIR) | FS(REMOVE_FILE) | FS(MAKE_CHAR) |  \
-	 FS(MAKE_DIR) | FS(MAKE_REG) | FS(MAKE_SOCK) | FS(MAKE_FIFO) | FS(MAKE_BLOCK) |        \
-	 FS(MAKE_SYM) | FS(REFER) | FS(TRUNCATE))
+	(SL_READ_RIGHTS | FS(WRITE_FILE) | FS(REMOVE_DIR) | FS(REMOVE_FILE) | FS(MAKE_DIR) |   \
+	 FS(MAKE_REG) | FS(MAKE_SOCK) | FS(MAKE_FIFO) | FS(MAKE_SYM) | FS(REFER) | FS(TRUNCATE))
 
 static atomic_int g_kernel_abi = -3; /* -3 = not probed yet */
 static atomic_int g_warned_abi = 0;   /* the ABI the last warning was about */

@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -151,6 +152,7 @@ static void launch_init(struct sl_launch *L, const struct sandlock_sandbox *cfg)
 	L->ruleset_fd = L->pidfd = L->listener = -1;
 	L->out_fd = L->err_fd = L->sync_fd = -1;
 	L->pid = -1;
+	sl_tty_init(&L->tty);
 }
 
 int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
@@ -279,6 +281,46 @@ static void child_confine(const struct sl_launch *L, const struct child_fds *c)
 	/* fd == m[1]; the parent verifies what it fetched, nothing to do here. */
 }
 
+/* "errno N" into buf (at least 24 bytes), without stdio. */
+static const char *errno_number(char *buf, int e)
+{
+	char digits[12];
+	int n = 0;
+	unsigned v = e < 0 ? 0u : (unsigned)e;
+	do
+		digits[n++] = (char)('0' + v % 10);
+	while ((v /= 10) && n < (int)sizeof digits);
+	memcpy(buf, "errno ", 6);
+	char *p = buf + 6;
+	while (n)
+		*p++ = digits[--n];
+	*p = '\0';
+	return buf;
+}
+
+/*
+ * A failed execve would otherwise end in a bare 126/127: say why on the
+ * child's stderr (the capture pipe or the caller's).  One writev of
+ * strings that already exist: async-signal-safe (strerrorname_np only
+ * indexes glibc's static table).  A user handler may trap this write too;
+ * the supervisor is running by now, so it is answered.
+ */
+static void report_exec_failure(const char *exe, int e)
+{
+	char num[24];
+	const char *name = strerrorname_np(e);
+	if (!name)
+		name = errno_number(num, e);
+	struct iovec iov[] = {
+		{ (void *)"sandlock: cannot execute ", 25 },
+		{ (void *)exe, strlen(exe) },
+		{ (void *)": ", 2 },
+		{ (void *)name, strlen(name) },
+		{ (void *)"\n", 1 },
+	};
+	(void)writev(2, iov, sizeof iov / sizeof iov[0]);
+}
+
 static __attribute__((noreturn)) void child_main(const struct sl_launch *L,
                                                  const struct child_fds *c)
 {
@@ -307,7 +349,9 @@ static __attribute__((noreturn)) void child_main(const struct sl_launch *L,
 	if (syscall(__NR_close_range, 3, ~0U, 0) < 0)
 		_exit(127);
 	execve(L->exe, L->argv, L->envp);
-	_exit(errno == ENOENT || errno == ENOTDIR ? 127 : 126);
+	int e = errno;
+	report_exec_failure(L->exe, e);
+	_exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
 }
 
 /* ---------------- parent ---------------- */
@@ -547,6 +591,11 @@ int sl_launch_start(struct sl_launch *L, int *err, char **msg)
 
 int sl_launch_release(struct sl_launch *L)
 {
+	/* The child has called setpgid(0, 0) (before it announced its listener)
+	 * and does not run the program yet: make its group the terminal's
+	 * foreground now, so that the program's first read of it works. */
+	if (L->cfg->inherit_stdio)
+		sl_tty_start(&L->tty, L->pid);
 	ssize_t n;
 	while ((n = send(L->sync_fd, "R", 1, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
@@ -556,6 +605,7 @@ int sl_launch_release(struct sl_launch *L)
 
 void sl_launch_cleanup(struct sl_launch *L)
 {
+	sl_tty_end(&L->tty); /* every path, also when the run failed */
 	close_fd(&L->ruleset_fd);
 	close_fd(&L->pidfd);
 	close_fd(&L->listener);

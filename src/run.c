@@ -71,7 +71,12 @@ static bool poll_once(struct sl_launch *L, sandlock_result_t *r, int pidfd, int 
 	return ip >= 0 && pf[ip].revents;
 }
 
-/* Capture output until the child exits; kill the group at the deadline. */
+/*
+ * Capture output until the child exits; kill the group at the deadline.
+ * With a terminal (sl_tty active), wake up regularly to notice job-control
+ * stops of the child (see tty.c).  The timeout is wall-clock time, time
+ * spent stopped included.
+ */
 static void io_loop(struct sl_launch *L, sandlock_result_t *r, uint64_t timeout_ms,
                     bool *timed_out)
 {
@@ -88,9 +93,13 @@ static void io_loop(struct sl_launch *L, sandlock_result_t *r, uint64_t timeout_
 				wait_ms = left > 60000 ? 60000 : (int)left;
 			}
 		}
+		if (L->tty.fd >= 0 && (wait_ms < 0 || wait_ms > SL_TTY_POLL_MS))
+			wait_ms = SL_TTY_POLL_MS;
 		int npolled;
 		if (poll_once(L, r, L->pidfd, wait_ms, &npolled))
 			return;
+		if (!*timed_out)
+			sl_tty_watch(&L->tty);
 	}
 }
 
@@ -233,6 +242,7 @@ static sandlock_result_t *supervise(struct sl_launch *L, struct sl_supervisor *s
 	siginfo_t si;
 	io_loop(L, r, sb->timeout_ms, &timed_out);
 	reap_and_sweep(L, &si);
+	sl_tty_end(&L->tty); /* the group is gone: the terminal is the caller's again */
 	drain(L, r);
 	sl_supervisor_stop(sup);
 	set_reason(r, &si, timed_out, sup);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -198,7 +199,19 @@ TEST(command_not_found)
 	sandlock_result_free(r);
 }
 
-/* Without any fs rule Landlock denies executing the program: 126. */
+/* True if r's captured stderr is exactly want. */
+static bool stderr_is(sandlock_result_t *r, const char *want)
+{
+	char *e = sandlock_result_stderr(r);
+	bool ok = e && strcmp(e, want) == 0;
+	if (!ok)
+		fprintf(stderr, "  stderr was '%s', expected '%s'\n", e ? e : "(null)", want);
+	sandlock_string_free(e);
+	return ok;
+}
+
+/* Without any fs rule Landlock denies executing the program: 126, and the
+ * child says why instead of failing silently. */
 TEST(exec_denied_without_rules)
 {
 	const char *argv[] = { "/bin/echo", "x", NULL };
@@ -206,6 +219,84 @@ TEST(exec_denied_without_rules)
 	REQUIRE(r);
 	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_EXITED);
 	CHECK_EQ_INT(sandlock_result_exit_code(r), 126);
+	size_t n = 1;
+	sandlock_result_stdout_bytes(r, &n);
+	CHECK_EQ_INT(n, 0);
+	CHECK(stderr_is(r, "sandlock: cannot execute /bin/echo: EACCES\n"));
+	sandlock_result_free(r);
+}
+
+/* An executable outside fs_read: runs when its directory is granted (the
+ * control), else the exec is denied with 126 and a message on stderr. */
+TEST(exec_outside_fs_read_is_126_with_message)
+{
+	char dir[] = "/tmp/sandlock-exec-XXXXXX";
+	REQUIRE(mkdtemp(dir));
+	char path[64];
+	snprintf(path, sizeof path, "%s/prog", dir);
+	FILE *f = fopen(path, "w");
+	REQUIRE(f);
+	fputs("#!/bin/sh\necho ran\n", f);
+	fclose(f);
+	chmod(path, 0755);
+	const char *argv[] = { path, NULL };
+
+	sandlock_result_t *r = run_argv(sandlock_sandbox_builder_fs_read(base(), dir), argv, NULL, NULL);
+	CHECK(r && sandlock_result_exit_code(r) == 0);
+	char *out = r ? sandlock_result_stdout(r) : NULL;
+	CHECK(out && strcmp(out, "ran\n") == 0);
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+
+	r = run_argv(base(), argv, NULL, NULL);
+	unlink(path);
+	rmdir(dir);
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_EXITED);
+	CHECK_EQ_INT(sandlock_result_exit_code(r), 126);
+	char want[128];
+	snprintf(want, sizeof want, "sandlock: cannot execute %s: EACCES\n", path);
+	CHECK(stderr_is(r, want));
+	size_t n = 1;
+	sandlock_result_stdout_bytes(r, &n);
+	CHECK_EQ_INT(n, 0);
+	sandlock_result_free(r);
+}
+
+/* An absolute path is exec'd as is (no PATH search): a missing one is 127. */
+TEST(exec_missing_absolute_path_is_127_with_message)
+{
+	const char *argv[] = { "/nonexistent-sandlock/prog", "arg", NULL };
+	sandlock_result_t *r = run_argv(base(), argv, NULL, NULL);
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_EXITED);
+	CHECK_EQ_INT(sandlock_result_exit_code(r), 127);
+	CHECK(stderr_is(r, "sandlock: cannot execute /nonexistent-sandlock/prog: ENOENT\n"));
+	sandlock_result_free(r);
+}
+
+static int32_t deny_exec(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
+                         sandlock_action_t *out)
+{
+	(void)ud, (void)n, (void)m;
+	sandlock_action_set_errno(out, EPERM);
+	return 0;
+}
+
+/* A handler that refuses execve: the launch's own exec fails, and says so. */
+TEST(exec_denied_by_handler_is_126_with_message)
+{
+	sandlock_sandbox_t *sb = sandlock_sandbox_build(base(), NULL, NULL);
+	REQUIRE(sb);
+	sandlock_registration_t reg = {
+		"execve", sandlock_handler_new(deny_exec, NULL, NULL, SANDLOCK_EXCEPTION_KILL)
+	};
+	const char *argv[] = { "/bin/echo", "should-not-run", NULL };
+	sandlock_result_t *r = sandlock_run_with_handlers(sb, argv, 2, &reg, 1, NULL, NULL);
+	sandlock_sandbox_free(sb);
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_exit_code(r), 126);
+	CHECK(stderr_is(r, "sandlock: cannot execute /bin/echo: EPERM\n"));
 	size_t n = 1;
 	sandlock_result_stdout_bytes(r, &n);
 	CHECK_EQ_INT(n, 0);

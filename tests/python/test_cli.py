@@ -4,13 +4,16 @@ Every test runs a real sandboxed process and checks what it saw / did.
 The binary is found via $SANDLOCK_BUILD (set by the Makefile) or <repo>/build.
 """
 import os
+import pty
 import re
 import select
+import shlex
 import signal
 import shutil
 import socket
 import subprocess
 import tempfile
+import termios
 import time
 from pathlib import Path
 
@@ -164,6 +167,7 @@ def test_timeout_not_hit_keeps_status():
 def test_command_not_found_is_127():
     r = run_in_sandbox("--", "/nonexistent/command")
     assert r.returncode == 127
+    assert r.stderr == "sandlock: cannot execute /nonexistent/command: ENOENT\n"
     r = run_in_sandbox("--", "no-such-command-sandlock-test")
     assert r.returncode == 127
 
@@ -175,6 +179,19 @@ def test_command_not_executable_is_126(tmpdir_path):
     r = run_in_sandbox("-r", str(tmpdir_path), "--", str(f))
     assert r.returncode == 126
     assert "ran" not in r.stdout
+    assert r.stderr == f"sandlock: cannot execute {f}: EACCES\n"
+
+
+def test_command_outside_read_paths_is_126_with_message(tmpdir_path):
+    f = tmpdir_path / "script"
+    f.write_text("#!/bin/sh\necho ran\n")
+    f.chmod(0o755)
+    granted = run_in_sandbox("-r", str(tmpdir_path), "--", str(f))
+    assert granted.returncode == 0 and granted.stdout == "ran\n"  # control
+    r = run_in_sandbox("--", str(f))  # Landlock denies the exec
+    assert r.returncode == 126
+    assert r.stdout == ""
+    assert r.stderr == f"sandlock: cannot execute {f}: EACCES\n"
 
 
 # ---------------------------------------------------------------- usage errors
@@ -418,3 +435,176 @@ def test_signal_to_cli_kills_whole_sandbox(tmpdir_path, sig):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# ---------------------------------------------------------------- terminal
+
+class PtyProcess:
+    """argv run as the session leader of a new pseudo-terminal (which is its
+    controlling terminal), like a program started from a terminal window.
+    Every read has a deadline, so a stopped program fails the test instead
+    of hanging it."""
+
+    READY = b"<pty-ready>"
+
+    def __init__(self, argv, echo=False, env=None):
+        pid, fd = pty.fork()
+        if pid == 0:  # child: only exec (or report failure through the status)
+            try:
+                if not echo:  # what comes back was then written by a program
+                    attrs = termios.tcgetattr(0)
+                    attrs[3] &= ~termios.ECHO
+                    termios.tcsetattr(0, termios.TCSANOW, attrs)
+                os.write(1, self.READY + b"\n")
+                os.execve(str(argv[0]), [str(a) for a in argv],
+                          env if env is not None else os.environ)
+            finally:
+                os._exit(127)
+        self.pid, self.fd, self.buf, self.status = pid, fd, b"", None
+        # Nothing may be typed before echo is off and the program is about
+        # to start: a tty echo would look like the program's output.
+        try:
+            self.expect(self.READY + b"\r\n")
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.status is None:
+            os.killpg(self.pid, signal.SIGKILL)  # its session's leader group
+            os.waitpid(self.pid, 0)
+        os.close(self.fd)
+
+    def send(self, data):
+        os.write(self.fd, data)
+
+    def expect(self, needle, timeout=10):
+        """Read until needle appears; returns what came before it."""
+        deadline = time.monotonic() + timeout
+        while needle not in self.buf:
+            ready, _, _ = select.select([self.fd], [], [], max(deadline - time.monotonic(), 0))
+            if not ready:
+                pytest.fail(f"timed out waiting for {needle!r}; terminal showed {self.buf!r}")
+            try:
+                data = os.read(self.fd, 4096)
+            except OSError:  # EIO: every slave fd is closed
+                data = b""
+            if not data:
+                pytest.fail(f"terminal closed before {needle!r}; it showed {self.buf!r}")
+            self.buf += data
+        before, _, self.buf = self.buf.partition(needle)
+        return before
+
+    def wait(self, timeout=20):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = os.waitstatus_to_exitcode(status)
+                return self.status
+            time.sleep(0.02)
+        pytest.fail(f"{self.pid} did not exit; terminal showed {self.buf!r}")
+
+
+def test_interactive_program_reads_the_terminal():
+    # The sandbox has its own process group: without being made the
+    # terminal's foreground group, cat is stopped by SIGTTIN and the line
+    # never comes back.
+    with PtyProcess([SANDLOCK, "run", *SYS_RO, "--", "/bin/cat"]) as p:
+        p.send(b"typed-into-the-sandbox\n")
+        p.expect(b"typed-into-the-sandbox\r\n")
+        p.send(b"second line\n")
+        p.expect(b"second line\r\n")
+        p.send(b"\x04")  # ^D: end of input for cat
+        assert p.wait() == 0
+
+
+GIVE_BACK_CASES = [
+    (["--", "/bin/true"], 0),
+    (["--", "/bin/sh", "-c", "kill -KILL $$"], 128 + 9),
+    (["-t", "0.3", "--", "/bin/sleep", "30"], 124),
+    (["--", "/nonexistent/command"], 127),
+]
+
+
+@pytest.mark.parametrize("args,rc", GIVE_BACK_CASES,
+                         ids=["exit", "signal", "timeout", "exec-failure"])
+def test_terminal_is_given_back_after_the_run(args, rc):
+    # A non-interactive sh runs sandlock in its own process group; after the
+    # run, a cat of that group must be able to read the terminal again (else
+    # it gets EIO/SIGTTIN as a background process).
+    cmd = shlex.join([str(SANDLOCK), "run", *SYS_RO, *args])
+    with PtyProcess(["/bin/sh", "-c", f"{cmd}; echo rc=$?; exec /bin/cat"]) as p:
+        p.expect(f"rc={rc}\r\n".encode())
+        p.send(b"read-after-the-run\n")
+        p.expect(b"read-after-the-run\r\n")
+        p.send(b"\x04")
+        assert p.wait() == 0
+
+
+def interactive_bash():
+    if not os.path.exists(BASH):
+        pytest.skip("needs bash for job control")
+    env = {"PATH": "/usr/bin:/bin", "PS1": "PROMPT> ", "TERM": "dumb"}
+    p = PtyProcess([BASH, "--norc", "--noprofile", "--noediting", "-i"], echo=True, env=env)
+    p.expect(b"PROMPT> ")
+    p.send(b"stty -echo\n")  # from now on only program output comes back
+    p.expect(b"PROMPT> ")
+    return p
+
+
+def test_ctrl_z_stops_the_job_and_fg_resumes_it():
+    # ^Z stops the sandbox's group (the terminal's foreground); sandlock must
+    # stop too so the shell gets its prompt back, and resume it on `fg`.
+    with interactive_bash() as p:
+        p.send(" ".join([str(SANDLOCK), "run", *SYS_RO, "--", "/bin/cat\n"]).encode())
+        p.send(b"before-stop\n")
+        p.expect(b"before-stop\r\n")
+        p.send(b"\x1a")  # ^Z
+        assert b"Stopped" in p.expect(b"PROMPT> ")
+        p.send(b"fg\n")
+        p.send(b"after-fg\n")
+        p.expect(b"after-fg\r\n")
+        p.send(b"\x04")
+        p.expect(b"PROMPT> ")
+        p.send(b"echo rc=$?\n")
+        p.expect(b"rc=0\r\n")
+        p.send(b"exit\n")
+        assert p.wait() == 0
+
+
+def test_background_job_reading_terminal_stops_until_fg():
+    with interactive_bash() as p:
+        p.send(" ".join([str(SANDLOCK), "run", *SYS_RO, "--", "/bin/cat &\n"]).encode())
+        p.expect(b"PROMPT> ")
+        # cat reads the terminal from the background: the job (sandlock, not
+        # only its sandbox) must show as stopped for tty input, as cat would.
+        deadline = time.monotonic() + 10
+        while True:
+            p.send(b"jobs -l\n")
+            if b"Stopped (tty input)" in p.expect(b"PROMPT> "):
+                break
+            assert time.monotonic() < deadline, "job never showed as stopped"
+            time.sleep(0.1)
+        p.send(b"fg\n")
+        p.send(b"now-in-front\n")
+        p.expect(b"now-in-front\r\n")
+        p.send(b"\x04")
+        p.expect(b"PROMPT> ")
+        p.send(b"echo rc=$?\n")
+        p.expect(b"rc=0\r\n")
+        p.send(b"exit\n")
+        assert p.wait() == 0
+
+
+def test_ctrl_c_interrupts_the_sandbox_and_sandlock_dies_of_sigint():
+    # ^C goes to the terminal's foreground group, the sandbox; sandlock then
+    # dies of SIGINT like the command, so a calling shell sees an interrupt.
+    with PtyProcess([SANDLOCK, "run", *SYS_RO, "--", "/bin/cat"]) as p:
+        p.send(b"running\n")
+        p.expect(b"running\r\n")
+        p.send(b"\x03")  # ^C
+        assert p.wait() == -signal.SIGINT
