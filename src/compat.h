@@ -37,6 +37,18 @@
 #ifndef __NR_clone3
 #define __NR_clone3 435
 #endif
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452
+#endif
+#ifndef __NR_setxattrat
+#define __NR_setxattrat 463
+#endif
+#ifndef __NR_removexattrat
+#define __NR_removexattrat 466
+#endif
+#ifndef __NR_file_setattr
+#define __NR_file_setattr 469
+#endif
 
 /* ---- Landlock ---- */
 #ifndef LANDLOCK_CREATE_RULESET_VERSION

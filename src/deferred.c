@@ -10,7 +10,7 @@
  * syscalls: their answer cannot safely be decided later, off the loop.
  *
  * Every in-flight call has a deadline (cfg->deferred_timeout_ms).  The
- * supervisor loop answers overdue calls with EIO (its epoll timeout is the
+ * supervisor loop answers overdue calls with EIO (its poll timeout is the
  * nearest deadline); the worker's later result is then dropped (an
  * injected fd is closed).  A slot stays occupied until its callback
  * returns, so a callback that never returns keeps one slot and one thread

@@ -6,6 +6,12 @@
  * not CONTINUE decides; if nobody intervenes the call proceeds
  * (SECCOMP_USER_NOTIF_FLAG_CONTINUE).  Builtins come first so that a user
  * handler can never CONTINUE a call the filter itself would have denied.
+ *
+ * Metadata calls (chmod, chown, xattr, utimes families) end differently:
+ * user handlers still see them first and may deny or fake them, but when
+ * nobody intervenes the metadata guard (builtin_meta.c) checks and
+ * performs the call itself.  It never answers CONTINUE, so no handler can
+ * let a metadata change through to the kernel unchecked.
  */
 #include <errno.h>
 #include <linux/audit.h>
@@ -85,7 +91,8 @@ static int run_builtins(const struct sl_supervisor *s, const sandlock_notif_t *n
 static void run_chain(struct sl_supervisor *s, const sandlock_notif_t *n)
 {
 	const struct sl_chain *c = find_chain(s, n->syscall_nr);
-	if (!c) {
+	bool guarded = sl_meta_is_guarded(n->syscall_nr);
+	if (!c && !guarded) {
 		sl_respond_continue(s, n);
 		return;
 	}
@@ -93,14 +100,19 @@ static void run_chain(struct sl_supervisor *s, const sandlock_notif_t *n)
 	sl_mem_init(&mem, s->listener, n, s->cache);
 	sandlock_action_t act;
 	bool decided = false;
-	for (size_t i = 0; i < c->n && !decided; i++) {
+	for (size_t i = 0; c && i < c->n && !decided; i++) {
 		if (c->h[i]->deferred) {
-			/* Deferral is terminal: the worker (or a refusal) answers. */
+			/* Deferral is terminal: the worker (or a refusal) answers.
+			 * (Never on a guarded syscall: refused at registration.) */
 			sl_deferred_submit(s->deferred, c->h[i], n);
 			sl_mem_done(&mem);
 			return;
 		}
 		decided = sl_call_handler(c->h[i], n, &mem, &act);
+	}
+	if (!decided && guarded) {
+		sl_meta_decide(s, n, &mem, &act);
+		decided = true;
 	}
 	sl_mem_done(&mem);
 	if (decided)

@@ -212,6 +212,12 @@ void sl_supervisor_stop(struct sl_supervisor *s);
 /* Stop if needed, then release handlers (ud_free once each) and memory. */
 void sl_supervisor_free(struct sl_supervisor *s);
 
+/* ================= caps.c ================= */
+/* Child side, after NO_NEW_PRIVS: empty the bounding, ambient, effective,
+ * permitted and inheritable capability sets.  Raw syscalls only.  0 or
+ * -errno.  (Without CAP_SETPCAP the bounding set is left as is.) */
+int sl_caps_drop(void);
+
 /* ================= builtin_procs.c ================= */
 /* Number of live processes whose process group is pgid (scans /proc). */
 int sl_count_group_processes(pid_t pgid);

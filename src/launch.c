@@ -41,6 +41,7 @@ enum {
 	ST_CHDIR,
 	ST_RLIMIT,
 	ST_NO_NEW_PRIVS,
+	ST_CAPS,
 	ST_LANDLOCK,
 	ST_SECCOMP,
 	ST_SIGNALS,
@@ -57,6 +58,7 @@ static const char *step_name(int step)
 		[ST_CHDIR] = "chdir",
 		[ST_RLIMIT] = "setrlimit(RLIMIT_AS)",
 		[ST_NO_NEW_PRIVS] = "prctl(PR_SET_NO_NEW_PRIVS)",
+		[ST_CAPS] = "capability drop",
 		[ST_LANDLOCK] = "landlock_restrict_self",
 		[ST_SECCOMP] = "seccomp(SET_MODE_FILTER)",
 		[ST_SIGNALS] = "signal reset",
@@ -264,6 +266,10 @@ static void child_confine(const struct sl_launch *L, const struct child_fds *c)
 {
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(c->sync, ST_NO_NEW_PRIVS, errno);
+	/* A sandbox started by root keeps no capability (caps.c). */
+	int cr = sl_caps_drop();
+	if (cr < 0)
+		child_fail(c->sync, ST_CAPS, -cr);
 	if (L->ruleset_fd >= 0) {
 		int rc = sl_landlock_apply(L->ruleset_fd);
 		if (rc < 0)

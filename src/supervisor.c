@@ -68,6 +68,12 @@ static int add_registration(struct sl_supervisor *s, const sandlock_registration
 	if (!r->handler)
 		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "NULL handler for syscall '%s'",
 		               name);
+	/* A deferred worker answers CONTINUE when its handler does not
+	 * intervene, which would bypass the metadata guard (builtin_meta.c). */
+	if (r->handler->deferred && sl_meta_is_guarded(nr))
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL,
+		               "a handler on '%s' cannot be deferred: sandlock performs this "
+		               "call itself (metadata guard)", name);
 	struct sl_chain *c = chain_for(s, nr);
 	if (!c || chain_append(c, r->handler) < 0)
 		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
@@ -88,10 +94,15 @@ static int build_trapped(struct sl_supervisor *s)
 	 * learn of every exec (a vfork child shares, then leaves, its parent's
 	 * address space), so exec is always seen by the supervisor. */
 	static const int exec_like[] = { __NR_execve, __NR_execveat };
-	size_t cap = s->nchains + 5, n = 0;
+	const int *meta;
+	size_t nmeta = sl_meta_syscalls(&meta);
+	size_t cap = s->nchains + 5 + nmeta, n = 0;
 	int *t = malloc(cap * sizeof(*t));
 	if (!t)
 		return -1;
+	/* The metadata guard is always on: Landlock does not cover metadata. */
+	for (size_t i = 0; i < nmeta; i++)
+		t[n++] = meta[i];
 	if (s->max_processes > 0)
 		for (size_t i = 0; i < 3; i++)
 			t[n++] = fork_like[i];
@@ -119,10 +130,26 @@ static void free_tables(struct sl_supervisor *s)
 	free(s->trapped);
 	free(s->regs);
 	free(s->held);
+	sl_strvec_free(&s->meta_write);
+	sl_strvec_free(&s->meta_deny);
 	sl_memcache_free(s->cache);
 	sl_deferred_free(s->deferred);
 	pthread_mutex_destroy(&s->held_lock);
 	free(s);
+}
+
+/* The metadata guard's roots, copied: the supervisor keeps no cfg pointer. */
+static int copy_meta_roots(struct sl_supervisor *s, const struct sandlock_sandbox *cfg)
+{
+	if (!cfg)
+		return 0; /* no fs_write at all: every metadata change is denied */
+	for (size_t i = 0; i < cfg->fs_write.n; i++)
+		if (sl_strvec_push(&s->meta_write, cfg->fs_write.v[i]) < 0)
+			return -1;
+	for (size_t i = 0; i < cfg->fs_deny.n; i++)
+		if (sl_strvec_push(&s->meta_deny, cfg->fs_deny.v[i]) < 0)
+			return -1;
+	return 0;
 }
 
 struct sl_supervisor *sl_supervisor_new(const struct sandlock_sandbox *cfg,
@@ -147,6 +174,10 @@ struct sl_supervisor *sl_supervisor_new(const struct sandlock_sandbox *cfg,
 	s->deferred = sl_deferred_new(s);
 	s->regs = nregs ? malloc(nregs * sizeof(*regs)) : NULL;
 	if (!s->cache || !s->deferred || (nregs && !s->regs)) {
+		sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+		goto fail;
+	}
+	if (copy_meta_roots(s, cfg) < 0) {
 		sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 		goto fail;
 	}

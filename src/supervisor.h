@@ -24,6 +24,8 @@ struct sl_supervisor {
 	/* configuration copied from the sandbox (the run outlives nothing) */
 	uint32_t max_processes;
 	uint64_t deferred_timeout_ms;
+	sl_strvec meta_write; /* fs_write roots: where metadata may change */
+	sl_strvec meta_deny;  /* fs_deny paths: never */
 	/* owned handlers, released exactly once by sl_supervisor_free */
 	sandlock_registration_t *regs;
 	size_t nregs;
@@ -83,5 +85,15 @@ void sl_deferred_free(struct sl_deferred *d);
 bool sl_procs_is_fork_like(int nr);
 /* 0 to let the call go on, or an errno (EAGAIN) to deny it. */
 int sl_procs_check(const struct sl_supervisor *s, const sandlock_notif_t *n);
+
+/* builtin_meta.c: the metadata guard (chmod, chown, xattr, utimes families). */
+size_t sl_meta_syscalls(const int **nrs); /* the guarded syscall numbers */
+bool sl_meta_is_guarded(int nr);
+/* Decide and perform a guarded call on the caller's behalf (supervisor
+ * thread): *act becomes RETURN_VALUE 0 or ERRNO.  Never CONTINUE. */
+void sl_meta_decide(const struct sl_supervisor *s, const sandlock_notif_t *n,
+                    sandlock_mem_t *mem, sandlock_action_t *act);
+/* True if path is root or below it, component-wise (exported for tests). */
+bool sl_meta_path_under(const char *path, const char *root);
 
 #endif /* SANDLOCK_SUPERVISOR_H */

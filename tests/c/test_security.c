@@ -231,6 +231,66 @@ static void killed(const char *probe)
 TEST(x32_syscall_killed) { killed("x32"); }
 TEST(int80_i386_syscall_killed) { killed("int80"); }
 
+/* ---------------- capabilities (src/caps.c) ---------------- */
+
+/*
+ * A sandbox started by root keeps no capability in any set.  Without
+ * CAP_SETPCAP (an unprivileged caller) the bounding set cannot be
+ * emptied; NO_NEW_PRIVS and the empty permitted set then still keep any
+ * execve from granting one.
+ */
+TEST(capabilities_dropped)
+{
+	unsigned long long eff = 0;
+	const char *o = outside("caps", NULL);
+	REQUIRE(sscanf(o, "eff=%llx", &eff) == 1);
+	if (geteuid() == 0) /* control: root outside has capabilities */
+		CHECK(eff != 0);
+	if (eff & (1ULL << 8)) { /* CAP_SETPCAP: every set must be empty */
+		CHECK(inside_says(base(), "caps", NULL, "eff=0 prm=0 inh=0 bnd=0 amb=0"));
+		return;
+	}
+	sandlock_result_t *r = inside(base(), "caps", NULL);
+	REQUIRE(r);
+	char *out = sandlock_result_stdout(r);
+	CHECK(out && strncmp(out, "eff=0 prm=0 inh=0 bnd=", 22) == 0 && strstr(out, " amb=0\n"));
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+}
+
+/*
+ * A device node in a writable tree would open the raw disk or kernel
+ * memory behind every path rule.  Two layers stop it: Landlock never
+ * grants MAKE_CHAR/MAKE_BLOCK (EACCES) and the sandbox has no CAP_MKNOD
+ * (EPERM); either one failing alone still fails this test's "not ok".
+ */
+TEST(mknod_char_device_denied)
+{
+	struct tmp t;
+	REQUIRE(tmp_make(&t));
+	const char *f = tmp_file(&t, "null", NULL);
+	if (geteuid() == 0) { /* control: root outside can */
+		CHECK(strcmp(outside("mknod", f), "ok") == 0);
+		unlink(f);
+	}
+	sandlock_result_t *r = inside(sandlock_sandbox_builder_fs_write(base(), t.dir), "mknod", f);
+	REQUIRE(r);
+	char *out = sandlock_result_stdout(r);
+	CHECK(out && strncmp(out, "errno=", 6) == 0);
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+	CHECK(access(f, F_OK) != 0);
+	tmp_remove(&t);
+}
+
+/* Reading the clock state is harmless and allowed; changing it needs
+ * CAP_SYS_TIME.  (No outside control: it would touch the host clock.) */
+TEST(clock_adjust_denied)
+{
+	CHECK(inside_says(base(), "adjtime_read", NULL, "ok"));
+	CHECK(inside_says(base(), "adjtime_set", NULL, "errno=EPERM"));
+}
+
 /* ---------------- network ---------------- */
 
 TEST(tcp_connect_denied_unless_allowed)

@@ -12,9 +12,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <linux/capability.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +27,12 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/timex.h>
 #include <sys/uio.h>
+#include <sys/xattr.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -196,6 +203,164 @@ static int p_mount(void)
 	return report(rc);
 }
 
+/* ---------------- capabilities ---------------- */
+
+/* "eff=HEX prm=HEX inh=HEX bnd=HEX amb=HEX": this process's capability sets. */
+static int p_caps(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	if (syscall(SYS_capget, &h, d) < 0)
+		return report(-1);
+	unsigned long long bnd = 0, amb = 0;
+	for (int c = 0; c < 64; c++) {
+		if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1)
+			bnd |= 1ULL << c;
+		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, c, 0, 0) == 1)
+			amb |= 1ULL << c;
+	}
+#define CAP64(f) ((unsigned long long)d[1].f << 32 | d[0].f)
+	printf("eff=%llx prm=%llx inh=%llx bnd=%llx amb=%llx\n", CAP64(effective),
+	       CAP64(permitted), CAP64(inheritable), bnd, amb);
+#undef CAP64
+	return 0;
+}
+
+/* A character device like /dev/null (1,3): needs CAP_MKNOD (and Landlock's MAKE_CHAR). */
+static int p_mknod(int argc, char **argv)
+{
+	if (argc < 3)
+		return 2;
+	return report(mknod(argv[2], S_IFCHR | 0600, makedev(1, 3)));
+}
+
+/* Read-only adjtimex: allowed to anyone. */
+static int p_adjtime_read(void)
+{
+	struct timex tx;
+	memset(&tx, 0, sizeof tx);
+	return report(adjtimex(&tx));
+}
+
+/* A modifying adjtimex that changes nothing: set the tick to its current
+ * value.  Needs CAP_SYS_TIME.  (Harmless even if it succeeded.) */
+static int p_adjtime_set(void)
+{
+	struct timex tx;
+	memset(&tx, 0, sizeof tx);
+	if (adjtimex(&tx) < 0) {
+		printf("setup-");
+		return report(-1);
+	}
+	long tick = tx.tick;
+	memset(&tx, 0, sizeof tx);
+	tx.modes = ADJ_TICK;
+	tx.tick = tick;
+	return report(adjtimex(&tx));
+}
+
+/* ---------------- file metadata (Landlock does not cover it) ---------------- */
+
+static int p_chmod(int argc, char **argv)
+{
+	if (argc < 4)
+		return 2;
+	return report(chmod(argv[2], (mode_t)strtoul(argv[3], NULL, 8)));
+}
+
+/* fchmod through an O_RDONLY descriptor (only read access is needed to get one). */
+static int p_fchmod_ro(int argc, char **argv)
+{
+	if (argc < 4)
+		return 2;
+	int fd = open(argv[2], O_RDONLY);
+	if (fd < 0) {
+		printf("setup-");
+		return report(-1);
+	}
+	return report(fchmod(fd, (mode_t)strtoul(argv[3], NULL, 8)));
+}
+
+/* chown path uid gid; lchown with "l" in front of the probe name. */
+static int p_chown(int argc, char **argv, int nofollow)
+{
+	if (argc < 5)
+		return 2;
+	uid_t u = (uid_t)strtol(argv[3], NULL, 10);
+	gid_t g = (gid_t)strtol(argv[4], NULL, 10);
+	return report(nofollow ? lchown(argv[2], u, g) : chown(argv[2], u, g));
+}
+
+/* Set both timestamps of path to the given second (utimensat). */
+static int p_utimes(int argc, char **argv)
+{
+	if (argc < 4)
+		return 2;
+	struct timespec ts[2] = { { atol(argv[3]), 0 }, { atol(argv[3]), 0 } };
+	return report(utimensat(AT_FDCWD, argv[2], ts, 0));
+}
+
+static int p_setxattr(int argc, char **argv)
+{
+	if (argc < 5)
+		return 2;
+	return report(setxattr(argv[2], argv[3], argv[4], strlen(argv[4]), 0));
+}
+
+/* The path the racing thread keeps rewriting under chmod's feet. */
+static char race_buf[4096];
+static const char *race_paths[2];
+static atomic_int race_stop;
+
+static void *race_flipper(void *arg)
+{
+	(void)arg;
+	for (unsigned i = 0; !atomic_load(&race_stop); i++)
+		strcpy(race_buf, race_paths[i & 1]);
+	return NULL;
+}
+
+/*
+ * chmod_race ALLOWED DENIED N: N chmod(0777) calls on a buffer another
+ * thread flips between the two paths.  A supervisor that checked the path
+ * and then let the kernel re-read it would sometimes chmod DENIED.  The
+ * test looks at DENIED's mode afterwards; this prints "ok".
+ */
+static int p_chmod_race(int argc, char **argv)
+{
+	if (argc < 5 || strlen(argv[2]) >= sizeof race_buf || strlen(argv[3]) >= sizeof race_buf)
+		return 2;
+	race_paths[0] = argv[2];
+	race_paths[1] = argv[3];
+	strcpy(race_buf, argv[2]);
+	pthread_t t;
+	if (pthread_create(&t, NULL, race_flipper, NULL) != 0)
+		return 2;
+	long n = atol(argv[4]);
+	for (long i = 0; i < n; i++)
+		(void)chmod(race_buf, 0777);
+	atomic_store(&race_stop, 1);
+	pthread_join(t, NULL);
+	return report(0);
+}
+
+/* fchmodat2(AT_FDCWD, path, mode, AT_SYMLINK_NOFOLLOW) by number (glibc 2.36 has no wrapper). */
+static int p_fchmodat2_nofollow(int argc, char **argv)
+{
+	if (argc < 4)
+		return 2;
+	return report(syscall(452, AT_FDCWD, argv[2], (mode_t)strtoul(argv[3], NULL, 8),
+	                      AT_SYMLINK_NOFOLLOW));
+}
+
+/* rawsys NR: syscall NR with all-zero arguments (for ENOSYS checks). */
+static int p_rawsys(int argc, char **argv)
+{
+	if (argc < 3)
+		return 2;
+	return report(syscall(atol(argv[2]), 0, 0, 0, 0, 0, 0));
+}
+
 static int dispatch(int argc, char **argv)
 {
 	const char *p = argv[1];
@@ -252,6 +417,32 @@ static int dispatch(int argc, char **argv)
 		return report(kill((pid_t)atoi(argv[2]), 0));
 	if (!strcmp(p, "procmem"))
 		return p_procmem();
+	if (!strcmp(p, "caps"))
+		return p_caps();
+	if (!strcmp(p, "mknod"))
+		return p_mknod(argc, argv);
+	if (!strcmp(p, "adjtime_read"))
+		return p_adjtime_read();
+	if (!strcmp(p, "adjtime_set"))
+		return p_adjtime_set();
+	if (!strcmp(p, "chmod"))
+		return p_chmod(argc, argv);
+	if (!strcmp(p, "fchmod_ro"))
+		return p_fchmod_ro(argc, argv);
+	if (!strcmp(p, "chown"))
+		return p_chown(argc, argv, 0);
+	if (!strcmp(p, "lchown"))
+		return p_chown(argc, argv, 1);
+	if (!strcmp(p, "utimes"))
+		return p_utimes(argc, argv);
+	if (!strcmp(p, "setxattr"))
+		return p_setxattr(argc, argv);
+	if (!strcmp(p, "fchmodat2_nofollow"))
+		return p_fchmodat2_nofollow(argc, argv);
+	if (!strcmp(p, "rawsys"))
+		return p_rawsys(argc, argv);
+	if (!strcmp(p, "chmod_race"))
+		return p_chmod_race(argc, argv);
 	return 2;
 }
 
