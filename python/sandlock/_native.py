@@ -139,6 +139,13 @@ HANDLER_FN = ctypes.CFUNCTYPE(
     ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(Notif), ctypes.c_void_p,
     ctypes.POINTER(Action),
 )
+# The same C signature with every pointer as a plain address (int, or None
+# for NULL).  The package's trampoline uses it: converting an argument to a
+# POINTER(...) object on every call costs more than reading the memory at
+# an address directly.
+RAW_HANDLER_FN = ctypes.CFUNCTYPE(
+    ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+)
 UD_FREE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 # ---- prototypes ----
@@ -190,7 +197,9 @@ _decl("sandlock_result_free", None, _p)
 _decl("sandlock_string_free", None, _p)
 
 # handlers
-_decl("sandlock_handler_new", _p, HANDLER_FN, _p, UD_FREE_FN, ctypes.c_uint32)
+# fn is declared as a plain pointer so that both HANDLER_FN and RAW_HANDLER_FN
+# callbacks are accepted (c_void_p takes any ctypes function pointer).
+_decl("sandlock_handler_new", _p, _p, _p, UD_FREE_FN, ctypes.c_uint32)
 _decl("sandlock_handler_set_deferred", None, _p, ctypes.c_bool)
 _decl("sandlock_handler_set_guard", None, _p, _p)
 _decl("sandlock_handler_free", None, _p)

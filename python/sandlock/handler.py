@@ -17,6 +17,7 @@ import itertools
 import logging
 import os
 import signal as _signal
+import struct
 import threading
 from typing import Dict, Optional, Tuple
 
@@ -62,6 +63,10 @@ class ActionKind(enum.IntEnum):
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _U64_MAX = (1 << 64) - 1
 _MAX_ERRNO = 4095
+# ActionKind values as plain ints: comparing with these is much cheaper
+# than looking up ActionKind.X on the hot path.
+_K_CONTINUE, _K_ERRNO, _K_RETURN_VALUE = 1, 2, 3
+_K_INJECT_FD_SEND, _K_INJECT_FD_SEND_TRACKED, _K_HOLD, _K_KILL = 4, 5, 6, 7
 _MAX_READ = 64 << 20  # one read() buffers this much at most
 _SIGRTMAX = getattr(_signal, "SIGRTMAX", 64)
 
@@ -115,6 +120,8 @@ class NotifAction:
     @classmethod
     def continue_(cls) -> "NotifAction":
         """Let the syscall proceed (the kernel re-reads its arguments)."""
+        if cls is NotifAction:
+            return _CONTINUE  # immutable, so one shared instance will do
         return cls(ActionKind.CONTINUE)
 
     @classmethod
@@ -123,6 +130,8 @@ class NotifAction:
         value = _check_int("errno", value)
         if not 1 <= value <= _MAX_ERRNO:
             raise ValueError("errno must be in 1..%d, got %d" % (_MAX_ERRNO, value))
+        if cls is NotifAction:
+            return _new_action(ActionKind.ERRNO, value)
         return cls(ActionKind.ERRNO, value=value)
 
     @classmethod
@@ -131,11 +140,15 @@ class NotifAction:
         value = _check_int("value", value)
         if not _INT64_MIN <= value <= _INT64_MAX:
             raise ValueError("return value %d does not fit in int64" % value)
+        if cls is NotifAction:
+            return _new_action(ActionKind.RETURN_VALUE, value)
         return cls(ActionKind.RETURN_VALUE, value=value)
 
     @classmethod
     def hold(cls) -> "NotifAction":
         """Leave the call pending; it ends when the run ends."""
+        if cls is NotifAction:
+            return _HOLD
         return cls(ActionKind.HOLD)
 
     @classmethod
@@ -208,30 +221,74 @@ class NotifAction:
             newfd_flags=os.O_CLOEXEC if cloexec else 0,
         )
 
-    def _apply(self, out) -> None:
-        """Write this action into a C sandlock_action_t via the ABI setters."""
+    def _apply(self, out: int) -> None:
+        """Write this action into the C sandlock_action_t at address ``out``.
+
+        The 24-byte layout is ABI (sandlock.h), so this packs all of it at
+        once, zeroing unused bytes exactly like the C setters do; that is
+        several times cheaper than a ctypes call per setter.  Out-of-range
+        field values (only possible by calling the constructor directly
+        instead of a factory) raise struct.error: a handler error."""
         k = self.kind
-        if k == ActionKind.CONTINUE:
-            _lib.sandlock_action_set_continue(out)
-        elif k == ActionKind.ERRNO:
-            _lib.sandlock_action_set_errno(out, self.value)
-        elif k == ActionKind.RETURN_VALUE:
-            _lib.sandlock_action_set_return_value(out, self.value)
-        elif k == ActionKind.INJECT_FD_SEND:
-            _lib.sandlock_action_set_inject_fd_send(out, self.srcfd, self.newfd_flags)
-        elif k == ActionKind.INJECT_FD_SEND_TRACKED:
-            _lib.sandlock_action_set_inject_fd_send_tracked(
-                out, self.srcfd, self.newfd_flags, self.tracker
+        if k == _K_CONTINUE or k == _K_HOLD:
+            _ACT_KIND.pack_into(_Out.from_address(out), 0, k)
+        elif k == _K_ERRNO:
+            _ACT_ERRNO.pack_into(_Out.from_address(out), 0, k, self.value)
+        elif k == _K_RETURN_VALUE:
+            _ACT_RETURN.pack_into(_Out.from_address(out), 0, k, self.value)
+        elif k == _K_INJECT_FD_SEND:
+            _ACT_INJECT.pack_into(_Out.from_address(out), 0, k, self.srcfd, self.newfd_flags, 0)
+        elif k == _K_INJECT_FD_SEND_TRACKED:
+            _ACT_INJECT.pack_into(
+                _Out.from_address(out), 0, k, self.srcfd, self.newfd_flags, self.tracker
             )
-        elif k == ActionKind.HOLD:
-            _lib.sandlock_action_set_hold(out)
-        elif k == ActionKind.KILL:
-            _lib.sandlock_action_set_kill(out, self.sig, self.pgid)
+        elif k == _K_KILL:
+            _ACT_KILL.pack_into(_Out.from_address(out), 0, k, self.sig, self.pgid)
         else:
             raise ValueError("cannot send an action of kind %r" % (k,))
 
     def _owns_fd(self) -> bool:
-        return self.kind in (ActionKind.INJECT_FD_SEND, ActionKind.INJECT_FD_SEND_TRACKED)
+        return self.kind in (_K_INJECT_FD_SEND, _K_INJECT_FD_SEND_TRACKED)
+
+
+# struct sandlock_action (sandlock.h): kind u32, reserved u32, then a 16-byte
+# union.  "=" is native byte order with no implicit padding; "x" bytes are
+# written as zeros.
+_Out = ctypes.c_char * 24
+_ACT_KIND = struct.Struct("=I4x16x")
+_ACT_ERRNO = struct.Struct("=I4xi12x")
+_ACT_RETURN = struct.Struct("=I4xq8x")
+_ACT_INJECT = struct.Struct("=I4xiIQ")
+_ACT_KILL = struct.Struct("=I4xii8x")
+assert all(s.size == ctypes.sizeof(_native.Action)
+           for s in (_ACT_KIND, _ACT_ERRNO, _ACT_RETURN, _ACT_INJECT, _ACT_KILL))
+assert [int(k) for k in (ActionKind.CONTINUE, ActionKind.ERRNO, ActionKind.RETURN_VALUE,
+                         ActionKind.INJECT_FD_SEND, ActionKind.INJECT_FD_SEND_TRACKED,
+                         ActionKind.HOLD, ActionKind.KILL)] == [
+    _K_CONTINUE, _K_ERRNO, _K_RETURN_VALUE, _K_INJECT_FD_SEND, _K_INJECT_FD_SEND_TRACKED,
+    _K_HOLD, _K_KILL]
+
+_object_new = object.__new__
+_object_setattr = object.__setattr__
+_ACTION_DEFAULTS = {
+    f.name: f.default for f in dataclasses.fields(NotifAction) if f.name != "kind"
+}
+
+
+def _new_action(kind, value):
+    """NotifAction(kind, value=value) without the frozen dataclass __init__
+    (one object.__setattr__ per field): the instance is identical, it is
+    just filled in one step."""
+    a = _object_new(NotifAction)
+    d = {"kind": kind}  # same key order as __init__ would give
+    d.update(_ACTION_DEFAULTS)
+    d["value"] = value
+    _object_setattr(a, "__dict__", d)
+    return a
+
+
+_CONTINUE = NotifAction(ActionKind.CONTINUE)
+_HOLD = NotifAction(ActionKind.HOLD)
 
 
 # ---- path-argument table for read_path ----
@@ -406,29 +463,32 @@ class Handler:
 # =====================================================================
 # The trampoline: one CFUNCTYPE for every handler of every run.
 #
-# Each C handler's user data is a small malloc'd cell holding an integer key
-# into _registry; the entry holds strong references to the Handler and its
-# run.  The C side releases the cell with libc free() (its ud_free, called
-# exactly once per handler on every path), and the run releases the Python
-# references when sandlock_run_with_handlers returns.
+# Each C handler's user data is an integer key into _registry (never
+# dereferenced by C, so it needs no memory and no ud_free); the entry holds
+# strong references to the Handler and its run, and the run drops it when
+# sandlock_run_with_handlers returns.  Keys are never reused, so a call
+# that arrives after its entry is gone finds nothing and fails cleanly.
 #
-# Why not a Python ud_free: C calls ud_free when a run ends, and a run can
-# end while the interpreter is finalizing (a daemon thread's run whose child
-# the guard's KILL policy just killed).  Entering Python through a ctypes
-# callback at that point crashes in PyThreadState_New; libc free needs no
-# interpreter.  The guard (Py_IsInitialized) protects the handler calls.
+# Hot path: this runs once per trapped syscall, so it reads the 80-byte
+# notification with one struct unpack, builds the ctx without the frozen
+# dataclass __init__, and packs the action in one step (see _apply).
 # =====================================================================
 
 class _RunState:
     """Per-run state shared by its handlers: event loops of deferred workers.
 
-    Loops are keyed by OS thread id, not threading.local: ctypes gives a
-    C-created thread a fresh Python thread state on every callback, so
-    thread-locals would not survive between calls."""
+    Loops are keyed by OS thread id, not threading.local: unless its
+    thread state is pinned (see _pin_thread_state; not on every Python),
+    ctypes gives a C-created thread a fresh Python thread state on every
+    callback, so thread-locals would not survive between calls.
+
+    close() must only be called once the run is over (its threads joined):
+    it also deletes the thread states pinned by the run's threads."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._loops = {}  # type: Dict[int, asyncio.AbstractEventLoop]
+        self.pinned = []  # PyThreadState* of the run's threads: see _pin_thread_state
 
     def run_coroutine(self, coro):
         tid = threading.get_ident()
@@ -446,6 +506,9 @@ class _RunState:
                 loop.close()
             except Exception:  # a loop still running on a wedged worker
                 pass
+        # Only once the run is over: its threads have been joined.
+        pinned, self.pinned = self.pinned, []
+        _release_pinned(pinned)
 
 
 class _Entry:
@@ -460,12 +523,6 @@ _registry = {}  # type: Dict[int, _Entry]
 _registry_lock = threading.Lock()
 _keys = itertools.count(1)
 
-_libc = ctypes.CDLL(None)
-_libc.malloc.restype = ctypes.c_void_p
-_libc.malloc.argtypes = [ctypes.c_size_t]
-_libc.free.restype = None
-_libc.free.argtypes = [ctypes.c_void_p]
-
 
 def _register(handler, run) -> int:
     with _registry_lock:
@@ -479,31 +536,144 @@ def _unregister(key) -> bool:
         return _registry.pop(key, None) is not None
 
 
-def _key_of(ud) -> int:
-    return ctypes.c_uint64.from_address(ud).value
+# ---- pinning a Python thread state on each supervisor / worker thread ----
+#
+# On every callback from a thread Python did not create, ctypes calls
+# PyGILState_Ensure, which makes a brand-new PyThreadState (allocating and
+# later unmapping its frame stack: an mmap + munmap per call), and
+# PyGILState_Release, which destroys it.  That is most of the cost of a
+# Python handler (~10 us of ~18 us).  So the first callback on such a thread
+# takes one extra PyGILState_Ensure reference: ctypes' Release then leaves
+# the state alive, and later callbacks on that thread reuse it.
+#
+# Releasing it: sandlock joins its supervisor and deferred worker threads
+# before sandlock_run_with_handlers returns, so when the run is over those
+# threads are gone and their pinned states are orphans.  _RunState.close()
+# (the caller's thread, GIL held) then clears and deletes each of them.
+# Nothing runs at thread exit: a pthread TLS destructor cannot do it (glibc
+# has already cleared CPython's own TLS slot by then), and entering Python
+# at thread exit could meet a finalizing interpreter.  If the run's caller
+# never gets back into Python (interpreter exit during a run), the states
+# are freed by the interpreter's own teardown.
+#
+# Deleting another thread's state with PyThreadState_Delete is clean up to
+# CPython 3.11; from 3.12 on it also clears the *calling* thread's gilstate
+# slot, so pinning is only enabled before 3.12 (later versions keep the
+# per-call thread state: correct, just slower).
+
+import sys as _sys
+
+_GILSTATE_LOCKED = 0  # PyGILState_STATE
 
 
-def _trampoline(ud, notif_p, mem, out):
-    # Never let an exception escape: ctypes would print it and return 0 with
-    # the action UNSET.  Any failure -> non-zero -> the exception policy.
+class _Pin:
+    __slots__ = ("enabled", "tls", "ensure", "release", "this_tstate", "clear", "delete")
+
+    def __init__(self):
+        self.enabled = False
+        self.tls = threading.local()
+
+
+_pin = _Pin()
+
+
+def _pin_setup():
+    if os.environ.get("SANDLOCK_PY_NO_PIN") or _sys.version_info >= (3, 12):
+        return
+    if getattr(_sys, "implementation", None) is None or _sys.implementation.name != "cpython":
+        return
+    try:
+        api = ctypes.pythonapi
+        ensure, release = api.PyGILState_Ensure, api.PyGILState_Release
+        this_tstate = api.PyGILState_GetThisThreadState
+        clear, delete = api.PyThreadState_Clear, api.PyThreadState_Delete
+    except AttributeError:
+        return  # no pinning: every callback pays for a fresh thread state
+    ensure.restype, ensure.argtypes = ctypes.c_int, []
+    release.restype, release.argtypes = None, [ctypes.c_int]
+    this_tstate.restype, this_tstate.argtypes = ctypes.c_void_p, []
+    clear.restype, clear.argtypes = None, [ctypes.c_void_p]
+    delete.restype, delete.argtypes = None, [ctypes.c_void_p]
+    _pin.ensure, _pin.release, _pin.this_tstate = ensure, release, this_tstate
+    _pin.clear, _pin.delete = clear, delete
+    _pin.enabled = True
+
+
+def _pin_thread_state(run):
+    """First callback (GIL held) on a thread state: pin it if it is the
+    throwaway one ctypes made for a thread Python did not create."""
+    _pin.tls.pinned = True  # once per thread state, whatever happens below
+    if not _pin.enabled or run is None:
+        return
+    # Called from _trampoline: if that is the bottom frame, no Python code
+    # was running on this thread, i.e. ctypes just created its state.  (A
+    # Python thread's state must never be pinned: it is deleted later.)
+    if _sys._getframe(1).f_back is not None:
+        return
+    ts = _pin.this_tstate()
+    if not ts:
+        return
+    _pin.ensure()  # GIL already held: only counts one more reference
+    run.pinned.append(ts)
+
+
+def _release_pinned(pinned):
+    """Delete the pinned states of a finished run's threads (GIL held).
+
+    Only valid once those threads are joined (they run no more code and
+    will never touch their state again): _RunState.close() guarantees it."""
+    for ts in pinned:
+        _pin.clear(ts)
+        _pin.delete(ts)
+
+
+_pin_setup()
+
+
+# ---- the callback ----
+_NOTIF = struct.Struct("=QIIiIQ6Q")  # struct sandlock_notif (sandlock.h)
+_NotifBytes = ctypes.c_char * 80
+assert _NOTIF.size == ctypes.sizeof(_native.Notif) == 80
+_unpack_notif = _NOTIF.unpack_from
+_CTX_FIELDS = tuple(f.name for f in dataclasses.fields(HandlerCtx))
+assert _CTX_FIELDS == ("id", "pid", "flags", "syscall_nr", "arch",
+                       "instruction_pointer", "args", "_mem")
+
+
+def _new_ctx(n, ref):
+    """HandlerCtx(*n[:6], n[6:], ref) without the frozen dataclass __init__
+    (eight object.__setattr__ calls): same fields, same frozen instance."""
+    ctx = _object_new(HandlerCtx)
+    _object_setattr(ctx, "__dict__", {
+        "id": n[0], "pid": n[1], "flags": n[2], "syscall_nr": n[3], "arch": n[4],
+        "instruction_pointer": n[5], "args": n[6:], "_mem": ref,
+    })
+    return ctx
+
+
+def _trampoline(ud, notif, mem, out):
+    # ud, notif, mem, out are plain addresses (RAW_HANDLER_FN).  Never let
+    # an exception escape: ctypes would print it and return 0 with the
+    # action UNSET.  Any failure -> non-zero -> the exception policy.
     ref = None
     action = None
     try:
-        entry = _registry.get(_key_of(ud)) if ud else None
+        entry = _registry.get(ud)
         if entry is None:
             return 1
-        n = notif_p.contents
+        try:
+            _pin.tls.pinned
+        except AttributeError:
+            _pin_thread_state(entry.run)
         ref = _MemRef(mem)
-        ctx = HandlerCtx(
-            int(n.id), int(n.pid), int(n.flags), int(n.syscall_nr), int(n.arch),
-            int(n.instruction_pointer), tuple(int(a) for a in n.args), ref,
-        )
+        ctx = _new_ctx(_unpack_notif(_NotifBytes.from_address(notif)), ref)
         action = entry.handler.handle(ctx)
-        if inspect.isawaitable(action):
-            action = entry.run.run_coroutine(action)
-        if not isinstance(action, NotifAction):
-            _log.debug("handler %r returned %r, not a NotifAction", entry.handler, action)
-            return 1
+        if type(action) is not NotifAction:  # fast path: a plain action
+            if inspect.isawaitable(action):
+                action = entry.run.run_coroutine(action)
+            if not isinstance(action, NotifAction):
+                _log.debug("handler %r returned %r, not a NotifAction", entry.handler, action)
+                return 1
         action._apply(out)
         action = None  # handed over: an injected fd now belongs to the C side
         return 0
@@ -518,16 +688,15 @@ def _trampoline(ud, notif_p, mem, out):
             ref.kill()
         # An inject action that was produced but not handed over: the caller
         # gave up the fd, so nobody else will close it.
-        if isinstance(action, NotifAction) and action._owns_fd():
+        if action is not None and isinstance(action, NotifAction) and action._owns_fd():
             try:
                 os.close(action.srcfd)
             except OSError:
                 pass
 
 
-_TRAMPOLINE = _native.HANDLER_FN(_trampoline)
-# libc free as a C function pointer (no Python involved when C calls it).
-_UD_FREE = _native.UD_FREE_FN(ctypes.cast(_libc.free, ctypes.c_void_p).value)
+_TRAMPOLINE = _native.RAW_HANDLER_FN(_trampoline)
+_NO_UD_FREE = _native.UD_FREE_FN()  # a NULL function pointer
 _GUARD = _native.guard_address()
 
 
@@ -559,14 +728,10 @@ def _make_c_handler(handler, policy, run):
     The caller owns ptr until it passes it to sandlock_run_with_handlers
     (or frees it with sandlock_handler_free), and must _unregister(key)
     once the run is over."""
-    cell = _libc.malloc(8)
-    if not cell:
-        raise MemoryError("malloc failed")
     key = _register(handler, run)
-    ctypes.c_uint64.from_address(cell).value = key
-    h = _lib.sandlock_handler_new(_TRAMPOLINE, cell, _UD_FREE, int(policy))
-    if not h:  # ud_free is not called in this case: we still own the cell
-        _libc.free(cell)
+    # ud is the key itself; no ud_free: there is nothing to free.
+    h = _lib.sandlock_handler_new(_TRAMPOLINE, key, _NO_UD_FREE, int(policy))
+    if not h:
         _unregister(key)
         raise MemoryError("sandlock_handler_new failed")
     _lib.sandlock_handler_set_guard(h, _GUARD)

@@ -290,3 +290,168 @@ def test_log_line_format():
     presets.LogSyscallsHandler(lines.append).handle(
         HandlerCtx(1, 42, 0, 39, 0, 0, (1, 2, 3, 4, 5, 6)))
     assert lines == ["syscall=39 pid=42 args=(1, 2, 3, 4, 5, 6)"]
+
+
+# ---- hot-path encodings (the trampoline packs/unpacks raw structs) ----
+import ctypes
+import dataclasses
+
+from sandlock import _native as N
+
+_C_SETTERS = {
+    "continue": lambda out, a: N.lib.sandlock_action_set_continue(out),
+    "hold": lambda out, a: N.lib.sandlock_action_set_hold(out),
+    "errno": lambda out, a: N.lib.sandlock_action_set_errno(out, a.value),
+    "returns": lambda out, a: N.lib.sandlock_action_set_return_value(out, a.value),
+    "kill": lambda out, a: N.lib.sandlock_action_set_kill(out, a.sig, a.pgid),
+    "inject": lambda out, a: N.lib.sandlock_action_set_inject_fd_send(out, a.srcfd, a.newfd_flags),
+    "tracked": lambda out, a: N.lib.sandlock_action_set_inject_fd_send_tracked(
+        out, a.srcfd, a.newfd_flags, a.tracker),
+}
+
+
+@pytest.mark.parametrize("setter,action", [
+    ("continue", NotifAction.continue_()),
+    ("hold", NotifAction.hold()),
+    ("errno", NotifAction.errno(errno.EACCES)),
+    ("errno", NotifAction.errno(4095)),
+    ("returns", NotifAction.returns(0)),
+    ("returns", NotifAction.returns(-5)),
+    ("returns", NotifAction.returns(-(1 << 63))),
+    ("returns", NotifAction.returns((1 << 63) - 1)),
+    ("kill", NotifAction.kill(signal.SIGTERM)),
+    ("inject", NotifAction.inject_fd_send(7, 0)),
+    ("inject", NotifAction.inject_fd_send(2 ** 31 - 1, os.O_CLOEXEC)),
+    ("tracked", NotifAction.inject_fd_send_tracked(9, os.O_CLOEXEC, tracker=2 ** 64 - 1)),
+])
+def test_apply_writes_exactly_what_the_c_setters_write(setter, action):
+    """_apply packs the 24-byte struct itself: byte for byte what the ABI
+    setters produce, over a buffer full of garbage (every byte rewritten)."""
+    want, got = N.Action(), N.Action()
+    ctypes.memset(ctypes.byref(want), 0xA5, 24)
+    ctypes.memset(ctypes.byref(got), 0x5A, 24)
+    _C_SETTERS[setter](ctypes.byref(want), action)
+    action._apply(ctypes.addressof(got))
+    assert bytes(got) == bytes(want)
+
+
+def test_apply_rejects_unset_and_out_of_range_direct_construction():
+    out = N.Action()
+    with pytest.raises(ValueError):
+        NotifAction(ActionKind.UNSET)._apply(ctypes.addressof(out))
+    with pytest.raises(Exception):  # bypassed the factory's validation
+        NotifAction(ActionKind.ERRNO, value=1 << 40)._apply(ctypes.addressof(out))
+
+
+def test_fast_factories_build_ordinary_frozen_instances():
+    cases = [
+        (NotifAction.continue_(), NotifAction(ActionKind.CONTINUE)),
+        (NotifAction.hold(), NotifAction(ActionKind.HOLD)),
+        (NotifAction.errno(errno.ENOENT), NotifAction(ActionKind.ERRNO, value=errno.ENOENT)),
+        (NotifAction.returns(-(1 << 63)), NotifAction(ActionKind.RETURN_VALUE, value=-(1 << 63))),
+    ]
+    for fast, slow in cases:
+        assert type(fast) is NotifAction
+        assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
+        assert vars(fast) == vars(slow) and list(vars(fast)) == list(vars(slow))
+        assert dataclasses.astuple(fast) == dataclasses.astuple(slow)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            fast.value = 1
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            fast.kind = ActionKind.KILL
+    assert NotifAction.continue_().kind == ActionKind.CONTINUE  # shared one unchanged
+
+
+def test_factories_on_a_subclass_return_the_subclass():
+    class Mine(NotifAction):
+        pass
+
+    for a in (Mine.continue_(), Mine.hold(), Mine.errno(1), Mine.returns(3)):
+        assert type(a) is Mine
+    assert Mine.errno(1) == Mine(ActionKind.ERRNO, value=1)
+
+
+class _Capture(sandlock.Handler):
+    def __init__(self, result=None):
+        self.ctxs, self.result = [], result
+
+    def handle(self, ctx):
+        self.ctxs.append(ctx)
+        if isinstance(self.result, BaseException):
+            raise self.result
+        return NotifAction.continue_() if self.result is None else self.result
+
+
+def _call_trampoline(handler, notif):
+    """Enter the trampoline the way C does: raw addresses, a registry key."""
+    key = H._register(handler, H._RunState())
+    out = N.Action()
+    ctypes.memset(ctypes.byref(out), 0xEE, 24)
+    try:
+        rc = H._trampoline(key, ctypes.addressof(notif), 0x1234, ctypes.addressof(out))
+    finally:
+        H._unregister(key)
+    return rc, out
+
+
+def _notif(**kw):
+    n = N.Notif()
+    for k, v in kw.items():
+        if k == "args":
+            for i, a in enumerate(v):
+                n.args[i] = a
+        else:
+            setattr(n, k, v)
+    return n
+
+
+def test_trampoline_decodes_every_notification_field():
+    U64 = 2 ** 64 - 1
+    args = (U64, 2 ** 63, 0x8000000000000001, 0, 1, 0xFFFFFFFF00000000)
+    n = _notif(id=U64, pid=2 ** 32 - 1, flags=0x80000001, syscall_nr=-1, arch=0xC000003E,
+               instruction_pointer=2 ** 63 + 5, args=args)
+    h = _Capture()
+    rc, out = _call_trampoline(h, n)
+    assert rc == 0
+    assert (out.kind, out.reserved, list(out.u.raw)) == (ActionKind.CONTINUE, 0, [0, 0])
+    (ctx,) = h.ctxs
+    assert type(ctx) is HandlerCtx
+    assert (ctx.id, ctx.pid, ctx.flags, ctx.syscall_nr, ctx.arch, ctx.instruction_pointer) == (
+        U64, 2 ** 32 - 1, 0x80000001, -1, 0xC000003E, 2 ** 63 + 5)
+    assert ctx.args == args and type(ctx.args) is tuple
+    assert all(type(a) is int for a in ctx.args)
+    # an ordinary frozen dataclass instance
+    assert ctx == HandlerCtx(U64, 2 ** 32 - 1, 0x80000001, -1, 0xC000003E, 2 ** 63 + 5, args)
+    assert list(vars(ctx)) == [f.name for f in dataclasses.fields(HandlerCtx)]
+    for field in ("id", "pid", "args", "syscall_nr", "_mem"):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(ctx, field, 0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del ctx.pid
+    assert dataclasses.replace(ctx, pid=7).pid == 7 and ctx.pid == 2 ** 32 - 1
+    # stale once the callback returned: the mem handle is gone
+    assert ctx._mem.ptr is None and ctx.read(0x1000, 1) is None
+
+
+@pytest.mark.parametrize("result", [None, RuntimeError("boom"), "not an action", 0])
+def test_trampoline_failures_return_nonzero(result):
+    h = _Capture(result if result is not None else NotifAction.continue_())
+    rc, _ = _call_trampoline(h, _notif(syscall_nr=39))
+    assert rc == (0 if result is None else 1)
+
+
+def test_trampoline_unknown_key_is_a_failure():
+    out = N.Action()
+    n = _notif()
+    assert H._trampoline(10 ** 12, ctypes.addressof(n), None, ctypes.addressof(out)) == 1
+    assert H._trampoline(None, ctypes.addressof(n), None, ctypes.addressof(out)) == 1
+
+
+def test_trampoline_closes_an_injected_fd_it_could_not_hand_over():
+    r, w = os.pipe()
+    os.close(w)
+    bad = NotifAction(ActionKind.INJECT_FD_SEND, srcfd=r, newfd_flags=1 << 40)  # unpackable
+    rc, _ = _call_trampoline(_Capture(bad), _notif())
+    assert rc == 1
+    with pytest.raises(OSError):
+        os.fstat(r)  # closed by the trampoline

@@ -564,3 +564,139 @@ def test_inject_fd_send_tracked(files):
     r = files["sb"].run_with_handlers(["/bin/cat", TARGET], [("openat", Redirect())])
     assert r.success and r.stdout == b"content-B\n"
 
+
+
+# ---- the trampoline's raw encodings, seen by a real child ----
+RAW_SYSCALL = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+nr = int(sys.argv[1])
+print("pid", os.getpid())
+big = [2**64 - 1, 2**63, 0x8000000000000001, 1, 0xFFFFFFFF00000000]
+for i in range(int(sys.argv[2])):
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_uint64(a) for a in big], ctypes.c_uint64(1000 + i))
+    print("ret", i, r)
+"""
+BIG_ARGS = (2 ** 64 - 1, 2 ** 63, 0x8000000000000001, 1, 0xFFFFFFFF00000000)
+
+
+class _ReturnsByIndex(Handler):
+    """On the marked calls (args[5] = 1000 + i): record the ctx and return
+    values[i]; anything else (the interpreter's own calls) continues."""
+
+    def __init__(self, values):
+        self.values, self.ctxs = values, []
+
+    def handle(self, ctx):
+        i = ctx.args[5] - 1000
+        if 0 <= i < len(self.values):
+            self.ctxs.append(ctx)
+            return NotifAction.returns(self.values[i])
+        return NotifAction.continue_()
+
+
+def test_returns_negative_and_extreme_values_reach_the_child(sb):
+    values = [-12345, -(1 << 40), -(1 << 63), (1 << 63) - 1, 0, 4096]
+    h = _ReturnsByIndex(values)
+    nr = sandlock._native.syscall_nr("getppid")
+    r = sb.run_with_handlers([PY, "-c", RAW_SYSCALL, str(nr), str(len(values))], [("getppid", h)])
+    assert r.success, r.stderr
+    got = [int(l.split()[2]) for l in r.stdout.decode().splitlines() if l.startswith("ret")]
+    # without the handler getppid would return the parent's pid every time
+    assert got == values
+
+
+def test_ctx_fields_and_large_u64_args_from_a_real_child(sb):
+    h = _ReturnsByIndex([7, 8])
+    nr = sandlock._native.syscall_nr("getppid")
+    r = sb.run_with_handlers([PY, "-c", RAW_SYSCALL, str(nr), "2"], [("getppid", h)])
+    assert r.success, r.stderr
+    lines = r.stdout.decode().splitlines()
+    child_pid = int(lines[0].split()[1])
+    assert [l.split()[2] for l in lines[1:]] == ["7", "8"]
+    assert len(h.ctxs) == 2
+    for i, ctx in enumerate(h.ctxs):
+        assert isinstance(ctx, sandlock.HandlerCtx)
+        assert ctx.args == BIG_ARGS + (1000 + i,)
+        assert all(type(a) is int for a in ctx.args)
+        assert ctx.pid == child_pid and ctx.syscall_nr == nr and ctx.syscall_name == "getppid"
+        assert ctx.instruction_pointer > 0 and ctx.id >= 0
+        if os.uname().machine == "x86_64":
+            assert ctx.arch == 0xC000003E  # AUDIT_ARCH_X86_64
+        with pytest.raises(AttributeError):  # FrozenInstanceError is an AttributeError
+            ctx.pid = 1
+    assert h.ctxs[0].id != h.ctxs[1].id
+
+
+def test_sync_handle_returning_an_awaitable_still_works(sb):
+    """A plain ``def handle`` that returns a coroutine is awaited, as before
+    the fast path for plain NotifAction results."""
+    class Sneaky(Handler):
+        def handle(self, ctx):
+            async def later():
+                return NotifAction.returns(777)
+            return later()
+
+    r = sb.run_with_handlers([PY, "-c", "import os; print(os.getpid())"], [("getpid", Sneaky())])
+    assert r.success, r.stderr
+    assert r.stdout == b"777\n"
+
+
+# ---- thread state of the supervisor thread ----
+class _Marker:
+    pass
+
+
+def test_supervisor_thread_state_reused_in_a_run_and_released_after(sb, host_hostname):
+    """The trampoline keeps one Python thread state per supervisor thread
+    for the whole run (thread-locals survive between calls) and releases it
+    when the thread ends, before run_with_handlers returns (what was stored
+    in it is freed: no leak across runs)."""
+    if not H._pin.enabled:
+        pytest.skip("thread-state pinning disabled (SANDLOCK_PY_NO_PIN)")
+
+    class Counting(Handler):
+        def __init__(self):
+            self.tls = threading.local()
+            self.seen, self.markers = [], []
+
+        def handle(self, ctx):
+            n = getattr(self.tls, "n", 0) + 1
+            self.tls.n = n
+            if n == 1:
+                self.tls.marker = m = _Marker()
+                self.markers.append(weakref.ref(m))
+            self.seen.append(n)
+            return NotifAction.continue_()
+
+    for _ in range(3):
+        h = Counting()
+        r = sb.run_with_handlers(["/bin/cat", "/etc/hostname"], [("openat", h)])
+        assert r.success and r.stdout == host_hostname
+        # ld.so.cache, libc, /etc/hostname...: all on one supervisor thread
+        assert len(h.seen) >= 3 and h.seen == list(range(1, len(h.seen) + 1))
+        assert len(h.markers) == 1
+        gc.collect()
+        assert h.markers[0]() is None, "the supervisor's thread state outlived the run"
+
+
+def test_async_worker_thread_states_released_after_run(files):
+    if not H._pin.enabled:
+        pytest.skip("thread-state pinning disabled (SANDLOCK_PY_NO_PIN)")
+    markers = []
+    tls = threading.local()
+
+    class AsyncMark(Handler):
+        async def handle(self, ctx):
+            if not hasattr(tls, "m"):
+                tls.m = m = _Marker()
+                markers.append(weakref.ref(m))
+            await asyncio.sleep(0)
+            return NotifAction.continue_()
+
+    r = files["sb"].run_with_handlers(["/bin/cat", files["aaaa.txt"]], [("openat", AsyncMark())])
+    assert r.success and r.stdout == b"content-A\n"
+    assert markers
+    gc.collect()
+    assert all(m() is None for m in markers)
