@@ -20,6 +20,8 @@
  */
 #include "signals.h"
 
+#include <sandlock.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
@@ -64,10 +66,14 @@ static void kill_children_groups(void)
 			continue;
 		}
 		if (pid > 0) {
-			/* The child may not have called setpgid yet: signal it
-			 * directly too (PDEATHSIG-style, it is ours). */
-			killpg((pid_t)pid, SIGKILL);
-			kill((pid_t)pid, SIGKILL);
+			/* Our child is the sandbox's init (src/init.c): asking it
+			 * to end the sandbox reaches every process of the tree,
+			 * including those that left the process group (setsid),
+			 * which a killpg would miss.  SIGCONT in case it is
+			 * stopped (job control).  Before it is init (setup), the
+			 * request's default action ends it just as well. */
+			kill((pid_t)pid, SANDLOCK_SIG_END_SANDBOX);
+			kill((pid_t)pid, SIGCONT);
 		}
 		pid = 0;
 		if (*s == '\0')

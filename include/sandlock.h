@@ -76,6 +76,15 @@ enum {
 	SANDLOCK_EXIT_TIMEOUT = 3,  /* killed because the timeout expired */
 };
 
+/*
+ * A run's direct child (the caller's child process) is the sandbox's init:
+ * sending it this signal (SIGUSR2) from the calling process ends the whole
+ * sandbox, including processes that left its process group.  A signal
+ * handler in the caller (e.g. a CLI on SIGTERM) can use it; sandlock_run
+ * then returns as for a killed sandbox.
+ */
+#define SANDLOCK_SIG_END_SANDBOX 12
+
 /* flags for sandlock_action_set_inject_bytes */
 #define SANDLOCK_INJECT_WRITABLE (1u << 0)   /* do not seal the memfd read-only */
 #define SANDLOCK_INJECT_NO_CLOEXEC (1u << 1) /* child-side fd without O_CLOEXEC */

@@ -2,16 +2,23 @@
  * builtin_procs.c — the max_processes builtin.
  *
  * fork, vfork and clone are trapped when cfg->max_processes > 0; before a
- * new process is created we count the live processes in the sandbox's
- * process group and refuse with EAGAIN (what fork returns at RLIMIT_NPROC)
- * once the limit is reached.
+ * new process is created we count the live processes of the sandboxed
+ * command and refuse with EAGAIN (what fork returns at RLIMIT_NPROC) once
+ * the limit is reached.
  *
- * This limit is SOFT: a process that leaves the group (setpgid/setsid)
- * is no longer counted, and the count can race with a concurrent fork.
- * A hard limit needs cgroup v2 pids.max, which this host does not offer
- * (cgroup v1 only), so the supervisor count is all we have here.
- * clone3 never reaches us: the filter answers it with ENOSYS so libc falls
- * back to clone, whose flags are visible.
+ * "The command's processes" are the descendants of the sandbox's init
+ * (init.c), init itself excluded: the command and everything it started,
+ * so max_processes N means what it always meant (the command counts as
+ * one).  They are found through the ppid links in /proc/<pid>/stat.  Since
+ * init is a child subreaper, every orphan of the sandbox is reparented to
+ * it: a process that leaves the process group (setsid, setpgid) or whose
+ * parent died stays in the count.
+ *
+ * The limit is still SOFT: the count can race with a concurrent fork (two
+ * forks may both see N-1).  A hard limit needs cgroup v2 pids.max, which
+ * this host does not offer (cgroup v1 only).  clone3 never reaches us:
+ * the filter answers it with ENOSYS so libc falls back to clone, whose
+ * flags are visible.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -32,9 +39,14 @@ bool sl_procs_is_fork_like(int nr)
 	return nr == __NR_fork || nr == __NR_vfork || nr == __NR_clone;
 }
 
-/* The pgrp field of /proc/<pid>/stat, or -1.  The comm field may contain
+/* One process: its pid and its parent's. */
+struct link {
+	pid_t pid, ppid;
+};
+
+/* The ppid field of /proc/<pid>/stat, or -1.  The comm field may contain
  * spaces and ')' so parsing starts after the LAST ')'. */
-static long stat_pgrp(int dirfd, const char *pid)
+static long stat_ppid(int dirfd, const char *pid)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof(path), "%s/stat", pid);
@@ -49,29 +61,97 @@ static long stat_pgrp(int dirfd, const char *pid)
 	char *p = strrchr(buf, ')');
 	if (!p)
 		return -1;
-	/* ") S ppid pgrp ..." */
+	/* ") S ppid ..." */
 	char state;
-	long ppid, pgrp;
-	if (sscanf(p + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3)
+	long ppid;
+	if (sscanf(p + 1, " %c %ld", &state, &ppid) != 2)
 		return -1;
-	return pgrp;
+	return ppid;
 }
 
-int sl_count_group_processes(pid_t pgid)
+/* Every process's (pid, ppid), sorted by ppid.  -1 on error. */
+static int read_links(struct link **out, size_t *nout)
 {
 	DIR *d = opendir("/proc");
 	if (!d)
 		return -1;
-	int count = 0;
+	struct link *v = NULL;
+	size_t n = 0, cap = 0;
 	struct dirent *de;
+	int rc = 0;
 	while ((de = readdir(d)) != NULL) {
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
-		if (stat_pgrp(dirfd(d), de->d_name) == (long)pgid)
-			count++;
+		long ppid = stat_ppid(dirfd(d), de->d_name);
+		if (ppid < 0)
+			continue; /* exited meanwhile */
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			struct link *nv = realloc(v, ncap * sizeof(*nv));
+			if (!nv) {
+				rc = -1;
+				break;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		v[n++] = (struct link){ (pid_t)atol(de->d_name), (pid_t)ppid };
 	}
 	closedir(d);
-	return count;
+	if (rc < 0) {
+		free(v);
+		return -1;
+	}
+	*out = v;
+	*nout = n;
+	return 0;
+}
+
+static int by_ppid(const void *a, const void *b)
+{
+	pid_t x = ((const struct link *)a)->ppid, y = ((const struct link *)b)->ppid;
+	return (x > y) - (x < y);
+}
+
+/* Index of the first link whose ppid is ppid (== n if none). */
+static size_t first_child(const struct link *v, size_t n, pid_t ppid)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].ppid < ppid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int sl_count_tree_processes(pid_t root)
+{
+	struct link *v;
+	size_t n;
+	if (read_links(&v, &n) < 0)
+		return -1;
+	qsort(v, n, sizeof(*v), by_ppid);
+	/* Breadth-first from root; the queue holds pids found so far.  A
+	 * process is listed once in /proc, so at most n are ever queued
+	 * (a snapshot taken while pids are recycled cannot loop us). */
+	pid_t *queue = malloc((n + 1) * sizeof(*queue));
+	if (!queue) {
+		free(v);
+		return -1;
+	}
+	size_t head = 0, tail = 0;
+	queue[tail++] = root;
+	while (head < tail) {
+		pid_t p = queue[head++];
+		for (size_t i = first_child(v, n, p); i < n && v[i].ppid == p && tail <= n; i++)
+			queue[tail++] = v[i].pid;
+	}
+	free(queue);
+	free(v);
+	return (int)(tail - 1);
 }
 
 int sl_procs_check(const struct sl_supervisor *s, const sandlock_notif_t *n)
@@ -81,7 +161,7 @@ int sl_procs_check(const struct sl_supervisor *s, const sandlock_notif_t *n)
 	/* A thread is not a process: pthread_create uses clone(CLONE_THREAD). */
 	if (n->syscall_nr == __NR_clone && (n->args[0] & CLONE_THREAD))
 		return 0;
-	int count = sl_count_group_processes(s->pgid);
+	int count = sl_count_tree_processes(s->pgid); /* s->pgid is init's pid */
 	if (count < 0)
 		return EAGAIN; /* cannot count: fail closed */
 	return (uint32_t)count >= s->max_processes ? EAGAIN : 0;

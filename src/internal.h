@@ -10,6 +10,7 @@
 #endif
 #include <linux/filter.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <sys/types.h>
@@ -137,12 +138,13 @@ struct sl_launch {
 	struct sock_fprog prog;
 	const struct sandlock_sandbox *cfg;
 	/* after start */
-	pid_t pid;      /* child pid == its process group id */
+	pid_t pid;      /* child (the sandbox's init) pid == its process group id */
 	int pidfd;      /* pidfd of the child */
 	int listener;   /* seccomp user-notification fd */
 	int out_fd;     /* read end of captured stdout, -1 if inherited */
 	int err_fd;     /* read end of captured stderr, -1 if inherited */
 	int sync_fd;    /* parent end of the socketpair: "ready" goes here */
+	int scope_fd;   /* Landlock ruleset scoping signals, for the command (ABI >= 6), or -1 */
 	struct sl_tty tty; /* inherit_stdio: terminal foreground hand-over */
 };
 /* Resolve argv[0], build argv/envp, Landlock ruleset and BPF program. */
@@ -153,8 +155,8 @@ int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
  * seccomp(); parent takes the listener with pidfd_getfd.
  * On return the child is blocked waiting for sl_launch_release. */
 int sl_launch_start(struct sl_launch *L, int *err, char **msg);
-/* Tell the child to close its extra fds and execve (after handing it the
- * terminal's foreground, see sl_tty_start). */
+/* Tell the child to start the command and become the sandbox's init
+ * (after handing it the terminal's foreground, see sl_tty_start). */
 int sl_launch_release(struct sl_launch *L);
 /* Give the terminal back, close every fd, free every buffer (idempotent). Does not kill. */
 void sl_launch_cleanup(struct sl_launch *L);
@@ -219,8 +221,30 @@ void sl_supervisor_free(struct sl_supervisor *s);
 int sl_caps_drop(void);
 
 /* ================= builtin_procs.c ================= */
-/* Number of live processes whose process group is pgid (scans /proc). */
-int sl_count_group_processes(pid_t pgid);
+/* Number of processes descending from root, root excluded (scans /proc
+ * for ppid links; zombies count until reaped).  -1 if /proc is unreadable. */
+int sl_count_tree_processes(pid_t root);
+
+/* ================= init.c : the sandbox's init (see init.c) ================= */
+/* The forked child stays behind as the sandbox's init; the command is its
+ * child.  These are the only signals init acts on, and only from its parent. */
+#define SL_INIT_SIG_PDEATH SIGUSR1 /* its PR_SET_PDEATHSIG: the parent died */
+#define SL_INIT_SIG_KILL SIGUSR2   /* the parent asks it to end the sandbox */
+_Static_assert(SIGUSR2 == SANDLOCK_SIG_END_SANDBOX, "public ABI number");
+struct sl_init {
+	pid_t self;       /* init's pid (never asked once confined: getpid may be trapped) */
+	pid_t parent;     /* the supervising process */
+	int children_fd;  /* /proc/thread-self/children, opened before Landlock, or -1 */
+	bool mirror_stops; /* a terminal is involved: mirror the command's stops */
+};
+/* Child side, raw syscalls only.  Block every signal (init takes them
+ * synchronously; the command unblocks its own before exec). */
+void sl_init_block_signals(void);
+/* Run init for the command cmd (its child) until the sandbox ends. */
+__attribute__((noreturn)) void sl_init_main(const struct sl_init *in, pid_t cmd);
+/* Parent side: ask init (pid == the sandbox's pgid, unreaped) to kill its
+ * whole subtree and exit as the command did. */
+void sl_init_request_kill(pid_t init);
 
 /* ================= run.c / result.c ================= */
 struct sandlock_result {

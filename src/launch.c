@@ -1,10 +1,11 @@
 /*
  * launch.c — prepare everything that allocates before fork, then fork a
  * child that confines itself (Landlock + seccomp with a notification
- * listener) and waits for "ready" before it execs.  The parent takes the
- * listener out of the child with pidfd_getfd, so the child never has to
- * make a (possibly trapped) call for it.  After fork the child uses only
- * async-signal-safe calls and raw syscalls: the parent may be
+ * listener) and waits for "ready".  The parent takes the listener out of
+ * the child with pidfd_getfd, so the child never has to make a (possibly
+ * trapped) call for it.  On "ready" the child forks the command, which
+ * execs, and stays behind as the sandbox's init (init.c).  After fork both
+ * use only async-signal-safe calls and raw syscalls: the parent may be
  * multi-threaded.
  */
 #include <errno.h>
@@ -30,6 +31,10 @@ extern char **environ;
 #define SL_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 /* Bound on the child's setup (it makes no trappable call the parent waits for). */
 #define SL_SETUP_TIMEOUT_MS 10000
+/* The "ready" byte: go, and whether init mirrors the command's stops. */
+#define SL_READY 'R'
+#define SL_READY_TTY 'T'
+
 
 /* Child setup steps, reported to the parent when one fails. */
 enum {
@@ -45,6 +50,7 @@ enum {
 	ST_LANDLOCK,
 	ST_SECCOMP,
 	ST_SIGNALS,
+	ST_SUBREAPER,
 };
 
 static const char *step_name(int step)
@@ -62,8 +68,9 @@ static const char *step_name(int step)
 		[ST_LANDLOCK] = "landlock_restrict_self",
 		[ST_SECCOMP] = "seccomp(SET_MODE_FILTER)",
 		[ST_SIGNALS] = "signal reset",
+		[ST_SUBREAPER] = "prctl(PR_SET_CHILD_SUBREAPER)",
 	};
-	if (step < 0 || step > ST_SIGNALS)
+	if (step < 0 || step > ST_SUBREAPER)
 		return "child setup";
 	return names[step];
 }
@@ -152,9 +159,31 @@ static void launch_init(struct sl_launch *L, const struct sandlock_sandbox *cfg)
 	memset(L, 0, sizeof(*L));
 	L->cfg = cfg;
 	L->ruleset_fd = L->pidfd = L->listener = -1;
-	L->out_fd = L->err_fd = L->sync_fd = -1;
+	L->out_fd = L->err_fd = L->sync_fd = L->scope_fd = -1;
 	L->pid = -1;
 	sl_tty_init(&L->tty);
+}
+
+/*
+ * The command runs in a Landlock domain nested in the sandbox's, whose
+ * only rule is signal scoping: a process may signal only its own domain
+ * and the ones nested in it, so nothing the command starts can signal the
+ * sandbox's init (which lives in the outer domain).  That matters for the
+ * two signals init cannot block: SIGKILL would orphan the sandbox's
+ * processes to the host's init (a setsid()ed one then escapes every
+ * cleanup), SIGSTOP would stall the sandbox's reaping.  Kernel-generated
+ * signals (SIGCHLD to init, the terminal's) are not subject to scoping.
+ */
+static int make_scope_ruleset(struct sl_launch *L, int *err, char **msg)
+{
+	if (sl_landlock_abi() < 6)
+		return 0; /* already warned: signals are not scoped at all */
+	struct sl_ll_ruleset_attr attr = { .scoped = LANDLOCK_SCOPE_SIGNAL };
+	L->scope_fd = (int)syscall(__NR_landlock_create_ruleset, &attr, sizeof attr, 0);
+	if (L->scope_fd < 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "landlock_create_ruleset (scope): %s",
+		               strerror(errno));
+	return 0;
 }
 
 int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
@@ -183,6 +212,8 @@ int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
 	}
 	if (L->ruleset_fd < 0)
 		return -1;
+	if (make_scope_ruleset(L, err, msg) < 0)
+		return -1;
 	return sl_filter_build(cfg, trapped, ntrapped, &L->prog, err, msg);
 }
 
@@ -191,6 +222,7 @@ int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
 struct child_fds {
 	int sync, devnull, out_w, err_w;
 	pid_t parent;
+	pid_t self; /* asked before confinement: getpid may be trapped after */
 };
 
 static __attribute__((noreturn)) void child_fail(int sync, int step, int e)
@@ -216,14 +248,34 @@ static void child_stdio(const struct sl_launch *L, const struct child_fds *c)
 		child_fail(c->sync, ST_STDIO, errno);
 }
 
-/* Undo what the caller's runtime (e.g. Python ignores SIGPIPE) would leak into exec. */
+/*
+ * Undo what the caller's runtime (e.g. Python ignores SIGPIPE) would leak
+ * into exec.  SIGCHLD too: ignored, init's children would be reaped
+ * without a status.  The mask stays fully blocked (sl_init_block_signals):
+ * init takes its signals synchronously; the command unblocks its own.
+ */
 static void child_signals(const struct child_fds *c)
 {
-	sigset_t none;
-	sigemptyset(&none);
-	if (sigprocmask(SIG_SETMASK, &none, NULL) < 0 || signal(SIGPIPE, SIG_DFL) == SIG_ERR ||
-	    signal(SIGXFSZ, SIG_DFL) == SIG_ERR)
+	if (signal(SIGPIPE, SIG_DFL) == SIG_ERR || signal(SIGXFSZ, SIG_DFL) == SIG_ERR ||
+	    signal(SIGCHLD, SIG_DFL) == SIG_ERR)
 		child_fail(c->sync, ST_SIGNALS, errno);
+}
+
+/*
+ * init's view of its own children (init.c), opened while /proc may still
+ * be read: Landlock applies to opens, not to reads of an open file.  Kept
+ * off 0..2, which belong to the command.  -1 without /proc: init then
+ * kills only the command and the parent's group sweep does the rest.
+ */
+static int open_children_list(void)
+{
+	int fd = open("/proc/thread-self/children", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && fd <= 2) {
+		int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		close(fd);
+		fd = moved;
+	}
+	return fd;
 }
 
 static void child_limits(const struct sl_launch *L, const struct child_fds *c)
@@ -311,14 +363,15 @@ static const char *errno_number(char *buf, int e)
  * indexes glibc's static table).  A user handler may trap this write too;
  * the supervisor is running by now, so it is answered.
  */
-static void report_exec_failure(const char *exe, int e)
+static void report_failure(const char *what, const char *exe, int e)
 {
 	char num[24];
 	const char *name = strerrorname_np(e);
 	if (!name)
 		name = errno_number(num, e);
 	struct iovec iov[] = {
-		{ (void *)"sandlock: cannot execute ", 25 },
+		{ (void *)"sandlock: ", 10 },
+		{ (void *)what, strlen(what) },
 		{ (void *)exe, strlen(exe) },
 		{ (void *)": ", 2 },
 		{ (void *)name, strlen(name) },
@@ -327,18 +380,73 @@ static void report_exec_failure(const char *exe, int e)
 	(void)writev(2, iov, sizeof iov / sizeof iov[0]);
 }
 
+/*
+ * The command: init's child.  It unblocks its signals, dies with init
+ * (only a SIGKILL from outside the sandbox can end init early), enters
+ * the signal-scoping Landlock domain (make_scope_ruleset), and execs.
+ */
+static __attribute__((noreturn)) void command_main(const struct sl_launch *L)
+{
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	sigset_t none;
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+	if (L->scope_fd >= 0) {
+		int rc = sl_landlock_apply(L->scope_fd);
+		if (rc < 0) {
+			report_failure("cannot confine ", L->exe, -rc);
+			_exit(126);
+		}
+	}
+	/* Nothing of ours (listener, rulesets, sync socket) may survive into exec. */
+	if (syscall(__NR_close_range, 3, ~0U, 0) < 0)
+		_exit(127);
+	execve(L->exe, L->argv, L->envp);
+	int e = errno;
+	report_failure("cannot execute ", L->exe, e);
+	_exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
+}
+
+/* Start the command and become the sandbox's init (init.c). */
+static __attribute__((noreturn)) void become_init(const struct sl_launch *L,
+                                                  const struct child_fds *c, int children_fd,
+                                                  bool mirror_stops)
+{
+	/* _Fork: no atfork handlers of the caller's libraries in here. */
+	pid_t cmd = _Fork();
+	if (cmd == 0)
+		command_main(L);
+	if (cmd < 0) {
+		report_failure("cannot start ", L->exe, errno);
+		_exit(126);
+	}
+	/* init needs no fd but its children list: not the listener, not the
+	 * terminal, not the capture pipes (their EOF is the command's). */
+	if (children_fd > 0)
+		(void)syscall(__NR_close_range, 0, (unsigned)children_fd - 1, 0);
+	(void)syscall(__NR_close_range, (unsigned)children_fd + 1, ~0U, 0);
+	struct sl_init in = { c->self, c->parent, children_fd, mirror_stops };
+	sl_init_main(&in, cmd);
+}
+
 static __attribute__((noreturn)) void child_main(const struct sl_launch *L,
                                                  const struct child_fds *c)
 {
+	sl_init_block_signals();
 	if (setpgid(0, 0) < 0)
 		child_fail(c->sync, ST_SETPGID, errno);
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+	/* Catchable, unlike SIGKILL: init ends the whole sandbox first. */
+	if (prctl(PR_SET_PDEATHSIG, SL_INIT_SIG_PDEATH, 0, 0, 0) < 0)
 		child_fail(c->sync, ST_PDEATHSIG, errno);
 	if (getppid() != c->parent) /* parent died before PDEATHSIG was armed */
 		_exit(127);
+	/* Every orphan of the sandbox becomes ours, setsid() or not. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		child_fail(c->sync, ST_SUBREAPER, errno);
 	child_signals(c);
 	child_stdio(L, c);
 	child_limits(L, c);
+	int children_fd = open_children_list();
 	child_confine(L, c);
 	/*
 	 * From here on every syscall may be trapped; the parent depends on none
@@ -351,13 +459,7 @@ static __attribute__((noreturn)) void child_main(const struct sl_launch *L,
 		;
 	if (n != 1) /* parent gave up */
 		_exit(127);
-	/* Nothing of ours (listener, ruleset, sync socket) may survive into exec. */
-	if (syscall(__NR_close_range, 3, ~0U, 0) < 0)
-		_exit(127);
-	execve(L->exe, L->argv, L->envp);
-	int e = errno;
-	report_exec_failure(L->exe, e);
-	_exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
+	become_init(L, c, children_fd, go == SL_READY_TTY);
 }
 
 /* ---------------- parent ---------------- */
@@ -567,10 +669,12 @@ int sl_launch_start(struct sl_launch *L, int *err, char **msg)
 		parent_fds_close(&p);
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "creating pipes: %s", strerror(e));
 	}
-	struct child_fds c = { p.sv[1], p.devnull, p.outp[1], p.errp[1], getpid() };
+	struct child_fds c = { p.sv[1], p.devnull, p.outp[1], p.errp[1], getpid(), 0 };
 	pid_t pid = fork();
-	if (pid == 0)
+	if (pid == 0) {
+		c.self = getpid();
 		child_main(L, &c);
+	}
 	if (pid < 0) {
 		int e = errno;
 		parent_fds_close(&p);
@@ -602,8 +706,12 @@ int sl_launch_release(struct sl_launch *L)
 	 * foreground now, so that the program's first read of it works. */
 	if (L->cfg->inherit_stdio)
 		sl_tty_start(&L->tty, L->pid);
+	/* With a terminal, init mirrors the command's job-control stops for
+	 * sl_tty_watch; without one nobody watches them, and an init stopped
+	 * after a stop that someone in the sandbox undoes would stall the run. */
+	char go = L->tty.fd >= 0 ? SL_READY_TTY : SL_READY;
 	ssize_t n;
-	while ((n = send(L->sync_fd, "R", 1, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+	while ((n = send(L->sync_fd, &go, 1, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
 	close_fd(&L->sync_fd);
 	return n == 1 ? 0 : -1;
@@ -613,6 +721,7 @@ void sl_launch_cleanup(struct sl_launch *L)
 {
 	sl_tty_end(&L->tty); /* every path, also when the run failed */
 	close_fd(&L->ruleset_fd);
+	close_fd(&L->scope_fd);
 	close_fd(&L->pidfd);
 	close_fd(&L->listener);
 	close_fd(&L->out_fd);

@@ -77,6 +77,14 @@ static void signal_caller(struct sl_supervisor *s, const sandlock_notif_t *n, in
  * Kill the sandbox.  The pgid a handler supplies is never trusted (it
  * could name the caller of sandlock itself): only the sandbox's own group
  * and the notifying process are signalled.
+ *
+ * s->pgid is also the pid of the sandbox's init (init.c), which ends the
+ * whole sandbox, processes that left the group included, and then exits
+ * as the command did.  So the notifying process and the group get sig
+ * first (the command dies of sig, as reported), then init is asked.  The
+ * group gets no SIGKILL from here: it would kill init before it could
+ * act (init ignores any other signal); run.c falls back to killpg if init
+ * does not answer.
  */
 static void kill_sandbox(struct sl_supervisor *s, const sandlock_notif_t *n, int sig)
 {
@@ -85,9 +93,13 @@ static void kill_sandbox(struct sl_supervisor *s, const sandlock_notif_t *n, int
 	/* Record first so the run reports KILLED even if it reaps at once. */
 	atomic_store(&s->kill_sig, sig);
 	atomic_store(&s->killed, 1);
-	signal_caller(s, n, sig);
-	if (s->pgid > 1)
-		killpg(s->pgid, sig);
+	if ((pid_t)n->pid != s->pgid) /* init's own call: init ends it all below */
+		signal_caller(s, n, sig);
+	if (s->pgid > 1) {
+		if (sig != SIGKILL)
+			killpg(s->pgid, sig);
+		sl_init_request_kill(s->pgid);
+	}
 }
 
 static void respond_inject(struct sl_supervisor *s, const sandlock_notif_t *n,

@@ -1,6 +1,14 @@
 /*
  * run.c — orchestrate one sandboxed run: supervisor, launch, output
  * capture with an optional timeout, reaping and process-group cleanup.
+ *
+ * Our child is the sandbox's init (init.c): it runs the command, ends the
+ * whole sandbox when the command exits and then exits as the command did,
+ * so its status is the command's.  To end a run early (timeout) we ask
+ * init to do it rather than SIGKILL its process group: a SIGKILLed init
+ * would leave processes that left the group (setsid) orphaned to the
+ * host's init, out of reach.  killpg(SIGKILL) is only the fallback for an
+ * init that does not answer within SL_KILL_GRACE_MS.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -24,6 +32,11 @@
 #define SL_DRAIN_QUIET_MS 100
 /* ...but never longer than this (an escaped writer could keep a pipe busy). */
 #define SL_DRAIN_MAX_MS 2000
+/* Asked to end the sandbox, init normally exits within milliseconds. */
+#define SL_KILL_GRACE_MS 2000
+/* How often the loop notices that a handler's KILL asked init to end the
+ * sandbox (respond.c), so that the fallback above also covers it. */
+#define SL_KILL_CHECK_MS 250
 
 static int64_t now_ms(void)
 {
@@ -71,34 +84,68 @@ static bool poll_once(struct sl_launch *L, sandlock_result_t *r, int pidfd, int 
 	return ip >= 0 && pf[ip].revents;
 }
 
+/* Ending the run early: init was asked at asked_ms (0: not yet). */
+struct ending {
+	int64_t asked_ms;
+	bool forced; /* the killpg fallback was used */
+};
+
+/* Ask init to end the sandbox (once); fall back to killpg after the grace. */
+static void end_sandbox(struct sl_launch *L, struct ending *e, bool ask)
+{
+	if (!e->asked_ms) {
+		if (ask)
+			sl_init_request_kill(L->pid);
+		e->asked_ms = now_ms();
+	} else if (!e->forced && now_ms() - e->asked_ms >= SL_KILL_GRACE_MS) {
+		/* init is unresponsive (or was SIGKILLed): the group at least.
+		 * Safe: init is unreaped, so its pgid cannot have been reused. */
+		killpg(L->pid, SIGKILL);
+		e->forced = true;
+	}
+}
+
+/* How long the loop may sleep (-1: until something happens). */
+static int loop_wait_ms(const struct sl_launch *L, int64_t deadline, const struct ending *e)
+{
+	int64_t wait = SL_KILL_CHECK_MS;
+	if (e->asked_ms && !e->forced)
+		wait = e->asked_ms + SL_KILL_GRACE_MS - now_ms();
+	else if (e->forced)
+		wait = -1;
+	if (deadline && !e->asked_ms) {
+		int64_t left = deadline - now_ms();
+		if (wait < 0 || left < wait)
+			wait = left;
+	}
+	if (L->tty.fd >= 0 && (wait < 0 || wait > SL_TTY_POLL_MS))
+		wait = SL_TTY_POLL_MS;
+	return wait < 0 ? -1 : (int)(wait > 60000 ? 60000 : wait);
+}
+
 /*
- * Capture output until the child exits; kill the group at the deadline.
+ * Capture output until the child exits; end the sandbox at the deadline.
  * With a terminal (sl_tty active), wake up regularly to notice job-control
  * stops of the child (see tty.c).  The timeout is wall-clock time, time
  * spent stopped included.
  */
-static void io_loop(struct sl_launch *L, sandlock_result_t *r, uint64_t timeout_ms,
-                    bool *timed_out)
+static void io_loop(struct sl_launch *L, sandlock_result_t *r, struct sl_supervisor *sup,
+                    uint64_t timeout_ms, bool *timed_out)
 {
 	int64_t deadline = timeout_ms ? now_ms() + (int64_t)timeout_ms : 0;
+	struct ending e = { 0, false };
 	*timed_out = false;
 	for (;;) {
-		int wait_ms = -1;
-		if (deadline && !*timed_out) {
-			int64_t left = deadline - now_ms();
-			if (left <= 0) {
-				killpg(L->pid, SIGKILL);
-				*timed_out = true;
-			} else {
-				wait_ms = left > 60000 ? 60000 : (int)left;
-			}
+		if (deadline && !e.asked_ms && now_ms() >= deadline) {
+			*timed_out = true;
+			end_sandbox(L, &e, true);
+		} else if (e.asked_ms || sl_supervisor_killed(sup, NULL)) {
+			end_sandbox(L, &e, false); /* respond.c already asked init */
 		}
-		if (L->tty.fd >= 0 && (wait_ms < 0 || wait_ms > SL_TTY_POLL_MS))
-			wait_ms = SL_TTY_POLL_MS;
 		int npolled;
-		if (poll_once(L, r, L->pidfd, wait_ms, &npolled))
+		if (poll_once(L, r, L->pidfd, loop_wait_ms(L, deadline, &e), &npolled))
 			return;
-		if (!*timed_out)
+		if (!e.asked_ms)
 			sl_tty_watch(&L->tty);
 	}
 }
@@ -240,7 +287,7 @@ static sandlock_result_t *supervise(struct sl_launch *L, struct sl_supervisor *s
 	(void)sl_launch_release(L);
 	bool timed_out;
 	siginfo_t si;
-	io_loop(L, r, sb->timeout_ms, &timed_out);
+	io_loop(L, r, sup, sb->timeout_ms, &timed_out);
 	reap_and_sweep(L, &si);
 	sl_tty_end(&L->tty); /* the group is gone: the terminal is the caller's again */
 	drain(L, r);

@@ -24,7 +24,11 @@
  *
  * Only the direct child's stops are watched (waitid(WSTOPPED) reports only
  * children), by polling every SL_TTY_POLL_MS: a SIGCHLD handler is not
- * ours to install in the caller's process.
+ * ours to install in the caller's process.  The direct child is the
+ * sandbox's init (init.c), which ignores the terminal's stop signals
+ * itself but, told by the "ready" byte that a terminal is involved,
+ * mirrors the command's stops with the same signal and continues the
+ * command when it is continued (resume() continues the whole group).
  *
  * Every tcsetpgrp() runs with SIGTTOU blocked: a process that is not in
  * the foreground group and changes it is otherwise stopped by SIGTTOU.

@@ -1,6 +1,6 @@
 /*
  * test_procs.c — the max_processes builtin (a soft, supervisor-counted
- * limit) and the /proc process-group counter behind it.
+ * limit) and the /proc process-tree counter behind it.
  */
 #include <errno.h>
 #include <signal.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "internal.h" /* sl_count_group_processes: linked from libsandlock.a */
+#include "internal.h" /* sl_count_tree_processes: linked from libsandlock.a */
 #include "testutil.h"
 
 /* Run argv in a sandbox for system programs, limited to max_processes
@@ -76,28 +76,83 @@ TEST(threads_are_not_processes)
 	sandlock_result_free(r);
 }
 
-TEST(count_group_processes_counts_only_the_group)
+/*
+ * A child of the sandboxed python leaves the process group and the
+ * session (setsid), then starts 20 children.  Counted by process group,
+ * it and its children were invisible to the limit and all 20 started;
+ * counted as the sandbox's process tree, python and the setsid child are
+ * 2 of the 5: three children fit, 17 get EAGAIN.
+ */
+TEST(setsid_child_is_still_limited)
 {
-	int p[2];
-	REQUIRE(pipe(p) == 0);
-	pid_t kids[3];
-	for (int i = 0; i < 3; i++) {
-		kids[i] = fork();
-		REQUIRE(kids[i] >= 0);
-		if (kids[i] == 0) {
-			/* first child leads a new group; the others join it */
-			setpgid(0, i == 0 ? 0 : kids[0]);
-			close(p[1]);
-			char c;
-			(void)!read(p[0], &c, 1); /* wait until the parent closes */
-			_exit(0);
+	const char *argv[] = {
+		TU_PY, "-c",
+		"import os, subprocess, sys\n"
+		"pid = os.fork()\n"
+		"if pid == 0:\n"
+		"    os.setsid()\n"
+		"    ok=0; fail=0; errs=set(); ps=[]\n"
+		"    for i in range(20):\n"
+		"        try:\n"
+		"            ps.append(subprocess.Popen(['/bin/sleep','5'])); ok+=1\n"
+		"        except OSError as e:\n"
+		"            fail+=1; errs.add(e.errno)\n"
+		"    for p in ps: p.kill(); p.wait()\n"
+		"    print(os.getsid(0) == os.getpid(), ok, fail, sorted(errs), flush=True)\n"
+		"    os._exit(0)\n"
+		"os.waitpid(pid, 0)\n",
+		NULL
+	};
+	sandlock_result_t *r = run_limited(5, argv);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "True 3 17 [11]\n"));
+	sandlock_result_free(r);
+}
+
+/* Wait for a byte on fd (a child's "I am ready"). */
+static bool got_byte(int fd)
+{
+	char c;
+	return read(fd, &c, 1) == 1;
+}
+
+TEST(count_tree_processes_counts_descendants_only)
+{
+	/* root -> a -> b (setsid, new group) -> c; plus root's sibling s,
+	 * which is not below root.  Each reports "ready" once its own child
+	 * exists, and all wait for `hold` to close. */
+	int hold[2], ready[2];
+	REQUIRE(pipe(hold) == 0 && pipe(ready) == 0);
+	pid_t root = fork();
+	REQUIRE(root >= 0);
+	if (root == 0) {
+		close(hold[1]);
+		for (int depth = 0; depth < 3; depth++) {
+			pid_t kid = fork();
+			if (kid < 0)
+				_exit(1);
+			if (kid > 0)
+				break;
+			if (depth == 1)
+				setsid(); /* b */
+			if (depth == 2)
+				(void)!write(ready[1], "r", 1); /* c exists: all do */
 		}
-		setpgid(kids[i], kids[0]); /* avoid racing the child's own call */
+		char c;
+		(void)!read(hold[0], &c, 1);
+		while (wait(NULL) > 0)
+			;
+		_exit(0);
 	}
-	CHECK_EQ_INT(sl_count_group_processes(kids[0]), 3);
-	close(p[0]);
-	close(p[1]);
-	for (int i = 0; i < 3; i++)
-		waitpid(kids[i], NULL, 0);
-	CHECK_EQ_INT(sl_count_group_processes(kids[0]), 0);
+	pid_t sibling = tu_spawn_victim();
+	REQUIRE(got_byte(ready[0]));
+	CHECK_EQ_INT(sl_count_tree_processes(root), 3);
+	CHECK_EQ_INT(sl_count_tree_processes(sibling), 0);
+	tu_reap_victim(sibling); /* it holds a copy of hold[1] too */
+	close(hold[0]);
+	close(hold[1]);
+	waitpid(root, NULL, 0);
+	close(ready[0]);
+	close(ready[1]);
+	CHECK_EQ_INT(sl_count_tree_processes(root), 0);
 }

@@ -334,6 +334,130 @@ TEST(background_grandchild_is_killed)
 	sandlock_result_free(r);
 }
 
+/*
+ * A python command starts a child that leaves the sandbox's process group
+ * and session (setsid) and execs a long sleep; once the setsid has
+ * happened, the command prints the child's pid and goes on with `then`.
+ * The end-of-run killpg cannot see such a child: only the sandbox's init,
+ * to which it stays attached as a subreaper's descendant, can end it.
+ */
+#define PY_SETSID_ESCAPEE(then)                                              \
+	"import os, signal, sys, time\n"                                      \
+	"r, w = os.pipe()\n"                                                  \
+	"pid = os.fork()\n"                                                   \
+	"if pid == 0:\n"                                                      \
+	"    os.setsid(); os.write(w, b'x')\n"                                \
+	"    os.execv('/bin/sleep', ['sleep', '300'])\n"                      \
+	"os.read(r, 1)\n"                                                     \
+	"print(pid, flush=True)\n" then
+
+/* The escapee's pid from the first stdout line (0 if absent). */
+static pid_t escapee_pid(const sandlock_result_t *r)
+{
+	char *out = sandlock_result_stdout(r);
+	pid_t pid = out ? (pid_t)atoi(out) : 0;
+	sandlock_string_free(out);
+	return pid;
+}
+
+/* CHECK that the escapee is dead; kill it if not (no leak into later tests). */
+static void check_escapee_dead(pid_t pid)
+{
+	CHECK(pid > 1);
+	if (pid <= 1)
+		return;
+	bool dead = process_dead(pid);
+	CHECK(dead);
+	if (!dead)
+		kill(pid, SIGKILL);
+}
+
+static sandlock_result_t *run_py(sandlock_builder_t *b, const char *script)
+{
+	const char *argv[] = { "/usr/bin/python3", "-c", script, NULL };
+	return run_argv(b, argv, NULL, NULL);
+}
+
+TEST(setsid_escapee_is_killed_when_the_command_exits)
+{
+	sandlock_result_t *r = run_py(base(), PY_SETSID_ESCAPEE(""));
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_EXITED);
+	CHECK_EQ_INT(sandlock_result_exit_code(r), 0);
+	check_escapee_dead(escapee_pid(r));
+	sandlock_result_free(r);
+}
+
+TEST(setsid_escapee_is_killed_on_timeout)
+{
+	sandlock_builder_t *b = sandlock_sandbox_builder_timeout_ms(base(), 500);
+	sandlock_result_t *r = run_py(b, PY_SETSID_ESCAPEE("time.sleep(30)\n"));
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_TIMEOUT);
+	CHECK_EQ_INT(sandlock_result_exit_code(r), 124);
+	CHECK_EQ_INT(sandlock_result_signal(r), SIGKILL);
+	check_escapee_dead(escapee_pid(r));
+	sandlock_result_free(r);
+}
+
+/*
+ * The command tries to SIGKILL (and SIGSTOP) the sandbox's init, its
+ * parent: with init gone, the setsid child would be orphaned to the
+ * host's init and outlive the run.  The command runs in a nested Landlock
+ * domain that scopes signals, so both fail with EPERM (Landlock ABI >= 6).
+ */
+TEST(command_cannot_signal_the_sandbox_init)
+{
+	if (sandlock_landlock_abi_version() < 6) {
+		fprintf(stderr, "  skipped: Landlock ABI < 6 has no signal scoping\n");
+		return;
+	}
+	sandlock_result_t *r = run_py(base(), PY_SETSID_ESCAPEE(
+		"for sig in (signal.SIGSTOP, signal.SIGKILL):\n"
+		"    try:\n"
+		"        os.kill(os.getppid(), sig); print('sent')\n"
+		"    except OSError as e:\n"
+		"        print(e.errno)\n"
+		"sys.stdout.flush()\n"));
+	REQUIRE(r);
+	char *out = sandlock_result_stdout(r);
+	CHECK(out && strstr(out, "\n1\n1\n")); /* EPERM twice */
+	sandlock_string_free(out);
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_EXITED);
+	check_escapee_dead(escapee_pid(r));
+	sandlock_result_free(r);
+}
+
+/* A handler's KILL action ends the escapee too (init is asked, respond.c). */
+static int32_t kill_on_getppid(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
+                               sandlock_action_t *out)
+{
+	(void)ud;
+	(void)n;
+	(void)m;
+	sandlock_action_set_kill(out, SIGKILL, 0);
+	return 0;
+}
+
+TEST(setsid_escapee_is_killed_by_kill_action)
+{
+	sandlock_sandbox_t *sb =
+		sandlock_sandbox_build(sandlock_sandbox_builder_timeout_ms(base(), 60000), NULL, NULL);
+	REQUIRE(sb);
+	sandlock_handler_t *h =
+		sandlock_handler_new(kill_on_getppid, NULL, NULL, SANDLOCK_EXCEPTION_KILL);
+	sandlock_registration_t reg = { "getppid", h };
+	const char *argv[] = { "/usr/bin/python3", "-c",
+		               PY_SETSID_ESCAPEE("os.getppid()\ntime.sleep(30)\n"), NULL };
+	sandlock_result_t *r = sandlock_run_with_handlers(sb, argv, 3, &reg, 1, NULL, NULL);
+	sandlock_sandbox_free(sb);
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_KILLED);
+	CHECK_EQ_INT(sandlock_result_signal(r), SIGKILL);
+	check_escapee_dead(escapee_pid(r));
+	sandlock_result_free(r);
+}
+
 TEST(nul_bytes_in_output)
 {
 	sandlock_result_t *r = sh(base(), "printf 'a\\000b\\000'");

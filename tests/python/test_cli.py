@@ -411,11 +411,14 @@ def _alive(pid):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_signal_to_cli_kills_whole_sandbox(tmpdir_path, sig):
+@pytest.mark.parametrize("starter", ["", "setsid "])
+def test_signal_to_cli_kills_whole_sandbox(tmpdir_path, sig, starter):
     # A grandchild in the sandbox's process group: PDEATHSIG alone would
-    # only kill the direct child and leave this one running.
+    # only kill the direct child and leave this one running.  With setsid
+    # it also leaves the process group, so a killpg would miss it too.
     pidfile = tmpdir_path / "pid"
-    script = f"sleep 300 & echo $! > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; wait"
+    script = (f"{starter}sleep 300 & echo $! > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; "
+              "wait")
     proc = subprocess.Popen([str(SANDLOCK), "run", *SYS_RO, "-r", "/dev/null",
                              "-w", str(tmpdir_path), "--", "/bin/sh", "-c", script])
     try:
