@@ -44,29 +44,21 @@ struct link {
 	pid_t pid, ppid;
 };
 
-/* The ppid field of /proc/<pid>/stat, or -1.  The comm field may contain
- * spaces and ')' so parsing starts after the LAST ')'. */
-static long stat_ppid(int dirfd, const char *pid)
+bool sl_proc_stat(int procfd, const char *pid, char *state, long *ppid, long *pgrp)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof(path), "%s/stat", pid);
-	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	int fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -1;
+		return false;
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return -1;
+		return false;
 	buf[n] = '\0';
+	/* comm may contain spaces and ')': parse after the LAST ')'. */
 	char *p = strrchr(buf, ')');
-	if (!p)
-		return -1;
-	/* ") S ppid ..." */
-	char state;
-	long ppid;
-	if (sscanf(p + 1, " %c %ld", &state, &ppid) != 2)
-		return -1;
-	return ppid;
+	return p && sscanf(p + 1, " %c %ld %ld", state, ppid, pgrp) == 3;
 }
 
 /* Every process's (pid, ppid), sorted by ppid.  -1 on error. */
@@ -82,8 +74,9 @@ static int read_links(struct link **out, size_t *nout)
 	while ((de = readdir(d)) != NULL) {
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
-		long ppid = stat_ppid(dirfd(d), de->d_name);
-		if (ppid < 0)
+		char state;
+		long ppid, pgrp;
+		if (!sl_proc_stat(dirfd(d), de->d_name, &state, &ppid, &pgrp))
 			continue; /* exited meanwhile */
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 256;

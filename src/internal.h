@@ -221,6 +221,8 @@ void sl_supervisor_free(struct sl_supervisor *s);
 int sl_caps_drop(void);
 
 /* ================= builtin_procs.c ================= */
+/* Fields of /proc/<pid>/stat (procfd: an fd of /proc); false if gone. */
+bool sl_proc_stat(int procfd, const char *pid, char *state, long *ppid, long *pgrp);
 /* Number of processes descending from root, root excluded (scans /proc
  * for ppid links; zombies count until reaped).  -1 if /proc is unreadable. */
 int sl_count_tree_processes(pid_t root);

@@ -172,22 +172,10 @@ static void wait_child(pid_t pid, siginfo_t *si, int flags)
 /* True if /proc/<name>/stat shows a process of group pgid that is not a zombie. */
 static bool live_member(int procfd, const char *name, pid_t pgid)
 {
-	char path[300], buf[512];
-	snprintf(path, sizeof path, "%s/stat", name);
-	int fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')'); /* comm may contain spaces and ')' */
 	char state;
 	long ppid, pgrp;
-	if (!p || sscanf(p + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3)
-		return false;
-	return pgrp == (long)pgid && state != 'Z' && state != 'X';
+	return sl_proc_stat(procfd, name, &state, &ppid, &pgrp) && pgrp == (long)pgid &&
+	       state != 'Z' && state != 'X';
 }
 
 /* Does any non-zombie process remain in group pgid?  (-1: cannot tell) */
