@@ -301,3 +301,14 @@ void sl_init_request_kill(pid_t init)
 	(void)kill(init, SL_INIT_SIG_KILL);
 	(void)kill(init, SIGCONT);
 }
+
+bool sl_init_sees_children(void)
+{
+	static atomic_int known; /* 0 unknown, 1 yes, 2 no */
+	int k = atomic_load(&known);
+	if (k == 0) {
+		k = access("/proc/thread-self/children", R_OK) == 0 ? 1 : 2;
+		atomic_store(&known, k);
+	}
+	return k == 1;
+}

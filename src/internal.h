@@ -247,6 +247,9 @@ __attribute__((noreturn)) void sl_init_main(const struct sl_init *in, pid_t cmd)
 /* Parent side: ask init (pid == the sandbox's pgid, unreaped) to kill its
  * whole subtree and exit as the command did. */
 void sl_init_request_kill(pid_t init);
+/* Whether init can list its children (/proc/thread-self/children readable
+ * here): then an init that exits on its own has ended its whole subtree. */
+bool sl_init_sees_children(void);
 
 /* ================= run.c / result.c ================= */
 struct sandlock_result {
