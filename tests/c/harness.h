@@ -2,7 +2,8 @@
  * harness.h — a tiny test harness for the C tests.
  *   TEST(name) { CHECK(cond); CHECK_EQ_INT(a, b); ... }
  * Each test runs in the test binary's own process, in order.  The binary
- * prints one "ok"/"FAIL" line per test and closes with "N passed, N failed";
+ * prints one "ok"/"FAIL"/"skip" line per test and closes with
+ * "N passed, N failed, N skipped";
  * it exits non-zero if anything failed.
  */
 #ifndef SANDLOCK_TEST_HARNESS_H
@@ -16,6 +17,7 @@ struct th_case { const char *name; th_fn fn; };
 static struct th_case th_cases[256];
 static int th_ncases;
 static int th_failed_now;
+static int th_skipped_now;
 
 #define TEST(tname)                                                         \
 	static void tname(void);                                            \
@@ -42,6 +44,16 @@ static int th_failed_now;
 		}                                                           \
 	} while (0)
 
+/* End the test as skipped: what it checks cannot be observed here (e.g. its
+ * outside-the-sandbox control needs privileges).  Never hides a failure
+ * already recorded. */
+#define SKIP(why)                                                           \
+	do {                                                                \
+		fprintf(stderr, "  skipped: %s\n", why);                   \
+		th_skipped_now = 1;                                         \
+		return;                                                     \
+	} while (0)
+
 /* Return from the test if a precondition fails (counts as failure). */
 #define REQUIRE(cond)                                                       \
 	do {                                                                \
@@ -55,20 +67,23 @@ static int th_failed_now;
 
 int main(int argc, char **argv)
 {
-	int passed = 0, failed = 0;
+	int passed = 0, failed = 0, skipped = 0;
 	for (int i = 0; i < th_ncases; i++) {
 		if (argc > 1 && !strstr(th_cases[i].name, argv[1]))
 			continue;
-		th_failed_now = 0;
+		th_failed_now = th_skipped_now = 0;
 		th_cases[i].fn();
-		printf("%s %s\n", th_failed_now ? "FAIL" : "ok  ", th_cases[i].name);
+		const char *tag = th_failed_now ? "FAIL" : th_skipped_now ? "skip" : "ok  ";
+		printf("%s %s\n", tag, th_cases[i].name);
 		fflush(stdout);
 		if (th_failed_now)
 			failed++;
+		else if (th_skipped_now)
+			skipped++;
 		else
 			passed++;
 	}
-	printf("%d passed, %d failed\n", passed, failed);
+	printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
 	return failed ? 1 : 0;
 }
 #endif

@@ -177,6 +177,10 @@ TEST(proc_self_mem_not_writable)
 static void blocked(const char *probe, const char *want_inside, bool outside_ok)
 {
 	const char *o = outside(probe, NULL);
+	/* Unprivileged, some probes (raw sockets, userfaultfd, TIOCSTI) already
+	 * fail outside: the sandbox's difference cannot be observed then. */
+	if (outside_ok && strcmp(o, "ok") != 0 && geteuid() != 0)
+		SKIP("the probe needs privileges outside the sandbox too");
 	if (outside_ok && strcmp(o, "ok") != 0) {
 		fprintf(stderr, "  %s outside: %s\n", probe, o);
 		CHECK(strcmp(o, "ok") == 0);
@@ -204,7 +208,10 @@ TEST(set_dumpable_denied) { blocked("dumpable", "errno=EPERM", true); }
 /* TIOCSTI needs a tty: the pty master from /dev/ptmx (opened read-write). */
 static void tiocsti(const char *probe)
 {
-	CHECK(strcmp(outside(probe, NULL), "ok") == 0);
+	const char *o = outside(probe, NULL);
+	if (strcmp(o, "ok") != 0 && geteuid() != 0)
+		SKIP("TIOCSTI needs privileges outside the sandbox too");
+	CHECK(strcmp(o, "ok") == 0);
 	CHECK(inside_says(sandlock_sandbox_builder_fs_write(base(), "/dev/ptmx"), probe, NULL,
 	                  "errno=EPERM"));
 }
