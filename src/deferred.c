@@ -56,13 +56,6 @@ struct sl_deferred {
 	bool stopping;
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 struct sl_deferred *sl_deferred_new(struct sl_supervisor *s)
 {
 	struct sl_deferred *d = calloc(1, sizeof(*d));
@@ -156,7 +149,7 @@ static int take_slot(struct sl_deferred *d, const sandlock_notif_t *n)
 		if (!d->slots[i].used) {
 			d->slots[i].used = true;
 			d->slots[i].state = SLOT_PENDING;
-			d->slots[i].deadline_ms = now_ms() + d->s->deferred_timeout_ms;
+			d->slots[i].deadline_ms = (uint64_t)sl_now_ms() + d->s->deferred_timeout_ms;
 			d->slots[i].n = *n;
 			d->inflight++;
 			return i;
@@ -211,7 +204,7 @@ int sl_deferred_expire(struct sl_deferred *d)
 		return -1;
 	sandlock_notif_t late[SL_DEFERRED_MAX];
 	int nlate = 0;
-	uint64_t now = now_ms(), next = UINT64_MAX;
+	uint64_t now = (uint64_t)sl_now_ms(), next = UINT64_MAX;
 	pthread_mutex_lock(&d->lock);
 	for (int i = 0; i < SL_DEFERRED_MAX; i++) {
 		struct dslot *sl = &d->slots[i];

@@ -26,6 +26,8 @@ int sl_fail(int *err, char **msg, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 char *sl_strdup(const char *s);              /* NULL on NULL or OOM */
 char *sl_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* CLOCK_MONOTONIC in milliseconds: deadlines and timeouts. */
+int64_t sl_now_ms(void);
 void sl_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* "sandlock: warning: ..." on stderr */
 
 typedef struct sl_strvec {

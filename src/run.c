@@ -38,13 +38,6 @@
  * sandbox (respond.c), so that the fallback above also covers it. */
 #define SL_KILL_CHECK_MS 250
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Read once from *fd into b; closes *fd (sets -1) at EOF or on error. */
 static void pump(int *fd, sl_buf *b)
 {
@@ -96,8 +89,8 @@ static void end_sandbox(struct sl_launch *L, struct ending *e, bool ask)
 	if (!e->asked_ms) {
 		if (ask)
 			sl_init_request_kill(L->pid);
-		e->asked_ms = now_ms();
-	} else if (!e->forced && now_ms() - e->asked_ms >= SL_KILL_GRACE_MS) {
+		e->asked_ms = sl_now_ms();
+	} else if (!e->forced && sl_now_ms() - e->asked_ms >= SL_KILL_GRACE_MS) {
 		/* init is unresponsive (or was SIGKILLed): the group at least.
 		 * Safe: init is unreaped, so its pgid cannot have been reused. */
 		killpg(L->pid, SIGKILL);
@@ -110,11 +103,11 @@ static int loop_wait_ms(const struct sl_launch *L, int64_t deadline, const struc
 {
 	int64_t wait = SL_KILL_CHECK_MS;
 	if (e->asked_ms && !e->forced)
-		wait = e->asked_ms + SL_KILL_GRACE_MS - now_ms();
+		wait = e->asked_ms + SL_KILL_GRACE_MS - sl_now_ms();
 	else if (e->forced)
 		wait = -1;
 	if (deadline && !e->asked_ms) {
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - sl_now_ms();
 		if (wait < 0 || left < wait)
 			wait = left;
 	}
@@ -132,11 +125,11 @@ static int loop_wait_ms(const struct sl_launch *L, int64_t deadline, const struc
 static void io_loop(struct sl_launch *L, sandlock_result_t *r, struct sl_supervisor *sup,
                     uint64_t timeout_ms, bool *timed_out)
 {
-	int64_t deadline = timeout_ms ? now_ms() + (int64_t)timeout_ms : 0;
+	int64_t deadline = timeout_ms ? sl_now_ms() + (int64_t)timeout_ms : 0;
 	struct ending e = { 0, false };
 	*timed_out = false;
 	for (;;) {
-		if (deadline && !e.asked_ms && now_ms() >= deadline) {
+		if (deadline && !e.asked_ms && sl_now_ms() >= deadline) {
 			*timed_out = true;
 			end_sandbox(L, &e, true);
 		} else if (e.asked_ms || sl_supervisor_killed(sup, NULL)) {
@@ -153,8 +146,8 @@ static void io_loop(struct sl_launch *L, sandlock_result_t *r, struct sl_supervi
 /* Bounded drain of whatever group members wrote before they died. */
 static void drain(struct sl_launch *L, sandlock_result_t *r)
 {
-	int64_t stop = now_ms() + SL_DRAIN_MAX_MS;
-	while ((L->out_fd >= 0 || L->err_fd >= 0) && now_ms() < stop) {
+	int64_t stop = sl_now_ms() + SL_DRAIN_MAX_MS;
+	while ((L->out_fd >= 0 || L->err_fd >= 0) && sl_now_ms() < stop) {
 		int npolled;
 		poll_once(L, r, -1, SL_DRAIN_QUIET_MS, &npolled);
 		if (npolled == 0)

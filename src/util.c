@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <time.h>
+
 #include "internal.h"
 
 /* vasprintf wrapper that returns NULL instead of leaving garbage on OOM. */
@@ -108,4 +110,11 @@ void sl_buf_free(sl_buf *b)
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
+}
+
+int64_t sl_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

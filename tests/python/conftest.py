@@ -17,6 +17,15 @@ SYSTEM = ["/usr", "/lib", "/lib64", "/bin", "/etc"]
 PY = "/usr/bin/python3"
 
 
+def alive(pid):
+    """True if pid exists and is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 @pytest.fixture
 def tmpdir_path():
     d = tempfile.mkdtemp(prefix="sandlock-pytest-", dir="/tmp")

@@ -401,13 +401,7 @@ def test_net_allow_bind():
 
 # ---------------------------------------------------------------- signals
 
-def _alive(pid):
-    """True if pid exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+from conftest import alive as _alive  # noqa: E402
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

@@ -11,7 +11,7 @@ import sys
 import textwrap
 import time
 
-from conftest import REPO, SYSTEM
+from conftest import REPO, SYSTEM, alive as _alive
 
 # Run argv[2] (a shell script) in a sandbox; argv[1] is a writable directory.
 SCRIPT = textwrap.dedent("""
@@ -31,13 +31,6 @@ GRANDCHILD = 'sleep 300 & echo $! > "$1.tmp"; mv "$1.tmp" "$1"; wait'
 SETSID_GRANDCHILD = 'setsid sleep 300 & echo $! > "$1.tmp"; mv "$1.tmp" "$1"; wait'
 
 
-def _alive(pid):
-    """True if pid exists and is not a zombie."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def _wait_for(pred, seconds):
