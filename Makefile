@@ -8,8 +8,9 @@ override CFLAGS += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Isrc
 LIBFLAGS = -fPIC -fvisibility=hidden
 LDLIBS   = -lseccomp -lpthread
 
-LIB_SRC  := $(sort $(wildcard src/*.c))
+LIB_SRC  := $(sort $(wildcard src/*.c src/builtins/*.c))
 LIB_OBJ  := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
+LIB_HDR  := $(wildcard src/*.h src/builtins/*.h)
 TEST_SRC := $(sort $(wildcard tests/c/test_*.c))
 TESTS    := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 HELPER_SRC := $(sort $(wildcard tests/c/helpers/*.c))
@@ -21,7 +22,7 @@ BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 all: lib $(BUILD)/sandlock $(TESTS) $(HELPERS) $(BENCHES)
 lib: $(BUILD)/libsandlock.so $(BUILD)/libsandlock.a
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) include/sandlock.h
+$(BUILD)/obj/%.o: src/%.c $(LIB_HDR) include/sandlock.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LIBFLAGS) -c $< -o $@
 

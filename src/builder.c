@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "config.h"
 
 #define SL_DEFAULT_DEFERRED_TIMEOUT_MS 30000
 

@@ -27,8 +27,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "supervisor.h"
+#include "childmem.h"
+#include "util.h"
 
 #define MEMCACHE_SLOTS 64
 #define MEM_MAX_REQUEST (1u << 20) /* refuse single requests above 1 MiB */

@@ -9,25 +9,34 @@
  * Deferral is refused (EPERM) on execve/execveat and on process-creating
  * syscalls: their answer cannot safely be decided later, off the loop.
  *
+ * The pool answers nothing itself: a finished call's decision goes to the
+ * completion function (the dispatcher's), which replies to the kernel.
+ *
  * Every in-flight call has a deadline (cfg->deferred_timeout_ms).  The
- * supervisor loop answers overdue calls with EIO (its poll timeout is the
- * nearest deadline); the worker's later result is then dropped (an
- * injected fd is closed).  A slot stays occupied until its callback
- * returns, so a callback that never returns keeps one slot and one thread
- * forever, and sl_deferred_stop — hence the end of the run — waits for it.
+ * supervisor loop completes overdue calls with EIO (its poll timeout is
+ * the nearest deadline); the worker's later result is then dropped (an
+ * injected fd is closed).  A slot is in flight from submission until its
+ * call is answered — it is released *before* the answer is sent, so the
+ * caller's next call (which may come at once) finds it free.  A callback
+ * that never returns keeps one thread forever, and sl_deferred_stop —
+ * hence the end of the run — waits for it.
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 
-#include "internal.h"
-#include "supervisor.h"
+#include "childmem.h"
+#include "deferred.h"
+#include "handler.h"
+#include "syscalls.h"
+#include "util.h"
 
-enum { SLOT_PENDING, SLOT_CLAIMED, SLOT_EXPIRED };
+enum { SLOT_PENDING, SLOT_EXPIRED };
 
 struct dslot {
 	bool used;
@@ -40,11 +49,14 @@ struct djob {
 	struct djob *next;
 	sandlock_notif_t n;
 	const sandlock_handler_t *h;
+	int listener;
 	int slot;
 };
 
 struct sl_deferred {
-	struct sl_supervisor *s;
+	uint64_t timeout_ms;
+	sl_deferred_done_fn done;
+	void *ctx;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct dslot slots[SL_DEFERRED_MAX];
@@ -56,12 +68,14 @@ struct sl_deferred {
 	bool stopping;
 };
 
-struct sl_deferred *sl_deferred_new(struct sl_supervisor *s)
+struct sl_deferred *sl_deferred_new(uint64_t timeout_ms, sl_deferred_done_fn done, void *ctx)
 {
 	struct sl_deferred *d = calloc(1, sizeof(*d));
 	if (!d)
 		return NULL;
-	d->s = s;
+	d->timeout_ms = timeout_ms;
+	d->done = done;
+	d->ctx = ctx;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
 	return d;
@@ -69,32 +83,37 @@ struct sl_deferred *sl_deferred_new(struct sl_supervisor *s)
 
 static bool refuse_deferral(int nr)
 {
-	return nr == __NR_execve || nr == __NR_execveat || nr == __NR_fork ||
-	       nr == __NR_vfork || nr == __NR_clone || nr == __NR_clone3;
+	return sl_sys_is_exec_like(nr) || sl_sys_is_fork_like(nr) || nr == __NR_clone3;
+}
+
+/* Called with d->lock held: the call leaves the in-flight set. */
+static void release_slot(struct sl_deferred *d, int slot)
+{
+	d->slots[slot].used = false;
+	d->inflight--;
 }
 
 static void run_job(struct sl_deferred *d, struct djob *job)
 {
 	/* A private /proc/PID/mem handle: the cache is the loop's alone. */
 	sandlock_mem_t mem;
-	sl_mem_init(&mem, d->s->listener, &job->n, NULL);
+	sl_mem_init(&mem, job->listener, &job->n, NULL);
 	sandlock_action_t act;
-	bool decided = sl_call_handler(job->h, &job->n, &mem, &act);
+	bool decided = sl_handler_call(job->h, &job->n, &mem, &act);
 	sl_mem_done(&mem);
 	if (!decided) /* deferral is terminal: "did not intervene" = proceed */
 		sandlock_action_set_continue(&act);
 
+	/* An expired call was answered EIO by the loop already. */
 	pthread_mutex_lock(&d->lock);
-	struct dslot *sl = &d->slots[job->slot];
-	bool expired = sl->state == SLOT_EXPIRED;
-	if (!expired)
-		sl->state = SLOT_CLAIMED; /* the loop will no longer time it out */
+	bool expired = d->slots[job->slot].state == SLOT_EXPIRED;
+	release_slot(d, job->slot);
 	pthread_mutex_unlock(&d->lock);
 
 	if (expired)
-		sl_action_discard(&act); /* already answered EIO */
+		sl_action_discard(&act);
 	else
-		sl_respond(d->s, &job->n, &act);
+		d->done(d->ctx, &job->n, &act);
 }
 
 static void *worker_main(void *arg)
@@ -117,11 +136,9 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&d->lock);
 
 		run_job(d, job);
+		free(job);
 
 		pthread_mutex_lock(&d->lock);
-		d->slots[job->slot].used = false;
-		d->inflight--;
-		free(job);
 	}
 	pthread_mutex_unlock(&d->lock);
 	return NULL;
@@ -149,7 +166,7 @@ static int take_slot(struct sl_deferred *d, const sandlock_notif_t *n)
 		if (!d->slots[i].used) {
 			d->slots[i].used = true;
 			d->slots[i].state = SLOT_PENDING;
-			d->slots[i].deadline_ms = (uint64_t)sl_now_ms() + d->s->deferred_timeout_ms;
+			d->slots[i].deadline_ms = (uint64_t)sl_now_ms() + d->timeout_ms;
 			d->slots[i].n = *n;
 			d->inflight++;
 			return i;
@@ -158,24 +175,24 @@ static int take_slot(struct sl_deferred *d, const sandlock_notif_t *n)
 	return -1;
 }
 
-void sl_deferred_submit(struct sl_deferred *d, const sandlock_handler_t *h,
-                        const sandlock_notif_t *n)
+int sl_deferred_submit(struct sl_deferred *d, const sandlock_handler_t *h,
+                       const sandlock_notif_t *n, int listener)
 {
-	if (refuse_deferral(n->syscall_nr)) {
-		sl_respond_errno(d->s, n, EPERM);
-		return;
-	}
+	if (refuse_deferral(n->syscall_nr))
+		return EPERM;
 	struct djob *job = calloc(1, sizeof(*job));
+	if (!job)
+		return EAGAIN;
 	pthread_mutex_lock(&d->lock);
-	int slot = job && d->inflight < SL_DEFERRED_MAX ? take_slot(d, n) : -1;
+	int slot = d->inflight < SL_DEFERRED_MAX ? take_slot(d, n) : -1;
 	if (slot < 0) {
 		pthread_mutex_unlock(&d->lock);
 		free(job);
-		sl_respond_errno(d->s, n, EAGAIN); /* over the cap: fail fast */
-		return;
+		return EAGAIN; /* over the cap: fail fast */
 	}
 	job->n = *n;
 	job->h = h;
+	job->listener = listener;
 	job->slot = slot;
 	if (d->tail)
 		d->tail->next = job;
@@ -187,15 +204,14 @@ void sl_deferred_submit(struct sl_deferred *d, const sandlock_handler_t *h,
 		/* No worker at all: undo and refuse. */
 		d->head = d->tail = NULL;
 		d->nqueued = 0;
-		d->slots[slot].used = false;
-		d->inflight--;
+		release_slot(d, slot);
 		pthread_mutex_unlock(&d->lock);
 		free(job);
-		sl_respond_errno(d->s, n, EAGAIN);
-		return;
+		return EAGAIN;
 	}
 	pthread_cond_signal(&d->cond);
 	pthread_mutex_unlock(&d->lock);
+	return 0;
 }
 
 int sl_deferred_expire(struct sl_deferred *d)
@@ -211,6 +227,8 @@ int sl_deferred_expire(struct sl_deferred *d)
 		if (!sl->used || sl->state != SLOT_PENDING)
 			continue;
 		if (sl->deadline_ms <= now) {
+			/* Answered now; the slot stays taken until the worker is
+			 * done with it (it still runs the callback). */
 			sl->state = SLOT_EXPIRED;
 			late[nlate++] = sl->n;
 		} else if (sl->deadline_ms - now < next) {
@@ -218,8 +236,11 @@ int sl_deferred_expire(struct sl_deferred *d)
 		}
 	}
 	pthread_mutex_unlock(&d->lock);
-	for (int i = 0; i < nlate; i++)
-		sl_respond_errno(d->s, &late[i], EIO);
+	for (int i = 0; i < nlate; i++) {
+		sandlock_action_t act;
+		sandlock_action_set_errno(&act, EIO);
+		d->done(d->ctx, &late[i], &act);
+	}
 	if (next == UINT64_MAX)
 		return -1;
 	return next > INT_MAX ? INT_MAX : (int)next;

@@ -1,69 +1,159 @@
 /*
- * dispatch.c — deciding one notification.
+ * dispatch.c — deciding one notification, and the one place that
+ * answers the kernel.
  *
- * The chain for a syscall is: builtins (argument rules, process count),
- * then user handlers in registration order.  The first handler that does
- * not CONTINUE decides; if nobody intervenes the call proceeds
- * (SECCOMP_USER_NOTIF_FLAG_CONTINUE).  Builtins come first so that a user
- * handler can never CONTINUE a call the filter itself would have denied.
+ * At construction the dispatcher instantiates every builtin of the table
+ * (builtins/table.c) for the run's configuration, resolves the user
+ * registrations, and builds one chain per trapped syscall:
  *
- * Metadata calls (chmod, chown, xattr, utimes families) end differently:
- * user handlers still see them first and may deny or fake them, but when
- * nobody intervenes the metadata guard (builtin_meta.c) checks and
- * performs the call itself.  It never answers CONTINUE, so no handler can
- * let a metadata change through to the kernel unchecked.
+ *   FIRST-phase builtins (table order) -> user handlers (registration
+ *   order) -> the syscall's LAST-phase builtin, if any.
+ *
+ * The first link that decides ends the chain; nobody deciding means
+ * CONTINUE.  Builtins come first so that a user handler can never let
+ * through a call the filter itself would have denied; a LAST builtin
+ * (the metadata guard) performs or refuses what no handler decided, so no
+ * handler can let such a call reach the kernel unchecked.
+ *
+ * Deferred user handlers run on the worker pool (deferred.c); their
+ * decisions come back through deferred_done and are answered here too.
  */
 #include <errno.h>
-#include <linux/audit.h>
-#include <signal.h>
+#include <seccomp.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 
-#include "internal.h"
-#include "supervisor.h"
+#include "builtins/builtin.h"
+#include "childmem.h"
+#include "deferred.h"
+#include "dispatch.h"
+#include "filter.h"
+#include "respond.h"
+#include "syscalls.h"
 
-bool sl_call_handler(const sandlock_handler_t *h, const sandlock_notif_t *n,
-                     sandlock_mem_t *mem, sandlock_action_t *act)
+/* One builtin of the table, instantiated for this run. */
+struct inst {
+	const struct sl_builtin *b;
+	void *state;
+	struct sl_nrset nrs; /* the syscalls it traps in this run */
+	bool live;           /* init succeeded: free its state */
+};
+
+/* Everything that runs for one trapped syscall, in order. */
+struct sl_chain {
+	int nr;
+	struct inst **first;   /* FIRST-phase builtins */
+	size_t nfirst;
+	sandlock_handler_t **h; /* user handlers */
+	size_t nh;
+	struct inst *last;     /* LAST-phase builtin, or NULL */
+};
+
+struct sl_dispatch {
+	struct inst *insts;
+	size_t ninsts;
+	struct sl_chain *chains; /* sorted by nr */
+	size_t nchains;
+	int *trapped; /* sorted, unique */
+	size_t ntrapped;
+	int listener;
+	pid_t init;
+	struct sl_memcache *cache; /* supervisor thread only */
+	struct sl_deferred *deferred;
+	struct sl_responder resp;
+};
+
+/* ---------------- syscall sets ---------------- */
+
+int sl_nrset_add(struct sl_nrset *s, int nr)
 {
-	memset(act, 0, sizeof(*act));
-	bool failed;
-	if (h->guard && !h->guard()) {
-		failed = true; /* e.g. the Python interpreter is finalizing */
-	} else {
-		int32_t rc = h->fn(h->ud, n, mem, act);
-		failed = rc != 0 || act->kind == SANDLOCK_ACTION_UNSET ||
-		         act->kind > SANDLOCK_ACTION_KILL;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 8;
+		int *v = realloc(s->v, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		s->v = v;
+		s->cap = cap;
 	}
-	if (!failed)
-		return act->kind != SANDLOCK_ACTION_CONTINUE;
-
-	/* The failing handler may still have handed us an fd to inject. */
-	sl_action_discard(act);
-	switch (h->on_exception) {
-	case SANDLOCK_EXCEPTION_CONTINUE:
-		memset(act, 0, sizeof(*act));
-		return false; /* "did not intervene": the next handler runs */
-	case SANDLOCK_EXCEPTION_DENY_EIO:
-		sandlock_action_set_errno(act, EIO);
-		return true;
-	case SANDLOCK_EXCEPTION_DENY_EPERM:
-		sandlock_action_set_errno(act, EPERM);
-		return true;
-	case SANDLOCK_EXCEPTION_KILL:
-	default:
-		sandlock_action_set_kill(act, SIGKILL, 0);
-		return true;
-	}
+	s->v[s->n++] = nr;
+	return 0;
 }
 
-static const struct sl_chain *find_chain(const struct sl_supervisor *s, int nr)
+int sl_nrset_add_all(struct sl_nrset *s, const int *nrs, size_t n)
 {
-	size_t lo = 0, hi = s->nchains;
+	for (size_t i = 0; i < n; i++)
+		if (sl_nrset_add(s, nrs[i]) < 0)
+			return -1;
+	return 0;
+}
+
+static bool nrset_has(const struct sl_nrset *s, int nr)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i] == nr)
+			return true;
+	return false;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* Sort and de-duplicate in place. */
+static void nrset_normalize(struct sl_nrset *s)
+{
+	if (s->n == 0)
+		return;
+	qsort(s->v, s->n, sizeof(*s->v), cmp_int);
+	size_t u = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (u == 0 || s->v[u - 1] != s->v[i])
+			s->v[u++] = s->v[i];
+	s->n = u;
+}
+
+/* ---------------- construction ---------------- */
+
+static int oom(int *err, char **msg)
+{
+	return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+}
+
+/* Instantiate every builtin of the table for cfg. */
+static int make_builtins(struct sl_dispatch *d, const struct sandlock_sandbox *cfg, int *err,
+                         char **msg)
+{
+	d->insts = calloc(sl_builtin_count, sizeof(*d->insts));
+	if (!d->insts)
+		return oom(err, msg);
+	d->ninsts = sl_builtin_count;
+	for (size_t i = 0; i < sl_builtin_count; i++) {
+		struct inst *in = &d->insts[i];
+		in->b = sl_builtin_table[i];
+		if (in->b->syscalls && in->b->syscalls(cfg, &in->nrs) < 0)
+			return oom(err, msg);
+		char *why = NULL;
+		if (in->b->init && in->b->init(cfg, &in->state, &why) < 0) {
+			sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "%s: %s", in->b->name,
+			        why ? why : "cannot start");
+			free(why);
+			return -1;
+		}
+		in->live = true;
+	}
+	return 0;
+}
+
+static struct sl_chain *find_chain(const struct sl_dispatch *d, int nr)
+{
+	size_t lo = 0, hi = d->nchains;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (s->chains[mid].nr == nr)
-			return &s->chains[mid];
-		if (s->chains[mid].nr < nr)
+		if (d->chains[mid].nr == nr)
+			return &d->chains[mid];
+		if (d->chains[mid].nr < nr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -71,65 +161,272 @@ static const struct sl_chain *find_chain(const struct sl_supervisor *s, int nr)
 	return NULL;
 }
 
-/* Builtins: an errno to deny with, or 0 to go on to the user handlers. */
-static int run_builtins(const struct sl_supervisor *s, const sandlock_notif_t *n)
+/* The LAST-phase builtin guarding nr, or NULL. */
+static struct inst *last_for(const struct sl_dispatch *d, int nr)
 {
-#ifdef __x86_64__
-	/* The filter already kills foreign arches and x32; never trust a
-	 * notification that would contradict it. */
-	if (n->arch != AUDIT_ARCH_X86_64 || (n->syscall_nr & __X32_SYSCALL_BIT))
-		return EPERM;
-#endif
-	if (sl_filter_has_arg_rules(n->syscall_nr)) {
-		int e = sl_filter_arg_check(n);
-		if (e)
-			return e;
-	}
-	return sl_procs_check(s, n);
+	for (size_t i = 0; i < d->ninsts; i++)
+		if (d->insts[i].b->phase == SL_PHASE_LAST && nrset_has(&d->insts[i].nrs, nr))
+			return &d->insts[i];
+	return NULL;
 }
 
-static void run_chain(struct sl_supervisor *s, const sandlock_notif_t *n)
+/* Resolve and check one registration; its number, or -1 with *err, *msg. */
+static int registration_nr(const struct sl_dispatch *d, const sandlock_registration_t *r,
+                           int *err, char **msg)
 {
-	const struct sl_chain *c = find_chain(s, n->syscall_nr);
-	bool guarded = sl_meta_is_guarded(n->syscall_nr);
-	if (!c && !guarded) {
-		sl_respond_continue(s, n);
-		return;
-	}
-	sandlock_mem_t mem;
-	sl_mem_init(&mem, s->listener, n, s->cache);
-	sandlock_action_t act;
-	bool decided = false;
-	for (size_t i = 0; c && i < c->n && !decided; i++) {
-		if (c->h[i]->deferred) {
-			/* Deferral is terminal: the worker (or a refusal) answers.
-			 * (Never on a guarded syscall: refused at registration.) */
-			sl_deferred_submit(s->deferred, c->h[i], n);
-			sl_mem_done(&mem);
-			return;
+	const char *name = r->syscall;
+	int nr = name ? seccomp_syscall_resolve_name(name) : -1;
+	if (nr < 0) /* libseccomp uses negative pseudo numbers for other arches */
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL, "unknown syscall '%s'",
+		               name ? name : "(null)");
+	if (sl_filter_is_blocked(nr))
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL,
+		               "syscall '%s' is denied by the sandbox and cannot be handled", name);
+	if (!r->handler)
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "NULL handler for syscall '%s'",
+		               name);
+	/* A deferred worker answers CONTINUE when its handler does not
+	 * intervene, which would skip the LAST builtin that guards nr. */
+	struct inst *last = last_for(d, nr);
+	if (r->handler->deferred && last)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL,
+		               "a handler on '%s' cannot be deferred: sandlock performs this "
+		               "call itself (%s)", name, last->b->name);
+	return nr;
+}
+
+/*
+ * The trapped set: every builtin's syscalls, every registered syscall,
+ * and, with user handlers, exec: the /proc/PID/mem cache must learn of
+ * every exec (a vfork child shares, then leaves, its parent's address
+ * space).
+ */
+static int build_trapped(struct sl_dispatch *d, const struct sl_handlers *hs, int *err,
+                         char **msg)
+{
+	struct sl_nrset t = { 0 };
+	for (size_t i = 0; i < d->ninsts; i++)
+		if (sl_nrset_add_all(&t, d->insts[i].nrs.v, d->insts[i].nrs.n) < 0)
+			goto nomem;
+	for (size_t i = 0; i < hs->n; i++) {
+		int nr = registration_nr(d, &hs->regs[i], err, msg);
+		if (nr < 0) {
+			free(t.v);
+			return -1;
 		}
-		decided = sl_call_handler(c->h[i], n, &mem, &act);
+		if (sl_nrset_add(&t, nr) < 0)
+			goto nomem;
 	}
-	if (!decided && guarded) {
-		sl_meta_decide(s, n, &mem, &act);
-		decided = true;
+	if (hs->n > 0) {
+		const int *ex;
+		size_t nex = sl_sys_exec_like(&ex);
+		if (sl_nrset_add_all(&t, ex, nex) < 0)
+			goto nomem;
 	}
-	sl_mem_done(&mem);
-	if (decided)
-		sl_respond(s, n, &act);
-	else
-		sl_respond_continue(s, n);
+	nrset_normalize(&t);
+	d->trapped = t.v;
+	d->ntrapped = t.n;
+	return 0;
+nomem:
+	free(t.v);
+	return oom(err, msg);
 }
 
-void sl_dispatch(struct sl_supervisor *s, const sandlock_notif_t *n)
+/* The builtin links of every chain. */
+static int link_builtins(struct sl_dispatch *d, struct sl_chain *c)
 {
-	int e = run_builtins(s, n);
-	if (e)
-		sl_respond_errno(s, n, e);
-	else
-		run_chain(s, n);
+	c->first = calloc(d->ninsts ? d->ninsts : 1, sizeof(*c->first));
+	if (!c->first)
+		return -1;
+	for (size_t i = 0; i < d->ninsts; i++) {
+		struct inst *in = &d->insts[i];
+		if (in->b->phase == SL_PHASE_FIRST &&
+		    (in->b->every_trapped || nrset_has(&in->nrs, c->nr)))
+			c->first[c->nfirst++] = in;
+	}
+	c->last = last_for(d, c->nr);
+	return 0;
+}
+
+static int append_handler(struct sl_chain *c, sandlock_handler_t *h)
+{
+	sandlock_handler_t **v = realloc(c->h, (c->nh + 1) * sizeof(*v));
+	if (!v)
+		return -1;
+	v[c->nh++] = h;
+	c->h = v;
+	return 0;
+}
+
+/* One chain per trapped syscall (the trapped set is sorted: so are they). */
+static int build_chains(struct sl_dispatch *d, const struct sl_handlers *hs, int *err,
+                        char **msg)
+{
+	d->chains = calloc(d->ntrapped ? d->ntrapped : 1, sizeof(*d->chains));
+	if (!d->chains)
+		return oom(err, msg);
+	for (size_t i = 0; i < d->ntrapped; i++) {
+		d->chains[i].nr = d->trapped[i];
+		d->nchains++;
+		if (link_builtins(d, &d->chains[i]) < 0)
+			return oom(err, msg);
+	}
+	/* Names were checked by build_trapped: resolving again cannot fail. */
+	for (size_t i = 0; i < hs->n; i++) {
+		struct sl_chain *c = find_chain(d, seccomp_syscall_resolve_name(hs->regs[i].syscall));
+		if (!c || append_handler(c, hs->regs[i].handler) < 0)
+			return oom(err, msg);
+	}
+	return 0;
+}
+
+static void deferred_done(void *ctx, const sandlock_notif_t *n, sandlock_action_t *act)
+{
+	struct sl_dispatch *d = ctx;
+	sl_respond(&d->resp, n, act);
+}
+
+struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
+                                    const struct sl_handlers *hs, int *err, char **msg)
+{
+	if (!hs->regs && hs->n > 0) {
+		sl_fail(err, msg, SANDLOCK_ERR_INVALID, "registrations missing");
+		return NULL;
+	}
+	struct sl_dispatch *d = calloc(1, sizeof(*d));
+	if (!d) {
+		oom(err, msg);
+		return NULL;
+	}
+	sl_responder_init(&d->resp);
+	d->listener = -1;
+	d->cache = sl_memcache_new();
+	uint64_t dto = cfg->deferred_timeout_ms ? cfg->deferred_timeout_ms : 30000;
+	d->deferred = sl_deferred_new(dto, deferred_done, d);
+	if (!d->cache || !d->deferred) {
+		oom(err, msg);
+		goto fail;
+	}
+	if (make_builtins(d, cfg, err, msg) < 0 || build_trapped(d, hs, err, msg) < 0 ||
+	    build_chains(d, hs, err, msg) < 0)
+		goto fail;
+	return d;
+fail:
+	sl_dispatch_free(d);
+	return NULL;
+}
+
+size_t sl_dispatch_trapped(const struct sl_dispatch *d, const int **nrs)
+{
+	*nrs = d->trapped;
+	return d->ntrapped;
+}
+
+void sl_dispatch_bind(struct sl_dispatch *d, int listener, pid_t init)
+{
+	d->listener = listener;
+	d->init = init;
+	sl_responder_bind(&d->resp, listener, init);
+}
+
+/* ---------------- deciding ---------------- */
+
+/* LAST builtins must decide; one that does not is refused, never continued. */
+static bool run_last(const struct inst *last, const struct sl_call *call, sandlock_action_t *act)
+{
+	if (!last->b->decide(last->state, call, act))
+		sandlock_action_set_errno(act, EPERM);
+	return true;
+}
+
+/*
+ * Run c for n: true with *act decided, false for CONTINUE.  *deferred is
+ * set when a deferred handler took the call (its completion answers).
+ */
+static bool run_chain(struct sl_dispatch *d, const struct sl_chain *c,
+                      const sandlock_notif_t *n, sandlock_mem_t *mem, sandlock_action_t *act,
+                      bool *deferred)
+{
+	struct sl_call call = { n, mem, d->listener, d->init };
+	for (size_t i = 0; i < c->nfirst; i++)
+		if (c->first[i]->b->decide(c->first[i]->state, &call, act))
+			return true;
+	for (size_t i = 0; i < c->nh; i++) {
+		if (c->h[i]->deferred) {
+			/* Deferral is terminal for the chain (never on a syscall
+			 * with a LAST builtin: refused at registration). */
+			int e = sl_deferred_submit(d->deferred, c->h[i], n, d->listener);
+			*deferred = e == 0;
+			if (e)
+				sandlock_action_set_errno(act, e);
+			return e != 0;
+		}
+		if (sl_handler_call(c->h[i], n, mem, act))
+			return true;
+	}
+	return c->last ? run_last(c->last, &call, act) : false;
+}
+
+void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n)
+{
+	const struct sl_chain *c = find_chain(d, n->syscall_nr);
+	sandlock_action_t act;
+	bool deferred = false, decided = true;
+	if (!c) {
+		/* The filter traps only the chains' syscalls: never continue a
+		 * notification that contradicts it. */
+		sandlock_action_set_errno(&act, EPERM);
+	} else {
+		sandlock_mem_t mem;
+		sl_mem_init(&mem, d->listener, n, d->cache);
+		decided = run_chain(d, c, n, &mem, &act, &deferred);
+		sl_mem_done(&mem);
+	}
+	if (!deferred) {
+		if (!decided)
+			sandlock_action_set_continue(&act);
+		sl_respond(&d->resp, n, &act);
+	}
 	/* After execve the pid has a new address space; a cached fd would
 	 * still read the old one (alive if shared with a vfork parent). */
-	if (n->syscall_nr == __NR_execve || n->syscall_nr == __NR_execveat)
-		sl_memcache_forget(s->cache, (pid_t)n->pid);
+	if (sl_sys_is_exec_like(n->syscall_nr))
+		sl_memcache_forget(d->cache, (pid_t)n->pid);
+}
+
+int sl_dispatch_expire(struct sl_dispatch *d)
+{
+	return sl_deferred_expire(d->deferred);
+}
+
+int sl_dispatch_killed(struct sl_dispatch *d, int *sig)
+{
+	return sl_responder_killed(&d->resp, sig);
+}
+
+void sl_dispatch_quiesce(struct sl_dispatch *d)
+{
+	sl_deferred_stop(d->deferred);
+}
+
+void sl_dispatch_free(struct sl_dispatch *d)
+{
+	if (!d)
+		return;
+	sl_deferred_free(d->deferred); /* joins the workers first */
+	for (size_t i = 0; i < d->nchains; i++) {
+		free(d->chains[i].first);
+		free(d->chains[i].h);
+	}
+	free(d->chains);
+	for (size_t i = 0; i < d->ninsts; i++) {
+		struct inst *in = &d->insts[i];
+		if (in->live && in->b->free)
+			in->b->free(in->state);
+		free(in->nrs.v);
+	}
+	free(d->insts);
+	free(d->trapped);
+	sl_memcache_free(d->cache);
+	sl_responder_destroy(&d->resp);
+	free(d);
 }

@@ -19,7 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "filter.h"
 
 #ifndef AF_PACKET
 #define AF_PACKET 17

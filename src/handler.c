@@ -7,13 +7,16 @@
  * syscalls: sl_handlers_release de-duplicates for that reason.
  */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "childmem.h"
+#include "handler.h"
+#include "util.h"
 
 SL_EXPORT sandlock_handler_t *sandlock_handler_new(sandlock_handler_fn fn, void *ud,
                                                    sandlock_ud_free_fn ud_free,
@@ -55,13 +58,12 @@ SL_EXPORT void sandlock_handler_free(sandlock_handler_t *h)
 	free(h);
 }
 
-void sl_handlers_release(const sandlock_registration_t *regs, size_t nregs)
+void sl_handlers_release(struct sl_handlers *hs)
 {
-	if (!regs)
-		return;
+	const sandlock_registration_t *regs = hs->regs;
 	/* O(n^2) is fine: registrations are a handful.  A handler is freed at
 	 * its first occurrence and skipped at every later one. */
-	for (size_t i = 0; i < nregs; i++) {
+	for (size_t i = 0; regs && i < hs->n; i++) {
 		sandlock_handler_t *h = regs[i].handler;
 		if (!h)
 			continue;
@@ -70,6 +72,56 @@ void sl_handlers_release(const sandlock_registration_t *regs, size_t nregs)
 			seen = regs[j].handler == h;
 		if (!seen)
 			sandlock_handler_free(h);
+	}
+	hs->regs = NULL;
+	hs->n = 0;
+}
+
+static bool is_inject(uint32_t kind)
+{
+	return kind == SANDLOCK_ACTION_INJECT_FD_SEND ||
+	       kind == SANDLOCK_ACTION_INJECT_FD_SEND_TRACKED;
+}
+
+void sl_action_discard(sandlock_action_t *act)
+{
+	if (is_inject(act->kind) && act->u.inject.srcfd >= 0) {
+		close(act->u.inject.srcfd);
+		act->u.inject.srcfd = -1;
+	}
+}
+
+bool sl_handler_call(const sandlock_handler_t *h, const sandlock_notif_t *n,
+                     sandlock_mem_t *mem, sandlock_action_t *act)
+{
+	memset(act, 0, sizeof(*act));
+	bool failed;
+	if (h->guard && !h->guard()) {
+		failed = true; /* e.g. the Python interpreter is finalizing */
+	} else {
+		int32_t rc = h->fn(h->ud, n, mem, act);
+		failed = rc != 0 || act->kind == SANDLOCK_ACTION_UNSET ||
+		         act->kind > SANDLOCK_ACTION_KILL;
+	}
+	if (!failed)
+		return act->kind != SANDLOCK_ACTION_CONTINUE;
+
+	/* The failing handler may still have handed us an fd to inject. */
+	sl_action_discard(act);
+	switch (h->on_exception) {
+	case SANDLOCK_EXCEPTION_CONTINUE:
+		memset(act, 0, sizeof(*act));
+		return false; /* "did not intervene": the next handler runs */
+	case SANDLOCK_EXCEPTION_DENY_EIO:
+		sandlock_action_set_errno(act, EIO);
+		return true;
+	case SANDLOCK_EXCEPTION_DENY_EPERM:
+		sandlock_action_set_errno(act, EPERM);
+		return true;
+	case SANDLOCK_EXCEPTION_KILL:
+	default:
+		sandlock_action_set_kill(act, SIGKILL, 0);
+		return true;
 	}
 }
 

@@ -50,6 +50,7 @@
  * command and leaves the rest of the process group to the parent's sweep.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -59,7 +60,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "init.h"
 
 /* Bound on ending the subtree: rounds of "kill my children, reap, wait
  * up to 1 ms for the next death".  A SIGKILLed process cannot fork, so

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "landlock.h"
 
 #define FS(x) LANDLOCK_ACCESS_FS_##x
 /* Rights the kernel accepts on a rule whose target is not a directory. */

@@ -24,7 +24,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "caps.h"
+#include "filter.h"
+#include "init.h"
+#include "landlock.h"
+#include "launch.h"
 
 extern char **environ;
 

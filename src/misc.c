@@ -4,7 +4,8 @@
 #include <seccomp.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "landlock.h"
+#include "util.h"
 
 SL_EXPORT int64_t sandlock_syscall_nr(const char *name)
 {

@@ -1,9 +1,10 @@
 /*
  * respond.c — turning a decided action into the kernel's answer.
  *
- * Called from the supervisor thread and from deferred workers: the
- * ioctls are thread-safe and the only shared state touched here is the
- * atomic "killed" flag and the mutex-protected list of held ids.
+ * Only the dispatcher calls this (dispatch.c), from the supervisor thread
+ * and from deferred completions: the ioctls are thread-safe and the only
+ * shared state touched here is the atomic "killed" flag and the
+ * mutex-protected list of held ids.
  *
  * Every INJECT action owns its srcfd: it is closed on every path, once.
  */
@@ -16,24 +17,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "supervisor.h"
+#include "childmem.h"
+#include "compat.h"
+#include "handler.h"
+#include "init.h"
+#include "respond.h"
 
-static bool is_inject(uint32_t kind)
-{
-	return kind == SANDLOCK_ACTION_INJECT_FD_SEND ||
-	       kind == SANDLOCK_ACTION_INJECT_FD_SEND_TRACKED;
-}
-
-void sl_action_discard(sandlock_action_t *act)
-{
-	if (is_inject(act->kind) && act->u.inject.srcfd >= 0) {
-		close(act->u.inject.srcfd);
-		act->u.inject.srcfd = -1;
-	}
-}
-
-static void send_resp(struct sl_supervisor *s, uint64_t id, int64_t val, int32_t error,
+static void send_resp(struct sl_responder *s, uint64_t id, int64_t val, int32_t error,
                       uint32_t flags)
 {
 	struct seccomp_notif_resp r;
@@ -47,21 +37,21 @@ static void send_resp(struct sl_supervisor *s, uint64_t id, int64_t val, int32_t
 		;
 }
 
-void sl_respond_errno(struct sl_supervisor *s, const sandlock_notif_t *n, int err)
+static void respond_errno(struct sl_responder *s, const sandlock_notif_t *n, int err)
 {
 	if (err < 1 || err > 4095)
 		err = EPERM; /* never let a bad value become "success" */
 	send_resp(s, n->id, 0, -err, 0);
 }
 
-void sl_respond_continue(struct sl_supervisor *s, const sandlock_notif_t *n)
+static void respond_continue(struct sl_responder *s, const sandlock_notif_t *n)
 {
 	send_resp(s, n->id, 0, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE);
 }
 
 /* Signal the caller through a pidfd: it may have left the process group.
  * The pidfd is opened before ID_VALID so a recycled pid is never hit. */
-static void signal_caller(struct sl_supervisor *s, const sandlock_notif_t *n, int sig)
+static void signal_caller(struct sl_responder *s, const sandlock_notif_t *n, int sig)
 {
 	int pfd = (int)syscall(__NR_pidfd_open, (pid_t)n->pid, 0);
 	if (pfd < 0 && errno == EINVAL) /* n->pid is a non-leader thread */
@@ -78,7 +68,7 @@ static void signal_caller(struct sl_supervisor *s, const sandlock_notif_t *n, in
  * could name the caller of sandlock itself): only the sandbox's own group
  * and the notifying process are signalled.
  *
- * s->pgid is also the pid of the sandbox's init (init.c), which ends the
+ * s->init is also the pid of the sandbox's init (init.c), which ends the
  * whole sandbox, processes that left the group included, and then exits
  * as the command did.  So the notifying process and the group get sig
  * first (the command dies of sig, as reported), then init is asked.  The
@@ -86,23 +76,23 @@ static void signal_caller(struct sl_supervisor *s, const sandlock_notif_t *n, in
  * act (init ignores any other signal); run.c falls back to killpg if init
  * does not answer.
  */
-static void kill_sandbox(struct sl_supervisor *s, const sandlock_notif_t *n, int sig)
+static void kill_sandbox(struct sl_responder *s, const sandlock_notif_t *n, int sig)
 {
 	if (sig < 1 || sig > 64)
 		sig = SIGKILL;
 	/* Record first so the run reports KILLED even if it reaps at once. */
 	atomic_store(&s->kill_sig, sig);
 	atomic_store(&s->killed, 1);
-	if ((pid_t)n->pid != s->pgid) /* init's own call: init ends it all below */
+	if ((pid_t)n->pid != s->init) /* init's own call: init ends it all below */
 		signal_caller(s, n, sig);
-	if (s->pgid > 1) {
+	if (s->init > 1) {
 		if (sig != SIGKILL)
-			killpg(s->pgid, sig);
-		sl_init_request_kill(s->pgid);
+			killpg(s->init, sig);
+		sl_init_request_kill(s->init);
 	}
 }
 
-static void respond_inject(struct sl_supervisor *s, const sandlock_notif_t *n,
+static void respond_inject(struct sl_responder *s, const sandlock_notif_t *n,
                            sandlock_action_t *act)
 {
 	int fd = act->u.inject.srcfd;
@@ -123,10 +113,10 @@ static void respond_inject(struct sl_supervisor *s, const sandlock_notif_t *n,
 	}
 	/* Never CONTINUE after a failed inject: the real call would run. */
 	if (rc < 0)
-		sl_respond_errno(s, n, EACCES);
+		respond_errno(s, n, EACCES);
 }
 
-static void remember_held(struct sl_supervisor *s, uint64_t id)
+static void remember_held(struct sl_responder *s, uint64_t id)
 {
 	pthread_mutex_lock(&s->held_lock);
 	if (s->nheld == s->capheld) {
@@ -142,14 +132,14 @@ static void remember_held(struct sl_supervisor *s, uint64_t id)
 	pthread_mutex_unlock(&s->held_lock);
 }
 
-void sl_respond(struct sl_supervisor *s, const sandlock_notif_t *n, sandlock_action_t *act)
+void sl_respond(struct sl_responder *s, const sandlock_notif_t *n, sandlock_action_t *act)
 {
 	switch (act->kind) {
 	case SANDLOCK_ACTION_CONTINUE:
-		sl_respond_continue(s, n);
+		respond_continue(s, n);
 		break;
 	case SANDLOCK_ACTION_ERRNO:
-		sl_respond_errno(s, n, act->u.errno_value);
+		respond_errno(s, n, act->u.errno_value);
 		break;
 	case SANDLOCK_ACTION_RETURN_VALUE:
 		send_resp(s, n->id, act->u.return_value, 0, 0);
@@ -167,10 +157,38 @@ void sl_respond(struct sl_supervisor *s, const sandlock_notif_t *n, sandlock_act
 		break;
 	case SANDLOCK_ACTION_KILL:
 		kill_sandbox(s, n, act->u.kill.sig);
-		sl_respond_errno(s, n, EPERM); /* harmless: the caller is dying */
+		respond_errno(s, n, EPERM); /* harmless: the caller is dying */
 		break;
 	default:
-		sl_respond_errno(s, n, EPERM); /* unreachable: dispatch validated */
+		respond_errno(s, n, EPERM); /* unreachable: dispatch validated */
 		break;
 	}
+}
+
+void sl_responder_init(struct sl_responder *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->listener = -1;
+	pthread_mutex_init(&r->held_lock, NULL);
+}
+
+void sl_responder_bind(struct sl_responder *r, int listener, pid_t init)
+{
+	r->listener = listener;
+	r->init = init;
+}
+
+void sl_responder_destroy(struct sl_responder *r)
+{
+	free(r->held);
+	r->held = NULL;
+	pthread_mutex_destroy(&r->held_lock);
+}
+
+int sl_responder_killed(struct sl_responder *r, int *sig)
+{
+	int k = atomic_load(&r->killed);
+	if (sig)
+		*sig = k ? atomic_load(&r->kill_sig) : 0;
+	return k;
 }

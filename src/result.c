@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "result.h"
 
 SL_EXPORT int sandlock_result_exit_code(const sandlock_result_t *r)
 {

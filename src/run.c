@@ -23,7 +23,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "handler.h"
+#include "init.h"
+#include "launch.h"
+#include "proctree.h"
+#include "result.h"
+#include "supervisor.h"
 
 #define SL_READ_CHUNK 32768
 /* Waiting for SIGKILLed group members to die: attempts x 1 ms. */
@@ -291,6 +296,26 @@ static sandlock_result_t *supervise(struct sl_launch *L, struct sl_supervisor *s
 	return r;
 }
 
+/* Build the supervisor and the child, run, and free both (not the handlers). */
+static sandlock_result_t *run_supervised(const sandlock_sandbox_t *sb, const char *const *argv,
+                                         uint32_t argc, const struct sl_handlers *hs, int *err,
+                                         char **msg)
+{
+	struct sl_supervisor *sup = sl_supervisor_new(sb, hs, err, msg);
+	if (!sup)
+		return NULL;
+	const int *nrs = NULL;
+	size_t nt = sl_supervisor_trapped(sup, &nrs);
+	struct sl_launch L;
+	sandlock_result_t *r = NULL;
+	if (sl_launch_prepare(&L, sb, argv, argc, nrs, nt, err, msg) == 0)
+		r = supervise(&L, sup, sb, err, msg);
+	/* The supervisor (and its workers) before the handlers they call. */
+	sl_supervisor_free(sup);
+	sl_launch_cleanup(&L);
+	return r;
+}
+
 SL_EXPORT sandlock_result_t *sandlock_run_with_handlers(const sandlock_sandbox_t *sb,
                                                         const char *const *argv, uint32_t argc,
                                                         const sandlock_registration_t *regs,
@@ -300,21 +325,13 @@ SL_EXPORT sandlock_result_t *sandlock_run_with_handlers(const sandlock_sandbox_t
 		*err = SANDLOCK_OK;
 	if (err_msg)
 		*err_msg = NULL;
-	if (validate(sb, argv, argc, err, err_msg) < 0) {
-		sl_handlers_release(regs, nregs);
-		return NULL;
-	}
-	struct sl_supervisor *sup = sl_supervisor_new(sb, regs, nregs, err, err_msg);
-	if (!sup)
-		return NULL;
-	const int *nrs = NULL;
-	size_t nt = sl_supervisor_trapped(sup, &nrs);
-	struct sl_launch L;
+	/* The run owns the handlers from here on, whatever happens: they are
+	 * released once, at the end (sl_handlers_release). */
+	struct sl_handlers hs = { regs, nregs };
 	sandlock_result_t *r = NULL;
-	if (sl_launch_prepare(&L, sb, argv, argc, nrs, nt, err, err_msg) == 0)
-		r = supervise(&L, sup, sb, err, err_msg);
-	sl_supervisor_free(sup);
-	sl_launch_cleanup(&L);
+	if (validate(sb, argv, argc, err, err_msg) == 0)
+		r = run_supervised(sb, argv, argc, &hs, err, err_msg);
+	sl_handlers_release(&hs);
 	return r;
 }
 

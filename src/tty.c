@@ -40,7 +40,8 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "tty.h"
+#include "util.h"
 
 void sl_tty_init(struct sl_tty *t)
 {

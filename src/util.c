@@ -3,13 +3,14 @@
  * string duplication, growable string vectors and byte buffers.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <time.h>
 
-#include "internal.h"
+#include "util.h"
 
 /* vasprintf wrapper that returns NULL instead of leaving garbage on OOM. */
 static char *sl_vasprintf(const char *fmt, va_list ap)
@@ -117,4 +118,14 @@ int64_t sl_now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool sl_path_under(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+	while (n > 1 && root[n - 1] == '/')
+		n--;
+	if (n == 1 && root[0] == '/')
+		return path[0] == '/';
+	return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }

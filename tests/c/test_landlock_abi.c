@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "internal.h" /* sl_landlock_abi_cap: linked from libsandlock.a */
+#include "landlock.h" /* sl_landlock_abi_cap: linked from libsandlock.a */
 #include "testutil.h"
 
 /* The kernel's own ABI (cap lifted). */

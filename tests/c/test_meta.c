@@ -17,7 +17,7 @@
 
 #include "harness.h"
 #include "testutil.h"
-#include "supervisor.h" /* sl_meta_path_under: linked from libsandlock.a */
+#include "util.h" /* sl_path_under: linked from libsandlock.a */
 
 /* A temp dir with ro/ (granted read-only), rw/ (granted writable) and
  * na/ (not granted), each holding f (mode 0644). */
@@ -115,13 +115,13 @@ static int exit_of(sandlock_builder_t *b, const char *const *argv)
 
 TEST(path_under_is_componentwise)
 {
-	CHECK(sl_meta_path_under("/tmp/a", "/tmp/a"));
-	CHECK(sl_meta_path_under("/tmp/a/b/c", "/tmp/a"));
-	CHECK(sl_meta_path_under("/tmp/a/b", "/tmp/a/"));
-	CHECK(!sl_meta_path_under("/tmp/ab", "/tmp/a"));
-	CHECK(!sl_meta_path_under("/tmp/ab/c", "/tmp/a"));
-	CHECK(!sl_meta_path_under("/tmp", "/tmp/a"));
-	CHECK(sl_meta_path_under("/x", "/"));
+	CHECK(sl_path_under("/tmp/a", "/tmp/a"));
+	CHECK(sl_path_under("/tmp/a/b/c", "/tmp/a"));
+	CHECK(sl_path_under("/tmp/a/b", "/tmp/a/"));
+	CHECK(!sl_path_under("/tmp/ab", "/tmp/a"));
+	CHECK(!sl_path_under("/tmp/ab/c", "/tmp/a"));
+	CHECK(!sl_path_under("/tmp", "/tmp/a"));
+	CHECK(sl_path_under("/x", "/"));
 }
 
 TEST(chmod_read_only_tree_denied)

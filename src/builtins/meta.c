@@ -1,5 +1,5 @@
 /*
- * builtin_meta.c — the metadata guard: chmod, chown, xattr and timestamp
+ * meta.c — the metadata guard: chmod, chown, xattr and timestamp
  * changes, decided and performed by the supervisor.
  *
  * WHY: Landlock controls file contents and directory entries but not
@@ -66,8 +66,8 @@
 #include <unistd.h>
 #include <utime.h>
 
-#include "internal.h"
-#include "supervisor.h"
+#include "../childmem.h"
+#include "builtin.h"
 
 #define XATTR_NAME_LEN 255     /* XATTR_NAME_MAX */
 #define XATTR_VALUE_LEN 65536  /* XATTR_SIZE_MAX */
@@ -82,19 +82,11 @@ static const int k_meta_nrs[] = {
 };
 #define N_META (sizeof(k_meta_nrs) / sizeof(k_meta_nrs[0]))
 
-size_t sl_meta_syscalls(const int **nrs)
-{
-	*nrs = k_meta_nrs;
-	return N_META;
-}
-
-bool sl_meta_is_guarded(int nr)
-{
-	for (size_t i = 0; i < N_META; i++)
-		if (k_meta_nrs[i] == nr)
-			return true;
-	return false;
-}
+/* Where metadata may change: copied from cfg (the run keeps no cfg pointer). */
+struct meta_state {
+	sl_strvec write; /* fs_write roots */
+	sl_strvec deny;  /* fs_deny paths: never */
+};
 
 /* ---------------- decoding a call ---------------- */
 
@@ -419,25 +411,14 @@ static int open_child_fd(int piddir, int fdnum, int *out)
 
 /* ---------------- paths ---------------- */
 
-/* True if path is root or lies below it, compared component-wise. */
-bool sl_meta_path_under(const char *path, const char *root)
-{
-	size_t n = strlen(root);
-	while (n > 1 && root[n - 1] == '/')
-		n--;
-	if (n == 1 && root[0] == '/')
-		return path[0] == '/';
-	return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
 /* Inside some fs_write root and no fs_deny path. */
-static bool path_allowed(const struct sl_supervisor *s, const char *path)
+static bool path_allowed(const struct meta_state *s, const char *path)
 {
-	for (size_t i = 0; i < s->meta_deny.n; i++)
-		if (sl_meta_path_under(path, s->meta_deny.v[i]))
+	for (size_t i = 0; i < s->deny.n; i++)
+		if (sl_path_under(path, s->deny.v[i]))
 			return false;
-	for (size_t i = 0; i < s->meta_write.n; i++)
-		if (sl_meta_path_under(path, s->meta_write.v[i]))
+	for (size_t i = 0; i < s->write.n; i++)
+		if (sl_path_under(path, s->write.v[i]))
 			return true;
 	return false;
 }
@@ -600,7 +581,7 @@ static int open_target(const struct meta_call *c, const char *path, int base, in
 
 /* Resolve, check and perform, with the supervisor thread's capabilities
  * lowered to the caller's (none).  base: our fd for the starting point. */
-static int resolve_and_perform(const struct sl_supervisor *s, const struct meta_call *c,
+static int resolve_and_perform(const struct meta_state *s, const struct meta_call *c,
                                const char *path, int base, const struct xattr_args *x)
 {
 	struct caps_saved sv;
@@ -642,10 +623,11 @@ static int read_xattr(sandlock_mem_t *m, const struct meta_call *c, struct xattr
 }
 
 /* Everything after decoding: 0 or an errno. */
-static int guard(const struct sl_supervisor *s, const sandlock_notif_t *n, sandlock_mem_t *m,
+static int guard(const struct meta_state *s, int listener, const sandlock_notif_t *n,
+                 sandlock_mem_t *m,
                  const struct meta_call *c)
 {
-	int piddir = open_pid_dir(s->listener, n);
+	int piddir = open_pid_dir(listener, n);
 	if (piddir < 0)
 		return ESRCH; /* the caller is gone; nobody reads this answer */
 	int e = same_credentials(piddir) ? 0 : EPERM;
@@ -666,7 +648,7 @@ static int guard(const struct sl_supervisor *s, const sandlock_notif_t *n, sandl
 		base = AT_FDCWD;
 	/* The starting point is pinned now: the caller may be gone, but no
 	 * other process's cwd or fd can have been opened. */
-	if (!e && !sl_notif_valid(s->listener, n->id))
+	if (!e && !sl_notif_valid(listener, n->id))
 		e = ESRCH;
 	if (!e)
 		e = resolve_and_perform(s, c, path ? path : "", base, &x);
@@ -679,19 +661,61 @@ static int guard(const struct sl_supervisor *s, const sandlock_notif_t *n, sandl
 	return e;
 }
 
-void sl_meta_decide(const struct sl_supervisor *s, const sandlock_notif_t *n,
-                    sandlock_mem_t *m, sandlock_action_t *act)
+static bool meta_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
 {
 	struct meta_call c;
-	int e = decode(n, m, &c);
+	int e = decode(call->n, call->mem, &c);
 	if (e == -1) {
 		sandlock_action_set_return_value(act, 0);
-		return;
+		return true;
 	}
 	if (!e)
-		e = guard(s, n, m, &c);
+		e = guard(state, call->listener, call->n, call->mem, &c);
 	if (e)
 		sandlock_action_set_errno(act, e);
 	else
 		sandlock_action_set_return_value(act, 0);
+	return true;
 }
+
+static int meta_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+{
+	(void)cfg; /* always on: Landlock does not cover metadata */
+	return sl_nrset_add_all(out, k_meta_nrs, N_META);
+}
+
+static void meta_free(void *state)
+{
+	struct meta_state *s = state;
+	if (!s)
+		return;
+	sl_strvec_free(&s->write);
+	sl_strvec_free(&s->deny);
+	free(s);
+}
+
+static int meta_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+{
+	struct meta_state *s = calloc(1, sizeof(*s));
+	bool ok = s != NULL;
+	for (size_t i = 0; ok && i < cfg->fs_write.n; i++)
+		ok = sl_strvec_push(&s->write, cfg->fs_write.v[i]) == 0;
+	for (size_t i = 0; ok && i < cfg->fs_deny.n; i++)
+		ok = sl_strvec_push(&s->deny, cfg->fs_deny.v[i]) == 0;
+	if (!ok) {
+		meta_free(s);
+		*msg = sl_strdup("out of memory");
+		return -1;
+	}
+	*state = s;
+	return 0;
+}
+
+const struct sl_builtin sl_builtin_meta = {
+	.name = "metadata guard",
+	.phase = SL_PHASE_LAST,
+	.syscalls = meta_syscalls,
+	.init = meta_init,
+	.free = meta_free,
+	.decide = meta_decide,
+};

@@ -1,43 +1,22 @@
 /*
- * builtin_procs.c — the max_processes builtin.
+ * proctree.c — the process tree from /proc: one /proc/<pid>/stat parser
+ * and the count of a process's descendants.
  *
- * fork, vfork and clone are trapped when cfg->max_processes > 0; before a
- * new process is created we count the live processes of the sandboxed
- * command and refuse with EAGAIN (what fork returns at RLIMIT_NPROC) once
- * the limit is reached.
- *
- * "The command's processes" are the descendants of the sandbox's init
- * (init.c), init itself excluded: the command and everything it started,
- * so max_processes N means what it always meant (the command counts as
- * one).  They are found through the ppid links in /proc/<pid>/stat.  Since
- * init is a child subreaper, every orphan of the sandbox is reparented to
- * it: a process that leaves the process group (setsid, setpgid) or whose
- * parent died stays in the count.
- *
- * The limit is still SOFT: the count can race with a concurrent fork (two
- * forks may both see N-1).  A hard limit needs cgroup v2 pids.max, which
- * this host does not offer (cgroup v1 only).  clone3 never reaches us:
- * the filter answers it with ENOSYS so libc falls back to clone, whose
- * flags are visible.
+ * Used by the process-count builtin (builtins/procs.c) and by the
+ * end-of-run sweep (run.c).  Descendants are found through the ppid links
+ * in /proc/<pid>/stat; since the sandbox's init is a child subreaper,
+ * every orphan of the sandbox is reparented to it and stays counted.
  */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "supervisor.h"
-
-bool sl_procs_is_fork_like(int nr)
-{
-	return nr == __NR_fork || nr == __NR_vfork || nr == __NR_clone;
-}
+#include "proctree.h"
 
 /* One process: its pid and its parent's. */
 struct link {
@@ -145,17 +124,4 @@ int sl_count_tree_processes(pid_t root)
 	free(queue);
 	free(v);
 	return (int)(tail - 1);
-}
-
-int sl_procs_check(const struct sl_supervisor *s, const sandlock_notif_t *n)
-{
-	if (s->max_processes == 0 || !sl_procs_is_fork_like(n->syscall_nr))
-		return 0;
-	/* A thread is not a process: pthread_create uses clone(CLONE_THREAD). */
-	if (n->syscall_nr == __NR_clone && (n->args[0] & CLONE_THREAD))
-		return 0;
-	int count = sl_count_tree_processes(s->pgid); /* s->pgid is init's pid */
-	if (count < 0)
-		return EAGAIN; /* cannot count: fail closed */
-	return (uint32_t)count >= s->max_processes ? EAGAIN : 0;
 }

@@ -1,0 +1,75 @@
+/*
+ * builtin.h — the interface every builtin implements.
+ *
+ * A builtin is one file in src/builtins/ that defines one
+ * `const struct sl_builtin` and is listed once in builtins/table.c.  The
+ * dispatcher (dispatch.c) builds the trapped syscall set and every
+ * syscall's chain from that table alone:
+ *
+ *   FIRST-phase builtins (table order)  ->  user handlers (registration
+ *   order)  ->  the LAST-phase builtin of that syscall, if any
+ *
+ * The first one that decides ends the chain; if nobody decides, the call
+ * proceeds in the kernel (CONTINUE).  A builtin never answers the kernel
+ * itself: it writes a decision (a sandlock_action_t: continue, errno,
+ * return value (e.g. the result of a call performed on the caller's
+ * behalf), inject fd, kill) and the dispatcher turns it into the reply.
+ * See docs/architecture.md, "Adding a builtin".
+ */
+#ifndef SANDLOCK_BUILTIN_H
+#define SANDLOCK_BUILTIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "../config.h"
+
+/* What a builtin sees of one trapped call. */
+struct sl_call {
+	const sandlock_notif_t *n;
+	sandlock_mem_t *mem; /* the caller's memory (childmem.h) */
+	int listener;        /* for sl_notif_valid: pin a /proc object, then check */
+	pid_t init;          /* the sandbox's init; its pid is the sandbox's pgid */
+};
+
+enum sl_phase {
+	/* Before user handlers.  May decide (deny, ...) or pass (return false),
+	 * and the chain goes on. */
+	SL_PHASE_FIRST,
+	/* After the user handlers, when none of them decided.  Terminal: must
+	 * decide (it exists to perform or refuse a call the kernel must never
+	 * see unchecked).  At most one per syscall; user handlers on its
+	 * syscalls cannot be deferred (a worker's CONTINUE would skip it). */
+	SL_PHASE_LAST,
+};
+
+/* A growing set of syscall numbers (duplicates are fine). */
+struct sl_nrset {
+	int *v;
+	size_t n, cap;
+};
+int sl_nrset_add(struct sl_nrset *s, int nr);                      /* 0 or -1 (OOM) */
+int sl_nrset_add_all(struct sl_nrset *s, const int *nrs, size_t n); /* 0 or -1 (OOM) */
+
+struct sl_builtin {
+	const char *name;
+	enum sl_phase phase;
+	/* FIRST only: also runs on every syscall trapped for any reason (the
+	 * supervisor's own argument re-check). */
+	bool every_trapped;
+	/* Add the syscalls this builtin traps for cfg; adding none leaves it
+	 * out of every chain of the run.  0 or -1 (OOM). */
+	int (*syscalls)(const struct sandlock_sandbox *cfg, struct sl_nrset *out);
+	/* Per-run state (NULL: stateless).  0, or -1 with *msg set (heap). */
+	int (*init)(const struct sandlock_sandbox *cfg, void **state, char **msg);
+	void (*free)(void *state);
+	/* true with *act set: decided.  false: did not intervene. */
+	bool (*decide)(void *state, const struct sl_call *call, sandlock_action_t *act);
+};
+
+/* Every builtin, in dispatch order (builtins/table.c). */
+extern const struct sl_builtin *const sl_builtin_table[];
+extern const size_t sl_builtin_count;
+
+#endif /* SANDLOCK_BUILTIN_H */

@@ -1,0 +1,20 @@
+/*
+ * table.c — every builtin, in dispatch order.  Adding a builtin is one
+ * new file in this folder and one line here (docs/architecture.md).
+ *
+ * Order matters for FIRST-phase builtins: the argument re-check comes
+ * first so that nothing later sees a call the filter would have denied.
+ */
+#include "builtin.h"
+
+extern const struct sl_builtin sl_builtin_args;
+extern const struct sl_builtin sl_builtin_procs;
+extern const struct sl_builtin sl_builtin_meta;
+
+const struct sl_builtin *const sl_builtin_table[] = {
+	&sl_builtin_args,  /* FIRST: the filter's argument rules, again */
+	&sl_builtin_procs, /* FIRST: max_processes */
+	&sl_builtin_meta,  /* LAST: chmod/chown/xattr/utimes performed on behalf */
+};
+
+const size_t sl_builtin_count = sizeof(sl_builtin_table) / sizeof(sl_builtin_table[0]);

@@ -1,0 +1,37 @@
+/*
+ * config.h — the validated configuration of a sandbox (builder.c).
+ * Read by everything that turns policy into mechanism; written only by
+ * the builder.  Every path in it is canonical (realpath at build time).
+ */
+#ifndef SANDLOCK_CONFIG_H
+#define SANDLOCK_CONFIG_H
+
+#include "util.h"
+
+struct sandlock_sandbox {
+	sl_strvec fs_read;  /* canonical absolute paths (realpath) */
+	sl_strvec fs_write; /* canonical absolute paths */
+	sl_strvec fs_deny;  /* canonical absolute paths */
+	char *cwd;          /* canonical, or NULL = inherit */
+	bool clean_env;
+	sl_strvec env;          /* "K=V" overrides, in call order (a later K wins) */
+	uint32_t max_processes; /* 0 = unlimited */
+	uint64_t max_memory;    /* bytes, 0 = unlimited */
+	uint16_t net_connect[64];
+	size_t n_net_connect;
+	uint16_t net_bind[64];
+	size_t n_net_bind;
+	uint64_t timeout_ms;          /* 0 = none */
+	uint64_t deferred_timeout_ms; /* default 30000 */
+	bool inherit_stdio;
+};
+
+struct sandlock_builder {
+	struct sandlock_sandbox cfg;
+	int err;      /* first error seen, reported by build */
+	char *errmsg; /* heap */
+	sl_strvec raw_read, raw_write, raw_deny; /* as given; resolved at build */
+	char *raw_cwd;
+};
+
+#endif /* SANDLOCK_CONFIG_H */

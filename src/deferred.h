@@ -1,0 +1,33 @@
+/*
+ * deferred.h — running slow handlers on a bounded worker pool.
+ *
+ * The pool decides nothing about the kernel: every finished call (or one
+ * that timed out: EIO) is handed to the completion function given at
+ * creation (the dispatcher's), which answers it.
+ */
+#ifndef SANDLOCK_DEFERRED_H
+#define SANDLOCK_DEFERRED_H
+
+#include <stdint.h>
+
+#include "sandlock.h"
+
+#define SL_DEFERRED_MAX 64 /* deferred calls in flight (and worker threads) */
+
+/* Called once per submitted call, from a worker or the loop thread. */
+typedef void (*sl_deferred_done_fn)(void *ctx, const sandlock_notif_t *n,
+                                    sandlock_action_t *act);
+
+struct sl_deferred;
+struct sl_deferred *sl_deferred_new(uint64_t timeout_ms, sl_deferred_done_fn done, void *ctx);
+/* Hand n to a worker for h.  0, or an errno the call must be denied with
+ * (EPERM: cannot be deferred; EAGAIN: over the cap). */
+int sl_deferred_submit(struct sl_deferred *d, const sandlock_handler_t *h,
+                       const sandlock_notif_t *n, int listener);
+/* Complete overdue calls with EIO; returns ms until the next deadline or -1. */
+int sl_deferred_expire(struct sl_deferred *d);
+/* Wait for every worker (a callback that never returns blocks here). */
+void sl_deferred_stop(struct sl_deferred *d);
+void sl_deferred_free(struct sl_deferred *d);
+
+#endif /* SANDLOCK_DEFERRED_H */

@@ -1,0 +1,36 @@
+/*
+ * dispatch.h — deciding and answering one notification.
+ *
+ * Built from the builtin table (builtins/table.c) and the run's user
+ * handlers: the trapped syscall set and one chain per syscall.  Used by
+ * supervisor.c (the loop); the dispatcher is the only caller of respond.c.
+ */
+#ifndef SANDLOCK_DISPATCH_H
+#define SANDLOCK_DISPATCH_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "handler.h"
+
+struct sl_dispatch;
+/* Builtins for cfg, then hs in order.  Does not own the handlers.  NULL
+ * with *err, *msg on a bad registration or OOM. */
+struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
+                                    const struct sl_handlers *hs, int *err, char **msg);
+/* The syscall numbers that must reach the supervisor (sorted, unique). */
+size_t sl_dispatch_trapped(const struct sl_dispatch *d, const int **nrs);
+/* Before the first notification: the listener and the sandbox's init. */
+void sl_dispatch_bind(struct sl_dispatch *d, int listener, pid_t init);
+/* Decide n and answer it (supervisor thread). */
+void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n);
+/* Answer overdue deferred calls; ms until the next deadline, or -1. */
+int sl_dispatch_expire(struct sl_dispatch *d);
+/* Non-zero if a KILL decision ended the sandbox; *sig = its signal. */
+int sl_dispatch_killed(struct sl_dispatch *d, int *sig);
+/* Wait for deferred workers (after the loop stopped, before the listener closes). */
+void sl_dispatch_quiesce(struct sl_dispatch *d);
+void sl_dispatch_free(struct sl_dispatch *d);
+
+#endif /* SANDLOCK_DISPATCH_H */

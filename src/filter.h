@@ -1,0 +1,32 @@
+/*
+ * filter.h — the seccomp-bpf program: blocklist, argument rules, and the
+ * syscalls that are trapped to the supervisor.
+ */
+#ifndef SANDLOCK_FILTER_H
+#define SANDLOCK_FILTER_H
+
+#include <linux/filter.h>
+
+#include "config.h"
+
+/* True if nr is denied by the blocklist (a handler may not be registered on it). */
+bool sl_filter_is_blocked(int nr);
+/*
+ * Build the BPF program (before fork): blocklist -> ERRNO/KILL, x32/i386
+ * -> kill, argument filters, and trapped[] -> SECCOMP_RET_USER_NOTIF.
+ * 0 or -1 with *err, *msg set.  Free with sl_filter_free.
+ */
+int sl_filter_build(const struct sandlock_sandbox *cfg, const int *trapped, size_t ntrapped,
+                    struct sock_fprog *out, int *err, char **msg);
+void sl_filter_free(struct sock_fprog *prog);
+/* True if nr has argument rules (clone, ioctl, socket, prctl, unshare, ...). */
+bool sl_filter_has_arg_rules(int nr);
+/*
+ * The same argument rules as the BPF filter, for trapped syscalls (libseccomp
+ * lets an unconditional NOTIFY override a conditional ERRNO, so the
+ * supervisor re-applies them first: builtins/args.c).  Returns an errno to
+ * deny with, or 0.
+ */
+int sl_filter_arg_check(const sandlock_notif_t *n);
+
+#endif /* SANDLOCK_FILTER_H */

@@ -1,0 +1,23 @@
+/*
+ * landlock.h — Landlock rulesets: the filesystem and TCP policy, and
+ * the scopes (abstract unix sockets, signals).  See docs/architecture.md
+ * for which layers a sandbox gets and why.
+ */
+#ifndef SANDLOCK_LANDLOCK_H
+#define SANDLOCK_LANDLOCK_H
+
+#include "config.h"
+
+int sl_landlock_abi(void); /* cached; -1 when unavailable; min(kernel, cap) */
+/* Test hook: when > 0, pretend the kernel's Landlock ABI is at most this. */
+extern int sl_landlock_abi_cap;
+/*
+ * Create and fill a ruleset for cfg before fork.  Returns the ruleset fd,
+ * or -1 with *err, *msg set.  Returns -2 when the kernel has no Landlock:
+ * the run then fails with SANDLOCK_ERR_UNSUPPORTED (never a weaker sandbox).
+ */
+int sl_landlock_prepare(const struct sandlock_sandbox *cfg, int *err, char **msg);
+/* Child side, raw syscalls only: restrict_self(ruleset_fd). 0 or -errno. */
+int sl_landlock_apply(int ruleset_fd);
+
+#endif /* SANDLOCK_LANDLOCK_H */

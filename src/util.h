@@ -1,0 +1,50 @@
+/*
+ * util.h — helpers every mechanism may use: error reporting, strings,
+ * growable string vectors and byte buffers, the monotonic clock.
+ * Depends on nothing else of libsandlock.
+ */
+#ifndef SANDLOCK_UTIL_H
+#define SANDLOCK_UTIL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compat.h"
+#include "sandlock.h"
+
+/* Marks the functions of the public ABI (everything else is hidden). */
+#define SL_EXPORT __attribute__((visibility("default")))
+
+/* Set *err = code and *msg = formatted heap string (each may be NULL). Returns -1. */
+int sl_fail(int *err, char **msg, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+char *sl_strdup(const char *s);              /* NULL on NULL or OOM */
+char *sl_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* CLOCK_MONOTONIC in milliseconds: deadlines and timeouts. */
+int64_t sl_now_ms(void);
+void sl_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* "sandlock: warning: ..." on stderr */
+
+/* True if the canonical path is root or lies below it, compared
+ * component-wise (/tmp/ab is not below /tmp/a). */
+bool sl_path_under(const char *path, const char *root);
+
+typedef struct sl_strvec {
+	char **v;
+	size_t n, cap;
+} sl_strvec;
+int sl_strvec_push(sl_strvec *sv, const char *s); /* copies s; 0 or -1 (OOM) */
+void sl_strvec_free(sl_strvec *sv);
+
+/* Growable byte buffer (captured output). */
+typedef struct sl_buf {
+	uint8_t *data;
+	size_t len, cap;
+} sl_buf;
+int sl_buf_append(sl_buf *b, const void *p, size_t n);
+void sl_buf_free(sl_buf *b);
+
+#endif /* SANDLOCK_UTIL_H */
