@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "childfd.h"
 #include "childmem.h"
 #include "compat.h"
 #include "handler.h"
@@ -50,16 +51,13 @@ static void respond_continue(struct sl_responder *s, const sandlock_notif_t *n)
 }
 
 /* Signal the caller through a pidfd: it may have left the process group.
- * The pidfd is opened before ID_VALID so a recycled pid is never hit. */
+ * The pidfd is confirmed with ID_VALID so a recycled pid is never hit. */
 static void signal_caller(struct sl_responder *s, const sandlock_notif_t *n, int sig)
 {
-	int pfd = (int)syscall(__NR_pidfd_open, (pid_t)n->pid, 0);
-	if (pfd < 0 && errno == EINVAL) /* n->pid is a non-leader thread */
-		pfd = (int)syscall(__NR_pidfd_open, (pid_t)n->pid, PIDFD_THREAD);
+	int pfd = sl_child_pidfd(s->listener, n);
 	if (pfd < 0)
 		return;
-	if (sl_notif_valid(s->listener, n->id))
-		syscall(__NR_pidfd_send_signal, pfd, sig, NULL, 0);
+	syscall(__NR_pidfd_send_signal, pfd, sig, NULL, 0);
 	close(pfd);
 }
 

@@ -66,6 +66,7 @@
 #include <unistd.h>
 #include <utime.h>
 
+#include "../childfd.h"
 #include "../childmem.h"
 #include "builtin.h"
 
@@ -331,20 +332,6 @@ static int decode(const sandlock_notif_t *n, sandlock_mem_t *m, struct meta_call
 }
 
 /* ---------------- the caller's process ---------------- */
-
-/* /proc/TID as a directory fd, valid only once NOTIF_ID_VALID confirms
- * the tid still names the caller (the fd pins that task's struct pid). */
-static int open_pid_dir(int listener, const sandlock_notif_t *n)
-{
-	char p[32];
-	snprintf(p, sizeof p, "/proc/%u", n->pid);
-	int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0 && !sl_notif_valid(listener, n->id)) {
-		close(fd);
-		fd = -1;
-	}
-	return fd;
-}
 
 /* The fs and effective id from a "Uid:" / "Gid:" line: real, eff, saved, fs. */
 static bool parse_ids(const char *status, const char *key, unsigned long *eff,
@@ -627,7 +614,7 @@ static int guard(const struct meta_state *s, int listener, const sandlock_notif_
                  sandlock_mem_t *m,
                  const struct meta_call *c)
 {
-	int piddir = open_pid_dir(listener, n);
+	int piddir = sl_child_procdir(listener, n); /* pins the caller */
 	if (piddir < 0)
 		return ESRCH; /* the caller is gone; nobody reads this answer */
 	int e = same_credentials(piddir) ? 0 : EPERM;
