@@ -5,23 +5,49 @@
     r = sb.run(["/bin/cat", "/etc/hostname"])
     print(r.success, r.stdout)
 
-Errors: invalid Python arguments raise TypeError/ValueError at once; a
-configuration or launch failure reported by the C library raises
-SandlockError (a plain Exception subclass, NOT OSError: its ``code`` is a
-SANDLOCK_ERR_* number, not an errno).  Preset handlers live in
-``sandlock.presets`` and are deliberately not re-exported here.
+Errors (see ``sandlock.exceptions``): an invalid configuration or handler
+registration raises PolicyError (PolicyValueError / PolicyTypeError, which
+are also ValueError / TypeError) at once; a failure to start the sandbox
+raises a SandboxError subclass.  Every sandlock error is a SandlockError (a
+plain Exception subclass, NOT OSError: its ``code`` is a SANDLOCK_ERR_*
+number, not an errno).  A command that cannot be found or executed is not
+an error: ``run`` returns a failed Result (exit code 127 / 126).  Preset
+handlers live in ``sandlock.presets`` and are deliberately not re-exported
+here.
 """
 
+import collections
 import ctypes
 import dataclasses
 import enum
+import fractions
 import os
 import re
+import signal as _signal
 import threading
 from collections.abc import Iterable as _IterableABC, Mapping as _MappingABC
 from typing import Iterable, Mapping, Optional, Sequence, Tuple
 
 from . import _native
+from .exceptions import (
+    BranchConflictError,
+    BranchError,
+    ChildError,
+    ConfinementError,
+    ForkError,
+    LandlockUnavailableError,
+    MemoryProtectError,
+    NotifError,
+    PolicyError,
+    PolicyTypeError,
+    PolicyValueError,
+    SandboxError,
+    SandlockError,
+    SeccompError,
+    ERR_NOT_FOUND,
+    ERR_SYSCALL,
+    error_for,
+)
 from .handler import (
     ExceptionPolicy,
     Handler,
@@ -36,65 +62,84 @@ from .handler import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "BranchConflictError",
+    "BranchError",
+    "ChildError",
+    "ConfinementError",
     "ExceptionPolicy",
     "ExitReason",
+    "ForkError",
     "Handler",
     "HandlerCtx",
+    "LandlockUnavailableError",
+    "MemoryProtectError",
     "NotifAction",
+    "NotifError",
+    "PolicyError",
     "Result",
     "Sandbox",
+    "SandboxError",
     "SandlockError",
+    "SeccompError",
     "landlock_abi_version",
+    "parse_memory_size",
 ]
 
 _lib = _native.lib
 
 
-class SandlockError(Exception):
-    """A failure reported by libsandlock.
-
-    ``code`` is the SANDLOCK_ERR_* number (``code_name`` its name, e.g.
-    "NOT_FOUND"), ``message`` the library's explanation."""
-
-    def __init__(self, code: int, message: str):
-        self.code = int(code)
-        self.code_name = _native.ERR_NAMES.get(self.code, "UNKNOWN")
-        self.message = message
-        super().__init__("%s (%s): %s" % (self.code_name, self.code, message))
-
-
-def _raise_from(err, msg, what):
+def _raise_from(err, msg, what, building=False):
     text = _native.take_string(msg.value)
     text = text.decode(errors="replace") if text else what + " failed"
-    raise SandlockError(err.value or 7, text)
+    raise error_for(err.value or 7, text, building)
 
 
-class ExitReason(str, enum.Enum):
-    """How the command ended; compares equal to its string value."""
+class ExitReason(enum.IntEnum):
+    """How the command ended; the values are the C ABI's
+    (``sandlock_result_reason``).  ``str()`` gives the lower-case name."""
 
-    EXITED = "exited"
-    SIGNALED = "signaled"
-    KILLED = "killed"    # by sandlock: a handler KILL action or KILL policy
-    TIMEOUT = "timeout"
+    EXITED = 0    # exited on its own; exit_code is its status
+    SIGNALED = 1  # died of a signal other than SIGKILL
+    KILLED = 2    # died of SIGKILL (from any source), or a handler ended it
+    TIMEOUT = 3   # sandlock killed it when the timeout expired
 
     def __str__(self):
-        return self.value
+        return self.name.lower()
+
+    def __format__(self, spec):
+        return format(str(self), spec)
 
 
-_REASONS = {0: ExitReason.EXITED, 1: ExitReason.SIGNALED, 2: ExitReason.KILLED,
-            3: ExitReason.TIMEOUT}
+_C_EXITED, _C_SIGNALED, _C_KILLED, _C_TIMEOUT = 0, 1, 2, 3
 
 
 @dataclasses.dataclass(frozen=True)
 class Result:
-    """Outcome of one run (immutable)."""
+    """Outcome of one run (immutable).
+
+    ``killed_by_handler`` tells a handler's kill (a KILL action, or a handler
+    failure under ``on_exception=KILL``) from any other death; such a run's
+    reason is KILLED whatever the signal.  ``error`` explains a run whose
+    command could not even be started (e.g. not found on PATH), else None."""
 
     success: bool
     exit_code: int  # status if exited; 128+signal if signaled/killed; 124 on timeout
     reason: ExitReason
-    signal: int     # 0 unless a signal ended the command
+    signal: int     # the signal that ended the command, -1 if none did
     stdout: bytes
     stderr: bytes
+    killed_by_handler: bool = False
+    error: Optional[str] = None
+
+
+def _reason(c_reason, sig):
+    if c_reason == _C_TIMEOUT:
+        return ExitReason.TIMEOUT
+    if c_reason == _C_KILLED or (c_reason == _C_SIGNALED and sig == _signal.SIGKILL):
+        return ExitReason.KILLED
+    if c_reason == _C_EXITED:
+        return ExitReason.EXITED
+    return ExitReason.SIGNALED
 
 
 def _take_result(r) -> Result:
@@ -104,88 +149,174 @@ def _take_result(r) -> Result:
             p = fn(r, ctypes.byref(n))
             return ctypes.string_at(p, n.value) if p and n.value else b""
 
-        code = _lib.sandlock_result_reason(r)
+        code = int(_lib.sandlock_result_reason(r))
+        sig = int(_lib.sandlock_result_signal(r)) if code != _C_EXITED else 0
         return Result(
             success=bool(_lib.sandlock_result_success(r)),
             exit_code=int(_lib.sandlock_result_exit_code(r)),
-            reason=_REASONS.get(code, ExitReason.SIGNALED),
-            signal=int(_lib.sandlock_result_signal(r)),
+            reason=_reason(code, sig),
+            signal=sig if sig > 0 else -1,
             stdout=grab(_lib.sandlock_result_stdout_bytes),
             stderr=grab(_lib.sandlock_result_stderr_bytes),
+            killed_by_handler=code == _C_KILLED,
         )
     finally:
         _lib.sandlock_result_free(r)
 
 
-# ---- argument validation ----
+def _not_found_result(text) -> Result:
+    """What a run whose command is not on PATH returns: the same as a
+    missing absolute path (exit status 127, the reason on stderr)."""
+    return Result(success=False, exit_code=127, reason=ExitReason.EXITED, signal=-1,
+                  stdout=b"", stderr=("sandlock: %s\n" % text).encode(errors="replace"),
+                  error=text)
+
+
+def _run_failure(err, msg, what):
+    """Result for a bare command that is not found; raise for anything else."""
+    text = _native.take_string(msg.value)
+    text = text.decode(errors="replace") if text else what + " failed"
+    if err.value == ERR_NOT_FOUND and text.startswith("command not found"):
+        return _not_found_result(text)
+    raise error_for(err.value or 7, text, False)
+
+
+# ---- argument validation (bad configuration is a PolicyError) ----
 def _path_list(name, value) -> Tuple[str, ...]:
     if isinstance(value, (str, bytes, os.PathLike)):
-        raise TypeError("%s must be a list of paths, not a single %s" % (name, type(value).__name__))
+        raise PolicyTypeError("%s must be a list of paths, not a single %s"
+                              % (name, type(value).__name__))
     try:
         items = list(value)
     except TypeError:
-        raise TypeError("%s must be a list of paths, not %s" % (name, type(value).__name__)) from None
+        raise PolicyTypeError("%s must be a list of paths, not %s"
+                              % (name, type(value).__name__)) from None
     return tuple(_path(name, p) for p in items)
 
 
 def _path(name, p) -> str:
     if not isinstance(p, (str, bytes, os.PathLike)):
-        raise TypeError("%s: expected a path (str), got %s" % (name, type(p).__name__))
+        raise PolicyTypeError("%s: expected a path (str), got %s" % (name, type(p).__name__))
     s = os.fsdecode(os.fspath(p))
     if not s:
-        raise ValueError("%s: empty path" % name)
+        raise PolicyValueError("%s: empty path" % name)
     if "\0" in s:
-        raise ValueError("%s: path contains a NUL byte" % name)
+        raise PolicyValueError("%s: path contains a NUL byte" % name)
     return s
+
+
+def _opt_path(name, p) -> Optional[str]:
+    return None if p is None else _path(name, p)
 
 
 def _ports(name, value) -> Tuple[int, ...]:
     if isinstance(value, (str, bytes)):
-        raise TypeError("%s must be a list of ports, not a %s" % (name, type(value).__name__))
+        raise PolicyTypeError("%s must be a list of ports, not a %s" % (name, type(value).__name__))
     try:
         items = list(value)
     except TypeError:
-        raise TypeError("%s must be a list of ports, not %s" % (name, type(value).__name__)) from None
+        raise PolicyTypeError("%s must be a list of ports, not %s"
+                              % (name, type(value).__name__)) from None
     out = []
     for p in items:
         if not isinstance(p, int) or isinstance(p, bool):
-            raise TypeError("%s: port must be an int, got %r" % (name, p))
+            raise PolicyTypeError("%s: port must be an int, got %r" % (name, p))
         if not 1 <= p <= 65535:
-            raise ValueError("%s: port %d out of range 1..65535" % (name, p))
+            raise PolicyValueError("%s: port %d out of range 1..65535" % (name, p))
         out.append(int(p))
     return tuple(out)
 
 
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+def _env(name, env) -> dict:
+    if env is None:
+        return {}
+    if not isinstance(env, _MappingABC):
+        raise PolicyTypeError("%s must be a dict of str -> str, not %s" % (name, type(env).__name__))
+    for k, v in env.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise PolicyTypeError("%s keys and values must be str, got %r=%r" % (name, k, v))
+        if not k or "=" in k or "\0" in k or "\0" in v:
+            raise PolicyValueError("invalid environment variable %r" % k)
+    return dict(env)
+
+
+def _bool(name, value) -> bool:
+    if not isinstance(value, bool):
+        raise PolicyTypeError("%s must be a bool, not %s" % (name, type(value).__name__))
+    return value
+
+
+def _max_processes(name, value) -> Optional[int]:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise PolicyTypeError("%s must be an int, not %s" % (name, type(value).__name__))
+    if not 1 <= value <= 0xFFFFFFFF:
+        raise PolicyValueError("%s must be in 1..4294967295, got %d" % (name, value))
+    return int(value)
+
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 _SIZE_MULT = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
-def parse_size(value) -> int:
-    """int bytes, or a str like "64M", "1G", "512k", "4096" (binary units)."""
+def parse_memory_size(value) -> int:
+    """A memory size in bytes: an int, or a str such as "512M", "1.5G",
+    "64k", "2MiB" or "4096".  Units are binary (K = 1024) and case-blind;
+    a fraction is rounded down to whole bytes.  Raises PolicyValueError /
+    PolicyTypeError (also ValueError / TypeError) for anything else, or
+    for a size that is not in 1 byte .. 2**64-1."""
     if isinstance(value, bool):
-        raise TypeError("max_memory must be an int or a size string, not bool")
+        raise PolicyTypeError("memory size must be an int or a size string, not bool")
     if isinstance(value, int):
-        n = value
+        n = int(value)
     elif isinstance(value, str):
         m = _SIZE_RE.match(value)
         if not m:
-            raise ValueError("max_memory: cannot parse size %r (use e.g. '64M', '1G')" % value)
-        n = int(m.group(1)) * _SIZE_MULT[m.group(2).lower()]
+            raise PolicyValueError("cannot parse memory size %r (use e.g. '512M', '1.5G')" % value)
+        n = int(fractions.Fraction(m.group(1)) * _SIZE_MULT[m.group(2).lower()])
     else:
-        raise TypeError("max_memory must be an int or a size string, not %s" % type(value).__name__)
+        raise PolicyTypeError("memory size must be an int or a size string, not %s"
+                              % type(value).__name__)
     if n <= 0 or n >= 1 << 64:
-        raise ValueError("max_memory must be > 0 bytes, got %d" % n)
+        raise PolicyValueError("memory size must be 1 byte .. 2**64-1, got %d" % n)
     return n
 
 
-def _timeout(value) -> Optional[float]:
+parse_size = parse_memory_size  # the name this package used first
+
+
+def _max_memory(name, value) -> Optional[int]:
+    return None if value is None else parse_memory_size(value)
+
+
+def _timeout(name, value) -> Optional[float]:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError("timeout must be a number of seconds, not %s" % type(value).__name__)
+        raise PolicyTypeError("%s must be a number of seconds, not %s" % (name, type(value).__name__))
     if not value > 0 or value != value or value == float("inf"):
-        raise ValueError("timeout must be a positive finite number of seconds, got %r" % value)
+        raise PolicyValueError("%s must be a positive finite number of seconds, got %r"
+                               % (name, value))
     return float(value)
+
+
+_NAME_MAX = 64  # bytes, like a hostname (HOST_NAME_MAX)
+
+
+def _name(name, value) -> Optional[str]:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise PolicyTypeError("%s must be a str, not %s" % (name, type(value).__name__))
+    if not value:
+        raise PolicyValueError("%s must not be empty" % name)
+    if "\0" in value:
+        raise PolicyValueError("%s must not contain a NUL byte" % name)
+    n = len(value.encode("utf-8", "surrogateescape"))
+    if n > _NAME_MAX:
+        raise PolicyValueError("%s is %d bytes long; at most %d are allowed" % (name, n, _NAME_MAX))
+    return value
 
 
 def _argv(cmd) -> Tuple[bytes, ...]:
@@ -210,17 +341,82 @@ def _argv(cmd) -> Tuple[bytes, ...]:
     return tuple(out)
 
 
+def _syscall_name(entry) -> str:
+    """A handler registration's syscall: a name or a number on the native
+    arch; the name to register either way."""
+    if isinstance(entry, bool) or not isinstance(entry, (str, int)):
+        raise PolicyTypeError("syscall must be a name (str) or number (int), got %r" % (entry,))
+    if isinstance(entry, int):
+        name = _native.syscall_name(int(entry)) if 0 <= entry <= 0xFFFF else None
+        if name is None:
+            raise PolicyValueError(ERR_SYSCALL, "unknown syscall number %d" % entry)
+        return name
+    if not entry or "\0" in entry or _native.syscall_nr(entry) < 0:
+        raise PolicyValueError(ERR_SYSCALL, "unknown syscall %r" % entry)
+    return entry
+
+
+class _Field:
+    """A Sandbox config field: validated (and normalized) when assigned.
+    The value lives in the instance's ``_cfg`` dict."""
+
+    def __init__(self, check):
+        self.check = check
+        self.name = None
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return obj._cfg[self.name]
+
+    def __set__(self, obj, value):
+        obj._cfg[self.name] = self.check(self.name, value)
+
+
+_CACHE_SIZE = 4  # native policies kept per Sandbox (e.g. per timeout override)
+
+
 class Sandbox:
     """A reusable sandbox configuration.
 
-    Paths must exist (they are resolved at construction, which also reports
-    configuration errors as SandlockError).  ``max_memory`` is bytes (int)
-    or a size string ("64M", "1G"); ``net_allow``/``net_allow_bind`` are the
-    TCP ports the command may connect to / bind (everything else is denied);
+    Paths must exist (they are resolved when the native policy is built,
+    which also reports configuration errors as PolicyError).
+    ``max_memory`` is bytes (int) or a size string ("512M", "1.5G", see
+    parse_memory_size); ``net_allow``/``net_allow_bind`` are the TCP ports
+    the command may connect to / bind (everything else is denied);
     ``timeout`` is seconds.  ``env`` holds variables to set on top of the
-    inherited environment (or on top of nothing with ``clean_env=True``).
-    Instances are immutable after construction and safe to share between
-    threads."""
+    inherited environment, or with ``clean_env=True`` on top of a minimal
+    one: PATH, HOME, USER, TERM and LANG only, each with the value it has
+    in the calling process where set there (PATH defaults to
+    /usr/local/bin:/usr/bin:/bin).  ``name`` is the sandbox's name (its
+    future virtual hostname): a non-empty str of at most 64 bytes without
+    NUL; it is validated and kept, but nothing inside the sandbox sees it
+    yet (sandlock does not virtualize the hostname), and it stays None when
+    not given.
+
+    Every config field can be reassigned after construction
+    (``sb.fs_readable = [...]``): the new value is validated at once and
+    applies from the next run (the native policy is rebuilt when the
+    configuration changed since the last run, and reused otherwise).
+    ``env`` changed in place takes effect too.  Runs may share an instance
+    between threads; a run uses the configuration as it was when it
+    started."""
+
+    fs_readable = _Field(_path_list)
+    fs_writable = _Field(_path_list)
+    fs_denied = _Field(_path_list)
+    cwd = _Field(_opt_path)
+    env = _Field(_env)
+    clean_env = _Field(_bool)
+    max_processes = _Field(_max_processes)
+    max_memory = _Field(_max_memory)
+    net_allow = _Field(_ports)
+    net_allow_bind = _Field(_ports)
+    timeout = _Field(_timeout)
+    name = _Field(_name)
 
     def __init__(
         self,
@@ -235,121 +431,134 @@ class Sandbox:
         net_allow: Iterable[int] = (),
         net_allow_bind: Iterable[int] = (),
         timeout: Optional[float] = None,
+        name: Optional[str] = None,
     ):
-        self.fs_readable = _path_list("fs_readable", fs_readable)
-        self.fs_writable = _path_list("fs_writable", fs_writable)
-        self.fs_denied = _path_list("fs_denied", fs_denied)
-        self.cwd = None if cwd is None else _path("cwd", cwd)
-        if env is None:
-            env = {}
-        if not isinstance(env, _MappingABC):
-            raise TypeError("env must be a dict of str -> str, not %s" % type(env).__name__)
-        for k, v in env.items():
-            if not isinstance(k, str) or not isinstance(v, str):
-                raise TypeError("env keys and values must be str, got %r=%r" % (k, v))
-            if not k or "=" in k or "\0" in k or "\0" in v:
-                raise ValueError("invalid environment variable %r" % k)
-        self.env = dict(env)
-        if not isinstance(clean_env, bool):
-            raise TypeError("clean_env must be a bool")
+        self._cfg = {}
+        self._lock = threading.Lock()
+        self._natives = collections.OrderedDict()  # snapshot -> _NativeSandbox
+        self.fs_readable = fs_readable
+        self.fs_writable = fs_writable
+        self.fs_denied = fs_denied
+        self.cwd = cwd
+        self.env = env
         self.clean_env = clean_env
-        if max_processes is not None:
-            if not isinstance(max_processes, int) or isinstance(max_processes, bool):
-                raise TypeError("max_processes must be an int")
-            if not 1 <= max_processes <= 0xFFFFFFFF:
-                raise ValueError("max_processes must be >= 1, got %d" % max_processes)
         self.max_processes = max_processes
-        self.max_memory = None if max_memory is None else parse_size(max_memory)
-        self.net_allow = _ports("net_allow", net_allow)
-        self.net_allow_bind = _ports("net_allow_bind", net_allow_bind)
-        self.timeout = _timeout(timeout)
+        self.max_memory = max_memory
+        self.net_allow = net_allow
+        self.net_allow_bind = net_allow_bind
+        self.timeout = timeout
+        self.name = name
         # Build once now so a bad configuration fails here, not at run().
-        self._native = _NativeSandbox(self._build(self.timeout))
+        self._native_for(None)
 
     def __repr__(self):
         return "Sandbox(fs_readable=%r, fs_writable=%r, timeout=%r)" % (
             list(self.fs_readable), list(self.fs_writable), self.timeout)
 
-    def _build(self, timeout):
+    def _snapshot(self, timeout):
+        """The configuration a run uses, as a hashable tuple (the cache key).
+        ``env`` is re-validated: it is the one field that can change in
+        place."""
+        c = self._cfg
+        env = _env("env", c["env"])
+        if timeout is None:
+            timeout = c["timeout"]
+        return (c["fs_readable"], c["fs_writable"], c["fs_denied"], c["cwd"],
+                tuple(sorted(env.items())), c["clean_env"], c["max_processes"],
+                c["max_memory"], c["net_allow"], c["net_allow_bind"], timeout)
+
+    @staticmethod
+    def _build(snap):
+        (fs_read, fs_write, fs_deny, cwd, env, clean_env, max_processes, max_memory,
+         net_allow, net_allow_bind, timeout) = snap
         b = _lib.sandlock_sandbox_builder_new()
         if not b:
             raise MemoryError("sandlock_sandbox_builder_new failed")
         enc = os.fsencode
-        for p in self.fs_readable:
+        for p in fs_read:
             b = _lib.sandlock_sandbox_builder_fs_read(b, enc(p))
-        for p in self.fs_writable:
+        for p in fs_write:
             b = _lib.sandlock_sandbox_builder_fs_write(b, enc(p))
-        for p in self.fs_denied:
+        for p in fs_deny:
             b = _lib.sandlock_sandbox_builder_fs_deny(b, enc(p))
-        if self.cwd is not None:
-            b = _lib.sandlock_sandbox_builder_cwd(b, enc(self.cwd))
-        if self.clean_env:
+        if cwd is not None:
+            b = _lib.sandlock_sandbox_builder_cwd(b, enc(cwd))
+        if clean_env:
             b = _lib.sandlock_sandbox_builder_clean_env(b, True)
-        for k, v in self.env.items():
+        for k, v in env:
             b = _lib.sandlock_sandbox_builder_env_var(b, enc(k), enc(v))
-        if self.max_processes is not None:
-            b = _lib.sandlock_sandbox_builder_max_processes(b, self.max_processes)
-        if self.max_memory is not None:
-            b = _lib.sandlock_sandbox_builder_max_memory(b, self.max_memory)
-        for p in self.net_allow:
+        if max_processes is not None:
+            b = _lib.sandlock_sandbox_builder_max_processes(b, max_processes)
+        if max_memory is not None:
+            b = _lib.sandlock_sandbox_builder_max_memory(b, max_memory)
+        for p in net_allow:
             b = _lib.sandlock_sandbox_builder_net_allow(b, p)
-        for p in self.net_allow_bind:
+        for p in net_allow_bind:
             b = _lib.sandlock_sandbox_builder_net_allow_bind(b, p)
         if timeout is not None:
             b = _lib.sandlock_sandbox_builder_timeout_ms(b, max(1, int(round(timeout * 1000))))
         err, msg = _native.error_out()
         sb = _lib.sandlock_sandbox_build(b, ctypes.byref(err), ctypes.byref(msg))
         if not sb:
-            _raise_from(err, msg, "sandlock_sandbox_build")
+            _raise_from(err, msg, "sandlock_sandbox_build", building=True)
         return sb
 
-    def _sandbox_for(self, timeout):
-        """(native sandbox, owned?) for a run with this timeout override."""
-        timeout = _timeout(timeout)
-        if timeout is None or timeout == self.timeout:
-            return self._native, None
-        tmp = _NativeSandbox(self._build(timeout))
-        return tmp, tmp
+    def _native_for(self, timeout):
+        """The native sandbox for the current configuration (and this
+        timeout override): cached, rebuilt only when the snapshot changed.
+        The caller keeps the returned object alive for its run; an entry
+        evicted meanwhile is freed when the last run using it drops it."""
+        key = self._snapshot(_timeout("timeout", timeout))
+        with self._lock:
+            nsb = self._natives.get(key)
+            if nsb is not None:
+                self._natives.move_to_end(key)
+                return nsb
+        nsb = _NativeSandbox(self._build(key))  # outside the lock: resolves paths
+        with self._lock:
+            self._natives[key] = nsb
+            while len(self._natives) > _CACHE_SIZE:
+                self._natives.popitem(last=False)
+        return nsb
 
     def run(self, cmd: Sequence[str], timeout: Optional[float] = None) -> Result:
-        """Run cmd (a list of str) in the sandbox and wait for it."""
+        """Run cmd (a list of str; a bare name is looked up on the sandbox's
+        PATH) in the sandbox and wait for it.  A command that is not found
+        gives a failed Result with exit code 127 and the reason on stderr."""
         argv = _argv(cmd)
-        nsb, tmp = self._sandbox_for(timeout)
-        try:
-            arr = (ctypes.c_char_p * len(argv))(*argv)
-            err, msg = _native.error_out()
-            r = _lib.sandlock_run(nsb.ptr, arr, len(argv), ctypes.byref(err), ctypes.byref(msg))
-            if not r:
-                _raise_from(err, msg, "sandlock_run")
-            return _take_result(r)
-        finally:
-            if tmp is not None:
-                tmp.close()
+        nsb = self._native_for(timeout)
+        arr = (ctypes.c_char_p * len(argv))(*argv)
+        err, msg = _native.error_out()
+        r = _lib.sandlock_run(nsb.ptr, arr, len(argv), ctypes.byref(err), ctypes.byref(msg))
+        if not r:
+            return _run_failure(err, msg, "sandlock_run")
+        return _take_result(r)
 
     def run_with_handlers(
         self,
         cmd: Sequence[str],
-        handlers: Iterable[Tuple[str, Handler]],
+        handlers: Iterable[Tuple[object, Handler]],
         timeout: Optional[float] = None,
     ) -> Result:
         """Run cmd with user handlers: ``handlers`` is a list of
-        ``(syscall_name, Handler)`` pairs, called in registration order
-        after sandlock's built-in handlers for that syscall.  The Sandbox
-        holds strong references to the handlers until the run completes."""
+        ``(syscall, Handler)`` pairs, where syscall is a name ("openat") or
+        a number on the native arch; handlers are called in registration
+        order after sandlock's built-in handlers for that syscall.  An
+        unknown syscall is a PolicyValueError (a ValueError) naming it,
+        raised before anything starts.  The Sandbox holds strong references
+        to the handlers until the run completes."""
         argv = _argv(cmd)
         if isinstance(handlers, (str, bytes)) or not isinstance(handlers, _IterableABC):
-            raise TypeError("handlers must be a list of (syscall_name, Handler) pairs")
+            raise PolicyTypeError("handlers must be a list of (syscall, Handler) pairs")
         pairs = []
         for item in handlers:
             if not isinstance(item, (tuple, list)) or len(item) != 2:
-                raise TypeError("each handler entry must be a (syscall_name, Handler) pair, got %r" % (item,))
-            name, h = item
-            if not isinstance(name, str):
-                raise TypeError("syscall name must be a str, got %r" % (name,))
-            if not name or "\0" in name:
-                raise ValueError("invalid syscall name %r" % name)
+                raise PolicyTypeError("each handler entry must be a (syscall, Handler) pair, "
+                                      "got %r" % (item,))
+            sc, h = item
+            name = _syscall_name(sc)
             pairs.append((name.encode(), h, _validate_handler(h)))
-        nsb, tmp = self._sandbox_for(timeout)
+        nsb = self._native_for(timeout)
         run = _RunState()
         made = {}  # id(handler) -> (c ptr, key); one C handler per instance
         try:
@@ -372,7 +581,7 @@ class Sandbox:
                 nsb.ptr, arr, len(argv), regs, len(pairs), ctypes.byref(err), ctypes.byref(msg)
             )
             if not r:
-                _raise_from(err, msg, "sandlock_run_with_handlers")
+                return _run_failure(err, msg, "sandlock_run_with_handlers")
             return _take_result(r)
         finally:
             # The run is over (its deferred workers too): release the
@@ -380,8 +589,6 @@ class Sandbox:
             for _ptr, key in made.values():
                 _unregister(key)
             run.close()
-            if tmp is not None:
-                tmp.close()
 
 
 class _NativeSandbox:

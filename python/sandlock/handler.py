@@ -22,6 +22,7 @@ import threading
 from typing import Dict, Optional, Tuple
 
 from . import _native
+from .exceptions import PolicyTypeError, PolicyValueError
 
 _lib = _native.lib
 _log = logging.getLogger("sandlock")
@@ -107,15 +108,27 @@ def _check_srcfd(fd):
 @dataclasses.dataclass(frozen=True)
 class NotifAction:
     """The decision for one trapped syscall.  Build it with the factory
-    classmethods; ``kind`` mirrors the C ABI (``ActionKind``)."""
+    classmethods; ``kind`` mirrors the C ABI (``ActionKind``).  Fields a
+    kind does not use keep their defaults."""
 
     kind: ActionKind
-    value: int = 0          # ERRNO: errno; RETURN_VALUE: the value
+    errno_value: int = 0    # ERRNO: the errno (1..4095)
+    return_value: int = 0   # RETURN_VALUE: what the syscall returns
     srcfd: int = -1         # INJECT_*: supervisor-side fd (owned by sandlock once returned)
     newfd_flags: int = 0    # INJECT_*: 0 or os.O_CLOEXEC
     tracker: int = 0        # INJECT_FD_SEND_TRACKED: caller's token
     sig: int = 0            # KILL
     pgid: int = 0           # KILL: 0 = the sandbox's own group
+
+    @property
+    def value(self) -> int:
+        """errno_value for ERRNO, return_value for RETURN_VALUE, else 0
+        (the single field of earlier versions)."""
+        if self.kind == _K_ERRNO:
+            return self.errno_value
+        if self.kind == _K_RETURN_VALUE:
+            return self.return_value
+        return 0
 
     @classmethod
     def continue_(cls) -> "NotifAction":
@@ -131,8 +144,8 @@ class NotifAction:
         if not 1 <= value <= _MAX_ERRNO:
             raise ValueError("errno must be in 1..%d, got %d" % (_MAX_ERRNO, value))
         if cls is NotifAction:
-            return _new_action(ActionKind.ERRNO, value)
-        return cls(ActionKind.ERRNO, value=value)
+            return _new_action(ActionKind.ERRNO, "errno_value", value)
+        return cls(ActionKind.ERRNO, errno_value=value)
 
     @classmethod
     def returns(cls, value: int) -> "NotifAction":
@@ -141,8 +154,8 @@ class NotifAction:
         if not _INT64_MIN <= value <= _INT64_MAX:
             raise ValueError("return value %d does not fit in int64" % value)
         if cls is NotifAction:
-            return _new_action(ActionKind.RETURN_VALUE, value)
-        return cls(ActionKind.RETURN_VALUE, value=value)
+            return _new_action(ActionKind.RETURN_VALUE, "return_value", value)
+        return cls(ActionKind.RETURN_VALUE, return_value=value)
 
     @classmethod
     def hold(cls) -> "NotifAction":
@@ -166,12 +179,15 @@ class NotifAction:
         return cls(ActionKind.KILL, sig=sig, pgid=pgid)
 
     @classmethod
-    def inject_fd_send(cls, srcfd: int, newfd_flags: int = os.O_CLOEXEC) -> "NotifAction":
+    def inject_fd_send(cls, srcfd: int, newfd_flags: int = 0) -> "NotifAction":
         """Install ``srcfd`` in the child as the syscall's result (a new fd).
 
         Ownership of ``srcfd`` passes to sandlock when the action is returned
         from ``handle``: do not close it afterwards, whether or not the action
-        was dispatched.  ``newfd_flags`` is ``os.O_CLOEXEC`` (default) or 0."""
+        was dispatched.  ``newfd_flags`` is 0 (default: the new fd survives
+        the guest's execve, as the reference does) or ``os.O_CLOEXEC``; pass
+        the guest's own O_CLOEXEC choice (from the open flags) to mirror it.
+        (``inject_bytes`` defaults to O_CLOEXEC instead.)"""
         return cls(
             ActionKind.INJECT_FD_SEND,
             srcfd=_check_srcfd(srcfd),
@@ -180,9 +196,10 @@ class NotifAction:
 
     @classmethod
     def inject_fd_send_tracked(
-        cls, srcfd: int, newfd_flags: int = os.O_CLOEXEC, tracker: int = 0
+        cls, srcfd: int, newfd_flags: int = 0, tracker: int = 0
     ) -> "NotifAction":
-        """Like inject_fd_send, with a caller token (u64) for tracking."""
+        """Like inject_fd_send (same ``newfd_flags`` default, 0), with a
+        caller token (u64) for tracking."""
         tracker = _check_int("tracker", tracker)
         if not 0 <= tracker <= _U64_MAX:
             raise ValueError("tracker must fit in uint64")
@@ -233,9 +250,9 @@ class NotifAction:
         if k == _K_CONTINUE or k == _K_HOLD:
             _ACT_KIND.pack_into(_Out.from_address(out), 0, k)
         elif k == _K_ERRNO:
-            _ACT_ERRNO.pack_into(_Out.from_address(out), 0, k, self.value)
+            _ACT_ERRNO.pack_into(_Out.from_address(out), 0, k, self.errno_value)
         elif k == _K_RETURN_VALUE:
-            _ACT_RETURN.pack_into(_Out.from_address(out), 0, k, self.value)
+            _ACT_RETURN.pack_into(_Out.from_address(out), 0, k, self.return_value)
         elif k == _K_INJECT_FD_SEND:
             _ACT_INJECT.pack_into(_Out.from_address(out), 0, k, self.srcfd, self.newfd_flags, 0)
         elif k == _K_INJECT_FD_SEND_TRACKED:
@@ -275,14 +292,14 @@ _ACTION_DEFAULTS = {
 }
 
 
-def _new_action(kind, value):
-    """NotifAction(kind, value=value) without the frozen dataclass __init__
+def _new_action(kind, field, value):
+    """NotifAction(kind, field=value) without the frozen dataclass __init__
     (one object.__setattr__ per field): the instance is identical, it is
     just filled in one step."""
     a = _object_new(NotifAction)
     d = {"kind": kind}  # same key order as __init__ would give
     d.update(_ACTION_DEFAULTS)
-    d["value"] = value
+    d[field] = value
     _object_setattr(a, "__dict__", d)
     return a
 
@@ -409,20 +426,20 @@ class HandlerCtx:
 
         With ``arg=None`` the argument index comes from the syscall table
         (see PATH_ARG_SYSCALLS); multi-path syscalls (rename*, link*,
-        symlink*) and syscalls not in the table raise ValueError — pass
-        ``arg=`` explicitly for those.  The string is NOT resolved: relative
+        symlink*) and syscalls not in the table raise ValueError whose
+        message says to pass ``arg=`` explicitly.  The string is NOT resolved: relative
         paths stay relative to the child's cwd or dirfd."""
         if arg is None:
             nr = self.syscall_nr
             if nr in MULTI_PATH_SYSCALLS:
                 raise ValueError(
-                    "syscall %s takes two paths: call read_path(arg=...) explicitly"
+                    "syscall %s takes two paths: pass arg= explicitly (read_path(arg=N))"
                     % (self.syscall_name or nr)
                 )
             if nr not in PATH_ARG_SYSCALLS:
                 raise ValueError(
-                    "syscall %s is not in the path table: pass read_path(arg=...)"
-                    % (self.syscall_name or nr)
+                    "syscall %s is not in read_path's path table: pass arg= explicitly "
+                    "(read_path(arg=N))" % (self.syscall_name or nr)
                 )
             arg = PATH_ARG_SYSCALLS[nr]
         else:
@@ -512,11 +529,13 @@ class _RunState:
 
 
 class _Entry:
-    __slots__ = ("handler", "run")
+    __slots__ = ("handler", "run", "policy", "warned")
 
-    def __init__(self, handler, run):
+    def __init__(self, handler, run, policy):
         self.handler = handler
         self.run = run
+        self.policy = policy
+        self.warned = False  # a bad return value was logged at WARNING
 
 
 _registry = {}  # type: Dict[int, _Entry]
@@ -524,10 +543,10 @@ _registry_lock = threading.Lock()
 _keys = itertools.count(1)
 
 
-def _register(handler, run) -> int:
+def _register(handler, run, policy=ExceptionPolicy.KILL) -> int:
     with _registry_lock:
         key = next(_keys)
-        _registry[key] = _Entry(handler, run)
+        _registry[key] = _Entry(handler, run, policy)
     return key
 
 
@@ -651,6 +670,28 @@ def _new_ctx(n, ref):
     return ctx
 
 
+def _bad_return(entry, action):
+    """Log a handle() that returned something other than a NotifAction:
+    at WARNING the first time per handler and run (a handler that does it
+    on every call must not flood the log), at DEBUG afterwards."""
+    try:
+        level = logging.DEBUG if entry.warned else logging.WARNING
+        entry.warned = True
+        _log.log(level, "%s.handle() returned %s, not a NotifAction: treated as a "
+                 "handler error (on_exception=%s)", type(entry.handler).__name__,
+                 _short_repr(action), entry.policy.name)
+    except BaseException:
+        pass
+
+
+def _short_repr(v, limit=80):
+    try:
+        r = repr(v)
+    except BaseException:
+        r = "<%s>" % type(v).__name__
+    return r if len(r) <= limit else r[:limit] + "..."
+
+
 def _trampoline(ud, notif, mem, out):
     # ud, notif, mem, out are plain addresses (RAW_HANDLER_FN).  Never let
     # an exception escape: ctypes would print it and return 0 with the
@@ -672,7 +713,7 @@ def _trampoline(ud, notif, mem, out):
             if inspect.isawaitable(action):
                 action = entry.run.run_coroutine(action)
             if not isinstance(action, NotifAction):
-                _log.debug("handler %r returned %r, not a NotifAction", entry.handler, action)
+                _bad_return(entry, action)
                 return 1
         action._apply(out)
         action = None  # handed over: an injected fd now belongs to the C side
@@ -709,15 +750,16 @@ def _is_async(handler) -> bool:
 
 def _validate_handler(handler):
     if not isinstance(handler, Handler):
-        raise TypeError("handler must be a sandlock.Handler, not %s" % type(handler).__name__)
+        raise PolicyTypeError("handler must be a sandlock.Handler, not %s"
+                              % type(handler).__name__)
     if getattr(type(handler), "handle", None) is Handler.handle and "handle" not in getattr(
         handler, "__dict__", {}
     ):
-        raise TypeError("%s does not override handle(ctx)" % type(handler).__name__)
+        raise PolicyTypeError("%s does not override handle(ctx)" % type(handler).__name__)
     try:
         return ExceptionPolicy(handler.on_exception)
     except (ValueError, TypeError):
-        raise ValueError(
+        raise PolicyValueError(
             "%s.on_exception must be an ExceptionPolicy, got %r"
             % (type(handler).__name__, handler.on_exception)
         ) from None
@@ -728,7 +770,7 @@ def _make_c_handler(handler, policy, run):
     The caller owns ptr until it passes it to sandlock_run_with_handlers
     (or frees it with sandlock_handler_free), and must _unregister(key)
     once the run is over."""
-    key = _register(handler, run)
+    key = _register(handler, run, policy)
     # ud is the key itself; no ud_free: there is nothing to free.
     h = _lib.sandlock_handler_new(_TRAMPOLINE, key, _NO_UD_FREE, int(policy))
     if not h:

@@ -130,7 +130,9 @@ def test_run_with_handlers_validation(sb):
     with pytest.raises(TypeError):
         sb.run_with_handlers(["/bin/true"], [("openat", object())])
     with pytest.raises(TypeError):
-        sb.run_with_handlers(["/bin/true"], [(1, H1())])
+        sb.run_with_handlers(["/bin/true"], [(True, H1())])  # bool is not a syscall number
+    with pytest.raises(TypeError):
+        sb.run_with_handlers(["/bin/true"], [(1.0, H1())])
     with pytest.raises(TypeError):
         sb.run_with_handlers(["/bin/true"], [("openat", sandlock.Handler())])  # no handle()
 
@@ -340,15 +342,15 @@ def test_apply_rejects_unset_and_out_of_range_direct_construction():
     with pytest.raises(ValueError):
         NotifAction(ActionKind.UNSET)._apply(ctypes.addressof(out))
     with pytest.raises(Exception):  # bypassed the factory's validation
-        NotifAction(ActionKind.ERRNO, value=1 << 40)._apply(ctypes.addressof(out))
+        NotifAction(ActionKind.ERRNO, errno_value=1 << 40)._apply(ctypes.addressof(out))
 
 
 def test_fast_factories_build_ordinary_frozen_instances():
     cases = [
         (NotifAction.continue_(), NotifAction(ActionKind.CONTINUE)),
         (NotifAction.hold(), NotifAction(ActionKind.HOLD)),
-        (NotifAction.errno(errno.ENOENT), NotifAction(ActionKind.ERRNO, value=errno.ENOENT)),
-        (NotifAction.returns(-(1 << 63)), NotifAction(ActionKind.RETURN_VALUE, value=-(1 << 63))),
+        (NotifAction.errno(errno.ENOENT), NotifAction(ActionKind.ERRNO, errno_value=errno.ENOENT)),
+        (NotifAction.returns(-(1 << 63)), NotifAction(ActionKind.RETURN_VALUE, return_value=-(1 << 63))),
     ]
     for fast, slow in cases:
         assert type(fast) is NotifAction
@@ -356,7 +358,7 @@ def test_fast_factories_build_ordinary_frozen_instances():
         assert vars(fast) == vars(slow) and list(vars(fast)) == list(vars(slow))
         assert dataclasses.astuple(fast) == dataclasses.astuple(slow)
         with pytest.raises(dataclasses.FrozenInstanceError):
-            fast.value = 1
+            fast.errno_value = 1
         with pytest.raises(dataclasses.FrozenInstanceError):
             fast.kind = ActionKind.KILL
     assert NotifAction.continue_().kind == ActionKind.CONTINUE  # shared one unchanged
@@ -368,7 +370,7 @@ def test_factories_on_a_subclass_return_the_subclass():
 
     for a in (Mine.continue_(), Mine.hold(), Mine.errno(1), Mine.returns(3)):
         assert type(a) is Mine
-    assert Mine.errno(1) == Mine(ActionKind.ERRNO, value=1)
+    assert Mine.errno(1) == Mine(ActionKind.ERRNO, errno_value=1)
 
 
 class _Capture(sandlock.Handler):

@@ -12,8 +12,8 @@ def test_result_fields_success(sb, host_hostname):
     r = sb.run(["/bin/cat", "/etc/hostname"])
     assert isinstance(r, sandlock.Result)
     assert r.success is True and r.exit_code == 0
-    assert r.reason == "exited" and r.reason is sandlock.ExitReason.EXITED
-    assert r.signal == 0
+    assert r.reason is sandlock.ExitReason.EXITED and r.reason == 0
+    assert r.signal == -1 and r.killed_by_handler is False and r.error is None
     assert r.stdout == host_hostname and r.stderr == b""
     with pytest.raises(Exception):
         r.exit_code = 1  # frozen
@@ -21,13 +21,13 @@ def test_result_fields_success(sb, host_hostname):
 
 def test_result_exit_code_and_stderr(sb):
     r = sb.run(["/bin/sh", "-c", "echo out; echo err >&2; exit 7"])
-    assert (r.success, r.exit_code, r.reason) == (False, 7, "exited")
+    assert (r.success, r.exit_code, r.reason) == (False, 7, sandlock.ExitReason.EXITED)
     assert r.stdout == b"out\n" and r.stderr == b"err\n"
 
 
 def test_signaled(sb):
     r = sb.run(["/bin/sh", "-c", "kill -SEGV $$"])
-    assert r.reason == "signaled" and r.signal == signal.SIGSEGV
+    assert r.reason is sandlock.ExitReason.SIGNALED and r.signal == signal.SIGSEGV
     assert r.exit_code == 128 + signal.SIGSEGV and not r.success
 
 
@@ -44,12 +44,12 @@ def test_large_output(tmpdir_path):
 
 def test_timeout_reason(sb):
     r = sb.run(["/bin/sleep", "30"], timeout=0.5)
-    assert r.reason == "timeout" and r.exit_code == 124 and not r.success
+    assert r.reason is sandlock.ExitReason.TIMEOUT and r.exit_code == 124 and not r.success
 
 
 def test_sandbox_timeout_setting():
     r = sandlock.Sandbox(fs_readable=SYSTEM, timeout=0.3).run(["/bin/sleep", "30"])
-    assert r.reason == "timeout"
+    assert r.reason is sandlock.ExitReason.TIMEOUT
 
 
 def test_landlock_denies_unlisted_path(tmpdir_path):
@@ -76,13 +76,19 @@ def test_env_cwd_clean_env(tmpdir_path):
     assert r.stdout.strip() == b"['A', 'PATH']"  # clean env keeps a default PATH
 
 
-def test_command_not_found_is_sandlock_error(sb):
-    with pytest.raises(sandlock.SandlockError) as ei:
-        sb.run(["no-such-command-sandlock-xyz"])
-    assert ei.value.code_name == "NOT_FOUND"
+def test_command_not_found_is_a_failed_result(sb):
     # an explicit path is exec'd as is: the exec fails in the child (127)
     r = sb.run(["/nonexistent/binary"])
-    assert r.reason == "exited" and r.exit_code == 127
+    assert r.reason is sandlock.ExitReason.EXITED and r.exit_code == 127
+    assert b"/nonexistent/binary" in r.stderr and not r.success
+    # a bare name not on PATH: the same kind of Result, not an exception
+    r = sb.run(["no-such-command-sandlock-xyz", "arg"])
+    assert (r.success, r.exit_code, r.reason, r.signal) == (
+        False, 127, sandlock.ExitReason.EXITED, -1)
+    assert b"no-such-command-sandlock-xyz" in r.stderr and b"not found" in r.stderr
+    assert r.stdout == b"" and "no-such-command-sandlock-xyz" in r.error
+    # a bare name that is on PATH still runs
+    assert sb.run(["true"]).success
 
 
 def test_sandbox_reusable_and_thread_safe(sb, host_hostname):
