@@ -17,8 +17,8 @@ def show(title, result):
 
 
 def main():
-    # clean_env: no LANG, so cat does not probe a dozen locale files.
-    sb = sandlock.Sandbox(fs_readable=SYSTEM, clean_env=True, timeout=10)
+    # clean_env with LANG=C: cat does not probe a dozen locale files.
+    sb = sandlock.Sandbox(fs_readable=SYSTEM, clean_env=True, env={"LANG": "C"}, timeout=10)
     cmd = ["/bin/cat", "/etc/hostname"]
 
     def show_path(path, ctx):

@@ -151,6 +151,9 @@ sandlock_builder_t *sandlock_sandbox_builder_fs_deny(sandlock_builder_t *b, cons
 sandlock_builder_t *sandlock_sandbox_builder_cwd(sandlock_builder_t *b, const char *path);
 sandlock_builder_t *sandlock_sandbox_builder_env_var(sandlock_builder_t *b, const char *key,
                                                      const char *value);
+/* clean: the command gets only PATH, HOME, USER, TERM and LANG, with the
+ * calling process's values where it has them at run time (PATH defaults to
+ * /usr/local/bin:/usr/bin:/bin), plus the env_var overrides. */
 sandlock_builder_t *sandlock_sandbox_builder_clean_env(sandlock_builder_t *b, bool clean);
 sandlock_builder_t *sandlock_sandbox_builder_max_processes(sandlock_builder_t *b, uint32_t n);
 sandlock_builder_t *sandlock_sandbox_builder_max_memory(sandlock_builder_t *b, uint64_t bytes);

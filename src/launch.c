@@ -98,11 +98,34 @@ static int env_set(sl_strvec *env, const char *kv)
 	return sl_strvec_push(env, kv);
 }
 
+/*
+ * The clean environment keeps only what most programs need to behave
+ * (the reference SDK's minimal set), from the caller where it has them;
+ * PATH falls back to a default so bare command names still resolve.
+ */
+static int push_minimal_env(sl_strvec *env)
+{
+	static const char *const keep[] = { "PATH", "HOME", "USER", "TERM", "LANG" };
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+		const char *v = getenv(keep[i]);
+		if (!v && i == 0)
+			v = SL_DEFAULT_PATH;
+		if (!v)
+			continue;
+		char *kv = sl_asprintf("%s=%s", keep[i], v);
+		int rc = kv ? sl_strvec_push(env, kv) : -1;
+		free(kv);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* The sandbox environment: inherited or clean, then the overrides. */
 static int build_env(const struct sandlock_sandbox *cfg, sl_strvec *env)
 {
 	if (cfg->clean_env) {
-		if (sl_strvec_push(env, "PATH=" SL_DEFAULT_PATH) < 0)
+		if (push_minimal_env(env) < 0)
 			return -1;
 	} else {
 		for (char **e = environ; e && *e; e++)

@@ -314,14 +314,23 @@ def test_env_overrides_host_value():
     assert "SANDLOCK_TEST_MARKER=host" not in lines
 
 
-def test_clean_env_drops_host_env():
-    env = dict(os.environ, SANDLOCK_TEST_MARKER="host")
+def test_clean_env_keeps_only_the_minimal_set():
+    env = dict(os.environ, SANDLOCK_TEST_MARKER="host", PATH="/usr/bin:/bin", HOME="/h",
+               USER="u", TERM="dumb", LANG="C.UTF-8", LC_ALL="C")
     r = run_in_sandbox("--clean-env", "--env", "FOO=bar", "--", "/usr/bin/env", env=env)
     assert r.returncode == 0, r.stderr
-    lines = r.stdout.splitlines()
-    assert "FOO=bar" in lines
-    assert not any(l.startswith("SANDLOCK_TEST_MARKER=") for l in lines)
-    assert not any(l.startswith("HOME=") for l in lines)
+    assert r.stdout.splitlines() == [
+        "PATH=/usr/bin:/bin", "HOME=/h", "USER=u", "TERM=dumb", "LANG=C.UTF-8", "FOO=bar"]
+    # unset in the caller: left out, except PATH, which gets a default
+    env = {"SANDLOCK_TEST_MARKER": "host", "USER": "u"}
+    r = run_in_sandbox("--clean-env", "--", "/usr/bin/env", env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["PATH=/usr/local/bin:/usr/bin:/bin", "USER=u"]
+
+
+def test_help_documents_clean_env_set():
+    out = sandlock("run", "--help").stdout
+    assert "--clean-env" in out and all(k in out for k in ("PATH", "HOME", "USER", "TERM", "LANG"))
 
 
 # ---------------------------------------------------------------- network

@@ -66,14 +66,36 @@ def test_env_cwd_clean_env(tmpdir_path):
                           env={"SANDLOCK_T": "v1"}, timeout=60)
     r = sb.run(["/bin/sh", "-c", 'echo "$SANDLOCK_T"; pwd'])
     assert r.stdout.decode().split() == ["v1", os.path.realpath(tmpdir_path)]
-    os.environ["SANDLOCK_LEAK"] = "leaked"
-    try:
-        r = sandlock.Sandbox(fs_readable=SYSTEM, clean_env=True, env={"A": "b"}, timeout=60).run(
-            [PY, "-c", "import os; print(sorted(k for k in os.environ if k != 'LC_CTYPE'))"])
-    finally:
-        del os.environ["SANDLOCK_LEAK"]
+
+
+def _env_of(sb):
+    r = sb.run(["/usr/bin/env"])
     assert r.success, r.stderr
-    assert r.stdout.strip() == b"['A', 'PATH']"  # clean env keeps a default PATH
+    return r.stdout.decode().splitlines()
+
+
+def test_clean_env_is_the_minimal_set(monkeypatch):
+    """clean_env=True: PATH, HOME, USER, TERM, LANG with the caller's values
+    (read at run time), then env overrides; nothing else leaks."""
+    for k, v in (("SANDLOCK_LEAK", "leaked"), ("PATH", "/usr/bin:/bin"), ("HOME", "/h"),
+                 ("USER", "u"), ("TERM", "dumb"), ("LANG", "C.UTF-8"), ("LC_ALL", "C")):
+        monkeypatch.setenv(k, v)
+    sb = sandlock.Sandbox(fs_readable=SYSTEM, clean_env=True, env={"A": "b", "TERM": "vt100"},
+                          timeout=60)
+    assert _env_of(sb) == ["PATH=/usr/bin:/bin", "HOME=/h", "USER=u", "TERM=vt100",
+                           "LANG=C.UTF-8", "A=b"]
+    for k in ("PATH", "HOME", "LANG"):
+        monkeypatch.delenv(k)
+    # PATH falls back to a default; the others are simply absent
+    assert _env_of(sb) == ["PATH=/usr/local/bin:/usr/bin:/bin", "USER=u", "TERM=vt100", "A=b"]
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    inherited = _env_of(sandlock.Sandbox(fs_readable=SYSTEM, timeout=60))
+    assert "SANDLOCK_LEAK=leaked" in inherited and "LC_ALL=C" in inherited
+
+
+def test_clean_env_documented():
+    doc = sandlock.Sandbox.__doc__
+    assert all(k in doc for k in ("PATH", "HOME", "USER", "TERM", "LANG"))
 
 
 def test_command_not_found_is_a_failed_result(sb):
