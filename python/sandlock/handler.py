@@ -1,7 +1,8 @@
 """User handlers for trapped syscalls: Handler, HandlerCtx, NotifAction.
 
 A handler decides a syscall the sandboxed child made.  It is registered with
-``Sandbox.run_with_handlers(cmd, [(syscall_name, handler), ...])``; the C
+``Sandbox.run_with_handlers(cmd, [(syscall, handler), ...])`` (a syscall
+name or number); the C
 supervisor calls it (through one module-wide ctypes trampoline) from its own
 threads, so ``handle`` must be thread-safe and should be fast.  Define
 ``handle`` as ``async def`` to run it on a deferred worker thread instead.
