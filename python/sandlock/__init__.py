@@ -376,6 +376,52 @@ class _Field:
         obj._cfg[self.name] = self.check(self.name, value)
 
 
+# How each config field reaches the native builder: one small function per
+# field (or group of fields), applied in this order by Sandbox._build.  A new
+# keyword = a _Field on Sandbox, its __init__ parameter, and one step here.
+_enc = os.fsencode
+
+
+def _step_paths(b, c):
+    for p in c["fs_readable"]:
+        b = _lib.sandlock_sandbox_builder_fs_read(b, _enc(p))
+    for p in c["fs_writable"]:
+        b = _lib.sandlock_sandbox_builder_fs_write(b, _enc(p))
+    for p in c["fs_denied"]:
+        b = _lib.sandlock_sandbox_builder_fs_deny(b, _enc(p))
+    if c["cwd"] is not None:
+        b = _lib.sandlock_sandbox_builder_cwd(b, _enc(c["cwd"]))
+    return b
+
+
+def _step_env(b, c):
+    if c["clean_env"]:
+        b = _lib.sandlock_sandbox_builder_clean_env(b, True)
+    for k, v in c["env"]:
+        b = _lib.sandlock_sandbox_builder_env_var(b, _enc(k), _enc(v))
+    return b
+
+
+def _step_limits(b, c):
+    if c["max_processes"] is not None:
+        b = _lib.sandlock_sandbox_builder_max_processes(b, c["max_processes"])
+    if c["max_memory"] is not None:
+        b = _lib.sandlock_sandbox_builder_max_memory(b, c["max_memory"])
+    if c["timeout"] is not None:
+        b = _lib.sandlock_sandbox_builder_timeout_ms(b, max(1, int(round(c["timeout"] * 1000))))
+    return b
+
+
+def _step_net(b, c):
+    for p in c["net_allow"]:
+        b = _lib.sandlock_sandbox_builder_net_allow(b, p)
+    for p in c["net_allow_bind"]:
+        b = _lib.sandlock_sandbox_builder_net_allow_bind(b, p)
+    return b
+
+
+_BUILDER_STEPS = [_step_paths, _step_env, _step_limits, _step_net]
+
 _CACHE_SIZE = 4  # native policies kept per Sandbox (e.g. per timeout override)
 
 
@@ -456,47 +502,23 @@ class Sandbox:
             list(self.fs_readable), list(self.fs_writable), self.timeout)
 
     def _snapshot(self, timeout):
-        """The configuration a run uses, as a hashable tuple (the cache key).
-        ``env`` is re-validated: it is the one field that can change in
-        place."""
-        c = self._cfg
-        env = _env("env", c["env"])
-        if timeout is None:
-            timeout = c["timeout"]
-        return (c["fs_readable"], c["fs_writable"], c["fs_denied"], c["cwd"],
-                tuple(sorted(env.items())), c["clean_env"], c["max_processes"],
-                c["max_memory"], c["net_allow"], c["net_allow_bind"], timeout)
+        """The configuration a run uses, as a hashable tuple of (field,
+        value) pairs (the cache key).  ``env`` is re-validated: it is the
+        one field that can change in place."""
+        c = dict(self._cfg)
+        c["env"] = tuple(sorted(_env("env", c["env"]).items()))
+        if timeout is not None:
+            c["timeout"] = timeout
+        return tuple(sorted(c.items()))
 
     @staticmethod
     def _build(snap):
-        (fs_read, fs_write, fs_deny, cwd, env, clean_env, max_processes, max_memory,
-         net_allow, net_allow_bind, timeout) = snap
+        cfg = dict(snap)
         b = _lib.sandlock_sandbox_builder_new()
         if not b:
             raise MemoryError("sandlock_sandbox_builder_new failed")
-        enc = os.fsencode
-        for p in fs_read:
-            b = _lib.sandlock_sandbox_builder_fs_read(b, enc(p))
-        for p in fs_write:
-            b = _lib.sandlock_sandbox_builder_fs_write(b, enc(p))
-        for p in fs_deny:
-            b = _lib.sandlock_sandbox_builder_fs_deny(b, enc(p))
-        if cwd is not None:
-            b = _lib.sandlock_sandbox_builder_cwd(b, enc(cwd))
-        if clean_env:
-            b = _lib.sandlock_sandbox_builder_clean_env(b, True)
-        for k, v in env:
-            b = _lib.sandlock_sandbox_builder_env_var(b, enc(k), enc(v))
-        if max_processes is not None:
-            b = _lib.sandlock_sandbox_builder_max_processes(b, max_processes)
-        if max_memory is not None:
-            b = _lib.sandlock_sandbox_builder_max_memory(b, max_memory)
-        for p in net_allow:
-            b = _lib.sandlock_sandbox_builder_net_allow(b, p)
-        for p in net_allow_bind:
-            b = _lib.sandlock_sandbox_builder_net_allow_bind(b, p)
-        if timeout is not None:
-            b = _lib.sandlock_sandbox_builder_timeout_ms(b, max(1, int(round(timeout * 1000))))
+        for apply in _BUILDER_STEPS:
+            b = apply(b, cfg)
         err, msg = _native.error_out()
         sb = _lib.sandlock_sandbox_build(b, ctypes.byref(err), ctypes.byref(msg))
         if not sb:
