@@ -17,4 +17,9 @@ int cli_parse_size(const char *s, uint64_t *out, const char **why);
  * rounded up so a tiny positive value never becomes "no timeout". */
 int cli_parse_seconds(const char *s, uint64_t *out_ms, const char **why);
 
+/* A point in time: Unix seconds (optionally with a fraction) or RFC 3339
+ * ("2000-01-01T00:00:00Z", "...T12:00:00.5+01:00"), not before 1970.
+ * Returned as Unix nanoseconds. */
+int cli_parse_time(const char *s, int64_t *out_ns, const char **why);
+
 #endif

@@ -58,12 +58,16 @@ static const char usage_run[] =
 	"                           where set (PATH defaults to /usr/local/bin:/usr/bin:/bin)\n"
 	"      --env K=V            set K to V in the command's environment\n"
 	"  -C, --cwd DIR            run the command in DIR\n"
+	"      --random-seed N      getrandom() returns a stream seeded with N\n"
+	"      --time-start T       the wall clock starts at T (Unix seconds or\n"
+	"                           RFC 3339, e.g. 2000-01-01T00:00:00Z)\n"
 	"  -h, --help               show this help\n"
 	"\n"
 	"Exit status: the command's status; 128+N if it died of signal N;\n"
 	"124 on timeout; 125 if sandlock failed; 126/127 if CMD cannot be run/found.\n";
 
-enum { OPT_NET_ALLOW = 256, OPT_NET_ALLOW_BIND, OPT_CLEAN_ENV, OPT_ENV };
+enum { OPT_NET_ALLOW = 256, OPT_NET_ALLOW_BIND, OPT_CLEAN_ENV, OPT_ENV, OPT_RANDOM_SEED,
+       OPT_TIME_START };
 
 static const struct option run_options[] = {
 	{ "read", required_argument, NULL, 'r' },
@@ -77,6 +81,8 @@ static const struct option run_options[] = {
 	{ "net-allow-bind", required_argument, NULL, OPT_NET_ALLOW_BIND },
 	{ "clean-env", no_argument, NULL, OPT_CLEAN_ENV },
 	{ "env", required_argument, NULL, OPT_ENV },
+	{ "random-seed", required_argument, NULL, OPT_RANDOM_SEED },
+	{ "time-start", required_argument, NULL, OPT_TIME_START },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -171,6 +177,24 @@ static int apply_limit(sandlock_builder_t *b, int c, const char *arg)
 	}
 }
 
+/* --random-seed N, --time-start T.  Returns 0 or an exit status. */
+static int apply_determinism(sandlock_builder_t *b, int c, const char *arg)
+{
+	const char *why = NULL;
+	if (c == OPT_RANDOM_SEED) {
+		uint64_t seed;
+		if (cli_parse_uint(arg, 0, UINT64_MAX, &seed, &why))
+			return bad_value(c, arg, why);
+		sandlock_sandbox_builder_random_seed(b, seed);
+		return 0;
+	}
+	int64_t ns;
+	if (cli_parse_time(arg, &ns, &why))
+		return bad_value(c, arg, why);
+	sandlock_sandbox_builder_time_start_ns(b, ns);
+	return 0;
+}
+
 /* Apply one parsed option to the builder.  Returns 0 or an exit status.
  * Path validity is the library's job: it reports bad paths at build time. */
 static int apply_option(sandlock_builder_t *b, int c, const char *arg)
@@ -200,6 +224,9 @@ static int apply_option(sandlock_builder_t *b, int c, const char *arg)
 		return 0;
 	case OPT_ENV:
 		return apply_env(b, arg);
+	case OPT_RANDOM_SEED:
+	case OPT_TIME_START:
+		return apply_determinism(b, c, arg);
 	default:
 		return usage_error("internal error: unhandled option%s%s", "", "");
 	}

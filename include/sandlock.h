@@ -166,6 +166,14 @@ sandlock_builder_t *sandlock_sandbox_builder_deferred_timeout_ms(sandlock_builde
                                                                  uint64_t ms);
 /* Inherit the caller's stdin/stdout/stderr instead of capturing output. */
 sandlock_builder_t *sandlock_sandbox_builder_inherit_stdio(sandlock_builder_t *b, bool inherit);
+/* Determinism.  random_seed: getrandom() returns a byte stream seeded with
+ * seed (identical seeds, identical streams; NOT cryptographically secure).
+ * time_start_ns: CLOCK_REALTIME (and gettimeofday, time) start at this Unix
+ * time in nanoseconds and advance at real speed (x86_64: the vDSO is
+ * patched to make those calls real syscalls); CLOCK_MONOTONIC is untouched. */
+sandlock_builder_t *sandlock_sandbox_builder_random_seed(sandlock_builder_t *b, uint64_t seed);
+sandlock_builder_t *sandlock_sandbox_builder_time_start_ns(sandlock_builder_t *b,
+                                                           int64_t unix_ns);
 void sandlock_sandbox_builder_free(sandlock_builder_t *b);
 
 /* Consumes b.  NULL + *err, *err_msg on bad configuration. */

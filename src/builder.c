@@ -194,6 +194,30 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_inherit_stdio(sandlock_bu
 	return b;
 }
 
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_random_seed(sandlock_builder_t *b,
+                                                                   uint64_t seed)
+{
+	if (b) {
+		b->cfg.has_random_seed = true;
+		b->cfg.random_seed = seed;
+	}
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_time_start_ns(sandlock_builder_t *b,
+                                                                     int64_t unix_ns)
+{
+	if (!b)
+		return NULL;
+	if (unix_ns < 0) {
+		b_error(b, SANDLOCK_ERR_INVALID, "time_start: before 1970-01-01T00:00:00Z%s", "");
+		return b;
+	}
+	b->cfg.has_time_start = true;
+	b->cfg.time_start_ns = unix_ns;
+	return b;
+}
+
 /* Free the members of a configuration (not the struct itself). */
 static void cfg_release(struct sandlock_sandbox *c)
 {

@@ -24,6 +24,11 @@ struct sandlock_sandbox {
 	uint64_t timeout_ms;          /* 0 = none */
 	uint64_t deferred_timeout_ms; /* default 30000 */
 	bool inherit_stdio;
+	/* determinism (builtins/random.c, builtins/clock.c) */
+	bool has_random_seed;
+	uint64_t random_seed;   /* getrandom() gives a stream seeded with this */
+	bool has_time_start;
+	int64_t time_start_ns;  /* CLOCK_REALTIME reads start here (Unix epoch, ns) */
 };
 
 struct sandlock_builder {

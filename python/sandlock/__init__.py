@@ -17,6 +17,7 @@ here.
 """
 
 import collections
+import datetime
 import ctypes
 import dataclasses
 import enum
@@ -301,6 +302,52 @@ def _timeout(name, value) -> Optional[float]:
     return float(value)
 
 
+def _random_seed(name, value) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PolicyTypeError("%s must be an int, not %s" % (name, type(value).__name__))
+    if not 0 <= value < 1 << 64:
+        raise PolicyValueError("%s must be in 0..2**64-1, got %d" % (name, value))
+    return int(value)
+
+
+def parse_time_start(value) -> int:
+    """A time_start value as Unix nanoseconds: a number of seconds since the
+    epoch (int or float), a datetime (naive = UTC), or an RFC 3339 / ISO 8601
+    string such as "2000-01-01T00:00:00Z" or "2026-03-01 12:00:00+01:00"."""
+    if isinstance(value, bool):
+        raise PolicyTypeError("time_start must be a number, datetime or str, not bool")
+    if isinstance(value, (int, float)):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise PolicyValueError("time_start must be finite, got %r" % (value,))
+        ns = int(fractions.Fraction(value) * 1000000000)
+    else:
+        if isinstance(value, str):
+            text = value.strip()
+            if text[-1:] in ("Z", "z"):
+                text = text[:-1] + "+00:00"
+            try:
+                value = datetime.datetime.fromisoformat(text)
+            except ValueError:
+                raise PolicyValueError("cannot parse time_start %r (use e.g. "
+                                       "'2000-01-01T00:00:00Z')" % value) from None
+        if not isinstance(value, datetime.datetime):
+            raise PolicyTypeError("time_start must be a number, datetime or str, not %s"
+                                  % type(value).__name__)
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.timezone.utc)
+        delta = value - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+        ns = (delta.days * 86400 + delta.seconds) * 1000000000 + delta.microseconds * 1000
+    if not 0 <= ns < 1 << 63:
+        raise PolicyValueError("time_start must be at or after 1970-01-01T00:00:00Z")
+    return ns
+
+
+def _time_start(name, value) -> Optional[int]:
+    return None if value is None else parse_time_start(value)
+
+
 _NAME_MAX = 64  # bytes, like a hostname (HOST_NAME_MAX)
 
 
@@ -420,7 +467,15 @@ def _step_net(b, c):
     return b
 
 
-_BUILDER_STEPS = [_step_paths, _step_env, _step_limits, _step_net]
+def _step_determinism(b, c):
+    if c["random_seed"] is not None:
+        b = _lib.sandlock_sandbox_builder_random_seed(b, c["random_seed"])
+    if c["time_start"] is not None:
+        b = _lib.sandlock_sandbox_builder_time_start_ns(b, c["time_start"])
+    return b
+
+
+_BUILDER_STEPS = [_step_paths, _step_env, _step_limits, _step_net, _step_determinism]
 
 _CACHE_SIZE = 4  # native policies kept per Sandbox (e.g. per timeout override)
 
@@ -443,6 +498,11 @@ class Sandbox:
     yet (sandlock does not virtualize the hostname), and it stays None when
     not given.
 
+    ``random_seed`` (int) makes getrandom() return a reproducible stream;
+    ``time_start`` (Unix seconds, datetime or ISO 8601 string, see
+    parse_time_start) starts the wall clock at that instant (see README,
+    "Determinism").
+
     Every config field can be reassigned after construction
     (``sb.fs_readable = [...]``): the new value is validated at once and
     applies from the next run (the native policy is rebuilt when the
@@ -463,6 +523,8 @@ class Sandbox:
     net_allow_bind = _Field(_ports)
     timeout = _Field(_timeout)
     name = _Field(_name)
+    random_seed = _Field(_random_seed)
+    time_start = _Field(_time_start)
 
     def __init__(
         self,
@@ -478,6 +540,8 @@ class Sandbox:
         net_allow_bind: Iterable[int] = (),
         timeout: Optional[float] = None,
         name: Optional[str] = None,
+        random_seed: Optional[int] = None,
+        time_start=None,
     ):
         self._cfg = {}
         self._lock = threading.Lock()
@@ -494,6 +558,8 @@ class Sandbox:
         self.net_allow_bind = net_allow_bind
         self.timeout = timeout
         self.name = name
+        self.random_seed = random_seed
+        self.time_start = time_start
         # Build once now so a bad configuration fails here, not at run().
         self._native_for(None)
 

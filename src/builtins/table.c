@@ -9,11 +9,15 @@
 
 extern const struct sl_builtin sl_builtin_args;
 extern const struct sl_builtin sl_builtin_procs;
+extern const struct sl_builtin sl_builtin_random;
+extern const struct sl_builtin sl_builtin_clock;
 extern const struct sl_builtin sl_builtin_meta;
 
 const struct sl_builtin *const sl_builtin_table[] = {
 	&sl_builtin_args,  /* FIRST: the filter's argument rules, again */
 	&sl_builtin_procs, /* FIRST: max_processes */
+	&sl_builtin_random, /* FIRST: random_seed, getrandom answered from a seeded PRNG */
+	&sl_builtin_clock,  /* FIRST: time_start, realtime clock reads shifted */
 	&sl_builtin_meta,  /* LAST: chmod/chown/xattr/utimes performed on behalf */
 };
 
