@@ -38,7 +38,7 @@
  * in the sandbox that signals its whole group (kill(0, SIGUSR1)) must not
  * end its own sandbox.  SIGKILL and SIGSTOP cannot be blocked: the
  * command runs in a nested Landlock domain that scopes signals (see
- * launch.c), so where Landlock has signal scoping (ABI >= 6) nothing in
+ * launch_child.c), so where Landlock has signal scoping (ABI >= 6) nothing in
  * the sandbox can send them to init.
  *
  * init runs under the same seccomp filter as the command, so a user

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "launch.h"
 
 #define SL_READ_CHUNK 32768
 /* Waiting for SIGKILLed group members to die: attempts x 1 ms. */

@@ -1,0 +1,156 @@
+/*
+ * launch_prepare.c — everything a run needs that allocates or may fail,
+ * done in the caller before fork: the command's argv, environment and
+ * executable path, the Landlock ruleset(s) and the BPF program.  After
+ * fork the child may only use what is prepared here (launch_child.c).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "launch.h"
+
+extern char **environ;
+
+#define SL_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+/* Replace or append "K=V" in env, keyed on the part before '='. */
+static int env_set(sl_strvec *env, const char *kv)
+{
+	size_t klen = strcspn(kv, "=");
+	for (size_t i = 0; i < env->n; i++) {
+		if (strncmp(env->v[i], kv, klen) == 0 && env->v[i][klen] == '=') {
+			char *c = strdup(kv);
+			if (!c)
+				return -1;
+			free(env->v[i]);
+			env->v[i] = c;
+			return 0;
+		}
+	}
+	return sl_strvec_push(env, kv);
+}
+
+/* The sandbox environment: inherited or clean, then the overrides. */
+static int build_env(const struct sandlock_sandbox *cfg, sl_strvec *env)
+{
+	if (cfg->clean_env) {
+		if (sl_strvec_push(env, "PATH=" SL_DEFAULT_PATH) < 0)
+			return -1;
+	} else {
+		for (char **e = environ; e && *e; e++)
+			if (strchr(*e, '=') && env_set(env, *e) < 0)
+				return -1;
+	}
+	for (size_t i = 0; i < cfg->env.n; i++)
+		if (env_set(env, cfg->env.v[i]) < 0)
+			return -1;
+	return 0;
+}
+
+static const char *env_get(const sl_strvec *env, const char *key)
+{
+	size_t klen = strlen(key);
+	for (size_t i = 0; i < env->n; i++)
+		if (strncmp(env->v[i], key, klen) == 0 && env->v[i][klen] == '=')
+			return env->v[i] + klen + 1;
+	return NULL;
+}
+
+/* argv[0] with a '/' is used as is; otherwise search the sandbox's PATH. */
+static char *resolve_exe(const char *name, const sl_strvec *env)
+{
+	if (strchr(name, '/'))
+		return sl_strdup(name);
+	const char *path = env_get(env, "PATH");
+	if (!path || !*path)
+		path = SL_DEFAULT_PATH;
+	char *dup = sl_strdup(path);
+	if (!dup)
+		return NULL;
+	char *save = NULL, *found = NULL;
+	for (char *dir = strtok_r(dup, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save)) {
+		char *cand = sl_asprintf("%s/%s", *dir ? dir : ".", name);
+		if (cand && access(cand, X_OK) == 0)
+			found = cand;
+		else
+			free(cand);
+	}
+	free(dup);
+	return found;
+}
+
+static int copy_argv(struct sl_launch *L, const char *const *argv, uint32_t argc)
+{
+	L->argv = calloc((size_t)argc + 1, sizeof(char *));
+	if (!L->argv)
+		return -1;
+	for (uint32_t i = 0; i < argc; i++)
+		if (!(L->argv[i] = strdup(argv[i])))
+			return -1;
+	return 0;
+}
+
+static void launch_init(struct sl_launch *L, const struct sandlock_sandbox *cfg)
+{
+	memset(L, 0, sizeof(*L));
+	L->cfg = cfg;
+	L->ruleset_fd = L->pidfd = L->listener = -1;
+	L->out_fd = L->err_fd = L->sync_fd = L->scope_fd = -1;
+	L->pid = -1;
+	sl_tty_init(&L->tty);
+}
+
+/*
+ * The command runs in a Landlock domain nested in the sandbox's, whose
+ * only rule is signal scoping: a process may signal only its own domain
+ * and the ones nested in it, so nothing the command starts can signal the
+ * sandbox's init (which lives in the outer domain).  That matters for the
+ * two signals init cannot block: SIGKILL would orphan the sandbox's
+ * processes to the host's init (a setsid()ed one then escapes every
+ * cleanup), SIGSTOP would stall the sandbox's reaping.  Kernel-generated
+ * signals (SIGCHLD to init, the terminal's) are not subject to scoping.
+ */
+static int make_scope_ruleset(struct sl_launch *L, int *err, char **msg)
+{
+	if (sl_landlock_abi() < 6)
+		return 0; /* already warned: signals are not scoped at all */
+	struct sl_ll_ruleset_attr attr = { .scoped = LANDLOCK_SCOPE_SIGNAL };
+	L->scope_fd = (int)syscall(__NR_landlock_create_ruleset, &attr, sizeof attr, 0);
+	if (L->scope_fd < 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "landlock_create_ruleset (scope): %s",
+		               strerror(errno));
+	return 0;
+}
+
+int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
+                      const char *const *argv, uint32_t argc, const int *trapped,
+                      size_t ntrapped, int *err, char **msg)
+{
+	launch_init(L, cfg);
+	sl_strvec env = { 0 };
+	if (build_env(cfg, &env) < 0 || copy_argv(L, argv, argc) < 0) {
+		sl_strvec_free(&env);
+		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	}
+	L->exe = resolve_exe(argv[0], &env);
+	if (!L->exe) {
+		sl_strvec_free(&env);
+		return sl_fail(err, msg, SANDLOCK_ERR_NOT_FOUND, "command not found: %s", argv[0]);
+	}
+	if (!env.v && !(env.v = calloc(1, sizeof(char *)))) /* empty environment */
+		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	L->envp = env.v; /* NULL-terminated by sl_strvec; now owned by L */
+	L->ruleset_fd = sl_landlock_prepare(cfg, err, msg);
+	if (L->ruleset_fd == -2) {
+		L->ruleset_fd = -1;
+		return sl_fail(err, msg, SANDLOCK_ERR_UNSUPPORTED,
+		               "Landlock is not available on this kernel; refusing to run unconfined");
+	}
+	if (L->ruleset_fd < 0)
+		return -1;
+	if (make_scope_ruleset(L, err, msg) < 0)
+		return -1;
+	return sl_filter_build(cfg, trapped, ntrapped, &L->prog, err, msg);
+}
