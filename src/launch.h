@@ -37,29 +37,32 @@ struct sl_launch {
 	int out_fd;     /* read end of captured stdout, -1 if inherited */
 	int err_fd;     /* read end of captured stderr, -1 if inherited */
 	int sync_fd;    /* parent end of the socketpair: "ready" goes here */
-	int scope_fd;   /* Landlock ruleset scoping signals, for the command (ABI >= 6), or -1 */
 	struct sl_tty tty; /* inherit_stdio: terminal foreground hand-over */
 };
 /* Resolve argv[0], build argv/envp, Landlock ruleset and BPF program. */
 int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
                       const char *const *argv, uint32_t argc, const int *trapped,
                       size_t ntrapped, int *err, char **msg);
-/* Fork; child confines itself and announces its listener's fd number before
- * seccomp(); parent takes the listener with pidfd_getfd.
- * On return the child is blocked waiting for sl_launch_release. */
+/* Fork the sandbox's init, which starts the command; the command confines
+ * itself and announces its listener's fd number before seccomp(); the
+ * parent takes the listener with pidfd_getfd.  On return the command is
+ * blocked waiting for sl_launch_release. */
 int sl_launch_start(struct sl_launch *L, int *err, char **msg);
-/* Tell the child to start the command and become the sandbox's init
- * (after handing it the terminal's foreground, see sl_tty_start). */
+/* Tell the command to exec (after handing the sandbox the terminal's
+ * foreground, see sl_tty_start). */
 int sl_launch_release(struct sl_launch *L);
 /* Give the terminal back, close every fd, free every buffer (idempotent). Does not kill. */
 void sl_launch_cleanup(struct sl_launch *L);
 
 /* ---- between launch_parent.c and launch_child.c: the sync protocol ----
  *
- * Over a SOCK_SEQPACKET pair.  Child -> parent: int32_t {step, value}
- * messages: {ST_OK, N} announces that the listener will be fd N; {step,
- * errno} reports the setup step that failed.  Parent -> child: one byte,
- * SL_READY or SL_READY_TTY, once the supervisor runs. */
+ * Over a SOCK_SEQPACKET pair.  init and the command -> parent: int32_t
+ * {step, value, pid} messages.  {ST_OK, N, pid} from the command, sent
+ * twice: before seccomp() it announces that the listener will be fd N in
+ * process pid, after seccomp() it says the listener is there.  {step,
+ * errno, 0} reports the setup step that failed.  Parent -> command: one
+ * byte, SL_READY or SL_READY_TTY, once the supervisor runs. */
+#define SL_REPORT_INTS 3
 
 /* The "ready" byte: go, and whether init mirrors the command's stops. */
 #define SL_READY 'R'
@@ -80,6 +83,7 @@ enum sl_launch_step {
 	ST_SECCOMP,
 	ST_SIGNALS,
 	ST_SUBREAPER,
+	ST_SPAWN,
 };
 
 /* What the child gets from the parent's side of fork (all fds inherited). */

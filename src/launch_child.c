@@ -9,14 +9,18 @@
  * (launch_prepare.c).  Setup failures are reported to the parent as
  * {step, errno} on the sync socket (launch.h).
  *
- * Order: own process group, death signal, subreaper, signals, stdio,
- * limits, then confinement: no_new_privs, capabilities, Landlock,
- * announcement of the listener's fd number, seccomp.  After seccomp every
- * syscall may be trapped by a handler, so the parent depends on none of
- * them (it takes the listener itself with pidfd_getfd).
+ * Two processes run this code.  The forked child becomes the sandbox's
+ * init: process group, death signal, subreaper, signals, stdio, limits,
+ * no_new_privs, capabilities.  It then starts the command with CLONE_VM |
+ * CLONE_VFORK, and the command confines itself: Landlock, announcement of
+ * the listener's fd number, seccomp, then it waits for "ready" and execs.
+ * After seccomp every syscall may be trapped by a handler, so the parent
+ * depends on none of them (it takes the listener itself with
+ * pidfd_getfd).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -28,12 +32,7 @@
 
 #include "launch.h"
 
-static __attribute__((noreturn)) void child_fail(int sync, int step, int e)
-{
-	int32_t m[2] = { step, e };
-	(void)send(sync, m, sizeof m, MSG_NOSIGNAL);
-	_exit(127);
-}
+static __attribute__((noreturn)) void child_fail(int sync, int step, int e);
 
 /* dup2 that also works when fd already is target (clears close-on-exec). */
 static int move_fd(int fd, int target)
@@ -101,36 +100,45 @@ static int lowest_free_fd(void)
 	return fd;
 }
 
+static void send_report(int sync, int32_t step, int32_t value, int32_t pid)
+{
+	int32_t m[SL_REPORT_INTS] = { step, value, pid };
+	(void)send(sync, m, sizeof m, MSG_NOSIGNAL);
+}
+
+static __attribute__((noreturn)) void child_fail(int sync, int step, int e)
+{
+	send_report(sync, step, e, 0);
+	_exit(127);
+}
+
 /*
  * Landlock, then tell the parent where the listener will appear, then
- * seccomp.  The announcement must happen before the filter exists: any
- * syscall made afterwards may be one a user handler traps (sendmsg,
- * write, ...), and nobody answers trapped calls until the parent has the
- * listener and runs the supervisor.  So the parent fetches the listener
- * itself with pidfd_getfd().
+ * seccomp.  Landlock comes first so that no handler can see (let alone
+ * fake) landlock_restrict_self: before seccomp() nothing is trapped.  The
+ * announcement must happen before the filter exists too: any syscall made
+ * afterwards may be one a user handler traps (sendmsg, write, ...), and
+ * nobody answers trapped calls until the parent has the listener and runs
+ * the supervisor.  So the parent fetches the listener itself with
+ * pidfd_getfd().
  *
  * The number is exact: the kernel installs the listener at the lowest free
- * fd, and between the probe and seccomp() nothing in this child creates an
- * fd: it is single-threaded after fork, send() on an existing socket makes
- * none, and no code of ours runs in between.  (Only a caller's signal
- * handler could, if someone signalled this brand-new process in that
- * window; the parent then finds no listener at N and fails the launch
- * rather than use a wrong fd.)  Before seccomp() the slot is simply empty.
+ * fd, and between the probe and seccomp() nothing in this process creates
+ * an fd: it is single-threaded, send() on an existing socket makes none,
+ * and no code of ours runs in between.  (Only a caller's signal handler
+ * could, if someone signalled it in that window; the parent then finds no
+ * listener at N and fails the launch rather than use a wrong fd.)  Before
+ * seccomp() the slot is simply empty.
  */
-static void child_confine(const struct sl_launch *L, const struct sl_child_fds *c)
+static void command_confine(const struct sl_launch *L, const struct sl_child_fds *c)
 {
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		child_fail(c->sync, ST_NO_NEW_PRIVS, errno);
-	/* A sandbox started by root keeps no capability (caps.c). */
-	int cr = sl_caps_drop();
-	if (cr < 0)
-		child_fail(c->sync, ST_CAPS, -cr);
 	if (L->ruleset_fd >= 0) {
 		int rc = sl_landlock_apply(L->ruleset_fd);
 		if (rc < 0)
 			child_fail(c->sync, ST_LANDLOCK, -rc);
 	}
-	int32_t m[2] = { ST_OK, lowest_free_fd() };
+	int32_t self = (int32_t)syscall(SYS_getpid);
+	int32_t m[SL_REPORT_INTS] = { ST_OK, lowest_free_fd(), self };
 	if (send(c->sync, m, sizeof m, MSG_NOSIGNAL) != (ssize_t)sizeof m)
 		_exit(127);
 	long fd = syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER,
@@ -139,7 +147,14 @@ static void child_confine(const struct sl_launch *L, const struct sl_child_fds *
 	/* Still unfiltered when seccomp() failed: the report cannot be trapped. */
 	if (fd < 0)
 		child_fail(c->sync, ST_SECCOMP, errno);
-	/* fd == m[1]; the parent verifies what it fetched, nothing to do here. */
+	/*
+	 * fd == m[1]; the parent verifies what it fetched.  Say "attached" so
+	 * it fetches now instead of at its next poll timeout.  This send may
+	 * be trapped by a handler: it then waits for the supervisor, which the
+	 * parent starts anyway once its own polling finds the listener.  Its
+	 * result does not matter.
+	 */
+	send_report(c->sync, ST_OK, (int32_t)fd, self);
 }
 
 /* "errno N" into buf (at least 24 bytes), without stdio. */
@@ -184,24 +199,45 @@ static void report_failure(const char *what, const char *exe, int e)
 }
 
 /*
- * The command: init's child.  It unblocks its signals, dies with init
- * (only a SIGKILL from outside the sandbox can end init early), enters
- * the signal-scoping Landlock domain (make_scope_ruleset), and execs.
+ * Where init and the command meet during the CLONE_VFORK window: the
+ * command writes, init reads once the command has exec'd or died.
  */
-static __attribute__((noreturn)) void command_main(const struct sl_launch *L)
+struct spawn {
+	const struct sl_launch *L;
+	const struct sl_child_fds *c;
+	volatile bool mirror_stops; /* from the "ready" byte */
+};
+
+/*
+ * The command: init's child, started with CLONE_VM | CLONE_VFORK on its
+ * own stack, so it shares init's memory until execve (init is suspended
+ * meanwhile).  It therefore writes nothing but its own stack, errno and
+ * sp->mirror_stops.  It confines itself (Landlock, seccomp), waits for
+ * "ready", unblocks its signals, dies with init (only a SIGKILL from
+ * outside the sandbox can end init early) and execs.
+ */
+static int command_main(void *arg)
 {
+	struct spawn *sp = arg;
+	const struct sl_launch *L = sp->L;
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	command_confine(L, sp->c);
+	/*
+	 * From here on every syscall may be trapped; the parent depends on none
+	 * of them.  It fetches the listener, starts the supervisor and only
+	 * then sends "ready", so a trapped read() here is answered.
+	 */
+	char go;
+	ssize_t n;
+	while ((n = read(sp->c->sync, &go, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1) /* parent gave up */
+		_exit(127);
+	sp->mirror_stops = go == SL_READY_TTY;
 	sigset_t none;
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
-	if (L->scope_fd >= 0) {
-		int rc = sl_landlock_apply(L->scope_fd);
-		if (rc < 0) {
-			report_failure("cannot confine ", L->exe, -rc);
-			_exit(126);
-		}
-	}
-	/* Nothing of ours (listener, rulesets, sync socket) may survive into exec. */
+	/* Nothing of ours (listener, ruleset, sync socket) may survive into exec. */
 	if (syscall(__NR_close_range, 3, ~0U, 0) < 0)
 		_exit(127);
 	execve(L->exe, L->argv, L->envp);
@@ -210,28 +246,46 @@ static __attribute__((noreturn)) void command_main(const struct sl_launch *L)
 	_exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
 }
 
-/* Start the command and become the sandbox's init (init.c). */
+/*
+ * The command's stack.  init is a single-threaded fork and the command
+ * runs only while init is suspended, so one static buffer per process is
+ * enough; it is never touched in the caller itself.
+ */
+static char command_stack[64 * 1024] __attribute__((aligned(64)));
+
+/*
+ * Start the command and become the sandbox's init (init.c).  CLONE_VM |
+ * CLONE_VFORK instead of fork: no copy of the caller's page tables (large
+ * for a Python caller), and init needs to do nothing before the command
+ * execs.
+ */
 static __attribute__((noreturn)) void become_init(const struct sl_launch *L,
-                                                  const struct sl_child_fds *c, int children_fd,
-                                                  bool mirror_stops)
+                                                  const struct sl_child_fds *c, int children_fd)
 {
-	/* _Fork: no atfork handlers of the caller's libraries in here. */
-	pid_t cmd = _Fork();
-	if (cmd == 0)
-		command_main(L);
-	if (cmd < 0) {
-		report_failure("cannot start ", L->exe, errno);
-		_exit(126);
-	}
+	struct spawn sp = { L, c, false };
+	pid_t cmd = clone(command_main, command_stack + sizeof command_stack,
+	                  CLONE_VM | CLONE_VFORK | SIGCHLD, &sp);
+	if (cmd < 0)
+		child_fail(c->sync, ST_SPAWN, errno);
+	/* The command has exec'd, or died (its report is on the sync socket,
+	 * and init's loop below reaps it and exits as it did). */
 	/* init needs no fd but its children list: not the listener, not the
 	 * terminal, not the capture pipes (their EOF is the command's). */
 	if (children_fd > 0)
 		(void)syscall(__NR_close_range, 0, (unsigned)children_fd - 1, 0);
 	(void)syscall(__NR_close_range, (unsigned)children_fd + 1, ~0U, 0);
-	struct sl_init in = { c->self, c->parent, children_fd, mirror_stops };
+	struct sl_init in = { c->self, c->parent, children_fd, sp.mirror_stops };
 	sl_init_main(&in, cmd);
 }
 
+/*
+ * init: process group, death signal, subreaper, signals, stdio, limits,
+ * no_new_privs and capabilities (inherited by the command), then the
+ * command.  init itself enters neither the Landlock domain nor the
+ * seccomp filter: it runs only this code, and staying outside the
+ * command's Landlock domain is what protects it from the command (a
+ * domain can neither signal (ABI >= 6) nor ptrace a process outside it).
+ */
 void sl_launch_child_main(const struct sl_launch *L, const struct sl_child_fds *c)
 {
 	sl_init_block_signals();
@@ -249,17 +303,11 @@ void sl_launch_child_main(const struct sl_launch *L, const struct sl_child_fds *
 	child_stdio(L, c);
 	child_limits(L, c);
 	int children_fd = open_children_list();
-	child_confine(L, c);
-	/*
-	 * From here on every syscall may be trapped; the parent depends on none
-	 * of them.  It fetches the listener, starts the supervisor and only
-	 * then sends "ready", so a trapped read() here is answered.
-	 */
-	char go;
-	ssize_t n;
-	while ((n = read(c->sync, &go, 1)) < 0 && errno == EINTR)
-		;
-	if (n != 1) /* parent gave up */
-		_exit(127);
-	become_init(L, c, children_fd, go == SL_READY_TTY);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		child_fail(c->sync, ST_NO_NEW_PRIVS, errno);
+	/* A sandbox started by root keeps no capability (caps.c). */
+	int cr = sl_caps_drop();
+	if (cr < 0)
+		child_fail(c->sync, ST_CAPS, -cr);
+	become_init(L, c, children_fd);
 }

@@ -39,8 +39,9 @@ static const char *step_name(int step)
 		[ST_SECCOMP] = "seccomp(SET_MODE_FILTER)",
 		[ST_SIGNALS] = "signal reset",
 		[ST_SUBREAPER] = "prctl(PR_SET_CHILD_SUBREAPER)",
+		[ST_SPAWN] = "clone(command)",
 	};
-	if (step < 0 || step > ST_SUBREAPER)
+	if (step < 0 || step > ST_SPAWN)
 		return "child setup";
 	return names[step];
 }
@@ -127,13 +128,13 @@ static const char *errname(int e)
 	return strerrorname_np(e) ? strerrorname_np(e) : strerror(e);
 }
 
-/* One {step, value} report from the child: 1 = got one, 0 = none yet, -1 = EOF/error. */
-static int read_report(int sync, int32_t m[2], int flags)
+/* One report from the child (launch.h): 1 = got one, 0 = none yet, -1 = EOF/error. */
+static int read_report(int sync, int32_t m[SL_REPORT_INTS], int flags)
 {
 	ssize_t n;
-	while ((n = recv(sync, m, 2 * sizeof(int32_t), flags)) < 0 && errno == EINTR)
+	while ((n = recv(sync, m, SL_REPORT_INTS * sizeof(int32_t), flags)) < 0 && errno == EINTR)
 		;
-	if (n == (ssize_t)(2 * sizeof(int32_t)))
+	if (n == (ssize_t)(SL_REPORT_INTS * sizeof(int32_t)))
 		return 1;
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		return 0;
@@ -141,7 +142,7 @@ static int read_report(int sync, int32_t m[2], int flags)
 }
 
 /* Turn a failure report (m[0] > 0) or a silent death into an error. */
-static int setup_error(int rc, const int32_t m[2], int *err, char **msg)
+static int setup_error(int rc, const int32_t m[SL_REPORT_INTS], int *err, char **msg)
 {
 	if (rc == 1 && m[0] > 0)
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "%s failed: %s", step_name(m[0]),
@@ -149,9 +150,10 @@ static int setup_error(int rc, const int32_t m[2], int *err, char **msg)
 	return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "sandboxed child exited during setup");
 }
 
-/* The child's first report: the fd number its listener will get, or a failure. */
-static int recv_announcement(struct sl_launch *L, int64_t deadline, int *fdnum, int *err,
-                             char **msg)
+/* Where the listener will be: fd *fdnum of the command, whose pidfd is
+ * returned in *cmd_pidfd.  Or the failure the child reported. */
+static int recv_announcement(struct sl_launch *L, int64_t deadline, int *fdnum,
+                             int *cmd_pidfd, int *err, char **msg)
 {
 	struct pollfd pf = { L->sync_fd, POLLIN, 0 };
 	int pr;
@@ -161,13 +163,22 @@ static int recv_announcement(struct sl_launch *L, int64_t deadline, int *fdnum, 
 	} while (pr < 0 && errno == EINTR);
 	if (pr == 0)
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "sandboxed child did not finish setup");
-	int32_t m[2] = { -1, 0 };
+	int32_t m[SL_REPORT_INTS] = { -1, 0, 0 };
 	int rc = read_report(L->sync_fd, m, 0);
-	if (rc == 1 && m[0] == ST_OK && m[1] >= 0) {
-		*fdnum = m[1];
-		return 0;
+	if (rc != 1 || m[0] != ST_OK || m[1] < 0 || m[2] <= 0)
+		return setup_error(rc, m, err, msg);
+	/*
+	 * The command is init's child and announced itself before seccomp(),
+	 * so it is alive unless it failed since (its report is then queued)
+	 * or was killed from outside; init reaps it only after that.
+	 */
+	*cmd_pidfd = (int)syscall(__NR_pidfd_open, (pid_t)m[2], 0);
+	if (*cmd_pidfd < 0) {
+		int32_t f[SL_REPORT_INTS] = { -1, 0, 0 };
+		return setup_error(read_report(L->sync_fd, f, MSG_DONTWAIT), f, err, msg);
 	}
-	return setup_error(rc, m, err, msg);
+	*fdnum = m[1];
+	return 0;
 }
 
 /*
@@ -192,19 +203,20 @@ static bool is_seccomp_listener(int fd)
 }
 
 /*
- * Wait for the listener to appear at fd number fdnum in the child and take
- * a copy with pidfd_getfd.  Until seccomp() returns the slot is empty
+ * Wait for the listener to appear at fd number fdnum in the command and
+ * take a copy with pidfd_getfd.  Until seccomp() returns the slot is empty
  * (EBADF); the kernel installs the fd only once the filter is attached, so
- * success also means the child is confined.  Between attempts, sleep with
- * exponential backoff while watching the sync socket (a seccomp failure
- * report) and the pidfd (the child died).
+ * success also means the command is confined.  The command's "attached"
+ * report wakes us at once; the timeout (exponential backoff) only matters
+ * when a handler traps that report's send().  Meanwhile watch the sync
+ * socket (a seccomp failure report) and init's pidfd (the child died).
  */
-static int fetch_listener(struct sl_launch *L, int fdnum, int64_t deadline, int *err,
-                          char **msg)
+static int fetch_listener(struct sl_launch *L, int cmd_pidfd, int fdnum, int64_t deadline,
+                          int *err, char **msg)
 {
-	long wait_ns = 10000;
+	long wait_ns = 200000;
 	for (;;) {
-		int fd = (int)syscall(__NR_pidfd_getfd, L->pidfd, fdnum, 0);
+		int fd = (int)syscall(__NR_pidfd_getfd, cmd_pidfd, fdnum, 0);
 		if (fd >= 0) {
 			if (is_seccomp_listener(fd)) {
 				L->listener = fd; /* pidfd_getfd sets close-on-exec */
@@ -212,7 +224,8 @@ static int fetch_listener(struct sl_launch *L, int fdnum, int64_t deadline, int 
 			}
 			close(fd);
 			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
-			               "fd %d of the sandboxed child is not its seccomp listener", fdnum);
+			               "fd %d of the sandboxed command is not its seccomp listener",
+			               fdnum);
 		}
 		if (errno != EBADF && errno != ESRCH && errno != EINTR)
 			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "pidfd_getfd: %s%s",
@@ -221,9 +234,10 @@ static int fetch_listener(struct sl_launch *L, int fdnum, int64_t deadline, int 
 		struct pollfd pf[2] = { { L->sync_fd, POLLIN, 0 }, { L->pidfd, POLLIN, 0 } };
 		struct timespec ts = { 0, wait_ns };
 		if (ppoll(pf, 2, &ts, NULL) > 0) {
-			int32_t m[2] = { -1, 0 };
+			int32_t m[SL_REPORT_INTS] = { -1, 0, 0 };
 			int rc = read_report(L->sync_fd, m, MSG_DONTWAIT);
-			if (rc != 0 || pf[1].revents)
+			bool attached = rc == 1 && m[0] == ST_OK;
+			if (!attached && (rc != 0 || pf[1].revents))
 				return setup_error(rc, m, err, msg);
 		}
 		if (now_ns() >= deadline)
@@ -237,10 +251,12 @@ static int fetch_listener(struct sl_launch *L, int fdnum, int64_t deadline, int 
 static int get_listener(struct sl_launch *L, int *err, char **msg)
 {
 	int64_t deadline = now_ns() + (int64_t)SL_SETUP_TIMEOUT_MS * 1000000;
-	int fdnum = -1;
-	if (recv_announcement(L, deadline, &fdnum, err, msg) < 0)
+	int fdnum = -1, cmd_pidfd = -1;
+	if (recv_announcement(L, deadline, &fdnum, &cmd_pidfd, err, msg) < 0)
 		return -1;
-	return fetch_listener(L, fdnum, deadline, err, msg);
+	int rc = fetch_listener(L, cmd_pidfd, fdnum, deadline, err, msg);
+	close(cmd_pidfd);
+	return rc;
 }
 
 int sl_launch_start(struct sl_launch *L, int *err, char **msg)
@@ -283,8 +299,8 @@ int sl_launch_start(struct sl_launch *L, int *err, char **msg)
 
 int sl_launch_release(struct sl_launch *L)
 {
-	/* The child has called setpgid(0, 0) (before it announced its listener)
-	 * and does not run the program yet: make its group the terminal's
+	/* init has called setpgid(0, 0) (before the command announced its
+	 * listener) and the command does not run the program yet: make its group the terminal's
 	 * foreground now, so that the program's first read of it works. */
 	if (L->cfg->inherit_stdio)
 		sl_tty_start(&L->tty, L->pid);
@@ -303,7 +319,6 @@ void sl_launch_cleanup(struct sl_launch *L)
 {
 	sl_tty_end(&L->tty); /* every path, also when the run failed */
 	close_fd(&L->ruleset_fd);
-	close_fd(&L->scope_fd);
 	close_fd(&L->pidfd);
 	close_fd(&L->listener);
 	close_fd(&L->out_fd);

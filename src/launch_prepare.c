@@ -1,7 +1,7 @@
 /*
  * launch_prepare.c — everything a run needs that allocates or may fail,
  * done in the caller before fork: the command's argv, environment and
- * executable path, the Landlock ruleset(s) and the BPF program.  After
+ * executable path, the Landlock ruleset and the BPF program.  After
  * fork the child may only use what is prepared here (launch_child.c).
  */
 #include <errno.h>
@@ -97,31 +97,9 @@ static void launch_init(struct sl_launch *L, const struct sandlock_sandbox *cfg)
 	memset(L, 0, sizeof(*L));
 	L->cfg = cfg;
 	L->ruleset_fd = L->pidfd = L->listener = -1;
-	L->out_fd = L->err_fd = L->sync_fd = L->scope_fd = -1;
+	L->out_fd = L->err_fd = L->sync_fd = -1;
 	L->pid = -1;
 	sl_tty_init(&L->tty);
-}
-
-/*
- * The command runs in a Landlock domain nested in the sandbox's, whose
- * only rule is signal scoping: a process may signal only its own domain
- * and the ones nested in it, so nothing the command starts can signal the
- * sandbox's init (which lives in the outer domain).  That matters for the
- * two signals init cannot block: SIGKILL would orphan the sandbox's
- * processes to the host's init (a setsid()ed one then escapes every
- * cleanup), SIGSTOP would stall the sandbox's reaping.  Kernel-generated
- * signals (SIGCHLD to init, the terminal's) are not subject to scoping.
- */
-static int make_scope_ruleset(struct sl_launch *L, int *err, char **msg)
-{
-	if (sl_landlock_abi() < 6)
-		return 0; /* already warned: signals are not scoped at all */
-	struct sl_ll_ruleset_attr attr = { .scoped = LANDLOCK_SCOPE_SIGNAL };
-	L->scope_fd = (int)syscall(__NR_landlock_create_ruleset, &attr, sizeof attr, 0);
-	if (L->scope_fd < 0)
-		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "landlock_create_ruleset (scope): %s",
-		               strerror(errno));
-	return 0;
 }
 
 int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
@@ -149,8 +127,6 @@ int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
 		               "Landlock is not available on this kernel; refusing to run unconfined");
 	}
 	if (L->ruleset_fd < 0)
-		return -1;
-	if (make_scope_ruleset(L, err, msg) < 0)
 		return -1;
 	return sl_filter_build(cfg, trapped, ntrapped, &L->prog, err, msg);
 }
