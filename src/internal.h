@@ -62,6 +62,7 @@ struct sandlock_sandbox {
 	uint64_t timeout_ms;          /* 0 = none */
 	uint64_t deferred_timeout_ms; /* default 30000 */
 	bool inherit_stdio;
+	struct sl_prog_cache *progs; /* BPF programs built for this sandbox (launch_prepare.c) */
 };
 
 struct sandlock_builder {

@@ -5,6 +5,7 @@
  * fork the child may only use what is prepared here (launch_child.c).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -102,6 +103,111 @@ static void launch_init(struct sl_launch *L, const struct sandlock_sandbox *cfg)
 	sl_tty_init(&L->tty);
 }
 
+/* ---------------- the sandbox's BPF programs ---------------- */
+
+#define SL_PROG_CACHE_SLOTS 4
+
+struct prog_entry {
+	int *nrs; /* the trapped set (sorted, unique), NULL = empty slot */
+	size_t n;
+	struct sock_filter *insns;
+	unsigned short len;
+};
+
+struct sl_prog_cache {
+	pthread_mutex_t lock;
+	struct prog_entry e[SL_PROG_CACHE_SLOTS];
+	size_t next; /* slot to replace when all are taken */
+};
+
+struct sl_prog_cache *sl_prog_cache_new(void)
+{
+	struct sl_prog_cache *c = calloc(1, sizeof(*c));
+	if (c && pthread_mutex_init(&c->lock, NULL) != 0) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static void entry_clear(struct prog_entry *e)
+{
+	free(e->nrs);
+	free(e->insns);
+	memset(e, 0, sizeof(*e));
+}
+
+void sl_prog_cache_free(struct sl_prog_cache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < SL_PROG_CACHE_SLOTS; i++)
+		entry_clear(&c->e[i]);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+static bool same_set(const struct prog_entry *e, const int *nrs, size_t n)
+{
+	return e->nrs && e->n == n && (n == 0 || memcmp(e->nrs, nrs, n * sizeof(int)) == 0);
+}
+
+/* A heap copy of insns[0..len) into out (which sl_filter_free frees). */
+static int copy_prog(const struct sock_filter *insns, unsigned short len,
+                     struct sock_fprog *out)
+{
+	out->filter = malloc((size_t)len * sizeof(*insns));
+	if (!out->filter)
+		return -1;
+	memcpy(out->filter, insns, (size_t)len * sizeof(*insns));
+	out->len = len;
+	return 0;
+}
+
+/* Under c->lock: remember prog for the trapped set (best effort: no room
+ * in memory only means the next run builds it again). */
+static void cache_store(struct sl_prog_cache *c, const int *nrs, size_t n,
+                        const struct sock_fprog *prog)
+{
+	struct prog_entry *e = &c->e[c->next];
+	c->next = (c->next + 1) % SL_PROG_CACHE_SLOTS;
+	entry_clear(e);
+	struct sock_fprog copy;
+	int *set = malloc((n ? n : 1) * sizeof(int));
+	if (!set || copy_prog(prog->filter, prog->len, &copy) < 0) {
+		free(set);
+		return;
+	}
+	if (n)
+		memcpy(set, nrs, n * sizeof(int));
+	*e = (struct prog_entry){ set, n, copy.filter, copy.len };
+}
+
+/* The BPF program for the trapped set: the sandbox's copy, or built now. */
+static int get_prog(const struct sandlock_sandbox *cfg, const int *trapped, size_t ntrapped,
+                    struct sock_fprog *out, int *err, char **msg)
+{
+	struct sl_prog_cache *c = cfg->progs;
+	if (!c)
+		return sl_filter_build(cfg, trapped, ntrapped, out, err, msg);
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < SL_PROG_CACHE_SLOTS; i++) {
+		if (!same_set(&c->e[i], trapped, ntrapped))
+			continue;
+		int rc = copy_prog(c->e[i].insns, c->e[i].len, out);
+		pthread_mutex_unlock(&c->lock);
+		return rc == 0 ? 0 : sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	}
+	pthread_mutex_unlock(&c->lock);
+	/* Built outside the lock: concurrent runs need not wait for each other. */
+	if (sl_filter_build(cfg, trapped, ntrapped, out, err, msg) < 0)
+		return -1;
+	pthread_mutex_lock(&c->lock);
+	cache_store(c, trapped, ntrapped, out);
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
 int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
                       const char *const *argv, uint32_t argc, const int *trapped,
                       size_t ntrapped, int *err, char **msg)
@@ -128,5 +234,5 @@ int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
 	}
 	if (L->ruleset_fd < 0)
 		return -1;
-	return sl_filter_build(cfg, trapped, ntrapped, &L->prog, err, msg);
+	return get_prog(cfg, trapped, ntrapped, &L->prog, err, msg);
 }
