@@ -7,6 +7,9 @@ CFLAGS  ?= -O2 -g
 override CFLAGS += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Isrc
 LIBFLAGS = -fPIC -fvisibility=hidden
 LDLIBS   = -lseccomp -lpthread
+# The CLI is linked statically: a short-lived launcher otherwise spends
+# ~0.4 ms of every run in the dynamic loader (libc + libseccomp).
+CLI_STATIC ?= -static-pie
 
 LIB_SRC  := $(sort $(wildcard src/*.c src/builtins/*.c))
 LIB_OBJ  := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
@@ -33,7 +36,7 @@ $(BUILD)/libsandlock.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(BUILD)/sandlock: $(wildcard cli/*.c) $(wildcard cli/*.h) include/sandlock.h $(BUILD)/libsandlock.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(wildcard cli/*.c) $(BUILD)/libsandlock.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(CLI_STATIC) -o $@ $(wildcard cli/*.c) $(BUILD)/libsandlock.a $(LDLIBS)
 
 $(BUILD)/tests/%: tests/c/%.c $(wildcard tests/c/*.h) include/sandlock.h $(BUILD)/libsandlock.a
 	@mkdir -p $(dir $@)

@@ -2,12 +2,15 @@
 """Run every sandlock benchmark and print one table (`make bench`).
 
 Figures:
-  startup   /bin/true: bare fork+exec vs sandlock_run (C ABI) vs Sandbox.run (Python)
+  startup   /bin/true: bare fork+exec, `env /bin/true` (the floor for any
+            launcher command), the `sandlock run` CLI, sandlock_run (C ABI)
+            and Sandbox.run (Python)
   openat    ns per openat+close inside loop_open: bare, sandboxed untrapped,
             trapped with a C handler (CONTINUE), trapped with a Python handler
             (CONTINUE)
-Each figure is a median over a few repetitions; ratios are against the bare
-run.  Nothing here asserts on timing: the numbers are for reading.
+Each figure is a median over a few repetitions; each ratio is against the
+figure it is compared with, all measured in this one invocation.  Nothing
+here asserts on timing: the numbers are for reading.
 """
 import os
 import statistics
@@ -72,14 +75,15 @@ def python_figures():
             "startup_python_us": statistics.median(starts)}
 
 
-def row(label, value, unit, base):
-    ratio = f"{value / base:8.2f}x" if base else "        -"
-    return f"  {label:<44} {value:12.1f} {unit:<3} {ratio}"
+def row(label, value, unit, *bases):
+    """One figure and its ratio against each (name, value) in bases."""
+    ratios = "  ".join(f"{value / b:6.2f}x {name}" for name, b in bases if b)
+    return f"  {label:<40} {value:10.1f} {unit:<3} {ratios}"
 
 
 def main():
     fig = {}
-    fig.update(run_c_bench("startup", STARTUP_RUNS))
+    fig.update(run_c_bench("startup", STARTUP_RUNS, BUILD / "sandlock"))
     fig.update(run_c_bench("openat", OPENAT_N, REPS))
     try:
         fig.update(python_figures())
@@ -87,23 +91,29 @@ def main():
         print(f"python variants failed: {type(e).__name__}: {e}", file=sys.stderr)
 
     print(f"sandlock benchmarks (median of {REPS} runs for openat, "
-          f"{STARTUP_RUNS} for startup; ratio vs bare)")
-    print("startup of /bin/true")
-    base = fig["startup_bare_us"]
-    for key, label in (("startup_bare_us", "bare fork+exec"),
-                       ("startup_sandboxed_us", "sandboxed, C ABI sandlock_run"),
-                       ("startup_python_us", "sandboxed, Python Sandbox.run")):
+          f"{STARTUP_RUNS} for startup)")
+    print("startup of /bin/true (CLI: sandlock run -r /usr -r /lib -r /lib64 "
+          "-r /bin -r /etc -- /bin/true)")
+    bare = ("vs bare", fig["startup_bare_us"])
+    floor = ("vs env", fig["startup_env_us"])
+    c_abi = ("vs C ABI", fig["startup_sandboxed_us"])
+    for key, label, bases in (
+            ("startup_bare_us", "bare fork+exec", ()),
+            ("startup_env_us", "env /bin/true (launcher floor)", (bare,)),
+            ("startup_cli_us", "sandlock run (CLI)", (floor, bare)),
+            ("startup_sandboxed_us", "C ABI sandlock_run", (bare,)),
+            ("startup_python_us", "Python Sandbox.run", (c_abi, bare))):
         if key in fig:
-            print(row(label, fig[key], "us", base))
+            print(row(label, fig[key], "us", *bases))
     print(f"openat+close of /etc/hostname (per call, loop of {OPENAT_N}; "
           f"Python handler loop of {OPENAT_N_PY})")
-    base = fig["openat_bare_ns"]
+    bare = ("vs bare", fig["openat_bare_ns"])
     for key, label in (("openat_bare_ns", "bare, no sandbox"),
                        ("openat_untrapped_ns", "sandboxed, openat not trapped"),
                        ("openat_c_handler_ns", "trapped, C handler CONTINUE"),
                        ("openat_py_handler_ns", "trapped, Python handler CONTINUE")):
         if key in fig:
-            print(row(label, fig[key], "ns", base))
+            print(row(label, fig[key], "ns", *(() if key == "openat_bare_ns" else (bare,))))
     if "openat_c_handler_ns" in fig:
         print(f"  notification round trip (C handler - untrapped): "
               f"{fig['openat_c_handler_ns'] - fig['openat_untrapped_ns']:.1f} ns")

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "launch.h"
 
 #define SL_DEFAULT_DEFERRED_TIMEOUT_MS 30000
 
@@ -339,13 +340,17 @@ SL_EXPORT sandlock_sandbox_t *sandlock_sandbox_build(sandlock_builder_t *b, int 
 		return NULL;
 	}
 	sandlock_sandbox_t *sb = malloc(sizeof(*sb));
-	if (!sb) {
+	struct sl_prog_cache *progs = sl_prog_cache_new();
+	if (!sb || !progs) {
+		free(sb);
+		sl_prog_cache_free(progs);
 		sl_fail(err, err_msg, SANDLOCK_ERR_NOMEM, "out of memory");
 		sandlock_sandbox_builder_free(b);
 		return NULL;
 	}
 	/* Move the configuration out of the builder, then free the rest. */
 	*sb = b->cfg;
+	sb->progs = progs;
 	memset(&b->cfg, 0, sizeof(b->cfg));
 	sandlock_sandbox_builder_free(b);
 	return sb;
@@ -356,5 +361,6 @@ SL_EXPORT void sandlock_sandbox_free(sandlock_sandbox_t *sb)
 	if (!sb)
 		return;
 	cfg_release(sb);
+	sl_prog_cache_free(sb->progs);
 	free(sb);
 }

@@ -33,7 +33,8 @@
 #endif
 
 /*
- * Drop c from the bounding set.  0 = done or unknown to this kernel;
+ * Drop c from the bounding set.  0 = done; 2 = unknown to this kernel
+ * (capability numbers are contiguous, so all higher ones are unknown too);
  * 1 = we lack CAP_SETPCAP (the unprivileged case: nothing to lose there,
  * and NO_NEW_PRIVS already keeps execve from granting anything beyond the
  * permitted set, which capset() empties); -errno on a real failure.
@@ -43,7 +44,7 @@ static int bset_drop(int c)
 	if (syscall(SYS_prctl, PR_CAPBSET_DROP, c, 0, 0, 0) == 0)
 		return 0;
 	if (errno == EINVAL) /* a capability number this kernel does not know */
-		return 0;
+		return 2;
 	if (errno == EPERM)
 		return 1;
 	return -errno;
@@ -57,6 +58,8 @@ int sl_caps_drop(void)
 			return rc;
 		if (rc == 1)
 			break; /* no CAP_SETPCAP: the rest would fail the same way */
+		if (rc == 2)
+			break; /* past CAP_LAST_CAP */
 	}
 	/* Ambient capabilities survive execve of unprivileged binaries. */
 	if (syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 &&

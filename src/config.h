@@ -24,6 +24,7 @@ struct sandlock_sandbox {
 	uint64_t timeout_ms;          /* 0 = none */
 	uint64_t deferred_timeout_ms; /* default 30000 */
 	bool inherit_stdio;
+	struct sl_prog_cache *progs; /* BPF programs built for this sandbox (launch_prepare.c) */
 	/* determinism (builtins/random.c, builtins/clock.c) */
 	bool has_random_seed;
 	uint64_t random_seed;   /* getrandom() gives a stream seeded with this */

@@ -10,8 +10,9 @@
  * only the direct child with it; the rest is reparented to the host's init
  * and runs on, unsupervised.
  *
- * So the forked child (already confined: Landlock, seccomp, its listener
- * taken by the parent) forks the command and stays behind as init:
+ * So the forked child (no capabilities, no_new_privs) starts the command,
+ * which confines itself (Landlock, seccomp: launch_child.c), and stays
+ * behind as init:
  *  - PR_SET_CHILD_SUBREAPER: every orphan of the sandbox is reparented to
  *    init, never to the host's init; setsid cannot change that, and the
  *    whole sandbox is always init's subtree.
@@ -36,18 +37,18 @@
  * count only when the supervising process sent them (SI_USER from its
  * pid, which the kernel fills in and the sandbox cannot forge): a program
  * in the sandbox that signals its whole group (kill(0, SIGUSR1)) must not
- * end its own sandbox.  SIGKILL and SIGSTOP cannot be blocked: the
- * command runs in a nested Landlock domain that scopes signals (see
- * launch.c), so where Landlock has signal scoping (ABI >= 6) nothing in
- * the sandbox can send them to init.
+ * end its own sandbox.  SIGKILL and SIGSTOP cannot be blocked: init stays
+ * outside the command's Landlock domain, and a domain that scopes signals
+ * (ABI >= 6) cannot signal a process outside it, so nothing in the
+ * sandbox can send them to init.
  *
- * init runs under the same seccomp filter as the command, so a user
- * handler registered on a syscall init uses (wait4, kill, read, ...) sees
- * init's calls too, and PR_SET_DUMPABLE is denied to it; it never calls
- * getpid/getppid (tests fake those).  It reads its children from
- * /proc/thread-self/children through an fd opened before Landlock applied
- * (the sandbox may not read /proc); without it, init can kill only the
- * command and leaves the rest of the process group to the parent's sweep.
+ * init is in neither the Landlock domain nor the seccomp filter (they are
+ * the command's, applied after the fork): it runs only the code below,
+ * so user handlers never see its calls, and the command has exactly one
+ * Landlock layer.  It never calls getpid/getppid.  It reads its children
+ * from /proc/thread-self/children through an fd opened at setup; without
+ * it, init can kill only the command and leaves the rest of the process
+ * group to the parent's sweep.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -200,7 +201,7 @@ static void kill_tree(struct init_state *st)
 
 /*
  * End init the way the command ended: same exit code, or death by the
- * same signal.  No core file of init's own (RLIMIT_CORE 0: the filter
+ * same signal.  No core file of init's own (RLIMIT_CORE 0; the filter
  * denies PR_SET_DUMPABLE); the command dumped its own if it was allowed to.
  */
 static __attribute__((noreturn)) void mirror_exit(const struct init_state *st)

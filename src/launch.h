@@ -1,13 +1,26 @@
 /*
- * launch.h — starting the sandboxed child (launch.c): prepare everything
- * that allocates before fork, fork a child that confines itself, fetch
- * its seccomp listener, and release it to run the command.
+ * launch.h — starting a sandboxed run, private to the library.
+ *
+ * The launch is in three parts, one file each, because they live under
+ * different rules:
+ *   launch_prepare.c  before fork, in the caller: everything that
+ *                     allocates or may fail slowly (argv, environment,
+ *                     executable, Landlock ruleset, BPF program).
+ *   launch_child.c    the forked child, which confines itself and becomes
+ *                     the sandbox's init (init.c): async-signal-safe code
+ *                     and raw syscalls only.
+ *   launch_parent.c   fork, the child's reports, taking its seccomp
+ *                     listener with pidfd_getfd, release, cleanup.
+ * run.c drives them: prepare, start, (supervisor starts), release, cleanup.
  */
 #ifndef SANDLOCK_LAUNCH_H
 #define SANDLOCK_LAUNCH_H
 
-#include <linux/filter.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
+
+#include <linux/filter.h>
 
 #include "config.h"
 #include "tty.h"
@@ -27,21 +40,73 @@ struct sl_launch {
 	int out_fd;     /* read end of captured stdout, -1 if inherited */
 	int err_fd;     /* read end of captured stderr, -1 if inherited */
 	int sync_fd;    /* parent end of the socketpair: "ready" goes here */
-	int scope_fd;   /* Landlock ruleset scoping signals, for the command (ABI >= 6), or -1 */
 	struct sl_tty tty; /* inherit_stdio: terminal foreground hand-over */
 };
 /* Resolve argv[0], build argv/envp, Landlock ruleset and BPF program. */
 int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
                       const char *const *argv, uint32_t argc, const int *trapped,
                       size_t ntrapped, int *err, char **msg);
-/* Fork; child confines itself and announces its listener's fd number before
- * seccomp(); parent takes the listener with pidfd_getfd.
- * On return the child is blocked waiting for sl_launch_release. */
+/* Fork the sandbox's init, which starts the command; the command confines
+ * itself and announces its listener's fd number before seccomp(); the
+ * parent takes the listener with pidfd_getfd.  On return the command is
+ * blocked waiting for sl_launch_release. */
 int sl_launch_start(struct sl_launch *L, int *err, char **msg);
-/* Tell the child to start the command and become the sandbox's init
- * (after handing it the terminal's foreground, see sl_tty_start). */
+/* Tell the command to exec (after handing the sandbox the terminal's
+ * foreground, see sl_tty_start). */
 int sl_launch_release(struct sl_launch *L);
 /* Give the terminal back, close every fd, free every buffer (idempotent). Does not kill. */
 void sl_launch_cleanup(struct sl_launch *L);
+
+/*
+ * Each sandbox keeps the BPF programs built for it, keyed by the trapped
+ * set: libseccomp needs 0.2-0.4 ms to generate one, more than the rest of
+ * a launch's preparation.  Created with the sandbox (NULL on OOM), freed
+ * with it; safe to use from concurrent runs.
+ */
+struct sl_prog_cache *sl_prog_cache_new(void);
+void sl_prog_cache_free(struct sl_prog_cache *c);
+
+/* ---- between launch_parent.c and launch_child.c: the sync protocol ----
+ *
+ * Over a SOCK_SEQPACKET pair.  init and the command -> parent: int32_t
+ * {step, value, pid} messages.  {ST_OK, N, pid} from the command, sent
+ * twice: before seccomp() it announces that the listener will be fd N in
+ * process pid, after seccomp() it says the listener is there.  {step,
+ * errno, 0} reports the setup step that failed.  Parent -> command: one
+ * byte, SL_READY or SL_READY_TTY, once the supervisor runs. */
+#define SL_REPORT_INTS 3
+
+/* The "ready" byte: go, and whether init mirrors the command's stops. */
+#define SL_READY 'R'
+#define SL_READY_TTY 'T'
+
+/* Child setup steps, reported to the parent when one fails. */
+enum sl_launch_step {
+	ST_OK = 0,
+	ST_SETPGID,
+	ST_PDEATHSIG,
+	ST_PARENT_GONE,
+	ST_STDIO,
+	ST_CHDIR,
+	ST_RLIMIT,
+	ST_NO_NEW_PRIVS,
+	ST_CAPS,
+	ST_LANDLOCK,
+	ST_SECCOMP,
+	ST_SIGNALS,
+	ST_SUBREAPER,
+	ST_SPAWN,
+};
+
+/* What the child gets from the parent's side of fork (all fds inherited). */
+struct sl_child_fds {
+	int sync, devnull, out_w, err_w;
+	pid_t parent;
+	pid_t self; /* asked before confinement: getpid may be trapped after */
+};
+
+/* The child's whole life after fork (launch_child.c): never returns. */
+__attribute__((noreturn)) void sl_launch_child_main(const struct sl_launch *L,
+                                                    const struct sl_child_fds *c);
 
 #endif /* SANDLOCK_LAUNCH_H */

@@ -427,8 +427,9 @@ TEST(setsid_escapee_is_killed_on_timeout)
 /*
  * The command tries to SIGKILL (and SIGSTOP) the sandbox's init, its
  * parent: with init gone, the setsid child would be orphaned to the
- * host's init and outlive the run.  The command runs in a nested Landlock
- * domain that scopes signals, so both fail with EPERM (Landlock ABI >= 6).
+ * host's init and outlive the run.  init stays outside the command's
+ * Landlock domain, which scopes signals, so both fail with EPERM (Landlock
+ * ABI >= 6).
  */
 TEST(command_cannot_signal_the_sandbox_init)
 {

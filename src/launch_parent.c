@@ -1,0 +1,339 @@
+/*
+ * launch_parent.c — the caller's side of a launch: fork the child (which
+ * confines itself, launch_child.c), read its reports, take its seccomp
+ * listener with pidfd_getfd, release it once the supervisor runs, and
+ * close and free everything at the end.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "filter.h"
+#include "launch.h"
+
+/* Bound on the child's setup (it makes no trappable call the parent waits for). */
+#define SL_SETUP_TIMEOUT_MS 10000
+
+static const char *step_name(int step)
+{
+	static const char *const names[] = {
+		[ST_OK] = "ok",
+		[ST_SETPGID] = "setpgid",
+		[ST_PDEATHSIG] = "prctl(PR_SET_PDEATHSIG)",
+		[ST_PARENT_GONE] = "parent check",
+		[ST_STDIO] = "dup2(stdio)",
+		[ST_CHDIR] = "chdir",
+		[ST_RLIMIT] = "setrlimit(RLIMIT_AS)",
+		[ST_NO_NEW_PRIVS] = "prctl(PR_SET_NO_NEW_PRIVS)",
+		[ST_CAPS] = "capability drop",
+		[ST_LANDLOCK] = "landlock_restrict_self",
+		[ST_SECCOMP] = "seccomp(SET_MODE_FILTER)",
+		[ST_SIGNALS] = "signal reset",
+		[ST_SUBREAPER] = "prctl(PR_SET_CHILD_SUBREAPER)",
+		[ST_SPAWN] = "clone(command)",
+	};
+	if (step < 0 || step > ST_SPAWN)
+		return "child setup";
+	return names[step];
+}
+
+
+/* Keep our descriptors off 0..2 so the child's dup2 onto stdio cannot clobber them. */
+static int above_stdio(int fd)
+{
+	if (fd < 0 || fd > 2)
+		return fd;
+	int n = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	close(fd);
+	return n;
+}
+
+struct parent_fds {
+	int sv[2], outp[2], errp[2], devnull;
+};
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static void parent_fds_close(struct parent_fds *p)
+{
+	close_fd(&p->sv[0]);
+	close_fd(&p->sv[1]);
+	close_fd(&p->outp[0]);
+	close_fd(&p->outp[1]);
+	close_fd(&p->errp[0]);
+	close_fd(&p->errp[1]);
+	close_fd(&p->devnull);
+}
+
+static int make_pipe(int p[2])
+{
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	p[0] = above_stdio(p[0]);
+	p[1] = above_stdio(p[1]);
+	return (p[0] < 0 || p[1] < 0) ? -1 : 0;
+}
+
+static int parent_fds_open(const struct sl_launch *L, struct parent_fds *p)
+{
+	p->sv[0] = p->sv[1] = p->outp[0] = p->outp[1] = p->errp[0] = p->errp[1] = p->devnull = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p->sv) < 0)
+		return -1;
+	p->sv[0] = above_stdio(p->sv[0]);
+	p->sv[1] = above_stdio(p->sv[1]);
+	if (p->sv[0] < 0 || p->sv[1] < 0)
+		return -1;
+	if (L->cfg->inherit_stdio)
+		return 0;
+	if (make_pipe(p->outp) < 0 || make_pipe(p->errp) < 0)
+		return -1;
+	p->devnull = above_stdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
+	return p->devnull < 0 ? -1 : 0;
+}
+
+/* Kill and reap a child that never got released. */
+static void abort_child(struct sl_launch *L)
+{
+	if (L->pid > 0) {
+		kill(L->pid, SIGKILL);
+		while (waitpid(L->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	L->pid = -1;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static const char *errname(int e)
+{
+	return strerrorname_np(e) ? strerrorname_np(e) : strerror(e);
+}
+
+/* One report from the child (launch.h): 1 = got one, 0 = none yet, -1 = EOF/error. */
+static int read_report(int sync, int32_t m[SL_REPORT_INTS], int flags)
+{
+	ssize_t n;
+	while ((n = recv(sync, m, SL_REPORT_INTS * sizeof(int32_t), flags)) < 0 && errno == EINTR)
+		;
+	if (n == (ssize_t)(SL_REPORT_INTS * sizeof(int32_t)))
+		return 1;
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	return -1;
+}
+
+/* Turn a failure report (m[0] > 0) or a silent death into an error. */
+static int setup_error(int rc, const int32_t m[SL_REPORT_INTS], int *err, char **msg)
+{
+	if (rc == 1 && m[0] > 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "%s failed: %s", step_name(m[0]),
+		               errname(m[1]));
+	return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "sandboxed child exited during setup");
+}
+
+/* Where the listener will be: fd *fdnum of the command, whose pidfd is
+ * returned in *cmd_pidfd.  Or the failure the child reported. */
+static int recv_announcement(struct sl_launch *L, int64_t deadline, int *fdnum,
+                             int *cmd_pidfd, int *err, char **msg)
+{
+	struct pollfd pf = { L->sync_fd, POLLIN, 0 };
+	int pr;
+	do {
+		int64_t left_ms = (deadline - now_ns()) / 1000000;
+		pr = poll(&pf, 1, left_ms > 0 ? (int)left_ms : 0);
+	} while (pr < 0 && errno == EINTR);
+	if (pr == 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "sandboxed child did not finish setup");
+	int32_t m[SL_REPORT_INTS] = { -1, 0, 0 };
+	int rc = read_report(L->sync_fd, m, 0);
+	if (rc != 1 || m[0] != ST_OK || m[1] < 0 || m[2] <= 0)
+		return setup_error(rc, m, err, msg);
+	/*
+	 * The command is init's child and announced itself before seccomp(),
+	 * so it is alive unless it failed since (its report is then queued)
+	 * or was killed from outside; init reaps it only after that.
+	 */
+	*cmd_pidfd = (int)syscall(__NR_pidfd_open, (pid_t)m[2], 0);
+	if (*cmd_pidfd < 0) {
+		int32_t f[SL_REPORT_INTS] = { -1, 0, 0 };
+		return setup_error(read_report(L->sync_fd, f, MSG_DONTWAIT), f, err, msg);
+	}
+	*fdnum = m[1];
+	return 0;
+}
+
+/*
+ * True if fd is a seccomp user-notification fd.  The child cannot run
+ * untrusted code yet, so this is a consistency check of the fd-number
+ * protocol, not a defence: a wrong fd would silently leave the sandbox
+ * without a supervisor.  Only a listener knows this ioctl (ENOENT: no
+ * notification 0 pending; anything else answers ENOTTY/EINVAL).
+ */
+static bool is_seccomp_listener(int fd)
+{
+	char path[64], link[64];
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(path, link, sizeof link - 1);
+	if (n >= 0) { /* /proc may be absent; when present it must agree */
+		link[n] = 0;
+		if (strcmp(link, "anon_inode:seccomp notify") != 0)
+			return false;
+	}
+	uint64_t id = 0;
+	return ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0 && errno == ENOENT;
+}
+
+/*
+ * Wait for the listener to appear at fd number fdnum in the command and
+ * take a copy with pidfd_getfd.  Until seccomp() returns the slot is empty
+ * (EBADF); the kernel installs the fd only once the filter is attached, so
+ * success also means the command is confined.  The command's "attached"
+ * report wakes us at once; the timeout (exponential backoff) only matters
+ * when a handler traps that report's send().  Meanwhile watch the sync
+ * socket (a seccomp failure report) and init's pidfd (the child died).
+ */
+static int fetch_listener(struct sl_launch *L, int cmd_pidfd, int fdnum, int64_t deadline,
+                          int *err, char **msg)
+{
+	long wait_ns = 200000;
+	for (;;) {
+		int fd = (int)syscall(__NR_pidfd_getfd, cmd_pidfd, fdnum, 0);
+		if (fd >= 0) {
+			if (is_seccomp_listener(fd)) {
+				L->listener = fd; /* pidfd_getfd sets close-on-exec */
+				return 0;
+			}
+			close(fd);
+			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
+			               "fd %d of the sandboxed command is not its seccomp listener",
+			               fdnum);
+		}
+		if (errno != EBADF && errno != ESRCH && errno != EINTR)
+			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "pidfd_getfd: %s%s",
+			               errname(errno),
+			               errno == EPERM ? " (ptrace access to the child is restricted)" : "");
+		struct pollfd pf[2] = { { L->sync_fd, POLLIN, 0 }, { L->pidfd, POLLIN, 0 } };
+		struct timespec ts = { 0, wait_ns };
+		if (ppoll(pf, 2, &ts, NULL) > 0) {
+			int32_t m[SL_REPORT_INTS] = { -1, 0, 0 };
+			int rc = read_report(L->sync_fd, m, MSG_DONTWAIT);
+			bool attached = rc == 1 && m[0] == ST_OK;
+			if (!attached && (rc != 0 || pf[1].revents))
+				return setup_error(rc, m, err, msg);
+		}
+		if (now_ns() >= deadline)
+			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
+			               "sandboxed child did not finish setup");
+		wait_ns = wait_ns * 2 > 5000000 ? 5000000 : wait_ns * 2;
+	}
+}
+
+/* The listener, or the child's failure report, within the setup timeout. */
+static int get_listener(struct sl_launch *L, int *err, char **msg)
+{
+	int64_t deadline = now_ns() + (int64_t)SL_SETUP_TIMEOUT_MS * 1000000;
+	int fdnum = -1, cmd_pidfd = -1;
+	if (recv_announcement(L, deadline, &fdnum, &cmd_pidfd, err, msg) < 0)
+		return -1;
+	int rc = fetch_listener(L, cmd_pidfd, fdnum, deadline, err, msg);
+	close(cmd_pidfd);
+	return rc;
+}
+
+int sl_launch_start(struct sl_launch *L, int *err, char **msg)
+{
+	struct parent_fds p;
+	if (parent_fds_open(L, &p) < 0) {
+		int e = errno;
+		parent_fds_close(&p);
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "creating pipes: %s", strerror(e));
+	}
+	struct sl_child_fds c = { p.sv[1], p.devnull, p.outp[1], p.errp[1], getpid(), 0 };
+	pid_t pid = fork();
+	if (pid == 0) {
+		c.self = getpid();
+		sl_launch_child_main(L, &c);
+	}
+	if (pid < 0) {
+		int e = errno;
+		parent_fds_close(&p);
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "fork: %s", strerror(e));
+	}
+	L->pid = pid;
+	L->sync_fd = p.sv[0];
+	L->out_fd = p.outp[0];
+	L->err_fd = p.errp[0];
+	p.sv[0] = p.outp[0] = p.errp[0] = -1;
+	parent_fds_close(&p); /* the child's ends: EOF detection depends on this */
+	L->pidfd = (int)syscall(__NR_pidfd_open, pid, 0);
+	if (L->pidfd < 0) {
+		int e = errno;
+		abort_child(L);
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "pidfd_open: %s", strerror(e));
+	}
+	if (get_listener(L, err, msg) < 0) {
+		abort_child(L);
+		return -1;
+	}
+	return 0;
+}
+
+int sl_launch_release(struct sl_launch *L)
+{
+	/* init has called setpgid(0, 0) (before the command announced its
+	 * listener) and the command does not run the program yet: make its group the terminal's
+	 * foreground now, so that the program's first read of it works. */
+	if (L->cfg->inherit_stdio)
+		sl_tty_start(&L->tty, L->pid);
+	/* With a terminal, init mirrors the command's job-control stops for
+	 * sl_tty_watch; without one nobody watches them, and an init stopped
+	 * after a stop that someone in the sandbox undoes would stall the run. */
+	char go = L->tty.fd >= 0 ? SL_READY_TTY : SL_READY;
+	ssize_t n;
+	while ((n = send(L->sync_fd, &go, 1, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	close_fd(&L->sync_fd);
+	return n == 1 ? 0 : -1;
+}
+
+void sl_launch_cleanup(struct sl_launch *L)
+{
+	sl_tty_end(&L->tty); /* every path, also when the run failed */
+	close_fd(&L->ruleset_fd);
+	close_fd(&L->pidfd);
+	close_fd(&L->listener);
+	close_fd(&L->out_fd);
+	close_fd(&L->err_fd);
+	close_fd(&L->sync_fd);
+	free(L->exe);
+	L->exe = NULL;
+	for (char **a = L->argv; a && *a; a++)
+		free(*a);
+	free(L->argv);
+	L->argv = NULL;
+	for (char **e = L->envp; e && *e; e++)
+		free(*e);
+	free(L->envp);
+	L->envp = NULL;
+	sl_filter_free(&L->prog);
+}

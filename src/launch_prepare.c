@@ -1,0 +1,263 @@
+/*
+ * launch_prepare.c — everything a run needs that allocates or may fail,
+ * done in the caller before fork: the command's argv, environment and
+ * executable path, the Landlock ruleset and the BPF program.  After
+ * fork the child may only use what is prepared here (launch_child.c).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "filter.h"
+#include "landlock.h"
+#include "launch.h"
+
+extern char **environ;
+
+#define SL_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+/* Replace or append "K=V" in env, keyed on the part before '='. */
+static int env_set(sl_strvec *env, const char *kv)
+{
+	size_t klen = strcspn(kv, "=");
+	for (size_t i = 0; i < env->n; i++) {
+		if (strncmp(env->v[i], kv, klen) == 0 && env->v[i][klen] == '=') {
+			char *c = strdup(kv);
+			if (!c)
+				return -1;
+			free(env->v[i]);
+			env->v[i] = c;
+			return 0;
+		}
+	}
+	return sl_strvec_push(env, kv);
+}
+
+/*
+ * The clean environment keeps only what most programs need to behave
+ * (the reference SDK's minimal set), from the caller where it has them;
+ * PATH falls back to a default so bare command names still resolve.
+ */
+static int push_minimal_env(sl_strvec *env)
+{
+	static const char *const keep[] = { "PATH", "HOME", "USER", "TERM", "LANG" };
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+		const char *v = getenv(keep[i]);
+		if (!v && i == 0)
+			v = SL_DEFAULT_PATH;
+		if (!v)
+			continue;
+		char *kv = sl_asprintf("%s=%s", keep[i], v);
+		int rc = kv ? sl_strvec_push(env, kv) : -1;
+		free(kv);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The sandbox environment: inherited or clean, then the overrides. */
+static int build_env(const struct sandlock_sandbox *cfg, sl_strvec *env)
+{
+	if (cfg->clean_env) {
+		if (push_minimal_env(env) < 0)
+			return -1;
+	} else {
+		for (char **e = environ; e && *e; e++)
+			if (strchr(*e, '=') && env_set(env, *e) < 0)
+				return -1;
+	}
+	for (size_t i = 0; i < cfg->env.n; i++)
+		if (env_set(env, cfg->env.v[i]) < 0)
+			return -1;
+	return 0;
+}
+
+static const char *env_get(const sl_strvec *env, const char *key)
+{
+	size_t klen = strlen(key);
+	for (size_t i = 0; i < env->n; i++)
+		if (strncmp(env->v[i], key, klen) == 0 && env->v[i][klen] == '=')
+			return env->v[i] + klen + 1;
+	return NULL;
+}
+
+/* argv[0] with a '/' is used as is; otherwise search the sandbox's PATH. */
+static char *resolve_exe(const char *name, const sl_strvec *env)
+{
+	if (strchr(name, '/'))
+		return sl_strdup(name);
+	const char *path = env_get(env, "PATH");
+	if (!path || !*path)
+		path = SL_DEFAULT_PATH;
+	char *dup = sl_strdup(path);
+	if (!dup)
+		return NULL;
+	char *save = NULL, *found = NULL;
+	for (char *dir = strtok_r(dup, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save)) {
+		char *cand = sl_asprintf("%s/%s", *dir ? dir : ".", name);
+		if (cand && access(cand, X_OK) == 0)
+			found = cand;
+		else
+			free(cand);
+	}
+	free(dup);
+	return found;
+}
+
+static int copy_argv(struct sl_launch *L, const char *const *argv, uint32_t argc)
+{
+	L->argv = calloc((size_t)argc + 1, sizeof(char *));
+	if (!L->argv)
+		return -1;
+	for (uint32_t i = 0; i < argc; i++)
+		if (!(L->argv[i] = strdup(argv[i])))
+			return -1;
+	return 0;
+}
+
+static void launch_init(struct sl_launch *L, const struct sandlock_sandbox *cfg)
+{
+	memset(L, 0, sizeof(*L));
+	L->cfg = cfg;
+	L->ruleset_fd = L->pidfd = L->listener = -1;
+	L->out_fd = L->err_fd = L->sync_fd = -1;
+	L->pid = -1;
+	sl_tty_init(&L->tty);
+}
+
+/* ---------------- the sandbox's BPF programs ---------------- */
+
+#define SL_PROG_CACHE_SLOTS 4
+
+struct prog_entry {
+	int *nrs; /* the trapped set (sorted, unique), NULL = empty slot */
+	size_t n;
+	struct sock_filter *insns;
+	unsigned short len;
+};
+
+struct sl_prog_cache {
+	pthread_mutex_t lock;
+	struct prog_entry e[SL_PROG_CACHE_SLOTS];
+	size_t next; /* slot to replace when all are taken */
+};
+
+struct sl_prog_cache *sl_prog_cache_new(void)
+{
+	struct sl_prog_cache *c = calloc(1, sizeof(*c));
+	if (c && pthread_mutex_init(&c->lock, NULL) != 0) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static void entry_clear(struct prog_entry *e)
+{
+	free(e->nrs);
+	free(e->insns);
+	memset(e, 0, sizeof(*e));
+}
+
+void sl_prog_cache_free(struct sl_prog_cache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < SL_PROG_CACHE_SLOTS; i++)
+		entry_clear(&c->e[i]);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+static bool same_set(const struct prog_entry *e, const int *nrs, size_t n)
+{
+	return e->nrs && e->n == n && (n == 0 || memcmp(e->nrs, nrs, n * sizeof(int)) == 0);
+}
+
+/* A heap copy of insns[0..len) into out (which sl_filter_free frees). */
+static int copy_prog(const struct sock_filter *insns, unsigned short len,
+                     struct sock_fprog *out)
+{
+	out->filter = malloc((size_t)len * sizeof(*insns));
+	if (!out->filter)
+		return -1;
+	memcpy(out->filter, insns, (size_t)len * sizeof(*insns));
+	out->len = len;
+	return 0;
+}
+
+/* Under c->lock: remember prog for the trapped set (best effort: no room
+ * in memory only means the next run builds it again). */
+static void cache_store(struct sl_prog_cache *c, const int *nrs, size_t n,
+                        const struct sock_fprog *prog)
+{
+	struct prog_entry *e = &c->e[c->next];
+	c->next = (c->next + 1) % SL_PROG_CACHE_SLOTS;
+	entry_clear(e);
+	struct sock_fprog copy;
+	int *set = malloc((n ? n : 1) * sizeof(int));
+	if (!set || copy_prog(prog->filter, prog->len, &copy) < 0) {
+		free(set);
+		return;
+	}
+	if (n)
+		memcpy(set, nrs, n * sizeof(int));
+	*e = (struct prog_entry){ set, n, copy.filter, copy.len };
+}
+
+/* The BPF program for the trapped set: the sandbox's copy, or built now. */
+static int get_prog(const struct sandlock_sandbox *cfg, const int *trapped, size_t ntrapped,
+                    struct sock_fprog *out, int *err, char **msg)
+{
+	struct sl_prog_cache *c = cfg->progs;
+	if (!c)
+		return sl_filter_build(cfg, trapped, ntrapped, out, err, msg);
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < SL_PROG_CACHE_SLOTS; i++) {
+		if (!same_set(&c->e[i], trapped, ntrapped))
+			continue;
+		int rc = copy_prog(c->e[i].insns, c->e[i].len, out);
+		pthread_mutex_unlock(&c->lock);
+		return rc == 0 ? 0 : sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	}
+	pthread_mutex_unlock(&c->lock);
+	/* Built outside the lock: concurrent runs need not wait for each other. */
+	if (sl_filter_build(cfg, trapped, ntrapped, out, err, msg) < 0)
+		return -1;
+	pthread_mutex_lock(&c->lock);
+	cache_store(c, trapped, ntrapped, out);
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
+                      const char *const *argv, uint32_t argc, const int *trapped,
+                      size_t ntrapped, int *err, char **msg)
+{
+	launch_init(L, cfg);
+	sl_strvec env = { 0 };
+	if (build_env(cfg, &env) < 0 || copy_argv(L, argv, argc) < 0) {
+		sl_strvec_free(&env);
+		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	}
+	L->exe = resolve_exe(argv[0], &env);
+	if (!L->exe) {
+		sl_strvec_free(&env);
+		return sl_fail(err, msg, SANDLOCK_ERR_NOT_FOUND, "command not found: %s", argv[0]);
+	}
+	if (!env.v && !(env.v = calloc(1, sizeof(char *)))) /* empty environment */
+		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	L->envp = env.v; /* NULL-terminated by sl_strvec; now owned by L */
+	L->ruleset_fd = sl_landlock_prepare(cfg, err, msg);
+	if (L->ruleset_fd == -2) {
+		L->ruleset_fd = -1;
+		return sl_fail(err, msg, SANDLOCK_ERR_UNSUPPORTED,
+		               "Landlock is not available on this kernel; refusing to run unconfined");
+	}
+	if (L->ruleset_fd < 0)
+		return -1;
+	return get_prog(cfg, trapped, ntrapped, &L->prog, err, msg);
+}
