@@ -52,6 +52,11 @@ static const char usage_run[] =
 	"Network (TCP; without rules all TCP connect/bind is denied):\n"
 	"      --net-allow PORT       allow TCP connect to PORT\n"
 	"      --net-allow-bind PORT  allow TCP bind to PORT\n"
+	"Syscalls:\n"
+	"      --extra-allow-syscalls GROUP[,GROUP...]\n"
+	"                           re-allow a syscall group denied by default\n"
+	"                           (repeatable); groups: sysv_ipc (SysV IPC and\n"
+	"                           POSIX message queues, shared with the host)\n"
 	"Environment:\n"
 	"      --clean-env          start from a minimal environment: only PATH, HOME,\n"
 	"                           USER, TERM and LANG, with this process's values\n"
@@ -67,7 +72,7 @@ static const char usage_run[] =
 	"124 on timeout; 125 if sandlock failed; 126/127 if CMD cannot be run/found.\n";
 
 enum { OPT_NET_ALLOW = 256, OPT_NET_ALLOW_BIND, OPT_CLEAN_ENV, OPT_ENV, OPT_RANDOM_SEED,
-       OPT_TIME_START };
+       OPT_TIME_START, OPT_EXTRA_ALLOW };
 
 static const struct option run_options[] = {
 	{ "read", required_argument, NULL, 'r' },
@@ -83,6 +88,7 @@ static const struct option run_options[] = {
 	{ "env", required_argument, NULL, OPT_ENV },
 	{ "random-seed", required_argument, NULL, OPT_RANDOM_SEED },
 	{ "time-start", required_argument, NULL, OPT_TIME_START },
+	{ "extra-allow-syscalls", required_argument, NULL, OPT_EXTRA_ALLOW },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -138,6 +144,28 @@ static int apply_env(sandlock_builder_t *b, const char *arg)
 	sandlock_sandbox_builder_env_var(b, key, eq + 1);
 	free(key);
 	return 0;
+}
+
+/* --extra-allow-syscalls a,b: each group goes to the builder, which
+ * rejects unknown groups and single syscalls at build time. */
+static int apply_extra_allow(sandlock_builder_t *b, const char *arg)
+{
+	const char *p = arg;
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		if (len == 0)
+			return bad_value(OPT_EXTRA_ALLOW, arg, "expected GROUP[,GROUP...]");
+		char *group = strndup(p, len);
+		if (!group) {
+			fputs("sandlock: out of memory\n", stderr);
+			return EXIT_SANDLOCK;
+		}
+		sandlock_sandbox_builder_extra_allow_syscalls(b, group);
+		free(group);
+		if (p[len] == '\0')
+			return 0;
+		p += len + 1;
+	}
 }
 
 static int apply_port(sandlock_builder_t *b, int c, const char *arg)
@@ -227,6 +255,8 @@ static int apply_option(sandlock_builder_t *b, int c, const char *arg)
 	case OPT_RANDOM_SEED:
 	case OPT_TIME_START:
 		return apply_determinism(b, c, arg);
+	case OPT_EXTRA_ALLOW:
+		return apply_extra_allow(b, arg);
 	default:
 		return usage_error("internal error: unhandled option%s%s", "", "");
 	}

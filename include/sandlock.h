@@ -164,6 +164,15 @@ sandlock_builder_t *sandlock_sandbox_builder_timeout_ms(sandlock_builder_t *b, u
 /* Deferred handler calls still running after this long are failed with EIO (default 30000). */
 sandlock_builder_t *sandlock_sandbox_builder_deferred_timeout_ms(sandlock_builder_t *b,
                                                                  uint64_t ms);
+/*
+ * Re-allow a group of syscalls the sandbox denies by default (call once per
+ * group).  Groups: "sysv_ipc" — SysV shared memory, message queues and
+ * semaphores and POSIX message queues, which the sandbox shares with the
+ * host's IPC namespace.  A single syscall's name or an unknown group makes
+ * sandlock_sandbox_build fail with SANDLOCK_ERR_INVALID.
+ */
+sandlock_builder_t *sandlock_sandbox_builder_extra_allow_syscalls(sandlock_builder_t *b,
+                                                                  const char *group);
 /* Inherit the caller's stdin/stdout/stderr instead of capturing output. */
 sandlock_builder_t *sandlock_sandbox_builder_inherit_stdio(sandlock_builder_t *b, bool inherit);
 /* Determinism.  random_seed: getrandom() returns a byte stream seeded with

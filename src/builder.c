@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "filter.h"
 #include "launch.h"
 
 #define SL_DEFAULT_DEFERRED_TIMEOUT_MS 30000
@@ -216,6 +217,40 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_time_start_ns(sandlock_bu
 	}
 	b->cfg.has_time_start = true;
 	b->cfg.time_start_ns = unix_ns;
+	return b;
+}
+
+/*
+ * Re-allow a syscall group the filter blocks by default.  Groups only: a
+ * single syscall cannot be re-allowed (a half-open group is a policy
+ * nobody reviewed), and an unknown name is an error, never ignored.
+ */
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_extra_allow_syscalls(sandlock_builder_t *b,
+                                                                            const char *group)
+{
+	if (!b)
+		return NULL;
+	if (!group || !*group) {
+		b_error(b, SANDLOCK_ERR_INVALID, "extra_allow_syscalls: empty or NULL group%s", "");
+		return b;
+	}
+	bool is_syscall = false;
+	uint32_t bit = sl_filter_group(group, &is_syscall);
+	if (bit) {
+		b->cfg.filter.groups |= bit;
+		return b;
+	}
+	char *why = sl_asprintf(is_syscall ? "extra_allow_syscalls: '%%s' is a single syscall; "
+	                                     "only groups can be allowed (groups: %s)"
+	                                   : "extra_allow_syscalls: unknown syscall group '%%s' "
+	                                     "(groups: %s)",
+	                        sl_filter_group_names());
+	if (!why) {
+		b_oom(b);
+		return b;
+	}
+	b_error(b, SANDLOCK_ERR_INVALID, why, group);
+	free(why);
 	return b;
 }
 

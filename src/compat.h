@@ -146,4 +146,14 @@ struct sl_ll_net_port_attr {
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
+/* ---- containment rules (filter.c) ---- */
+/* The kernel's own __O_TMPFILE bit; glibc's __O_TMPFILE also carries O_DIRECTORY. */
+#define SL_KERNEL_O_TMPFILE 020000000
+#ifndef TCP_FASTOPEN_CONNECT
+#define TCP_FASTOPEN_CONNECT 30
+#endif
+#ifndef NETLINK_ROUTE
+#define NETLINK_ROUTE 0
+#endif
+
 #endif /* SANDLOCK_COMPAT_H */

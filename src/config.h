@@ -8,7 +8,19 @@
 
 #include "util.h"
 
+/* What the seccomp filter lets through beyond its defaults (filter.c). */
+/* Syscall groups blocked by default that extra_allow_syscalls can re-allow. */
+#define SL_GROUP_SYSV_IPC (1u << 0) /* SysV shm/msg/sem and POSIX mq: the host's IPC namespace */
+struct sl_filter_policy {
+	uint32_t groups; /* SL_GROUP_* re-allowed by the user */
+	/* The gates of UDP and ICMP (ping) sockets, closed until the network
+	 * policy can check their destinations; not settable through the API yet. */
+	bool allow_udp;
+	bool allow_icmp;
+};
+
 struct sandlock_sandbox {
+	struct sl_filter_policy filter;
 	sl_strvec fs_read;  /* canonical absolute paths (realpath) */
 	sl_strvec fs_write; /* canonical absolute paths */
 	sl_strvec fs_deny;  /* canonical absolute paths */

@@ -56,6 +56,7 @@ struct sl_dispatch {
 	size_t nchains;
 	int *trapped; /* sorted, unique */
 	size_t ntrapped;
+	struct sl_filter_policy filter; /* what the run's seccomp filter blocks */
 	int listener;
 	pid_t init;
 	struct sl_memcache *cache; /* supervisor thread only */
@@ -179,7 +180,7 @@ static int registration_nr(const struct sl_dispatch *d, const sandlock_registrat
 	if (nr < 0) /* libseccomp uses negative pseudo numbers for other arches */
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL, "unknown syscall '%s'",
 		               name ? name : "(null)");
-	if (sl_filter_is_blocked(nr))
+	if (sl_filter_is_blocked(&d->filter, nr))
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL,
 		               "syscall '%s' is denied by the sandbox and cannot be handled", name);
 	if (!r->handler)
@@ -299,6 +300,7 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 		return NULL;
 	}
 	sl_responder_init(&d->resp);
+	d->filter = cfg->filter;
 	d->listener = -1;
 	d->cache = sl_memcache_new();
 	uint64_t dto = cfg->deferred_timeout_ms ? cfg->deferred_timeout_ms : 30000;

@@ -1,13 +1,32 @@
 /*
- * filter.c — the seccomp-bpf program: a blocklist (ERRNO), argument rules
- * for the few syscalls that need them, kills for foreign entry points
- * (i386 via int 0x80, x32), and SECCOMP_RET_USER_NOTIF for trapped
- * syscalls.  Built with libseccomp in the parent, exported to memory, and
- * installed by the child with a raw seccomp() call.
+ * filter.c — the seccomp-bpf program, in two parts:
+ *
+ *  1. A hand-built prefix: kill foreign entry points (i386 via int 0x80,
+ *     x32), then the *argument rules* (socket families and protocols,
+ *     MSG_FASTOPEN, setuid creation modes, namespace clone flags, ...).
+ *  2. libseccomp's program: the blocklist (ERRNO) and
+ *     SECCOMP_RET_USER_NOTIF for trapped syscalls.
+ *
+ * WHY the argument rules are not libseccomp rules: libseccomp compares
+ * 64-bit values and allows one comparison per argument in a rule, while
+ * the kernel reads most of these arguments as 32-bit ints (so high bits
+ * are garbage the kernel ignores) and the rules need "none of these
+ * values" (protocol neither 0 nor IPPROTO_TCP).  Also an unconditional
+ * NOTIFY would override a conditional libseccomp ERRNO.  The prefix
+ * compares exactly the low 32 bits, as the kernel does, runs before any
+ * NOTIFY, and is generated from the same table (k_arg_rules plus the
+ * policy-dependent datagram rules) that sl_filter_arg_check interprets
+ * in C, so the two cannot drift apart.
+ *
+ * Built in the parent, exported to memory, installed by the child with a
+ * raw seccomp() call.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/audit.h>
+#include <linux/netlink.h>
 #include <linux/sched.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <stddef.h>
@@ -15,15 +34,14 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "filter.h"
 
-#ifndef AF_PACKET
-#define AF_PACKET 17
-#endif
 #ifndef SOCK_PACKET
 #define SOCK_PACKET 10
 #endif
@@ -42,6 +60,32 @@ static const char *const k_blocked[] = {
 #define N_BLOCKED (sizeof(k_blocked) / sizeof(k_blocked[0]))
 
 /*
+ * Groups blocked by default that extra_allow_syscalls re-allows by name.
+ * sysv_ipc: SysV shared memory, message queues and semaphores, and POSIX
+ * message queues, live in the IPC namespace, which the sandbox shares with
+ * the host (no namespaces): keys and ids name objects of other processes
+ * of the same user (or world-accessible ones), and Landlock does not
+ * cover them.  (POSIX shm_open is a file in /dev/shm: Landlock covers it.)
+ */
+static const int k_sysv_ipc_nrs[] = {
+	__NR_shmget,  __NR_shmat,     __NR_shmctl,        __NR_shmdt,
+	__NR_msgget,  __NR_msgsnd,    __NR_msgrcv,        __NR_msgctl,
+	__NR_semget,  __NR_semop,     __NR_semtimedop,    __NR_semctl,
+	__NR_mq_open, __NR_mq_unlink, __NR_mq_timedsend,  __NR_mq_timedreceive,
+	__NR_mq_notify, __NR_mq_getsetattr,
+};
+static const struct {
+	const char *name;
+	uint32_t bit;
+	const int *nrs;
+	size_t n;
+} k_groups[] = {
+	{ "sysv_ipc", SL_GROUP_SYSV_IPC, k_sysv_ipc_nrs,
+	  sizeof(k_sysv_ipc_nrs) / sizeof(k_sysv_ipc_nrs[0]) },
+};
+#define N_GROUPS (sizeof(k_groups) / sizeof(k_groups[0]))
+
+/*
  * Metadata syscalls newer than the metadata guard (builtin_meta.c): their
  * arguments live in structs the guard does not decode.  Answered ENOSYS by
  * number (libseccomp 2.5 does not know their names), as on an older
@@ -51,25 +95,210 @@ static const char *const k_blocked[] = {
 static const int k_enosys_nrs[] = { __NR_setxattrat, __NR_removexattrat, __NR_file_setattr };
 #define N_ENOSYS (sizeof(k_enosys_nrs) / sizeof(k_enosys_nrs[0]))
 
-/* Every namespace-creating clone/unshare flag. */
-static const uint64_t k_ns_flags[] = {
-	CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
-	CLONE_NEWUSER, CLONE_NEWPID,   CLONE_NEWNET, CLONE_NEWTIME,
-};
-#define N_NS_FLAGS (sizeof(k_ns_flags) / sizeof(k_ns_flags[0]))
+/* Every namespace-creating clone/unshare flag (all in the low 32 bits). */
 #define SL_NS_MASK                                                                          \
 	(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |         \
 	 CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWTIME)
-
-/* int arguments: the kernel only looks at the low 32 bits. */
-#define LOW32 0xffffffffULL
 
 static int nr_of(const char *name)
 {
 	return seccomp_syscall_resolve_name(name);
 }
 
-bool sl_filter_is_blocked(int nr)
+/* ================= argument rules ================= */
+
+/*
+ * One comparison on the low 32 bits of an argument (x86_64 is little
+ * endian: the low word comes first).  A rule denies with err when all its
+ * comparisons hold; a syscall's rules are tried in order.
+ */
+enum { C_EQ, C_NE, C_ANY /* v & k != 0 */, C_MASK_EQ, C_MASK_NE /* (v & k) ==/!= m */ };
+struct arg_cmp {
+	uint8_t arg, op;
+	uint32_t k, m;
+};
+#define SL_RULE_CMPS 5
+struct arg_rule {
+	int nr;
+	int err;
+	uint8_t n;
+	struct arg_cmp c[SL_RULE_CMPS];
+};
+
+#define A_EQ(i, x) { (i), C_EQ, (uint32_t)(x), 0 }
+#define A_NE(i, x) { (i), C_NE, (uint32_t)(x), 0 }
+#define A_ANY(i, x) { (i), C_ANY, (uint32_t)(x), 0 }
+#define A_TYPE_EQ(i, t) { (i), C_MASK_EQ, 0xf, (t) } /* socket type without flags */
+#define A_TYPE_NE(i, t) { (i), C_MASK_NE, 0xf, (t) }
+#define RULE(nr_, err_, n_, ...) { (nr_), (err_), (n_), { __VA_ARGS__ } }
+
+/* Modes that would make a created file run with its owner's (or group's) ids. */
+#define SL_SETID (S_ISUID | S_ISGID)
+#define SL_CREATES (O_CREAT | SL_KERNEL_O_TMPFILE)
+#define PERSONA_QUERY 0xffffffffu
+
+/*
+ * The policy-independent rules, hottest syscalls first (the prefix tests
+ * syscall numbers in this order).  Every rule says why below.
+ */
+static const struct arg_rule k_arg_rules[] = {
+	/* setuid/setgid files: a root guest would leave setuid-root programs
+	 * in -w trees.  Only O_CREAT/O_TMPFILE opens use the mode. */
+	RULE(__NR_openat, EPERM, 2, A_ANY(2, SL_CREATES), A_ANY(3, SL_SETID)),
+	/* A terminal's input queue and console are the user's, not the guest's. */
+	RULE(__NR_ioctl, EPERM, 1, A_EQ(1, TIOCSTI)),
+	RULE(__NR_ioctl, EPERM, 1, A_EQ(1, TIOCLINUX)),
+	/* TCP Fast Open connects inside sendto/sendmsg, where Landlock's
+	 * connect(2) port rule never runs. */
+	RULE(__NR_sendto, EPERM, 1, A_ANY(3, MSG_FASTOPEN)),
+	RULE(__NR_sendmsg, EPERM, 1, A_ANY(2, MSG_FASTOPEN)),
+	RULE(__NR_open, EPERM, 2, A_ANY(1, SL_CREATES), A_ANY(2, SL_SETID)),
+	RULE(__NR_clone, EPERM, 1, A_ANY(0, SL_NS_MASK)),
+	/* Families: only unix, IPv4/IPv6 and netlink (NETLINK_ROUTE below). */
+	RULE(__NR_socket, EPERM, 4, A_NE(0, AF_UNIX), A_NE(0, AF_INET), A_NE(0, AF_INET6),
+	     A_NE(0, AF_NETLINK)),
+	/* IPv4/IPv6: stream and datagram only (raw sockets forge packets). */
+	RULE(__NR_socket, EPERM, 3, A_EQ(0, AF_INET), A_TYPE_NE(1, SOCK_STREAM),
+	     A_TYPE_NE(1, SOCK_DGRAM)),
+	RULE(__NR_socket, EPERM, 3, A_EQ(0, AF_INET6), A_TYPE_NE(1, SOCK_STREAM),
+	     A_TYPE_NE(1, SOCK_DGRAM)),
+	/* Landlock's port rules cover IPPROTO_TCP only: MPTCP, SCTP, SMC and
+	 * any other stream protocol would connect and listen anywhere. */
+	RULE(__NR_socket, EPERM, 4, A_EQ(0, AF_INET), A_TYPE_EQ(1, SOCK_STREAM), A_NE(2, 0),
+	     A_NE(2, IPPROTO_TCP)),
+	RULE(__NR_socket, EPERM, 4, A_EQ(0, AF_INET6), A_TYPE_EQ(1, SOCK_STREAM), A_NE(2, 0),
+	     A_NE(2, IPPROTO_TCP)),
+	RULE(__NR_socket, EPERM, 2, A_EQ(0, AF_UNIX), A_TYPE_EQ(1, SOCK_RAW)),
+	RULE(__NR_socket, EPERM, 2, A_EQ(0, AF_UNIX), A_TYPE_EQ(1, SOCK_PACKET)),
+	/* Netlink: NETLINK_ROUTE only (getaddrinfo reads interfaces through
+	 * it; changes need CAP_NET_ADMIN, which the sandbox has dropped).
+	 * NETLINK_SOCK_DIAG would list the host's sockets, NETLINK_AUDIT ... */
+	RULE(__NR_socket, EPERM, 2, A_EQ(0, AF_NETLINK), A_NE(2, NETLINK_ROUTE)),
+	/* TCP_FASTOPEN_CONNECT: connect(2) still runs Landlock's check, but
+	 * Fast Open from the guest is denied as a whole.  (TCP_FASTOPEN on a
+	 * listener is server side and stays allowed: bind rules govern it.) */
+	RULE(__NR_setsockopt, EPERM, 2, A_EQ(1, IPPROTO_TCP), A_EQ(2, TCP_FASTOPEN_CONNECT)),
+	RULE(__NR_sendmmsg, EPERM, 1, A_ANY(3, MSG_FASTOPEN)),
+	RULE(__NR_creat, EPERM, 1, A_ANY(1, SL_SETID)),
+	RULE(__NR_mknod, EPERM, 1, A_ANY(1, SL_SETID)),
+	RULE(__NR_mknodat, EPERM, 1, A_ANY(2, SL_SETID)),
+	/* Execution domains other than Linux, and flags such as
+	 * ADDR_NO_RANDOMIZE or READ_IMPLIES_EXEC, weaken the guest's own
+	 * hardening; the query and PER_LINUX are what programs use. */
+	RULE(__NR_personality, EPERM, 2, A_NE(0, PERSONA_QUERY), A_NE(0, PER_LINUX)),
+	/* socketpair: only unix sockets (no other family needs it). */
+	RULE(__NR_socketpair, EPERM, 1, A_NE(0, AF_UNIX)),
+	RULE(__NR_unshare, EPERM, 1, A_ANY(0, SL_NS_MASK)),
+	RULE(__NR_prctl, EPERM, 1, A_EQ(0, PR_SET_DUMPABLE)),
+	/* openat2's mode lives in struct open_how, out of the filter's reach
+	 * (like clone3's flags): answer ENOSYS, as a kernel before 5.6 would;
+	 * glibc does not use openat2 and its callers fall back to openat. */
+	RULE(__NR_openat2, ENOSYS, 0, A_EQ(0, 0)),
+};
+#define N_ARG_RULES (sizeof(k_arg_rules) / sizeof(k_arg_rules[0]))
+#define SL_MAX_RULES (N_ARG_RULES + 2)
+
+/*
+ * UDP and ping sockets: Landlock has no rule for them, so they stay shut
+ * until the network policy can check their destinations.  This is the one
+ * gate to open: allow_udp lets SOCK_DGRAM protocol 0/IPPROTO_UDP through,
+ * allow_icmp the ping sockets (IPPROTO_ICMP, IPPROTO_ICMPV6).
+ */
+static struct arg_rule dgram_rule(const struct sl_filter_policy *p, int family)
+{
+	struct arg_rule r = RULE(__NR_socket, EPERM, 2, A_EQ(0, family), A_TYPE_EQ(1, SOCK_DGRAM));
+	if (p->allow_udp) {
+		r.c[r.n++] = (struct arg_cmp)A_NE(2, 0);
+		r.c[r.n++] = (struct arg_cmp)A_NE(2, IPPROTO_UDP);
+	}
+	if (p->allow_icmp)
+		r.c[r.n++] = (struct arg_cmp)A_NE(2, family == AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6);
+	return r;
+}
+
+/* Every argument rule under policy p, into out[SL_MAX_RULES]. */
+static size_t arg_rules(const struct sl_filter_policy *p, struct arg_rule *out)
+{
+	memcpy(out, k_arg_rules, sizeof(k_arg_rules));
+	size_t n = N_ARG_RULES;
+	out[n++] = dgram_rule(p, AF_INET);
+	out[n++] = dgram_rule(p, AF_INET6);
+	return n;
+}
+
+static bool cmp_holds(const struct arg_cmp *c, const uint64_t *args)
+{
+	uint32_t v = (uint32_t)args[c->arg]; /* the low word, as the prefix loads it */
+	switch (c->op) {
+	case C_EQ:
+		return v == c->k;
+	case C_NE:
+		return v != c->k;
+	case C_ANY:
+		return (v & c->k) != 0;
+	case C_MASK_EQ:
+		return (v & c->k) == c->m;
+	default: /* C_MASK_NE */
+		return (v & c->k) != c->m;
+	}
+}
+
+bool sl_filter_has_arg_rules(int nr)
+{
+	for (size_t i = 0; i < N_ARG_RULES; i++)
+		if (k_arg_rules[i].nr == nr)
+			return true;
+	return false;
+}
+
+int sl_filter_arg_check(const struct sl_filter_policy *p, const sandlock_notif_t *n)
+{
+	struct arg_rule rules[SL_MAX_RULES];
+	size_t nr = arg_rules(p, rules);
+	for (size_t i = 0; i < nr; i++) {
+		const struct arg_rule *r = &rules[i];
+		if (r->nr != n->syscall_nr)
+			continue;
+		bool all = true;
+		for (size_t j = 0; j < r->n && all; j++)
+			all = cmp_holds(&r->c[j], n->args);
+		if (all)
+			return r->err;
+	}
+	return 0;
+}
+
+/* ================= syscall groups and the blocklist ================= */
+
+uint32_t sl_filter_group(const char *name, bool *is_syscall)
+{
+	*is_syscall = false;
+	for (size_t i = 0; name && i < N_GROUPS; i++)
+		if (strcmp(name, k_groups[i].name) == 0)
+			return k_groups[i].bit;
+	*is_syscall = name && nr_of(name) >= 0;
+	return 0;
+}
+
+const char *sl_filter_group_names(void)
+{
+	return "sysv_ipc";
+}
+
+/* True if nr belongs to a group the policy leaves blocked. */
+static bool in_blocked_group(const struct sl_filter_policy *p, int nr)
+{
+	for (size_t g = 0; g < N_GROUPS; g++) {
+		if (p->groups & k_groups[g].bit)
+			continue;
+		for (size_t i = 0; i < k_groups[g].n; i++)
+			if (k_groups[g].nrs[i] == nr)
+				return true;
+	}
+	return false;
+}
+
+bool sl_filter_is_blocked(const struct sl_filter_policy *p, int nr)
 {
 	if (nr < 0)
 		return false;
@@ -81,40 +310,7 @@ bool sl_filter_is_blocked(int nr)
 	for (size_t i = 0; i < N_BLOCKED; i++)
 		if (nr == nr_of(k_blocked[i]))
 			return true;
-	return false;
-}
-
-bool sl_filter_has_arg_rules(int nr)
-{
-	return nr >= 0 && (nr == __NR_clone || nr == __NR_unshare || nr == __NR_ioctl ||
-	                   nr == __NR_socket || nr == __NR_prctl);
-}
-
-/* Mirror of the socket rule: packet sockets and raw/packet socket types. */
-static int socket_denied(uint64_t domain, uint64_t type)
-{
-	uint32_t t = (uint32_t)type & 0xf;
-	return (uint32_t)domain == AF_PACKET || t == SOCK_RAW || t == SOCK_PACKET;
-}
-
-int sl_filter_arg_check(const sandlock_notif_t *n)
-{
-	const uint64_t *a = n->args;
-	switch (n->syscall_nr) {
-	case __NR_clone:
-	case __NR_unshare:
-		return (a[0] & SL_NS_MASK) ? EPERM : 0;
-	case __NR_ioctl: {
-		uint32_t cmd = (uint32_t)a[1]; /* the kernel ignores the upper half */
-		return (cmd == TIOCSTI || cmd == TIOCLINUX) ? EPERM : 0;
-	}
-	case __NR_socket:
-		return socket_denied(a[0], a[1]) ? EPERM : 0;
-	case __NR_prctl:
-		return (uint32_t)a[0] == PR_SET_DUMPABLE ? EPERM : 0;
-	default:
-		return 0;
-	}
+	return in_blocked_group(p, nr);
 }
 
 static int add_rule(scmp_filter_ctx ctx, uint32_t act, int nr, unsigned cnt,
@@ -131,7 +327,8 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t act, int nr, unsigned cnt,
 	return 0;
 }
 
-static int add_blocklist(scmp_filter_ctx ctx, int *err, char **msg)
+static int add_blocklist(scmp_filter_ctx ctx, const struct sl_filter_policy *p, int *err,
+                         char **msg)
 {
 	for (size_t i = 0; i < N_BLOCKED; i++) {
 		int nr = nr_of(k_blocked[i]);
@@ -140,6 +337,13 @@ static int add_blocklist(scmp_filter_ctx ctx, int *err, char **msg)
 		if (add_rule(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0, NULL, err, msg) < 0)
 			return -1;
 	}
+	for (size_t g = 0; g < N_GROUPS; g++) {
+		if (p->groups & k_groups[g].bit)
+			continue;
+		for (size_t i = 0; i < k_groups[g].n; i++)
+			if (add_rule(ctx, SCMP_ACT_ERRNO(EPERM), k_groups[g].nrs[i], 0, NULL, err, msg) < 0)
+				return -1;
+	}
 	for (size_t i = 0; i < N_ENOSYS; i++)
 		if (add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), k_enosys_nrs[i], 0, NULL, err, msg) < 0)
 			return -1;
@@ -147,80 +351,11 @@ static int add_blocklist(scmp_filter_ctx ctx, int *err, char **msg)
 	return add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), nr_of("clone3"), 0, NULL, err, msg);
 }
 
-/* One EPERM rule per namespace flag (libseccomp ORs rules of one syscall). */
-static int add_ns_rules(scmp_filter_ctx ctx, int nr, int *err, char **msg)
-{
-	for (size_t i = 0; i < N_NS_FLAGS; i++) {
-		struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_MASKED_EQ, k_ns_flags[i], k_ns_flags[i]);
-		if (add_rule(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &c, err, msg) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-static int add_ioctl_rules(scmp_filter_ctx ctx, int *err, char **msg)
-{
-	const uint64_t cmds[] = { TIOCSTI, TIOCLINUX };
-	for (size_t i = 0; i < 2; i++) {
-		struct scmp_arg_cmp c = SCMP_A1(SCMP_CMP_MASKED_EQ, LOW32, cmds[i]);
-		if (add_rule(ctx, SCMP_ACT_ERRNO(EPERM), __NR_ioctl, 1, &c, err, msg) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-static int add_socket_rules(scmp_filter_ctx ctx, int *err, char **msg)
-{
-	struct scmp_arg_cmp c[3] = {
-		SCMP_A0(SCMP_CMP_MASKED_EQ, LOW32, AF_PACKET),
-		SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW),
-		SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_PACKET),
-	};
-	for (size_t i = 0; i < 3; i++)
-		if (add_rule(ctx, SCMP_ACT_ERRNO(EPERM), __NR_socket, 1, &c[i], err, msg) < 0)
-			return -1;
-	return 0;
-}
-
-static int add_prctl_rules(scmp_filter_ctx ctx, int *err, char **msg)
-{
-	struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_MASKED_EQ, LOW32, PR_SET_DUMPABLE);
-	return add_rule(ctx, SCMP_ACT_ERRNO(EPERM), __NR_prctl, 1, &c, err, msg);
-}
-
-static bool is_trapped(int nr, const int *trapped, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (trapped[i] == nr)
-			return true;
-	return false;
-}
-
-/*
- * Argument rules for syscalls that are not trapped.  A trapped one gets only
- * the unconditional NOTIFY rule; the supervisor applies sl_filter_arg_check.
- */
-static int add_arg_rules(scmp_filter_ctx ctx, const int *trapped, size_t n, int *err,
-                         char **msg)
-{
-	if (!is_trapped(__NR_clone, trapped, n) && add_ns_rules(ctx, __NR_clone, err, msg) < 0)
-		return -1;
-	if (!is_trapped(__NR_unshare, trapped, n) && add_ns_rules(ctx, __NR_unshare, err, msg) < 0)
-		return -1;
-	if (!is_trapped(__NR_ioctl, trapped, n) && add_ioctl_rules(ctx, err, msg) < 0)
-		return -1;
-	if (!is_trapped(__NR_socket, trapped, n) && add_socket_rules(ctx, err, msg) < 0)
-		return -1;
-	if (!is_trapped(__NR_prctl, trapped, n) && add_prctl_rules(ctx, err, msg) < 0)
-		return -1;
-	return 0;
-}
-
-static int add_notify_rules(scmp_filter_ctx ctx, const int *trapped, size_t n, int *err,
-                            char **msg)
+static int add_notify_rules(scmp_filter_ctx ctx, const struct sl_filter_policy *p,
+                            const int *trapped, size_t n, int *err, char **msg)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (sl_filter_is_blocked(trapped[i]))
+		if (sl_filter_is_blocked(p, trapped[i]))
 			return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL,
 			               "syscall %d is blocklisted and cannot be trapped", trapped[i]);
 		if (i > 0 && trapped[i] == trapped[i - 1])
@@ -231,54 +366,181 @@ static int add_notify_rules(scmp_filter_ctx ctx, const int *trapped, size_t n, i
 	return 0;
 }
 
-/*
- * Raw prefix run before libseccomp's program: anything that is not the
- * native x86_64 ABI (i386 int 0x80, x32 numbers) is killed outright.
- * libseccomp also does this; the prefix makes it independent of its version.
- */
-static const struct sock_filter k_prefix[] = {
-	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 2),
-	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-	BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, __X32_SYSCALL_BIT, 0, 1),
-	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-};
-#define N_PREFIX (sizeof(k_prefix) / sizeof(k_prefix[0]))
+/* ================= the hand-built prefix ================= */
 
-/* Export ctx's BPF through a memfd (libseccomp 2.5 only writes to an fd). */
-static int export_prog(scmp_filter_ctx ctx, struct sock_fprog *out, int *err, char **msg)
+#define SL_PREFIX_MAX 1024 /* instructions; far above what the rules need */
+
+struct prog {
+	struct sock_filter *f;
+	size_t n;
+};
+
+static void emit(struct prog *p, struct sock_filter ins)
 {
+	if (p->n < SL_PREFIX_MAX)
+		p->f[p->n] = ins;
+	p->n++; /* counted past the cap so the caller sees the overflow */
+}
+
+#define ARG_LO(i) ((uint32_t)(offsetof(struct seccomp_data, args) + 8 * (i)))
+
+static size_t cmp_len(const struct arg_cmp *c)
+{
+	return (c->op == C_MASK_EQ || c->op == C_MASK_NE) ? 3 : 2;
+}
+
+static size_t rule_len(const struct arg_rule *r)
+{
+	size_t n = 1; /* the RET */
+	for (size_t j = 0; j < r->n; j++)
+		n += cmp_len(&r->c[j]);
+	return n;
+}
+
+/* One comparison; on failure jump to the instruction at index fail. */
+static void emit_cmp(struct prog *p, const struct arg_cmp *c, size_t fail)
+{
+	emit(p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(c->arg)));
+	if (c->op == C_MASK_EQ || c->op == C_MASK_NE)
+		emit(p, (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, c->k));
+	uint8_t off = (uint8_t)(fail - (p->n + 1)); /* rule_len() keeps it < 256 */
+	switch (c->op) {
+	case C_EQ:
+		emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, c->k, 0, off));
+		break;
+	case C_NE:
+		emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, c->k, off, 0));
+		break;
+	case C_ANY:
+		emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, c->k, 0, off));
+		break;
+	case C_MASK_EQ:
+		emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, c->m, 0, off));
+		break;
+	default: /* C_MASK_NE */
+		emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, c->m, off, 0));
+		break;
+	}
+}
+
+/* True if an earlier rule already has r's syscall (its group is emitted). */
+static bool seen_before(const struct arg_rule *rules, size_t i)
+{
+	for (size_t k = 0; k < i; k++)
+		if (rules[k].nr == rules[i].nr)
+			return true;
+	return false;
+}
+
+/*
+ * One group per syscall (A holds the syscall number on entry):
+ *     JEQ nr ? next : skip      JA over the body
+ *     rule; rule; ...           each jumps to the next rule when it fails
+ *     JA end                    no rule matched: on to libseccomp
+ * The final JA is patched once the end is known (*ja = its index).
+ */
+static void emit_group(struct prog *p, const struct arg_rule *rules, size_t nrules, int nr,
+                       size_t *ja)
+{
+	size_t body = 1;
+	for (size_t i = 0; i < nrules; i++)
+		if (rules[i].nr == nr)
+			body += rule_len(&rules[i]);
+	emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 1, 0));
+	emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, (uint32_t)body, 0, 0));
+	for (size_t i = 0; i < nrules; i++) {
+		const struct arg_rule *r = &rules[i];
+		if (r->nr != nr)
+			continue;
+		size_t next = p->n + rule_len(r);
+		for (size_t j = 0; j < r->n; j++)
+			emit_cmp(p, &r->c[j], next);
+		emit(p, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
+		                                     SECCOMP_RET_ERRNO | ((uint32_t)r->err & SECCOMP_RET_DATA)));
+	}
+	*ja = p->n;
+	emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0));
+}
+
+/*
+ * The prefix: anything that is not the native x86_64 ABI (i386 int 0x80,
+ * x32 numbers) is killed outright (libseccomp also does this; the prefix
+ * makes it independent of its version), then the argument rules.  Falls
+ * through to libseccomp's program, which reloads what it needs.
+ */
+static int build_prefix(const struct sl_filter_policy *pol, struct prog *p)
+{
+	struct arg_rule rules[SL_MAX_RULES];
+	size_t nrules = arg_rules(pol, rules);
+	size_t ja[SL_MAX_RULES];
+	size_t ngroups = 0;
+	p->n = 0;
+	emit(p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
+	emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0));
+	emit(p, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+	emit(p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+	emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, __X32_SYSCALL_BIT, 0, 1));
+	emit(p, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+	for (size_t i = 0; i < nrules; i++)
+		if (!seen_before(rules, i))
+			emit_group(p, rules, nrules, rules[i].nr, &ja[ngroups++]);
+	if (p->n > SL_PREFIX_MAX)
+		return -1;
+	for (size_t g = 0; g < ngroups; g++)
+		p->f[ja[g]].k = (uint32_t)(p->n - (ja[g] + 1));
+	return 0;
+}
+
+/* Export ctx's BPF through a memfd (libseccomp 2.5 only writes to an fd),
+ * behind the prefix. */
+static int export_prog(scmp_filter_ctx ctx, const struct sl_filter_policy *pol,
+                       struct sock_fprog *out, int *err, char **msg)
+{
+	struct prog pre = { calloc(SL_PREFIX_MAX, sizeof(struct sock_filter)), 0 };
+	if (!pre.f)
+		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	if (build_prefix(pol, &pre) < 0) {
+		free(pre.f);
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "seccomp argument rules too long");
+	}
 	int fd = memfd_create("sandlock-bpf", MFD_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
+		free(pre.f);
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "memfd_create: %s", strerror(errno));
+	}
 	int rc = seccomp_export_bpf(ctx, fd);
 	off_t len = rc < 0 ? -1 : lseek(fd, 0, SEEK_END);
-	if (len <= 0 || len % sizeof(struct sock_filter) || len / sizeof(struct sock_filter) > 4000) {
+	if (len <= 0 || len % sizeof(struct sock_filter) ||
+	    len / sizeof(struct sock_filter) + pre.n > BPF_MAXINSNS) {
 		close(fd);
+		free(pre.f);
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "seccomp_export_bpf failed");
 	}
 	size_t n = (size_t)len / sizeof(struct sock_filter);
-	struct sock_filter *f = calloc(n + N_PREFIX, sizeof(*f));
+	struct sock_filter *f = calloc(n + pre.n, sizeof(*f));
 	if (!f) {
 		close(fd);
+		free(pre.f);
 		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 	}
-	memcpy(f, k_prefix, sizeof(k_prefix));
-	ssize_t got = pread(fd, f + N_PREFIX, (size_t)len, 0);
+	memcpy(f, pre.f, pre.n * sizeof(*f));
+	ssize_t got = pread(fd, f + pre.n, (size_t)len, 0);
 	close(fd);
+	free(pre.f);
 	if (got != len) {
 		free(f);
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "reading exported BPF failed");
 	}
 	out->filter = f;
-	out->len = (unsigned short)(n + N_PREFIX);
+	out->len = (unsigned short)(n + pre.n);
 	return 0;
 }
 
 int sl_filter_build(const struct sandlock_sandbox *cfg, const int *trapped, size_t ntrapped,
                     struct sock_fprog *out, int *err, char **msg)
 {
-	(void)cfg;
+	static const struct sl_filter_policy k_default;
+	const struct sl_filter_policy *pol = cfg ? &cfg->filter : &k_default;
 	out->filter = NULL;
 	out->len = 0;
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -288,13 +550,11 @@ int sl_filter_build(const struct sandlock_sandbox *cfg, const int *trapped, size
 	if (rc < 0)
 		rc = sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "seccomp_attr_set: %s", strerror(-rc));
 	if (rc == 0)
-		rc = add_notify_rules(ctx, trapped, ntrapped, err, msg);
+		rc = add_notify_rules(ctx, pol, trapped, ntrapped, err, msg);
 	if (rc == 0)
-		rc = add_blocklist(ctx, err, msg);
+		rc = add_blocklist(ctx, pol, err, msg);
 	if (rc == 0)
-		rc = add_arg_rules(ctx, trapped, ntrapped, err, msg);
-	if (rc == 0)
-		rc = export_prog(ctx, out, err, msg);
+		rc = export_prog(ctx, pol, out, err, msg);
 	seccomp_release(ctx);
 	return rc;
 }

@@ -9,8 +9,14 @@
 
 #include "config.h"
 
-/* True if nr is denied by the blocklist (a handler may not be registered on it). */
-bool sl_filter_is_blocked(int nr);
+/* True if nr is denied by the blocklist under policy p (a handler may not
+ * be registered on it). */
+bool sl_filter_is_blocked(const struct sl_filter_policy *p, int nr);
+/* The SL_GROUP_* bit of a syscall group name; 0 if unknown, and then
+ * *is_syscall tells whether name is a single syscall's name instead. */
+uint32_t sl_filter_group(const char *name, bool *is_syscall);
+/* "sysv_ipc, ..." — the known group names, for messages. */
+const char *sl_filter_group_names(void);
 /*
  * Build the BPF program (before fork): blocklist -> ERRNO/KILL, x32/i386
  * -> kill, argument filters, and trapped[] -> SECCOMP_RET_USER_NOTIF.
@@ -22,11 +28,12 @@ void sl_filter_free(struct sock_fprog *prog);
 /* True if nr has argument rules (clone, ioctl, socket, prctl, unshare, ...). */
 bool sl_filter_has_arg_rules(int nr);
 /*
- * The same argument rules as the BPF filter, for trapped syscalls (libseccomp
- * lets an unconditional NOTIFY override a conditional ERRNO, so the
- * supervisor re-applies them first: builtins/args.c).  Returns an errno to
+ * The filter's argument rules, evaluated on a notification (the same table
+ * the BPF is generated from).  The filter applies them before any NOTIFY,
+ * so a trapped call never carries denied arguments; the supervisor
+ * re-applies them first anyway (builtins/args.c).  Returns an errno to
  * deny with, or 0.
  */
-int sl_filter_arg_check(const sandlock_notif_t *n);
+int sl_filter_arg_check(const struct sl_filter_policy *p, const sandlock_notif_t *n);
 
 #endif /* SANDLOCK_FILTER_H */

@@ -312,6 +312,24 @@ def _random_seed(name, value) -> Optional[int]:
     return int(value)
 
 
+def _syscall_groups(name, value) -> Tuple[str, ...]:
+    """A list of syscall group names (the C library knows which exist)."""
+    if value is None or isinstance(value, (str, bytes)):
+        raise PolicyTypeError("%s must be a list of group names, not %s"
+                              % (name, "None" if value is None else "a single " + type(value).__name__))
+    try:
+        items = list(value)
+    except TypeError:
+        raise PolicyTypeError("%s must be a list of group names, not %s"
+                              % (name, type(value).__name__)) from None
+    for g in items:
+        if not isinstance(g, str):
+            raise PolicyTypeError("%s: a group name must be a str, got %r" % (name, g))
+        if not g or "\0" in g:
+            raise PolicyValueError("%s: invalid group name %r" % (name, g))
+    return tuple(items)
+
+
 def parse_time_start(value) -> int:
     """A time_start value as Unix nanoseconds: a number of seconds since the
     epoch (int or float), a datetime (naive = UTC), or an RFC 3339 / ISO 8601
@@ -475,7 +493,14 @@ def _step_determinism(b, c):
     return b
 
 
-_BUILDER_STEPS = [_step_paths, _step_env, _step_limits, _step_net, _step_determinism]
+def _step_syscalls(b, c):
+    for g in c["extra_allow_syscalls"]:
+        b = _lib.sandlock_sandbox_builder_extra_allow_syscalls(b, g.encode())
+    return b
+
+
+_BUILDER_STEPS = [_step_paths, _step_env, _step_limits, _step_net, _step_determinism,
+                  _step_syscalls]
 
 _CACHE_SIZE = 4  # native policies kept per Sandbox (e.g. per timeout override)
 
@@ -503,6 +528,12 @@ class Sandbox:
     parse_time_start) starts the wall clock at that instant (see README,
     "Determinism").
 
+    ``extra_allow_syscalls`` names syscall groups the sandbox denies by
+    default to re-allow: ``"sysv_ipc"`` (SysV shared memory, message queues
+    and semaphores and POSIX message queues, shared with the host's IPC
+    namespace); an unknown group or a single syscall's name raises
+    PolicyValueError.
+
     Every config field can be reassigned after construction
     (``sb.fs_readable = [...]``): the new value is validated at once and
     applies from the next run (the native policy is rebuilt when the
@@ -525,6 +556,7 @@ class Sandbox:
     name = _Field(_name)
     random_seed = _Field(_random_seed)
     time_start = _Field(_time_start)
+    extra_allow_syscalls = _Field(_syscall_groups)
 
     def __init__(
         self,
@@ -542,6 +574,7 @@ class Sandbox:
         name: Optional[str] = None,
         random_seed: Optional[int] = None,
         time_start=None,
+        extra_allow_syscalls: Iterable[str] = (),
     ):
         self._cfg = {}
         self._lock = threading.Lock()
@@ -560,6 +593,7 @@ class Sandbox:
         self.name = name
         self.random_seed = random_seed
         self.time_start = time_start
+        self.extra_allow_syscalls = extra_allow_syscalls
         # Build once now so a bad configuration fails here, not at run().
         self._native_for(None)
 

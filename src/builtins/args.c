@@ -1,23 +1,39 @@
 /*
  * args.c — the filter's argument rules, applied again to trapped calls.
  *
- * WHY: libseccomp lets an unconditional NOTIFY rule for a syscall
- * override the conditional ERRNO rules of the same syscall (clone with
- * namespace flags, ioctl TIOCSTI, raw sockets, ...).  So when a user
- * handler traps such a syscall, the filter no longer denies those
- * arguments: this builtin does, before any handler sees the call.  It
- * also refuses a notification from an architecture the filter kills.
- * It traps nothing itself; it runs on every trapped syscall.
+ * WHY: the filter (filter.c) applies its argument rules (namespace clone
+ * flags, TIOCSTI, socket families and protocols, MSG_FASTOPEN, set-id
+ * modes, ...) in a prefix that runs before any NOTIFY, so a trapped call
+ * should never carry denied arguments.  This builtin checks them again,
+ * from the same rule table and the run's filter policy, before any
+ * handler sees the call: defence in depth should the BPF and the table
+ * ever disagree.  It also refuses a notification from an architecture
+ * the filter kills.  It traps nothing itself; it runs on every trapped
+ * syscall.
  */
 #include <errno.h>
 #include <linux/audit.h>
+#include <stdlib.h>
 
 #include "../filter.h"
 #include "builtin.h"
 
+/* State: the run's filter policy (the rules depend on it: the UDP gate). */
+static int args_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+{
+	struct sl_filter_policy *p = malloc(sizeof(*p));
+	if (!p) {
+		*msg = sl_strdup("out of memory");
+		return -1;
+	}
+	*p = cfg->filter;
+	*state = p;
+	return 0;
+}
+
 static bool args_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
 {
-	(void)state;
+	const struct sl_filter_policy *policy = state;
 	const sandlock_notif_t *n = call->n;
 	int e = 0;
 #ifdef __x86_64__
@@ -27,7 +43,7 @@ static bool args_decide(void *state, const struct sl_call *call, sandlock_action
 		e = EPERM;
 #endif
 	if (!e && sl_filter_has_arg_rules(n->syscall_nr))
-		e = sl_filter_arg_check(n);
+		e = sl_filter_arg_check(policy, n);
 	if (!e)
 		return false;
 	sandlock_action_set_errno(act, e);
@@ -38,5 +54,7 @@ const struct sl_builtin sl_builtin_args = {
 	.name = "argument rules",
 	.phase = SL_PHASE_FIRST,
 	.every_trapped = true,
+	.init = args_init,
+	.free = free,
 	.decide = args_decide,
 };

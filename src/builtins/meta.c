@@ -509,6 +509,21 @@ struct xattr_args {
 	void *value;
 };
 
+/*
+ * Never set-id programs or file capabilities: a guest running as root would
+ * leave setuid-root files behind in its -w trees for anyone to run.  The
+ * setgid bit stays allowed on directories (it only makes new entries
+ * inherit the group).  The filter (filter.c) refuses the same modes at
+ * creation.
+ */
+static bool grants_privilege(const struct meta_call *c, const struct stat *st,
+                             const struct xattr_args *x)
+{
+	if (c->op == OP_CHMOD)
+		return (c->mode & S_ISUID) || ((c->mode & S_ISGID) && !S_ISDIR(st->st_mode));
+	return c->op == OP_SETXATTR && strcmp(x->name, "security.capability") == 0;
+}
+
 /* The call on our O_PATH fd to the target.  0 or an errno. */
 static int perform(const struct meta_call *c, int fd, const struct xattr_args *x)
 {
@@ -518,6 +533,8 @@ static int perform(const struct meta_call *c, int fd, const struct xattr_args *x
 	char p[32];
 	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
 	bool lnk = S_ISLNK(st.st_mode); /* only reachable with nofollow */
+	if (grants_privilege(c, &st, x))
+		return EPERM;
 	int rc;
 	switch (c->op) {
 	case OP_CHMOD:
