@@ -547,6 +547,11 @@ int sl_filter_build(const struct sandlock_sandbox *cfg, const int *trapped, size
 	if (!ctx)
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "seccomp_init failed");
 	int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	/* A binary tree over syscall numbers instead of a linear scan: the
+	 * syscalls with argument rules (openat, sendto, ...) cannot use the
+	 * kernel's verdict cache and run the whole program every time. */
+	if (rc == 0 && seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2) < 0)
+		sl_warn("libseccomp cannot build a binary-tree filter; using a linear one");
 	if (rc < 0)
 		rc = sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "seccomp_attr_set: %s", strerror(-rc));
 	if (rc == 0)
