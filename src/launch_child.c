@@ -37,6 +37,18 @@
 
 static __attribute__((noreturn)) void child_fail(int sync, int step, int e);
 
+/*
+ * The command's code runs on command_stack (below), which AddressSanitizer
+ * does not know: its no-return hook before _exit() would print a warning
+ * into the command's stderr.  Those functions are left uninstrumented
+ * (they handle no buffers of their own).
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define SL_ON_COMMAND_STACK __attribute__((no_sanitize_address))
+#else
+#define SL_ON_COMMAND_STACK
+#endif
+
 /* dup2 that also works when fd already is target (clears close-on-exec). */
 static int move_fd(int fd, int target)
 {
@@ -133,7 +145,8 @@ static __attribute__((noreturn)) void child_fail(int sync, int step, int e)
  * listener at N and fails the launch rather than use a wrong fd.)  Before
  * seccomp() the slot is simply empty.
  */
-static void command_confine(const struct sl_launch *L, const struct sl_child_fds *c)
+SL_ON_COMMAND_STACK static void command_confine(const struct sl_launch *L,
+                                                const struct sl_child_fds *c)
 {
 	if (L->ruleset_fd >= 0) {
 		int rc = sl_landlock_apply(L->ruleset_fd);
@@ -219,7 +232,7 @@ struct spawn {
  * "ready", unblocks its signals, dies with init (only a SIGKILL from
  * outside the sandbox can end init early) and execs.
  */
-static int command_main(void *arg)
+SL_ON_COMMAND_STACK static int command_main(void *arg)
 {
 	struct spawn *sp = arg;
 	const struct sl_launch *L = sp->L;
