@@ -7,7 +7,7 @@ Figures:
             and Sandbox.run (Python)
   openat    ns per openat+close inside loop_open: bare, sandboxed untrapped,
             trapped with a C handler (CONTINUE), trapped with a Python handler
-            (CONTINUE)
+            (CONTINUE), sync and ``async def`` (a deferred handler), interleaved
 Each figure is a median over a few repetitions; each ratio is against the
 figure it is compared with, all measured in this one invocation.  Nothing
 here asserts on timing: the numbers are for reading.
@@ -57,12 +57,20 @@ def python_figures():
         def handle(self, ctx):
             return NotifAction.continue_()
 
+    class AsyncContinue(Handler):
+        on_exception = ExceptionPolicy.KILL
+
+        async def handle(self, ctx):
+            return NotifAction.continue_()
+
     sb = sandlock.Sandbox(fs_readable=SYS_RO + [str(BENCH)])
     loop = [str(BENCH / "loop_open"), str(OPENAT_N_PY)]
-    per_call = []
-    for _ in range(REPS):
+    per_call, per_call_async = [], []
+    for _ in range(REPS):  # interleaved: both see the same machine load
         r = sb.run_with_handlers(cmd=loop, handlers=[("openat", Continue())])
         per_call.append(float(as_text(r.stdout).strip()))
+        r = sb.run_with_handlers(cmd=loop, handlers=[("openat", AsyncContinue())])
+        per_call_async.append(float(as_text(r.stdout).strip()))
 
     starts = []
     for _ in range(5):  # warm-up
@@ -72,6 +80,7 @@ def python_figures():
         sb.run(["/bin/true"])
         starts.append((time.perf_counter_ns() - t0) / 1e3)
     return {"openat_py_handler_ns": statistics.median(per_call),
+            "openat_py_async_ns": statistics.median(per_call_async),
             "startup_python_us": statistics.median(starts)}
 
 
@@ -111,12 +120,17 @@ def main():
     for key, label in (("openat_bare_ns", "bare, no sandbox"),
                        ("openat_untrapped_ns", "sandboxed, openat not trapped"),
                        ("openat_c_handler_ns", "trapped, C handler CONTINUE"),
-                       ("openat_py_handler_ns", "trapped, Python handler CONTINUE")):
+                       ("openat_c_deferred_ns", "trapped, deferred C handler CONTINUE"),
+                       ("openat_py_handler_ns", "trapped, Python handler CONTINUE"),
+                       ("openat_py_async_ns", "trapped, Python async handler CONTINUE")):
         if key in fig:
             print(row(label, fig[key], "ns", *(() if key == "openat_bare_ns" else (bare,))))
     if "openat_c_handler_ns" in fig:
         print(f"  notification round trip (C handler - untrapped): "
               f"{fig['openat_c_handler_ns'] - fig['openat_untrapped_ns']:.1f} ns")
+    if "openat_py_async_ns" in fig:
+        print(f"  async / sync Python handler: "
+              f"{fig['openat_py_async_ns'] / fig['openat_py_handler_ns']:.2f}x")
     if "openat_py_handler_ns" not in fig:
         return 1
     return 0

@@ -9,6 +9,7 @@
  * itself could not run it (usage, configuration, launch); 126/127 as the
  * library reports for a command that cannot be executed / found.
  */
+#include <ctype.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -26,6 +27,7 @@
 
 static const char usage_main[] =
 	"Usage: sandlock run [OPTIONS] -- CMD [ARG]...\n"
+	"       sandlock check\n"
 	"       sandlock --help | --version\n"
 	"\n"
 	"Run CMD confined by Landlock, a seccomp-bpf blocklist and a seccomp\n"
@@ -33,6 +35,7 @@ static const char usage_main[] =
 	"\n"
 	"Commands:\n"
 	"  run       run a command in a sandbox (see 'sandlock run --help')\n"
+	"  check     report what this kernel and host give a sandbox\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help     show this help\n"
@@ -46,9 +49,24 @@ static const char usage_run[] =
 	"  -w, --write PATH         allow reading and writing under PATH\n"
 	"  -d, --deny PATH          deny PATH even inside an allowed tree\n"
 	"Limits:\n"
-	"  -m, --max-memory SIZE    address-space limit; bytes or K/M/G suffix\n"
-	"  -P, --max-processes N    at most N processes in the sandbox\n"
+	"  -m, --max-memory SIZE    memory budget of the whole sandbox (cgroup; else\n"
+	"                           address space per process): bytes, or 512M, 1.5G\n"
+	"  -P, --max-processes N    at most N processes at once (default 64, 0 = no limit)\n"
+	"      --max-open-files N   RLIMIT_NOFILE of the command (capped at sandlock's own)\n"
+	"      --max-cpu PCT        CPU time, percent of one core (1-100; needs a cgroup)\n"
+	"      --cpu-cores LIST     run on these cores only, e.g. 0,2-3\n"
 	"  -t, --timeout SECS       kill the sandbox after SECS (decimals allowed)\n"
+	"Process:\n"
+	"      --no-coredump        no core dumps (RLIMIT_CORE 0)\n"
+	"      --no-huge-pages      no transparent huge pages\n"
+	"      --no-randomize-memory  no address-space layout randomization\n"
+	"Syscall denials and protections:\n"
+	"      --extra-deny-syscalls NAME[,NAME]  also deny these syscalls or groups\n"
+	"                           (groups: sysv_ipc) with EPERM\n"
+	"      --allow-degraded PROT  run even if the kernel lacks PROT (repeatable)\n"
+	"      --disable PROT       never enforce PROT (repeatable); PROT is one of\n"
+	"                           fs_refer, fs_truncate, net_tcp, fs_ioctl_dev,\n"
+	"                           signal_scope, abstract_unix_socket_scope\n"
 	"Network (TCP only, UDP and other protocols are always denied; without\n"
 	"rules all TCP connect/bind is denied):\n"
 	"      --net-allow PORT       allow TCP connect to PORT\n"
@@ -72,8 +90,24 @@ static const char usage_run[] =
 	"Exit status: the command's status; 128+N if it died of signal N;\n"
 	"124 on timeout; 125 if sandlock failed; 126/127 if CMD cannot be run/found.\n";
 
-enum { OPT_NET_ALLOW = 256, OPT_NET_ALLOW_BIND, OPT_CLEAN_ENV, OPT_ENV, OPT_RANDOM_SEED,
-       OPT_TIME_START, OPT_EXTRA_ALLOW };
+enum {
+	OPT_NET_ALLOW = 256,
+	OPT_NET_ALLOW_BIND,
+	OPT_CLEAN_ENV,
+	OPT_ENV,
+	OPT_RANDOM_SEED,
+	OPT_TIME_START,
+	OPT_EXTRA_ALLOW,
+	OPT_MAX_OPEN_FILES,
+	OPT_MAX_CPU,
+	OPT_CPU_CORES,
+	OPT_NO_COREDUMP,
+	OPT_NO_HUGE_PAGES,
+	OPT_NO_RANDOMIZE,
+	OPT_EXTRA_DENY,
+	OPT_ALLOW_DEGRADED,
+	OPT_DISABLE,
+};
 
 static const struct option run_options[] = {
 	{ "read", required_argument, NULL, 'r' },
@@ -90,6 +124,15 @@ static const struct option run_options[] = {
 	{ "random-seed", required_argument, NULL, OPT_RANDOM_SEED },
 	{ "time-start", required_argument, NULL, OPT_TIME_START },
 	{ "extra-allow-syscalls", required_argument, NULL, OPT_EXTRA_ALLOW },
+	{ "max-open-files", required_argument, NULL, OPT_MAX_OPEN_FILES },
+	{ "max-cpu", required_argument, NULL, OPT_MAX_CPU },
+	{ "cpu-cores", required_argument, NULL, OPT_CPU_CORES },
+	{ "no-coredump", no_argument, NULL, OPT_NO_COREDUMP },
+	{ "no-huge-pages", no_argument, NULL, OPT_NO_HUGE_PAGES },
+	{ "no-randomize-memory", no_argument, NULL, OPT_NO_RANDOMIZE },
+	{ "extra-deny-syscalls", required_argument, NULL, OPT_EXTRA_DENY },
+	{ "allow-degraded", required_argument, NULL, OPT_ALLOW_DEGRADED },
+	{ "disable", required_argument, NULL, OPT_DISABLE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -188,15 +231,29 @@ static int apply_limit(sandlock_builder_t *b, int c, const char *arg)
 	uint64_t v = 0;
 	const char *why = NULL;
 	switch (c) {
-	case 'm':
-		if (cli_parse_size(arg, &v, &why))
-			return bad_value(c, arg, why);
+	case 'm': {
+		int pr = sandlock_parse_memory_size(arg, &v);
+		if (pr < 0)
+			return bad_value(c, arg, pr == -2   ? "must be greater than zero"
+			                         : pr == -3 ? "number too large"
+			                                    : "expected a size such as 4096, 512M or 1.5G");
 		sandlock_sandbox_builder_max_memory(b, v);
 		return 0;
+	}
 	case 'P':
-		if (cli_parse_uint(arg, 1, UINT32_MAX, &v, &why))
+		if (cli_parse_uint(arg, 0, UINT32_MAX, &v, &why))
 			return bad_value(c, arg, why);
 		sandlock_sandbox_builder_max_processes(b, (uint32_t)v);
+		return 0;
+	case OPT_MAX_OPEN_FILES:
+		if (cli_parse_uint(arg, 1, UINT32_MAX, &v, &why))
+			return bad_value(c, arg, why);
+		sandlock_sandbox_builder_max_open_files(b, (uint32_t)v);
+		return 0;
+	case OPT_MAX_CPU:
+		if (cli_parse_uint(arg, 1, 100, &v, &why))
+			return bad_value(c, arg, "expected a percentage of one core, 1-100");
+		sandlock_sandbox_builder_max_cpu(b, (uint32_t)v);
 		return 0;
 	default: /* 't' */
 		if (cli_parse_seconds(arg, &v, &why))
@@ -224,6 +281,76 @@ static int apply_determinism(sandlock_builder_t *b, int c, const char *arg)
 	return 0;
 }
 
+/* --cpu-cores 0,2-3: a comma-separated list of cores and ranges. */
+static int apply_cores(sandlock_builder_t *b, const char *arg)
+{
+	char *dup = strdup(arg), *save = NULL;
+	if (!dup) {
+		fputs("sandlock: out of memory\n", stderr);
+		return EXIT_SANDLOCK;
+	}
+	int rc = 0;
+	bool any = false;
+	for (char *t = strtok_r(dup, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
+		uint64_t lo, hi;
+		const char *why;
+		char *dash = strchr(t, '-');
+		if (dash)
+			*dash = '\0';
+		if (cli_parse_uint(t, 0, 1023, &lo, &why) ||
+		    (dash && cli_parse_uint(dash + 1, 0, 1023, &hi, &why)) || (dash && hi < lo)) {
+			rc = bad_value(OPT_CPU_CORES, arg, "expected cores such as 0,2-3 (0-1023)");
+			break;
+		}
+		for (uint64_t c = lo; c <= (dash ? hi : lo); c++)
+			sandlock_sandbox_builder_cpu_core(b, (uint32_t)c);
+		any = true;
+	}
+	free(dup);
+	if (!rc && !any)
+		rc = bad_value(OPT_CPU_CORES, arg, "expected cores such as 0,2-3");
+	return rc;
+}
+
+/* --extra-deny-syscalls a,b: each a syscall or a group; the library checks. */
+static int apply_deny(sandlock_builder_t *b, const char *arg)
+{
+	char *dup = strdup(arg), *save = NULL;
+	if (!dup) {
+		fputs("sandlock: out of memory\n", stderr);
+		return EXIT_SANDLOCK;
+	}
+	bool any = false;
+	for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		sandlock_sandbox_builder_extra_deny_syscalls(b, t);
+		any = true;
+	}
+	free(dup);
+	return any ? 0 : bad_value(OPT_EXTRA_DENY, arg, "expected syscall or group names");
+}
+
+/* --allow-degraded / --disable PROT: a protection's name (- or _, any case). */
+static int apply_protection(sandlock_builder_t *b, int c, const char *arg)
+{
+	for (uint32_t p = 0; p < SANDLOCK_PROTECTION_COUNT; p++) {
+		const char *name = sandlock_protection_name(p);
+		size_t i = 0;
+		for (; name[i] && arg[i]; i++) {
+			char a = arg[i] == '-' ? '_' : (char)tolower((unsigned char)arg[i]);
+			if (a != name[i])
+				break;
+		}
+		if (name[i] || arg[i])
+			continue;
+		if (c == OPT_ALLOW_DEGRADED)
+			sandlock_sandbox_builder_allow_degraded(b, p);
+		else
+			sandlock_sandbox_builder_disable(b, p);
+		return 0;
+	}
+	return bad_value(c, arg, "unknown protection (see 'sandlock run --help')");
+}
+
 /* Apply one parsed option to the builder.  Returns 0 or an exit status.
  * Path validity is the library's job: it reports bad paths at build time. */
 static int apply_option(sandlock_builder_t *b, int c, const char *arg)
@@ -244,7 +371,25 @@ static int apply_option(sandlock_builder_t *b, int c, const char *arg)
 	case 'm':
 	case 'P':
 	case 't':
+	case OPT_MAX_OPEN_FILES:
+	case OPT_MAX_CPU:
 		return apply_limit(b, c, arg);
+	case OPT_CPU_CORES:
+		return apply_cores(b, arg);
+	case OPT_NO_COREDUMP:
+		sandlock_sandbox_builder_no_coredump(b, true);
+		return 0;
+	case OPT_NO_HUGE_PAGES:
+		sandlock_sandbox_builder_no_huge_pages(b, true);
+		return 0;
+	case OPT_NO_RANDOMIZE:
+		sandlock_sandbox_builder_no_randomize_memory(b, true);
+		return 0;
+	case OPT_EXTRA_DENY:
+		return apply_deny(b, arg);
+	case OPT_ALLOW_DEGRADED:
+	case OPT_DISABLE:
+		return apply_protection(b, c, arg);
 	case OPT_NET_ALLOW:
 	case OPT_NET_ALLOW_BIND:
 		return apply_port(b, c, arg);
@@ -407,6 +552,23 @@ static int cmd_run(int argc, char **argv)
 	return status;
 }
 
+/* `sandlock check`: the library's report of this host. */
+static int cmd_check(int argc)
+{
+	if (argc > 1) {
+		fputs("sandlock: 'check' takes no arguments\n", stderr);
+		return EXIT_SANDLOCK;
+	}
+	char *s = sandlock_check_report();
+	if (!s) {
+		fputs("sandlock: out of memory\n", stderr);
+		return EXIT_SANDLOCK;
+	}
+	fputs(s, stdout);
+	sandlock_string_free(s);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -424,6 +586,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(sub, "run") == 0)
 		return cmd_run(argc - 1, argv + 1);
+	if (strcmp(sub, "check") == 0)
+		return cmd_check(argc - 1);
 	fprintf(stderr, "sandlock: unknown command '%s'\n"
 			"Try 'sandlock --help' for more information.\n", sub);
 	return EXIT_SANDLOCK;

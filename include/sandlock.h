@@ -183,11 +183,69 @@ sandlock_builder_t *sandlock_sandbox_builder_inherit_stdio(sandlock_builder_t *b
 sandlock_builder_t *sandlock_sandbox_builder_random_seed(sandlock_builder_t *b, uint64_t seed);
 sandlock_builder_t *sandlock_sandbox_builder_time_start_ns(sandlock_builder_t *b,
                                                            int64_t unix_ns);
+/* ---- knobs: resource limits and process settings (limits.c, cglimits.c) ----
+ * max_processes defaults to 64 (0 = unlimited).  max_memory is a budget for
+ * the whole sandbox (cgroup memory limit) where a cgroup can be made, else
+ * RLIMIT_AS per process (see README).  max_open_files: RLIMIT_NOFILE, soft
+ * and hard, clamped to the caller's own limits.  max_cpu: percent of one
+ * core (1..100), cgroup CPU quota.  cpu_core: add one core to the affinity
+ * set (repeatable).  Bad values make sandlock_sandbox_build fail. */
+sandlock_builder_t *sandlock_sandbox_builder_max_open_files(sandlock_builder_t *b, uint32_t n);
+sandlock_builder_t *sandlock_sandbox_builder_max_cpu(sandlock_builder_t *b, uint32_t percent);
+sandlock_builder_t *sandlock_sandbox_builder_cpu_core(sandlock_builder_t *b, uint32_t core);
+sandlock_builder_t *sandlock_sandbox_builder_no_coredump(sandlock_builder_t *b, bool on);
+sandlock_builder_t *sandlock_sandbox_builder_no_huge_pages(sandlock_builder_t *b, bool on);
+sandlock_builder_t *sandlock_sandbox_builder_no_randomize_memory(sandlock_builder_t *b, bool on);
+/* Deny one more syscall (a name) or a group of them (e.g. "sysv_ipc") with
+ * EPERM, on top of the default blocklist; repeatable. */
+sandlock_builder_t *sandlock_sandbox_builder_extra_deny_syscalls(sandlock_builder_t *b,
+                                                                 const char *name_or_group);
+/* ---- Landlock protections (SANDLOCK_PROTECTION_*): strict by default ----
+ * A protection the kernel's Landlock ABI lacks makes the run fail with
+ * SANDLOCK_ERR_UNSUPPORTED, unless allow_degraded lists it (then it is
+ * skipped there); disable never enforces it.  Last call per protection wins. */
+sandlock_builder_t *sandlock_sandbox_builder_allow_degraded(sandlock_builder_t *b,
+                                                            uint32_t protection);
+sandlock_builder_t *sandlock_sandbox_builder_disable(sandlock_builder_t *b, uint32_t protection);
 void sandlock_sandbox_builder_free(sandlock_builder_t *b);
 
 /* Consumes b.  NULL + *err, *err_msg on bad configuration. */
 sandlock_sandbox_t *sandlock_sandbox_build(sandlock_builder_t *b, int *err, char **err_msg);
 void sandlock_sandbox_free(sandlock_sandbox_t *sb);
+
+/* ---- protections ---- */
+enum {
+	SANDLOCK_PROTECTION_FS_REFER = 0,        /* Landlock ABI 2: rename/link across dirs */
+	SANDLOCK_PROTECTION_FS_TRUNCATE = 1,     /* ABI 3: truncate(2) */
+	SANDLOCK_PROTECTION_NET_TCP = 2,         /* ABI 4: TCP connect/bind rules */
+	SANDLOCK_PROTECTION_FS_IOCTL_DEV = 3,    /* ABI 5: ioctl on device files */
+	SANDLOCK_PROTECTION_SIGNAL_SCOPE = 4,    /* ABI 6: signals to outside processes */
+	SANDLOCK_PROTECTION_ABSTRACT_UNIX_SOCKET_SCOPE = 5, /* ABI 6: abstract unix sockets */
+	SANDLOCK_PROTECTION_COUNT = 6,
+};
+/* Resolved status of a protection (sandlock_sandbox_protection_status). */
+enum {
+	SANDLOCK_PROTECTION_ACTIVE = 0,
+	SANDLOCK_PROTECTION_DEGRADED = 1,    /* allow_degraded and the kernel lacks it */
+	SANDLOCK_PROTECTION_DISABLED = 2,
+	SANDLOCK_PROTECTION_UNAVAILABLE = 3, /* strict and the kernel lacks it: runs fail */
+};
+/* Status of protection p for sb on this kernel, or -1 for a bad argument. */
+int sandlock_sandbox_protection_status(const sandlock_sandbox_t *sb, uint32_t protection);
+/* Name of a protection ("signal_scope", ...), or NULL; static storage. */
+const char *sandlock_protection_name(uint32_t protection);
+/* Landlock ABI that provides protection p, or -1. */
+int sandlock_protection_min_abi(uint32_t protection);
+
+/*
+ * Confine the calling process itself with sb's Landlock rules and seccomp
+ * blocklist (irreversible; no supervisor, no child).  Settings that need a
+ * supervisor or a fresh child (cwd, env, timeouts, memory/CPU limits, an
+ * explicit max_processes, no_randomize_memory) are refused with
+ * SANDLOCK_ERR_CONFLICT, as is a process with more than one thread (Landlock
+ * would confine only the calling one).  0, or -1 with *err, *err_msg.
+ */
+int sandlock_confine(const sandlock_sandbox_t *sb, int *err, char **err_msg);
 
 /* ================= running ================= */
 /* argv[0] is resolved against PATH when it has no '/'.  NULL on launch failure. */
@@ -265,6 +323,15 @@ char *sandlock_syscall_name(int64_t nr);
 /* Landlock ABI of the running kernel, or -1 when Landlock is unavailable. */
 int sandlock_landlock_abi_version(void);
 const char *sandlock_version(void);
+/* Landlock ABI sandlock's strict default needs (every protection): 6. */
+int sandlock_min_landlock_abi(void);
+/* "1.5G", "512M", "64k", "4096" (binary units, case-blind, optional "iB"/"B"),
+ * rounded down to whole bytes.  0 and *out set, or -1 malformed, -2 zero,
+ * -3 too large (>= 2^64). */
+int sandlock_parse_memory_size(const char *s, uint64_t *out);
+/* The `sandlock check` report: this host's Landlock ABI, each protection,
+ * seccomp features, cgroups, Yama.  Heap string, free with sandlock_string_free. */
+char *sandlock_check_report(void);
 
 #ifdef __cplusplus
 }

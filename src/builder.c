@@ -34,8 +34,10 @@ static void b_oom(sandlock_builder_t *b)
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_new(void)
 {
 	sandlock_builder_t *b = calloc(1, sizeof(*b));
-	if (b)
+	if (b) {
 		b->cfg.deferred_timeout_ms = SL_DEFAULT_DEFERRED_TIMEOUT_MS;
+		b->cfg.max_processes = SL_DEFAULT_MAX_PROCESSES; /* the reference's default */
+	}
 	return b;
 }
 
@@ -125,8 +127,10 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_clean_env(sandlock_builde
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_max_processes(sandlock_builder_t *b,
                                                                      uint32_t n)
 {
-	if (b)
+	if (b) {
 		b->cfg.max_processes = n;
+		b->cfg.max_processes_set = true;
+	}
 	return b;
 }
 
@@ -252,6 +256,136 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_extra_allow_syscalls(sand
 	b_error(b, SANDLOCK_ERR_INVALID, why, group);
 	free(why);
 	return b;
+}
+
+/* ---------------- knobs ---------------- */
+
+static void b_error_num(sandlock_builder_t *b, const char *fmt, uint64_t v)
+{
+	char num[24];
+	snprintf(num, sizeof num, "%llu", (unsigned long long)v);
+	b_error(b, SANDLOCK_ERR_INVALID, fmt, num);
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_max_open_files(sandlock_builder_t *b,
+                                                                      uint32_t n)
+{
+	if (!b)
+		return NULL;
+	if (n == 0)
+		b_error(b, SANDLOCK_ERR_INVALID, "max_open_files must be >= 1%s", "");
+	else
+		b->cfg.max_open_files = n;
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_max_cpu(sandlock_builder_t *b,
+                                                               uint32_t percent)
+{
+	if (!b)
+		return NULL;
+	if (percent < 1 || percent > 100)
+		b_error_num(b, "max_cpu must be a percentage of one core, 1..100, got %s", percent);
+	else
+		b->cfg.max_cpu = percent;
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_cpu_core(sandlock_builder_t *b,
+                                                                uint32_t core)
+{
+	if (!b)
+		return NULL;
+	if (core >= SL_MAX_CORES)
+		b_error_num(b, "cpu_cores: core %s out of range (max 1023)", core);
+	else
+		b->cfg.cpu_cores[core / 64] |= 1ull << (core % 64);
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_no_coredump(sandlock_builder_t *b, bool on)
+{
+	if (b)
+		b->cfg.no_coredump = on;
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_no_huge_pages(sandlock_builder_t *b,
+                                                                     bool on)
+{
+	if (b)
+		b->cfg.no_huge_pages = on;
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_no_randomize_memory(sandlock_builder_t *b,
+                                                                           bool on)
+{
+	if (b)
+		b->cfg.no_randomize_memory = on;
+	return b;
+}
+
+static void b_deny_nr(sandlock_builder_t *b, int nr)
+{
+	for (size_t i = 0; i < b->cfg.n_extra_deny; i++)
+		if (b->cfg.extra_deny[i] == nr)
+			return;
+	if (b->cfg.n_extra_deny >= SL_MAX_EXTRA_DENY)
+		b_error(b, SANDLOCK_ERR_INVALID, "extra_deny_syscalls: too many syscalls (max 128)%s",
+		        "");
+	else
+		b->cfg.extra_deny[b->cfg.n_extra_deny++] = nr;
+}
+
+/* A group (filter.c's table) expands to its members; else one syscall. */
+SL_EXPORT sandlock_builder_t *
+sandlock_sandbox_builder_extra_deny_syscalls(sandlock_builder_t *b, const char *name)
+{
+	if (!b)
+		return NULL;
+	if (!name || !*name) {
+		b_error(b, SANDLOCK_ERR_INVALID, "extra_deny_syscalls: empty or NULL name%s", "");
+		return b;
+	}
+	const int *nrs;
+	size_t n;
+	if (sl_filter_group_members(name, &nrs, &n) == 0) {
+		for (size_t i = 0; i < n; i++)
+			b_deny_nr(b, nrs[i]);
+		return b;
+	}
+	int64_t nr = sandlock_syscall_nr(name);
+	if (nr < 0)
+		b_error(b, SANDLOCK_ERR_SYSCALL,
+		        "extra_deny_syscalls: '%s' is neither a syscall nor a syscall group", name);
+	else
+		b_deny_nr(b, (int)nr);
+	return b;
+}
+
+static sandlock_builder_t *b_protection(sandlock_builder_t *b, uint32_t p, uint8_t mode,
+                                        const char *what)
+{
+	if (!b)
+		return NULL;
+	if (p >= SANDLOCK_PROTECTION_COUNT)
+		b_error(b, SANDLOCK_ERR_INVALID, "%s: unknown protection", what);
+	else
+		b->cfg.protection[p] = mode;
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_allow_degraded(sandlock_builder_t *b,
+                                                                      uint32_t protection)
+{
+	return b_protection(b, protection, SL_PROT_DEGRADED, "allow_degraded");
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_disable(sandlock_builder_t *b,
+                                                               uint32_t protection)
+{
+	return b_protection(b, protection, SL_PROT_DISABLED, "disable");
 }
 
 /* Free the members of a configuration (not the struct itself). */

@@ -18,6 +18,10 @@ struct sl_filter_policy {
 	bool allow_udp;
 	bool allow_icmp;
 };
+#define SL_MAX_CORES 1024
+#define SL_MAX_EXTRA_DENY 128
+#define SL_DEFAULT_MAX_PROCESSES 64
+enum { SL_PROT_STRICT = 0, SL_PROT_DEGRADED = 1, SL_PROT_DISABLED = 2 };
 
 struct sandlock_sandbox {
 	struct sl_filter_policy filter;
@@ -42,6 +46,15 @@ struct sandlock_sandbox {
 	uint64_t random_seed;   /* getrandom() gives a stream seeded with this */
 	bool has_time_start;
 	int64_t time_start_ns;  /* CLOCK_REALTIME reads start here (Unix epoch, ns) */
+	/* knobs (limits.c, cglimits.c, landlock.c, filter.c) */
+	bool max_processes_set;    /* explicitly set (confine refuses it) */
+	uint32_t max_open_files;   /* RLIMIT_NOFILE, 0 = inherit */
+	uint32_t max_cpu;          /* percent of one core, 0 = unlimited */
+	uint64_t cpu_cores[SL_MAX_CORES / 64]; /* affinity bits; all 0 = inherit */
+	bool no_coredump, no_huge_pages, no_randomize_memory;
+	int extra_deny[SL_MAX_EXTRA_DENY]; /* syscall numbers denied with EPERM */
+	size_t n_extra_deny;
+	uint8_t protection[SANDLOCK_PROTECTION_COUNT]; /* SL_PROT_STRICT/DEGRADED/DISABLED */
 };
 
 struct sandlock_builder {

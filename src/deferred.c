@@ -20,10 +20,25 @@
  * caller's next call (which may come at once) finds it free.  A callback
  * that never returns keeps one thread forever, and sl_deferred_stop —
  * hence the end of the run — waits for it.
+ *
+ * Hand-off latency: waking a worker asleep on another CPU is a cross-CPU
+ * wake-up (an IPI), which costs tens of microseconds on a VM (DESIGN.md),
+ * more than a whole quick handler.  So an idle worker waits pinned to the
+ * CPU the supervisor loop last submitted from: the wake-up is then local,
+ * and the worker runs as soon as the loop goes back to poll().  (Measured
+ * on a 2-CPU VM: ~100 us per deferred call unpinned, ~30 us pinned,
+ * against ~13 us for a handler on the loop.)  Calls that pile up spread
+ * out: a worker that leaves others queued behind it returns to the
+ * thread's original affinity before it runs its job, so concurrent slow
+ * handlers still get every CPU.  (Polling the queue instead was tried
+ * and is worse on two CPUs: the poller takes the CPU the guest needs.)
  */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +78,7 @@ struct sl_deferred {
 	int inflight;
 	struct djob *head, *tail;
 	int nqueued;
+	atomic_int loop_cpu; /* the CPU the supervisor loop last submitted from */
 	pthread_t threads[SL_DEFERRED_MAX];
 	int nthreads, nidle;
 	bool stopping;
@@ -76,6 +92,7 @@ struct sl_deferred *sl_deferred_new(uint64_t timeout_ms, sl_deferred_done_fn don
 	d->timeout_ms = timeout_ms;
 	d->done = done;
 	d->ctx = ctx;
+	atomic_init(&d->loop_cpu, -1);
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
 	return d;
@@ -116,14 +133,47 @@ static void run_job(struct sl_deferred *d, struct djob *job)
 		d->done(d->ctx, &job->n, &act);
 }
 
+/* A worker's affinity: the one it started with, and where it is pinned. */
+struct wcpu {
+	cpu_set_t orig;
+	bool have_orig;
+	int pinned; /* -1: not pinned */
+};
+
+/* Wait next to the supervisor loop (see the top of this file). */
+static void follow_loop_cpu(struct sl_deferred *d, struct wcpu *w)
+{
+	int cpu = atomic_load_explicit(&d->loop_cpu, memory_order_relaxed);
+	if (!w->have_orig || cpu < 0 || cpu >= CPU_SETSIZE || cpu == w->pinned ||
+	    !CPU_ISSET(cpu, &w->orig))
+		return;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof set, &set) == 0)
+		w->pinned = cpu;
+}
+
+static void unpin(struct wcpu *w)
+{
+	if (w->pinned >= 0 && sched_setaffinity(0, sizeof w->orig, &w->orig) == 0)
+		w->pinned = -1;
+}
+
 static void *worker_main(void *arg)
 {
 	struct sl_deferred *d = arg;
+	struct wcpu w = { .pinned = -1 };
+	w.have_orig = sched_getaffinity(0, sizeof w.orig, &w.orig) == 0;
 	pthread_mutex_lock(&d->lock);
 	for (;;) {
-		while (!d->head && !d->stopping) {
+		if (!d->head && !d->stopping) {
 			d->nidle++;
-			pthread_cond_wait(&d->cond, &d->lock);
+			pthread_mutex_unlock(&d->lock);
+			follow_loop_cpu(d, &w);
+			pthread_mutex_lock(&d->lock);
+			while (!d->head && !d->stopping)
+				pthread_cond_wait(&d->cond, &d->lock);
 			d->nidle--;
 		}
 		if (!d->head)
@@ -133,7 +183,10 @@ static void *worker_main(void *arg)
 		if (!d->head)
 			d->tail = NULL;
 		d->nqueued--;
+		bool crowd = d->nqueued > 0; /* other calls wait: spread out */
 		pthread_mutex_unlock(&d->lock);
+		if (crowd)
+			unpin(&w);
 
 		run_job(d, job);
 		free(job);
@@ -204,13 +257,17 @@ int sl_deferred_submit(struct sl_deferred *d, const sandlock_handler_t *h,
 		/* No worker at all: undo and refuse. */
 		d->head = d->tail = NULL;
 		d->nqueued = 0;
+
 		release_slot(d, slot);
 		pthread_mutex_unlock(&d->lock);
 		free(job);
 		return EAGAIN;
 	}
-	pthread_cond_signal(&d->cond);
+	atomic_store_explicit(&d->loop_cpu, sched_getcpu(), memory_order_relaxed);
 	pthread_mutex_unlock(&d->lock);
+	/* After the unlock: a worker woken on this CPU may preempt us at once,
+	 * and must not find the lock still held (one more switch). */
+	pthread_cond_signal(&d->cond);
 	return 0;
 }
 

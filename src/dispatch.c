@@ -62,6 +62,7 @@ struct sl_dispatch {
 	struct sl_memcache *cache; /* supervisor thread only */
 	struct sl_deferred *deferred;
 	struct sl_responder resp;
+	const struct sandlock_sandbox *cfg; /* extra_deny_syscalls: during sl_dispatch_new */
 };
 
 /* ---------------- syscall sets ---------------- */
@@ -180,7 +181,7 @@ static int registration_nr(const struct sl_dispatch *d, const sandlock_registrat
 	if (nr < 0) /* libseccomp uses negative pseudo numbers for other arches */
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL, "unknown syscall '%s'",
 		               name ? name : "(null)");
-	if (sl_filter_is_blocked(&d->filter, nr))
+	if (sl_filter_is_blocked(&d->filter, nr) || sl_filter_extra_denied(d->cfg, nr))
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL,
 		               "syscall '%s' is denied by the sandbox and cannot be handled", name);
 	if (!r->handler)
@@ -301,6 +302,7 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 	}
 	sl_responder_init(&d->resp);
 	d->filter = cfg->filter;
+	d->cfg = cfg;
 	d->listener = -1;
 	d->cache = sl_memcache_new();
 	uint64_t dto = cfg->deferred_timeout_ms ? cfg->deferred_timeout_ms : 30000;

@@ -285,6 +285,18 @@ const char *sl_filter_group_names(void)
 	return "sysv_ipc";
 }
 
+/* The same table for extra_deny_syscalls: a group denies all its members. */
+int sl_filter_group_members(const char *name, const int **nrs, size_t *n)
+{
+	for (size_t i = 0; name && i < N_GROUPS; i++)
+		if (strcmp(name, k_groups[i].name) == 0) {
+			*nrs = k_groups[i].nrs;
+			*n = k_groups[i].n;
+			return 0;
+		}
+	return -1;
+}
+
 /* True if nr belongs to a group the policy leaves blocked. */
 static bool in_blocked_group(const struct sl_filter_policy *p, int nr)
 {
@@ -311,6 +323,21 @@ bool sl_filter_is_blocked(const struct sl_filter_policy *p, int nr)
 		if (nr == nr_of(k_blocked[i]))
 			return true;
 	return in_blocked_group(p, nr);
+}
+
+bool sl_filter_extra_denied(const struct sandlock_sandbox *cfg, int nr)
+{
+	for (size_t i = 0; cfg && i < cfg->n_extra_deny; i++)
+		if (cfg->extra_deny[i] == nr)
+			return true;
+	return false;
+}
+
+bool sl_filter_denies(const struct sandlock_sandbox *cfg, int nr)
+{
+	static const struct sl_filter_policy k_default;
+	return sl_filter_is_blocked(cfg ? &cfg->filter : &k_default, nr) ||
+	       sl_filter_extra_denied(cfg, nr);
 }
 
 static int add_rule(scmp_filter_ctx ctx, uint32_t act, int nr, unsigned cnt,
@@ -351,14 +378,35 @@ static int add_blocklist(scmp_filter_ctx ctx, const struct sl_filter_policy *p, 
 	return add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), nr_of("clone3"), 0, NULL, err, msg);
 }
 
-static int add_notify_rules(scmp_filter_ctx ctx, const struct sl_filter_policy *p,
-                            const int *trapped, size_t n, int *err, char **msg)
+/* extra_deny_syscalls: EPERM, like the default blocklist (syscalls it
+ * already denies keep their own rule; argument rules run before, in the
+ * prefix, and only deny more). */
+static int add_extra_deny(scmp_filter_ctx ctx, const struct sandlock_sandbox *cfg,
+                          const struct sl_filter_policy *p, int *err, char **msg)
+{
+	for (size_t i = 0; cfg && i < cfg->n_extra_deny; i++) {
+		int nr = cfg->extra_deny[i];
+		if (sl_filter_is_blocked(p, nr))
+			continue;
+		if (add_rule(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0, NULL, err, msg) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int add_notify_rules(scmp_filter_ctx ctx, const struct sandlock_sandbox *cfg,
+                            const struct sl_filter_policy *p, const int *trapped, size_t n,
+                            int *err, char **msg)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (sl_filter_is_blocked(p, trapped[i]))
 			return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL,
 			               "syscall %d is blocklisted and cannot be trapped", trapped[i]);
 		if (i > 0 && trapped[i] == trapped[i - 1])
+			continue;
+		/* A builtin's trap on an extra-denied syscall: the deny wins (user
+		 * handlers on it were refused at registration, dispatch.c). */
+		if (sl_filter_extra_denied(cfg, trapped[i]))
 			continue;
 		if (add_rule(ctx, SCMP_ACT_NOTIFY, trapped[i], 0, NULL, err, msg) < 0)
 			return -1;
@@ -555,9 +603,11 @@ int sl_filter_build(const struct sandlock_sandbox *cfg, const int *trapped, size
 	if (rc < 0)
 		rc = sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "seccomp_attr_set: %s", strerror(-rc));
 	if (rc == 0)
-		rc = add_notify_rules(ctx, pol, trapped, ntrapped, err, msg);
+		rc = add_notify_rules(ctx, cfg, pol, trapped, ntrapped, err, msg);
 	if (rc == 0)
 		rc = add_blocklist(ctx, pol, err, msg);
+	if (rc == 0)
+		rc = add_extra_deny(ctx, cfg, pol, err, msg);
 	if (rc == 0)
 		rc = export_prog(ctx, pol, out, err, msg);
 	seccomp_release(ctx);

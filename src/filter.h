@@ -17,6 +17,12 @@ bool sl_filter_is_blocked(const struct sl_filter_policy *p, int nr);
 uint32_t sl_filter_group(const char *name, bool *is_syscall);
 /* "sysv_ipc, ..." — the known group names, for messages. */
 const char *sl_filter_group_names(void);
+/* ... or by cfg's extra_deny_syscalls (cfg may be NULL). */
+bool sl_filter_extra_denied(const struct sandlock_sandbox *cfg, int nr);
+/* Blocklisted under cfg's policy or extra-denied: no handler may be registered on nr. */
+bool sl_filter_denies(const struct sandlock_sandbox *cfg, int nr);
+/* Members of the group called name: 0 with *nrs, *n set, or -1 (no such group). */
+int sl_filter_group_members(const char *name, const int **nrs, size_t *n);
 /*
  * Build the BPF program (before fork): blocklist -> ERRNO/KILL, x32/i386
  * -> kill, argument filters, and trapped[] -> SECCOMP_RET_USER_NOTIF.

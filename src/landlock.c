@@ -34,7 +34,6 @@
 	 FS(MAKE_REG) | FS(MAKE_SOCK) | FS(MAKE_FIFO) | FS(MAKE_SYM) | FS(REFER) | FS(TRUNCATE))
 
 static atomic_int g_kernel_abi = -3; /* -3 = not probed yet */
-static atomic_int g_warned_abi = 0;   /* the ABI the last warning was about */
 
 /* Test hook (hidden: not exported from the .so); 0 = no cap. */
 int sl_landlock_abi_cap;
@@ -208,22 +207,95 @@ static int add_port_rules(int ruleset, const uint16_t *ports, size_t n, uint64_t
 	return 0;
 }
 
-/*
- * Warn about protections this kernel cannot give: once, or again when the
- * negotiated ABI changes (only the test cap can make it change).
- */
-static void warn_weaker(int abi)
+/* ---------------- protections ---------------- */
+
+static const struct {
+	const char *name;
+	int abi; /* the Landlock ABI that brought it */
+} k_prot[SANDLOCK_PROTECTION_COUNT] = {
+	[SANDLOCK_PROTECTION_FS_REFER] = { "fs_refer", 2 },
+	[SANDLOCK_PROTECTION_FS_TRUNCATE] = { "fs_truncate", 3 },
+	[SANDLOCK_PROTECTION_NET_TCP] = { "net_tcp", 4 },
+	[SANDLOCK_PROTECTION_FS_IOCTL_DEV] = { "fs_ioctl_dev", 5 },
+	[SANDLOCK_PROTECTION_SIGNAL_SCOPE] = { "signal_scope", 6 },
+	[SANDLOCK_PROTECTION_ABSTRACT_UNIX_SOCKET_SCOPE] = { "abstract_unix_socket_scope", 6 },
+};
+
+SL_EXPORT const char *sandlock_protection_name(uint32_t p)
 {
-	if (atomic_exchange(&g_warned_abi, abi) == abi)
-		return;
-	if (abi < 3)
-		sl_warn("Landlock ABI %d < 3: truncate(2) of readable files is NOT restricted", abi);
-	if (abi < 4)
-		sl_warn("Landlock ABI %d < 4: TCP connect/bind is NOT restricted", abi);
-	if (abi < 5)
-		sl_warn("Landlock ABI %d < 5: ioctl on device files is NOT restricted", abi);
-	if (abi < 6)
-		sl_warn("Landlock ABI %d < 6: abstract unix sockets and signals are NOT scoped", abi);
+	return p < SANDLOCK_PROTECTION_COUNT ? k_prot[p].name : NULL;
+}
+
+SL_EXPORT int sandlock_protection_min_abi(uint32_t p)
+{
+	return p < SANDLOCK_PROTECTION_COUNT ? k_prot[p].abi : -1;
+}
+
+SL_EXPORT int sandlock_min_landlock_abi(void)
+{
+	return 6; /* every protection of the table */
+}
+
+/* Status of p under cfg at this ABI (SANDLOCK_PROTECTION_ACTIVE...). */
+static int prot_status(const struct sandlock_sandbox *cfg, uint32_t p, int abi)
+{
+	if (cfg->protection[p] == SL_PROT_DISABLED)
+		return SANDLOCK_PROTECTION_DISABLED;
+	if (abi >= k_prot[p].abi)
+		return SANDLOCK_PROTECTION_ACTIVE;
+	return cfg->protection[p] == SL_PROT_DEGRADED ? SANDLOCK_PROTECTION_DEGRADED
+	                                              : SANDLOCK_PROTECTION_UNAVAILABLE;
+}
+
+static bool prot_on(const struct sandlock_sandbox *cfg, uint32_t p, int abi)
+{
+	return prot_status(cfg, p, abi) == SANDLOCK_PROTECTION_ACTIVE;
+}
+
+SL_EXPORT int sandlock_sandbox_protection_status(const sandlock_sandbox_t *sb, uint32_t p)
+{
+	if (!sb || p >= SANDLOCK_PROTECTION_COUNT)
+		return -1;
+	return prot_status(sb, p, sl_landlock_abi());
+}
+
+uint64_t sl_landlock_scopes(const struct sandlock_sandbox *cfg)
+{
+	int abi = sl_landlock_abi();
+	uint64_t s = 0;
+	if (prot_on(cfg, SANDLOCK_PROTECTION_SIGNAL_SCOPE, abi))
+		s |= LANDLOCK_SCOPE_SIGNAL;
+	if (prot_on(cfg, SANDLOCK_PROTECTION_ABSTRACT_UNIX_SOCKET_SCOPE, abi))
+		s |= LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET;
+	return s;
+}
+
+/*
+ * The strict default: a protection this kernel cannot give refuses the
+ * run, unless the caller allowed it to be degraded (or disabled it).
+ */
+static int check_strict(const struct sandlock_sandbox *cfg, int abi, int *err, char **msg)
+{
+	for (uint32_t p = 0; p < SANDLOCK_PROTECTION_COUNT; p++)
+		if (prot_status(cfg, p, abi) == SANDLOCK_PROTECTION_UNAVAILABLE)
+			return sl_fail(err, msg, SANDLOCK_ERR_UNSUPPORTED,
+			               "Landlock ABI %d cannot enforce %s (needs ABI %d); refusing to "
+			               "run without it (allow_degraded or disable it to run anyway)",
+			               abi, k_prot[p].name, k_prot[p].abi);
+	return 0;
+}
+
+/* The filesystem rights handled under cfg at this ABI. */
+static uint64_t fs_handled_cfg(const struct sandlock_sandbox *cfg, int abi)
+{
+	uint64_t m = fs_handled(abi);
+	if (!prot_on(cfg, SANDLOCK_PROTECTION_FS_REFER, abi))
+		m &= ~FS(REFER);
+	if (!prot_on(cfg, SANDLOCK_PROTECTION_FS_TRUNCATE, abi))
+		m &= ~FS(TRUNCATE);
+	if (!prot_on(cfg, SANDLOCK_PROTECTION_FS_IOCTL_DEV, abi))
+		m &= ~FS(IOCTL_DEV);
+	return m;
 }
 
 int sl_landlock_prepare(const struct sandlock_sandbox *cfg, int *err, char **msg)
@@ -231,22 +303,23 @@ int sl_landlock_prepare(const struct sandlock_sandbox *cfg, int *err, char **msg
 	int abi = sl_landlock_abi();
 	if (abi < 1)
 		return -2;
-	warn_weaker(abi);
-	uint64_t handled = fs_handled(abi);
+	if (check_strict(cfg, abi, err, msg) < 0)
+		return -1;
+	uint64_t handled = fs_handled_cfg(cfg, abi);
+	bool net = prot_on(cfg, SANDLOCK_PROTECTION_NET_TCP, abi);
 	struct sl_ll_ruleset_attr attr = { .handled_access_fs = handled };
-	if (abi >= 4)
+	if (net)
 		attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
-	if (abi >= 6)
-		attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
+	attr.scoped = sl_landlock_scopes(cfg);
 	int rs = (int)syscall(__NR_landlock_create_ruleset, &attr, attr_size(abi), 0);
 	if (rs < 0)
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "landlock_create_ruleset: %s",
 		               strerror(errno));
 	int rc = add_fs_rules(rs, cfg, handled, err, msg);
-	if (rc == 0 && abi >= 4)
+	if (rc == 0 && net)
 		rc = add_port_rules(rs, cfg->net_connect, cfg->n_net_connect,
 		                    LANDLOCK_ACCESS_NET_CONNECT_TCP, err, msg);
-	if (rc == 0 && abi >= 4)
+	if (rc == 0 && net)
 		rc = add_port_rules(rs, cfg->net_bind, cfg->n_net_bind, LANDLOCK_ACCESS_NET_BIND_TCP,
 		                    err, msg);
 	if (rc < 0) {

@@ -23,6 +23,7 @@
 #include <linux/filter.h>
 
 #include "config.h"
+#include "cglimits.h"
 #include "tty.h"
 
 struct sl_launch {
@@ -32,6 +33,7 @@ struct sl_launch {
 	char **envp; /* NULL-terminated */
 	int ruleset_fd;          /* -1 when running without Landlock */
 	struct sock_fprog prog;
+	struct sl_cglimits cg;   /* the run's cgroups (cglimits.h) */
 	const struct sandlock_sandbox *cfg;
 	/* after start */
 	pid_t pid;      /* child (the sandbox's init) pid == its process group id */
@@ -96,6 +98,7 @@ enum sl_launch_step {
 	ST_SIGNALS,
 	ST_SUBREAPER,
 	ST_SPAWN,
+	ST_LIMITS,
 };
 
 /* What the child gets from the parent's side of fork (all fds inherited). */

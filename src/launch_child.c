@@ -99,11 +99,9 @@ static void child_limits(const struct sl_launch *L, const struct sl_child_fds *c
 {
 	if (L->cfg->cwd && chdir(L->cfg->cwd) < 0)
 		child_fail(c->sync, ST_CHDIR, errno);
-	if (L->cfg->max_memory) {
-		struct rlimit rl = { L->cfg->max_memory, L->cfg->max_memory };
-		if (setrlimit(RLIMIT_AS, &rl) < 0)
-			child_fail(c->sync, ST_RLIMIT, errno);
-	}
+	int e = sl_limits_child(L->cfg, &L->cg); /* limits.c: inherited by the command */
+	if (e)
+		child_fail(c->sync, ST_LIMITS, e);
 }
 
 /* The lowest fd number not in use: where the kernel will put the next new fd. */
@@ -256,6 +254,13 @@ SL_ON_COMMAND_STACK static int command_main(void *arg)
 	/* Nothing of ours (listener, ruleset, sync socket) may survive into exec. */
 	if (syscall(__NR_close_range, 3, ~0U, 0) < 0)
 		_exit(127);
+	/* RLIMIT_NOFILE last: the command's own (init keeps its fds), after our
+	 * fds are gone, so even a tiny limit leaves room for the exec. */
+	int le = sl_limits_command(L->cfg);
+	if (le) {
+		report_failure("cannot limit ", L->exe, le);
+		_exit(126);
+	}
 	execve(L->exe, L->argv, L->envp);
 	int e = errno;
 	report_failure("cannot execute ", L->exe, e);

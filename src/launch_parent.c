@@ -41,8 +41,9 @@ static const char *step_name(int step)
 		[ST_SIGNALS] = "signal reset",
 		[ST_SUBREAPER] = "prctl(PR_SET_CHILD_SUBREAPER)",
 		[ST_SPAWN] = "clone(command)",
+		[ST_LIMITS] = "applying limits (cgroup, rlimits, affinity, personality)",
 	};
-	if (step < 0 || step > ST_SPAWN)
+	if (step < 0 || step > ST_LIMITS)
 		return "child setup";
 	return names[step];
 }
@@ -336,4 +337,5 @@ void sl_launch_cleanup(struct sl_launch *L)
 	free(L->envp);
 	L->envp = NULL;
 	sl_filter_free(&L->prog);
+	sl_cg_release(&L->cg); /* after the run: every process of it is gone */
 }

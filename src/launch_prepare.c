@@ -126,6 +126,7 @@ static void launch_init(struct sl_launch *L, const struct sandlock_sandbox *cfg)
 	L->out_fd = L->err_fd = L->sync_fd = -1;
 	L->pid = -1;
 	sl_tty_init(&L->tty);
+	sl_cg_init(&L->cg);
 }
 
 /* ---------------- the sandbox's BPF programs ---------------- */
@@ -257,7 +258,7 @@ int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
 		return sl_fail(err, msg, SANDLOCK_ERR_UNSUPPORTED,
 		               "Landlock is not available on this kernel; refusing to run unconfined");
 	}
-	if (L->ruleset_fd < 0)
+	if (L->ruleset_fd < 0 || sl_cg_prepare(cfg, &L->cg, err, msg) < 0)
 		return -1;
 	return get_prog(cfg, trapped, ntrapped, &L->prog, err, msg);
 }

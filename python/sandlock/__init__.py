@@ -30,6 +30,8 @@ from collections.abc import Iterable as _IterableABC, Mapping as _MappingABC
 from typing import Iterable, Mapping, Optional, Sequence, Tuple
 
 from . import _native
+from . import _knobs
+from ._knobs import Protection, ProtectionStatus, min_landlock_abi
 from .exceptions import (
     BranchConflictError,
     BranchError,
@@ -77,12 +79,16 @@ __all__ = [
     "NotifAction",
     "NotifError",
     "PolicyError",
+    "Protection",
+    "ProtectionStatus",
     "Result",
     "Sandbox",
     "SandboxError",
     "SandlockError",
     "SeccompError",
+    "confine",
     "landlock_abi_version",
+    "min_landlock_abi",
     "parse_memory_size",
 ]
 
@@ -468,8 +474,10 @@ def _step_env(b, c):
 
 
 def _step_limits(b, c):
-    if c["max_processes"] is not None:
-        b = _lib.sandlock_sandbox_builder_max_processes(b, c["max_processes"])
+    # None = no limit (0 in the C ABI, whose default is 64 as here); confine()
+    # has no supervisor to count processes and leaves it out.
+    if not c.get("_confine"):
+        b = _lib.sandlock_sandbox_builder_max_processes(b, c["max_processes"] or 0)
     if c["max_memory"] is not None:
         b = _lib.sandlock_sandbox_builder_max_memory(b, c["max_memory"])
     if c["timeout"] is not None:
@@ -500,7 +508,7 @@ def _step_syscalls(b, c):
 
 
 _BUILDER_STEPS = [_step_paths, _step_env, _step_limits, _step_net, _step_determinism,
-                  _step_syscalls]
+                  _step_syscalls, _knobs.step]
 
 _CACHE_SIZE = 4  # native policies kept per Sandbox (e.g. per timeout override)
 
@@ -534,6 +542,20 @@ class Sandbox:
     namespace); an unknown group or a single syscall's name raises
     PolicyValueError.
 
+    Limits and process settings (the reference's names and defaults; see
+    README "Limits and process settings"): ``max_processes`` (default 64
+    processes at once, threads not counted; None = no limit),
+    ``max_memory`` (a budget for the whole sandbox where a cgroup can be
+    made, else RLIMIT_AS per process), ``max_open_files``
+    (RLIMIT_NOFILE, never above this process's own), ``max_cpu`` (percent
+    of one core, 1..100; needs a cgroup), ``cpu_cores`` (CPU affinity),
+    ``no_coredump``, ``no_huge_pages``, ``no_randomize_memory``, and
+    ``extra_deny_syscalls`` (syscall names or groups such as "sysv_ipc",
+    denied with EPERM).  Landlock protections (``Protection``) are strict
+    by default: a run on a kernel that lacks one fails, unless
+    ``allow_degraded`` lists it; ``disable`` never enforces the listed
+    ones.  ``active_protections()`` tells each one's status here.
+
     Every config field can be reassigned after construction
     (``sb.fs_readable = [...]``): the new value is validated at once and
     applies from the next run (the native policy is rebuilt when the
@@ -557,6 +579,15 @@ class Sandbox:
     random_seed = _Field(_random_seed)
     time_start = _Field(_time_start)
     extra_allow_syscalls = _Field(_syscall_groups)
+    max_open_files = _Field(_knobs.max_open_files)
+    max_cpu = _Field(_knobs.max_cpu)
+    cpu_cores = _Field(_knobs.cpu_cores)
+    no_coredump = _Field(_knobs.flag)
+    no_huge_pages = _Field(_knobs.flag)
+    no_randomize_memory = _Field(_knobs.flag)
+    extra_deny_syscalls = _Field(_knobs.syscall_names)
+    allow_degraded = _Field(_knobs.protections)
+    disable = _Field(_knobs.protections)
 
     def __init__(
         self,
@@ -566,7 +597,7 @@ class Sandbox:
         cwd=None,
         env: Optional[Mapping[str, str]] = None,
         clean_env: bool = False,
-        max_processes: Optional[int] = None,
+        max_processes: Optional[int] = _knobs.DEFAULT_MAX_PROCESSES,
         max_memory=None,
         net_allow: Iterable[int] = (),
         net_allow_bind: Iterable[int] = (),
@@ -575,6 +606,15 @@ class Sandbox:
         random_seed: Optional[int] = None,
         time_start=None,
         extra_allow_syscalls: Iterable[str] = (),
+        max_open_files: Optional[int] = None,
+        max_cpu: Optional[int] = None,
+        cpu_cores: Optional[Sequence[int]] = None,
+        no_coredump: bool = False,
+        no_huge_pages: bool = False,
+        no_randomize_memory: bool = False,
+        extra_deny_syscalls: Iterable[str] = (),
+        allow_degraded: Iterable[Protection] = (),
+        disable: Iterable[Protection] = (),
     ):
         self._cfg = {}
         self._lock = threading.Lock()
@@ -594,6 +634,15 @@ class Sandbox:
         self.random_seed = random_seed
         self.time_start = time_start
         self.extra_allow_syscalls = extra_allow_syscalls
+        self.max_open_files = max_open_files
+        self.max_cpu = max_cpu
+        self.cpu_cores = cpu_cores
+        self.no_coredump = no_coredump
+        self.no_huge_pages = no_huge_pages
+        self.no_randomize_memory = no_randomize_memory
+        self.extra_deny_syscalls = extra_deny_syscalls
+        self.allow_degraded = allow_degraded
+        self.disable = disable
         # Build once now so a bad configuration fails here, not at run().
         self._native_for(None)
 
@@ -642,6 +691,11 @@ class Sandbox:
             while len(self._natives) > _CACHE_SIZE:
                 self._natives.popitem(last=False)
         return nsb
+
+    def active_protections(self):
+        """{Protection: ProtectionStatus} of the current configuration on
+        this kernel (UNAVAILABLE: strict and missing, so runs fail)."""
+        return _knobs.protection_status(self._native_for(None).ptr)
 
     def run(self, cmd: Sequence[str], timeout: Optional[float] = None) -> Result:
         """Run cmd (a list of str; a bare name is looked up on the sandbox's
@@ -731,6 +785,38 @@ class _NativeSandbox:
             self.close()
         except Exception:
             pass
+
+
+def confine(sandbox: "Sandbox") -> None:
+    """Confine the calling process itself with sandbox's Landlock rules
+    (fs_readable, fs_writable, fs_denied, net_allow, net_allow_bind, the
+    protections) and its seccomp blocklist (with extra_allow_syscalls and
+    extra_deny_syscalls), in place and irreversibly: no fork, no
+    supervisor.  no_coredump, no_huge_pages, max_open_files and cpu_cores
+    apply to this process as well.  Settings that need a supervisor or a
+    fresh child (cwd, env, clean_env, timeout, max_memory, max_cpu, a
+    max_processes other than the default, no_randomize_memory) raise
+    PolicyValueError rather than being dropped; a process with more than
+    one thread raises ConfinementError (Landlock would confine only the
+    calling thread), as does any other failure."""
+    if not isinstance(sandbox, Sandbox):
+        raise PolicyTypeError("confine() takes a Sandbox, not %s" % type(sandbox).__name__)
+    cfg = dict(sandbox._snapshot(None))
+    refused = _knobs.confine_refusal(cfg)
+    if refused:
+        raise PolicyValueError("confine: %s cannot be applied to the calling process "
+                               "(it needs a supervisor or a fresh child)" % refused)
+    cfg["_confine"] = True
+    failed = _knobs.confine_native(Sandbox._build(tuple(sorted(cfg.items()))))
+    if failed:
+        text = _native.take_string(failed[1].value)
+        raise ConfinementError(failed[0].value or 7,
+                               text.decode(errors="replace") if text else "confine failed")
+
+
+def check() -> str:
+    """The `sandlock check` report of this host, as text."""
+    return _knobs.check_report()
 
 
 def landlock_abi_version() -> int:

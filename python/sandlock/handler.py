@@ -9,6 +9,7 @@ threads, so ``handle`` must be thread-safe and should be fast.  Define
 """
 
 import asyncio
+import types
 import ctypes
 import dataclasses
 import enum
@@ -508,13 +509,38 @@ class _RunState:
         self._loops = {}  # type: Dict[int, asyncio.AbstractEventLoop]
         self.pinned = []  # PyThreadState* of the run's threads: see _pin_thread_state
 
-    def run_coroutine(self, coro):
+    def _loop(self):
         tid = threading.get_ident()
-        with self._lock:
-            loop = self._loops.get(tid)
-            if loop is None:
-                loop = self._loops[tid] = asyncio.new_event_loop()
-        return loop.run_until_complete(coro)
+        loop = self._loops.get(tid)  # a dict lookup is atomic: no lock on the hot path
+        if loop is None:
+            with self._lock:
+                loop = self._loops.get(tid)
+                if loop is None:
+                    loop = self._loops[tid] = asyncio.new_event_loop()
+        return loop
+
+    def run_coroutine(self, coro):
+        """Drive coro to completion on this worker thread.
+
+        Most handlers never really suspend (they await nothing, or only
+        things that are already done), so the first step runs directly
+        with ``coro.send(None)``: no task, no trip through the event loop
+        (which costs tens of microseconds per call).  The thread's loop is
+        made the running loop for that step, so whatever the coroutine
+        creates (futures, sleeps, tasks) belongs to it; only if it does
+        suspend does the loop take over and finish it."""
+        loop = self._loop()
+        _set_running_loop(loop)
+        try:
+            yielded = coro.send(None)
+        except StopIteration as done:
+            return done.value
+        except BaseException:
+            coro.close()
+            raise
+        finally:
+            _set_running_loop(None)
+        return loop.run_until_complete(_Resumed(coro, yielded).run())
 
     def close(self):
         with self._lock:
@@ -527,6 +553,42 @@ class _RunState:
         # Only once the run is over: its threads have been joined.
         pinned, self.pinned = self.pinned, []
         _release_pinned(pinned)
+
+
+_set_running_loop = asyncio.events._set_running_loop
+_CoroutineType = types.CoroutineType
+
+
+class _Resumed:
+    """A coroutine whose first step already ran and yielded ``yielded``
+    (a future of the thread's loop, or None for a bare yield): await it
+    inside a task to hand the rest of its steps, throws (cancellation)
+    included, to that task."""
+
+    __slots__ = ("coro", "yielded")
+
+    def __init__(self, coro, yielded):
+        self.coro = coro
+        self.yielded = yielded
+
+    def __await__(self):
+        coro, out = self.coro, self.yielded
+        while True:
+            try:
+                value = yield out
+            except BaseException as exc:  # thrown in by the task: pass it on
+                try:
+                    out = coro.throw(exc)
+                except StopIteration as done:
+                    return done.value
+                continue
+            try:
+                out = coro.send(value)
+            except StopIteration as done:
+                return done.value
+
+    async def run(self):
+        return await self
 
 
 class _Entry:
@@ -711,7 +773,7 @@ def _trampoline(ud, notif, mem, out):
         ctx = _new_ctx(_unpack_notif(_NotifBytes.from_address(notif)), ref)
         action = entry.handler.handle(ctx)
         if type(action) is not NotifAction:  # fast path: a plain action
-            if inspect.isawaitable(action):
+            if type(action) is _CoroutineType or inspect.isawaitable(action):
                 action = entry.run.run_coroutine(action)
             if not isinstance(action, NotifAction):
                 _bad_return(entry, action)

@@ -213,13 +213,12 @@ ERROR_CASES = [
     (["run"], "missing '--'"),
     (["run", "-m", "-1", "--", "/bin/true"], "-m"),
     (["run", "-m", "12X", "--", "/bin/true"], "'12X'"),
-    (["run", "-m", "1KB", "--", "/bin/true"], "'1KB'"),
+    (["run", "-m", "1.5.5G", "--", "/bin/true"], "'1.5.5G'"),
     (["run", "-m", "0", "--", "/bin/true"], "greater than zero"),
     (["run", "-m", "99999999999999999999999", "--", "/bin/true"], "too large"),
     (["run", "-m", "17179869184G", "--", "/bin/true"], "too large"),
     (["run", "-P", "-1", "--", "/bin/true"], "-P"),
     (["run", "-P", "abc", "--", "/bin/true"], "'abc'"),
-    (["run", "-P", "0", "--", "/bin/true"], "out of range"),
     (["run", "-P", "4294967296", "--", "/bin/true"], "out of range"),
     (["run", "-P", " 5", "--", "/bin/true"], "-P"),
     (["run", "-t", "-1", "--", "/bin/true"], "-t"),
@@ -287,7 +286,8 @@ def test_max_memory_limits_allocation():
     code = "b = bytearray(512 * 1024 * 1024); print('allocated')"
     limited = run_in_sandbox("-m", "256M", "--", PY, "-c", code)
     assert "allocated" not in limited.stdout
-    assert "MemoryError" in limited.stderr
+    # memory cgroup: the kernel's OOM killer; RLIMIT_AS fallback: MemoryError
+    assert limited.returncode == 128 + 9 or "MemoryError" in limited.stderr, limited
     roomy = run_in_sandbox("--", PY, "-c", code)
     assert roomy.returncode == 0, roomy.stderr
     assert roomy.stdout == "allocated\n"

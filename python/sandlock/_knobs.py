@@ -1,0 +1,212 @@
+"""Sandbox knobs beyond paths and ports: resource limits, process settings,
+extra syscall denials and Landlock protections (the reference's names and
+defaults), plus what ``confine`` and the host check need.  The Sandbox
+class (``__init__``) declares the fields; their validators and their
+builder step live here."""
+
+import ctypes
+import enum
+import os
+from typing import Dict, Optional, Tuple
+
+from . import _native
+from .exceptions import PolicyTypeError, PolicyValueError
+
+_lib = _native.lib
+_p, _cs, _u32, _b = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_bool
+for _n in ("max_open_files", "max_cpu", "cpu_core", "allow_degraded", "disable"):
+    _native._decl("sandlock_sandbox_builder_" + _n, _p, _p, _u32)
+for _n in ("no_coredump", "no_huge_pages", "no_randomize_memory"):
+    _native._decl("sandlock_sandbox_builder_" + _n, _p, _p, _b)
+_native._decl("sandlock_sandbox_builder_extra_deny_syscalls", _p, _p, _cs)
+_native._decl("sandlock_sandbox_protection_status", ctypes.c_int, _p, _u32)
+_native._decl("sandlock_protection_min_abi", ctypes.c_int, _u32)
+_native._decl("sandlock_min_landlock_abi", ctypes.c_int)
+_native._decl("sandlock_parse_memory_size", ctypes.c_int, _cs, ctypes.POINTER(ctypes.c_uint64))
+_native._decl("sandlock_check_report", _p)
+_native._decl("sandlock_confine", ctypes.c_int, _p, ctypes.POINTER(ctypes.c_int),
+              ctypes.POINTER(ctypes.c_void_p))
+
+DEFAULT_MAX_PROCESSES = 64
+
+
+class Protection(enum.IntEnum):
+    """A Landlock protection (values are the C ABI's SANDLOCK_PROTECTION_*).
+    Each needs a minimum Landlock ABI: see ``min_abi``."""
+
+    FS_REFER = 0
+    FS_TRUNCATE = 1
+    NET_TCP = 2
+    FS_IOCTL_DEV = 3
+    SIGNAL_SCOPE = 4
+    ABSTRACT_UNIX_SOCKET_SCOPE = 5
+
+    @property
+    def min_abi(self) -> int:
+        return int(_lib.sandlock_protection_min_abi(int(self)))
+
+
+class ProtectionStatus(str, enum.Enum):
+    """A protection's resolved status on this kernel (active_protections)."""
+
+    ACTIVE = "active"
+    DEGRADED = "degraded"        # allow_degraded, and the kernel lacks it
+    DISABLED = "disabled"
+    UNAVAILABLE = "unavailable"  # strict, and the kernel lacks it: runs fail
+
+
+_STATUS = [ProtectionStatus.ACTIVE, ProtectionStatus.DEGRADED, ProtectionStatus.DISABLED,
+           ProtectionStatus.UNAVAILABLE]
+
+
+def _bool(name, v) -> bool:
+    if not isinstance(v, bool):
+        raise PolicyTypeError("%s must be a bool, not %s" % (name, type(v).__name__))
+    return v
+
+
+def _int_in(name, v, lo, hi) -> Optional[int]:
+    if v is None:
+        return None
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise PolicyTypeError("%s must be an int, not %s" % (name, type(v).__name__))
+    if not lo <= v <= hi:
+        raise PolicyValueError("%s must be in %d..%d, got %d" % (name, lo, hi, v))
+    return int(v)
+
+
+def _seq(name, v):
+    if isinstance(v, (str, bytes)):
+        raise PolicyTypeError("%s must be a list, not a single %s" % (name, type(v).__name__))
+    try:
+        return list(v)
+    except TypeError:
+        raise PolicyTypeError("%s must be a list, not %s" % (name, type(v).__name__)) from None
+
+
+def _cores(v) -> Optional[Tuple[int, ...]]:
+    if v is None:
+        return None
+    cores = tuple(_int_in("cpu_cores", c, 0, 1023) for c in _seq("cpu_cores", v))
+    if not cores:
+        raise PolicyValueError("cpu_cores must name at least one core (None = no pinning)")
+    return tuple(sorted(set(cores)))
+
+
+def _names(name, v) -> Tuple[str, ...]:
+    out = []
+    for s in _seq(name, v):
+        if not isinstance(s, str):
+            raise PolicyTypeError("%s: expected syscall or group names (str), got %r" % (name, s))
+        if not s or "\0" in s:
+            raise PolicyValueError("%s: invalid name %r" % (name, s))
+        out.append(s)
+    return tuple(out)
+
+
+def _protections(name, v) -> Tuple[Protection, ...]:
+    out = []
+    for p in _seq(name, v):
+        if isinstance(p, bool):
+            raise PolicyTypeError("%s: expected Protection values, got %r" % (name, p))
+        try:
+            out.append(Protection[p.upper()] if isinstance(p, str) else Protection(p))
+        except (KeyError, ValueError):
+            raise PolicyValueError("%s: unknown protection %r" % (name, p)) from None
+    return tuple(out)
+
+
+# ---- field validators: (field name, value) -> normalized value ----
+
+def max_open_files(name, v):
+    return _int_in(name, v, 1, 0xFFFFFFFF)
+
+
+def max_cpu(name, v):
+    return _int_in(name, v, 1, 100)
+
+
+def cpu_cores(name, v):
+    return _cores(v)
+
+
+def flag(name, v):
+    return _bool(name, v)
+
+
+def syscall_names(name, v):
+    return _names(name, v)
+
+
+def protections(name, v):
+    return _protections(name, v)
+
+
+def step(b, c):
+    """The builder step of these knobs (``c``: the config snapshot dict)."""
+    lib = _lib
+    if c["max_open_files"] is not None:
+        b = lib.sandlock_sandbox_builder_max_open_files(b, c["max_open_files"])
+    if c["max_cpu"] is not None:
+        b = lib.sandlock_sandbox_builder_max_cpu(b, c["max_cpu"])
+    for core in c["cpu_cores"] or ():
+        b = lib.sandlock_sandbox_builder_cpu_core(b, core)
+    if c["no_coredump"]:
+        b = lib.sandlock_sandbox_builder_no_coredump(b, True)
+    if c["no_huge_pages"]:
+        b = lib.sandlock_sandbox_builder_no_huge_pages(b, True)
+    if c["no_randomize_memory"]:
+        b = lib.sandlock_sandbox_builder_no_randomize_memory(b, True)
+    for s in c["extra_deny_syscalls"]:
+        b = lib.sandlock_sandbox_builder_extra_deny_syscalls(b, s.encode())
+    # In order: for one protection the last call wins (disable after degrade).
+    for p in c["allow_degraded"]:
+        b = lib.sandlock_sandbox_builder_allow_degraded(b, int(p))
+    for p in c["disable"]:
+        b = lib.sandlock_sandbox_builder_disable(b, int(p))
+    return b
+
+
+def protection_status(native_ptr) -> Dict[Protection, ProtectionStatus]:
+    return {p: _STATUS[_lib.sandlock_sandbox_protection_status(native_ptr, int(p))]
+            for p in Protection}
+
+
+def min_landlock_abi() -> int:
+    """The Landlock ABI sandlock's strict default needs (every Protection): 6."""
+    return int(_lib.sandlock_min_landlock_abi())
+
+
+def check_report() -> str:
+    """The `sandlock check` report of this host, as text."""
+    p = _lib.sandlock_check_report()
+    if not p:
+        raise MemoryError("sandlock_check_report failed")
+    return _native.take_string(p).decode(errors="replace")
+
+
+# Sandbox settings confine() cannot apply to a live process: (attribute, default).
+_CONFINE_REFUSED = (("cwd", None), ("env", ()), ("clean_env", False), ("max_memory", None),
+                    ("timeout", None), ("max_cpu", None),
+                    ("max_processes", DEFAULT_MAX_PROCESSES),
+                    ("no_randomize_memory", False))
+
+
+def confine_refusal(cfg) -> Optional[str]:
+    """The first field of config snapshot dict cfg that confine() refuses."""
+    for attr, default in _CONFINE_REFUSED:
+        if cfg.get(attr, default) != default:
+            return attr
+    return None
+
+
+def confine_native(ptr):
+    """Confine this process with native sandbox ptr (freed here): None, or
+    the (err, msg) out-parameters of the failure."""
+    try:
+        err, msg = _native.error_out()
+        if _lib.sandlock_confine(ptr, ctypes.byref(err), ctypes.byref(msg)) < 0:
+            return err, msg
+        return None
+    finally:
+        _lib.sandlock_sandbox_free(ptr)

@@ -1,0 +1,54 @@
+/*
+ * cglimits.h — resource limits and process settings of a sandbox:
+ * cgroups made for a run (cglimits.c, parent side, before fork) and what
+ * the child applies to itself before it confines itself (limits.c, raw
+ * calls only: after fork in a possibly multi-threaded parent).
+ */
+#ifndef SANDLOCK_CGLIMITS_H
+#define SANDLOCK_CGLIMITS_H
+
+#include "config.h"
+
+/* The run's cgroups: one per controller hierarchy that is needed. */
+struct sl_cglimits {
+	int mem_procs; /* cgroup.procs of the memory group (O_WRONLY), or -1 */
+	int cpu_procs; /* cgroup.procs of the CPU group, or -1 */
+	char *mem_dir, *cpu_dir; /* removed at the end of the run (heap) */
+	bool mem_rlimit;         /* no memory group: max_memory is RLIMIT_AS per process */
+};
+
+void sl_cg_init(struct sl_cglimits *cg);
+/*
+ * Before fork: make the groups cfg needs (max_memory, max_cpu) and set
+ * their limits.  max_memory without a memory group falls back to RLIMIT_AS
+ * (with a warning); max_cpu without a CPU group fails the run
+ * (SANDLOCK_ERR_UNSUPPORTED).  Also checks cpu_cores against the caller's
+ * affinity.  0, or -1 with *err, *msg.
+ */
+int sl_cg_prepare(const struct sandlock_sandbox *cfg, struct sl_cglimits *cg, int *err,
+                  char **msg);
+/* Every cpu_cores entry is in the caller's affinity (limits.c). */
+int sl_limits_check_cores(const struct sandlock_sandbox *cfg, int *err, char **msg);
+/* After the run (every process gone): remove the groups, close the fds. */
+void sl_cg_release(struct sl_cglimits *cg);
+
+/* What a cgroup setup can do on this host, for `sandlock check`. */
+struct sl_cg_probe {
+	char v2_path[256];   /* the caller's cgroup v2 directory, or "" */
+	bool v2_writable;    /* a child group could be made there */
+	char v2_controllers[256]; /* its cgroup.controllers */
+	bool v1_memory, v1_cpu;   /* a writable v1 memory / cpu hierarchy */
+};
+void sl_cg_probe(struct sl_cg_probe *p);
+
+/*
+ * In the child after fork, before Landlock and seccomp (inherited by init
+ * and the command): join the run's groups, then core dumps, transparent
+ * huge pages, ASLR, affinity and the RLIMIT_AS fallback.  0 or an errno.
+ */
+int sl_limits_child(const struct sandlock_sandbox *cfg, const struct sl_cglimits *cg);
+/* In the command, just before exec: RLIMIT_NOFILE (init needs its own fds,
+ * so it is not lowered for init).  0 or an errno. */
+int sl_limits_command(const struct sandlock_sandbox *cfg);
+
+#endif /* SANDLOCK_CGLIMITS_H */

@@ -1,0 +1,111 @@
+/*
+ * confine.c — sandlock_confine: the calling process confines itself with
+ * a sandbox's Landlock ruleset and seccomp blocklist, in place (no fork,
+ * no supervisor).  What only a supervisor or a fresh child can give is
+ * refused rather than silently dropped.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "cglimits.h"
+#include "filter.h"
+#include "landlock.h"
+
+/* The first setting of sb that confine cannot honour, or NULL. */
+static const char *needs_child(const struct sandlock_sandbox *sb)
+{
+	if (sb->cwd)
+		return "cwd";
+	if (sb->env.n || sb->clean_env)
+		return "env / clean_env";
+	if (sb->timeout_ms)
+		return "timeout";
+	if (sb->max_memory)
+		return "max_memory";
+	if (sb->max_cpu)
+		return "max_cpu";
+	if (sb->max_processes_set)
+		return "max_processes (needs the supervisor)";
+	if (sb->no_randomize_memory)
+		return "no_randomize_memory (takes effect at exec only)";
+	return NULL;
+}
+
+/* Number of threads of this process (-1: cannot tell). */
+static int thread_count(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	int n = -1;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static int apply(const struct sandlock_sandbox *sb, int rs, struct sock_fprog *prog, int *err,
+                 char **msg)
+{
+	struct sl_cglimits none;
+	sl_cg_init(&none);
+	int e = sl_limits_child(sb, &none);
+	if (!e)
+		e = sl_limits_command(sb);
+	if (e)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "confine: applying limits: %s",
+		               strerror(e));
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "confine: PR_SET_NO_NEW_PRIVS: %s",
+		               strerror(errno));
+	int rc = sl_caps_drop();
+	if (rc == 0)
+		rc = sl_landlock_apply(rs);
+	if (rc < 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "confine: %s",
+		               strerror(-rc));
+	if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) < 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "confine: seccomp: %s",
+		               strerror(errno));
+	return 0;
+}
+
+SL_EXPORT int sandlock_confine(const sandlock_sandbox_t *sb, int *err, char **err_msg)
+{
+	if (err)
+		*err = SANDLOCK_OK;
+	if (err_msg)
+		*err_msg = NULL;
+	if (!sb)
+		return sl_fail(err, err_msg, SANDLOCK_ERR_INVALID, "NULL sandbox");
+	const char *what = needs_child(sb);
+	if (what)
+		return sl_fail(err, err_msg, SANDLOCK_ERR_CONFLICT,
+		               "confine: %s cannot be applied to the calling process", what);
+	int threads = thread_count();
+	if (threads != 1)
+		return sl_fail(err, err_msg, SANDLOCK_ERR_CONFLICT,
+		               "confine: the process has %d threads; Landlock would confine only "
+		               "the calling one", threads);
+	int rc = sl_limits_check_cores(sb, err, err_msg);
+	if (rc < 0)
+		return -1;
+	int rs = sl_landlock_prepare(sb, err, err_msg);
+	if (rs == -2)
+		return sl_fail(err, err_msg, SANDLOCK_ERR_UNSUPPORTED,
+		               "Landlock is not available on this kernel; refusing to run unconfined");
+	if (rs < 0)
+		return -1;
+	struct sock_fprog prog = { 0, NULL };
+	rc = sl_filter_build(sb, NULL, 0, &prog, err, err_msg);
+	if (rc == 0)
+		rc = apply(sb, rs, &prog, err, err_msg);
+	sl_filter_free(&prog);
+	close(rs);
+	return rc;
+}
