@@ -259,7 +259,8 @@ SL_EXPORT int sandlock_sandbox_protection_status(const sandlock_sandbox_t *sb, u
 	return prot_status(sb, p, sl_landlock_abi());
 }
 
-uint64_t sl_landlock_scopes(const struct sandlock_sandbox *cfg)
+/* LANDLOCK_SCOPE_* bits cfg gets on this kernel (protections resolved). */
+static uint64_t scopes(const struct sandlock_sandbox *cfg)
 {
 	int abi = sl_landlock_abi();
 	uint64_t s = 0;
@@ -310,7 +311,7 @@ int sl_landlock_prepare(const struct sandlock_sandbox *cfg, int *err, char **msg
 	struct sl_ll_ruleset_attr attr = { .handled_access_fs = handled };
 	if (net)
 		attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
-	attr.scoped = sl_landlock_scopes(cfg);
+	attr.scoped = scopes(cfg);
 	int rs = (int)syscall(__NR_landlock_create_ruleset, &attr, attr_size(abi), 0);
 	if (rs < 0)
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "landlock_create_ruleset: %s",

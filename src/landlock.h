@@ -17,8 +17,6 @@ extern int sl_landlock_abi_cap;
  * the run then fails with SANDLOCK_ERR_UNSUPPORTED (never a weaker sandbox).
  */
 int sl_landlock_prepare(const struct sandlock_sandbox *cfg, int *err, char **msg);
-/* LANDLOCK_SCOPE_* bits cfg gets on this kernel (protections resolved). */
-uint64_t sl_landlock_scopes(const struct sandlock_sandbox *cfg);
 /* Child side, raw syscalls only: restrict_self(ruleset_fd). 0 or -errno. */
 int sl_landlock_apply(int ruleset_fd);
 
