@@ -28,6 +28,7 @@
 #include "deferred.h"
 #include "dispatch.h"
 #include "filter.h"
+#include "opener.h"
 #include "respond.h"
 #include "syscalls.h"
 
@@ -62,6 +63,8 @@ struct sl_dispatch {
 	struct sl_memcache *cache; /* supervisor thread only */
 	struct sl_deferred *deferred;
 	struct sl_responder resp;
+	bool wants_opener;         /* handlers may open on the caller's behalf */
+	struct sl_opener *opener;  /* opener.h; NULL until sl_dispatch_use_ruleset */
 };
 
 /* ---------------- syscall sets ---------------- */
@@ -312,6 +315,7 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 	if (make_builtins(d, cfg, err, msg) < 0 || build_trapped(d, hs, err, msg) < 0 ||
 	    build_chains(d, hs, err, msg) < 0)
 		goto fail;
+	d->wants_opener = hs->n > 0; /* sandlock_open_on_behalf needs one */
 	return d;
 fail:
 	sl_dispatch_free(d);
@@ -324,8 +328,18 @@ size_t sl_dispatch_trapped(const struct sl_dispatch *d, const int **nrs)
 	return d->ntrapped;
 }
 
+int sl_dispatch_use_ruleset(struct sl_dispatch *d, int ruleset_fd, int *err, char **msg)
+{
+	if (!d->wants_opener || d->opener)
+		return 0;
+	d->opener = sl_opener_new(ruleset_fd, err, msg);
+	return d->opener ? 0 : -1;
+}
+
 void sl_dispatch_bind(struct sl_dispatch *d, int listener, pid_t init)
 {
+	if (d->opener && sl_opener_bind(d->opener, listener) < 0)
+		sl_warn("too many concurrent runs: sandlock_open_on_behalf will fail (ENOSYS)");
 	d->listener = listener;
 	d->init = init;
 	sl_responder_bind(&d->resp, listener, init);
@@ -415,6 +429,7 @@ void sl_dispatch_free(struct sl_dispatch *d)
 	if (!d)
 		return;
 	sl_deferred_free(d->deferred); /* joins the workers first */
+	sl_opener_free(d->opener);     /* no handler can call it any more */
 	for (size_t i = 0; i < d->nchains; i++) {
 		free(d->chains[i].first);
 		free(d->chains[i].h);
