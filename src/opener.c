@@ -19,8 +19,9 @@
  *      /dev/std{in,out,err} name the caller, not us: they are rewritten to
  *      /proc/TID, and a reopen of the caller's own fd (/proc/TID/fd/N) is
  *      done through our pidfd_getfd duplicate of it;
- *   3. pin the caller (/proc/TID), check it acts with our uid/gid (else
- *      EPERM: DAC would differ), and take its umask for O_CREAT;
+ *   3. for a create, or when our ids are not all equal (ids_fixed), read
+ *      /proc/TID/status: the caller must act with our uid/gid (else EPERM:
+ *      DAC would differ), and its umask applies to O_CREAT;
  *   4. the starting point: our duplicate of its cwd or dirfd (childfd.h),
  *      so a relative path resolves where the caller's would;
  *   5. the opener thread opens it, always with RESOLVE_NO_MAGICLINKS
@@ -85,6 +86,7 @@ struct req {
 	bool set_umask;
 	mode_t umask;
 	int fd, err;         /* the answer */
+	bool done;           /* under mu: fd, err are final */
 };
 
 struct sl_opener {
@@ -99,7 +101,23 @@ struct sl_opener {
 	int ruleset_fd;      /* only until the thread is confined */
 	int taskdir;         /* /proc/self/task: which tids are ours */
 	int listener;        /* bound listener, -1 */
+	bool fixed_ids;      /* real = effective = saved ids: the caller's are ours */
 };
+
+/*
+ * True when our real, effective and saved uids (and gids) are all equal.
+ * The sandboxed program inherited them and has no capabilities, so it can
+ * then never act as anyone else (setresuid/setfsuid without CAP_SETUID may
+ * only pick one of the current ids): its ids need no per-call check.
+ */
+static bool ids_fixed(void)
+{
+	uid_t r, e, s;
+	gid_t gr, ge, gs;
+	if (getresuid(&r, &e, &s) < 0 || getresgid(&gr, &ge, &gs) < 0)
+		return false;
+	return r == e && e == s && gr == ge && ge == gs;
+}
 
 /* Confine the calling thread: own umask, the ruleset, no capabilities. */
 static int confine_self(int ruleset_fd)
@@ -143,24 +161,28 @@ static void *opener_main(void *arg)
 		if (op->stop)
 			break;
 		struct req *r = op->req;
+		op->req = NULL;
 		pthread_mutex_unlock(&op->mu);
 		perform(r);
 		pthread_mutex_lock(&op->mu);
-		op->req = NULL;
+		r->done = true;
 		pthread_cond_broadcast(&op->cv);
 	}
 	pthread_mutex_unlock(&op->mu);
 	return NULL;
 }
 
-/* Hand r to the thread and wait for the answer. */
+/* Hand r to the thread and wait for the answer.  (Spinning instead of
+ * sleeping was measured slower on a loaded 2-core machine: the spinner
+ * takes the core the other side needs.) */
 static void submit(struct sl_opener *op, struct req *r)
 {
 	pthread_mutex_lock(&op->call_lock);
 	pthread_mutex_lock(&op->mu);
+	r->done = false;
 	op->req = r;
 	pthread_cond_broadcast(&op->cv);
-	while (op->req == r)
+	while (!r->done)
 		pthread_cond_wait(&op->cv, &op->mu);
 	pthread_mutex_unlock(&op->mu);
 	pthread_mutex_unlock(&op->call_lock);
@@ -201,6 +223,7 @@ struct sl_opener *sl_opener_new(int ruleset_fd, int *err, char **msg)
 	pthread_cond_init(&op->cv, NULL);
 	op->listener = -1;
 	op->ruleset_fd = ruleset_fd;
+	op->fixed_ids = ids_fixed();
 	op->taskdir = open("/proc/self/task", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (op->taskdir < 0) {
 		sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "opener: /proc/self/task: %s",
@@ -561,14 +584,17 @@ int sl_opener_open_call(struct sl_opener *op, int listener, const sandlock_notif
 		return e;
 	struct req r = { .base = AT_FDCWD, .how = c.how, .fd = -1 };
 	out->newfd_flags = (c.how.flags & O_CLOEXEC) ? O_CLOEXEC : 0;
-	int piddir = sl_child_procdir(listener, n); /* pins the caller */
-	if (piddir < 0) {
-		free(path);
-		return ESRCH;
-	}
-	e = caller_creds(piddir, &r.umask);
-	close(piddir);
 	r.set_umask = c.how.flags & (O_CREAT | __O_TMPFILE);
+	if (r.set_umask || !op->fixed_ids) {
+		/* /proc/TID/status is costly: only for a create or shifting ids. */
+		int piddir = sl_child_procdir(listener, n); /* pins the caller */
+		if (piddir < 0) {
+			free(path);
+			return ESRCH;
+		}
+		e = caller_creds(piddir, &r.umask);
+		close(piddir);
+	}
 	char reopen[48];
 	if (!e)
 		e = prepare(listener, n, &c, path, &r, reopen, sizeof reopen);
