@@ -255,3 +255,28 @@ def test_open_on_behalf_refuses_other_syscalls():
     ctx = HandlerCtx(1, 1, 0, _native.syscall_nr("unlinkat"), 0, 0, (0,) * 6)
     with pytest.raises(ValueError):
         ctx.open_on_behalf()
+
+
+def test_untrappable_path_syscalls_answer_enosys(tmpdir_path):
+    """getxattrat, listxattrat and file_getattr take a path but have no name
+    a handler can be registered on: the sandbox answers ENOSYS, so they
+    cannot carry a path past the presets.  The control: the kernel has
+    them (anything but ENOSYS outside)."""
+    f = os.path.join(tmpdir_path, "f")
+    open(f, "w").close()
+    cases = [[464, [AT_FDCWD, f, 0, "user.x", 0]],   # getxattrat
+             [465, [AT_FDCWD, f, 0, 0, 0]],           # listxattrat
+             [468, [AT_FDCWD, f, 0, 0, 0]]]           # file_getattr
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    outside = []
+    for nr, args in cases:
+        c = [ctypes.c_char_p(a.encode()) if isinstance(a, str) else ctypes.c_long(a)
+             for a in args]
+        ctypes.set_errno(0)
+        outside.append(ctypes.get_errno() if libc.syscall(ctypes.c_long(nr), *c) < 0 else 0)
+    if errno.ENOSYS in outside:
+        pytest.skip("this kernel lacks getxattrat/listxattrat/file_getattr")
+    sb = sandlock.Sandbox(fs_readable=SYSTEM + [tmpdir_path], timeout=60)
+    deny = PathDenyHandler([f])
+    assert guest_run(sb, cases, [(s, deny) for s in ALL_PATH_SYSCALLS]) == [errno.ENOSYS] * 3
