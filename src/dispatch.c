@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "builtins/builtin.h"
+#include "builtins/proc.h"
 #include "childmem.h"
 #include "deferred.h"
 #include "dispatch.h"
@@ -63,7 +64,8 @@ struct sl_dispatch {
 	struct sl_memcache *cache; /* supervisor thread only */
 	struct sl_deferred *deferred;
 	struct sl_responder resp;
-	bool wants_opener;         /* handlers may open on the caller's behalf */
+	bool wants_opener;         /* handlers or builtins open on the caller's behalf */
+	bool proc_guard, proc_fast; /* /proc readable; nothing denied beneath it */
 	struct sl_opener *opener;  /* opener.h; NULL until sl_dispatch_use_ruleset */
 };
 
@@ -316,6 +318,11 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 	    build_chains(d, hs, err, msg) < 0)
 		goto fail;
 	d->wants_opener = hs->n > 0; /* sandlock_open_on_behalf needs one */
+	for (size_t i = 0; i < d->ninsts; i++)
+		if (d->insts[i].b->needs_opener && d->insts[i].nrs.n > 0)
+			d->wants_opener = true;
+	d->proc_guard = sl_proc_readable(cfg);
+	d->proc_fast = sl_proc_undenied(cfg);
 	return d;
 fail:
 	sl_dispatch_free(d);
@@ -338,6 +345,8 @@ int sl_dispatch_use_ruleset(struct sl_dispatch *d, int ruleset_fd, int *err, cha
 
 void sl_dispatch_bind(struct sl_dispatch *d, int listener, pid_t init)
 {
+	if (d->opener && d->proc_guard)
+		sl_opener_guard_proc(d->opener, init, d->proc_fast);
 	if (d->opener && sl_opener_bind(d->opener, listener) < 0)
 		sl_warn("too many concurrent runs: sandlock_open_on_behalf will fail (ENOSYS)");
 	d->listener = listener;

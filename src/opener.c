@@ -60,6 +60,7 @@
 #include "childfd.h"
 #include "childmem.h"
 #include "compat.h"
+#include "builtins/proc.h"
 #include "opener.h"
 #include "util.h"
 
@@ -85,6 +86,7 @@ struct req {
 	struct open_how how;
 	bool set_umask;
 	mode_t umask;
+	bool local;          /* performed by the calling thread (local_self) */
 	int fd, err;         /* the answer */
 	bool done;           /* under mu: fd, err are final */
 };
@@ -102,6 +104,10 @@ struct sl_opener {
 	int taskdir;         /* /proc/self/task: which tids are ours */
 	int listener;        /* bound listener, -1 */
 	bool fixed_ids;      /* real = effective = saved ids: the caller's are ours */
+	bool proc_guard;     /* /proc readable: sl_proc_policy on every open */
+	bool proc_fast;      /* the caller's own /proc/TID opened here, see local_self */
+	pid_t init;          /* the sandbox's init, for sl_proc_policy */
+	int procfd;          /* /proc, for sl_proc_policy; -1 */
 };
 
 /*
@@ -205,6 +211,8 @@ static void opener_destroy(struct sl_opener *op)
 	stop_thread(op);
 	if (op->taskdir >= 0)
 		close(op->taskdir);
+	if (op->procfd >= 0)
+		close(op->procfd);
 	pthread_cond_destroy(&op->cv);
 	pthread_mutex_destroy(&op->mu);
 	pthread_mutex_destroy(&op->call_lock);
@@ -222,6 +230,7 @@ struct sl_opener *sl_opener_new(int ruleset_fd, int *err, char **msg)
 	pthread_mutex_init(&op->mu, NULL);
 	pthread_cond_init(&op->cv, NULL);
 	op->listener = -1;
+	op->procfd = -1;
 	op->ruleset_fd = ruleset_fd;
 	op->fixed_ids = ids_fixed();
 	op->taskdir = open("/proc/self/task", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -256,6 +265,14 @@ struct sl_opener *sl_opener_new(int ruleset_fd, int *err, char **msg)
 		return NULL;
 	}
 	return op;
+}
+
+void sl_opener_guard_proc(struct sl_opener *op, pid_t init, bool fast_self)
+{
+	op->procfd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	op->init = init;
+	op->proc_fast = fast_self && op->procfd >= 0;
+	op->proc_guard = true; /* without procfd every /proc open is refused */
 }
 
 /* ---------------- finding a run's opener ---------------- */
@@ -482,6 +499,12 @@ static int caller_creds(int piddir, mode_t *umask_out)
 
 /* ---------------- after the open ---------------- */
 
+static bool on_procfs(int fd)
+{
+	struct statfs sf;
+	return fstatfs(fd, &sf) < 0 || sf.f_type == PROC_SUPER_MAGIC; /* unknown: treat as */
+}
+
 /* True if fd is a file of our own /proc/PID (or /proc/PID/task/TID). */
 static bool in_our_proc(const struct sl_opener *op, int fd, const char *real)
 {
@@ -512,6 +535,11 @@ static int describe(const struct sl_opener *op, int fd, sandlock_opened_t *out)
 	real[len] = 0;
 	if (in_our_proc(op, fd, real))
 		return EACCES; /* the supervisor's own /proc is never the caller's */
+	if (op->proc_guard && on_procfs(fd)) {
+		int e = op->procfd >= 0 ? sl_proc_policy(op->procfd, op->init, real) : EACCES;
+		if (e)
+			return e;
+	}
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return EPERM;
@@ -523,11 +551,90 @@ static int describe(const struct sl_opener *op, int fd, sandlock_opened_t *out)
 	return 0;
 }
 
+/* ---------------- the caller's own /proc/TID ---------------- */
+
+/*
+ * The opener thread lives in a Landlock domain of its own, so the kernel
+ * refuses it the caller's ptrace-guarded /proc files (maps, mem, environ,
+ * pagemap, ...), which the caller may always open itself.  With /proc
+ * readable and nothing denied beneath it, a read-only open of
+ * /proc/TID/REST (TID the caller, spelled so or via /proc/self) is done
+ * by the calling supervisor thread instead: from the caller's pinned
+ * /proc/TID, RESOLVE_BENEATH (no way out of it) and no magic links, with
+ * our effective capabilities lowered so the file is opened (and keeps
+ * f_cred) with the caller's rights, not ours.
+ */
+static const char *own_proc_rest(const char *p, unsigned tid)
+{
+	char pre[32];
+	int k = snprintf(pre, sizeof pre, "/proc/%u", tid);
+	if (strncmp(p, pre, (size_t)k) != 0 || (p[k] != '/' && p[k] != '\0'))
+		return NULL;
+	p += k;
+	while (*p == '/')
+		p++;
+	return *p ? p : ".";
+}
+
+static bool read_only(uint64_t f)
+{
+	return (f & O_ACCMODE) == O_RDONLY && !(f & (O_CREAT | O_TRUNC | __O_TMPFILE | O_APPEND));
+}
+
+struct caps_saved {
+	struct __user_cap_header_struct h;
+	struct __user_cap_data_struct d[2];
+	bool lowered;
+};
+
+/* Clear this thread's effective capabilities (permitted kept to restore). */
+static int caps_lower(struct caps_saved *sv)
+{
+	sv->lowered = false;
+	sv->h.version = _LINUX_CAPABILITY_VERSION_3;
+	sv->h.pid = 0;
+	if (syscall(SYS_capget, &sv->h, sv->d) < 0)
+		return -1;
+	if (!sv->d[0].effective && !sv->d[1].effective)
+		return 0;
+	struct __user_cap_data_struct low[2];
+	memcpy(low, sv->d, sizeof low);
+	low[0].effective = low[1].effective = 0;
+	if (syscall(SYS_capset, &sv->h, low) < 0)
+		return -1;
+	sv->lowered = true;
+	return 0;
+}
+
+static void caps_restore(struct caps_saved *sv)
+{
+	if (sv->lowered && syscall(SYS_capset, &sv->h, sv->d) < 0)
+		sl_warn("opener: cannot restore the supervisor's capabilities: %s", strerror(errno));
+}
+
+static void perform_local(struct req *r)
+{
+	struct caps_saved sv;
+	if (caps_lower(&sv) < 0) {
+		r->fd = -1;
+		r->err = EPERM; /* never with more rights than the caller */
+		return;
+	}
+	perform(r);
+	caps_restore(&sv);
+}
+
 /* ---------------- one on-behalf open ---------------- */
 
 /* Our flags and starting point for the request.  0 or an errno. */
-static int prepare(int listener, const sandlock_notif_t *n, const struct open_call *c,
-                   const char *path, struct req *r, char *reopen, size_t cap)
+static bool op_fast(const struct sl_opener *op)
+{
+	return op->proc_guard && op->proc_fast;
+}
+
+static int prepare(const struct sl_opener *op, int listener, const sandlock_notif_t *n,
+                   const struct open_call *c, const char *path, struct req *r, char *reopen,
+                   size_t cap)
 {
 	uint64_t caller_resolve = r->how.resolve;
 	int own = caller_resolve ? -1 : own_fd_reopen(path, n->pid);
@@ -540,6 +647,18 @@ static int prepare(int listener, const sandlock_notif_t *n, const struct open_ca
 		snprintf(reopen, cap, "/proc/self/fd/%d", dup);
 		r->base = dup; /* closed by the caller of prepare */
 		r->path = reopen;
+		return 0;
+	}
+	const char *rest = own < 0 && !caller_resolve && op_fast(op) && read_only(r->how.flags)
+	                           ? own_proc_rest(path, n->pid) : NULL;
+	if (rest) {
+		int base = sl_child_procdir(listener, n); /* pinned, confirmed */
+		if (base < 0)
+			return -base;
+		r->base = base;
+		r->path = rest;
+		r->how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+		r->local = true;
 		return 0;
 	}
 	r->how.resolve |= RESOLVE_NO_MAGICLINKS;
@@ -566,7 +685,10 @@ static int run_request(struct sl_opener *op, struct req *r, bool *clear_nonblock
 		r->how.flags |= O_NONBLOCK | O_NOCTTY;
 	}
 	r->how.flags |= O_CLOEXEC; /* ours; the caller's copy is set by ADDFD */
-	submit(op, r);
+	if (r->local)
+		perform_local(r);
+	else
+		submit(op, r);
 	return r->err;
 }
 
@@ -597,7 +719,7 @@ int sl_opener_open_call(struct sl_opener *op, int listener, const sandlock_notif
 	}
 	char reopen[48];
 	if (!e)
-		e = prepare(listener, n, &c, path, &r, reopen, sizeof reopen);
+		e = prepare(op, listener, n, &c, path, &r, reopen, sizeof reopen);
 	bool clear_nb = false;
 	if (!e)
 		e = run_request(op, &r, &clear_nb);

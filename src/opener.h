@@ -18,6 +18,7 @@
 #define SANDLOCK_OPENER_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "sandlock.h"
 
@@ -26,6 +27,11 @@ struct sl_opener;
 /* Start the opener thread confined by ruleset_fd (a Landlock ruleset,
  * which it does not keep).  NULL with *err, *msg on failure. */
 struct sl_opener *sl_opener_new(int ruleset_fd, int *err, char **msg);
+/* With /proc readable: apply the /proc policy (builtins/proc.h) to every
+ * file opened, for the sandbox whose init is init; fast_self: nothing is
+ * denied beneath /proc, so the caller's own /proc/TID files may be opened
+ * by the supervisor thread (see opener.c).  Before bind. */
+void sl_opener_guard_proc(struct sl_opener *op, pid_t init, bool fast_self);
 /* Make the opener the one sandlock_open_on_behalf finds for listener. */
 int sl_opener_bind(struct sl_opener *op, int listener);
 /* Unbind, stop and join the thread (NULL is fine). */

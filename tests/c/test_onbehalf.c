@@ -348,3 +348,107 @@ TEST(on_behalf_keeps_o_nofollow)
 	sandlock_result_free(r);
 	tu_rm_rf(dir);
 }
+
+/* ================= the /proc view (builtins/proc.c) ================= */
+
+/* sh -c script in a sandbox that may read /proc; no user handler. */
+static sandlock_result_t *run_with_proc(const char *script)
+{
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_fs_read(b, "/proc");
+	sandlock_sandbox_builder_timeout_ms(b, 30000);
+	sandlock_sandbox_t *sb = tu_build(b);
+	if (!sb)
+		return NULL;
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	sandlock_result_t *r = tu_run(sb, argv);
+	sandlock_sandbox_free(sb);
+	return r;
+}
+
+/* True if the whitespace-separated word w occurs in s. */
+static bool has_word(const char *s, const char *w)
+{
+	size_t n = strlen(w);
+	for (const char *p = s; (p = strstr(p, w)) != NULL; p++)
+		if ((p == s || p[-1] == ' ' || p[-1] == '\n') && (p[n] == ' ' || p[n] == '\n' || !p[n]))
+			return true;
+	return false;
+}
+
+/* Processes outside the sandbox (a host process, pid 1, the sandbox's own
+ * init) cannot be opened or listed; the sandbox's own can. */
+TEST(proc_hides_processes_outside_the_sandbox)
+{
+	pid_t victim = tu_spawn_victim();
+	REQUIRE(victim > 0);
+	char p[64], script[512];
+	snprintf(p, sizeof p, "/proc/%d/cmdline", (int)victim);
+	int fd = open(p, O_RDONLY); /* control: visible from outside */
+	CHECK(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	snprintf(script, sizeof script,
+	         "echo me $$ init $PPID; echo list $(ls /proc); "
+	         "for f in /proc/%d/cmdline /proc/1/cmdline /proc/$PPID/status; do "
+	         "x=$(cat $f 2>&1) && echo saw $f; done; "
+	         "head -1 /proc/$$/status; echo end",
+	         (int)victim);
+	sandlock_result_t *r = run_with_proc(script);
+	tu_reap_victim(victim);
+	REQUIRE(r);
+	char *out = sandlock_result_stdout(r);
+	int me = 0, init = 0;
+	CHECK(sscanf(out, "me %d init %d", &me, &init) == 2);
+	char num[16];
+	snprintf(num, sizeof num, "%d", me);
+	CHECK(has_word(out, num)); /* its own pid is listed */
+	snprintf(num, sizeof num, "%d", init);
+	CHECK(!has_word(strstr(out, "list") ? strstr(out, "list") : out, num));
+	snprintf(num, sizeof num, "%d", (int)victim);
+	CHECK(!has_word(out, num));
+	CHECK(!has_word(out, "1"));
+	CHECK(strstr(out, "saw") == NULL);
+	CHECK(strstr(out, "Name:\tsh") != NULL);
+	CHECK(strstr(out, "end") != NULL);
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+}
+
+/* Kernel files and the host's mount table are refused; the rest of /proc
+ * (and the program's own /proc/self, ptrace-guarded files included) works. */
+TEST(proc_denies_sensitive_kernel_files)
+{
+	static const char *const denied[] = { "/proc/kallsyms", "/proc/timer_list", "/proc/mounts",
+	                                      "/proc/self/mountinfo" };
+	for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++) {
+		int fd = open(denied[i], O_RDONLY); /* control: readable outside */
+		CHECK(fd >= 0);
+		if (fd >= 0)
+			close(fd);
+	}
+	sandlock_result_t *r = run_with_proc(
+		"for f in /proc/kallsyms /proc/timer_list /proc/mounts /proc/self/mountinfo "
+		"/proc/kcore /proc/sysrq-trigger; do "
+		"x=$(head -c1 $f 2>&1) && echo read $f; done; "
+		"head -1 /proc/cpuinfo | cut -c1-9; x=$(head -1 /proc/self/maps) && echo maps; "
+		"cat /proc/thread-self/comm");
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "processor\nmaps\ncat\n"));
+	sandlock_result_free(r);
+}
+
+/* Without -r /proc nothing changes: Landlock alone refuses /proc. */
+TEST(proc_view_off_without_proc)
+{
+	const char *argv[] = { "/bin/sh", "-c", "cat /proc/self/status 2>&1 | head -1", NULL };
+	sandlock_sandbox_t *sb = tu_build(tu_system_builder());
+	REQUIRE(sb);
+	sandlock_result_t *r = tu_run(sb, argv);
+	sandlock_sandbox_free(sb);
+	REQUIRE(r);
+	char *out = sandlock_result_stdout(r);
+	CHECK(strstr(out, "Permission denied") != NULL);
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+}
