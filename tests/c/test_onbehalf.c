@@ -120,7 +120,7 @@ static bool race(const char *dir, const char *how, int mode, bool writable, int 
 	bool ok = sscanf(out, "opened=%d leaked=%d tries=%d", opened, leaked, &tries) == 3 &&
 	          tries == atoi(TRIES);
 	if (!ok)
-		fprintf(stderr, "  race_open said: %s\n", out);
+		fprintf(stderr, "  race_open said: %s / %s\n", out, sandlock_result_stderr(r));
 	else
 		fprintf(stderr, "  %s %s: opened=%d leaked=%d of %d\n", how,
 		        mode == ON_BEHALF ? "on behalf" : "check+continue", *opened, *leaked, tries);
