@@ -11,7 +11,7 @@ a handler can trap (the mount family, swapon, acct, quotactl,
 name_to_handle_at and uselib are denied by the sandbox itself); register a
 security preset on all of them.  ``COMMON_PATH_SYSCALLS`` is the shorter
 list of the handler spec, fine for auditing, but a deny or allow list on it
-alone is bypassed by open(2), openat2(2), stat(2), rename(2) and the rest.
+alone is bypassed by open(2), creat(2), stat(2), rename(2) and the rest.
 
 How the path presets see paths
 ------------------------------

@@ -67,7 +67,8 @@ def test_race_allow_check_then_continue_loses(secrets):
     assert opened > 0 and leaked > 0
 
 
-@pytest.mark.parametrize("how", ["openat", "open", "openat2"])
+# (openat2 is answered ENOSYS by the sandbox's filter: nothing to race.)
+@pytest.mark.parametrize("how", ["openat", "open"])
 def test_race_deny_on_behalf_never_loses(secrets, how):
     tries = CONTROL_TRIES if how == "openat" else TRIES  # as many as the control
     opened, leaked = race(secrets, PathDenyHandler([secrets + "/secret_B"]), how, tries)
@@ -177,7 +178,11 @@ def test_every_path_slot_of_every_syscall_reaches_the_preset(tmpdir_path):
     regs = [(s, deny) for s in ALL_PATH_SYSCALLS]
     labelled = slot_cases(denied, ok_dir)
     got = guest_run(sb, [c for _, c in labelled], regs)
-    missed = [label for (label, _), e in zip(labelled, got) if e != errno.ENOTUNIQ]
+    # openat2 never reaches a handler: the filter answers ENOSYS (README,
+    # containment rules), which is no way through either.
+    filtered = {"openat2 slot 0": errno.ENOSYS}
+    missed = [(label, e) for (label, _), e in zip(labelled, got)
+              if e != filtered.get(label, errno.ENOTUNIQ)]
     assert missed == []
     # Control: nothing denies by default (a fresh ok path in every slot).
     ctl_cases = []
