@@ -8,6 +8,10 @@ Figures:
   openat    ns per openat+close inside loop_open: bare, sandboxed untrapped,
             trapped with a C handler (CONTINUE), trapped with a Python handler
             (CONTINUE), sync and ``async def`` (a deferred handler), interleaved
+            (CONTINUE)
+  onbehalf  the same loop, openat trapped by a C handler: CONTINUE vs opened
+            on the caller's behalf and injected (sandlock_open_on_behalf),
+            with a bare run of the same batch as the base
 Each figure is a median over a few repetitions; each ratio is against the
 figure it is compared with, all measured in this one invocation.  Nothing
 here asserts on timing: the numbers are for reading.
@@ -94,6 +98,7 @@ def main():
     fig = {}
     fig.update(run_c_bench("startup", STARTUP_RUNS, BUILD / "sandlock"))
     fig.update(run_c_bench("openat", OPENAT_N, REPS))
+    fig.update(run_c_bench("onbehalf", OPENAT_N, REPS))
     try:
         fig.update(python_figures())
     except Exception as e:  # report, but still print the C figures
@@ -131,6 +136,14 @@ def main():
     if "openat_py_async_ns" in fig:
         print(f"  async / sync Python handler: "
               f"{fig['openat_py_async_ns'] / fig['openat_py_handler_ns']:.2f}x")
+    print("openat+close, race-free open on behalf vs CONTINUE (same batch)")
+    bare = ("vs bare", fig["onbehalf_bare_ns"])
+    cont = ("vs CONTINUE", fig["onbehalf_continue_ns"])
+    for key, label, bases in (
+            ("onbehalf_bare_ns", "bare, no sandbox", ()),
+            ("onbehalf_continue_ns", "trapped, C handler CONTINUE", (bare,)),
+            ("onbehalf_onbehalf_ns", "trapped, C handler open on behalf", (cont, bare))):
+        print(row(label, fig[key], "ns", *bases))
     if "openat_py_handler_ns" not in fig:
         return 1
     return 0

@@ -315,6 +315,33 @@ int32_t sandlock_mem_write(sandlock_mem_t *m, uint64_t addr, const void *buf, si
  * when no NUL occurs within max_len bytes (never truncates silently). */
 char *sandlock_mem_read_cstr(sandlock_mem_t *m, uint64_t addr, size_t max_len);
 
+/* ---- opening on the caller's behalf (open, creat, openat, openat2) ----
+ * A handler that checks a path and answers CONTINUE can be raced: another
+ * thread of the program may rewrite the path after the check, and the
+ * kernel reads it again.  sandlock_open_on_behalf closes that race: it
+ * reads the arguments once, performs the open itself in a thread confined
+ * by the sandbox's own Landlock ruleset and without capabilities (so it
+ * can open nothing the program could not), relative to the program's cwd
+ * or dirfd, with the program's flags, mode, umask and openat2 resolve
+ * flags.  The handler then decides on the file actually opened and either
+ * injects it:
+ *     sandlock_action_set_inject_fd_send(out, o.fd, o.newfd_flags);
+ * or refuses it (close(o.fd), sandlock_string_free(o.path), errno).
+ * Only inside a callback, for the callback's own notification. */
+typedef struct sandlock_opened {
+	int32_t fd;           /* supervisor-side fd: the handler's until injected or closed */
+	uint32_t newfd_flags; /* O_CLOEXEC if the program asked for it, else 0 */
+	uint64_t dev;         /* st_dev of the opened file */
+	uint64_t ino;         /* st_ino of the opened file */
+	char *path;           /* its real path (sandlock_string_free), as /proc/self/fd shows it */
+} sandlock_opened_t;
+/* 0 with *out filled; otherwise a positive errno to answer the call with:
+ * the open failed as it would have for the program (ENOENT, EACCES, ...),
+ * or it could not be done safely (EPERM; see README), or n is not an open
+ * of m's notification (EINVAL).  *out is zeroed (fd -1) on failure. */
+int32_t sandlock_open_on_behalf(sandlock_mem_t *m, const sandlock_notif_t *n,
+                                sandlock_opened_t *out);
+
 /* ================= misc ================= */
 /* Syscall number for the native arch, or -1 if unknown. */
 int64_t sandlock_syscall_nr(const char *name);

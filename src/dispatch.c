@@ -24,10 +24,12 @@
 #include <string.h>
 
 #include "builtins/builtin.h"
+#include "builtins/proc.h"
 #include "childmem.h"
 #include "deferred.h"
 #include "dispatch.h"
 #include "filter.h"
+#include "opener.h"
 #include "respond.h"
 #include "syscalls.h"
 
@@ -63,6 +65,9 @@ struct sl_dispatch {
 	struct sl_deferred *deferred;
 	struct sl_responder resp;
 	const struct sandlock_sandbox *cfg; /* extra_deny_syscalls: during sl_dispatch_new */
+	bool wants_opener;         /* handlers or builtins open on the caller's behalf */
+	bool proc_guard, proc_fast; /* /proc readable; nothing denied beneath it */
+	struct sl_opener *opener;  /* opener.h; NULL until sl_dispatch_use_ruleset */
 };
 
 /* ---------------- syscall sets ---------------- */
@@ -314,6 +319,12 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 	if (make_builtins(d, cfg, err, msg) < 0 || build_trapped(d, hs, err, msg) < 0 ||
 	    build_chains(d, hs, err, msg) < 0)
 		goto fail;
+	d->wants_opener = hs->n > 0; /* sandlock_open_on_behalf needs one */
+	for (size_t i = 0; i < d->ninsts; i++)
+		if (d->insts[i].b->needs_opener && d->insts[i].nrs.n > 0)
+			d->wants_opener = true;
+	d->proc_guard = sl_proc_readable(cfg);
+	d->proc_fast = sl_proc_undenied(cfg);
 	return d;
 fail:
 	sl_dispatch_free(d);
@@ -326,8 +337,20 @@ size_t sl_dispatch_trapped(const struct sl_dispatch *d, const int **nrs)
 	return d->ntrapped;
 }
 
+int sl_dispatch_use_ruleset(struct sl_dispatch *d, int ruleset_fd, int *err, char **msg)
+{
+	if (!d->wants_opener || d->opener)
+		return 0;
+	d->opener = sl_opener_new(ruleset_fd, err, msg);
+	return d->opener ? 0 : -1;
+}
+
 void sl_dispatch_bind(struct sl_dispatch *d, int listener, pid_t init)
 {
+	if (d->opener && d->proc_guard)
+		sl_opener_guard_proc(d->opener, init, d->proc_fast);
+	if (d->opener && sl_opener_bind(d->opener, listener) < 0)
+		sl_warn("too many concurrent runs: sandlock_open_on_behalf will fail (ENOSYS)");
 	d->listener = listener;
 	d->init = init;
 	sl_responder_bind(&d->resp, listener, init);
@@ -417,6 +440,7 @@ void sl_dispatch_free(struct sl_dispatch *d)
 	if (!d)
 		return;
 	sl_deferred_free(d->deferred); /* joins the workers first */
+	sl_opener_free(d->opener);     /* no handler can call it any more */
 	for (size_t i = 0; i < d->nchains; i++) {
 		free(d->chains[i].first);
 		free(d->chains[i].h);

@@ -21,6 +21,10 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
                                     const struct sl_handlers *hs, int *err, char **msg);
 /* The syscall numbers that must reach the supervisor (sorted, unique). */
 size_t sl_dispatch_trapped(const struct sl_dispatch *d, const int **nrs);
+/* After the launch prepared its Landlock ruleset, before the listener is
+ * served: start the on-behalf opener (opener.h) confined by it, if the
+ * run needs one.  0, or -1 with *err, *msg. */
+int sl_dispatch_use_ruleset(struct sl_dispatch *d, int ruleset_fd, int *err, char **msg);
 /* Before the first notification: the listener and the sandbox's init. */
 void sl_dispatch_bind(struct sl_dispatch *d, int listener, pid_t init);
 /* Decide n and answer it (supervisor thread). */

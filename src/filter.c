@@ -90,9 +90,13 @@ static const struct {
  * arguments live in structs the guard does not decode.  Answered ENOSYS by
  * number (libseccomp 2.5 does not know their names), as on an older
  * kernel: glibc does not use them and callers fall back to setxattr,
- * removexattr or the FS_IOC_FSSETXATTR ioctl.
+ * removexattr or the FS_IOC_FSSETXATTR ioctl.  Their read-only siblings
+ * (getxattrat, listxattrat, file_getattr) too: no handler can be
+ * registered on them by name, so a path policy (the Python path presets)
+ * would never see their path.
  */
-static const int k_enosys_nrs[] = { __NR_setxattrat, __NR_removexattrat, __NR_file_setattr };
+static const int k_enosys_nrs[] = { __NR_setxattrat, __NR_getxattrat,  __NR_listxattrat,
+                                    __NR_removexattrat, __NR_file_getattr, __NR_file_setattr };
 #define N_ENOSYS (sizeof(k_enosys_nrs) / sizeof(k_enosys_nrs[0]))
 
 /* Every namespace-creating clone/unshare flag (all in the low 32 bits). */

@@ -308,7 +308,8 @@ static sandlock_result_t *run_supervised(const sandlock_sandbox_t *sb, const cha
 	size_t nt = sl_supervisor_trapped(sup, &nrs);
 	struct sl_launch L;
 	sandlock_result_t *r = NULL;
-	if (sl_launch_prepare(&L, sb, argv, argc, nrs, nt, err, msg) == 0)
+	if (sl_launch_prepare(&L, sb, argv, argc, nrs, nt, err, msg) == 0 &&
+	    sl_supervisor_use_ruleset(sup, L.ruleset_fd, err, msg) == 0)
 		r = supervise(&L, sup, sb, err, msg);
 	/* The supervisor (and its workers) before the handlers they call. */
 	sl_supervisor_free(sup);

@@ -124,6 +124,11 @@ static void setup_listener(struct sl_supervisor *s)
 		s->notif_size = sz.seccomp_notif;
 }
 
+int sl_supervisor_use_ruleset(struct sl_supervisor *s, int ruleset_fd, int *err, char **msg)
+{
+	return sl_dispatch_use_ruleset(s->d, ruleset_fd, err, msg);
+}
+
 int sl_supervisor_start(struct sl_supervisor *s, int listener, pid_t init, int *err,
                         char **msg)
 {

@@ -18,6 +18,9 @@ struct sl_supervisor *sl_supervisor_new(const struct sandlock_sandbox *cfg,
 /* The syscall numbers that must reach the supervisor (sorted, unique). */
 size_t sl_supervisor_trapped(const struct sl_supervisor *s, const int **nrs);
 /* Start the thread on listener (not owned) for the sandbox whose init is init. */
+/* Hand the supervisor the launch's Landlock ruleset (for the on-behalf
+ * opener) before start.  0, or -1 with *err, *msg. */
+int sl_supervisor_use_ruleset(struct sl_supervisor *s, int ruleset_fd, int *err, char **msg);
 int sl_supervisor_start(struct sl_supervisor *s, int listener, pid_t init, int *err,
                         char **msg);
 /* Non-zero if a handler action or KILL policy killed the sandbox; *sig = signal. */

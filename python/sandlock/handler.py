@@ -451,6 +451,90 @@ class HandlerCtx:
         return self.read_cstr(self.args[arg], max_len)
 
 
+
+# ---- opening on the caller's behalf (sandlock_open_on_behalf) ----
+class _Opened(ctypes.Structure):
+    """struct sandlock_opened (sandlock.h)."""
+
+    _fields_ = [
+        ("fd", ctypes.c_int32),
+        ("newfd_flags", ctypes.c_uint32),
+        ("dev", ctypes.c_uint64),
+        ("ino", ctypes.c_uint64),
+        ("path", ctypes.c_void_p),  # char *, freed with sandlock_string_free
+    ]
+
+
+_open_on_behalf = _lib.sandlock_open_on_behalf
+_open_on_behalf.restype = ctypes.c_int32
+_open_on_behalf.argtypes = [ctypes.c_void_p, ctypes.POINTER(_native.Notif),
+                            ctypes.POINTER(_Opened)]
+_OPEN_FAMILY = frozenset(
+    n for n in map(_native.syscall_nr, ("open", "creat", "openat", "openat2")) if n >= 0
+)
+
+
+def _ctx_open_on_behalf(ctx, allow=None, errno=None):
+    if ctx.syscall_nr not in _OPEN_FAMILY:
+        raise ValueError(
+            "open_on_behalf needs an open, creat, openat or openat2 call, not %s"
+            % (ctx.syscall_name or ctx.syscall_nr)
+        )
+    if allow is not None and not callable(allow):
+        raise TypeError("allow must be callable")
+    deny = _ERRNO_EACCES if errno is None else NotifAction.errno(errno).value
+    n = _native.Notif(ctx.id, ctx.pid, ctx.flags, ctx.syscall_nr, ctx.arch,
+                      ctx.instruction_pointer, (ctypes.c_uint64 * 6)(*ctx.args))
+    o = _Opened()
+    e = ctx._call(lambda p: _open_on_behalf(p, ctypes.byref(n), ctypes.byref(o)))
+    if e is None:  # stale ctx: nobody waits for this answer any more
+        return NotifAction.errno(_ERRNO_ESRCH)
+    if e != 0:
+        return NotifAction.errno(e)
+    fd = o.fd
+    path = _native.take_string(o.path)
+    try:
+        if allow is not None:
+            verdict = allow(os.fsdecode(path), os.fstat(fd))
+            if isinstance(verdict, NotifAction):
+                os.close(fd)
+                return verdict
+            if not verdict:
+                os.close(fd)
+                return NotifAction.errno(deny)
+        return NotifAction.inject_fd_send(fd, o.newfd_flags)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+_ERRNO_EACCES = 13
+_ERRNO_ESRCH = 3
+
+
+def _open_on_behalf_method(self, allow=None, errno=None) -> "NotifAction":
+    """Open the file of this open/creat/openat/openat2 call the way the
+    child asked for it, and answer with the opened file.
+
+    Race-free replacement for "check the path, then continue": the
+    supervisor reads the arguments once and opens the file itself, in a
+    thread confined by the sandbox's own Landlock ruleset and without
+    capabilities, relative to the child's cwd or dirfd, with its flags,
+    mode and umask (and openat2's resolve flags).  ``allow(path, st)``,
+    if given, then decides on the file *actually opened*: ``path`` is its
+    real path (symlinks resolved), ``st`` its ``os.stat_result``.  It
+    returns True (inject the fd into the child), False (fail the call
+    with ``errno``, default EACCES) or a NotifAction to answer with
+    instead.  Without ``allow`` the file is injected.  A failed open
+    answers with the errno the child would have seen.
+
+    Raises ValueError on a syscall that is not an open."""
+    return _ctx_open_on_behalf(self, allow, errno)
+
+
+HandlerCtx.open_on_behalf = _open_on_behalf_method
+
+
 def _check_addr(addr):
     addr = _check_int("addr", addr)
     if not 0 <= addr <= _U64_MAX:

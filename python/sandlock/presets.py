@@ -1,14 +1,24 @@
 """Ready-made handlers.  Not re-exported from the root ``sandlock`` package.
 
-    from sandlock.presets import PathDenyHandler, COMMON_PATH_SYSCALLS
+    from sandlock.presets import PathDenyHandler, ALL_PATH_SYSCALLS
     deny = PathDenyHandler(deny=["/etc/*"])
-    sb.run_with_handlers(cmd, [(s, deny) for s in COMMON_PATH_SYSCALLS])
+    sb.run_with_handlers(cmd, [(s, deny) for s in ALL_PATH_SYSCALLS])
+
+Which syscalls to register
+--------------------------
+``ALL_PATH_SYSCALLS`` lists every x86_64 syscall that takes a path and that
+a handler can trap (the mount family, swapon, acct, quotactl,
+name_to_handle_at and uselib are denied by the sandbox itself); register a
+security preset on all of them.  ``COMMON_PATH_SYSCALLS`` is the shorter
+list of the handler spec, fine for auditing, but a deny or allow list on it
+alone is bypassed by open(2), creat(2), stat(2), rename(2) and the rest.
 
 How the path presets see paths
 ------------------------------
-They read the path argument as the child passed it (``ctx.read_path``) and
-match fnmatch patterns (``*`` also matches ``/``, so ``/etc/*`` covers the
-whole tree) against:
+They read each path argument of the call (both paths of rename*, link*
+and symlink*; the path of fanotify_mark, inotify_add_watch, ...) and match
+fnmatch patterns (``*`` also matches ``/``, so ``/etc/*`` covers the whole
+tree) against:
 
 * the raw string;
 * for an absolute path, its lexical normalization (``//``, ``.`` and ``..``
@@ -16,18 +26,29 @@ whole tree) against:
 * for a relative path, the absolute path obtained by joining it to the
   child's cwd (AT_FDCWD, or the non-``*at`` syscalls) or to the directory
   of its dirfd (``/proc/PID/cwd`` / ``/proc/PID/fd/N``), confirmed by a
-  child-memory read that the notification is still live.
+  child-memory read that the notification is still live;
+* for symlink/symlinkat, the link's target too (joined to the link's
+  directory when relative): a link to a denied file is refused;
+* for open, creat, openat and openat2: the real path of the file actually
+  opened.  These are not continued: the file is opened on the child's
+  behalf (``HandlerCtx.open_on_behalf``: the arguments are read once, the
+  open runs confined by the sandbox's own Landlock ruleset) and the fd is
+  injected only if the opened file passes, so neither a symlink nor a
+  second thread rewriting the path can change what was checked.  Patterns
+  must therefore also cover where files really are (on a merged-/usr
+  system ``/lib/...`` opens ``/usr/lib/...``).  ``on_behalf=False``
+  restores check-then-continue for them (faster, racy).
 
-Limitations (these handlers are policy for cooperative programs; use
-Landlock — ``fs_readable``/``fs_denied`` — as the security boundary):
+Limitations (use Landlock — ``fs_readable``/``fs_denied`` — as the security
+boundary; these handlers add policy on top):
 
-* symlinks are not resolved: ``/tmp/link -> /etc/passwd`` is matched as
-  ``/tmp/link``;
-* the decision is made on a copy of the path and the call then CONTINUEs,
-  so the kernel re-reads the path: a multi-threaded child can swap the
-  string between the check and the use (TOCTOU);
+* every other syscall is decided on a copy of its path and then CONTINUEs,
+  so the kernel reads the path again: a multi-threaded child can swap the
+  string between the check and the use (TOCTOU; README lists what each
+  syscall exposes), and symlinks are not resolved for them;
 * an empty path (``newfstatat(fd, "", AT_EMPTY_PATH)``, i.e. fstat) looks
-  nothing up and is always let through;
+  nothing up and is always let through, as is a NULL path where the call
+  then acts on its fd (utimensat, fanotify_mark);
 * patterns should be absolute; a relative path whose base cannot be
   resolved is only matched raw by PathDenyHandler and is denied by
   PathAllowHandler (fail closed).
@@ -40,10 +61,12 @@ import os
 import posixpath
 from typing import Callable, Optional
 
+from . import _native
 from .handler import PATH_ARG_SYSCALLS, ExceptionPolicy, Handler, HandlerCtx, NotifAction
 
 __all__ = [
     "COMMON_PATH_SYSCALLS",
+    "ALL_PATH_SYSCALLS",
     "AuditPathsHandler",
     "PathDenyHandler",
     "PathAllowHandler",
@@ -54,6 +77,54 @@ COMMON_PATH_SYSCALLS = [
     "openat", "unlinkat", "newfstatat", "statx", "faccessat",
     "readlinkat", "mkdirat", "execveat", "execve",
 ]
+
+# Where the paths of each path-bearing x86_64 syscall are, from the
+# kernel's prototypes: name -> ((path arg, dirfd arg or None), ...).  None:
+# relative to the cwd (inotify_add_watch's arg 0 is the inotify fd, not a
+# dirfd).  _TARGET marks symlink's first argument: the link's content, a
+# string the kernel stores, resolved later from the link's directory.
+_TARGET = "target"
+_PATH_SPECS = {
+    "open": ((0, None),), "creat": ((0, None),),
+    "openat": ((1, 0),), "openat2": ((1, 0),),
+    "stat": ((0, None),), "lstat": ((0, None),), "newfstatat": ((1, 0),),
+    "statx": ((1, 0),), "statfs": ((0, None),),
+    "access": ((0, None),), "faccessat": ((1, 0),), "faccessat2": ((1, 0),),
+    "chmod": ((0, None),), "fchmodat": ((1, 0),), "fchmodat2": ((1, 0),),
+    "chown": ((0, None),), "lchown": ((0, None),), "fchownat": ((1, 0),),
+    "truncate": ((0, None),), "chdir": ((0, None),), "chroot": ((0, None),),
+    "readlink": ((0, None),), "readlinkat": ((1, 0),),
+    "execve": ((0, None),), "execveat": ((1, 0),),
+    "utime": ((0, None),), "utimes": ((0, None),), "futimesat": ((1, 0),),
+    "utimensat": ((1, 0),),
+    "setxattr": ((0, None),), "lsetxattr": ((0, None),),
+    "getxattr": ((0, None),), "lgetxattr": ((0, None),),
+    "listxattr": ((0, None),), "llistxattr": ((0, None),),
+    "removexattr": ((0, None),), "lremovexattr": ((0, None),),
+    "inotify_add_watch": ((1, None),), "fanotify_mark": ((4, 3),),
+    "unlink": ((0, None),), "unlinkat": ((1, 0),),
+    "mkdir": ((0, None),), "mkdirat": ((1, 0),), "rmdir": ((0, None),),
+    "mknod": ((0, None),), "mknodat": ((1, 0),),
+    "rename": ((0, None), (1, None)), "renameat": ((1, 0), (3, 2)),
+    "renameat2": ((1, 0), (3, 2)),
+    "link": ((0, None), (1, None)), "linkat": ((1, 0), (3, 2)),
+    "symlink": ((1, None), (0, _TARGET)), "symlinkat": ((2, 1), (0, _TARGET)),
+}
+
+#: Every path-bearing syscall a handler can trap on this machine (x86_64:
+#: all of _PATH_SPECS).  Register security presets on all of them.  Not
+#: included because the sandbox denies them outright: mount, umount2,
+#: pivot_root, move_mount, open_tree, fspick, mount_setattr, swapon,
+#: swapoff, acct, quotactl, name_to_handle_at, uselib; answered ENOSYS:
+#: setxattrat, getxattrat, listxattrat, removexattrat, file_getattr,
+#: file_setattr.
+ALL_PATH_SYSCALLS = [n for n in _PATH_SPECS if _native.syscall_nr(n) >= 0]
+
+_SPECS_BY_NR = {_native.syscall_nr(n): spec for n, spec in _PATH_SPECS.items()
+                if _native.syscall_nr(n) >= 0}
+_OPEN_NRS = frozenset(
+    n for n in map(_native.syscall_nr, ("open", "creat", "openat", "openat2")) if n >= 0
+)
 
 _AT_FDCWD = -100
 
@@ -91,13 +162,14 @@ def _lexnorm(path):
     return "/" + posixpath.normpath(path).lstrip("/")
 
 
-def _base_dir(ctx, argidx):
+def _signed_fd(v):
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+def _base_dir(ctx, dirfd_arg, path_arg):
     """Directory a relative path argument is resolved against, or None."""
-    if argidx == 1:  # every *at syscall in the table: dirfd is arg 0
-        dirfd = ctx.args[0] & 0xFFFFFFFF
-        dirfd = dirfd - (1 << 32) if dirfd >= 1 << 31 else dirfd
-    else:
-        dirfd = _AT_FDCWD
+    dirfd = _AT_FDCWD if dirfd_arg is None else _signed_fd(ctx.args[dirfd_arg])
     link = "/proc/%d/cwd" % ctx.pid if dirfd == _AT_FDCWD else "/proc/%d/fd/%d" % (ctx.pid, dirfd)
     try:
         base = os.readlink(link)
@@ -106,14 +178,14 @@ def _base_dir(ctx, argidx):
     # The pid could have died and been reused between the notification and
     # the readlink: a successful child-memory read (checked against the
     # notification id by the C side) proves the caller was still there.
-    if ctx.read(ctx.args[argidx], 1) is None or not base.startswith("/"):
+    if ctx.read(ctx.args[path_arg], 1) is None or not base.startswith("/"):
         return None
     return base
 
 
-def _views(ctx, max_len):
-    """(raw path or None, absolute normalized path or None)."""
-    raw = ctx.read_path(max_len=max_len)
+def _view(ctx, path_arg, dirfd_arg, max_len):
+    """(raw path or None, absolute normalized path or None) of one argument."""
+    raw = ctx.read_cstr(ctx.args[path_arg], max_len) if ctx.args[path_arg] else None
     if raw is None:
         return None, None
     if raw == "":
@@ -123,11 +195,35 @@ def _views(ctx, max_len):
         return "", ""
     if raw.startswith("/"):
         return raw, _lexnorm(raw)
-    argidx = PATH_ARG_SYSCALLS.get(ctx.syscall_nr)
-    base = None if argidx is None else _base_dir(ctx, argidx)
+    base = _base_dir(ctx, dirfd_arg, path_arg)
     if base is None:
         return raw, None
     return raw, _lexnorm(base + "/" + raw)
+
+
+def _views(ctx, max_len):
+    """[(raw, norm), ...]: every path of the call (see _PATH_SPECS).  Other
+    syscalls: their read_path argument (ValueError if they have none)."""
+    spec = _SPECS_BY_NR.get(ctx.syscall_nr)
+    if spec is None:
+        arg = PATH_ARG_SYSCALLS.get(ctx.syscall_nr)
+        if arg is None:
+            ctx.read_path(max_len=max_len)  # raises the ValueError that explains it
+        return [_view(ctx, arg, 0 if arg == 1 else None, max_len)]
+    out = []
+    for path_arg, dirfd_arg in spec:
+        if dirfd_arg != _TARGET:
+            out.append(_view(ctx, path_arg, dirfd_arg, max_len))
+            continue
+        # symlink's target: relative to the directory the link is made in
+        target = ctx.read_cstr(ctx.args[path_arg], max_len) if ctx.args[path_arg] else None
+        if target is None or target == "" or target.startswith("/"):
+            out.append((target, None if target is None else _lexnorm(target) if target else ""))
+            continue
+        link_norm = out[0][1] if out else None
+        norm = None if not link_norm else _lexnorm(posixpath.dirname(link_norm) + "/" + target)
+        out.append((target, norm))
+    return out
 
 
 def _matches(patterns, path):
@@ -156,52 +252,83 @@ class AuditPathsHandler(Handler):
         return NotifAction.continue_()
 
 
+def _check_on_behalf(value):
+    if not isinstance(value, bool):
+        raise TypeError("on_behalf must be a bool")
+    return value
+
+
 class PathDenyHandler(Handler):
-    """Fails the call with ``errno`` when its path matches any of ``deny``
-    (fnmatch patterns); otherwise continues.  An unreadable path continues:
-    a deny-list does not claim everything else is allowed.  See the module
-    docstring for how paths are matched and the limitations."""
+    """Fails the call with ``errno`` when one of its paths matches any of
+    ``deny`` (fnmatch patterns); otherwise lets it proceed.  An unreadable
+    path proceeds: a deny-list does not claim everything else is allowed.
+
+    open, creat, openat and openat2 are opened on the child's behalf and
+    refused when the file actually opened matches (race-free; see the
+    module docstring); ``on_behalf=False`` continues them instead.
+    Register it on ``ALL_PATH_SYSCALLS``."""
 
     on_exception = ExceptionPolicy.KILL  # security handler: fail closed
 
-    def __init__(self, deny, errno: int = _errno.EPERM, max_len: int = 4096):
+    def __init__(self, deny, errno: int = _errno.EPERM, max_len: int = 4096,
+                 on_behalf: bool = True):
         self.deny = _patterns("deny", deny)
         self.errno = _check_errno(errno)
         self.max_len = _check_max_len(max_len)
+        self.on_behalf = _check_on_behalf(on_behalf)
+
+    def _denied(self, path):
+        return _matches(self.deny, path)
 
     def handle(self, ctx):
-        raw, norm = _views(ctx, self.max_len)
-        if not raw:  # unreadable (None) or empty: see _views
-            return NotifAction.continue_()
-        if _matches(self.deny, raw) or (norm is not None and _matches(self.deny, norm)):
-            return NotifAction.errno(self.errno)
+        for raw, norm in _views(ctx, self.max_len):
+            if not raw:  # unreadable (None) or empty: see _view
+                continue
+            if self._denied(raw) or (norm is not None and self._denied(norm)):
+                return NotifAction.errno(self.errno)
+        if self.on_behalf and ctx.syscall_nr in _OPEN_NRS:
+            return ctx.open_on_behalf(allow=lambda real, _st: not self._denied(real),
+                                      errno=self.errno)
         return NotifAction.continue_()
 
 
 class PathAllowHandler(Handler):
-    """Continues only when the call's path matches one of ``allow`` (fnmatch
-    patterns); everything else — including a path that cannot be read or
-    resolved — fails with ``errno`` (fail closed).  Both the path as given
-    and its normalized absolute form must match, so ``/ok/../etc/passwd``
-    is not let through by ``/ok/*``."""
+    """Lets the call proceed only when every one of its paths matches one of
+    ``allow`` (fnmatch patterns); everything else — including a path that
+    cannot be read or resolved — fails with ``errno`` (fail closed).  Both
+    the path as given and its normalized absolute form must match, so
+    ``/ok/../etc/passwd`` is not let through by ``/ok/*``.
+
+    open, creat, openat and openat2 are opened on the child's behalf and the
+    file actually opened must match too (race-free, symlinks resolved; see
+    the module docstring); ``on_behalf=False`` continues them instead.
+    Register it on ``ALL_PATH_SYSCALLS``."""
 
     on_exception = ExceptionPolicy.KILL  # security handler: fail closed
 
-    def __init__(self, allow, errno: int = _errno.EACCES, max_len: int = 4096):
+    def __init__(self, allow, errno: int = _errno.EACCES, max_len: int = 4096,
+                 on_behalf: bool = True):
         self.allow = _patterns("allow", allow)
         self.errno = _check_errno(errno)
         self.max_len = _check_max_len(max_len)
+        self.on_behalf = _check_on_behalf(on_behalf)
+
+    def _allowed(self, path):
+        return _matches(self.allow, path)
 
     def handle(self, ctx):
-        raw, norm = _views(ctx, self.max_len)
-        if raw == "":  # no lookup happens: see _views
-            return NotifAction.continue_()
-        if norm is None:
-            return NotifAction.errno(self.errno)
-        if raw.startswith("/") and not _matches(self.allow, raw):
-            return NotifAction.errno(self.errno)
-        if not _matches(self.allow, norm):
-            return NotifAction.errno(self.errno)
+        for raw, norm in _views(ctx, self.max_len):
+            if raw == "":  # no lookup happens: see _view
+                continue
+            if norm is None:
+                return NotifAction.errno(self.errno)
+            if raw.startswith("/") and not self._allowed(raw):
+                return NotifAction.errno(self.errno)
+            if not self._allowed(norm):
+                return NotifAction.errno(self.errno)
+        if self.on_behalf and ctx.syscall_nr in _OPEN_NRS:
+            return ctx.open_on_behalf(allow=lambda real, _st: self._allowed(real),
+                                      errno=self.errno)
         return NotifAction.continue_()
 
 

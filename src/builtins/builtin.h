@@ -58,6 +58,9 @@ struct sl_builtin {
 	/* FIRST only: also runs on every syscall trapped for any reason (the
 	 * supervisor's own argument re-check). */
 	bool every_trapped;
+	/* Performs opens on the caller's behalf (opener.h): the run then
+	 * starts an opener even without user handlers. */
+	bool needs_opener;
 	/* Add the syscalls this builtin traps for cfg; adding none leaves it
 	 * out of every chain of the run.  0 or -1 (OOM). */
 	int (*syscalls)(const struct sandlock_sandbox *cfg, struct sl_nrset *out);

@@ -279,7 +279,13 @@ def test_preset_type_rules():
 def test_path_presets_on_unreadable_path():
     # No mem handle -> path None: deny-list continues, allow-list fails closed.
     c = _ctx("openat", (0, 0x1000, 0, 0, 0, 0))
-    assert presets.PathDenyHandler(["*"]).handle(c) == NotifAction.continue_()
+    st = _ctx("newfstatat", (0, 0x1000, 0, 0, 0, 0))
+    assert presets.PathDenyHandler(["*"]).handle(st) == NotifAction.continue_()
+    assert presets.PathAllowHandler(["*"]).handle(st) == NotifAction.errno(errno.EACCES)
+    # The open family is never continued: opened on behalf, which a stale
+    # ctx cannot do.
+    assert presets.PathDenyHandler(["*"]).handle(c) == NotifAction.errno(errno.ESRCH)
+    assert presets.PathDenyHandler(["*"], on_behalf=False).handle(c) == NotifAction.continue_()
     assert presets.PathAllowHandler(["*"]).handle(c) == NotifAction.errno(errno.EACCES)
     seen = []
     presets.AuditPathsHandler(lambda p, ctx: seen.append(p)).handle(c)

@@ -1,0 +1,306 @@
+/*
+ * proc.c — /proc as a sandbox should see it (issue 6, item 15).
+ *
+ * WHY: a sandbox that may read /proc (many programs need /proc/self)
+ * would otherwise see every host process (their command lines, status,
+ * environment-free but telling files), the sandbox's own init, and kernel
+ * files such as /proc/kallsyms, /proc/kcore, /proc/sysrq-trigger or the
+ * host's mount table.
+ *
+ * ON when /proc is readable in the config (sl_proc_readable); then:
+ *   - open, creat, openat, openat2 are performed on the caller's behalf by
+ *     the run's opener (opener.h) — LAST phase, after user handlers — and
+ *     the opener applies sl_proc_policy to the file actually opened, for
+ *     every on-behalf open (this builtin's, the presets', a user
+ *     handler's): /proc/PID of a process outside the sandbox is ENOENT,
+ *     the kernel files of k_deny (and every process's mounts tables) are
+ *     EACCES.  Deciding on the opened file leaves a racing thread nothing
+ *     to swap.
+ *   - getdents64 / getdents are performed on behalf too (on our
+ *     pidfd_getfd duplicate of the caller's fd, which shares its file
+ *     offset): in a listing of the /proc root, the numeric entries of
+ *     processes outside the sandbox are dropped before the entries are
+ *     written into the caller's buffer.
+ * Sandbox processes are the descendants of the sandbox's init (a child
+ * subreaper: nothing escapes its subtree); init itself is outside.
+ *
+ * WHY NOT LANDLOCK: the --deny carve-out grants each entry of /proc that
+ * exists when the sandbox is built, so every /proc/PID made later (the
+ * command's own /proc/self) would be unreachable.  The top-level kernel
+ * files therefore need this dynamic check.
+ *
+ * LIMITS: stat, access, readlink and the other path calls on /proc/PID
+ * are not filtered (they reveal that a pid exists, not what it runs:
+ * Landlock's ptrace scope already refuses the ptrace-guarded files of
+ * processes outside the sandbox); and a handler on these syscalls cannot
+ * be deferred while /proc is readable (a worker's CONTINUE would skip
+ * this builtin).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../childfd.h"
+#include "../opener.h"
+#include "../proctree.h"
+#include "builtin.h"
+#include "proc.h"
+
+/* Kernel files no sandbox needs, that leak addresses, other processes'
+ * data or the host's layout, or act on the machine (all top-level). */
+static const char *const k_deny[] = {
+	"kallsyms",   "kcore",         "kmsg",        "sysrq-trigger", "keys",
+	"key-users",  "timer_list",    "sched_debug", "kpagecount",    "kpageflags",
+	"kpagecgroup", "slabinfo",     "vmallocinfo", "modules",       "iomem",
+	"ioports",    "latency_stats", "config.gz",   "pagetypeinfo",  "mtrr",
+	"sysvipc",    "bus",           "acpi",        "scsi",          "driver",
+	"irq",        "dynamic_debug", "pressure",
+};
+/* Per-process files that show the host's mount table. */
+static const char *const k_deny_pid[] = { "mounts", "mountinfo", "mountstats" };
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+#define PROC_ROOT_INO 1
+#define MAX_DENTS (64 * 1024) /* one on-behalf getdents reads at most this */
+
+static const int k_proc_nrs[] = {
+	__NR_open, __NR_creat, __NR_openat, __NR_openat2, __NR_getdents, __NR_getdents64,
+};
+
+/* ---------------- the policy ---------------- */
+
+bool sl_proc_readable(const struct sandlock_sandbox *cfg)
+{
+	for (size_t i = 0; i < cfg->fs_deny.n; i++)
+		if (sl_path_under("/proc", cfg->fs_deny.v[i]))
+			return false;
+	for (size_t i = 0; i < cfg->fs_read.n; i++)
+		if (sl_path_under("/proc", cfg->fs_read.v[i]))
+			return true;
+	return false; /* fs_write cannot hold /proc: refused at build */
+}
+
+bool sl_proc_undenied(const struct sandlock_sandbox *cfg)
+{
+	for (size_t i = 0; i < cfg->fs_deny.n; i++)
+		if (sl_path_under(cfg->fs_deny.v[i], "/proc"))
+			return false;
+	return true;
+}
+
+/* The number in "123" or "123/...", or -1. */
+static long leading_pid(const char *s)
+{
+	long v = 0;
+	size_t i = 0;
+	for (; s[i] >= '0' && s[i] <= '9'; i++) {
+		if (v > 1 << 22) /* beyond PID_MAX_LIMIT */
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	return i > 0 && (s[i] == '\0' || s[i] == '/') ? v : -1;
+}
+
+bool sl_proc_in_sandbox(int procfd, pid_t init, long pid)
+{
+	if (init <= 0 || pid <= 0)
+		return false;
+	for (int depth = 0; depth < 256 && pid != init; depth++) {
+		char num[24], state;
+		long ppid, pgrp;
+		snprintf(num, sizeof num, "%ld", pid);
+		if (!sl_proc_stat(procfd, num, &state, &ppid, &pgrp))
+			return false;
+		if (ppid == init)
+			return true;
+		if (ppid <= 1)
+			return false;
+		pid = ppid;
+	}
+	return false; /* pid is init (outside), or an implausible chain */
+}
+
+static bool in_list(const char *name, size_t len, const char *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strlen(v[i]) == len && strncmp(name, v[i], len) == 0)
+			return true;
+	return false;
+}
+
+int sl_proc_policy(int procfd, pid_t init, const char *real)
+{
+	if (strncmp(real, "/proc/", 6) != 0)
+		return 0; /* "/proc" itself, or procfs mounted elsewhere: nothing here */
+	const char *first = real + 6;
+	size_t flen = strcspn(first, "/");
+	long pid = leading_pid(first);
+	if (pid < 0)
+		return in_list(first, flen, k_deny, N_OF(k_deny)) ? EACCES : 0;
+	if (!sl_proc_in_sandbox(procfd, init, pid))
+		return ENOENT; /* invisible, as if it did not exist */
+	const char *last = strrchr(real, '/') + 1;
+	return in_list(last, strlen(last), k_deny_pid, N_OF(k_deny_pid)) ? EACCES : 0;
+}
+
+/* ---------------- the builtin ---------------- */
+
+struct proc_state {
+	int procfd; /* /proc, for sl_proc_stat */
+};
+
+static int proc_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+{
+	if (!sl_proc_readable(cfg))
+		return 0;
+	return sl_nrset_add_all(out, k_proc_nrs, N_OF(k_proc_nrs));
+}
+
+static int proc_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+{
+	if (!sl_proc_readable(cfg))
+		return 0;
+	struct proc_state *s = calloc(1, sizeof(*s));
+	if (!s) {
+		*msg = sl_strdup("out of memory");
+		return -1;
+	}
+	s->procfd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (s->procfd < 0) {
+		free(s);
+		*msg = sl_strdup("cannot open /proc");
+		return -1;
+	}
+	*state = s;
+	return 0;
+}
+
+static void proc_free(void *state)
+{
+	struct proc_state *s = state;
+	if (!s)
+		return;
+	close(s->procfd);
+	free(s);
+}
+
+static bool open_on_behalf(const struct sl_call *call, sandlock_action_t *act)
+{
+	struct sl_opener *op = sl_opener_find(call->listener);
+	sandlock_opened_t o;
+	int e = op ? sl_opener_open_call(op, call->listener, call->n, call->mem, &o) : EPERM;
+	if (e) {
+		sandlock_action_set_errno(act, e);
+		return true;
+	}
+	sandlock_string_free(o.path);
+	sandlock_action_set_inject_fd_send(act, o.fd, o.newfd_flags);
+	return true;
+}
+
+/* True if our fd is the root directory of a procfs. */
+static bool is_proc_root(int fd)
+{
+	struct statfs sf;
+	struct stat st;
+	return fstatfs(fd, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC && fstat(fd, &st) == 0 &&
+	       st.st_ino == PROC_ROOT_INO;
+}
+
+/* Keep the entries of buf[0..len) a sandbox may see; the new length.
+ * getdents64 entries carry the name at offset 19, getdents at 18. */
+static size_t filter_dents(const struct proc_state *s, pid_t init, char *buf, size_t len,
+                           size_t name_off)
+{
+	size_t in = 0, out = 0;
+	while (in + name_off < len) {
+		unsigned short reclen;
+		memcpy(&reclen, buf + in + 16, sizeof reclen);
+		if (reclen == 0 || in + reclen > len)
+			break; /* malformed: drop the rest rather than loop */
+		long pid = leading_pid(buf + in + name_off);
+		if (pid < 0 || sl_proc_in_sandbox(s->procfd, init, pid)) {
+			memmove(buf + out, buf + in, reclen);
+			out += reclen;
+		}
+		in += reclen;
+	}
+	return out;
+}
+
+/* getdents64/getdents on our duplicate of the caller's fd: 0 or an errno,
+ * with *ret the byte count written into the caller's buffer. */
+static int dents_on_behalf(const struct proc_state *s, const struct sl_call *call, long *ret)
+{
+	const sandlock_notif_t *n = call->n;
+	int fd = sl_child_getfd(call->listener, n, (int)(uint32_t)n->args[0]);
+	if (fd < 0)
+		return -fd;
+	size_t cap = (size_t)(uint32_t)n->args[2];
+	if (cap > MAX_DENTS)
+		cap = MAX_DENTS;
+	char *buf = malloc(cap ? cap : 1);
+	if (!buf) {
+		close(fd);
+		return ENOMEM;
+	}
+	bool filter = is_proc_root(fd);
+	size_t name_off = n->syscall_nr == __NR_getdents64 ? 19 : 18;
+	int e = 0;
+	for (;;) {
+		long got = syscall(n->syscall_nr, fd, buf, cap);
+		if (got < 0) {
+			e = errno;
+			break;
+		}
+		size_t keep = filter ? filter_dents(s, call->init, buf, (size_t)got, name_off)
+		                     : (size_t)got;
+		/* Every entry of this batch hidden: read on, or the caller
+		 * would take an empty batch for the end of the directory. */
+		if (got > 0 && keep == 0)
+			continue;
+		if (keep && sandlock_mem_write(call->mem, n->args[1], buf, keep) != 0)
+			e = EFAULT;
+		*ret = (long)keep;
+		break;
+	}
+	free(buf);
+	close(fd);
+	return e;
+}
+
+static bool proc_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
+{
+	const struct proc_state *s = state;
+	int nr = call->n->syscall_nr;
+	if (!s) { /* not reachable: no syscalls are trapped without state */
+		sandlock_action_set_errno(act, EPERM);
+		return true;
+	}
+	if (sl_opener_handles(nr))
+		return open_on_behalf(call, act);
+	long ret = 0;
+	int e = dents_on_behalf(s, call, &ret);
+	if (e)
+		sandlock_action_set_errno(act, e);
+	else
+		sandlock_action_set_return_value(act, ret);
+	return true;
+}
+
+const struct sl_builtin sl_builtin_proc = {
+	.name = "/proc view",
+	.phase = SL_PHASE_LAST,
+	.needs_opener = true,
+	.syscalls = proc_syscalls,
+	.init = proc_init,
+	.free = proc_free,
+	.decide = proc_decide,
+};

@@ -1,0 +1,768 @@
+/*
+ * opener.c — the on-behalf opener (see opener.h for why).
+ *
+ * THE THREAD.  One per run, started before the listener is served.  It
+ * unshares its fs_struct (its own umask), sets NO_NEW_PRIVS on itself,
+ * applies the sandbox's Landlock ruleset with landlock_restrict_self
+ * (which confines only the calling thread) and drops every capability
+ * (capset is per thread): the supervisor may be root with
+ * CAP_DAC_OVERRIDE while the sandboxed program dropped everything
+ * (caps.c).  From then on it can open exactly what the program could,
+ * with the same DAC checks.  It performs one openat2 per request.
+ *
+ * A REQUEST (sl_opener_open_call, on the supervisor thread or a deferred
+ * worker):
+ *   1. decode the call: flags and mode as the kernel would take them
+ *      (open/openat mask unknown flags; openat2's struct open_how is read
+ *      once and checked like copy_struct_from_user);
+ *   2. read the path once; /proc/self, /proc/thread-self, /dev/fd and
+ *      /dev/std{in,out,err} name the caller, not us: they are rewritten to
+ *      /proc/TID, and a reopen of the caller's own fd (/proc/TID/fd/N) is
+ *      done through our pidfd_getfd duplicate of it;
+ *   3. for a create, or when our ids are not all equal (ids_fixed), read
+ *      /proc/TID/status: the caller must act with our uid/gid (else EPERM:
+ *      DAC would differ), and its umask applies to O_CREAT;
+ *   4. the starting point: our duplicate of its cwd or dirfd (childfd.h),
+ *      so a relative path resolves where the caller's would;
+ *   5. the opener thread opens it, always with RESOLVE_NO_MAGICLINKS
+ *      added: a magic link followed in *our* process would name our fds;
+ *   6. confirm the notification is still pending, and refuse anything
+ *      that landed in our own /proc/PID (a symlink to /proc/self resolves
+ *      to the supervisor here): our memory, environment or fds must never
+ *      reach the program;
+ *   7. report the real path (/proc/self/fd/N) and device/inode.
+ *
+ * Blocking opens: the open is done with O_NONBLOCK (cleared afterwards
+ * unless asked for), so a FIFO without a peer never stalls the opener
+ * (and with it every trapped call).  The difference the program sees: a
+ * FIFO opened for reading returns at once, for writing without a reader
+ * it fails with ENXIO.  O_NOCTTY is always added: a terminal must never
+ * become the supervisor's controlling terminal.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "childfd.h"
+#include "childmem.h"
+#include "compat.h"
+#include "builtins/proc.h"
+#include "opener.h"
+#include "util.h"
+
+#ifndef __O_TMPFILE
+#define __O_TMPFILE 020000000
+#endif
+
+/* The kernel's VALID_OPEN_FLAGS (include/linux/fcntl.h): open/openat
+ * silently drop anything else, openat2 refuses it. */
+#define K_VALID_OPEN_FLAGS                                                              \
+	(O_RDONLY | O_WRONLY | O_RDWR | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_APPEND |  \
+	 O_NDELAY | O_DSYNC | FASYNC | O_DIRECT | O_LARGEFILE | O_DIRECTORY | O_NOFOLLOW | \
+	 O_NOATIME | O_CLOEXEC | O_PATH | __O_TMPFILE | O_SYNC)
+#define K_O_PATH_FLAGS (O_DIRECTORY | O_NOFOLLOW | O_PATH | O_CLOEXEC)
+#define OPEN_HOW_SIZE_VER0 24
+#define OPEN_HOW_SIZE_MAX 4096 /* the kernel refuses larger (PAGE_SIZE) */
+
+/* ---------------- the thread ---------------- */
+
+struct req {
+	int base;            /* AT_FDCWD or our fd */
+	const char *path;
+	struct open_how how;
+	bool set_umask;
+	mode_t umask;
+	bool local;          /* performed by the calling thread (local_self) */
+	int fd, err;         /* the answer */
+	bool done;           /* under mu: fd, err are final */
+};
+
+struct sl_opener {
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t call_lock; /* one request at a time */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct req *req;     /* pending request, NULL when idle */
+	bool ready, stop;
+	int setup_err;       /* 0 once confined */
+	int ruleset_fd;      /* only until the thread is confined */
+	int taskdir;         /* /proc/self/task: which tids are ours */
+	int listener;        /* bound listener, -1 */
+	bool fixed_ids;      /* real = effective = saved ids: the caller's are ours */
+	bool proc_guard;     /* /proc readable: sl_proc_policy on every open */
+	bool proc_fast;      /* the caller's own /proc/TID opened here, see local_self */
+	pid_t init;          /* the sandbox's init, for sl_proc_policy */
+	int procfd;          /* /proc, for sl_proc_policy; -1 */
+};
+
+/*
+ * True when our real, effective and saved uids (and gids) are all equal.
+ * The sandboxed program inherited them and has no capabilities, so it can
+ * then never act as anyone else (setresuid/setfsuid without CAP_SETUID may
+ * only pick one of the current ids): its ids need no per-call check.
+ */
+static bool ids_fixed(void)
+{
+	uid_t r, e, s;
+	gid_t gr, ge, gs;
+	if (getresuid(&r, &e, &s) < 0 || getresgid(&gr, &ge, &gs) < 0)
+		return false;
+	return r == e && e == s && gr == ge && ge == gs;
+}
+
+/* Confine the calling thread: own umask, the ruleset, no capabilities. */
+static int confine_self(int ruleset_fd)
+{
+	if (unshare(CLONE_FS) < 0)
+		return errno;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return errno;
+	if (ruleset_fd < 0)
+		return EPERM; /* never an unconfined opener */
+	if (syscall(__NR_landlock_restrict_self, ruleset_fd, 0) < 0)
+		return errno;
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	memset(d, 0, sizeof d);
+	if (syscall(SYS_capset, &h, d) < 0)
+		return errno;
+	return 0;
+}
+
+static void perform(struct req *r)
+{
+	if (r->set_umask)
+		umask(r->umask);
+	int fd = (int)syscall(SYS_openat2, r->base, r->path, &r->how, sizeof r->how);
+	r->fd = fd;
+	r->err = fd < 0 ? (errno ? errno : EIO) : 0;
+}
+
+static void *opener_main(void *arg)
+{
+	struct sl_opener *op = arg;
+	int e = confine_self(op->ruleset_fd);
+	pthread_mutex_lock(&op->mu);
+	op->setup_err = e;
+	op->ready = true;
+	pthread_cond_broadcast(&op->cv);
+	while (!e) {
+		while (!op->req && !op->stop)
+			pthread_cond_wait(&op->cv, &op->mu);
+		if (op->stop)
+			break;
+		struct req *r = op->req;
+		op->req = NULL;
+		pthread_mutex_unlock(&op->mu);
+		perform(r);
+		pthread_mutex_lock(&op->mu);
+		r->done = true;
+		pthread_cond_broadcast(&op->cv);
+	}
+	pthread_mutex_unlock(&op->mu);
+	return NULL;
+}
+
+/* Hand r to the thread and wait for the answer.  (Spinning instead of
+ * sleeping was measured slower on a loaded 2-core machine: the spinner
+ * takes the core the other side needs.) */
+static void submit(struct sl_opener *op, struct req *r)
+{
+	pthread_mutex_lock(&op->call_lock);
+	pthread_mutex_lock(&op->mu);
+	r->done = false;
+	op->req = r;
+	pthread_cond_broadcast(&op->cv);
+	while (!r->done)
+		pthread_cond_wait(&op->cv, &op->mu);
+	pthread_mutex_unlock(&op->mu);
+	pthread_mutex_unlock(&op->call_lock);
+}
+
+static void stop_thread(struct sl_opener *op)
+{
+	if (!op->started)
+		return;
+	pthread_mutex_lock(&op->mu);
+	op->stop = true;
+	pthread_cond_broadcast(&op->cv);
+	pthread_mutex_unlock(&op->mu);
+	pthread_join(op->thread, NULL);
+	op->started = false;
+}
+
+static void opener_destroy(struct sl_opener *op)
+{
+	stop_thread(op);
+	if (op->taskdir >= 0)
+		close(op->taskdir);
+	if (op->procfd >= 0)
+		close(op->procfd);
+	pthread_cond_destroy(&op->cv);
+	pthread_mutex_destroy(&op->mu);
+	pthread_mutex_destroy(&op->call_lock);
+	free(op);
+}
+
+struct sl_opener *sl_opener_new(int ruleset_fd, int *err, char **msg)
+{
+	struct sl_opener *op = calloc(1, sizeof(*op));
+	if (!op) {
+		sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	pthread_mutex_init(&op->call_lock, NULL);
+	pthread_mutex_init(&op->mu, NULL);
+	pthread_cond_init(&op->cv, NULL);
+	op->listener = -1;
+	op->procfd = -1;
+	op->ruleset_fd = ruleset_fd;
+	op->fixed_ids = ids_fixed();
+	op->taskdir = open("/proc/self/task", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (op->taskdir < 0) {
+		sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "opener: /proc/self/task: %s",
+		        strerror(errno));
+		opener_destroy(op);
+		return NULL;
+	}
+	/* No signal of the caller's may run on the opener. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&op->thread, NULL, opener_main, op);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "opener thread: %s", strerror(rc));
+		opener_destroy(op);
+		return NULL;
+	}
+	op->started = true;
+	pthread_mutex_lock(&op->mu);
+	while (!op->ready)
+		pthread_cond_wait(&op->cv, &op->mu);
+	int e = op->setup_err;
+	pthread_mutex_unlock(&op->mu);
+	op->ruleset_fd = -1;
+	if (e) {
+		sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
+		        "opener: cannot confine the on-behalf opener thread: %s", strerror(e));
+		opener_destroy(op);
+		return NULL;
+	}
+	return op;
+}
+
+void sl_opener_guard_proc(struct sl_opener *op, pid_t init, bool fast_self)
+{
+	op->procfd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	op->init = init;
+	op->proc_fast = fast_self && op->procfd >= 0;
+	op->proc_guard = true; /* without procfd every /proc open is refused */
+}
+
+/* ---------------- finding a run's opener ---------------- */
+
+#define MAX_BOUND 64 /* concurrent runs in one process */
+
+static pthread_mutex_t g_reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sl_opener *g_reg[MAX_BOUND];
+
+int sl_opener_bind(struct sl_opener *op, int listener)
+{
+	int rc = -1;
+	pthread_mutex_lock(&g_reg_mu);
+	for (size_t i = 0; i < MAX_BOUND; i++)
+		if (!g_reg[i]) {
+			g_reg[i] = op;
+			op->listener = listener;
+			rc = 0;
+			break;
+		}
+	pthread_mutex_unlock(&g_reg_mu);
+	return rc;
+}
+
+struct sl_opener *sl_opener_find(int listener)
+{
+	struct sl_opener *op = NULL;
+	pthread_mutex_lock(&g_reg_mu);
+	for (size_t i = 0; i < MAX_BOUND && !op; i++)
+		if (g_reg[i] && g_reg[i]->listener == listener)
+			op = g_reg[i];
+	pthread_mutex_unlock(&g_reg_mu);
+	return op;
+}
+
+void sl_opener_free(struct sl_opener *op)
+{
+	if (!op)
+		return;
+	pthread_mutex_lock(&g_reg_mu);
+	for (size_t i = 0; i < MAX_BOUND; i++)
+		if (g_reg[i] == op)
+			g_reg[i] = NULL;
+	pthread_mutex_unlock(&g_reg_mu);
+	opener_destroy(op);
+}
+
+/* ---------------- decoding the call ---------------- */
+
+bool sl_opener_handles(int nr)
+{
+	return nr == __NR_open || nr == __NR_creat || nr == __NR_openat || nr == __NR_openat2;
+}
+
+struct open_call {
+	int dirfd;
+	uint64_t path;
+	struct open_how how;
+};
+
+/* open/openat/creat: what build_open_how makes of (flags, mode). */
+static void legacy_how(struct open_how *how, uint64_t flags, uint64_t mode)
+{
+	how->flags = flags & K_VALID_OPEN_FLAGS;
+	if (how->flags & O_PATH)
+		how->flags &= K_O_PATH_FLAGS;
+	how->mode = (how->flags & (O_CREAT | __O_TMPFILE)) ? (mode & 07777) : 0;
+	how->resolve = 0;
+}
+
+/* openat2's struct open_how, read once, sized like copy_struct_from_user. */
+static int read_how(sandlock_mem_t *m, uint64_t addr, uint64_t size, struct open_how *how)
+{
+	if (size < OPEN_HOW_SIZE_VER0)
+		return EINVAL;
+	if (size > OPEN_HOW_SIZE_MAX)
+		return E2BIG;
+	unsigned char buf[OPEN_HOW_SIZE_MAX];
+	if (sandlock_mem_read(m, addr, buf, (size_t)size) != 0)
+		return EFAULT;
+	memset(how, 0, sizeof(*how));
+	size_t k = size < sizeof(*how) ? (size_t)size : sizeof(*how);
+	memcpy(how, buf, k);
+	for (size_t i = k; i < size; i++)
+		if (buf[i])
+			return E2BIG;
+	return 0;
+}
+
+static int decode(const sandlock_notif_t *n, sandlock_mem_t *m, struct open_call *c)
+{
+	const uint64_t *a = n->args;
+	memset(c, 0, sizeof(*c));
+	switch (n->syscall_nr) {
+	case __NR_open:
+		c->dirfd = AT_FDCWD;
+		c->path = a[0];
+		legacy_how(&c->how, a[1], a[2]);
+		return 0;
+	case __NR_creat:
+		c->dirfd = AT_FDCWD;
+		c->path = a[0];
+		legacy_how(&c->how, O_CREAT | O_WRONLY | O_TRUNC, a[1]);
+		return 0;
+	case __NR_openat:
+		c->dirfd = (int)(uint32_t)a[0];
+		c->path = a[1];
+		legacy_how(&c->how, a[2], a[3]);
+		return 0;
+	case __NR_openat2:
+		c->dirfd = (int)(uint32_t)a[0];
+		c->path = a[1];
+		return read_how(m, a[2], a[3], &c->how);
+	default:
+		return EINVAL;
+	}
+}
+
+/* ---------------- the path ---------------- */
+
+/* /proc/self... (and friends) name the caller: rewrite them to /proc/TID
+ * in place.  False if the result would not fit in cap. */
+static bool rewrite_self(char *p, size_t cap, unsigned tid)
+{
+	static const struct {
+		const char *from, *to; /* to: printf format taking the tid */
+	} map[] = {
+		{ "/proc/self", "/proc/%u" },        { "/proc/thread-self", "/proc/%u" },
+		{ "/dev/fd", "/proc/%u/fd" },        { "/dev/stdin", "/proc/%u/fd/0" },
+		{ "/dev/stdout", "/proc/%u/fd/1" },  { "/dev/stderr", "/proc/%u/fd/2" },
+	};
+	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+		size_t k = strlen(map[i].from);
+		if (strncmp(p, map[i].from, k) != 0 || (p[k] != '/' && p[k] != '\0'))
+			continue;
+		char head[48];
+		int h = snprintf(head, sizeof head, map[i].to, tid);
+		size_t rest = strlen(p + k);
+		if ((size_t)h + rest + 1 > cap)
+			return false;
+		memmove(p + h, p + k, rest + 1);
+		memcpy(p, head, (size_t)h);
+		return true;
+	}
+	return true;
+}
+
+/* The path argument, read once and rewritten.  NULL with *e on failure. */
+static char *read_path(sandlock_mem_t *m, uint64_t addr, unsigned tid, int *e)
+{
+	char *p = addr ? sandlock_mem_read_cstr(m, addr, PATH_MAX) : NULL;
+	if (!p) {
+		char ch;
+		/* Readable but unterminated within PATH_MAX: too long. */
+		*e = addr && sandlock_mem_read(m, addr, &ch, 1) == 0 ? ENAMETOOLONG : EFAULT;
+		return NULL;
+	}
+	char *q = realloc(p, PATH_MAX + 64);
+	if (!q) {
+		sandlock_string_free(p);
+		*e = ENOMEM;
+		return NULL;
+	}
+	if (!rewrite_self(q, PATH_MAX + 64, tid) || strlen(q) >= PATH_MAX) {
+		free(q);
+		*e = ENAMETOOLONG;
+		return NULL;
+	}
+	return q;
+}
+
+/* N if p is exactly /proc/TID/fd/N (a reopen of the caller's own fd), else -1. */
+static int own_fd_reopen(const char *p, unsigned tid)
+{
+	char pre[40];
+	int k = snprintf(pre, sizeof pre, "/proc/%u/fd/", tid);
+	if (strncmp(p, pre, (size_t)k) != 0 || !p[k])
+		return -1;
+	long v = 0;
+	for (const char *s = p + k; *s; s++) {
+		if (*s < '0' || *s > '9' || v > INT_MAX / 10)
+			return -1;
+		v = v * 10 + (*s - '0');
+	}
+	return v <= INT_MAX ? (int)v : -1;
+}
+
+/* ---------------- the caller ---------------- */
+
+/* "Key: a b c d" of /proc/TID/status: the eff and fs ids (2nd and 4th). */
+static bool parse_ids(const char *st, const char *key, unsigned long *eff, unsigned long *fs)
+{
+	const char *l = strstr(st, key);
+	unsigned long r, s;
+	return l && sscanf(l + strlen(key), "%lu %lu %lu %lu", &r, eff, &s, fs) == 4;
+}
+
+/* Check the caller acts with our ids (then DAC treats the opener as it
+ * would the caller) and take its umask.  0 or an errno. */
+static int caller_creds(int piddir, mode_t *umask_out)
+{
+	int fd = openat(piddir, "status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ESRCH;
+	char buf[4096];
+	ssize_t len = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (len <= 0)
+		return ESRCH;
+	buf[len] = 0;
+	unsigned long eu, fu, eg, fg;
+	if (!parse_ids(buf, "\nUid:", &eu, &fu) || !parse_ids(buf, "\nGid:", &eg, &fg))
+		return EPERM;
+	unsigned long me = geteuid(), mg = getegid();
+	if (eu != me || fu != me || eg != mg || fg != mg)
+		return EPERM; /* fail closed: the opener cannot act as another user */
+	const char *u = strstr(buf, "\nUmask:");
+	unsigned long um;
+	if (!u || sscanf(u + 7, "%lo", &um) != 1)
+		return EPERM;
+	*umask_out = (mode_t)(um & 0777);
+	return 0;
+}
+
+/* ---------------- after the open ---------------- */
+
+static bool on_procfs(int fd)
+{
+	struct statfs sf;
+	return fstatfs(fd, &sf) < 0 || sf.f_type == PROC_SUPER_MAGIC; /* unknown: treat as */
+}
+
+/* True if fd is a file of our own /proc/PID (or /proc/PID/task/TID). */
+static bool in_our_proc(const struct sl_opener *op, int fd, const char *real)
+{
+	struct statfs sf;
+	if (fstatfs(fd, &sf) < 0)
+		return true; /* cannot tell: refuse */
+	if (sf.f_type != PROC_SUPER_MAGIC)
+		return false;
+	if (strncmp(real, "/proc/", 6) != 0)
+		return false; /* /proc mounted elsewhere would need its own check */
+	char num[16];
+	size_t i = 0;
+	for (const char *s = real + 6; *s >= '0' && *s <= '9'; s++)
+		if (i < sizeof num - 1)
+			num[i++] = *s;
+	num[i] = 0;
+	return i > 0 && faccessat(op->taskdir, num, F_OK, 0) == 0;
+}
+
+/* Real path, device and inode of our fd; the checks of step 6. */
+static int describe(const struct sl_opener *op, int fd, sandlock_opened_t *out)
+{
+	char link[32], real[PATH_MAX + 1];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t len = readlink(link, real, sizeof real - 1);
+	if (len < 0)
+		return EPERM;
+	real[len] = 0;
+	if (in_our_proc(op, fd, real))
+		return EACCES; /* the supervisor's own /proc is never the caller's */
+	if (op->proc_guard && on_procfs(fd)) {
+		int e = op->procfd >= 0 ? sl_proc_policy(op->procfd, op->init, real) : EACCES;
+		if (e)
+			return e;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return EPERM;
+	out->path = sl_strdup(real);
+	if (!out->path)
+		return ENOMEM;
+	out->dev = (uint64_t)st.st_dev;
+	out->ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
+/* ---------------- the caller's own /proc/TID ---------------- */
+
+/*
+ * The opener thread lives in a Landlock domain of its own, so the kernel
+ * refuses it the caller's ptrace-guarded /proc files (maps, mem, environ,
+ * pagemap, ...), which the caller may always open itself.  With /proc
+ * readable and nothing denied beneath it, a read-only open of
+ * /proc/TID/REST (TID the caller, spelled so or via /proc/self) is done
+ * by the calling supervisor thread instead: from the caller's pinned
+ * /proc/TID, RESOLVE_BENEATH (no way out of it) and no magic links, with
+ * our effective capabilities lowered so the file is opened (and keeps
+ * f_cred) with the caller's rights, not ours.
+ */
+static const char *own_proc_rest(const char *p, unsigned tid)
+{
+	char pre[32];
+	int k = snprintf(pre, sizeof pre, "/proc/%u", tid);
+	if (strncmp(p, pre, (size_t)k) != 0 || (p[k] != '/' && p[k] != '\0'))
+		return NULL;
+	p += k;
+	while (*p == '/')
+		p++;
+	return *p ? p : ".";
+}
+
+static bool read_only(uint64_t f)
+{
+	return (f & O_ACCMODE) == O_RDONLY && !(f & (O_CREAT | O_TRUNC | __O_TMPFILE | O_APPEND));
+}
+
+struct caps_saved {
+	struct __user_cap_header_struct h;
+	struct __user_cap_data_struct d[2];
+	bool lowered;
+};
+
+/* Clear this thread's effective capabilities (permitted kept to restore). */
+static int caps_lower(struct caps_saved *sv)
+{
+	sv->lowered = false;
+	sv->h.version = _LINUX_CAPABILITY_VERSION_3;
+	sv->h.pid = 0;
+	if (syscall(SYS_capget, &sv->h, sv->d) < 0)
+		return -1;
+	if (!sv->d[0].effective && !sv->d[1].effective)
+		return 0;
+	struct __user_cap_data_struct low[2];
+	memcpy(low, sv->d, sizeof low);
+	low[0].effective = low[1].effective = 0;
+	if (syscall(SYS_capset, &sv->h, low) < 0)
+		return -1;
+	sv->lowered = true;
+	return 0;
+}
+
+static void caps_restore(struct caps_saved *sv)
+{
+	if (sv->lowered && syscall(SYS_capset, &sv->h, sv->d) < 0)
+		sl_warn("opener: cannot restore the supervisor's capabilities: %s", strerror(errno));
+}
+
+static void perform_local(struct req *r)
+{
+	struct caps_saved sv;
+	if (caps_lower(&sv) < 0) {
+		r->fd = -1;
+		r->err = EPERM; /* never with more rights than the caller */
+		return;
+	}
+	perform(r);
+	caps_restore(&sv);
+}
+
+/* ---------------- one on-behalf open ---------------- */
+
+/* Our flags and starting point for the request.  0 or an errno. */
+static bool op_fast(const struct sl_opener *op)
+{
+	return op->proc_guard && op->proc_fast;
+}
+
+static int prepare(const struct sl_opener *op, int listener, const sandlock_notif_t *n,
+                   const struct open_call *c, const char *path, struct req *r, char *reopen,
+                   size_t cap)
+{
+	uint64_t caller_resolve = r->how.resolve;
+	int own = caller_resolve ? -1 : own_fd_reopen(path, n->pid);
+	if (own >= 0) {
+		/* The caller's own fd: reopen our duplicate through our /proc
+		 * (the magic link is ours now; Landlock still checks the file). */
+		int dup = sl_child_getfd(listener, n, own);
+		if (dup < 0)
+			return dup == -EBADF ? ENOENT : -dup;
+		snprintf(reopen, cap, "/proc/self/fd/%d", dup);
+		r->base = dup; /* closed by the caller of prepare */
+		r->path = reopen;
+		return 0;
+	}
+	const char *rest = own < 0 && !caller_resolve && op_fast(op) && read_only(r->how.flags)
+	                           ? own_proc_rest(path, n->pid) : NULL;
+	if (rest) {
+		int base = sl_child_procdir(listener, n); /* pinned, confirmed */
+		if (base < 0)
+			return -base;
+		r->base = base;
+		r->path = rest;
+		r->how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+		r->local = true;
+		return 0;
+	}
+	r->how.resolve |= RESOLVE_NO_MAGICLINKS;
+	r->path = path;
+	bool absolute = path[0] == '/' && !(caller_resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT));
+	if (absolute) {
+		r->base = AT_FDCWD;
+		return 0;
+	}
+	int base = sl_child_dirfd(listener, n, c->dirfd);
+	if (base < 0)
+		return -base;
+	r->base = base;
+	return 0;
+}
+
+/* Open as asked, plus O_NONBLOCK/O_NOCTTY (header); undo O_NONBLOCK. */
+static int run_request(struct sl_opener *op, struct req *r, bool *clear_nonblock)
+{
+	uint64_t f = r->how.flags;
+	*clear_nonblock = false;
+	if (!(f & O_PATH)) {
+		*clear_nonblock = !(f & O_NONBLOCK);
+		r->how.flags |= O_NONBLOCK | O_NOCTTY;
+	}
+	r->how.flags |= O_CLOEXEC; /* ours; the caller's copy is set by ADDFD */
+	if (r->local)
+		perform_local(r);
+	else
+		submit(op, r);
+	return r->err;
+}
+
+int sl_opener_open_call(struct sl_opener *op, int listener, const sandlock_notif_t *n,
+                        sandlock_mem_t *m, sandlock_opened_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->fd = -1;
+	struct open_call c;
+	int e = decode(n, m, &c);
+	if (e)
+		return e;
+	char *path = read_path(m, c.path, n->pid, &e);
+	if (!path)
+		return e;
+	struct req r = { .base = AT_FDCWD, .how = c.how, .fd = -1 };
+	out->newfd_flags = (c.how.flags & O_CLOEXEC) ? O_CLOEXEC : 0;
+	r.set_umask = c.how.flags & (O_CREAT | __O_TMPFILE);
+	if (r.set_umask || !op->fixed_ids) {
+		/* /proc/TID/status is costly: only for a create or shifting ids. */
+		int piddir = sl_child_procdir(listener, n); /* pins the caller */
+		if (piddir < 0) {
+			free(path);
+			return ESRCH;
+		}
+		e = caller_creds(piddir, &r.umask);
+		close(piddir);
+	}
+	char reopen[48];
+	if (!e)
+		e = prepare(op, listener, n, &c, path, &r, reopen, sizeof reopen);
+	bool clear_nb = false;
+	if (!e)
+		e = run_request(op, &r, &clear_nb);
+	if (r.base >= 0)
+		close(r.base);
+	free(path);
+	if (e)
+		return e;
+	/* Pinned objects only so far; the answer must still reach the caller. */
+	if (!sl_notif_valid(listener, n->id))
+		e = ESRCH;
+	if (!e)
+		e = describe(op, r.fd, out);
+	if (!e && clear_nb) {
+		int fl = fcntl(r.fd, F_GETFL);
+		if (fl < 0 || fcntl(r.fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+			e = EIO;
+	}
+	if (e) {
+		close(r.fd);
+		sandlock_string_free(out->path);
+		memset(out, 0, sizeof(*out));
+		out->fd = -1;
+		return e;
+	}
+	out->fd = r.fd;
+	return 0;
+}
+
+/* ---------------- the C ABI ---------------- */
+
+SL_EXPORT int32_t sandlock_open_on_behalf(sandlock_mem_t *m, const sandlock_notif_t *n,
+                                          sandlock_opened_t *out)
+{
+	if (!out)
+		return EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->fd = -1;
+	if (!m || !n || n->id != m->id || (pid_t)n->pid != m->pid ||
+	    !sl_opener_handles(n->syscall_nr))
+		return EINVAL;
+	struct sl_opener *op = sl_opener_find(m->listener);
+	if (!op)
+		return ENOSYS; /* this run has no opener (no handlers) */
+	return sl_opener_open_call(op, m->listener, n, m, out);
+}

@@ -1,0 +1,53 @@
+/*
+ * opener.h — opening files on a trapped process's behalf, TOCTOU-safely.
+ *
+ * A handler that checks a path and answers CONTINUE loses to a second
+ * thread that rewrites the path after the check: the kernel reads it
+ * again.  The opener closes that race for the open family (open, creat,
+ * openat, openat2): the supervisor reads the arguments once, a dedicated
+ * thread confined by the sandbox's own Landlock ruleset performs the
+ * open, the handler decides on the file actually opened (its real path,
+ * device and inode), and the fd is injected with ADDFD+SEND.  See
+ * opener.c for the details (credentials, /proc/self, magic links, FIFOs).
+ *
+ * One opener per run, created from the launch's ruleset before the
+ * listener is served, and found by the listener fd
+ * (sandlock_open_on_behalf only has the handler's sandlock_mem_t).
+ */
+#ifndef SANDLOCK_OPENER_H
+#define SANDLOCK_OPENER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "sandlock.h"
+
+struct sl_opener;
+
+/* Start the opener thread confined by ruleset_fd (a Landlock ruleset,
+ * which it does not keep).  NULL with *err, *msg on failure. */
+struct sl_opener *sl_opener_new(int ruleset_fd, int *err, char **msg);
+/* With /proc readable: apply the /proc policy (builtins/proc.h) to every
+ * file opened, for the sandbox whose init is init; fast_self: nothing is
+ * denied beneath /proc, so the caller's own /proc/TID files may be opened
+ * by the supervisor thread (see opener.c).  Before bind. */
+void sl_opener_guard_proc(struct sl_opener *op, pid_t init, bool fast_self);
+/* Make the opener the one sandlock_open_on_behalf finds for listener. */
+int sl_opener_bind(struct sl_opener *op, int listener);
+/* Unbind, stop and join the thread (NULL is fine). */
+void sl_opener_free(struct sl_opener *op);
+/* The opener bound to listener, or NULL. */
+struct sl_opener *sl_opener_find(int listener);
+
+/* True for open, creat, openat and openat2. */
+bool sl_opener_handles(int nr);
+/*
+ * Perform the trapped open n on the caller's behalf.  0 with *out filled
+ * (out->fd and out->path are the caller's to release), or a positive
+ * errno that is the answer to give (the open failed as it would have for
+ * the caller, or could not be performed safely).
+ */
+int sl_opener_open_call(struct sl_opener *op, int listener, const sandlock_notif_t *n,
+                        sandlock_mem_t *m, sandlock_opened_t *out);
+
+#endif /* SANDLOCK_OPENER_H */
