@@ -468,8 +468,10 @@ static int parse_net(sandlock_builder_t *b, int *err, char **msg)
 	for (size_t i = 0; i < b->raw_bind_deny.n; i++)
 		if (sl_portranges_add(&c->bind_deny, b->raw_bind_deny.v[i], &why) < 0)
 			return bad_rule(err, msg, "net_deny_bind", b->raw_bind_deny.v[i], why);
-	c->net_udp = sl_netrules_has_proto(&c->net, SL_NP_UDP);
-	c->net_icmp = sl_netrules_has_proto(&c->net, SL_NP_ICMP);
+	/* Protocol gating: UDP and ping sockets exist only when a rule can
+	 * allow one of their destinations (the filter's socket gate). */
+	c->filter.allow_udp = sl_netrules_has_proto(&c->net, SL_NP_UDP);
+	c->filter.allow_icmp = sl_netrules_has_proto(&c->net, SL_NP_ICMP);
 	landlock_connect_ports(c);
 	return 0;
 }

@@ -15,7 +15,8 @@
 struct sl_filter_policy {
 	uint32_t groups; /* SL_GROUP_* re-allowed by the user */
 	/* The gates of UDP and ICMP (ping) sockets, closed until the network
-	 * policy can check their destinations; not settable through the API yet. */
+	 * policy can check their destinations: opened by a UDP / ICMP rule
+	 * (builder.c), whose destinations builtins/netdest.c then checks. */
 	bool allow_udp;
 	bool allow_icmp;
 };
@@ -33,7 +34,6 @@ struct sandlock_sandbox {
 	/* Network policy (builder.c builds it; builtins/netdest.c enforces
 	 * it on behalf; Landlock is the kernel backstop for TCP). */
 	struct sl_netrules net;   /* net_allow (deny_mode false) or net_deny rules */
-	bool net_udp, net_icmp;   /* some rule allows UDP / ICMP: their sockets may exist */
 	uint16_t net_connect[64]; /* Landlock CONNECT_TCP ports, when ll_connect */
 	size_t n_net_connect;
 	bool ll_connect;          /* Landlock handles TCP connect (with net_connect) */

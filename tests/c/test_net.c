@@ -187,9 +187,9 @@ static void *accept_loop(void *arg)
 		if (poll(p, 2, 50) <= 0)
 			continue;
 		for (int i = 0; i < 2; i++)
-			if (p[i].revents & POLLIN) {
-				int c = accept(a->fds[i], NULL, NULL);
-				if (c >= 0)
+			if (p[i].revents & POLLIN) { /* drain: a full backlog would stall SYNs */
+				int c;
+				while ((c = accept4(a->fds[i], NULL, NULL, SOCK_NONBLOCK)) >= 0)
 					close(c);
 			}
 	}
@@ -198,6 +198,10 @@ static void *accept_loop(void *arg)
 
 static void acceptor_start(struct acceptor *a, int good, int bad)
 {
+	fcntl(good, F_SETFL, O_NONBLOCK);
+	fcntl(bad, F_SETFL, O_NONBLOCK);
+	listen(good, 1024); /* a deep backlog: the control connects fast */
+	listen(bad, 1024);
 	a->fds[0] = good;
 	a->fds[1] = bad;
 	atomic_store(&a->stop, false);
@@ -250,7 +254,7 @@ TEST(tcp_port_race_never_reaches_denied_port)
 	char g[16], bstr[16];
 	snprintf(g, sizeof g, "%d", gp);
 	snprintf(bstr, sizeof bstr, "%d", bp);
-	const char *argv[] = { netprobe(), "tcp-race", g, bstr, "3000", NULL };
+	const char *argv[] = { netprobe(), "tcp-race", g, bstr, "1500", NULL };
 	int nb = 0, ng = 0;
 	CHECK(race_counts(outside_line(argv), &nb, &ng));
 	CHECK(nb > 0);
@@ -261,9 +265,13 @@ TEST(tcp_port_race_never_reaches_denied_port)
 	CHECK(race_counts(run_line(sandlock_sandbox_builder_net_allow_spec(base(), spec), argv), &nb,
 	                  &ng));
 	CHECK(nb == 0 && ng > 0);
+	if (th_failed_now)
+		fprintf(stderr, "  IP rule: bad=%d good=%d\n", nb, ng);
 	CHECK(race_counts(run_line(sandlock_sandbox_builder_net_allow(base(), (uint32_t)gp), argv),
 	                  &nb, &ng));
 	CHECK(nb == 0 && ng > 0);
+	if (th_failed_now)
+		fprintf(stderr, "  port rule: bad=%d good=%d\n", nb, ng);
 	acceptor_stop(&acc);
 	close(gs);
 	close(bs);

@@ -27,9 +27,9 @@ def tcp(host, port, fam=socket.AF_INET):
         return err(e)
 
 def udp(host, port, mode):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.settimeout(5)
     try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.settimeout(5)
         if mode == "connected":
             s.connect((host, int(port)))
             s.send(b"ping")
@@ -148,7 +148,8 @@ def test_udp_connected_and_unconnected(udp_echo):
     checks = ["udp|127.0.0.1|%d|connected" % p, "udp|127.0.0.1|%d|sendto" % p,
               "udp|127.0.0.2|%d|sendto" % p]
     assert outside(*checks)[:2] == ["ok:pong", "ok:pong"]
-    assert probe(sb(net_allow=["tcp://127.0.0.1:%d" % p]), *checks) == ["EACCES"] * 3
+    # no UDP rule: UDP sockets cannot even be created (protocol gating)
+    assert probe(sb(net_allow=["tcp://127.0.0.1:%d" % p]), *checks) == ["EPERM"] * 3
     got = probe(sb(net_allow=["udp://127.0.0.1:%d" % p]), *checks)
     assert got == ["ok:pong", "ok:pong", "EACCES"]
     # a scheme-less rule covers UDP too
