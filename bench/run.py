@@ -12,6 +12,8 @@ Figures:
   onbehalf  the same loop, openat trapped by a C handler: CONTINUE vs opened
             on the caller's behalf and injected (sandlock_open_on_behalf),
             with a bare run of the same batch as the base
+  connect   ns per TCP connect+close to a local listener: bare, with an IP
+            rule and with a port rule (both performed on the caller's behalf)
 Each figure is a median over a few repetitions; each ratio is against the
 figure it is compared with, all measured in this one invocation.  Nothing
 here asserts on timing: the numbers are for reading.
@@ -88,6 +90,51 @@ def python_figures():
             "startup_python_us": statistics.median(starts)}
 
 
+CONNECT_N = int(os.environ.get("BENCH_CONNECT_N", "500"))
+CONNECT_LOOP = r"""
+import socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+t0 = time.perf_counter_ns()
+for _ in range(n):
+    s = socket.socket()
+    s.connect(("127.0.0.1", port))
+    s.close()
+print((time.perf_counter_ns() - t0) / n)
+"""
+
+
+def connect_figures():
+    """ns per connect+close to a local listener (python3 loop): bare, an
+    IP rule (on-behalf connect), a bare port rule (also on behalf).  Each
+    run gets a fresh listener that never accepts: its connects wait in a
+    backlog deeper than the loop, so no accepting thread sets the pace."""
+    import socket
+    sys.path.insert(0, str(REPO / "python"))
+    import sandlock
+
+    def one(make_box):
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(4096)
+        port = srv.getsockname()[1]
+        argv = ["/usr/bin/python3", "-c", CONNECT_LOOP, str(port), str(CONNECT_N)]
+        try:
+            if make_box is None:
+                return float(subprocess.run(argv, capture_output=True, text=True,
+                                            check=True).stdout)
+            return float(as_text(make_box(port).run(argv).stdout))
+        finally:
+            srv.close()
+
+    variants = {
+        "connect_bare_ns": None,
+        "connect_ip_rule_ns": lambda p: sandlock.Sandbox(
+            fs_readable=SYS_RO, net_allow=["tcp://127.0.0.1:%d" % p]),
+        "connect_port_rule_ns": lambda p: sandlock.Sandbox(fs_readable=SYS_RO, net_allow=[p]),
+    }
+    return {k: statistics.median(one(v) for _ in range(REPS)) for k, v in variants.items()}
+
+
 def row(label, value, unit, *bases):
     """One figure and its ratio against each (name, value) in bases."""
     ratios = "  ".join(f"{value / b:6.2f}x {name}" for name, b in bases if b)
@@ -103,6 +150,11 @@ def main():
         fig.update(python_figures())
     except Exception as e:  # report, but still print the C figures
         print(f"python variants failed: {type(e).__name__}: {e}", file=sys.stderr)
+
+    try:
+        fig.update(connect_figures())
+    except Exception as e:
+        print(f"connect figures failed: {type(e).__name__}: {e}", file=sys.stderr)
 
     print(f"sandlock benchmarks (median of {REPS} runs for openat, "
           f"{STARTUP_RUNS} for startup)")
@@ -144,6 +196,14 @@ def main():
             ("onbehalf_continue_ns", "trapped, C handler CONTINUE", (bare,)),
             ("onbehalf_onbehalf_ns", "trapped, C handler open on behalf", (cont, bare))):
         print(row(label, fig[key], "ns", *bases))
+    if "connect_bare_ns" in fig:
+        print(f"TCP connect+close to 127.0.0.1 (per call, python3 loop of {CONNECT_N})")
+        bare = ("vs bare", fig["connect_bare_ns"])
+        for key, label in (("connect_bare_ns", "bare, no sandbox"),
+                           ("connect_ip_rule_ns", "IP rule: trapped, on behalf"),
+                           ("connect_port_rule_ns", "port rule: trapped, on behalf")):
+            if key in fig:
+                print(row(label, fig[key], "ns", *(() if key == "connect_bare_ns" else (bare,))))
     if "openat_py_handler_ns" not in fig:
         return 1
     return 0

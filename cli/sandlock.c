@@ -67,10 +67,15 @@ static const char usage_run[] =
 	"      --disable PROT       never enforce PROT (repeatable); PROT is one of\n"
 	"                           fs_refer, fs_truncate, net_tcp, fs_ioctl_dev,\n"
 	"                           signal_scope, abstract_unix_socket_scope\n"
-	"Network (TCP only, UDP and other protocols are always denied; without\n"
-	"rules all TCP connect/bind is denied):\n"
-	"      --net-allow PORT       allow TCP connect to PORT\n"
-	"      --net-allow-bind PORT  allow TCP bind to PORT\n"
+	"Network (without rules no TCP/UDP/ICMP destination and no bind is allowed):\n"
+	"      --net-allow SPEC       allow destinations [tcp://|udp://|icmp://]TARGET[:PORTS]\n"
+	"                             TARGET: *, IP, [IPv6], CIDR, hostname; PORTS: N,M | *;\n"
+	"                             a bare port list = any address (443 = :443)\n"
+	"      --net-deny SPEC        deny these IP/CIDR destinations, allow the rest\n"
+	"      --net-allow-bind PORTS allow TCP bind: N, lo-hi, * (comma-separated)\n"
+	"      --net-deny-bind PORTS  deny TCP bind to these ports, allow the rest\n"
+	"      --allow-unix PATH      allow connecting to unix sockets at or below PATH\n"
+	"      --net-unix-readable    also allow unix sockets inside -r trees\n"
 	"Syscalls:\n"
 	"      --extra-allow-syscalls GROUP[,GROUP...]\n"
 	"                           re-allow a syscall group denied by default\n"
@@ -107,6 +112,10 @@ enum {
 	OPT_EXTRA_DENY,
 	OPT_ALLOW_DEGRADED,
 	OPT_DISABLE,
+	OPT_NET_DENY,
+	OPT_NET_DENY_BIND,
+	OPT_ALLOW_UNIX,
+	OPT_UNIX_READABLE,
 };
 
 static const struct option run_options[] = {
@@ -119,6 +128,10 @@ static const struct option run_options[] = {
 	{ "cwd", required_argument, NULL, 'C' },
 	{ "net-allow", required_argument, NULL, OPT_NET_ALLOW },
 	{ "net-allow-bind", required_argument, NULL, OPT_NET_ALLOW_BIND },
+	{ "net-deny", required_argument, NULL, OPT_NET_DENY },
+	{ "net-deny-bind", required_argument, NULL, OPT_NET_DENY_BIND },
+	{ "allow-unix", required_argument, NULL, OPT_ALLOW_UNIX },
+	{ "net-unix-readable", no_argument, NULL, OPT_UNIX_READABLE },
 	{ "clean-env", no_argument, NULL, OPT_CLEAN_ENV },
 	{ "env", required_argument, NULL, OPT_ENV },
 	{ "random-seed", required_argument, NULL, OPT_RANDOM_SEED },
@@ -212,16 +225,20 @@ static int apply_extra_allow(sandlock_builder_t *b, const char *arg)
 	}
 }
 
-static int apply_port(sandlock_builder_t *b, int c, const char *arg)
+/* --net-allow / --net-deny SPEC: checked here so the error names the flag. */
+static int apply_net(sandlock_builder_t *b, int c, const char *arg)
 {
-	uint64_t v = 0;
-	const char *why = NULL;
-	if (cli_parse_uint(arg, 1, 65535, &v, &why))
-		return bad_value(c, arg, "expected a TCP port 1-65535");
+	char name[32];
+	char *why = sandlock_net_spec_error(arg, c == OPT_NET_DENY);
+	if (why) {
+		fprintf(stderr, "sandlock: %s '%s': %s\n", opt_name(c, name, sizeof name), arg, why);
+		sandlock_string_free(why);
+		return EXIT_SANDLOCK;
+	}
 	if (c == OPT_NET_ALLOW)
-		sandlock_sandbox_builder_net_allow(b, (uint32_t)v);
+		sandlock_sandbox_builder_net_allow_spec(b, arg);
 	else
-		sandlock_sandbox_builder_net_allow_bind(b, (uint32_t)v);
+		sandlock_sandbox_builder_net_deny(b, arg);
 	return 0;
 }
 
@@ -391,8 +408,20 @@ static int apply_option(sandlock_builder_t *b, int c, const char *arg)
 	case OPT_DISABLE:
 		return apply_protection(b, c, arg);
 	case OPT_NET_ALLOW:
-	case OPT_NET_ALLOW_BIND:
-		return apply_port(b, c, arg);
+	case OPT_NET_DENY:
+		return apply_net(b, c, arg);
+	case OPT_NET_ALLOW_BIND: /* port syntax checked by the build */
+		sandlock_sandbox_builder_net_allow_bind_spec(b, arg);
+		return 0;
+	case OPT_NET_DENY_BIND:
+		sandlock_sandbox_builder_net_deny_bind(b, arg);
+		return 0;
+	case OPT_ALLOW_UNIX:
+		sandlock_sandbox_builder_net_allow_unix(b, arg);
+		return 0;
+	case OPT_UNIX_READABLE:
+		sandlock_sandbox_builder_net_unix_readable(b, true);
+		return 0;
 	case OPT_CLEAN_ENV:
 		sandlock_sandbox_builder_clean_env(b, true);
 		return 0;

@@ -157,9 +157,37 @@ sandlock_builder_t *sandlock_sandbox_builder_env_var(sandlock_builder_t *b, cons
 sandlock_builder_t *sandlock_sandbox_builder_clean_env(sandlock_builder_t *b, bool clean);
 sandlock_builder_t *sandlock_sandbox_builder_max_processes(sandlock_builder_t *b, uint32_t n);
 sandlock_builder_t *sandlock_sandbox_builder_max_memory(sandlock_builder_t *b, uint64_t bytes);
-/* TCP ports (Landlock ABI >= 4).  Without any rule all TCP connect/bind is denied. */
+/*
+ * Network (README "Network policy").  Without any rule every TCP connect
+ * and bind is denied, and so is every UDP and ICMP destination.
+ * net_allow(port): TCP connect to PORT on any address (= "tcp://:PORT").
+ * net_allow_spec / net_deny: endpoint rules "[scheme://]target[:ports]"
+ * (mutually exclusive); net_allow_bind(port) / net_allow_bind_spec
+ * ("N", "lo-hi", "*", comma-separated) and net_deny_bind (exclusive).
+ * Bad rules are reported by sandlock_sandbox_build, naming the rule.
+ */
 sandlock_builder_t *sandlock_sandbox_builder_net_allow(sandlock_builder_t *b, uint32_t port);
 sandlock_builder_t *sandlock_sandbox_builder_net_allow_bind(sandlock_builder_t *b, uint32_t port);
+sandlock_builder_t *sandlock_sandbox_builder_net_allow_spec(sandlock_builder_t *b,
+                                                            const char *spec);
+sandlock_builder_t *sandlock_sandbox_builder_net_deny(sandlock_builder_t *b, const char *spec);
+sandlock_builder_t *sandlock_sandbox_builder_net_allow_bind_spec(sandlock_builder_t *b,
+                                                                 const char *spec);
+sandlock_builder_t *sandlock_sandbox_builder_net_deny_bind(sandlock_builder_t *b,
+                                                           const char *spec);
+/* NULL if spec is a well-formed endpoint rule (deny: as net_deny takes
+ * it), else why not (free with sandlock_string_free).  No DNS lookup. */
+char *sandlock_net_spec_error(const char *spec, int deny);
+/*
+ * Pathname unix sockets: connect/sendto/sendmsg reach a socket file only
+ * inside an fs_write tree, at or below a net_allow_unix path (must exist),
+ * or inside an fs_read tree when net_unix_readable is true; never inside
+ * fs_deny.  Abstract sockets are refused (see README).
+ */
+sandlock_builder_t *sandlock_sandbox_builder_net_allow_unix(sandlock_builder_t *b,
+                                                            const char *path);
+sandlock_builder_t *sandlock_sandbox_builder_net_unix_readable(sandlock_builder_t *b,
+                                                               bool allow);
 sandlock_builder_t *sandlock_sandbox_builder_timeout_ms(sandlock_builder_t *b, uint64_t ms);
 /* Deferred handler calls still running after this long are failed with EIO (default 30000). */
 sandlock_builder_t *sandlock_sandbox_builder_deferred_timeout_ms(sandlock_builder_t *b,

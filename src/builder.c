@@ -142,38 +142,94 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_max_memory(sandlock_build
 	return b;
 }
 
-/* Append a TCP port to a fixed-size list (duplicates are harmless; b is not NULL). */
-static sandlock_builder_t *b_add_port(sandlock_builder_t *b, uint16_t *list, size_t *n,
-                                      uint32_t port, const char *what)
+/* A numeric port from the C ABI: 1..65535 (b is not NULL). */
+static bool b_port_ok(sandlock_builder_t *b, uint32_t port)
 {
 	if (port == 0 || port > 65535) {
 		char num[16];
 		snprintf(num, sizeof num, "%u", port);
 		b_error(b, SANDLOCK_ERR_BAD_PORT, "bad TCP port %s (must be 1..65535)", num);
+		return false;
+	}
+	return true;
+}
+
+/* Record a rule string, checked at build (b is not NULL). */
+static sandlock_builder_t *b_add_spec(sandlock_builder_t *b, sl_strvec *v, const char *spec,
+                                      const char *what)
+{
+	if (!spec) {
+		b_error(b, SANDLOCK_ERR_INVALID, "%s: NULL rule", what);
 		return b;
 	}
-	if (*n >= 64) {
-		b_error(b, SANDLOCK_ERR_INVALID, "%s: too many ports (max 64)", what);
-		return b;
-	}
-	list[(*n)++] = (uint16_t)port;
+	if (sl_strvec_push(v, spec) < 0)
+		b_oom(b);
 	return b;
 }
 
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_allow(sandlock_builder_t *b,
                                                                  uint32_t port)
 {
-	if (!b)
-		return NULL;
-	return b_add_port(b, b->cfg.net_connect, &b->cfg.n_net_connect, port, "net_allow");
+	if (!b || !b_port_ok(b, port))
+		return b;
+	char spec[32];
+	snprintf(spec, sizeof spec, "tcp://:%u", port); /* TCP only, as this call always meant */
+	return b_add_spec(b, &b->raw_net_allow, spec, "net_allow");
 }
 
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_allow_bind(sandlock_builder_t *b,
                                                                       uint32_t port)
 {
+	if (!b || !b_port_ok(b, port))
+		return b;
+	char spec[16];
+	snprintf(spec, sizeof spec, "%u", port);
+	return b_add_spec(b, &b->raw_bind_allow, spec, "net_allow_bind");
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_allow_spec(sandlock_builder_t *b,
+                                                                      const char *spec)
+{
+	return b ? b_add_spec(b, &b->raw_net_allow, spec, "net_allow") : NULL;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_deny(sandlock_builder_t *b,
+                                                                const char *spec)
+{
+	return b ? b_add_spec(b, &b->raw_net_deny, spec, "net_deny") : NULL;
+}
+
+SL_EXPORT sandlock_builder_t *
+sandlock_sandbox_builder_net_allow_bind_spec(sandlock_builder_t *b, const char *spec)
+{
+	return b ? b_add_spec(b, &b->raw_bind_allow, spec, "net_allow_bind") : NULL;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_deny_bind(sandlock_builder_t *b,
+                                                                     const char *spec)
+{
+	return b ? b_add_spec(b, &b->raw_bind_deny, spec, "net_deny_bind") : NULL;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_allow_unix(sandlock_builder_t *b,
+                                                                      const char *path)
+{
 	if (!b)
 		return NULL;
-	return b_add_port(b, b->cfg.net_bind, &b->cfg.n_net_bind, port, "net_allow_bind");
+	return b_add_path(b, &b->raw_unix, path, "net_allow_unix");
+}
+
+SL_EXPORT sandlock_builder_t *
+sandlock_sandbox_builder_net_unix_readable(sandlock_builder_t *b, bool allow)
+{
+	if (b)
+		b->cfg.unix_readable = allow;
+	return b;
+}
+
+SL_EXPORT char *sandlock_net_spec_error(const char *spec, int deny)
+{
+	return sl_netrules_check(spec, deny != 0);
 }
 
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_timeout_ms(sandlock_builder_t *b,
@@ -395,6 +451,10 @@ static void cfg_release(struct sandlock_sandbox *c)
 	sl_strvec_free(&c->fs_write);
 	sl_strvec_free(&c->fs_deny);
 	sl_strvec_free(&c->env);
+	sl_strvec_free(&c->unix_allow);
+	sl_netrules_free(&c->net);
+	sl_portranges_free(&c->bind_allow);
+	sl_portranges_free(&c->bind_deny);
 	free(c->cwd);
 	c->cwd = NULL;
 }
@@ -407,6 +467,11 @@ SL_EXPORT void sandlock_sandbox_builder_free(sandlock_builder_t *b)
 	sl_strvec_free(&b->raw_read);
 	sl_strvec_free(&b->raw_write);
 	sl_strvec_free(&b->raw_deny);
+	sl_strvec_free(&b->raw_unix);
+	sl_strvec_free(&b->raw_net_allow);
+	sl_strvec_free(&b->raw_net_deny);
+	sl_strvec_free(&b->raw_bind_allow);
+	sl_strvec_free(&b->raw_bind_deny);
 	free(b->raw_cwd);
 	free(b->errmsg);
 	free(b);
@@ -471,12 +536,87 @@ static int check_deny_conflicts(const struct sandlock_sandbox *c, int *err, char
 	return 0;
 }
 
+/* A rule that failed to parse: its reason, with the rule named. */
+static int bad_rule(int *err, char **msg, const char *what, const char *spec, char *why)
+{
+	int code = why && strstr(why, "port out of range") ? SANDLOCK_ERR_BAD_PORT
+	                                                  : SANDLOCK_ERR_INVALID;
+	sl_fail(err, msg, why ? code : SANDLOCK_ERR_NOMEM, "%s '%s': %s", what, spec,
+	        why ? why : "out of memory");
+	free(why);
+	return -1;
+}
+
+/* The TCP connect ports Landlock can enforce as a backstop: only when
+ * every TCP rule lists its ports (Landlock cannot say "port P on host H"
+ * but the union of ports is still an upper bound). */
+static void landlock_connect_ports(struct sandlock_sandbox *c)
+{
+	c->ll_connect = !c->net.deny_mode;
+	for (size_t i = 0; c->ll_connect && i < c->net.n; i++) {
+		const struct sl_netrule *x = &c->net.v[i];
+		if (!(x->protos & SL_NP_TCP))
+			continue;
+		if (x->all_ports) {
+			c->ll_connect = false;
+			break;
+		}
+		for (size_t k = 0; k < x->nports; k++) {
+			bool dup = false;
+			for (size_t j = 0; j < c->n_net_connect && !dup; j++)
+				dup = c->net_connect[j] == x->ports[k];
+			if (dup)
+				continue;
+			if (c->n_net_connect == sizeof(c->net_connect) / sizeof(c->net_connect[0])) {
+				c->ll_connect = false; /* too many for the backstop: on-behalf only */
+				break;
+			}
+			c->net_connect[c->n_net_connect++] = x->ports[k];
+		}
+	}
+	if (!c->ll_connect)
+		c->n_net_connect = 0;
+}
+
+/* Parse every network rule of the builder into its cfg. */
+static int parse_net(sandlock_builder_t *b, int *err, char **msg)
+{
+	struct sandlock_sandbox *c = &b->cfg;
+	if (b->raw_net_allow.n && b->raw_net_deny.n)
+		return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
+		               "net_allow and net_deny are mutually exclusive");
+	if (b->raw_bind_allow.n && b->raw_bind_deny.n)
+		return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
+		               "net_allow_bind and net_deny_bind are mutually exclusive");
+	char *why = NULL;
+	for (size_t i = 0; i < b->raw_net_allow.n; i++)
+		if (sl_netrules_add(&c->net, b->raw_net_allow.v[i], false, &why) < 0)
+			return bad_rule(err, msg, "net_allow", b->raw_net_allow.v[i], why);
+	c->net.deny_mode = b->raw_net_deny.n > 0;
+	for (size_t i = 0; i < b->raw_net_deny.n; i++)
+		if (sl_netrules_add(&c->net, b->raw_net_deny.v[i], true, &why) < 0)
+			return bad_rule(err, msg, "net_deny", b->raw_net_deny.v[i], why);
+	for (size_t i = 0; i < b->raw_bind_allow.n; i++)
+		if (sl_portranges_add(&c->bind_allow, b->raw_bind_allow.v[i], &why) < 0)
+			return bad_rule(err, msg, "net_allow_bind", b->raw_bind_allow.v[i], why);
+	for (size_t i = 0; i < b->raw_bind_deny.n; i++)
+		if (sl_portranges_add(&c->bind_deny, b->raw_bind_deny.v[i], &why) < 0)
+			return bad_rule(err, msg, "net_deny_bind", b->raw_bind_deny.v[i], why);
+	/* Protocol gating: UDP and ping sockets exist only when a rule can
+	 * allow one of their destinations (the filter's socket gate). */
+	c->filter.allow_udp = sl_netrules_has_proto(&c->net, SL_NP_UDP);
+	c->filter.allow_icmp = sl_netrules_has_proto(&c->net, SL_NP_ICMP);
+	landlock_connect_ports(c);
+	return 0;
+}
+
 /* Resolve every path of the builder into its cfg. */
 static int resolve_paths(sandlock_builder_t *b, int *err, char **msg)
 {
 	if (resolve_all(&b->raw_read, &b->cfg.fs_read, err, msg) < 0 ||
 	    resolve_all(&b->raw_write, &b->cfg.fs_write, err, msg) < 0 ||
-	    resolve_all(&b->raw_deny, &b->cfg.fs_deny, err, msg) < 0)
+	    resolve_all(&b->raw_deny, &b->cfg.fs_deny, err, msg) < 0 ||
+	    resolve_all(&b->raw_unix, &b->cfg.unix_allow, err, msg) < 0)
 		return -1;
 	if (b->raw_cwd) {
 		b->cfg.cwd = realpath(b->raw_cwd, NULL);
@@ -504,7 +644,7 @@ SL_EXPORT sandlock_sandbox_t *sandlock_sandbox_build(sandlock_builder_t *b, int 
 		return NULL;
 	}
 	if (resolve_paths(b, err, err_msg) < 0 || check_writable(&b->cfg, err, err_msg) < 0 ||
-	    check_deny_conflicts(&b->cfg, err, err_msg) < 0) {
+	    check_deny_conflicts(&b->cfg, err, err_msg) < 0 || parse_net(b, err, err_msg) < 0) {
 		sandlock_sandbox_builder_free(b);
 		return NULL;
 	}

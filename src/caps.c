@@ -19,11 +19,13 @@
 #include <errno.h>
 #include <linux/capability.h>
 #include <stdbool.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "caps.h"
+#include "util.h"
 
 #ifndef PR_CAP_AMBIENT
 #define PR_CAP_AMBIENT 47
@@ -70,4 +72,27 @@ int sl_caps_drop(void)
 	if (syscall(SYS_capset, &h, d) < 0)
 		return -errno;
 	return 0;
+}
+
+int sl_caps_lower(struct sl_caps_saved *sv)
+{
+	sv->lowered = false;
+	sv->h.version = _LINUX_CAPABILITY_VERSION_3;
+	sv->h.pid = 0;
+	if (syscall(SYS_capget, &sv->h, sv->d) < 0)
+		return -1;
+	if (!sv->d[0].effective && !sv->d[1].effective)
+		return 0; /* the usual unprivileged case: nothing to do */
+	struct __user_cap_data_struct low[2] = { sv->d[0], sv->d[1] };
+	low[0].effective = low[1].effective = 0;
+	if (syscall(SYS_capset, &sv->h, low) < 0)
+		return -1;
+	sv->lowered = true;
+	return 0;
+}
+
+void sl_caps_restore(struct sl_caps_saved *sv)
+{
+	if (sv->lowered && syscall(SYS_capset, &sv->h, sv->d) < 0)
+		sl_warn("cannot restore the supervisor's capabilities: %s", strerror(errno));
 }

@@ -6,6 +6,7 @@
 #ifndef SANDLOCK_CONFIG_H
 #define SANDLOCK_CONFIG_H
 
+#include "netrules.h"
 #include "util.h"
 
 /* What the seccomp filter lets through beyond its defaults (filter.c). */
@@ -14,7 +15,8 @@
 struct sl_filter_policy {
 	uint32_t groups; /* SL_GROUP_* re-allowed by the user */
 	/* The gates of UDP and ICMP (ping) sockets, closed until the network
-	 * policy can check their destinations; not settable through the API yet. */
+	 * policy can check their destinations: opened by a UDP / ICMP rule
+	 * (builder.c), whose destinations builtins/netdest.c then checks. */
 	bool allow_udp;
 	bool allow_icmp;
 };
@@ -33,10 +35,18 @@ struct sandlock_sandbox {
 	sl_strvec env;          /* "K=V" overrides, in call order (a later K wins) */
 	uint32_t max_processes; /* 0 = unlimited */
 	uint64_t max_memory;    /* bytes, 0 = unlimited */
-	uint16_t net_connect[64];
+	/* Network policy (builder.c builds it; builtins/netdest.c enforces
+	 * it on behalf; Landlock is the kernel backstop for TCP). */
+	struct sl_netrules net;   /* net_allow (deny_mode false) or net_deny rules */
+	uint16_t net_connect[64]; /* Landlock CONNECT_TCP ports, when ll_connect */
 	size_t n_net_connect;
-	uint16_t net_bind[64];
-	size_t n_net_bind;
+	bool ll_connect;          /* Landlock handles TCP connect (with net_connect) */
+	struct sl_portranges bind_allow; /* Landlock BIND_TCP ports (or all) */
+	struct sl_portranges bind_deny;  /* net_deny_bind: checked on an on-behalf bind */
+	/* Pathname AF_UNIX destinations: fs_write trees, net_allow_unix paths,
+	 * and fs_read trees when unix_readable; never under fs_deny. */
+	sl_strvec unix_allow;     /* canonical */
+	bool unix_readable;
 	uint64_t timeout_ms;          /* 0 = none */
 	uint64_t deferred_timeout_ms; /* default 30000 */
 	bool inherit_stdio;
@@ -62,6 +72,9 @@ struct sandlock_builder {
 	int err;      /* first error seen, reported by build */
 	char *errmsg; /* heap */
 	sl_strvec raw_read, raw_write, raw_deny; /* as given; resolved at build */
+	sl_strvec raw_unix;                 /* net_allow_unix, resolved at build */
+	sl_strvec raw_net_allow, raw_net_deny; /* endpoint specs, parsed at build */
+	sl_strvec raw_bind_allow, raw_bind_deny; /* bind port specs */
 	char *raw_cwd;
 };
 

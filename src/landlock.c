@@ -299,6 +299,33 @@ static uint64_t fs_handled_cfg(const struct sandlock_sandbox *cfg, int abi)
 	return m;
 }
 
+/* Landlock handles TCP bind unless every port is allowed or a deny list
+ * (checked on behalf by builtins/netdest.c) is in force. */
+static bool ll_bind(const struct sandlock_sandbox *cfg)
+{
+	return !cfg->bind_allow.all && cfg->bind_deny.n == 0 && !cfg->bind_deny.all;
+}
+
+#define SL_MAX_BIND_RULES 4096 /* ports of all net_allow_bind ranges together */
+
+static int add_bind_rules(int ruleset, const struct sl_portranges *p, int *err, char **msg)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < p->n; i++)
+		total += (size_t)(p->v[i].hi - p->v[i].lo) + 1;
+	if (total > SL_MAX_BIND_RULES)
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID,
+		               "net_allow_bind: %zu ports is too many (max %d; use '*')", total,
+		               SL_MAX_BIND_RULES);
+	for (size_t i = 0; i < p->n; i++)
+		for (uint32_t port = p->v[i].lo; port <= p->v[i].hi; port++) {
+			uint16_t one = (uint16_t)port;
+			if (add_port_rules(ruleset, &one, 1, LANDLOCK_ACCESS_NET_BIND_TCP, err, msg) < 0)
+				return -1;
+		}
+	return 0;
+}
+
 int sl_landlock_prepare(const struct sandlock_sandbox *cfg, int *err, char **msg)
 {
 	int abi = sl_landlock_abi();
@@ -310,19 +337,19 @@ int sl_landlock_prepare(const struct sandlock_sandbox *cfg, int *err, char **msg
 	bool net = prot_on(cfg, SANDLOCK_PROTECTION_NET_TCP, abi);
 	struct sl_ll_ruleset_attr attr = { .handled_access_fs = handled };
 	if (net)
-		attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
+		attr.handled_access_net = (ll_bind(cfg) ? LANDLOCK_ACCESS_NET_BIND_TCP : 0) |
+		                          (cfg->ll_connect ? LANDLOCK_ACCESS_NET_CONNECT_TCP : 0);
 	attr.scoped = scopes(cfg);
 	int rs = (int)syscall(__NR_landlock_create_ruleset, &attr, attr_size(abi), 0);
 	if (rs < 0)
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "landlock_create_ruleset: %s",
 		               strerror(errno));
 	int rc = add_fs_rules(rs, cfg, handled, err, msg);
-	if (rc == 0 && net)
+	if (rc == 0 && net && cfg->ll_connect)
 		rc = add_port_rules(rs, cfg->net_connect, cfg->n_net_connect,
 		                    LANDLOCK_ACCESS_NET_CONNECT_TCP, err, msg);
-	if (rc == 0 && net)
-		rc = add_port_rules(rs, cfg->net_bind, cfg->n_net_bind, LANDLOCK_ACCESS_NET_BIND_TCP,
-		                    err, msg);
+	if (rc == 0 && net && ll_bind(cfg))
+		rc = add_bind_rules(rs, &cfg->bind_allow, err, msg);
 	if (rc < 0) {
 		close(rs);
 		return -1;

@@ -89,6 +89,7 @@ __all__ = [
     "confine",
     "landlock_abi_version",
     "min_landlock_abi",
+    "parse_ports",
     "parse_memory_size",
 ]
 
@@ -232,6 +233,86 @@ def _ports(name, value) -> Tuple[int, ...]:
             raise PolicyValueError("%s: port %d out of range 1..65535" % (name, p))
         out.append(int(p))
     return tuple(out)
+
+
+def _specs(name, value, deny=False) -> Tuple:
+    """Endpoint rules: str specs (checked now, naming the rule) or int ports."""
+    if isinstance(value, (str, bytes)):
+        raise PolicyTypeError("%s must be a list of rules, not a %s" % (name, type(value).__name__))
+    try:
+        items = list(value)
+    except TypeError:
+        raise PolicyTypeError("%s must be a list of rules, not %s"
+                              % (name, type(value).__name__)) from None
+    out = []
+    for r in items:
+        if isinstance(r, int) and not isinstance(r, bool) and not deny:
+            out.extend(_ports(name, [r]))
+            continue
+        if not isinstance(r, str):
+            raise PolicyTypeError("%s: rule must be a str%s, got %r"
+                                  % (name, "" if deny else " or an int port", r))
+        why = _lib.sandlock_net_spec_error(r.encode(), 1 if deny else 0)
+        if why:
+            text = ctypes.string_at(why).decode(errors="replace")
+            _lib.sandlock_string_free(why)
+            raise PolicyValueError("%s %r: %s" % (name, r, text))
+        out.append(r)
+    return tuple(out)
+
+
+def _deny_specs(name, value) -> Tuple:
+    return _specs(name, value, True)
+
+
+_PORTSPEC_RE = re.compile(r"^(\d+)(?:-(\d+))?$")
+
+
+def _bind_specs(name, value) -> Tuple[str, ...]:
+    """Bind ports: ints, "N", "lo-hi", "*" (alone)."""
+    if isinstance(value, (str, bytes)):
+        raise PolicyTypeError("%s must be a list of ports, not a %s" % (name, type(value).__name__))
+    try:
+        items = list(value)
+    except TypeError:
+        raise PolicyTypeError("%s must be a list of ports, not %s"
+                              % (name, type(value).__name__)) from None
+    out = []
+    for p in items:
+        if p == "*":
+            out.append(p)
+            continue
+        for port in parse_ports([p], _what=name):
+            out.append(str(port))
+    if "*" in out and len(out) > 1:
+        raise PolicyValueError("%s: '*' cannot be mixed with ports" % name)
+    return tuple(out)
+
+
+def parse_ports(ports, _what="parse_ports"):
+    """Expand ports given as ints, "N" or "lo-hi" strings into a list of ints,
+    in the order given: ``parse_ports([80, "443", "8000-8005"])`` is
+    ``[80, 443, 8000, 8001, 8002, 8003, 8004, 8005]``."""
+    if isinstance(ports, (str, bytes, int)):
+        raise PolicyTypeError("%s: expected a list of ports" % _what)
+    out = []
+    for p in ports:
+        if isinstance(p, bool) or not isinstance(p, (int, str)):
+            raise PolicyTypeError("%s: port must be an int or a str, got %r" % (_what, p))
+        if isinstance(p, int):
+            lo = hi = p
+        else:
+            m = _PORTSPEC_RE.match(p.strip())
+            if not m:
+                raise PolicyValueError("%s: bad port %r (use N or lo-hi)" % (_what, p))
+            lo = int(m.group(1))
+            hi = int(m.group(2)) if m.group(2) else lo
+        if not (1 <= lo <= 65535 and 1 <= hi <= 65535):
+            raise PolicyValueError("%s: port %r out of range 1..65535" % (_what, p))
+        if lo > hi:
+            raise PolicyValueError("%s: empty port range %r" % (_what, p))
+        out.extend(range(lo, hi + 1))
+    return out
 
 
 def _env(name, env) -> dict:
@@ -487,9 +568,20 @@ def _step_limits(b, c):
 
 def _step_net(b, c):
     for p in c["net_allow"]:
-        b = _lib.sandlock_sandbox_builder_net_allow(b, p)
+        if isinstance(p, int):
+            b = _lib.sandlock_sandbox_builder_net_allow(b, p)
+        else:
+            b = _lib.sandlock_sandbox_builder_net_allow_spec(b, p.encode())
+    for p in c["net_deny"]:
+        b = _lib.sandlock_sandbox_builder_net_deny(b, p.encode())
     for p in c["net_allow_bind"]:
-        b = _lib.sandlock_sandbox_builder_net_allow_bind(b, p)
+        b = _lib.sandlock_sandbox_builder_net_allow_bind_spec(b, p.encode())
+    for p in c["net_deny_bind"]:
+        b = _lib.sandlock_sandbox_builder_net_deny_bind(b, p.encode())
+    for p in c["net_allow_unix"]:
+        b = _lib.sandlock_sandbox_builder_net_allow_unix(b, _enc(p))
+    if c["net_unix_readable"]:
+        b = _lib.sandlock_sandbox_builder_net_unix_readable(b, True)
     return b
 
 
@@ -519,9 +611,19 @@ class Sandbox:
     Paths must exist (they are resolved when the native policy is built,
     which also reports configuration errors as PolicyError).
     ``max_memory`` is bytes (int) or a size string ("512M", "1.5G", see
-    parse_memory_size); ``net_allow``/``net_allow_bind`` are the TCP ports
-    the command may connect to / bind (everything else is denied);
-    ``timeout`` is seconds.  ``env`` holds variables to set on top of the
+    parse_memory_size); ``timeout`` is seconds.
+
+    Network (README "Network policy"; everything not allowed is denied,
+    a denied destination fails with EACCES): ``net_allow`` holds endpoint
+    rules ``"[tcp://|udp://|icmp://]target[:ports]"`` (target ``*``, an IP,
+    ``[IPv6]``, a CIDR or a hostname resolved at build; ports ``N,M`` or
+    ``*``; a bare ``"443"`` means any address, TCP and UDP) or int TCP
+    ports; ``net_deny`` (exclusive with ``net_allow``) lists IP/CIDR rules
+    to deny while allowing the rest.  ``net_allow_bind`` / ``net_deny_bind``
+    (exclusive) take ports, ``"lo-hi"`` ranges or ``"*"``.  Unix sockets
+    by path are reachable inside ``fs_writable`` trees, at or below
+    ``net_allow_unix`` paths, and inside ``fs_readable`` trees only with
+    ``net_unix_readable=True``; never inside ``fs_denied``.  ``env`` holds variables to set on top of the
     inherited environment, or with ``clean_env=True`` on top of a minimal
     one: PATH, HOME, USER, TERM and LANG only, each with the value it has
     in the calling process where set there (PATH defaults to
@@ -572,8 +674,12 @@ class Sandbox:
     clean_env = _Field(_bool)
     max_processes = _Field(_max_processes)
     max_memory = _Field(_max_memory)
-    net_allow = _Field(_ports)
-    net_allow_bind = _Field(_ports)
+    net_allow = _Field(_specs)
+    net_allow_bind = _Field(_bind_specs)
+    net_deny = _Field(_deny_specs)
+    net_deny_bind = _Field(_bind_specs)
+    net_allow_unix = _Field(_path_list)
+    net_unix_readable = _Field(_bool)
     timeout = _Field(_timeout)
     name = _Field(_name)
     random_seed = _Field(_random_seed)
@@ -599,8 +705,8 @@ class Sandbox:
         clean_env: bool = False,
         max_processes: Optional[int] = _knobs.DEFAULT_MAX_PROCESSES,
         max_memory=None,
-        net_allow: Iterable[int] = (),
-        net_allow_bind: Iterable[int] = (),
+        net_allow: Iterable = (),
+        net_allow_bind: Iterable = (),
         timeout: Optional[float] = None,
         name: Optional[str] = None,
         random_seed: Optional[int] = None,
@@ -615,6 +721,10 @@ class Sandbox:
         extra_deny_syscalls: Iterable[str] = (),
         allow_degraded: Iterable[Protection] = (),
         disable: Iterable[Protection] = (),
+        net_deny: Iterable[str] = (),
+        net_deny_bind: Iterable = (),
+        net_allow_unix: Iterable = (),
+        net_unix_readable: bool = False,
     ):
         self._cfg = {}
         self._lock = threading.Lock()
@@ -629,6 +739,10 @@ class Sandbox:
         self.max_memory = max_memory
         self.net_allow = net_allow
         self.net_allow_bind = net_allow_bind
+        self.net_deny = net_deny
+        self.net_deny_bind = net_deny_bind
+        self.net_allow_unix = net_allow_unix
+        self.net_unix_readable = net_unix_readable
         self.timeout = timeout
         self.name = name
         self.random_seed = random_seed

@@ -319,9 +319,11 @@ static void udp_denied(const char *family)
 	CHECK(is(in, "errno=EPERM", "IPPROTO_UDP inside"));
 	inside(base(), in, ARGS("dgram", family, "136", ps));
 	CHECK(is(in, "errno=EPERM", "UDP-Lite inside"));
-	/* The gate is the one switch: open, the same probe gets its echo
-	 * (so the denial above is the filter's, not a broken probe). */
-	sandlock_sandbox_t *sb = gated(base(), true, false);
+	/* A UDP rule opens the gate: the same probe gets its echo (so the
+	 * denial above is the filter's, not a broken probe). */
+	char rule[32];
+	snprintf(rule, sizeof rule, "udp://*:%d", port);
+	sandlock_sandbox_t *sb = tu_build(sandlock_sandbox_builder_net_allow_spec(base(), rule));
 	inside_sb(sb, in, ARGS("dgram", family, "0", ps));
 	CHECK(is(in, "ok", "UDP inside with the gate open"));
 	inside_sb(sb, in, ARGS("dgram", family, "136", ps));

@@ -66,7 +66,7 @@ def test_lib_found_in_tree_without_env():
 # ---- Sandbox validation ----
 @pytest.mark.parametrize("kw", [
     {"fs_readable": "/usr"}, {"fs_writable": "/tmp"}, {"fs_denied": "/etc"},
-    {"fs_readable": [1]}, {"fs_readable": 5}, {"net_allow": "80"}, {"net_allow": ["80"]},
+    {"fs_readable": [1]}, {"fs_readable": 5}, {"net_allow": "80"}, {"net_allow": [b"80"]},
     {"net_allow_bind": [True]}, {"env": [("A", "B")]}, {"env": {"A": 1}},
     {"clean_env": "yes"}, {"max_processes": "3"}, {"max_processes": 2.5},
     {"max_memory": 1.5}, {"max_memory": True}, {"timeout": "5"}, {"timeout": True},

@@ -1,0 +1,468 @@
+/*
+ * netdest.c — where sockets may connect and send: one builtin for every
+ * destination check performed on the caller's behalf, with two policies.
+ *
+ *  - Pathname AF_UNIX sockets.  Landlock does not check connect(2) or a
+ *    sendto/sendmsg to a socket file, so without this a guest could reach
+ *    docker.sock, the D-Bus system bus or /dev/log in trees it was never
+ *    granted.  A pathname destination is allowed only when the socket
+ *    file actually reached lies in an fs_write tree, at or below a
+ *    net_allow_unix path, or (net_unix_readable) in an fs_read tree, and
+ *    under no fs_deny path.  Abstract names are refused with EPERM: the
+ *    kernel scopes them to the sandbox by Landlock (ABI 6) only for calls
+ *    the sandbox makes itself, and a call it makes itself (CONTINUE)
+ *    would re-read the address, which a second thread can turn into a
+ *    path after the check.  Unnamed destinations (no address, AF_UNSPEC)
+ *    pass.
+ *  - IP endpoints (net_allow / net_deny, config.h): TCP, UDP and ICMP
+ *    destinations must match a rule of the socket's protocol, learnt from
+ *    the socket itself (SO_TYPE/SO_PROTOCOL), not from the caller.
+ *    MPTCP, SCTP, UDP-Lite and other protocols have no rules: refused.
+ *
+ * Every denial is EACCES (what Landlock answers for a TCP port it
+ * denies), except abstract unix names (EPERM, Landlock's scope answer).
+ *
+ * TOCTOU: the call is never continued to the kernel once its address has
+ * been looked at.  The supervisor copies the address (and for sendmsg the
+ * whole message) once, takes a pidfd_getfd duplicate of the socket,
+ * checks, and performs the call on the duplicate with its copy; for a
+ * unix path it opens the socket file with O_PATH as the caller would
+ * reach it (its cwd), checks that file's canonical path and connects to
+ * /proc/self/fd/N, i.e. to exactly the file checked.  The result (or
+ * errno, EINPROGRESS for a non-blocking connect included) is the
+ * caller's.  The supervisor thread lowers its effective capabilities for
+ * the call, so the kernel's permission checks are the caller's (it has
+ * none).  Known differences from a call made by the caller: a blocking
+ * connect or send blocks the supervisor meanwhile; a peer's SO_PEERCRED /
+ * SCM_CREDENTIALS show the supervisor's pid; explicit SCM_CREDENTIALS are
+ * refused (EPERM); SIGPIPE is sent to the caller by us.
+ *
+ * sendto without an address (send(2) on a connected socket) proceeds in
+ * the kernel: its address is a register, nothing to re-read.  bind is
+ * trapped only for net_deny_bind (Landlock cannot express a deny list).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../caps.h"
+#include "../childfd.h"
+#include "../netrules.h"
+#include "../sockdest.h"
+#include "builtin.h"
+
+#define ND_CONTINUE LONG_MIN /* let the kernel run the call */
+#define ND_MAX_MMSG 1024     /* UIO_MAXIOV: the kernel's sendmmsg cap */
+
+struct nd_state {
+	sl_strvec write, read, deny, unix_allow;
+	bool unix_readable;
+	bool tcp_disabled; /* the net_tcp protection is disabled: TCP is not checked */
+	struct sl_netrules net;
+	struct sl_portranges bind_deny;
+};
+
+/* The socket a call names, as our duplicate. */
+struct nd_sock {
+	int fd;
+	struct sl_sockinfo si;
+};
+
+static int open_sock(const struct sl_call *call, uint64_t fdarg, struct nd_sock *s)
+{
+	s->fd = sl_child_getfd(call->listener, call->n, (int)(uint32_t)fdarg);
+	if (s->fd < 0)
+		return -s->fd;
+	int e = sl_sd_sockinfo(s->fd, &s->si);
+	if (e) {
+		close(s->fd);
+		s->fd = -1;
+	}
+	return e;
+}
+
+/* ---------------- the policies ---------------- */
+
+static bool under_any(const sl_strvec *v, const char *path)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (sl_path_under(path, v->v[i]))
+			return true;
+	return false;
+}
+
+static bool unix_allowed(const struct nd_state *st, const char *canon)
+{
+	if (under_any(&st->deny, canon))
+		return false;
+	return under_any(&st->unix_allow, canon) || under_any(&st->write, canon) ||
+	       (st->unix_readable && under_any(&st->read, canon));
+}
+
+/* SL_NP_* of an IP socket, 0 for protocols no rule can allow. */
+static int proto_of(const struct sl_sockinfo *si)
+{
+	if (si->type == SOCK_STREAM && si->protocol == IPPROTO_TCP)
+		return SL_NP_TCP;
+	if (si->type == SOCK_DGRAM && si->protocol == IPPROTO_UDP)
+		return SL_NP_UDP;
+	if (si->type == SOCK_DGRAM &&
+	    (si->protocol == IPPROTO_ICMP || si->protocol == IPPROTO_ICMPV6))
+		return SL_NP_ICMP;
+	return 0;
+}
+
+/* A pathname destination: open the file reached, check it, and make a
+ * point at that very file.  *hold: our O_PATH fd (close after the call). */
+static int check_unix(const struct nd_state *st, const struct sl_call *call,
+                      struct sl_sockaddr *a, int *hold)
+{
+	char canon[PATH_MAX];
+	int e = sl_sd_unix_open(call->listener, call->n, a, hold, canon, sizeof canon);
+	if (e)
+		return e;
+	struct stat sb;
+	if (!unix_allowed(st, canon))
+		e = EACCES;
+	else if (fstat(*hold, &sb) < 0 || !S_ISSOCK(sb.st_mode))
+		e = ECONNREFUSED; /* the kernel's answer for a file that is no socket */
+	if (e) {
+		close(*hold);
+		*hold = -1;
+		return e;
+	}
+	sl_sd_unix_via_fd(a, *hold);
+	return 0;
+}
+
+/*
+ * May socket s reach a?  0 (a possibly rewritten, *hold set for a unix
+ * path) or the errno to deny with.  sending: the address of a send, where
+ * AF_UNSPEC on a UDP socket means AF_INET (udp_sendmsg), not "disconnect".
+ */
+static int check_dest(const struct nd_state *st, const struct sl_call *call,
+                      const struct nd_sock *s, struct sl_sockaddr *a, bool sending, int *hold)
+{
+	*hold = -1;
+	int fam = a->len >= sizeof(sa_family_t) ? a->ss.ss_family : AF_UNSPEC;
+	switch (s->si.domain) {
+	case AF_UNIX:
+		if (sl_sd_unix_abstract(a))
+			return EPERM;
+		return sl_sd_unix_pathname(a) ? check_unix(st, call, a, hold) : 0;
+	case AF_INET:
+	case AF_INET6: {
+		if (fam == AF_UNSPEC && !sending)
+			return 0; /* connect(AF_UNSPEC): dissolve an association */
+		if (fam != AF_INET && fam != AF_INET6)
+			return sending ? EACCES : 0; /* the kernel refuses other families */
+		int proto = proto_of(&s->si);
+		if (proto == SL_NP_TCP && st->tcp_disabled)
+			return 0;
+		if (!proto || !sl_netrules_permit(&st->net, proto, (const struct sockaddr *)&a->ss,
+		                                  a->len))
+			return EACCES;
+		return 0;
+	}
+	default: /* netlink (filter-restricted): no destinations to guard */
+		return 0;
+	}
+}
+
+/* ---------------- performing ---------------- */
+
+/* Run with our effective capabilities lowered to the caller's (none). */
+#define AS_CALLER(expr)                                                                     \
+	({                                                                                      \
+		struct sl_caps_saved sv_;                                                           \
+		long r_ = -EPERM; /* fail closed if we cannot drop them */                          \
+		if (sl_caps_lower(&sv_) == 0) {                                                     \
+			r_ = (expr);                                                                    \
+			r_ = r_ < 0 ? -errno : r_;                                                      \
+			sl_caps_restore(&sv_);                                                          \
+		}                                                                                   \
+		r_;                                                                                 \
+	})
+
+/* A send we performed failed with EPIPE: the caller gets its SIGPIPE. */
+static void pipe_signal(const struct sl_call *call, long r, int flags)
+{
+	if (r != -EPIPE || (flags & MSG_NOSIGNAL))
+		return;
+	int pfd = sl_child_pidfd(call->listener, call->n);
+	if (pfd >= 0) {
+		syscall(__NR_pidfd_send_signal, pfd, SIGPIPE, NULL, 0);
+		close(pfd);
+	}
+}
+
+static long do_connect(const struct nd_state *st, const struct sl_call *call)
+{
+	const uint64_t *a = call->n->args;
+	struct sl_sockaddr sa;
+	int e = sl_sd_copy_addr(call->mem, a[1], (uint32_t)a[2], &sa);
+	struct nd_sock s = { -1, { 0, 0, 0 } };
+	if (!e)
+		e = open_sock(call, a[0], &s);
+	int hold = -1;
+	if (!e)
+		e = check_dest(st, call, &s, &sa, false, &hold);
+	long r = e ? -e : AS_CALLER(connect(s.fd, (struct sockaddr *)&sa.ss, sa.len));
+	if (hold >= 0)
+		close(hold);
+	if (s.fd >= 0)
+		close(s.fd);
+	return r;
+}
+
+/* Send msg on s (the checks done), as sendmsg. */
+static long send_checked(const struct nd_state *st, const struct sl_call *call,
+                         const struct nd_sock *s, struct sl_sd_msg *msg, int flags)
+{
+	int hold = -1;
+	int e = msg->has_name ? check_dest(st, call, s, &msg->name, true, &hold) : 0;
+	long r = e ? -e : AS_CALLER(sl_sd_sendmsg(s->fd, msg, flags));
+	if (hold >= 0)
+		close(hold);
+	return r;
+}
+
+static long do_sendto(const struct nd_state *st, const struct sl_call *call)
+{
+	const uint64_t *a = call->n->args;
+	if (a[4] == 0)
+		return ND_CONTINUE; /* no address: a register, nothing to re-read */
+	int flags = (int)(uint32_t)a[3];
+	struct nd_sock s = { -1, { 0, 0, 0 } };
+	struct sl_sd_msg msg;
+	memset(&msg, 0, sizeof msg);
+	int e = open_sock(call, a[0], &s);
+	if (!e)
+		e = sl_sd_copy_addr(call->mem, a[4], (uint32_t)a[5], &msg.name);
+	msg.has_name = !e && msg.name.len > 0;
+	if (!e) {
+		struct sl_sockaddr keep = msg.name;
+		e = sl_sd_copy_buf(call->mem, a[1], a[2], s.si.type == SOCK_STREAM, &msg);
+		msg.name = keep;
+		msg.has_name = keep.len > 0;
+	}
+	long r = e ? -e : send_checked(st, call, &s, &msg, flags);
+	sl_sd_msg_free(&msg);
+	if (s.fd >= 0)
+		close(s.fd);
+	pipe_signal(call, r, flags);
+	return r;
+}
+
+static long do_sendmsg(const struct nd_state *st, const struct sl_call *call)
+{
+	const uint64_t *a = call->n->args;
+	int flags = (int)(uint32_t)a[2];
+	struct nd_sock s = { -1, { 0, 0, 0 } };
+	struct sl_sd_msg msg;
+	memset(&msg, 0, sizeof msg);
+	int e = open_sock(call, a[0], &s);
+	if (!e)
+		e = sl_sd_copy_msg(call->mem, call->listener, call->n, a[1],
+		                   s.si.type == SOCK_STREAM, &msg);
+	long r = e ? -e : send_checked(st, call, &s, &msg, flags);
+	sl_sd_msg_free(&msg);
+	if (s.fd >= 0)
+		close(s.fd);
+	pipe_signal(call, r, flags);
+	return r;
+}
+
+/* struct mmsghdr on x86_64: a 56-byte msghdr, then unsigned msg_len. */
+#define MMSG_SIZE 64
+#define MMSG_LEN_OFF 56
+
+/* Each message checked and sent in turn; like the kernel, the count sent
+ * so far, or the first error when nothing was sent. */
+static long do_sendmmsg(const struct nd_state *st, const struct sl_call *call)
+{
+	const uint64_t *a = call->n->args;
+	unsigned vlen = (unsigned)(uint32_t)a[2];
+	int flags = (int)(uint32_t)a[3];
+	if (vlen > ND_MAX_MMSG)
+		vlen = ND_MAX_MMSG;
+	struct nd_sock s = { -1, { 0, 0, 0 } };
+	int e = open_sock(call, a[0], &s);
+	if (e)
+		return -e;
+	long sent = 0, r = 0;
+	struct sl_sd_msg *msg = malloc(sizeof(*msg));
+	for (unsigned i = 0; msg && i < vlen; i++) {
+		uint64_t at = a[1] + (uint64_t)i * MMSG_SIZE;
+		e = sl_sd_copy_msg(call->mem, call->listener, call->n, at, s.si.type == SOCK_STREAM,
+		                   msg);
+		r = e ? -e : send_checked(st, call, &s, msg, flags);
+		sl_sd_msg_free(msg);
+		if (r < 0)
+			break;
+		unsigned len = (unsigned)r;
+		if (sandlock_mem_write(call->mem, at + MMSG_LEN_OFF, &len, sizeof len) != 0) {
+			r = -EFAULT;
+			break;
+		}
+		sent++;
+	}
+	if (!msg)
+		r = -ENOMEM;
+	free(msg);
+	close(s.fd);
+	if (sent == 0 && r < 0) {
+		pipe_signal(call, r, flags);
+		return r;
+	}
+	return sent;
+}
+
+/* net_deny_bind: an IP bind is checked and performed; other families
+ * (unix: Landlock checks the socket file it creates) go to the kernel. */
+static long do_bind(const struct nd_state *st, const struct sl_call *call)
+{
+	const uint64_t *a = call->n->args;
+	struct nd_sock s = { -1, { 0, 0, 0 } };
+	int e = open_sock(call, a[0], &s);
+	if (e)
+		return -e;
+	long r = ND_CONTINUE;
+	if (s.si.domain == AF_INET || s.si.domain == AF_INET6) {
+		struct sl_sockaddr sa;
+		e = sl_sd_copy_addr(call->mem, a[1], (uint32_t)a[2], &sa);
+		int fam = sa.ss.ss_family;
+		uint16_t port = 0;
+		if (!e && fam == AF_INET && sa.len >= sizeof(struct sockaddr_in))
+			port = ntohs(((struct sockaddr_in *)&sa.ss)->sin_port);
+		else if (!e && fam == AF_INET6 && sa.len >= sizeof(struct sockaddr_in6))
+			port = ntohs(((struct sockaddr_in6 *)&sa.ss)->sin6_port);
+		if (!e && s.si.protocol == IPPROTO_TCP && (port || st->bind_deny.all) &&
+		    sl_portranges_has(&st->bind_deny, port))
+			e = EACCES;
+		r = e ? -e : AS_CALLER(bind(s.fd, (struct sockaddr *)&sa.ss, sa.len));
+	}
+	close(s.fd);
+	return r;
+}
+
+/* ---------------- the builtin ---------------- */
+
+static bool nd_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
+{
+	const struct nd_state *st = state;
+	long r;
+	switch (call->n->syscall_nr) {
+	case __NR_connect:
+		r = do_connect(st, call);
+		break;
+	case __NR_sendto:
+		r = do_sendto(st, call);
+		break;
+	case __NR_sendmsg:
+		r = do_sendmsg(st, call);
+		break;
+	case __NR_sendmmsg:
+		r = do_sendmmsg(st, call);
+		break;
+	case __NR_bind:
+		r = (st->bind_deny.n || st->bind_deny.all) ? do_bind(st, call) : ND_CONTINUE;
+		break;
+	default:
+		return false;
+	}
+	if (r == ND_CONTINUE)
+		sandlock_action_set_continue(act);
+	else if (r < 0)
+		sandlock_action_set_errno(act, (int)-r);
+	else
+		sandlock_action_set_return_value(act, r);
+	return true;
+}
+
+static const int k_send_nrs[] = { __NR_connect, __NR_sendto, __NR_sendmsg, __NR_sendmmsg };
+
+static int nd_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+{
+	/* Always: pathname unix sockets are guarded by default. */
+	if (sl_nrset_add_all(out, k_send_nrs, sizeof(k_send_nrs) / sizeof(k_send_nrs[0])) < 0)
+		return -1;
+	return (cfg->bind_deny.n || cfg->bind_deny.all) ? sl_nrset_add(out, __NR_bind) : 0;
+}
+
+static void nd_free(void *state)
+{
+	struct nd_state *s = state;
+	if (!s)
+		return;
+	sl_strvec_free(&s->write);
+	sl_strvec_free(&s->read);
+	sl_strvec_free(&s->deny);
+	sl_strvec_free(&s->unix_allow);
+	sl_netrules_free(&s->net);
+	sl_portranges_free(&s->bind_deny);
+	free(s);
+}
+
+static bool copy_vec(sl_strvec *to, const sl_strvec *from)
+{
+	for (size_t i = 0; i < from->n; i++)
+		if (sl_strvec_push(to, from->v[i]) < 0)
+			return false;
+	return true;
+}
+
+static bool copy_rules(struct nd_state *s, const struct sandlock_sandbox *cfg)
+{
+	s->net.deny_mode = cfg->net.deny_mode;
+	if (cfg->net.n) {
+		s->net.v = malloc(cfg->net.n * sizeof(*s->net.v));
+		if (!s->net.v)
+			return false;
+		memcpy(s->net.v, cfg->net.v, cfg->net.n * sizeof(*s->net.v));
+		s->net.n = s->net.cap = cfg->net.n;
+	}
+	if (cfg->bind_deny.n) {
+		s->bind_deny.v = malloc(cfg->bind_deny.n * sizeof(*s->bind_deny.v));
+		if (!s->bind_deny.v)
+			return false;
+		memcpy(s->bind_deny.v, cfg->bind_deny.v, cfg->bind_deny.n * sizeof(*s->bind_deny.v));
+		s->bind_deny.n = s->bind_deny.cap = cfg->bind_deny.n;
+	}
+	s->bind_deny.all = cfg->bind_deny.all;
+	return true;
+}
+
+static int nd_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+{
+	struct nd_state *s = calloc(1, sizeof(*s));
+	bool ok = s && copy_vec(&s->write, &cfg->fs_write) && copy_vec(&s->read, &cfg->fs_read) &&
+	          copy_vec(&s->deny, &cfg->fs_deny) && copy_vec(&s->unix_allow, &cfg->unix_allow) &&
+	          copy_rules(s, cfg);
+	if (!ok) {
+		nd_free(s);
+		*msg = sl_strdup("out of memory");
+		return -1;
+	}
+	s->unix_readable = cfg->unix_readable;
+	s->tcp_disabled = cfg->protection[SANDLOCK_PROTECTION_NET_TCP] == SL_PROT_DISABLED;
+	*state = s;
+	return 0;
+}
+
+const struct sl_builtin sl_builtin_netdest = {
+	.name = "socket destinations",
+	.phase = SL_PHASE_LAST,
+	.syscalls = nd_syscalls,
+	.init = nd_init,
+	.free = nd_free,
+	.decide = nd_decide,
+};

@@ -1,0 +1,79 @@
+/*
+ * sockdest.h — socket destinations of a trapped call, copied once and
+ * used from the supervisor's side: the destination address, the socket's
+ * kind (from our pidfd_getfd duplicate), a pathname AF_UNIX socket
+ * resolved as the caller would reach it, and a sendmsg message copied
+ * into our memory.  The policy lives in builtins/netdest.c; this file
+ * only moves bytes and resolves names, so that the call performed on
+ * the duplicate uses exactly what was checked (nothing is re-read from
+ * the caller's memory afterwards).
+ */
+#ifndef SANDLOCK_SOCKDEST_H
+#define SANDLOCK_SOCKDEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "sandlock.h"
+
+/* Payload copied for one on-behalf send: a datagram larger than this
+ * fails with EMSGSIZE, a stream send is partial (as the kernel may do). */
+#define SL_SD_MAX_PAYLOAD (256 * 1024)
+#define SL_SD_MAX_CONTROL 4096 /* control bytes of one message */
+
+struct sl_sockaddr {
+	struct sockaddr_storage ss;
+	socklen_t len;
+};
+
+/* Copy len bytes at addr (len > sizeof(ss): EINVAL, as the kernel).
+ * 0 or an errno. */
+int sl_sd_copy_addr(sandlock_mem_t *m, uint64_t addr, uint64_t len, struct sl_sockaddr *out);
+
+struct sl_sockinfo {
+	int domain, type, protocol;
+};
+/* SO_DOMAIN/SO_TYPE/SO_PROTOCOL of our fd.  0 or an errno (ENOTSOCK). */
+int sl_sd_sockinfo(int fd, struct sl_sockinfo *si);
+
+/* AF_UNIX address kinds: a path, an abstract name, or neither (unnamed,
+ * autobind, or not AF_UNIX at all). */
+bool sl_sd_unix_pathname(const struct sl_sockaddr *a);
+bool sl_sd_unix_abstract(const struct sl_sockaddr *a);
+
+/* Open the pathname socket of a as the caller reaches it (a relative
+ * path from its cwd, /proc/self meaning the caller) with O_PATH, and give
+ * its canonical path.  0 with *fd, or an errno (ENOENT, ENOTDIR, ...). */
+int sl_sd_unix_open(int listener, const sandlock_notif_t *n, const struct sl_sockaddr *a,
+                    int *fd, char *canon, size_t cap);
+/* Make a name that very file: /proc/self/fd/N (the kernel follows it). */
+void sl_sd_unix_via_fd(struct sl_sockaddr *a, int fd);
+
+/* A struct msghdr of the caller, copied. */
+struct sl_sd_msg {
+	struct sl_sockaddr name;
+	bool has_name;
+	void *data;
+	size_t len;
+	void *control;
+	size_t controllen;
+	int fds[SL_SD_MAX_CONTROL / sizeof(int)]; /* our duplicates of SCM_RIGHTS fds */
+	size_t nfds;
+};
+/* Copy the msghdr at addr.  stream: payload over the cap is cut (a
+ * partial send), else EMSGSIZE.  SCM_RIGHTS fds are duplicated into ours;
+ * SCM_CREDENTIALS is refused (EPERM: it would carry our pid).  0 or an
+ * errno; free with sl_sd_msg_free either way. */
+int sl_sd_copy_msg(sandlock_mem_t *m, int listener, const sandlock_notif_t *n, uint64_t addr,
+                   bool stream, struct sl_sd_msg *out);
+/* A plain buffer (sendto) as a message without name or control. */
+int sl_sd_copy_buf(sandlock_mem_t *m, uint64_t addr, uint64_t len, bool stream,
+                   struct sl_sd_msg *out);
+void sl_sd_msg_free(struct sl_sd_msg *msg);
+/* sendmsg(fd, msg, flags) with the copy; bytes sent or -errno. */
+ssize_t sl_sd_sendmsg(int fd, const struct sl_sd_msg *msg, int flags);
+
+#endif /* SANDLOCK_SOCKDEST_H */

@@ -1,0 +1,308 @@
+/*
+ * test_net.c — socket destinations (builtins/netdest.c): pathname unix
+ * sockets outside the granted trees, and a guest racing its own sockaddr
+ * buffer from a second thread.  Every test first checks that its probe
+ * works outside the sandbox.
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/un.h>
+
+#include "harness.h"
+#include "testutil.h"
+
+static const char *netprobe(void)
+{
+	static char path[4200];
+	if (!path[0])
+		snprintf(path, sizeof path, "%s/netprobe", tu_helpers_dir());
+	return path;
+}
+
+/* A unix socket server at dir/name (stream or datagram); fd or -1. */
+static int unix_server(const char *dir, const char *name, int type, char *path, size_t cap)
+{
+	snprintf(path, cap, "%s/%s", dir, name);
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+	int s = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) < 0 ||
+	    (type == SOCK_STREAM && listen(s, 64) < 0)) {
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	return s;
+}
+
+/* First output line of argv run in sb (static buffer), or "" */
+static const char *run_line(sandlock_builder_t *b, const char *const *argv)
+{
+	static char line[256];
+	line[0] = 0;
+	sandlock_sandbox_t *sb = tu_build(b);
+	if (!sb)
+		return line;
+	sandlock_result_t *r = tu_run(sb, argv);
+	sandlock_sandbox_free(sb);
+	if (!r)
+		return line;
+	char *out = sandlock_result_stdout(r);
+	snprintf(line, sizeof line, "%s", out ? out : "");
+	line[strcspn(line, "\n")] = 0;
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+	return line;
+}
+
+/* The same argv without a sandbox. */
+static const char *outside_line(const char *const *argv)
+{
+	static char buf[256];
+	buf[0] = 0;
+	int p[2];
+	if (pipe(p) < 0)
+		return buf;
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	ssize_t n, tot = 0;
+	while ((n = read(p[0], buf + tot, sizeof buf - 1 - (size_t)tot)) > 0)
+		tot += n;
+	buf[tot] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	close(p[0]);
+	waitpid(pid, NULL, 0);
+	return buf;
+}
+
+static sandlock_builder_t *base(void)
+{
+	return tu_escape_builder();
+}
+
+static bool says(sandlock_builder_t *b, const char *probe, const char *arg, const char *want)
+{
+	const char *argv[] = { netprobe(), probe, arg, NULL };
+	const char *got = run_line(b, argv);
+	if (strcmp(got, want) != 0)
+		fprintf(stderr, "  %s %s inside: got '%s', want '%s'\n", probe, arg, got, want);
+	return strcmp(got, want) == 0;
+}
+
+TEST(unix_socket_outside_granted_trees_unreachable)
+{
+	char dir[TU_TMPDIR_LEN], path[200];
+	REQUIRE(tu_mkdtemp(dir, "unixgate"));
+	int s = unix_server(dir, "srv.sock", SOCK_STREAM, path, sizeof path);
+	REQUIRE(s >= 0);
+	const char *argv[] = { netprobe(), "unix-connect", path, NULL };
+	CHECK(strcmp(outside_line(argv), "ok") == 0); /* the control */
+	CHECK(says(base(), "unix-connect", path, "errno=EACCES"));
+	CHECK(says(sandlock_sandbox_builder_net_allow_unix(base(), path), "unix-connect", path, "ok"));
+	CHECK(says(sandlock_sandbox_builder_net_allow_unix(base(), dir), "unix-connect", path, "ok"));
+	CHECK(says(sandlock_sandbox_builder_fs_write(base(), dir), "unix-connect", path, "ok"));
+	/* readable trees only with the opt-in */
+	CHECK(says(sandlock_sandbox_builder_fs_read(base(), dir), "unix-connect", path,
+	           "errno=EACCES"));
+	CHECK(says(sandlock_sandbox_builder_net_unix_readable(
+	                   sandlock_sandbox_builder_fs_read(base(), dir), true),
+	           "unix-connect", path, "ok"));
+	/* fs_deny wins over every grant */
+	sandlock_builder_t *b = sandlock_sandbox_builder_fs_write(base(), dir);
+	b = sandlock_sandbox_builder_net_allow_unix(b, dir);
+	CHECK(says(sandlock_sandbox_builder_fs_deny(b, path), "unix-connect", path, "errno=EACCES"));
+	/* a symlink inside a granted tree to the socket outside it is the socket */
+	char odir[TU_TMPDIR_LEN], link[200];
+	REQUIRE(tu_mkdtemp(odir, "unixlink"));
+	snprintf(link, sizeof link, "%s/link", odir);
+	REQUIRE(symlink(path, link) == 0);
+	CHECK(says(sandlock_sandbox_builder_fs_write(base(), odir), "unix-connect", link,
+	           "errno=EACCES"));
+	close(s);
+	tu_rm_rf(dir);
+	tu_rm_rf(odir);
+}
+
+TEST(unix_datagram_sendto_and_sendmsg_gated)
+{
+	char dir[TU_TMPDIR_LEN], path[200];
+	REQUIRE(tu_mkdtemp(dir, "unixdgram"));
+	int s = unix_server(dir, "log", SOCK_DGRAM, path, sizeof path);
+	REQUIRE(s >= 0);
+	const char *probes[] = { "unix-sendto", "unix-sendmsg" };
+	for (size_t i = 0; i < 2; i++) {
+		const char *argv[] = { netprobe(), probes[i], path, NULL };
+		CHECK(strcmp(outside_line(argv), "ok") == 0);
+		CHECK(says(base(), probes[i], path, "errno=EACCES"));
+		CHECK(says(sandlock_sandbox_builder_net_allow_unix(base(), path), probes[i], path, "ok"));
+	}
+	/* what the allowed sends delivered: one byte each, from the sandbox
+	 * runs only (the denied ones delivered nothing) */
+	char buf[8];
+	int got = 0;
+	while (recv(s, buf, sizeof buf, MSG_DONTWAIT) == 1)
+		got++;
+	CHECK(got == 4); /* 2 controls outside + 2 allowed inside */
+	close(s);
+	tu_rm_rf(dir);
+}
+
+TEST(unix_relative_path_resolved_from_callers_cwd)
+{
+	char dir[TU_TMPDIR_LEN], path[200];
+	REQUIRE(tu_mkdtemp(dir, "unixrel"));
+	int s = unix_server(dir, "srv.sock", SOCK_STREAM, path, sizeof path);
+	REQUIRE(s >= 0);
+	sandlock_builder_t *b = sandlock_sandbox_builder_fs_write(base(), dir);
+	CHECK(says(sandlock_sandbox_builder_cwd(b, dir), "unix-connect", "srv.sock", "ok"));
+	/* elsewhere, the same relative name is not that socket */
+	b = sandlock_sandbox_builder_fs_write(base(), dir);
+	CHECK(says(sandlock_sandbox_builder_cwd(b, "/tmp"), "unix-connect", "srv.sock",
+	           "errno=ENOENT"));
+	close(s);
+	tu_rm_rf(dir);
+}
+
+/* ---------------- races ---------------- */
+
+/* Accepts and closes every connection on fds until stop. */
+struct acceptor {
+	int fds[2];
+	atomic_bool stop;
+	pthread_t t;
+};
+
+static void *accept_loop(void *arg)
+{
+	struct acceptor *a = arg;
+	while (!atomic_load(&a->stop)) {
+		struct pollfd p[2] = { { a->fds[0], POLLIN, 0 }, { a->fds[1], POLLIN, 0 } };
+		if (poll(p, 2, 50) <= 0)
+			continue;
+		for (int i = 0; i < 2; i++)
+			if (p[i].revents & POLLIN) { /* drain: a full backlog would stall SYNs */
+				int c;
+				while ((c = accept4(a->fds[i], NULL, NULL, SOCK_NONBLOCK)) >= 0)
+					close(c);
+			}
+	}
+	return NULL;
+}
+
+static void acceptor_start(struct acceptor *a, int good, int bad)
+{
+	fcntl(good, F_SETFL, O_NONBLOCK);
+	fcntl(bad, F_SETFL, O_NONBLOCK);
+	listen(good, 1024); /* a deep backlog: the control connects fast */
+	listen(bad, 1024);
+	a->fds[0] = good;
+	a->fds[1] = bad;
+	atomic_store(&a->stop, false);
+	pthread_create(&a->t, NULL, accept_loop, a);
+}
+
+static void acceptor_stop(struct acceptor *a)
+{
+	atomic_store(&a->stop, true);
+	pthread_join(a->t, NULL);
+}
+
+/* "bad=K good=M" -> K, M */
+static bool race_counts(const char *line, int *bad, int *good)
+{
+	return sscanf(line, "bad=%d good=%d", bad, good) == 2;
+}
+
+TEST(unix_path_race_never_reaches_denied_socket)
+{
+	char gdir[TU_TMPDIR_LEN], bdir[TU_TMPDIR_LEN], good[200], bad[200];
+	REQUIRE(tu_mkdtemp(gdir, "raceok"));
+	REQUIRE(tu_mkdtemp(bdir, "racebad"));
+	int gs = unix_server(gdir, "s", SOCK_STREAM, good, sizeof good);
+	int bs = unix_server(bdir, "s", SOCK_STREAM, bad, sizeof bad);
+	REQUIRE(gs >= 0 && bs >= 0);
+	struct acceptor acc;
+	acceptor_start(&acc, gs, bs);
+	const char *argv[] = { netprobe(), "unix-race", good, bad, "3000", NULL };
+	int nb = 0, ng = 0;
+	CHECK(race_counts(outside_line(argv), &nb, &ng));
+	CHECK(nb > 0); /* the control: the flip does win outside */
+	CHECK(race_counts(run_line(sandlock_sandbox_builder_fs_write(base(), gdir), argv), &nb, &ng));
+	CHECK(nb == 0);
+	CHECK(ng > 0);
+	acceptor_stop(&acc);
+	close(gs);
+	close(bs);
+	tu_rm_rf(gdir);
+	tu_rm_rf(bdir);
+}
+
+TEST(tcp_port_race_never_reaches_denied_port)
+{
+	int gp, bp;
+	int gs = tu_tcp_listener(&gp), bs = tu_tcp_listener(&bp);
+	REQUIRE(gs >= 0 && bs >= 0);
+	struct acceptor acc;
+	acceptor_start(&acc, gs, bs);
+	char g[16], bstr[16];
+	snprintf(g, sizeof g, "%d", gp);
+	snprintf(bstr, sizeof bstr, "%d", bp);
+	const char *argv[] = { netprobe(), "tcp-race", g, bstr, "1500", NULL };
+	int nb = 0, ng = 0;
+	CHECK(race_counts(outside_line(argv), &nb, &ng));
+	CHECK(nb > 0);
+	/* an IP rule (on-behalf path) and a bare port rule (also on behalf,
+	 * with Landlock behind it) */
+	char spec[64];
+	snprintf(spec, sizeof spec, "tcp://127.0.0.1:%d", gp);
+	CHECK(race_counts(run_line(sandlock_sandbox_builder_net_allow_spec(base(), spec), argv), &nb,
+	                  &ng));
+	CHECK(nb == 0 && ng > 0);
+	if (th_failed_now)
+		fprintf(stderr, "  IP rule: bad=%d good=%d\n", nb, ng);
+	CHECK(race_counts(run_line(sandlock_sandbox_builder_net_allow(base(), (uint32_t)gp), argv),
+	                  &nb, &ng));
+	CHECK(nb == 0 && ng > 0);
+	if (th_failed_now)
+		fprintf(stderr, "  port rule: bad=%d good=%d\n", nb, ng);
+	acceptor_stop(&acc);
+	close(gs);
+	close(bs);
+}
+
+TEST(bad_rules_are_build_errors_naming_the_rule)
+{
+	const char *bad[] = { "x:99999", "1.2.3.4:0", "ftp://h", "icmp://1.2.3.4:80",
+	                      "10.0.0.0/33", "[::1", "h:80,*", "1.2.3.4:" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		sandlock_builder_t *b = sandlock_sandbox_builder_net_allow_spec(base(), bad[i]);
+		int err = 0;
+		char *msg = NULL;
+		sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
+		CHECK(sb == NULL);
+		CHECK(msg && strstr(msg, bad[i]));
+		if (sb)
+			sandlock_sandbox_free(sb);
+		sandlock_string_free(msg);
+	}
+	/* hostnames are refused in deny lists; the two lists exclude each other */
+	char *why = sandlock_net_spec_error("example.com", 1);
+	CHECK(why != NULL);
+	sandlock_string_free(why);
+	why = sandlock_net_spec_error("example.com:443", 0);
+	CHECK(why == NULL);
+	sandlock_builder_t *b = sandlock_sandbox_builder_net_allow_spec(base(), "127.0.0.1");
+	b = sandlock_sandbox_builder_net_deny(b, "10.0.0.0/8");
+	int err = 0;
+	char *msg = NULL;
+	CHECK(sandlock_sandbox_build(b, &err, &msg) == NULL);
+	CHECK(err == SANDLOCK_ERR_CONFLICT);
+	sandlock_string_free(msg);
+}

@@ -1,0 +1,277 @@
+"""Network endpoint rules (net_allow / net_deny / bind), end to end.
+
+All traffic goes to servers these tests start on 127.0.0.0/8 or ::1.
+Denials are EACCES (README "Network policy")."""
+import socket
+import threading
+
+import pytest
+
+import sandlock
+
+PY = "/usr/bin/python3"
+SYS = ["/usr", "/lib", "/lib64", "/bin", "/etc"]
+
+PROBE = r'''
+import errno, socket, sys
+
+def err(e):
+    return errno.errorcode.get(e.errno, str(e)) if e.errno else type(e).__name__
+
+def tcp(host, port, fam=socket.AF_INET):
+    s = socket.socket(fam)
+    try:
+        s.connect((host, int(port)))
+        return "ok"
+    except OSError as e:
+        return err(e)
+
+def udp(host, port, mode):
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.settimeout(5)
+        if mode == "connected":
+            s.connect((host, int(port)))
+            s.send(b"ping")
+        else:
+            s.sendto(b"ping", (host, int(port)))
+        return "ok:" + s.recv(16).decode()
+    except OSError as e:
+        return err(e)
+
+out = []
+for a in sys.argv[1:]:
+    kind, *rest = a.split("|")
+    if kind == "tcp":
+        out.append(tcp(*rest))
+    elif kind == "tcp6":
+        out.append(tcp(rest[0], rest[1], socket.AF_INET6))
+    else:
+        out.append(udp(*rest))
+print(" ".join(out))
+'''
+
+
+def probe(sb, *checks):
+    r = sb.run([PY, "-c", PROBE, *checks])
+    assert r.exit_code == 0, r.stderr
+    return r.stdout.decode().split()
+
+
+def outside(*checks):
+    import subprocess
+    return subprocess.run([PY, "-c", PROBE, *checks], capture_output=True,
+                          text=True).stdout.split()
+
+
+@pytest.fixture
+def tcp_server():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(64)
+    yield s.getsockname()[1]
+    s.close()
+
+
+@pytest.fixture
+def udp_echo():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    s.settimeout(0.2)
+    stop = threading.Event()
+
+    def loop():
+        while not stop.is_set():
+            try:
+                d, a = s.recvfrom(64)
+                s.sendto(b"pong", a)
+            except socket.timeout:
+                pass
+
+    t = threading.Thread(target=loop, daemon=True)
+    t.start()
+    yield s.getsockname()[1]
+    stop.set()
+    t.join()
+    s.close()
+
+
+def sb(**kw):
+    return sandlock.Sandbox(fs_readable=SYS, **kw)
+
+
+def test_tcp_endpoint_rule(tcp_server):
+    p = tcp_server
+    checks = ["tcp|127.0.0.1|%d" % p, "tcp|127.0.0.2|%d" % p, "tcp|127.0.0.1|%d" % (p ^ 1)]
+    assert outside(*checks)[0] == "ok"
+    assert probe(sb(), *checks) == ["EACCES"] * 3
+    got = probe(sb(net_allow=["127.0.0.1:%d" % p]), *checks)
+    assert got == ["ok", "EACCES", "EACCES"]
+    # tcp:// is TCP only, and an IPv4-mapped IPv6 address is the IPv4 host
+    got = probe(sb(net_allow=["tcp://127.0.0.1:%d" % p]), "tcp6|::ffff:127.0.0.1|%d" % p,
+                "tcp6|::ffff:127.0.0.2|%d" % p)
+    assert got == ["ok", "EACCES"]
+
+
+def test_cidr_containment(tcp_server):
+    p = tcp_server
+    checks = ["tcp|127.0.0.1|%d" % p, "tcp|127.0.1.1|%d" % p]
+    # 127.0.1.1 has no server: ECONNREFUSED proves the connect was let through
+    assert probe(sb(net_allow=["127.0.0.0/8:%d" % p]), *checks) == ["ok", "ECONNREFUSED"]
+    assert probe(sb(net_allow=["127.0.0.0/24:%d" % p]), *checks) == ["ok", "EACCES"]
+
+
+def test_ipv6_loopback():
+    s = socket.socket(socket.AF_INET6)
+    try:
+        s.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback")
+    s.listen(8)
+    p = s.getsockname()[1]
+    try:
+        assert probe(sb(net_allow=["[::1]:%d" % p]), "tcp6|::1|%d" % p) == ["ok"]
+        assert probe(sb(net_allow=["127.0.0.1:%d" % p]), "tcp6|::1|%d" % p) == ["EACCES"]
+    finally:
+        s.close()
+
+
+def test_hostname_localhost_resolved_at_build(tcp_server):
+    p = tcp_server
+    got = probe(sb(net_allow=["localhost:%d" % p]), "tcp|127.0.0.1|%d" % p,
+                "tcp|127.0.0.2|%d" % p)
+    assert got == ["ok", "EACCES"]
+
+
+def test_udp_connected_and_unconnected(udp_echo):
+    p = udp_echo
+    checks = ["udp|127.0.0.1|%d|connected" % p, "udp|127.0.0.1|%d|sendto" % p,
+              "udp|127.0.0.2|%d|sendto" % p]
+    assert outside(*checks)[:2] == ["ok:pong", "ok:pong"]
+    # no UDP rule: UDP sockets cannot even be created (protocol gating)
+    assert probe(sb(net_allow=["tcp://127.0.0.1:%d" % p]), *checks) == ["EPERM"] * 3
+    got = probe(sb(net_allow=["udp://127.0.0.1:%d" % p]), *checks)
+    assert got == ["ok:pong", "ok:pong", "EACCES"]
+    # a scheme-less rule covers UDP too
+    got = probe(sb(net_allow=["127.0.0.1:%d" % p]), *checks)
+    assert got == ["ok:pong", "ok:pong", "EACCES"]
+
+
+def test_net_deny_is_default_allow(tcp_server, udp_echo):
+    checks = ["tcp|127.0.0.1|%d" % tcp_server, "tcp|127.0.0.2|%d" % tcp_server,
+              "udp|127.0.0.1|%d|sendto" % udp_echo]
+    assert probe(sb(net_deny=["127.0.0.2"]), *checks) == ["ok", "EACCES", "ok:pong"]
+    assert probe(sb(net_deny=["udp://127.0.0.0/8"]), *checks) == ["ok", "ECONNREFUSED",
+                                                                   "EACCES"]
+    with pytest.raises(ValueError, match="hostnames"):
+        sb(net_deny=["localhost"])
+    with pytest.raises(sandlock.SandlockError, match="mutually exclusive"):
+        sb(net_allow=["127.0.0.1"], net_deny=["10.0.0.0/8"])
+
+
+SENDMMSG = r'''
+import ctypes, errno, socket, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+class msghdr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32),
+                ("iov", ctypes.POINTER(iovec)), ("iovlen", ctypes.c_size_t),
+                ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+class mmsghdr(ctypes.Structure):
+    _fields_ = [("hdr", msghdr), ("len", ctypes.c_uint)]
+ports = [int(p) for p in sys.argv[1:]]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+data = ctypes.create_string_buffer(b"ping")
+vec = (mmsghdr * len(ports))()
+keep = []
+for i, p in enumerate(ports):
+    sa = ctypes.create_string_buffer(struct.pack("!HH4s8x", socket.AF_INET, p,
+                                                 socket.inet_aton("127.0.0.1")))
+    sa[0:2] = struct.pack("=H", socket.AF_INET)
+    io = iovec(ctypes.cast(data, ctypes.c_void_p), 4)
+    keep += [sa, io]
+    vec[i].hdr = msghdr(ctypes.cast(sa, ctypes.c_void_p), 16, ctypes.pointer(io), 1, None, 0, 0)
+n = libc.sendmmsg(s.fileno(), vec, len(ports), 0)
+e = ctypes.get_errno()
+print(n, errno.errorcode.get(e, "0") if n < 0 else ",".join(str(vec[i].len) for i in range(max(n, 0))))
+'''
+
+
+def test_sendmmsg_checks_every_destination(udp_echo):
+    ok = udp_echo
+    bad = ok ^ 1
+    box = sb(net_allow=["udp://127.0.0.1:%d" % ok])
+    r = box.run([PY, "-c", SENDMMSG, str(ok), str(ok), str(bad), str(ok)])
+    assert r.stdout.decode().split() == ["2", "4,4"]  # stops at the denied one
+    r = box.run([PY, "-c", SENDMMSG, str(bad), str(ok)])
+    assert r.stdout.decode().split() == ["-1", "EACCES"]
+
+
+NONBLOCK = r'''
+import errno, select, socket, sys
+s = socket.socket()
+s.setblocking(False)
+try:
+    s.connect(("127.0.0.1", int(sys.argv[1])))
+    print("connected")
+except BlockingIOError as e:
+    print(errno.errorcode[e.errno], end=" ")
+    select.select([], [s], [], 5)
+    print(s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR), end=" ")
+    s.send(b"x")
+    print("sent")
+except OSError as e:
+    print(errno.errorcode[e.errno])
+'''
+
+
+def test_nonblocking_connect(tcp_server):
+    r = sb(net_allow=["tcp://127.0.0.1:%d" % tcp_server]).run(
+        [PY, "-c", NONBLOCK, str(tcp_server)])
+    # loopback may complete at once; either way the socket works afterwards
+    assert r.stdout.decode().strip() in ("EINPROGRESS 0 sent", "connected")
+    r = sb(net_allow=["tcp://127.0.0.2:%d" % tcp_server]).run(
+        [PY, "-c", NONBLOCK, str(tcp_server)])
+    assert r.stdout.decode().strip() == "EACCES"
+
+
+BIND = r'''
+import errno, socket, sys
+out = []
+for p in sys.argv[1:]:
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", int(p)))
+        out.append("ok")
+    except OSError as e:
+        out.append(errno.errorcode[e.errno])
+    s.close()
+print(" ".join(out))
+'''
+
+
+def free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def test_bind_ranges_and_deny_bind():
+    a, b = free_ports(2)
+    lo = min(a, b)
+    box = sb(net_allow_bind=["%d-%d" % (lo, lo + 1)])
+    got = box.run([PY, "-c", BIND, str(lo), str(lo + 1), str(lo + 2)]).stdout.decode().split()
+    assert got[:2] == ["ok", "ok"] or "EADDRINUSE" in got[:2]
+    assert got[2] == "EACCES"
+    box = sb(net_deny_bind=[str(a)])
+    got = box.run([PY, "-c", BIND, str(a), str(b)]).stdout.decode().split()
+    assert got == ["EACCES", "ok"]
+    assert sandlock.parse_ports([80, "443", "8000-8002"]) == [80, 443, 8000, 8001, 8002]
+    with pytest.raises(ValueError):
+        sandlock.parse_ports(["9-1"])
