@@ -34,6 +34,7 @@ typedef struct sandlock_sandbox sandlock_sandbox_t;
 typedef struct sandlock_result sandlock_result_t;
 typedef struct sandlock_handler sandlock_handler_t;
 typedef struct sandlock_mem sandlock_mem_t;
+typedef struct sandlock_handle sandlock_handle_t;
 
 /* ---- error codes ---- */
 enum {
@@ -46,6 +47,7 @@ enum {
 	SANDLOCK_ERR_SYSCALL = 6,     /* handler registration names an unknown or blocklisted syscall */
 	SANDLOCK_ERR_SYSTEM = 7,      /* a system call failed while launching */
 	SANDLOCK_ERR_NOMEM = 8,
+	SANDLOCK_ERR_RUNNING = 9,     /* sandlock_handle_wait: still running at the timeout */
 };
 
 /* ---- actions (sandlock_action_t.kind) ---- */
@@ -288,6 +290,90 @@ sandlock_result_t *sandlock_run_with_handlers(const sandlock_sandbox_t *sb,
                                               const char *const *argv, uint32_t argc,
                                               const sandlock_registration_t *regs,
                                               size_t nregs, int *err, char **err_msg);
+
+/* ================= handles: a run as an object ================= */
+/* How one of the command's standard streams is connected. */
+enum {
+	SANDLOCK_STDIO_DEFAULT = 0, /* CAPTURE, or INHERIT when the sandbox has inherit_stdio */
+	SANDLOCK_STDIO_CAPTURE = 1, /* stdout/stderr: collected into the result; stdin: /dev/null */
+	SANDLOCK_STDIO_INHERIT = 2, /* the caller's own stream */
+	SANDLOCK_STDIO_DEVNULL = 3,
+	SANDLOCK_STDIO_FD = 4,      /* the caller's fd (duplicated at spawn; the caller keeps it) */
+	SANDLOCK_STDIO_PIPE = 5,    /* a pipe whose other end the caller takes (sandlock_handle_*_fd) */
+};
+
+/* flags of sandlock_spawn_opts_t */
+#define SANDLOCK_SPAWN_CREATE (1u << 0) /* stop before exec until sandlock_handle_start */
+
+typedef struct sandlock_stdio {
+	int32_t mode; /* SANDLOCK_STDIO_* */
+	int32_t fd;   /* SANDLOCK_STDIO_FD only */
+} sandlock_stdio_t;
+
+/*
+ * Options of sandlock_spawn (NULL: all defaults).  Zero-initialise and set
+ * size = sizeof(sandlock_spawn_opts_t): later versions only append fields.
+ * pass_fds: caller fds (> 2) the command keeps, open, at the same numbers
+ * (every other fd above 2 is closed before exec).
+ */
+typedef struct sandlock_spawn_opts {
+	uint32_t size;
+	uint32_t flags;          /* SANDLOCK_SPAWN_* */
+	sandlock_stdio_t stdio[3]; /* stdin, stdout, stderr */
+	const int32_t *pass_fds;
+	size_t npass_fds;
+} sandlock_spawn_opts_t;
+
+/*
+ * Start a run without waiting for it.  Handlers as for
+ * sandlock_run_with_handlers (owned by the run from entry, released when
+ * the handle is freed, or at once on failure).  sb must stay alive until
+ * sandlock_handle_free.  Captured output is collected by a thread of the
+ * handle, so the command never blocks on a full pipe while the caller does
+ * other things.  Returns NULL + *err on failure (nothing is left running).
+ *
+ * The handle must be used from the thread that created it or others, but
+ * the creating THREAD must outlive the run: the sandbox's init ends the
+ * sandbox when the thread that forked it exits (PR_SET_PDEATHSIG).
+ */
+sandlock_handle_t *sandlock_spawn(const sandlock_sandbox_t *sb, const char *const *argv,
+                                  uint32_t argc, const sandlock_registration_t *regs,
+                                  size_t nregs, const sandlock_spawn_opts_t *opts, int *err,
+                                  char **err_msg);
+/* Release a SANDLOCK_SPAWN_CREATE'd command to exec.  0, or -1 (not
+ * created-and-waiting, or the command died). */
+int sandlock_handle_start(sandlock_handle_t *h);
+/* The command's pid (the process that execs argv; its children are in the
+ * sandbox too).  Valid from spawn until the handle's result is taken. */
+int sandlock_handle_pid(const sandlock_handle_t *h);
+/* The sandbox's init: the caller's child and the parent of the command. */
+int sandlock_handle_init_pid(const sandlock_handle_t *h);
+/* True until the command (and so the sandbox) has ended. */
+bool sandlock_handle_is_running(sandlock_handle_t *h);
+/* Stop / continue every process of the sandbox (all descendants of init,
+ * also those started meanwhile).  0, or -1 with errno (ESRCH: not running). */
+int sandlock_handle_pause(sandlock_handle_t *h);
+int sandlock_handle_resume(sandlock_handle_t *h);
+/* End the whole sandbox; the result then reports SANDLOCK_EXIT_KILLED.
+ * 0, or -1 (ESRCH) when it had already ended. */
+int sandlock_handle_kill(sandlock_handle_t *h);
+/* Our end of a SANDLOCK_STDIO_PIPE stream (stdin: write end; stdout and
+ * stderr: read ends).  Ownership passes to the caller (close it: for stdin
+ * that is the command's EOF); a second call returns -1. */
+int sandlock_handle_stdin_fd(sandlock_handle_t *h);
+int sandlock_handle_stdout_fd(sandlock_handle_t *h);
+int sandlock_handle_stderr_fd(sandlock_handle_t *h);
+/*
+ * Wait up to timeout_ms (< 0: forever; 0: just look) for the run to end.
+ * The result (owned by the caller) or NULL: *err == SANDLOCK_ERR_RUNNING
+ * if it is still running, another code if the run failed or the handle was
+ * never started, or its result was already taken.
+ */
+sandlock_result_t *sandlock_handle_wait(sandlock_handle_t *h, int64_t timeout_ms, int *err,
+                                        char **err_msg);
+/* Ends the run if it still runs (nothing of it is left running after
+ * this returns), releases its handlers and frees everything.  NULL is ok. */
+void sandlock_handle_free(sandlock_handle_t *h);
 
 /* ================= results ================= */
 /* Exit status if EXITED; 128+signal if SIGNALED/KILLED; 124 on TIMEOUT. */

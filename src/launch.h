@@ -24,6 +24,7 @@
 
 #include "config.h"
 #include "cglimits.h"
+#include "sandlock.h"
 #include "tty.h"
 
 struct sl_launch {
@@ -35,12 +36,20 @@ struct sl_launch {
 	struct sock_fprog prog;
 	struct sl_cglimits cg;   /* the run's cgroups (cglimits.h) */
 	const struct sandlock_sandbox *cfg;
+	/* How fd 0, 1, 2 of the command are connected: a SANDLOCK_STDIO_*
+	 * mode (never DEFAULT) and, for FD, our duplicate of the caller's fd. */
+	int stdio_mode[3];
+	int stdio_fd[3];
+	int *keep_fds; /* sorted caller fds the command keeps (pass_fds) */
+	size_t nkeep;
 	/* after start */
 	pid_t pid;      /* child (the sandbox's init) pid == its process group id */
 	int pidfd;      /* pidfd of the child */
 	int listener;   /* seccomp user-notification fd */
 	int out_fd;     /* read end of captured stdout, -1 if inherited */
 	int err_fd;     /* read end of captured stderr, -1 if inherited */
+	int pipe_fd[3]; /* our ends of SANDLOCK_STDIO_PIPE streams, for the caller */
+	pid_t cmd_pid;  /* the command (init's child), as it announced itself */
 	int sync_fd;    /* parent end of the socketpair: "ready" goes here */
 	struct sl_tty tty; /* inherit_stdio: terminal foreground hand-over */
 };
@@ -48,6 +57,12 @@ struct sl_launch {
 int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
                       const char *const *argv, uint32_t argc, const int *trapped,
                       size_t ntrapped, int *err, char **msg);
+/* Apply spawn options (stdio modes, pass_fds) after sl_launch_prepare;
+ * NULL = defaults.  Duplicates every FD-mode fd (the caller keeps its own). */
+int sl_launch_set_options(struct sl_launch *L, const sandlock_spawn_opts_t *o, int *err,
+                          char **msg);
+/* True when all three streams are the caller's: the terminal is handed over. */
+bool sl_launch_inherits_all(const struct sl_launch *L);
 /* Fork the sandbox's init, which starts the command; the command confines
  * itself and announces its listener's fd number before seccomp(); the
  * parent takes the listener with pidfd_getfd.  On return the command is
@@ -103,7 +118,8 @@ enum sl_launch_step {
 
 /* What the child gets from the parent's side of fork (all fds inherited). */
 struct sl_child_fds {
-	int sync, devnull, out_w, err_w;
+	int sync;
+	int stdio[3]; /* what becomes fd 0, 1, 2 (-1: left as inherited) */
 	pid_t parent;
 	pid_t self; /* asked before confinement: getpid may be trapped after */
 };

@@ -57,12 +57,31 @@ static int move_fd(int fd, int target)
 	return dup2(fd, target) < 0 ? -1 : 0;
 }
 
-static void child_stdio(const struct sl_launch *L, const struct sl_child_fds *c)
+/* Every source is above 2 (launch_parent.c), so no dup2 clobbers another's. */
+static void child_stdio(const struct sl_child_fds *c)
 {
-	if (L->cfg->inherit_stdio)
-		return;
-	if (move_fd(c->devnull, 0) < 0 || move_fd(c->out_w, 1) < 0 || move_fd(c->err_w, 2) < 0)
-		child_fail(c->sync, ST_STDIO, errno);
+	for (int i = 0; i < 3; i++)
+		if (c->stdio[i] >= 0 && move_fd(c->stdio[i], i) < 0)
+			child_fail(c->sync, ST_STDIO, errno);
+}
+
+/*
+ * Before exec: close every fd above 2 except the pass_fds (sorted), which
+ * lose close-on-exec.  Nothing of ours (listener, ruleset, sync socket)
+ * survives.
+ */
+static int close_except_kept(const struct sl_launch *L)
+{
+	unsigned from = 3;
+	for (size_t i = 0; i < L->nkeep; i++) {
+		unsigned k = (unsigned)L->keep_fds[i];
+		if (k > from && syscall(__NR_close_range, from, k - 1, 0) < 0)
+			return -1;
+		if (fcntl((int)k, F_SETFD, 0) < 0)
+			return -1;
+		from = k + 1;
+	}
+	return syscall(__NR_close_range, from, ~0U, 0) < 0 ? -1 : 0;
 }
 
 /*
@@ -251,8 +270,7 @@ SL_ON_COMMAND_STACK static int command_main(void *arg)
 	sigset_t none;
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
-	/* Nothing of ours (listener, ruleset, sync socket) may survive into exec. */
-	if (syscall(__NR_close_range, 3, ~0U, 0) < 0)
+	if (close_except_kept(L) < 0)
 		_exit(127);
 	/* RLIMIT_NOFILE last: the command's own (init keeps its fds), after our
 	 * fds are gone, so even a tiny limit leaves room for the exec. */
@@ -321,7 +339,7 @@ void sl_launch_child_main(const struct sl_launch *L, const struct sl_child_fds *
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
 		child_fail(c->sync, ST_SUBREAPER, errno);
 	child_signals(c);
-	child_stdio(L, c);
+	child_stdio(c);
 	child_limits(L, c);
 	int children_fd = open_children_list();
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

@@ -59,8 +59,15 @@ static int above_stdio(int fd)
 	return n;
 }
 
+/*
+ * Our side of the fork.  pipes[i]: a pipe for stream i (CAPTURE of
+ * stdout/stderr, or PIPE), [0] read end, [1] write end; child[i] is what
+ * the child moves onto fd i (-1: leave it).  Only child[] fds that we
+ * opened are closed here (an FD-mode fd belongs to L).
+ */
 struct parent_fds {
-	int sv[2], outp[2], errp[2], devnull;
+	int sv[2], devnull;
+	int pipes[3][2];
 };
 
 static void close_fd(int *fd)
@@ -74,11 +81,11 @@ static void parent_fds_close(struct parent_fds *p)
 {
 	close_fd(&p->sv[0]);
 	close_fd(&p->sv[1]);
-	close_fd(&p->outp[0]);
-	close_fd(&p->outp[1]);
-	close_fd(&p->errp[0]);
-	close_fd(&p->errp[1]);
 	close_fd(&p->devnull);
+	for (int i = 0; i < 3; i++) {
+		close_fd(&p->pipes[i][0]);
+		close_fd(&p->pipes[i][1]);
+	}
 }
 
 static int make_pipe(int p[2])
@@ -90,21 +97,65 @@ static int make_pipe(int p[2])
 	return (p[0] < 0 || p[1] < 0) ? -1 : 0;
 }
 
+/* Does stream i need a pipe?  stdin: only PIPE; stdout/err: CAPTURE too. */
+static bool wants_pipe(const struct sl_launch *L, int i)
+{
+	int m = L->stdio_mode[i];
+	return m == SANDLOCK_STDIO_PIPE || (i > 0 && m == SANDLOCK_STDIO_CAPTURE);
+}
+
+static bool wants_devnull(const struct sl_launch *L, int i)
+{
+	int m = L->stdio_mode[i];
+	return m == SANDLOCK_STDIO_DEVNULL || (i == 0 && m == SANDLOCK_STDIO_CAPTURE);
+}
+
+/* The child's end of stream i (stdin reads the pipe, the others write it). */
+static int child_end(const struct sl_launch *L, const struct parent_fds *p, int i)
+{
+	if (wants_pipe(L, i))
+		return p->pipes[i][i == 0 ? 0 : 1];
+	if (wants_devnull(L, i))
+		return p->devnull;
+	return L->stdio_mode[i] == SANDLOCK_STDIO_FD ? L->stdio_fd[i] : -1;
+}
+
 static int parent_fds_open(const struct sl_launch *L, struct parent_fds *p)
 {
-	p->sv[0] = p->sv[1] = p->outp[0] = p->outp[1] = p->errp[0] = p->errp[1] = p->devnull = -1;
+	p->sv[0] = p->sv[1] = p->devnull = -1;
+	for (int i = 0; i < 3; i++)
+		p->pipes[i][0] = p->pipes[i][1] = -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p->sv) < 0)
 		return -1;
 	p->sv[0] = above_stdio(p->sv[0]);
 	p->sv[1] = above_stdio(p->sv[1]);
 	if (p->sv[0] < 0 || p->sv[1] < 0)
 		return -1;
-	if (L->cfg->inherit_stdio)
+	bool devnull = false;
+	for (int i = 0; i < 3; i++) {
+		if (wants_pipe(L, i) && make_pipe(p->pipes[i]) < 0)
+			return -1;
+		devnull |= wants_devnull(L, i);
+	}
+	if (!devnull)
 		return 0;
-	if (make_pipe(p->outp) < 0 || make_pipe(p->errp) < 0)
-		return -1;
-	p->devnull = above_stdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
+	p->devnull = above_stdio(open("/dev/null", O_RDWR | O_CLOEXEC));
 	return p->devnull < 0 ? -1 : 0;
+}
+
+/* After fork: keep our ends (capture for the loop, PIPE for the caller). */
+static void take_parent_ends(struct sl_launch *L, struct parent_fds *p)
+{
+	for (int i = 0; i < 3; i++) {
+		if (!wants_pipe(L, i))
+			continue;
+		int *ours = &p->pipes[i][i == 0 ? 1 : 0];
+		int *dest = L->stdio_mode[i] == SANDLOCK_STDIO_PIPE ? &L->pipe_fd[i]
+		            : i == 1                                ? &L->out_fd
+		                                                    : &L->err_fd;
+		*dest = *ours;
+		*ours = -1;
+	}
 }
 
 /* Kill and reap a child that never got released. */
@@ -180,6 +231,7 @@ static int recv_announcement(struct sl_launch *L, int64_t deadline, int *fdnum,
 		return setup_error(read_report(L->sync_fd, f, MSG_DONTWAIT), f, err, msg);
 	}
 	*fdnum = m[1];
+	L->cmd_pid = (pid_t)m[2];
 	return 0;
 }
 
@@ -269,7 +321,9 @@ int sl_launch_start(struct sl_launch *L, int *err, char **msg)
 		parent_fds_close(&p);
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "creating pipes: %s", strerror(e));
 	}
-	struct sl_child_fds c = { p.sv[1], p.devnull, p.outp[1], p.errp[1], getpid(), 0 };
+	struct sl_child_fds c = { p.sv[1], { -1, -1, -1 }, getpid(), 0 };
+	for (int i = 0; i < 3; i++)
+		c.stdio[i] = child_end(L, &p, i);
 	pid_t pid = fork();
 	if (pid == 0) {
 		c.self = getpid();
@@ -282,9 +336,8 @@ int sl_launch_start(struct sl_launch *L, int *err, char **msg)
 	}
 	L->pid = pid;
 	L->sync_fd = p.sv[0];
-	L->out_fd = p.outp[0];
-	L->err_fd = p.errp[0];
-	p.sv[0] = p.outp[0] = p.errp[0] = -1;
+	p.sv[0] = -1;
+	take_parent_ends(L, &p);
 	parent_fds_close(&p); /* the child's ends: EOF detection depends on this */
 	L->pidfd = (int)syscall(__NR_pidfd_open, pid, 0);
 	if (L->pidfd < 0) {
@@ -304,7 +357,7 @@ int sl_launch_release(struct sl_launch *L)
 	/* init has called setpgid(0, 0) (before the command announced its
 	 * listener) and the command does not run the program yet: make its group the terminal's
 	 * foreground now, so that the program's first read of it works. */
-	if (L->cfg->inherit_stdio)
+	if (sl_launch_inherits_all(L))
 		sl_tty_start(&L->tty, L->pid);
 	/* With a terminal, init mirrors the command's job-control stops for
 	 * sl_tty_watch; without one nobody watches them, and an init stopped
@@ -326,6 +379,13 @@ void sl_launch_cleanup(struct sl_launch *L)
 	close_fd(&L->out_fd);
 	close_fd(&L->err_fd);
 	close_fd(&L->sync_fd);
+	for (int i = 0; i < 3; i++) {
+		close_fd(&L->stdio_fd[i]);
+		close_fd(&L->pipe_fd[i]);
+	}
+	free(L->keep_fds);
+	L->keep_fds = NULL;
+	L->nkeep = 0;
 	free(L->exe);
 	L->exe = NULL;
 	for (char **a = L->argv; a && *a; a++)

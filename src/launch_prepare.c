@@ -5,6 +5,7 @@
  * fork the child may only use what is prepared here (launch_child.c).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,9 +125,94 @@ static void launch_init(struct sl_launch *L, const struct sandlock_sandbox *cfg)
 	L->cfg = cfg;
 	L->ruleset_fd = L->pidfd = L->listener = -1;
 	L->out_fd = L->err_fd = L->sync_fd = -1;
-	L->pid = -1;
+	L->pid = L->cmd_pid = -1;
+	for (int i = 0; i < 3; i++) {
+		L->stdio_mode[i] = cfg->inherit_stdio ? SANDLOCK_STDIO_INHERIT : SANDLOCK_STDIO_CAPTURE;
+		L->stdio_fd[i] = L->pipe_fd[i] = -1;
+	}
 	sl_tty_init(&L->tty);
 	sl_cg_init(&L->cg);
+}
+
+bool sl_launch_inherits_all(const struct sl_launch *L)
+{
+	for (int i = 0; i < 3; i++)
+		if (L->stdio_mode[i] != SANDLOCK_STDIO_INHERIT)
+			return false;
+	return true;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* pass_fds: open caller fds above 2, sorted and unique, copied. */
+static int set_keep_fds(struct sl_launch *L, const int32_t *fds, size_t n, int *err, char **msg)
+{
+	if (n == 0)
+		return 0;
+	if (!fds)
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "pass_fds is NULL with npass_fds %zu", n);
+	if (!(L->keep_fds = malloc(n * sizeof(int))))
+		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		if (fds[i] <= 2 || fcntl(fds[i], F_GETFD) < 0)
+			return sl_fail(err, msg, SANDLOCK_ERR_INVALID,
+			               "pass_fds: %d is not an open fd above 2", (int)fds[i]);
+		L->keep_fds[i] = fds[i];
+	}
+	qsort(L->keep_fds, n, sizeof(int), cmp_int);
+	size_t u = 0;
+	for (size_t i = 0; i < n; i++)
+		if (u == 0 || L->keep_fds[u - 1] != L->keep_fds[i])
+			L->keep_fds[u++] = L->keep_fds[i];
+	L->nkeep = u;
+	return 0;
+}
+
+/* One stream's mode; an FD-mode fd is duplicated above 2 now, so that the
+ * child's dup2 onto 0..2 cannot clobber another stream's source. */
+static int set_stream(struct sl_launch *L, int i, const sandlock_stdio_t *s, int *err, char **msg)
+{
+	static const char *const names[3] = { "stdin", "stdout", "stderr" };
+	switch (s->mode) {
+	case SANDLOCK_STDIO_DEFAULT:
+		return 0;
+	case SANDLOCK_STDIO_CAPTURE:
+	case SANDLOCK_STDIO_INHERIT:
+	case SANDLOCK_STDIO_DEVNULL:
+	case SANDLOCK_STDIO_PIPE:
+		L->stdio_mode[i] = s->mode;
+		return 0;
+	case SANDLOCK_STDIO_FD:
+		L->stdio_fd[i] = s->fd < 0 ? -1 : fcntl(s->fd, F_DUPFD_CLOEXEC, 3);
+		if (L->stdio_fd[i] < 0)
+			return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "%s: fd %d is not open",
+			               names[i], (int)s->fd);
+		L->stdio_mode[i] = s->mode;
+		return 0;
+	default:
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "%s: unknown stdio mode %d", names[i],
+		               (int)s->mode);
+	}
+}
+
+int sl_launch_set_options(struct sl_launch *L, const sandlock_spawn_opts_t *o, int *err,
+                          char **msg)
+{
+	if (!o)
+		return 0;
+	if (o->size < sizeof(*o))
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID,
+		               "sandlock_spawn_opts_t.size is %u, expected %zu", o->size, sizeof(*o));
+	if (o->flags & ~SANDLOCK_SPAWN_CREATE)
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "unknown spawn flags 0x%x", o->flags);
+	for (int i = 0; i < 3; i++)
+		if (set_stream(L, i, &o->stdio[i], err, msg) < 0)
+			return -1;
+	return set_keep_fds(L, o->pass_fds, o->npass_fds, err, msg);
 }
 
 /* ---------------- the sandbox's BPF programs ---------------- */

@@ -21,6 +21,7 @@
 /* One process: its pid and its parent's. */
 struct link {
 	pid_t pid, ppid;
+	char state;
 };
 
 bool sl_proc_stat(int procfd, const char *pid, char *state, long *ppid, long *pgrp)
@@ -67,7 +68,7 @@ static int read_links(struct link **out, size_t *nout)
 			v = nv;
 			cap = ncap;
 		}
-		v[n++] = (struct link){ (pid_t)atol(de->d_name), (pid_t)ppid };
+		v[n++] = (struct link){ (pid_t)atol(de->d_name), (pid_t)ppid, state };
 	}
 	closedir(d);
 	if (rc < 0) {
@@ -99,29 +100,59 @@ static size_t first_child(const struct link *v, size_t n, pid_t ppid)
 	return lo;
 }
 
+/*
+ * Breadth-first from root over links sorted by ppid: indexes into v of
+ * root's descendants, in *out (malloc'd).  A process is listed once in
+ * /proc, so at most n are ever queued (a snapshot taken while pids are
+ * recycled cannot loop us).  -1 on OOM.
+ */
+static int descendants(const struct link *v, size_t n, pid_t root, size_t **out, size_t *nout)
+{
+	size_t *queue = malloc((n + 1) * sizeof(*queue));
+	if (!queue)
+		return -1;
+	size_t tail = 0;
+	for (size_t i = first_child(v, n, root); i < n && v[i].ppid == root; i++)
+		queue[tail++] = i;
+	for (size_t head = 0; head < tail; head++) {
+		pid_t p = v[queue[head]].pid;
+		for (size_t i = first_child(v, n, p); i < n && v[i].ppid == p && tail < n; i++)
+			queue[tail++] = i;
+	}
+	*out = queue;
+	*nout = tail;
+	return 0;
+}
+
 int sl_count_tree_processes(pid_t root)
 {
 	struct link *v;
-	size_t n;
+	size_t n, *idx, k;
 	if (read_links(&v, &n) < 0)
 		return -1;
 	qsort(v, n, sizeof(*v), by_ppid);
-	/* Breadth-first from root; the queue holds pids found so far.  A
-	 * process is listed once in /proc, so at most n are ever queued
-	 * (a snapshot taken while pids are recycled cannot loop us). */
-	pid_t *queue = malloc((n + 1) * sizeof(*queue));
-	if (!queue) {
+	int rc = descendants(v, n, root, &idx, &k) < 0 ? -1 : (int)k;
+	if (rc >= 0)
+		free(idx);
+	free(v);
+	return rc;
+}
+
+int sl_tree_list(pid_t root, struct sl_proc *out, size_t max)
+{
+	struct link *v;
+	size_t n, *idx, k;
+	if (read_links(&v, &n) < 0)
+		return -1;
+	qsort(v, n, sizeof(*v), by_ppid);
+	if (descendants(v, n, root, &idx, &k) < 0) {
 		free(v);
 		return -1;
 	}
-	size_t head = 0, tail = 0;
-	queue[tail++] = root;
-	while (head < tail) {
-		pid_t p = queue[head++];
-		for (size_t i = first_child(v, n, p); i < n && v[i].ppid == p && tail <= n; i++)
-			queue[tail++] = v[i].pid;
-	}
-	free(queue);
+	size_t m = k < max ? k : max;
+	for (size_t i = 0; i < m; i++)
+		out[i] = (struct sl_proc){ v[idx[i]].pid, v[idx[i]].ppid, v[idx[i]].state };
+	free(idx);
 	free(v);
-	return (int)(tail - 1);
+	return (int)k;
 }

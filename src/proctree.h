@@ -1,6 +1,7 @@
 /*
  * proctree.h — reading the process tree from /proc: the process count of
- * the sandbox (builtins/procs.c) and the end-of-run sweep (run.c).
+ * the sandbox (builtins/procs.c), the end-of-run sweep and pause/resume
+ * of a running sandbox (run.c).
  */
 #ifndef SANDLOCK_PROCTREE_H
 #define SANDLOCK_PROCTREE_H
@@ -13,5 +14,14 @@ bool sl_proc_stat(int procfd, const char *pid, char *state, long *ppid, long *pg
 /* Number of processes descending from root, root excluded (scans /proc
  * for ppid links; zombies count until reaped).  -1 if /proc is unreadable. */
 int sl_count_tree_processes(pid_t root);
+
+/* One process of a tree: pid, parent, state letter of /proc/PID/stat. */
+struct sl_proc {
+	pid_t pid, ppid;
+	char state;
+};
+/* root's descendants (root excluded): the first max in out[], returns how
+ * many there are (may exceed max), or -1.  Used by pause/resume (run.c). */
+int sl_tree_list(pid_t root, struct sl_proc *out, size_t max);
 
 #endif /* SANDLOCK_PROCTREE_H */

@@ -15,6 +15,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@
 #include "handler.h"
 #include "init.h"
 #include "launch.h"
+#include "pause.h"
 #include "proctree.h"
 #include "result.h"
 #include "supervisor.h"
@@ -128,7 +131,7 @@ static int loop_wait_ms(const struct sl_launch *L, int64_t deadline, const struc
  * spent stopped included.
  */
 static void io_loop(struct sl_launch *L, sandlock_result_t *r, struct sl_supervisor *sup,
-                    uint64_t timeout_ms, bool *timed_out)
+                    uint64_t timeout_ms, const atomic_bool *caller_kill, bool *timed_out)
 {
 	int64_t deadline = timeout_ms ? sl_now_ms() + (int64_t)timeout_ms : 0;
 	struct ending e = { 0, false };
@@ -137,8 +140,9 @@ static void io_loop(struct sl_launch *L, sandlock_result_t *r, struct sl_supervi
 		if (deadline && !e.asked_ms && sl_now_ms() >= deadline) {
 			*timed_out = true;
 			end_sandbox(L, &e, true);
-		} else if (e.asked_ms || sl_supervisor_killed(sup, NULL)) {
-			end_sandbox(L, &e, false); /* respond.c already asked init */
+		} else if (e.asked_ms || sl_supervisor_killed(sup, NULL) || atomic_load(caller_kill)) {
+			/* respond.c or sandlock_handle_kill already asked init */
+			end_sandbox(L, &e, false);
 		}
 		int npolled;
 		if (poll_once(L, r, L->pidfd, loop_wait_ms(L, deadline, &e), &npolled))
@@ -233,7 +237,7 @@ static void reap_and_sweep(struct sl_launch *L, siginfo_t *si)
 }
 
 static void set_reason(sandlock_result_t *r, const siginfo_t *si, bool timed_out,
-                       struct sl_supervisor *sup)
+                       struct sl_supervisor *sup, bool caller_kill)
 {
 	int ksig = 0;
 	if (si->si_code == CLD_EXITED) {
@@ -243,7 +247,7 @@ static void set_reason(sandlock_result_t *r, const siginfo_t *si, bool timed_out
 	}
 	r->signal = si->si_status;
 	r->exit_code = 128 + si->si_status;
-	if (sl_supervisor_killed(sup, &ksig))
+	if (sl_supervisor_killed(sup, &ksig) || caller_kill)
 		r->reason = SANDLOCK_EXIT_KILLED;
 	else if (timed_out) {
 		r->reason = SANDLOCK_EXIT_TIMEOUT;
@@ -267,54 +271,418 @@ static int validate(const sandlock_sandbox_t *sb, const char *const *argv, uint3
 	return 0;
 }
 
-/* Launch, supervise and wait; the child is released only once supervised. */
-static sandlock_result_t *supervise(struct sl_launch *L, struct sl_supervisor *sup,
-                                    const sandlock_sandbox_t *sb, int *err, char **msg)
+/* ================= a run as an object ================= */
+
+enum hstate {
+	H_CREATED, /* launched, the command waits for "ready" */
+	H_RUNNING, /* released; finish() runs (inline or on the I/O thread) */
+};
+
+/*
+ * One run.  Lifetimes: the handlers from sandlock_spawn's entry until
+ * handle_free (released there, and only there, via sl_handlers_release);
+ * the supervisor and the launch until handle_free; init (L.pid) unreaped
+ * until finish() reaps it.  mu guards state, reaping and finished; every
+ * signal to init or its tree is sent under mu with reaping false, so it
+ * can never reach a recycled pid.
+ */
+struct sandlock_handle {
+	const sandlock_sandbox_t *sb;
+	struct sl_handlers hs;
+	struct sl_supervisor *sup;
+	struct sl_launch L;
+	bool prepared; /* L holds resources (sl_launch_cleanup) */
+	bool launched; /* init exists (forked, not yet reaped by finish) */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	enum hstate state;
+	bool reaping;     /* init has exited: no more signals */
+	bool finished;    /* finish() is done: r is final */
+	atomic_bool caller_kill; /* sandlock_handle_kill (or free) ended it */
+	bool thread;      /* the I/O thread was started */
+	bool joined;
+	bool taken;       /* the result went to the caller */
+	pthread_t io;
+	sandlock_result_t *r;
+};
+
+static void handle_lock(sandlock_handle_t *h)
 {
-	if (sl_launch_start(L, err, msg) < 0)
+	pthread_mutex_lock(&h->mu);
+}
+
+static void handle_unlock(sandlock_handle_t *h)
+{
+	pthread_mutex_unlock(&h->mu);
+}
+
+/* Capture, wait, reap, sweep and fill h->r: the whole run after release. */
+static void finish(sandlock_handle_t *h)
+{
+	struct sl_launch *L = &h->L;
+	bool timed_out;
+	siginfo_t si;
+	io_loop(L, h->r, h->sup, h->sb->timeout_ms, &h->caller_kill, &timed_out);
+	handle_lock(h);
+	h->reaping = true; /* init has exited; from now on nobody signals it */
+	handle_unlock(h);
+	reap_and_sweep(L, &si);
+	sl_tty_end(&L->tty); /* the group is gone: the terminal is the caller's again */
+	drain(L, h->r);
+	sl_supervisor_stop(h->sup);
+	set_reason(h->r, &si, timed_out, h->sup, atomic_load(&h->caller_kill));
+	handle_lock(h);
+	h->finished = true;
+	pthread_cond_broadcast(&h->cv);
+	handle_unlock(h);
+}
+
+static void *io_main(void *arg)
+{
+	finish(arg);
+	return NULL;
+}
+
+/* Release the command and have the I/O thread supervise it (mu held). */
+static int start_locked(sandlock_handle_t *h, bool release)
+{
+	if (release)
+		(void)sl_launch_release(&h->L); /* on failure the child died: finish() reports it */
+	h->state = H_RUNNING;
+	if (pthread_create(&h->io, NULL, io_main, h) != 0) {
+		/* No thread: end the sandbox and finish here, so that the handle
+		 * is still consistent (wait returns the killed result). */
+		atomic_store(&h->caller_kill, true);
+		killpg(h->L.pid, SIGKILL);
+		handle_unlock(h);
+		finish(h);
+		handle_lock(h);
+		return -1;
+	}
+	h->thread = true;
+	return 0;
+}
+
+/* Allocate the handle and take ownership of the handlers. */
+static sandlock_handle_t *handle_new(const sandlock_sandbox_t *sb,
+                                     const sandlock_registration_t *regs, size_t nregs)
+{
+	sandlock_handle_t *h = calloc(1, sizeof(*h));
+	if (!h)
 		return NULL;
-	sandlock_result_t *r = calloc(1, sizeof(*r));
-	if (!r || sl_supervisor_start(sup, L->listener, L->pid, err, msg) < 0) {
-		if (!r)
+	h->sb = sb;
+	h->hs = (struct sl_handlers){ regs, nregs };
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&h->mu, NULL);
+	return h;
+}
+
+/* Everything but the result; the sandbox is gone (or never existed). */
+static void handle_destroy(sandlock_handle_t *h)
+{
+	/* The supervisor (and its workers) before the handlers they call. */
+	sl_supervisor_free(h->sup);
+	if (h->prepared)
+		sl_launch_cleanup(&h->L);
+	sl_handlers_release(&h->hs);
+	pthread_mutex_destroy(&h->mu);
+	pthread_cond_destroy(&h->cv);
+	free(h);
+}
+
+/*
+ * Supervisor, prepare, fork, listener, supervisor thread: everything up to
+ * (not including) the release.  On failure nothing is left running.
+ */
+static int launch(sandlock_handle_t *h, const char *const *argv, uint32_t argc,
+                  const sandlock_spawn_opts_t *opts, int *err, char **msg)
+{
+	h->sup = sl_supervisor_new(h->sb, &h->hs, err, msg);
+	if (!h->sup)
+		return -1;
+	const int *nrs = NULL;
+	size_t nt = sl_supervisor_trapped(h->sup, &nrs);
+	struct sl_launch *L = &h->L;
+	int rc = sl_launch_prepare(L, h->sb, argv, argc, nrs, nt, err, msg);
+	h->prepared = true; /* prepare initialises L first, even when it fails */
+	if (rc < 0 || sl_supervisor_use_ruleset(h->sup, L->ruleset_fd, err, msg) < 0 ||
+	    sl_launch_set_options(L, opts, err, msg) < 0 || sl_launch_start(L, err, msg) < 0)
+		return -1;
+	h->r = calloc(1, sizeof(*h->r));
+	if (!h->r || sl_supervisor_start(h->sup, L->listener, L->pid, err, msg) < 0) {
+		if (!h->r)
 			sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 		siginfo_t si;
 		kill(L->pid, SIGKILL);
 		wait_child(L->pid, &si, 0);
-		free(r);
+		return -1;
+	}
+	h->launched = true;
+	return 0;
+}
+
+static void clear_err(int *err, char **msg)
+{
+	if (err)
+		*err = SANDLOCK_OK;
+	if (msg)
+		*msg = NULL;
+}
+
+/* A handle up to the release; NULL (handlers released) on failure. */
+static sandlock_handle_t *spawn_created(const sandlock_sandbox_t *sb, const char *const *argv,
+                                        uint32_t argc, const sandlock_registration_t *regs,
+                                        size_t nregs, const sandlock_spawn_opts_t *opts,
+                                        int *err, char **msg)
+{
+	/* The run owns the handlers from here on, whatever happens: they are
+	 * released once, in handle_destroy (sl_handlers_release). */
+	sandlock_handle_t *h = handle_new(sb, regs, nregs);
+	if (!h) {
+		struct sl_handlers hs = { regs, nregs };
+		sl_handlers_release(&hs); /* the one other place: no handle to own them */
+		sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 		return NULL;
 	}
-	/* If this fails the child already died; the loop below reports it. */
-	(void)sl_launch_release(L);
-	bool timed_out;
+	if (validate(sb, argv, argc, err, msg) < 0 || launch(h, argv, argc, opts, err, msg) < 0) {
+		free(h->r);
+		h->r = NULL;
+		handle_destroy(h);
+		return NULL;
+	}
+	h->state = H_CREATED;
+	return h;
+}
+
+SL_EXPORT sandlock_handle_t *sandlock_spawn(const sandlock_sandbox_t *sb, const char *const *argv,
+                                            uint32_t argc, const sandlock_registration_t *regs,
+                                            size_t nregs, const sandlock_spawn_opts_t *opts,
+                                            int *err, char **err_msg)
+{
+	clear_err(err, err_msg);
+	sandlock_handle_t *h = spawn_created(sb, argv, argc, regs, nregs, opts, err, err_msg);
+	if (h && !(opts && (opts->flags & SANDLOCK_SPAWN_CREATE))) {
+		handle_lock(h);
+		int rc = start_locked(h, true);
+		handle_unlock(h);
+		if (rc < 0) {
+			sl_fail(err, err_msg, SANDLOCK_ERR_SYSTEM, "cannot start the I/O thread");
+			sandlock_handle_free(h);
+			return NULL;
+		}
+	}
+	return h;
+}
+
+SL_EXPORT int sandlock_handle_start(sandlock_handle_t *h)
+{
+	if (!h)
+		return -1;
+	handle_lock(h);
+	int rc = h->state == H_CREATED ? start_locked(h, true) : -1;
+	handle_unlock(h);
+	return rc;
+}
+
+SL_EXPORT int sandlock_handle_pid(const sandlock_handle_t *h)
+{
+	return h ? (int)h->L.cmd_pid : -1;
+}
+
+SL_EXPORT int sandlock_handle_init_pid(const sandlock_handle_t *h)
+{
+	return h ? (int)h->L.pid : -1;
+}
+
+/* True once the child has exited (not reaped: WNOWAIT).  Caller holds mu
+ * with reaping false, so pid is still our unreaped child. */
+static bool child_exited(pid_t pid)
+{
 	siginfo_t si;
-	io_loop(L, r, sup, sb->timeout_ms, &timed_out);
-	reap_and_sweep(L, &si);
-	sl_tty_end(&L->tty); /* the group is gone: the terminal is the caller's again */
-	drain(L, r);
-	sl_supervisor_stop(sup);
-	set_reason(r, &si, timed_out, sup);
+	memset(&si, 0, sizeof si);
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
+}
+
+/* Is init alive and signalable?  Caller holds mu. */
+static bool signalable(const sandlock_handle_t *h)
+{
+	return !h->reaping && !h->finished && !child_exited(h->L.pid);
+}
+
+SL_EXPORT bool sandlock_handle_is_running(sandlock_handle_t *h)
+{
+	if (!h)
+		return false;
+	handle_lock(h);
+	bool running = signalable(h);
+	handle_unlock(h);
+	return running;
+}
+
+static int tree_signal(sandlock_handle_t *h, bool stop)
+{
+	if (!h) {
+		errno = EINVAL;
+		return -1;
+	}
+	handle_lock(h);
+	int rc = -1;
+	if (signalable(h))
+		rc = sl_pause_tree(h->L.pid, stop);
+	else
+		errno = ESRCH;
+	handle_unlock(h);
+	return rc;
+}
+
+SL_EXPORT int sandlock_handle_pause(sandlock_handle_t *h)
+{
+	return tree_signal(h, true);
+}
+
+SL_EXPORT int sandlock_handle_resume(sandlock_handle_t *h)
+{
+	return tree_signal(h, false);
+}
+
+/*
+ * Before the release only our own code runs in the sandbox (init and the
+ * command waiting for "ready", one process group): SIGKILL them and let
+ * the I/O thread reap.  After it, ask init to end its whole subtree; the
+ * loop falls back to killpg if init does not answer (end_sandbox).
+ */
+SL_EXPORT int sandlock_handle_kill(sandlock_handle_t *h)
+{
+	if (!h) {
+		errno = EINVAL;
+		return -1;
+	}
+	handle_lock(h);
+	int rc = 0;
+	if (h->state == H_CREATED) {
+		atomic_store(&h->caller_kill, true);
+		killpg(h->L.pid, SIGKILL);
+		(void)start_locked(h, false);
+	} else if (signalable(h)) {
+		atomic_store(&h->caller_kill, true);
+		sl_init_request_kill(h->L.pid);
+	} else {
+		errno = ESRCH;
+		rc = -1;
+	}
+	handle_unlock(h);
+	return rc;
+}
+
+static int take_fd(sandlock_handle_t *h, int i)
+{
+	if (!h)
+		return -1;
+	handle_lock(h);
+	int fd = h->L.pipe_fd[i];
+	h->L.pipe_fd[i] = -1;
+	handle_unlock(h);
+	return fd;
+}
+
+SL_EXPORT int sandlock_handle_stdin_fd(sandlock_handle_t *h)
+{
+	return take_fd(h, 0);
+}
+
+SL_EXPORT int sandlock_handle_stdout_fd(sandlock_handle_t *h)
+{
+	return take_fd(h, 1);
+}
+
+SL_EXPORT int sandlock_handle_stderr_fd(sandlock_handle_t *h)
+{
+	return take_fd(h, 2);
+}
+
+/* Wait for finished (mu held); false at the timeout. */
+static bool wait_finished(sandlock_handle_t *h, int64_t timeout_ms)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	if (timeout_ms > 0) {
+		until.tv_sec += timeout_ms / 1000;
+		until.tv_nsec += (timeout_ms % 1000) * 1000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+	}
+	while (!h->finished) {
+		if (timeout_ms < 0)
+			pthread_cond_wait(&h->cv, &h->mu);
+		else if (timeout_ms == 0 || pthread_cond_timedwait(&h->cv, &h->mu, &until) == ETIMEDOUT)
+			return h->finished;
+	}
+	return true;
+}
+
+/* The I/O thread is done once finished is set; join it (once). */
+static void join_io(sandlock_handle_t *h)
+{
+	if (h->thread && !h->joined) {
+		pthread_join(h->io, NULL);
+		h->joined = true;
+	}
+}
+
+SL_EXPORT sandlock_result_t *sandlock_handle_wait(sandlock_handle_t *h, int64_t timeout_ms,
+                                                  int *err, char **err_msg)
+{
+	clear_err(err, err_msg);
+	if (!h) {
+		sl_fail(err, err_msg, SANDLOCK_ERR_INVALID, "NULL handle");
+		return NULL;
+	}
+	handle_lock(h);
+	if (h->state == H_CREATED) {
+		handle_unlock(h);
+		sl_fail(err, err_msg, SANDLOCK_ERR_INVALID, "the run was created but not started");
+		return NULL;
+	}
+	bool done = wait_finished(h, timeout_ms);
+	bool taken = h->taken;
+	h->taken = h->taken || done;
+	handle_unlock(h);
+	if (!done) {
+		sl_fail(err, err_msg, SANDLOCK_ERR_RUNNING, "still running");
+		return NULL;
+	}
+	join_io(h);
+	if (taken) {
+		sl_fail(err, err_msg, SANDLOCK_ERR_INVALID, "the result was already taken");
+		return NULL;
+	}
+	sandlock_result_t *r = h->r;
+	h->r = NULL;
 	return r;
 }
 
-/* Build the supervisor and the child, run, and free both (not the handlers). */
-static sandlock_result_t *run_supervised(const sandlock_sandbox_t *sb, const char *const *argv,
-                                         uint32_t argc, const struct sl_handlers *hs, int *err,
-                                         char **msg)
+SL_EXPORT void sandlock_handle_free(sandlock_handle_t *h)
 {
-	struct sl_supervisor *sup = sl_supervisor_new(sb, hs, err, msg);
-	if (!sup)
-		return NULL;
-	const int *nrs = NULL;
-	size_t nt = sl_supervisor_trapped(sup, &nrs);
-	struct sl_launch L;
-	sandlock_result_t *r = NULL;
-	if (sl_launch_prepare(&L, sb, argv, argc, nrs, nt, err, msg) == 0 &&
-	    sl_supervisor_use_ruleset(sup, L.ruleset_fd, err, msg) == 0)
-		r = supervise(&L, sup, sb, err, msg);
-	/* The supervisor (and its workers) before the handlers they call. */
-	sl_supervisor_free(sup);
-	sl_launch_cleanup(&L);
-	return r;
+	if (!h)
+		return;
+	handle_lock(h);
+	bool created = h->state == H_CREATED, running = h->thread && !h->finished;
+	handle_unlock(h);
+	if (created || running) /* nothing of the run may outlive its handle */
+		(void)sandlock_handle_kill(h);
+	handle_lock(h);
+	if (h->launched)
+		(void)wait_finished(h, -1);
+	handle_unlock(h);
+	join_io(h);
+	sandlock_result_free(h->r);
+	handle_destroy(h);
 }
 
 SL_EXPORT sandlock_result_t *sandlock_run_with_handlers(const sandlock_sandbox_t *sb,
@@ -322,17 +690,17 @@ SL_EXPORT sandlock_result_t *sandlock_run_with_handlers(const sandlock_sandbox_t
                                                         const sandlock_registration_t *regs,
                                                         size_t nregs, int *err, char **err_msg)
 {
-	if (err)
-		*err = SANDLOCK_OK;
-	if (err_msg)
-		*err_msg = NULL;
-	/* The run owns the handlers from here on, whatever happens: they are
-	 * released once, at the end (sl_handlers_release). */
-	struct sl_handlers hs = { regs, nregs };
-	sandlock_result_t *r = NULL;
-	if (validate(sb, argv, argc, err, err_msg) == 0)
-		r = run_supervised(sb, argv, argc, &hs, err, err_msg);
-	sl_handlers_release(&hs);
+	clear_err(err, err_msg);
+	/* A handle without an I/O thread: this thread runs the loop itself. */
+	sandlock_handle_t *h = spawn_created(sb, argv, argc, regs, nregs, NULL, err, err_msg);
+	if (!h)
+		return NULL;
+	(void)sl_launch_release(&h->L); /* on failure the child died: finish() reports it */
+	h->state = H_RUNNING;
+	finish(h);
+	sandlock_result_t *r = h->r;
+	h->r = NULL;
+	handle_destroy(h);
 	return r;
 }
 
