@@ -50,6 +50,7 @@ struct sl_launch {
 	int err_fd;     /* read end of captured stderr, -1 if inherited */
 	int pipe_fd[3]; /* our ends of SANDLOCK_STDIO_PIPE streams, for the caller */
 	pid_t cmd_pid;  /* the command (init's child), as it announced itself */
+	int cmd_pidfd;  /* its pidfd */
 	int sync_fd;    /* parent end of the socketpair: "ready" goes here */
 	struct sl_tty tty; /* inherit_stdio: terminal foreground hand-over */
 };

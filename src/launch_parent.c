@@ -308,9 +308,8 @@ static int get_listener(struct sl_launch *L, int *err, char **msg)
 	int fdnum = -1, cmd_pidfd = -1;
 	if (recv_announcement(L, deadline, &fdnum, &cmd_pidfd, err, msg) < 0)
 		return -1;
-	int rc = fetch_listener(L, cmd_pidfd, fdnum, deadline, err, msg);
-	close(cmd_pidfd);
-	return rc;
+	L->cmd_pidfd = cmd_pidfd; /* kept: sandlock_handle_kill before the release */
+	return fetch_listener(L, cmd_pidfd, fdnum, deadline, err, msg);
 }
 
 int sl_launch_start(struct sl_launch *L, int *err, char **msg)
@@ -375,6 +374,7 @@ void sl_launch_cleanup(struct sl_launch *L)
 	sl_tty_end(&L->tty); /* every path, also when the run failed */
 	close_fd(&L->ruleset_fd);
 	close_fd(&L->pidfd);
+	close_fd(&L->cmd_pidfd);
 	close_fd(&L->listener);
 	close_fd(&L->out_fd);
 	close_fd(&L->err_fd);

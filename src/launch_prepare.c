@@ -123,7 +123,7 @@ static void launch_init(struct sl_launch *L, const struct sandlock_sandbox *cfg)
 {
 	memset(L, 0, sizeof(*L));
 	L->cfg = cfg;
-	L->ruleset_fd = L->pidfd = L->listener = -1;
+	L->ruleset_fd = L->pidfd = L->cmd_pidfd = L->listener = -1;
 	L->out_fd = L->err_fd = L->sync_fd = -1;
 	L->pid = L->cmd_pid = -1;
 	for (int i = 0; i < 3; i++) {

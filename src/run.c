@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -240,6 +241,14 @@ static void set_reason(sandlock_result_t *r, const siginfo_t *si, bool timed_out
                        struct sl_supervisor *sup, bool caller_kill)
 {
 	int ksig = 0;
+	/* The caller ended it (sandlock_handle_kill): whatever init's status
+	 * (a command killed before exec makes init exit 127), it was a kill. */
+	if (caller_kill) {
+		r->reason = SANDLOCK_EXIT_KILLED;
+		r->signal = SIGKILL;
+		r->exit_code = 128 + SIGKILL;
+		return;
+	}
 	if (si->si_code == CLD_EXITED) {
 		r->reason = SANDLOCK_EXIT_EXITED;
 		r->exit_code = si->si_status;
@@ -247,7 +256,7 @@ static void set_reason(sandlock_result_t *r, const siginfo_t *si, bool timed_out
 	}
 	r->signal = si->si_status;
 	r->exit_code = 128 + si->si_status;
-	if (sl_supervisor_killed(sup, &ksig) || caller_kill)
+	if (sl_supervisor_killed(sup, &ksig))
 		r->reason = SANDLOCK_EXIT_KILLED;
 	else if (timed_out) {
 		r->reason = SANDLOCK_EXIT_TIMEOUT;
@@ -551,8 +560,7 @@ SL_EXPORT int sandlock_handle_resume(sandlock_handle_t *h)
 
 /*
  * Before the release only our own code runs in the sandbox (init and the
- * command waiting for "ready", one process group): SIGKILL them and let
- * the I/O thread reap.  After it, ask init to end its whole subtree; the
+ * command waiting for "ready").  After it, ask init to end its whole subtree; the
  * loop falls back to killpg if init does not answer (end_sandbox).
  */
 SL_EXPORT int sandlock_handle_kill(sandlock_handle_t *h)
@@ -564,8 +572,12 @@ SL_EXPORT int sandlock_handle_kill(sandlock_handle_t *h)
 	handle_lock(h);
 	int rc = 0;
 	if (h->state == H_CREATED) {
+		/* The command still waits for "ready" (init, suspended in
+		 * vfork, cannot have reaped it: the pidfd is exact).  init
+		 * wakes up when it dies, mirrors its death and is reaped the
+		 * usual way. */
 		atomic_store(&h->caller_kill, true);
-		killpg(h->L.pid, SIGKILL);
+		(void)syscall(__NR_pidfd_send_signal, h->L.cmd_pidfd, SIGKILL, NULL, 0);
 		(void)start_locked(h, false);
 	} else if (signalable(h)) {
 		atomic_store(&h->caller_kill, true);
