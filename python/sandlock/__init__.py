@@ -72,21 +72,29 @@ __all__ = [
     "ExceptionPolicy",
     "ExitReason",
     "ForkError",
+    "Gather",
+    "GatherPipeline",
     "Handler",
     "HandlerCtx",
     "LandlockUnavailableError",
     "MemoryProtectError",
     "NotifAction",
+    "NamedStage",
     "NotifError",
+    "Pipeline",
     "PolicyError",
     "Protection",
     "ProtectionStatus",
+    "Process",
     "Result",
     "Sandbox",
     "SandboxError",
     "SandlockError",
     "SeccompError",
     "confine",
+    "Stage",
+    "StdioMode",
+    "inputs",
     "landlock_abi_version",
     "min_landlock_abi",
     "parse_ports",
@@ -838,47 +846,150 @@ class Sandbox:
         raised before anything starts.  The Sandbox holds strong references
         to the handlers until the run completes."""
         argv = _argv(cmd)
+        hs = _Registrations(handlers)
+        nsb = self._native_for(timeout)
+        try:
+            hs.make()
+            arr = (ctypes.c_char_p * len(argv))(*argv)
+            err, msg = _native.error_out()
+            # From here on the C side owns every handler, on every path.
+            r = _lib.sandlock_run_with_handlers(
+                nsb.ptr, arr, len(argv), hs.regs, hs.n, ctypes.byref(err), ctypes.byref(msg)
+            )
+            if not r:
+                return _run_failure(err, msg, "sandlock_run_with_handlers")
+            return _take_result(r)
+        finally:
+            hs.close()  # the run is over (its deferred workers too)
+
+    # ---- a run as an object (python/sandlock/_process.py) ----
+
+    def popen(self, cmd, stdin=None, stdout=None, stderr=None, handlers=(),
+              timeout=None, pass_fds=()):
+        """Start cmd and return a Process at once; see sandlock.Process.
+
+        stdin/stdout/stderr: a StdioMode (PIPE: a file object on the
+        Process; INHERIT; DEVNULL; CAPTURE: collected into the Result of
+        wait()), an int fd or a file object with fileno().  Defaults:
+        stdin DEVNULL, stdout PIPE, stderr CAPTURE.  ``handlers`` as for
+        run_with_handlers; ``pass_fds`` are fds (> 2) the command keeps."""
+        return _process.popen(self, cmd, stdin, stdout, stderr, handlers, timeout, pass_fds)
+
+    def spawn(self, cmd, timeout=None) -> None:
+        """Start cmd without waiting (output is captured for wait()).  One
+        process at a time per Sandbox: RuntimeError if one is running."""
+        _process.attach(self, cmd, timeout, create=False)
+
+    def create(self, cmd, timeout=None) -> None:
+        """Launch cmd confined but parked before execve; start() releases
+        it.  ``pid`` is known at once.  RuntimeError if one is running."""
+        _process.attach(self, cmd, timeout, create=True)
+
+    def start(self) -> None:
+        """Release the create()d command.  RuntimeError if there is none."""
+        _process.current(self, "start").start()
+
+    def wait(self, timeout=None) -> Result:
+        """Wait for the spawn()ed command and return its Result (with its
+        captured output); the Sandbox is then free for the next one.
+        timeout (seconds): TimeoutError if it is still running then."""
+        res = _process.current(self, "wait").wait(timeout)
+        _process.detach(self)
+        return res
+
+    @property
+    def pid(self) -> Optional[int]:
+        """The command's pid while one is running, else None."""
+        p = getattr(self, "_proc", None)
+        return p.pid if p is not None and p.is_running else None
+
+    @property
+    def is_running(self) -> bool:
+        """True while a spawn()ed / create()d command is alive."""
+        p = getattr(self, "_proc", None)
+        return p is not None and p.is_running
+
+    def pause(self) -> None:
+        """Stop every process of the sandbox (SIGSTOP to the whole tree)."""
+        _process.current(self, "pause").pause()
+
+    def resume(self) -> None:
+        """Continue every process of the sandbox after pause()."""
+        _process.current(self, "resume").resume()
+
+    def kill(self) -> None:
+        """End the whole sandbox at once; wait() then reports KILLED.
+        RuntimeError if it is not running."""
+        p = _process.current(self, "kill")
+        if not p.is_running:
+            raise RuntimeError("cannot kill: the sandbox is not running")
+        p.kill()
+
+    def run_interactive(self, cmd, timeout=None) -> int:
+        """Run cmd with this process's stdin, stdout and stderr (a terminal
+        is handed over for the run) and return its exit code."""
+        inh = StdioMode.INHERIT
+        with self.popen(cmd, stdin=inh, stdout=inh, stderr=inh, timeout=timeout) as p:
+            return p.wait().exit_code
+
+    def cmd(self, args) -> "Stage":
+        """A lazy Stage of a pipeline: cmd runs in this sandbox when the
+        pipeline runs (see sandlock.Pipeline)."""
+        return Stage(self, args)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        """Ends whatever this Sandbox still runs (spawn/create)."""
+        _process.detach(self, kill=True)
+        return False
+
+
+class _Registrations:
+    """The C handlers of one run, made from (syscall, Handler) pairs.
+
+    make() creates them (once a handler list is valid); from the moment
+    they are passed to sandlock_run_with_handlers / sandlock_spawn the C
+    side owns them.  close(), once the run is over (its threads joined),
+    drops the strong references the registry holds."""
+
+    def __init__(self, handlers):
         if isinstance(handlers, (str, bytes)) or not isinstance(handlers, _IterableABC):
             raise PolicyTypeError("handlers must be a list of (syscall, Handler) pairs")
-        pairs = []
+        self.pairs = []
         for item in handlers:
             if not isinstance(item, (tuple, list)) or len(item) != 2:
                 raise PolicyTypeError("each handler entry must be a (syscall, Handler) pair, "
                                       "got %r" % (item,))
             sc, h = item
             name = _syscall_name(sc)
-            pairs.append((name.encode(), h, _validate_handler(h)))
-        nsb = self._native_for(timeout)
-        run = _RunState()
-        made = {}  # id(handler) -> (c ptr, key); one C handler per instance
+            self.pairs.append((name.encode(), h, _validate_handler(h)))
+        self.run = _RunState()
+        self.made = {}  # id(handler) -> (c ptr, key); one C handler per instance
+        self.regs = None
+        self.n = len(self.pairs)
+
+    def make(self):
         try:
-            try:
-                for _name, h, policy in pairs:
-                    if id(h) not in made:
-                        made[id(h)] = _make_c_handler(h, policy, run)
-            except BaseException:
-                for ptr, _key in made.values():
-                    _lib.sandlock_handler_free(ptr)  # frees the key cell
-                raise
-            regs = (_native.Registration * max(1, len(pairs)))()
-            for i, (name, h, _policy) in enumerate(pairs):
-                regs[i].syscall = name
-                regs[i].handler = made[id(h)][0]
-            arr = (ctypes.c_char_p * len(argv))(*argv)
-            err, msg = _native.error_out()
-            # From here on the C side owns every handler, on every path.
-            r = _lib.sandlock_run_with_handlers(
-                nsb.ptr, arr, len(argv), regs, len(pairs), ctypes.byref(err), ctypes.byref(msg)
-            )
-            if not r:
-                return _run_failure(err, msg, "sandlock_run_with_handlers")
-            return _take_result(r)
-        finally:
-            # The run is over (its deferred workers too): release the
-            # strong references to the handlers.
-            for _ptr, key in made.values():
-                _unregister(key)
-            run.close()
+            for _name, h, policy in self.pairs:
+                if id(h) not in self.made:
+                    self.made[id(h)] = _make_c_handler(h, policy, self.run)
+        except BaseException:
+            for ptr, _key in self.made.values():
+                _lib.sandlock_handler_free(ptr)  # frees the key cell
+            self.made = {}
+            raise
+        self.regs = (_native.Registration * max(1, self.n))()
+        for i, (name, h, _policy) in enumerate(self.pairs):
+            self.regs[i].syscall = name
+            self.regs[i].handler = self.made[id(h)][0]
+
+    def close(self):
+        made, self.made = self.made, {}
+        for _ptr, key in made.values():
+            _unregister(key)
+        self.run.close()
 
 
 class _NativeSandbox:
@@ -931,6 +1042,10 @@ def confine(sandbox: "Sandbox") -> None:
 def check() -> str:
     """The `sandlock check` report of this host, as text."""
     return _knobs.check_report()
+from . import _process  # noqa: E402  (needs Result, _Registrations above)
+from ._process import Process, StdioMode  # noqa: E402
+from ._pipeline import Gather, GatherPipeline, NamedStage, Pipeline, Stage  # noqa: E402
+from ._inputs import inputs  # noqa: E402
 
 
 def landlock_abi_version() -> int:

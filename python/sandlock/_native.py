@@ -35,7 +35,13 @@ ERR_NAMES = {
     6: "SYSCALL",
     7: "SYSTEM",
     8: "NOMEM",
+    9: "RUNNING",
 }
+ERR_RUNNING = 9
+
+# stdio modes and spawn flags (sandlock.h)
+STDIO_DEFAULT, STDIO_CAPTURE, STDIO_INHERIT, STDIO_DEVNULL, STDIO_FD, STDIO_PIPE = range(6)
+SPAWN_CREATE = 1
 
 
 def _candidates():
@@ -131,6 +137,22 @@ class Registration(ctypes.Structure):
     _fields_ = [("syscall", ctypes.c_char_p), ("handler", ctypes.c_void_p)]
 
 
+class Stdio(ctypes.Structure):
+    _fields_ = [("mode", ctypes.c_int32), ("fd", ctypes.c_int32)]
+
+
+class SpawnOpts(ctypes.Structure):
+    """sandlock_spawn_opts_t."""
+
+    _fields_ = [
+        ("size", ctypes.c_uint32),
+        ("flags", ctypes.c_uint32),
+        ("stdio", Stdio * 3),
+        ("pass_fds", ctypes.POINTER(ctypes.c_int32)),
+        ("npass_fds", ctypes.c_size_t),
+    ]
+
+
 assert ctypes.sizeof(Notif) == 80
 assert ctypes.sizeof(Action) == 24
 
@@ -195,6 +217,18 @@ _decl(
     "sandlock_run_with_handlers", _p, _p, ctypes.POINTER(_cs), ctypes.c_uint32,
     ctypes.POINTER(Registration), ctypes.c_size_t, _errp, _msgp,
 )
+
+# handles
+_decl(
+    "sandlock_spawn", _p, _p, ctypes.POINTER(_cs), ctypes.c_uint32,
+    ctypes.POINTER(Registration), ctypes.c_size_t, ctypes.POINTER(SpawnOpts), _errp, _msgp,
+)
+for _n in ("start", "pid", "init_pid", "pause", "resume", "kill",
+           "stdin_fd", "stdout_fd", "stderr_fd"):
+    _decl("sandlock_handle_" + _n, _int, _p)
+_decl("sandlock_handle_is_running", ctypes.c_bool, _p)
+_decl("sandlock_handle_wait", _p, _p, ctypes.c_int64, _errp, _msgp)
+_decl("sandlock_handle_free", None, _p)
 
 # results
 _decl("sandlock_result_exit_code", _int, _p)

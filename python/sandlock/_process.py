@@ -1,0 +1,330 @@
+"""A run as an object: Sandbox.popen() -> Process, and the one process a
+Sandbox itself can hold (spawn / create / start / wait / pause / resume /
+kill).  Over the C handle API (sandlock_spawn, sandlock_handle_*).
+
+Output of CAPTURE streams is collected by a thread of the C handle, so a
+command never blocks on a full pipe while Python does something else;
+PIPE streams are file objects the caller reads and writes itself.
+"""
+
+import ctypes
+import dataclasses
+import enum
+import io
+import os
+import threading
+from typing import Optional
+
+from . import _native
+from .exceptions import PolicyTypeError, PolicyValueError
+
+_lib = _native.lib
+
+__all__ = ["Process", "StdioMode"]
+
+
+class StdioMode(enum.Enum):
+    """How one standard stream of a popen()ed command is connected.
+
+    Besides a member, a stream may be given as an int fd or a file object
+    with fileno(): the command then uses (a duplicate of) that fd."""
+
+    PIPE = "pipe"        # a file object on the Process (stdin writable, others readable)
+    INHERIT = "inherit"  # this process's own stream
+    DEVNULL = "devnull"  # /dev/null
+    CAPTURE = "capture"  # collected into the Result of wait() (stdin: /dev/null)
+
+
+_MODES = {
+    StdioMode.PIPE: _native.STDIO_PIPE,
+    StdioMode.INHERIT: _native.STDIO_INHERIT,
+    StdioMode.DEVNULL: _native.STDIO_DEVNULL,
+    StdioMode.CAPTURE: _native.STDIO_CAPTURE,
+}
+_NAMES = ("stdin", "stdout", "stderr")
+
+
+def _stdio(i, value, default):
+    """(C mode, fd) for stream i; value None means default."""
+    if value is None:
+        value = default
+    if isinstance(value, StdioMode):
+        return _MODES[value], -1
+    if isinstance(value, bool):
+        raise PolicyTypeError("%s must be a StdioMode, an fd or a file, not bool" % _NAMES[i])
+    if isinstance(value, int):
+        if value < 0:
+            raise PolicyValueError("%s: fd %d is negative" % (_NAMES[i], value))
+        return _native.STDIO_FD, value
+    fileno = getattr(value, "fileno", None)
+    if fileno is None:
+        raise PolicyTypeError("%s must be a StdioMode, an fd or a file with fileno(), got %r"
+                              % (_NAMES[i], value))
+    return _native.STDIO_FD, int(fileno())
+
+
+def _pass_fds(fds):
+    out = []
+    for fd in fds:
+        if isinstance(fd, bool) or not isinstance(fd, int):
+            raise PolicyTypeError("pass_fds must be ints, got %r" % (fd,))
+        out.append(fd)
+    return out
+
+
+def _native_with_env(sb, timeout, extra_env):
+    """A native sandbox for sb's configuration plus extra environment
+    variables (uncached: used for a pipeline's consumer)."""
+    from . import Sandbox, _NativeSandbox, _timeout
+
+    snap = dict(sb._snapshot(_timeout("timeout", timeout)))
+    env = dict(snap["env"])
+    env.update(extra_env)
+    snap["env"] = tuple(sorted(env.items()))
+    return _NativeSandbox(Sandbox._build(tuple(sorted(snap.items()))))
+
+
+def spawn(sb, cmd, stdin, stdout, stderr, handlers=(), timeout=None, pass_fds=(),
+          create=False, extra_env=None):
+    """Start cmd in sb; a Process.  Defaults: stdin DEVNULL, stdout PIPE,
+    stderr CAPTURE."""
+    from . import _argv, _raise_from, _Registrations
+
+    argv = _argv(cmd)
+    modes = [_stdio(0, stdin, StdioMode.DEVNULL), _stdio(1, stdout, StdioMode.PIPE),
+             _stdio(2, stderr, StdioMode.CAPTURE)]
+    keep = _pass_fds(pass_fds)
+    hs = _Registrations(handlers)
+    nsb = _native_with_env(sb, timeout, extra_env) if extra_env else sb._native_for(timeout)
+    opts = _native.SpawnOpts()
+    opts.size = ctypes.sizeof(opts)
+    opts.flags = _native.SPAWN_CREATE if create else 0
+    for i, (mode, fd) in enumerate(modes):
+        opts.stdio[i].mode = mode
+        opts.stdio[i].fd = fd
+    keep_arr = (ctypes.c_int32 * max(1, len(keep)))(*keep)
+    opts.pass_fds = keep_arr
+    opts.npass_fds = len(keep)
+    try:
+        hs.make()
+        arr = (ctypes.c_char_p * len(argv))(*argv)
+        err, msg = _native.error_out()
+        # From here on the C side owns every handler, on every path.
+        h = _lib.sandlock_spawn(nsb.ptr, arr, len(argv), hs.regs, hs.n, ctypes.byref(opts),
+                                ctypes.byref(err), ctypes.byref(msg))
+    except BaseException:
+        hs.close()
+        raise
+    if not h:
+        hs.close()
+        _raise_from(err, msg, "sandlock_spawn")  # e.g. "command not found: ..."
+    return Process(h, nsb, hs, [m for m, _fd in modes])
+
+
+class Process:
+    """A command running in a sandbox (from Sandbox.popen).
+
+    ``stdin`` / ``stdout`` / ``stderr`` are file objects for the streams
+    opened with StdioMode.PIPE (else None).  ``pid`` is the command's pid.
+    wait() returns the Result (its stdout/stderr hold the CAPTURE streams
+    only).  Used as a context manager, or when closed / collected, it ends
+    the whole sandbox if still running: nothing of it outlives the
+    Process."""
+
+    def __init__(self, handle, nsb, regs, modes):
+        self._h = handle
+        self._nsb = nsb    # the native policy must outlive the handle
+        self._regs = regs  # handler references, released when the run is over
+        self._lock = threading.Lock()
+        self._result = None
+        self._killed = False
+        self.pid = int(_lib.sandlock_handle_pid(handle))
+        self.init_pid = int(_lib.sandlock_handle_init_pid(handle))
+        self.stdin = self._pipe(_lib.sandlock_handle_stdin_fd, modes[0], "wb")
+        self.stdout = self._pipe(_lib.sandlock_handle_stdout_fd, modes[1], "rb")
+        self.stderr = self._pipe(_lib.sandlock_handle_stderr_fd, modes[2], "rb")
+
+    def _pipe(self, take, mode, how):
+        if mode != _native.STDIO_PIPE:
+            return None
+        fd = int(take(self._h))
+        return io.open(fd, how) if fd >= 0 else None
+
+    def __repr__(self):
+        return "<sandlock.Process pid=%d %s>" % (
+            self.pid, "running" if self.is_running else "ended")
+
+    @property
+    def is_running(self) -> bool:
+        with self._lock:
+            return bool(self._h) and bool(_lib.sandlock_handle_is_running(self._h))
+
+    @property
+    def returncode(self) -> Optional[int]:
+        """The exit code once wait() has returned, else None."""
+        return None if self._result is None else self._result.exit_code
+
+    def start(self) -> None:
+        """Release a command made with create()."""
+        with self._lock:
+            if not self._h or _lib.sandlock_handle_start(self._h) != 0:
+                raise RuntimeError("no created command waits to be started")
+
+    def _signal(self, fn, what):
+        with self._lock:
+            ok = bool(self._h) and fn(self._h) == 0
+        if not ok:
+            raise RuntimeError("cannot %s: the sandbox is not running" % what)
+
+    def pause(self) -> None:
+        """Stop every process of the sandbox."""
+        self._signal(_lib.sandlock_handle_pause, "pause")
+
+    def resume(self) -> None:
+        """Continue every process of the sandbox."""
+        self._signal(_lib.sandlock_handle_resume, "resume")
+
+    def kill(self) -> None:
+        """End the whole sandbox (a no-op once it has ended)."""
+        with self._lock:
+            if self._h and _lib.sandlock_handle_kill(self._h) == 0:
+                self._killed = True
+
+    def poll(self) -> Optional[int]:
+        """The exit code if the command has ended, else None."""
+        try:
+            return self.wait(0).exit_code
+        except TimeoutError:
+            return None
+
+    def wait(self, timeout: Optional[float] = None):
+        """Wait for the end of the run and return its Result.  timeout in
+        seconds (None: forever): TimeoutError if it still runs then."""
+        from . import _take_result
+
+        with self._lock:
+            if self._result is not None:
+                return self._result
+            if not self._h:
+                raise RuntimeError("the Process was closed before it was waited for")
+            h = self._h
+        # Slices keep Ctrl-C working; the C call releases the GIL.
+        deadline = None if timeout is None else _now() + max(0.0, timeout)
+        while True:
+            left = 0.2 if deadline is None else min(0.2, max(0.0, deadline - _now()))
+            err, msg = _native.error_out()
+            r = _lib.sandlock_handle_wait(h, int(left * 1000), ctypes.byref(err),
+                                          ctypes.byref(msg))
+            if r:
+                break
+            text = _native.take_string(msg.value)
+            if err.value != _native.ERR_RUNNING:
+                raise RuntimeError("waiting failed: %s" % (text or b"").decode(errors="replace"))
+            if deadline is not None and _now() >= deadline:
+                raise TimeoutError("the sandboxed command is still running")
+        res = _take_result(r)
+        if self._killed:  # our kill, not a handler's
+            res = dataclasses.replace(res, killed_by_handler=False)
+        with self._lock:
+            self._result = res
+        self._free_handle()
+        return res
+
+    def communicate(self, input: Optional[bytes] = None, timeout: Optional[float] = None):
+        """Write input to stdin (then close it), read stdout and stderr
+        pipes to their end, all at the same time (no deadlock whatever the
+        sizes), wait, and return (stdout, stderr) (None for a stream that
+        is not a PIPE)."""
+        got = {}
+
+        def reader(name, f):
+            got[name] = f.read()
+
+        threads = [threading.Thread(target=reader, args=(n, f), daemon=True)
+                   for n, f in (("out", self.stdout), ("err", self.stderr)) if f is not None]
+        for t in threads:
+            t.start()
+        if self.stdin is not None:
+            try:
+                if input:
+                    self.stdin.write(input)
+                self.stdin.close()
+            except BrokenPipeError:
+                pass
+        for t in threads:
+            t.join(timeout)
+        self.wait(timeout)
+        return got.get("out"), got.get("err")
+
+    def _free_handle(self):
+        with self._lock:
+            h, self._h = self._h, None
+        if h:
+            _lib.sandlock_handle_free(h)  # ends the sandbox if it still runs
+            self._regs.close()            # the run's threads are gone
+
+    def close(self) -> None:
+        """End the sandbox if still running, free it, close the pipes."""
+        if self._h and self._result is None:
+            self.kill()
+        self._free_handle()
+        for f in (self.stdin, self.stdout, self.stderr):
+            if f is not None:
+                try:
+                    f.close()
+                except (OSError, ValueError):
+                    pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def _now():
+    import time
+
+    return time.monotonic()
+
+
+# ---- the one process a Sandbox holds (spawn / create / wait ...) ----
+
+_attach_lock = threading.Lock()
+
+
+def popen(sb, cmd, stdin, stdout, stderr, handlers, timeout, pass_fds):
+    return spawn(sb, cmd, stdin, stdout, stderr, handlers, timeout, pass_fds)
+
+
+def attach(sb, cmd, timeout, create):
+    with _attach_lock:
+        old = sb.__dict__.get("_proc")
+        if old is not None and old.is_running:
+            raise RuntimeError("this Sandbox already runs a process (wait() or kill() it first)")
+        cap = StdioMode.CAPTURE
+        sb.__dict__["_proc"] = spawn(sb, cmd, StdioMode.DEVNULL, cap, cap, timeout=timeout,
+                                     create=create)
+    if old is not None:
+        old.close()
+
+
+def current(sb, what):
+    p = sb.__dict__.get("_proc")
+    if p is None:
+        raise RuntimeError("cannot %s: this Sandbox has no process (spawn() one)" % what)
+    return p
+
+
+def detach(sb, kill=False):
+    with _attach_lock:
+        p = sb.__dict__.pop("_proc", None)
+    if p is not None and kill:
+        p.close()
