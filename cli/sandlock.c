@@ -2,6 +2,7 @@
  * sandlock.c — the `sandlock` command, a thin shell over the public C ABI.
  *
  *   sandlock run [options] -- CMD [ARG]...
+ *   sandlock ps [--json] | inspect NAME [--json] | kill NAME   (control.c)
  *
  * Exit status: the command's own status; 128+N when it died of signal N
  * (or sandlock killed it) -- except that when it died of SIGINT (Ctrl-C),
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control.h"
 #include "parse.h"
 #include "sandlock.h"
 #include "signals.h"
@@ -28,6 +30,9 @@
 static const char usage_main[] =
 	"Usage: sandlock run [OPTIONS] -- CMD [ARG]...\n"
 	"       sandlock check\n"
+	"       sandlock ps [--json]\n"
+	"       sandlock inspect NAME [--json]\n"
+	"       sandlock kill NAME\n"
 	"       sandlock --help | --version\n"
 	"\n"
 	"Run CMD confined by Landlock, a seccomp-bpf blocklist and a seccomp\n"
@@ -36,6 +41,9 @@ static const char usage_main[] =
 	"Commands:\n"
 	"  run       run a command in a sandbox (see 'sandlock run --help')\n"
 	"  check     report what this kernel and host give a sandbox\n"
+	"  ps        list the running sandboxes started with 'run --name'\n"
+	"  inspect   show one of them (pids, start time, command)\n"
+	"  kill      end one of them, with every process in it\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help     show this help\n"
@@ -90,6 +98,9 @@ static const char usage_run[] =
 	"      --random-seed N      getrandom() returns a stream seeded with N\n"
 	"      --time-start T       the wall clock starts at T (Unix seconds or\n"
 	"                           RFC 3339, e.g. 2000-01-01T00:00:00Z)\n"
+	"Control:\n"
+	"      --name NAME          name the run for 'sandlock ps', 'inspect NAME' and\n"
+	"                           'kill NAME' (a socket only this user can reach)\n"
 	"  -h, --help               show this help\n"
 	"\n"
 	"Exit status: the command's status; 128+N if it died of signal N;\n"
@@ -116,6 +127,7 @@ enum {
 	OPT_NET_DENY_BIND,
 	OPT_ALLOW_UNIX,
 	OPT_UNIX_READABLE,
+	OPT_NAME,
 };
 
 static const struct option run_options[] = {
@@ -146,6 +158,7 @@ static const struct option run_options[] = {
 	{ "extra-deny-syscalls", required_argument, NULL, OPT_EXTRA_DENY },
 	{ "allow-degraded", required_argument, NULL, OPT_ALLOW_DEGRADED },
 	{ "disable", required_argument, NULL, OPT_DISABLE },
+	{ "name", required_argument, NULL, OPT_NAME },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -473,6 +486,7 @@ static int getopt_error(int c, char **argv)
 struct run_args {
 	sandlock_builder_t *b;
 	char **cmd; /* NULL-terminated, points into argv */
+	const char *name; /* --name, or NULL */
 	int ncmd;
 	bool help;
 };
@@ -496,6 +510,10 @@ static int parse_run(int argc, char **argv, struct run_args *ra)
 			return 0;
 		}
 		last_optarg = optarg;
+		if (c == OPT_NAME) {
+			ra->name = optarg;
+			continue;
+		}
 		if ((rc = apply_option(ra->b, c, optarg)) != 0)
 			return rc;
 	}
@@ -524,6 +542,33 @@ static int launch_failure(int err, char *msg)
 	if (err == SANDLOCK_ERR_NOT_FOUND)
 		return EXIT_NOT_FOUND;
 	return EXIT_SANDLOCK;
+}
+
+/*
+ * --name: the same run as a handle, with a control socket served while it
+ * runs (control.c).  Spawned from this thread (init dies with the thread
+ * that forked it), waited for here.
+ */
+static sandlock_result_t *run_named(const sandlock_sandbox_t *sb, const struct run_args *ra,
+				    int *err, char **msg)
+{
+	struct cli_control *ctl = cli_control_open(ra->name);
+	if (!ctl) {
+		*err = SANDLOCK_ERR_INVALID;
+		*msg = NULL;
+		return NULL;
+	}
+	sandlock_handle_t *h = sandlock_spawn(sb, (const char *const *)ra->cmd,
+					      (uint32_t)ra->ncmd, NULL, 0, NULL, err, msg);
+	sandlock_result_t *r = NULL;
+	if (h) {
+		if (cli_control_serve(ctl, h, ra->cmd, ra->ncmd) < 0)
+			fputs("sandlock: cannot serve the control socket\n", stderr);
+		r = sandlock_handle_wait(h, -1, err, msg);
+	}
+	cli_control_close(ctl); /* before the handle: the server uses it */
+	sandlock_handle_free(h);
+	return r;
 }
 
 static int cmd_run(int argc, char **argv)
@@ -558,8 +603,9 @@ static int cmd_run(int argc, char **argv)
 		sandlock_sandbox_free(sb);
 		return EXIT_SANDLOCK;
 	}
-	sandlock_result_t *r = sandlock_run(sb, (const char *const *)ra.cmd, (uint32_t)ra.ncmd,
-					    &err, &msg);
+	sandlock_result_t *r = ra.name ? run_named(sb, &ra, &err, &msg)
+				       : sandlock_run(sb, (const char *const *)ra.cmd, (uint32_t)ra.ncmd,
+						      &err, &msg);
 	sandlock_sandbox_free(sb);
 	/* Ctrl-C / kill: the group is already dead; now die of the signal. */
 	cli_signals_reraise();
@@ -617,6 +663,12 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (strcmp(sub, "check") == 0)
 		return cmd_check(argc - 1);
+	if (strcmp(sub, "ps") == 0)
+		return cli_cmd_ps(argc - 1, argv + 1);
+	if (strcmp(sub, "inspect") == 0)
+		return cli_cmd_inspect(argc - 1, argv + 1);
+	if (strcmp(sub, "kill") == 0)
+		return cli_cmd_kill(argc - 1, argv + 1);
 	fprintf(stderr, "sandlock: unknown command '%s'\n"
 			"Try 'sandlock --help' for more information.\n", sub);
 	return EXIT_SANDLOCK;

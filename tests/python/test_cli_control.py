@@ -1,0 +1,143 @@
+"""Named runs from the CLI: `sandlock run --name`, then `ps`, `inspect`
+and `kill` from other processes, over the per-run control socket."""
+import json
+import os
+import socket
+import stat
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import alive
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
+SANDLOCK = str(BUILD / "sandlock")
+SYS_RO = [a for d in ("/usr", "/bin", "/lib", "/lib64", "/etc") if os.path.exists(d)
+          for a in ("-r", d)]
+
+
+@pytest.fixture
+def runtime():
+    """A private XDG_RUNTIME_DIR, so tests never see each other's runs."""
+    d = tempfile.mkdtemp(prefix="sandlock-xdg-")
+    os.chmod(d, 0o700)
+    env = dict(os.environ, XDG_RUNTIME_DIR=d)
+    yield d, env
+    subprocess.run(["rm", "-rf", d])
+
+
+def cli(env, *args):
+    return subprocess.run([SANDLOCK, *args], env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def start(env, name, *cmd):
+    p = subprocess.Popen([SANDLOCK, "run", "--name", name, *SYS_RO, "--", *cmd], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for _ in range(1000):  # until its socket answers (bounded)
+        r = cli(env, "inspect", name, "--json")
+        if r.returncode == 0:
+            return p, json.loads(r.stdout)
+        if p.poll() is not None:
+            pytest.fail("run --name exited: %r" % (p.communicate(),))
+        time.sleep(0.01)
+    p.kill()
+    pytest.fail("the control socket never answered")
+
+
+def test_ps_inspect_kill_from_another_process(runtime):
+    d, env = runtime
+    p, info = start(env, "job-1", "sh", "-c", "sleep 1000")
+    try:
+        assert info["name"] == "job-1" and info["command"] == ["sh", "-c", "sleep 1000"]
+        assert info["running"] is True and info["uid"] == os.getuid()
+        assert info["supervisor_pid"] == p.pid and info["init_pid"] != info["pid"]
+        assert alive(info["pid"])
+        ps = json.loads(cli(env, "ps", "--json").stdout)
+        assert [x["name"] for x in ps] == ["job-1"]
+        text = cli(env, "ps").stdout
+        assert "job-1" in text and str(info["pid"]) in text
+        shown = cli(env, "inspect", "job-1").stdout
+        assert "pid:            %d" % info["pid"] in shown
+        # The directory and the socket are this user's only.
+        sock = os.path.join(d, "sandlock", "job-1.sock")
+        assert stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode) == 0o700
+        assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
+        assert cli(env, "kill", "job-1").returncode == 0
+        assert p.wait(timeout=60) == 128 + 9
+        assert not alive(info["pid"])
+        assert not os.path.exists(sock)
+        assert json.loads(cli(env, "ps", "--json").stdout) == []
+        r = cli(env, "inspect", "job-1")
+        assert r.returncode == 1 and "no running sandbox" in r.stderr
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_name_in_use_and_invalid_names(runtime):
+    _d, env = runtime
+    p, _info = start(env, "dup", "sleep", "1000")
+    try:
+        r = cli(env, "run", "--name", "dup", *SYS_RO, "--", "true")
+        assert r.returncode == 125 and "already running" in r.stderr
+    finally:
+        cli(env, "kill", "dup")
+        p.wait(timeout=60)
+    for bad in ("", ".hidden", "a/b", "x" * 65):
+        r = cli(env, "run", "--name", bad, *SYS_RO, "--", "true")
+        assert r.returncode == 125 and "invalid --name" in r.stderr
+
+
+def test_a_shared_control_directory_is_refused(runtime):
+    d, env = runtime
+    os.mkdir(os.path.join(d, "sandlock"), 0o755)
+    os.chmod(os.path.join(d, "sandlock"), 0o755)
+    r = cli(env, "run", "--name", "x", *SYS_RO, "--", "true")
+    assert r.returncode == 125 and "not a directory private" in r.stderr
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as another user")
+def test_other_users_are_refused_by_peer_credentials(runtime):
+    d, env = runtime
+    p, info = start(env, "guarded", "sleep", "1000")
+    try:
+        sock = os.path.join(d, "sandlock", "guarded.sock")
+        # Open both outer layers (directory and socket modes) so that only
+        # the SO_PEERCRED check stands between another user and the run.
+        os.chmod(d, 0o755)
+        os.chmod(os.path.dirname(sock), 0o755)
+        os.chmod(sock, 0o666)
+        rfd, wfd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the other user
+            os.close(rfd)
+            try:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(sock)  # the control: it can reach the socket
+                s.sendall(b"kill\n")
+                os.write(wfd, b"connected " + s.recv(200))
+            except Exception as e:  # noqa: BLE001
+                os.write(wfd, repr(e).encode())
+            os._exit(0)
+        os.close(wfd)
+        got = os.read(rfd, 400)
+        os.waitpid(pid, 0)
+        os.close(rfd)
+        os.chmod(d, 0o700)  # private again: our own client insists on it
+        os.chmod(os.path.dirname(sock), 0o700)
+        assert got.startswith(b"connected ") and b"permission denied" in got
+        assert alive(info["pid"])  # the kill was refused
+        assert json.loads(cli(env, "inspect", "guarded", "--json").stdout)["running"]
+    finally:
+        os.chmod(os.path.join(d, "sandlock"), 0o700)
+        cli(env, "kill", "guarded")
+        p.wait(timeout=60)
+    assert not alive(info["pid"])
