@@ -129,7 +129,10 @@ class Process:
     wait() returns the Result (its stdout/stderr hold the CAPTURE streams
     only).  Used as a context manager, or when closed / collected, it ends
     the whole sandbox if still running: nothing of it outlives the
-    Process."""
+    Process.  The thread that started it must outlive the run: the
+    sandbox's init ends the sandbox when the thread that forked it exits
+    (PR_SET_PDEATHSIG follows that thread).  ``init_pid`` is the sandbox's
+    init (this process's child, the command's parent)."""
 
     def __init__(self, handle, nsb, regs, modes):
         self._h = handle
