@@ -46,6 +46,8 @@
 /* How often the loop notices that a handler's KILL asked init to end the
  * sandbox (respond.c), so that the fallback above also covers it. */
 #define SL_KILL_CHECK_MS 250
+/* pause waits at most this long for a just-released command to exec. */
+#define SL_EXEC_WAIT_MS 2000
 
 /* Read once from *fd into b; closes *fd (sets -1) at EOF or on error. */
 static void pump(int *fd, sl_buf *b)
@@ -312,6 +314,9 @@ struct sandlock_handle {
 	bool joined;
 	bool taken;       /* the result went to the caller */
 	pthread_t io;
+	/* A duplicate of the sync socket kept after the release: it hangs up
+	 * once the command has exec'd (or died) and init has left vfork. */
+	int exec_fd;
 	sandlock_result_t *r;
 };
 
@@ -355,8 +360,10 @@ static void *io_main(void *arg)
 /* Release the command and have the I/O thread supervise it (mu held). */
 static int start_locked(sandlock_handle_t *h, bool release)
 {
-	if (release)
+	if (release) {
+		h->exec_fd = fcntl(h->L.sync_fd, F_DUPFD_CLOEXEC, 3);
 		(void)sl_launch_release(&h->L); /* on failure the child died: finish() reports it */
+	}
 	h->state = H_RUNNING;
 	if (pthread_create(&h->io, NULL, io_main, h) != 0) {
 		/* No thread: end the sandbox and finish here, so that the handle
@@ -387,6 +394,7 @@ static sandlock_handle_t *handle_new(const sandlock_sandbox_t *sb,
 	pthread_cond_init(&h->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&h->mu, NULL);
+	h->exec_fd = -1;
 	return h;
 }
 
@@ -397,6 +405,8 @@ static void handle_destroy(sandlock_handle_t *h)
 	sl_supervisor_free(h->sup);
 	if (h->prepared)
 		sl_launch_cleanup(&h->L);
+	if (h->exec_fd >= 0)
+		close(h->exec_fd);
 	sl_handlers_release(&h->hs);
 	pthread_mutex_destroy(&h->mu);
 	pthread_cond_destroy(&h->cv);
@@ -532,6 +542,32 @@ SL_EXPORT bool sandlock_handle_is_running(sandlock_handle_t *h)
 	return running;
 }
 
+/*
+ * A command stopped between its release and its execve would keep init
+ * suspended in vfork, unable to end the sandbox when asked.  So pause
+ * only once the command has exec'd: the sync socket hangs up then (its
+ * last copies, the command's and init's, are closed by exec and right
+ * after vfork).  Bounded: a wedged start is paused anyway.
+ */
+static void wait_exec(sandlock_handle_t *h)
+{
+	if (h->exec_fd < 0)
+		return;
+	struct pollfd pf = { h->exec_fd, POLLRDHUP, 0 };
+	int64_t stop = sl_now_ms() + SL_EXEC_WAIT_MS;
+	for (;;) {
+		int left = (int)(stop - sl_now_ms());
+		int pr = poll(&pf, 1, left > 0 ? left : 0);
+		if (pr > 0 && (pf.revents & (POLLHUP | POLLRDHUP | POLLERR))) {
+			close(h->exec_fd); /* answered for good */
+			h->exec_fd = -1;
+			return;
+		}
+		if (pr == 0 || (pr < 0 && errno != EINTR))
+			return;
+	}
+}
+
 static int tree_signal(sandlock_handle_t *h, bool stop)
 {
 	if (!h) {
@@ -540,6 +576,8 @@ static int tree_signal(sandlock_handle_t *h, bool stop)
 	}
 	handle_lock(h);
 	int rc = -1;
+	if (stop && h->state == H_RUNNING)
+		wait_exec(h);
 	if (signalable(h))
 		rc = sl_pause_tree(h->L.pid, stop);
 	else
