@@ -56,9 +56,11 @@ struct sl_dispatch {
 	size_t ninsts;
 	struct sl_chain *chains; /* sorted by nr */
 	size_t nchains;
-	int *trapped; /* sorted, unique */
+	int *trapped; /* sorted, unique: trapped by the filter unconditionally */
 	size_t ntrapped;
 	struct sl_filter_policy filter; /* what the run's seccomp filter blocks */
+	int *chained; /* sorted, unique: trapped + the filter-conditional ones */
+	size_t nchained;
 	int listener;
 	pid_t init;
 	struct sl_memcache *cache; /* supervisor thread only */
@@ -202,6 +204,26 @@ static int registration_nr(const struct sl_dispatch *d, const sandlock_registrat
 	return nr;
 }
 
+/* Syscalls with a chain: the trapped set plus those the filter traps
+ * only for some arguments (filter_conditional builtins). */
+static int build_chained(struct sl_dispatch *d)
+{
+	struct sl_nrset t = { 0 };
+	if (sl_nrset_add_all(&t, d->trapped, d->ntrapped) < 0)
+		goto nomem;
+	for (size_t i = 0; i < d->ninsts; i++)
+		if (d->insts[i].b->filter_conditional &&
+		    sl_nrset_add_all(&t, d->insts[i].nrs.v, d->insts[i].nrs.n) < 0)
+			goto nomem;
+	nrset_normalize(&t);
+	d->chained = t.v;
+	d->nchained = t.n;
+	return 0;
+nomem:
+	free(t.v);
+	return -1;
+}
+
 /*
  * The trapped set: every builtin's syscalls, every registered syscall,
  * and, with user handlers, exec: the /proc/PID/mem cache must learn of
@@ -213,7 +235,8 @@ static int build_trapped(struct sl_dispatch *d, const struct sl_handlers *hs, in
 {
 	struct sl_nrset t = { 0 };
 	for (size_t i = 0; i < d->ninsts; i++)
-		if (sl_nrset_add_all(&t, d->insts[i].nrs.v, d->insts[i].nrs.n) < 0)
+		if (!d->insts[i].b->filter_conditional &&
+		    sl_nrset_add_all(&t, d->insts[i].nrs.v, d->insts[i].nrs.n) < 0)
 			goto nomem;
 	for (size_t i = 0; i < hs->n; i++) {
 		int nr = registration_nr(d, &hs->regs[i], err, msg);
@@ -233,6 +256,8 @@ static int build_trapped(struct sl_dispatch *d, const struct sl_handlers *hs, in
 	nrset_normalize(&t);
 	d->trapped = t.v;
 	d->ntrapped = t.n;
+	if (build_chained(d) < 0)
+		return oom(err, msg);
 	return 0;
 nomem:
 	free(t.v);
@@ -265,15 +290,15 @@ static int append_handler(struct sl_chain *c, sandlock_handler_t *h)
 	return 0;
 }
 
-/* One chain per trapped syscall (the trapped set is sorted: so are they). */
+/* One chain per chained syscall (the set is sorted: so are they). */
 static int build_chains(struct sl_dispatch *d, const struct sl_handlers *hs, int *err,
                         char **msg)
 {
-	d->chains = calloc(d->ntrapped ? d->ntrapped : 1, sizeof(*d->chains));
+	d->chains = calloc(d->nchained ? d->nchained : 1, sizeof(*d->chains));
 	if (!d->chains)
 		return oom(err, msg);
-	for (size_t i = 0; i < d->ntrapped; i++) {
-		d->chains[i].nr = d->trapped[i];
+	for (size_t i = 0; i < d->nchained; i++) {
+		d->chains[i].nr = d->chained[i];
 		d->nchains++;
 		if (link_builtins(d, &d->chains[i]) < 0)
 			return oom(err, msg);
@@ -454,6 +479,7 @@ void sl_dispatch_free(struct sl_dispatch *d)
 	}
 	free(d->insts);
 	free(d->trapped);
+	free(d->chained);
 	sl_memcache_free(d->cache);
 	sl_responder_destroy(&d->resp);
 	free(d);

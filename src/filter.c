@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "filter.h"
+#include "syscalls.h"
 
 #ifndef SOCK_PACKET
 #define SOCK_PACKET 10
@@ -418,6 +419,54 @@ static int add_notify_rules(scmp_filter_ctx ctx, const struct sandlock_sandbox *
 	return 0;
 }
 
+static bool trapped_has(int nr, const int *trapped, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (trapped[i] == nr)
+			return true;
+	return false;
+}
+
+/*
+ * Syscalls that can name another process (syscalls.h): the forms that can
+ * only mean the caller itself stay in the kernel (no trap cost for the
+ * common case), every other form is trapped for builtins/pids.c.  One
+ * trapped unconditionally (a user handler) needs no conditional rule: the
+ * builtin sees every call then and passes the self forms.  Conditions
+ * compare all 64 bits, so they trap a superset of what the kernel (which
+ * reads 32-bit ints) takes for a foreign pid; the builtin reads 32 bits.
+ */
+static int add_pid_rules(scmp_filter_ctx ctx, const int *trapped, size_t n, int *err,
+                         char **msg)
+{
+	const struct sl_pid_sys *v;
+	size_t nv = sl_sys_pid_targeting(&v);
+	for (size_t i = 0; i < nv; i++) {
+		if (trapped_has(v[i].nr, trapped, n))
+			continue;
+		struct scmp_arg_cmp a0 = SCMP_A0(SCMP_CMP_NE, 0);
+		struct scmp_arg_cmp which = SCMP_A0(SCMP_CMP_NE, (uint64_t)v[i].self_which);
+		struct scmp_arg_cmp who = SCMP_A1(SCMP_CMP_NE, 0);
+		int rc = 0;
+		switch (v[i].form) {
+		case SL_PID_A0:
+			rc = add_rule(ctx, SCMP_ACT_NOTIFY, v[i].nr, 1, &a0, err, msg);
+			break;
+		case SL_PID_WHICH_WHO: /* libseccomp ORs the rules of one syscall */
+			rc = add_rule(ctx, SCMP_ACT_NOTIFY, v[i].nr, 1, &which, err, msg);
+			if (rc == 0)
+				rc = add_rule(ctx, SCMP_ACT_NOTIFY, v[i].nr, 1, &who, err, msg);
+			break;
+		case SL_PID_ALWAYS:
+			rc = add_rule(ctx, SCMP_ACT_NOTIFY, v[i].nr, 0, NULL, err, msg);
+			break;
+		}
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* ================= the hand-built prefix ================= */
 
 #define SL_PREFIX_MAX 1024 /* instructions; far above what the rules need */
@@ -608,6 +657,8 @@ int sl_filter_build(const struct sandlock_sandbox *cfg, const int *trapped, size
 		rc = sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "seccomp_attr_set: %s", strerror(-rc));
 	if (rc == 0)
 		rc = add_notify_rules(ctx, cfg, pol, trapped, ntrapped, err, msg);
+	if (rc == 0)
+		rc = add_pid_rules(ctx, trapped, ntrapped, err, msg);
 	if (rc == 0)
 		rc = add_blocklist(ctx, pol, err, msg);
 	if (rc == 0)

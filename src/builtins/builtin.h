@@ -61,6 +61,10 @@ struct sl_builtin {
 	/* Performs opens on the caller's behalf (opener.h): the run then
 	 * starts an opener even without user handlers. */
 	bool needs_opener;
+	/* Its syscalls are trapped by the filter only for some arguments
+	 * (filter.c's conditions, e.g. the pid rules of syscalls.h): they get
+	 * a chain but stay out of the unconditionally trapped set. */
+	bool filter_conditional;
 	/* Add the syscalls this builtin traps for cfg; adding none leaves it
 	 * out of every chain of the run.  0 or -1 (OOM). */
 	int (*syscalls)(const struct sandlock_sandbox *cfg, struct sl_nrset *out);

@@ -11,6 +11,7 @@ extern const struct sl_builtin sl_builtin_args;
 extern const struct sl_builtin sl_builtin_procs;
 extern const struct sl_builtin sl_builtin_random;
 extern const struct sl_builtin sl_builtin_clock;
+extern const struct sl_builtin sl_builtin_pids;
 extern const struct sl_builtin sl_builtin_meta;
 extern const struct sl_builtin sl_builtin_proc;
 extern const struct sl_builtin sl_builtin_netdest;
@@ -20,6 +21,7 @@ const struct sl_builtin *const sl_builtin_table[] = {
 	&sl_builtin_procs, /* FIRST: max_processes */
 	&sl_builtin_random, /* FIRST: random_seed, getrandom answered from a seeded PRNG */
 	&sl_builtin_clock,  /* FIRST: time_start, realtime clock reads shifted */
+	&sl_builtin_pids,  /* FIRST: calls naming another process stay inside */
 	&sl_builtin_meta,  /* LAST: chmod/chown/xattr/utimes performed on behalf */
 	&sl_builtin_proc,  /* LAST: opens and /proc listings on behalf, /proc filtered */
 	&sl_builtin_netdest, /* LAST: connect/send/bind destinations, performed on behalf */
