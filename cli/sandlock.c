@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "parse.h"
+#include "reaper.h"
 #include "sandlock.h"
 #include "signals.h"
 
@@ -558,9 +559,15 @@ static int cmd_run(int argc, char **argv)
 		sandlock_sandbox_free(sb);
 		return EXIT_SANDLOCK;
 	}
+	/* Orphans of an init that died early come to us, not the host's init
+	 * (reaper.c); without it the cgroup (where one can be made) is the
+	 * only sweep that reaches them. */
+	if (cli_reaper_install() < 0)
+		perror("sandlock: warning: prctl(PR_SET_CHILD_SUBREAPER)");
 	sandlock_result_t *r = sandlock_run(sb, (const char *const *)ra.cmd, (uint32_t)ra.ncmd,
 					    &err, &msg);
 	sandlock_sandbox_free(sb);
+	cli_reaper_sweep(); /* nothing of the sandbox outlives us */
 	/* Ctrl-C / kill: the group is already dead; now die of the signal. */
 	cli_signals_reraise();
 	if (!r)

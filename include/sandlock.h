@@ -201,6 +201,14 @@ sandlock_builder_t *sandlock_sandbox_builder_deferred_timeout_ms(sandlock_builde
  */
 sandlock_builder_t *sandlock_sandbox_builder_extra_allow_syscalls(sandlock_builder_t *b,
                                                                   const char *group);
+/*
+ * Captured output kept per stream (stdout, stderr), in bytes; 0 = no limit.
+ * Default SANDLOCK_DEFAULT_MAX_OUTPUT.  Past it the rest is still read (the
+ * command never blocks on a full pipe) and discarded; the result tells how
+ * much was dropped (sandlock_result_stdout_truncated).
+ */
+#define SANDLOCK_DEFAULT_MAX_OUTPUT (64ull << 20)
+sandlock_builder_t *sandlock_sandbox_builder_max_output(sandlock_builder_t *b, uint64_t bytes);
 /* Inherit the caller's stdin/stdout/stderr instead of capturing output. */
 sandlock_builder_t *sandlock_sandbox_builder_inherit_stdio(sandlock_builder_t *b, bool inherit);
 /* Determinism.  random_seed: getrandom() returns a byte stream seeded with
@@ -301,6 +309,9 @@ char *sandlock_result_stderr(const sandlock_result_t *r);
 /* Borrowed raw bytes, valid until sandlock_result_free. */
 const uint8_t *sandlock_result_stdout_bytes(const sandlock_result_t *r, size_t *len);
 const uint8_t *sandlock_result_stderr_bytes(const sandlock_result_t *r, size_t *len);
+/* Bytes of the stream discarded past the max_output cap (0: complete). */
+uint64_t sandlock_result_stdout_truncated(const sandlock_result_t *r);
+uint64_t sandlock_result_stderr_truncated(const sandlock_result_t *r);
 void sandlock_result_free(sandlock_result_t *r);
 void sandlock_string_free(char *s);
 

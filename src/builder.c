@@ -37,6 +37,7 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_new(void)
 	if (b) {
 		b->cfg.deferred_timeout_ms = SL_DEFAULT_DEFERRED_TIMEOUT_MS;
 		b->cfg.max_processes = SL_DEFAULT_MAX_PROCESSES; /* the reference's default */
+		b->cfg.max_output = SANDLOCK_DEFAULT_MAX_OUTPUT;
 	}
 	return b;
 }
@@ -245,6 +246,14 @@ sandlock_sandbox_builder_deferred_timeout_ms(sandlock_builder_t *b, uint64_t ms)
 {
 	if (b)
 		b->cfg.deferred_timeout_ms = ms;
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_max_output(sandlock_builder_t *b,
+                                                                  uint64_t bytes)
+{
+	if (b)
+		b->cfg.max_output = bytes;
 	return b;
 }
 

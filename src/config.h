@@ -65,6 +65,7 @@ struct sandlock_sandbox {
 	int extra_deny[SL_MAX_EXTRA_DENY]; /* syscall numbers denied with EPERM */
 	size_t n_extra_deny;
 	uint8_t protection[SANDLOCK_PROTECTION_COUNT]; /* SL_PROT_STRICT/DEGRADED/DISABLED */
+	uint64_t max_output; /* bytes kept per captured stream; 0 = unlimited */
 };
 
 struct sandlock_builder {

@@ -35,6 +35,9 @@ struct sl_launch {
 	struct sock_fprog prog;
 	struct sl_cglimits cg;   /* the run's cgroups (cglimits.h) */
 	const struct sandlock_sandbox *cfg;
+	/* cgroup.procs of the run's cgroup (cgroup.c; not owned), or -1: init
+	 * joins it first thing, so the whole sandbox is born inside. */
+	int cgroup_procs;
 	/* after start */
 	pid_t pid;      /* child (the sandbox's init) pid == its process group id */
 	int pidfd;      /* pidfd of the child */

@@ -310,6 +310,11 @@ static __attribute__((noreturn)) void become_init(const struct sl_launch *L,
 void sl_launch_child_main(const struct sl_launch *L, const struct sl_child_fds *c)
 {
 	sl_init_block_signals();
+	/* Into the run's cgroup before anything else can fork: everything the
+	 * sandbox starts is then inside it (cgroup.kill ends it all).  Failure
+	 * is not fatal: the parent sees the cgroup empty and does without. */
+	if (L->cgroup_procs >= 0)
+		(void)!write(L->cgroup_procs, "0", 1);
 	if (setpgid(0, 0) < 0)
 		child_fail(c->sync, ST_SETPGID, errno);
 	/* Catchable, unlike SIGKILL: init ends the whole sandbox first. */

@@ -125,6 +125,7 @@ static void launch_init(struct sl_launch *L, const struct sandlock_sandbox *cfg)
 	L->ruleset_fd = L->pidfd = L->listener = -1;
 	L->out_fd = L->err_fd = L->sync_fd = -1;
 	L->pid = -1;
+	L->cgroup_procs = -1;
 	sl_tty_init(&L->tty);
 	sl_cg_init(&L->cg);
 }

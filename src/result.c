@@ -77,6 +77,16 @@ SL_EXPORT const uint8_t *sandlock_result_stderr_bytes(const sandlock_result_t *r
 	return buf_bytes(&r->err, len);
 }
 
+SL_EXPORT uint64_t sandlock_result_stdout_truncated(const sandlock_result_t *r)
+{
+	return r ? r->out_dropped : 0;
+}
+
+SL_EXPORT uint64_t sandlock_result_stderr_truncated(const sandlock_result_t *r)
+{
+	return r ? r->err_dropped : 0;
+}
+
 SL_EXPORT void sandlock_result_free(sandlock_result_t *r)
 {
 	if (!r)

@@ -9,6 +9,7 @@ struct sandlock_result {
 	int exit_code;
 	int signal;
 	sl_buf out, err;
+	uint64_t out_dropped, err_dropped; /* bytes discarded past the cap */
 };
 
 #endif /* SANDLOCK_RESULT_H */

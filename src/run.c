@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "handler.h"
 #include "init.h"
 #include "launch.h"
@@ -43,22 +44,71 @@
  * sandbox (respond.c), so that the fallback above also covers it. */
 #define SL_KILL_CHECK_MS 250
 
-/* Read once from *fd into b; closes *fd (sets -1) at EOF or on error. */
-static void pump(int *fd, sl_buf *b)
+/* One captured stream: where it goes and how much of it may be kept. */
+struct stream {
+	sl_buf *buf;
+	uint64_t *dropped; /* bytes read past the cap (or lost to OOM), discarded */
+	uint64_t cap;      /* 0 = unlimited */
+};
+
+/* Keep what fits under the cap, count the rest as dropped. */
+static void keep(const struct stream *s, const uint8_t *p, size_t n)
+{
+	size_t room = n;
+	if (s->cap && s->buf->len + n > s->cap)
+		room = s->buf->len >= s->cap ? 0 : (size_t)(s->cap - s->buf->len);
+	/* Out of memory below the cap: the result says what is missing
+	 * rather than the run failing (or the command blocking on a pipe). */
+	if (room && sl_buf_append(s->buf, p, room) < 0)
+		room = 0;
+	*s->dropped += n - room;
+}
+
+/*
+ * Read once from *fd; closes *fd (sets -1) at EOF.  -1 on a read error:
+ * the loop cannot tell what the command wrote, so the run fails rather
+ * than returning a result with output silently missing.
+ */
+static int pump(int *fd, const struct stream *s)
 {
 	uint8_t chunk[SL_READ_CHUNK]; /* on the stack: no TLS in a dlopen()ed library */
 	ssize_t n = read(*fd, chunk, sizeof chunk);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	if (n <= 0 || sl_buf_append(b, chunk, (size_t)n) < 0) {
+		return 0;
+	if (n < 0)
+		return -1;
+	if (n == 0) {
 		close(*fd);
 		*fd = -1;
+		return 0;
 	}
+	keep(s, chunk, (size_t)n);
+	return 0;
 }
 
-/* Poll the output pipes (and optionally the pidfd); returns pidfd readiness. */
-static bool poll_once(struct sl_launch *L, sandlock_result_t *r, int pidfd, int wait_ms,
-                      int *npolled)
+/* Why the loop could not go on (its own poll/read failed). */
+struct loop_error {
+	int e;
+	const char *what;
+};
+
+static int loop_fail(struct loop_error *le, const char *what)
+{
+	le->e = errno;
+	le->what = what;
+	return -1;
+}
+
+/*
+ * Poll the output pipes (and optionally the pidfd).  1 if the pidfd is
+ * ready, 0 if not, -1 on a failure of poll or read (*le says which).
+ * EINTR is the only poll error that means "nothing happened": EINVAL
+ * (e.g. RLIMIT_NOFILE lowered under us), ENOMEM, EFAULT would repeat at
+ * once, and a loop that took them for "nothing ready" would spin past
+ * every deadline.
+ */
+static int poll_once(struct sl_launch *L, const struct stream *out, const struct stream *err,
+                     int pidfd, int wait_ms, int *npolled, struct loop_error *le)
 {
 	struct pollfd pf[3];
 	int n = 0, io = -1, ie = -1, ip = -1;
@@ -70,16 +120,23 @@ static bool poll_once(struct sl_launch *L, sandlock_result_t *r, int pidfd, int 
 		ip = n, pf[n++] = (struct pollfd){ pidfd, POLLIN, 0 };
 	*npolled = 0;
 	if (n == 0)
-		return false;
+		return 0;
 	int pr = poll(pf, (nfds_t)n, wait_ms);
-	if (pr <= 0)
-		return false;
+	if (pr < 0 && errno == EINTR)
+		return 0;
+	if (pr < 0)
+		return loop_fail(le, "poll");
 	*npolled = pr;
-	if (io >= 0 && pf[io].revents)
-		pump(&L->out_fd, &r->out);
-	if (ie >= 0 && pf[ie].revents)
-		pump(&L->err_fd, &r->err);
-	return ip >= 0 && pf[ip].revents;
+	for (int i = 0; i < n; i++)
+		if (pf[i].revents & POLLNVAL) { /* one of our fds was closed under us */
+			errno = EBADF;
+			return loop_fail(le, "poll");
+		}
+	if (io >= 0 && pf[io].revents && pump(&L->out_fd, out) < 0)
+		return loop_fail(le, "read(stdout)");
+	if (ie >= 0 && pf[ie].revents && pump(&L->err_fd, err) < 0)
+		return loop_fail(le, "read(stderr)");
+	return ip >= 0 && pf[ip].revents ? 1 : 0;
 }
 
 /* Ending the run early: init was asked at asked_ms (0: not yet). */
@@ -125,10 +182,12 @@ static int loop_wait_ms(const struct sl_launch *L, int64_t deadline, const struc
  * Capture output until the child exits; end the sandbox at the deadline.
  * With a terminal (sl_tty active), wake up regularly to notice job-control
  * stops of the child (see tty.c).  The timeout is wall-clock time, time
- * spent stopped included.
+ * spent stopped included.  0, or -1 when the loop itself failed (*le):
+ * the caller then kills the sandbox without it.
  */
-static void io_loop(struct sl_launch *L, sandlock_result_t *r, struct sl_supervisor *sup,
-                    uint64_t timeout_ms, bool *timed_out)
+static int io_loop(struct sl_launch *L, const struct stream *out, const struct stream *err,
+                   struct sl_supervisor *sup, uint64_t timeout_ms, bool *timed_out,
+                   struct loop_error *le)
 {
 	int64_t deadline = timeout_ms ? sl_now_ms() + (int64_t)timeout_ms : 0;
 	struct ending e = { 0, false };
@@ -141,22 +200,49 @@ static void io_loop(struct sl_launch *L, sandlock_result_t *r, struct sl_supervi
 			end_sandbox(L, &e, false); /* respond.c already asked init */
 		}
 		int npolled;
-		if (poll_once(L, r, L->pidfd, loop_wait_ms(L, deadline, &e), &npolled))
-			return;
+		int rc = poll_once(L, out, err, L->pidfd, loop_wait_ms(L, deadline, &e), &npolled, le);
+		if (rc != 0)
+			return rc > 0 ? 0 : -1;
 		if (!e.asked_ms)
 			sl_tty_watch(&L->tty);
 	}
 }
 
 /* Bounded drain of whatever group members wrote before they died. */
-static void drain(struct sl_launch *L, sandlock_result_t *r)
+static void drain(struct sl_launch *L, const struct stream *out, const struct stream *err)
 {
 	int64_t stop = sl_now_ms() + SL_DRAIN_MAX_MS;
+	struct loop_error le;
 	while ((L->out_fd >= 0 || L->err_fd >= 0) && sl_now_ms() < stop) {
 		int npolled;
-		poll_once(L, r, -1, SL_DRAIN_QUIET_MS, &npolled);
-		if (npolled == 0)
+		if (poll_once(L, out, err, -1, SL_DRAIN_QUIET_MS, &npolled, &le) < 0 ||
+		    npolled == 0)
 			break;
+	}
+}
+
+/* True once the child has exited (not reaped: WNOWAIT). */
+static bool child_exited(pid_t pid)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
+}
+
+/*
+ * The loop failed: end the sandbox without it, using no new fd (the
+ * failure may be fd exhaustion).  init is asked first, so it can end
+ * processes that left the group; after the grace, killpg and the cgroup.
+ */
+static void end_unsupervised(struct sl_launch *L, struct sl_cgroup *cg)
+{
+	sl_init_request_kill(L->pid);
+	const struct timespec ms = { 0, 1000000 };
+	for (int i = 0; i < SL_KILL_GRACE_MS && !child_exited(L->pid); i++)
+		nanosleep(&ms, NULL);
+	if (!child_exited(L->pid)) {
+		killpg(L->pid, SIGKILL); /* init is unreaped: its pgid is still ours */
+		sl_cgroup_kill(cg);
 	}
 }
 
@@ -209,9 +295,12 @@ static void sweep_group(pid_t pgid)
 
 /*
  * The child has exited but is not reaped, so its pid (== pgid) cannot be
- * reused: kill every leftover of the group now, then reap.
+ * reused: kill every leftover of the group now, then reap.  With a
+ * cgroup, cgroup.kill is the final sweep: it reaches every process of the
+ * sandbox, also those that left the group and were orphaned to the
+ * host's init by an init that died early.
  */
-static void reap_and_sweep(struct sl_launch *L, siginfo_t *si)
+static void reap_and_sweep(struct sl_launch *L, siginfo_t *si, struct sl_cgroup *cg)
 {
 	wait_child(L->pid, si, WNOWAIT);
 	/*
@@ -223,12 +312,12 @@ static void reap_and_sweep(struct sl_launch *L, siginfo_t *si)
 	 * death by a signal may be an outside SIGKILL that gave init no
 	 * chance: then sweep.
 	 */
-	if (si->si_code == CLD_EXITED && sl_init_sees_children()) {
+	bool clean = si->si_code == CLD_EXITED && sl_init_sees_children();
+	if (clean)
 		killpg(L->pid, SIGKILL); /* belt and braces; cheap */
-		wait_child(L->pid, si, 0);
-		return;
-	}
-	sweep_group(L->pid);
+	else
+		sweep_group(L->pid);
+	sl_cgroup_kill(cg); /* one read of cgroup.events when already empty */
 	wait_child(L->pid, si, 0);
 }
 
@@ -267,9 +356,25 @@ static int validate(const sandlock_sandbox_t *sb, const char *const *argv, uint3
 	return 0;
 }
 
-/* Launch, supervise and wait; the child is released only once supervised. */
+/* The run loop failed (*le): the sandbox was killed; report, no result. */
+static sandlock_result_t *loop_failed(sandlock_result_t *r, const struct loop_error *le,
+                                      int *err, char **msg)
+{
+	sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
+	        "supervising the run failed (%s: %s); the sandbox was killed", le->what,
+	        strerror(le->e));
+	sandlock_result_free(r);
+	return NULL;
+}
+
+/*
+ * Launch, supervise and wait; the child is released only once supervised.
+ * With a cgroup, the child joined it first thing after fork (launch_child.c),
+ * so every process of the sandbox started inside it.
+ */
 static sandlock_result_t *supervise(struct sl_launch *L, struct sl_supervisor *sup,
-                                    const sandlock_sandbox_t *sb, int *err, char **msg)
+                                    struct sl_cgroup *cg, const sandlock_sandbox_t *sb,
+                                    int *err, char **msg)
 {
 	if (sl_launch_start(L, err, msg) < 0)
 		return NULL;
@@ -283,15 +388,25 @@ static sandlock_result_t *supervise(struct sl_launch *L, struct sl_supervisor *s
 		free(r);
 		return NULL;
 	}
+	if (cg->dirfd >= 0)
+		(void)sl_cgroup_confirm(cg); /* the child did not join: no cgroup */
 	/* If this fails the child already died; the loop below reports it. */
 	(void)sl_launch_release(L);
+	struct stream out = { &r->out, &r->out_dropped, sb->max_output };
+	struct stream errs = { &r->err, &r->err_dropped, sb->max_output };
 	bool timed_out;
 	siginfo_t si;
-	io_loop(L, r, sup, sb->timeout_ms, &timed_out);
-	reap_and_sweep(L, &si);
+	struct loop_error le = { 0, NULL };
+	int rc = io_loop(L, &out, &errs, sup, sb->timeout_ms, &timed_out, &le);
+	if (rc < 0)
+		end_unsupervised(L, cg);
+	reap_and_sweep(L, &si, cg);
 	sl_tty_end(&L->tty); /* the group is gone: the terminal is the caller's again */
-	drain(L, r);
+	if (rc == 0)
+		drain(L, &out, &errs);
 	sl_supervisor_stop(sup);
+	if (rc < 0)
+		return loop_failed(r, &le, err, msg);
 	set_reason(r, &si, timed_out, sup);
 	return r;
 }
@@ -307,10 +422,16 @@ static sandlock_result_t *run_supervised(const sandlock_sandbox_t *sb, const cha
 	const int *nrs = NULL;
 	size_t nt = sl_supervisor_trapped(sup, &nrs);
 	struct sl_launch L;
+	struct sl_cgroup cg;
 	sandlock_result_t *r = NULL;
 	if (sl_launch_prepare(&L, sb, argv, argc, nrs, nt, err, msg) == 0 &&
-	    sl_supervisor_use_ruleset(sup, L.ruleset_fd, err, msg) == 0)
-		r = supervise(&L, sup, sb, err, msg);
+	    sl_supervisor_use_ruleset(sup, L.ruleset_fd, err, msg) == 0) {
+		/* Without one: init and killpg alone (README). */
+		if (sl_cgroup_create(&cg))
+			L.cgroup_procs = cg.procs;
+		r = supervise(&L, sup, &cg, sb, err, msg);
+		sl_cgroup_destroy(&cg);
+	}
 	/* The supervisor (and its workers) before the handlers they call. */
 	sl_supervisor_free(sup);
 	sl_launch_cleanup(&L);

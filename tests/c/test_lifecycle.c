@@ -6,12 +6,14 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h" /* sl_cgroup_create: linked from libsandlock.a */
 #include "harness.h"
 #include "testutil.h"
 
@@ -169,5 +171,210 @@ TEST(init_groups_and_users_are_out_of_reach)
 	sandlock_result_t *r = run_system(argv, 30000);
 	REQUIRE(r);
 	CHECK(tu_out_is(r, "1 1 1 1 1 ok ok ok\n"));
+	sandlock_result_free(r);
+}
+
+/* ================= nothing outlives the run (cgroup.c) ================= */
+
+/* Records init's pid (the command's parent) and that of a setsid() child
+ * (out of the process group: no killpg reaches it), then waits. */
+static const char ORPHAN_MAKER[] =
+	"import os, sys, time\n"
+	"d = sys.argv[1]\n"
+	"if os.fork() == 0:\n"
+	"    os.setsid()\n"
+	"    open(d + '/orphan.tmp', 'w').write(str(os.getpid()))\n"
+	"    os.rename(d + '/orphan.tmp', d + '/orphan')\n"
+	"    os.execv('/bin/sleep', ['sleep', '300'])\n"
+	"open(d + '/init.tmp', 'w').write(str(os.getppid()))\n"
+	"os.rename(d + '/init.tmp', d + '/init')\n"
+	"time.sleep(300)\n";
+
+static long read_long(const char *dir, const char *name)
+{
+	char path[256], buf[32] = { 0 };
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	return n > 0 ? atol(buf) : -1;
+}
+
+/* True if pid exists and is not a zombie. */
+static bool alive(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+struct killer {
+	const char *dir;
+	pid_t orphan;
+	bool killed;
+};
+
+/* Outside the sandbox: SIGKILL its init once the orphan exists, as the
+ * kernel did to an init whose RLIMIT_CPU the sandbox had lowered. */
+static void *kill_init(void *arg)
+{
+	struct killer *k = arg;
+	for (int i = 0; i < 3000; i++) {
+		long orphan = read_long(k->dir, "orphan"), init = read_long(k->dir, "init");
+		if (orphan > 0 && init > 0) {
+			k->orphan = (pid_t)orphan;
+			k->killed = kill((pid_t)init, SIGKILL) == 0;
+			return NULL;
+		}
+		usleep(10000);
+	}
+	return NULL;
+}
+
+TEST(init_killed_from_outside_leaves_no_survivor)
+{
+	struct sl_cgroup probe;
+	if (!sl_cgroup_create(&probe))
+		SKIP("no cgroup v2 subtree can be made here (the CLI's fallback is tested in Python)");
+	sl_cgroup_destroy(&probe);
+	char dir[TU_TMPDIR_LEN];
+	REQUIRE(tu_mkdtemp(dir, "lifecycle"));
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_fs_write(b, dir);
+	sandlock_sandbox_builder_timeout_ms(b, 120000);
+	sandlock_sandbox_t *sb = tu_build(b);
+	REQUIRE(sb);
+	struct killer k = { dir, 0, false };
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, kill_init, &k) == 0);
+	const char *argv[] = { TU_PY, "-c", ORPHAN_MAKER, dir, NULL };
+	sandlock_result_t *r = tu_run(sb, argv);
+	pthread_join(t, NULL);
+	sandlock_sandbox_free(sb);
+	tu_rm_rf(dir);
+	REQUIRE(r);
+	CHECK(k.killed);
+	CHECK(k.orphan > 0);
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_SIGNALED);
+	/* Checked the moment the run returned: no waiting for a late death. */
+	bool survived = k.orphan > 0 && alive(k.orphan);
+	CHECK(!survived);
+	if (survived)
+		kill(k.orphan, SIGKILL);
+	sandlock_result_free(r);
+}
+
+/* The cgroup v2 mount point (first one in mountinfo, root "/"), or false. */
+static bool cgroup2_mount(char *out, size_t sz)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return false;
+	char line[4096], root[1024], mnt[1024];
+	bool found = false;
+	while (!found && fgets(line, sizeof line, f)) {
+		char *dash = strstr(line, " - cgroup2 ");
+		found = dash && sscanf(line, "%*s %*s %*s %1023s %1023s", root, mnt) == 2 &&
+		        strcmp(root, "/") == 0 && snprintf(out, sz, "%s", mnt) < (int)sz;
+	}
+	fclose(f);
+	return found;
+}
+
+TEST(sandbox_runs_in_its_own_cgroup_removed_after_the_run)
+{
+	struct sl_cgroup probe;
+	char mnt[1024];
+	if (!sl_cgroup_create(&probe) || !cgroup2_mount(mnt, sizeof mnt))
+		SKIP("no cgroup v2 subtree can be made here");
+	sl_cgroup_destroy(&probe);
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_fs_read(b, "/proc");
+	sandlock_sandbox_t *sb = tu_build(b);
+	REQUIRE(sb);
+	const char *argv[] = { "/bin/sed", "-n", "s/^0:://p", "/proc/self/cgroup", NULL };
+	sandlock_result_t *r = tu_run(sb, argv);
+	sandlock_sandbox_free(sb);
+	REQUIRE(r);
+	char *path = sandlock_result_stdout(r);
+	REQUIRE(path);
+	path[strcspn(path, "\n")] = '\0';
+	CHECK(strstr(path, "/sandlock-") != NULL);
+	char full[2048];
+	snprintf(full, sizeof full, "%s%s", mnt, path);
+	CHECK(access(full, F_OK) < 0 && errno == ENOENT);
+	sandlock_string_free(path);
+	sandlock_result_free(r);
+}
+
+/* ================= the run loop fails loudly (run.c) ================= */
+
+static rlim_t saved_nofile;
+
+/* On the supervisor thread, i.e. in the caller: what a guest's prlimit on
+ * the caller did before builtins/pids.c. */
+static int32_t lower_nofile(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
+                            sandlock_action_t *out)
+{
+	(void)ud;
+	(void)n;
+	(void)m;
+	struct rlimit rl;
+	getrlimit(RLIMIT_NOFILE, &rl);
+	saved_nofile = rl.rlim_cur;
+	rl.rlim_cur = 2; /* poll() of the run loop's 3 fds now fails: EINVAL */
+	setrlimit(RLIMIT_NOFILE, &rl);
+	sandlock_action_set_continue(out);
+	return 0;
+}
+
+TEST(run_loop_failure_ends_the_run_with_an_error)
+{
+	char dir[TU_TMPDIR_LEN];
+	REQUIRE(tu_mkdtemp(dir, "lifecycle"));
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_fs_write(b, dir);
+	sandlock_sandbox_builder_timeout_ms(b, 120000);
+	sandlock_sandbox_t *sb = tu_build(b);
+	REQUIRE(sb);
+	char script[256];
+	snprintf(script, sizeof script, "echo $$ > %s/pid; /bin/uname >&2; exec sleep 300", dir);
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	sandlock_registration_t reg = { "uname", sandlock_handler_new(lower_nofile, NULL, NULL,
+	                                                              SANDLOCK_EXCEPTION_KILL) };
+	alarm(60); /* a spinning loop would hang here: fail loudly instead */
+	int err = 0;
+	char *msg = NULL;
+	sandlock_result_t *r =
+		sandlock_run_with_handlers(sb, argv, tu_argc(argv), &reg, 1, &err, &msg);
+	alarm(0);
+	struct rlimit rl;
+	getrlimit(RLIMIT_NOFILE, &rl);
+	if (saved_nofile) {
+		rl.rlim_cur = saved_nofile;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	sandlock_sandbox_free(sb);
+	long pid = read_long(dir, "pid");
+	tu_rm_rf(dir);
+	CHECK(saved_nofile != 0); /* the handler ran */
+	CHECK(r == NULL);
+	CHECK_EQ_INT(err, SANDLOCK_ERR_SYSTEM);
+	CHECK(msg && strstr(msg, "poll") && strstr(msg, "killed"));
+	if (msg)
+		fprintf(stderr, "  (%s)\n", msg);
+	CHECK(pid > 0 && !alive((pid_t)pid)); /* the sandbox was ended */
+	sandlock_string_free(msg);
 	sandlock_result_free(r);
 }
