@@ -138,6 +138,19 @@ class Result:
     stderr: bytes
     killed_by_handler: bool = False
     error: Optional[str] = None
+    # Bytes discarded past the max_output cap (0: the stream is complete).
+    stdout_truncated: int = 0
+    stderr_truncated: int = 0
+
+
+def _bytes_at(p, n) -> bytes:
+    """n bytes at address p.  ctypes.string_at takes a C int size, so it
+    fails beyond 2 GiB; a sized array view has no such limit."""
+    if not p or not n:
+        return b""
+    if n < 1 << 31:
+        return ctypes.string_at(p, n)
+    return (ctypes.c_char * n).from_address(p).raw
 
 
 def _reason(c_reason, sig):
@@ -155,7 +168,7 @@ def _take_result(r) -> Result:
         def grab(fn):
             n = ctypes.c_size_t(0)
             p = fn(r, ctypes.byref(n))
-            return ctypes.string_at(p, n.value) if p and n.value else b""
+            return _bytes_at(p, n.value)
 
         code = int(_lib.sandlock_result_reason(r))
         sig = int(_lib.sandlock_result_signal(r)) if code != _C_EXITED else 0
@@ -167,6 +180,8 @@ def _take_result(r) -> Result:
             stdout=grab(_lib.sandlock_result_stdout_bytes),
             stderr=grab(_lib.sandlock_result_stderr_bytes),
             killed_by_handler=code == _C_KILLED,
+            stdout_truncated=int(_lib.sandlock_result_stdout_truncated(r)),
+            stderr_truncated=int(_lib.sandlock_result_stderr_truncated(r)),
         )
     finally:
         _lib.sandlock_result_free(r)
@@ -378,6 +393,16 @@ def _max_memory(name, value) -> Optional[int]:
     return None if value is None else parse_memory_size(value)
 
 
+def _max_output(name, value) -> Optional[int]:
+    """None (the library's default, 64 MiB), 0 (no cap), or bytes / a size string."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value == 0):
+        return value
+    try:
+        return parse_memory_size(value)
+    except PolicyError as e:
+        raise type(e)("%s: %s" % (name, e.message)) from None
+
+
 def _timeout(name, value) -> Optional[float]:
     if value is None:
         return None
@@ -563,6 +588,8 @@ def _step_limits(b, c):
         b = _lib.sandlock_sandbox_builder_max_memory(b, c["max_memory"])
     if c["timeout"] is not None:
         b = _lib.sandlock_sandbox_builder_timeout_ms(b, max(1, int(round(c["timeout"] * 1000))))
+    if c["max_output"] is not None:
+        b = _lib.sandlock_sandbox_builder_max_output(b, c["max_output"])
     return b
 
 
@@ -611,7 +638,11 @@ class Sandbox:
     Paths must exist (they are resolved when the native policy is built,
     which also reports configuration errors as PolicyError).
     ``max_memory`` is bytes (int) or a size string ("512M", "1.5G", see
-    parse_memory_size); ``timeout`` is seconds.
+    parse_memory_size); ``timeout`` is seconds.  ``max_output`` caps the
+    captured stdout and stderr, each (bytes or a size string; default 64
+    MiB, ``0`` for no cap): past it the rest is read and discarded, and
+    ``Result.stdout_truncated`` / ``stderr_truncated`` count the bytes
+    dropped.
 
     Network (README "Network policy"; everything not allowed is denied,
     a denied destination fails with EACCES): ``net_allow`` holds endpoint
@@ -681,6 +712,7 @@ class Sandbox:
     net_allow_unix = _Field(_path_list)
     net_unix_readable = _Field(_bool)
     timeout = _Field(_timeout)
+    max_output = _Field(_max_output)
     name = _Field(_name)
     random_seed = _Field(_random_seed)
     time_start = _Field(_time_start)
@@ -725,6 +757,7 @@ class Sandbox:
         net_deny_bind: Iterable = (),
         net_allow_unix: Iterable = (),
         net_unix_readable: bool = False,
+        max_output=None,
     ):
         self._cfg = {}
         self._lock = threading.Lock()
@@ -757,6 +790,7 @@ class Sandbox:
         self.extra_deny_syscalls = extra_deny_syscalls
         self.allow_degraded = allow_degraded
         self.disable = disable
+        self.max_output = max_output
         # Build once now so a bad configuration fails here, not at run().
         self._native_for(None)
 

@@ -378,3 +378,85 @@ TEST(run_loop_failure_ends_the_run_with_an_error)
 	sandlock_string_free(msg);
 	sandlock_result_free(r);
 }
+
+/* ================= the output cap (run.c) ================= */
+
+#define MIB (1024ull * 1024)
+
+/* sh -c script under a max_output cap (UINT64_MAX: the default). */
+static sandlock_result_t *run_capped(uint64_t cap, const char *script)
+{
+	sandlock_builder_t *b = tu_system_builder();
+	if (cap != UINT64_MAX)
+		sandlock_sandbox_builder_max_output(b, cap);
+	sandlock_sandbox_builder_timeout_ms(b, 60000);
+	sandlock_sandbox_t *sb = tu_build(b);
+	if (!sb)
+		return NULL;
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	sandlock_result_t *r = tu_run(sb, argv);
+	sandlock_sandbox_free(sb);
+	return r;
+}
+
+/* All len bytes of p are the repeating "y\n" of yes(1). */
+static bool is_yes(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != (i % 2 ? '\n' : 'y'))
+			return false;
+	return true;
+}
+
+TEST(output_past_the_default_cap_is_dropped_and_counted)
+{
+	/* 100 MiB on stdout; the command still ends normally (its writes
+	 * never block on a full pipe: the rest is read and discarded). */
+	sandlock_result_t *r = run_capped(UINT64_MAX, "yes | head -c 104857600; echo done >&2");
+	REQUIRE(r);
+	size_t len = 0;
+	const uint8_t *out = sandlock_result_stdout_bytes(r, &len);
+	CHECK_EQ_INT(len, SANDLOCK_DEFAULT_MAX_OUTPUT);
+	CHECK(is_yes(out, len));
+	CHECK_EQ_INT(sandlock_result_stdout_truncated(r), 100 * MIB - SANDLOCK_DEFAULT_MAX_OUTPUT);
+	CHECK_EQ_INT(sandlock_result_stderr_truncated(r), 0);
+	CHECK(tu_err_has(r, "done\n"));
+	CHECK_EQ_INT(sandlock_result_exit_code(r), 0);
+	sandlock_result_free(r);
+}
+
+TEST(smaller_cap_applies_to_each_stream)
+{
+	sandlock_result_t *r = run_capped(1000, "yes | head -c 5000; yes | head -c 3000 >&2");
+	REQUIRE(r);
+	size_t olen = 0, elen = 0;
+	const uint8_t *out = sandlock_result_stdout_bytes(r, &olen);
+	const uint8_t *err = sandlock_result_stderr_bytes(r, &elen);
+	CHECK_EQ_INT(olen, 1000);
+	CHECK_EQ_INT(elen, 1000);
+	CHECK(is_yes(out, olen) && is_yes(err, elen));
+	CHECK_EQ_INT(sandlock_result_stdout_truncated(r), 4000);
+	CHECK_EQ_INT(sandlock_result_stderr_truncated(r), 2000);
+	sandlock_result_free(r);
+}
+
+TEST(no_cap_keeps_everything)
+{
+	sandlock_result_t *r = run_capped(0, "yes | head -c 104857600");
+	REQUIRE(r);
+	size_t len = 0;
+	const uint8_t *out = sandlock_result_stdout_bytes(r, &len);
+	CHECK_EQ_INT(len, 100 * MIB);
+	CHECK(is_yes(out, len));
+	CHECK_EQ_INT(sandlock_result_stdout_truncated(r), 0);
+	sandlock_result_free(r);
+}
+
+TEST(output_under_the_cap_is_not_truncated)
+{
+	sandlock_result_t *r = run_capped(6, "printf hello");
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "hello"));
+	CHECK_EQ_INT(sandlock_result_stdout_truncated(r), 0);
+	sandlock_result_free(r);
+}
