@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "util.h"
 
 bool sl_cgroup_disabled;
 
@@ -91,7 +92,7 @@ static int open_own_dir(void)
 	}
 	if (snprintf(dir, sizeof dir, "%s%s", mnt, rel) >= (int)sizeof dir)
 		return -1;
-	return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return sl_fd_high(open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 }
 
 static int write_str(int dirfd, const char *file, const char *s)
@@ -122,11 +123,11 @@ bool sl_cgroup_create(struct sl_cgroup *cg)
 		close(parent);
 		return false;
 	}
-	cg->dirfd = openat(parent, cg->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cg->dirfd = sl_fd_high(openat(parent, cg->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	cg->parentfd = parent;
 	/* Without cgroup.kill (Linux < 5.14) the cgroup is of no use. */
 	if (cg->dirfd >= 0)
-		cg->procs = openat(cg->dirfd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+		cg->procs = sl_fd_high(openat(cg->dirfd, "cgroup.procs", O_WRONLY | O_CLOEXEC));
 	if (cg->procs < 0 || faccessat(cg->dirfd, "cgroup.kill", W_OK, 0) < 0) {
 		sl_cgroup_destroy(cg);
 		return false;

@@ -57,10 +57,20 @@ static int move_fd(int fd, int target)
 	return dup2(fd, target) < 0 ? -1 : 0;
 }
 
+/*
+ * The command's stdio: the capture pipes, or the caller's own.  A stdio fd
+ * the caller has closed becomes /dev/null: left free, the kernel would put
+ * the seccomp listener there, where the command (which keeps 0..2) could
+ * answer its own trapped calls.
+ */
 static void child_stdio(const struct sl_launch *L, const struct sl_child_fds *c)
 {
-	if (L->cfg->inherit_stdio)
+	if (L->cfg->inherit_stdio) {
+		for (int fd = 0; fd <= 2; fd++)
+			if (fcntl(fd, F_GETFD) < 0 && errno == EBADF && move_fd(c->devnull, fd) < 0)
+				child_fail(c->sync, ST_STDIO, errno);
 		return;
+	}
 	if (move_fd(c->devnull, 0) < 0 || move_fd(c->out_w, 1) < 0 || move_fd(c->err_w, 2) < 0)
 		child_fail(c->sync, ST_STDIO, errno);
 }

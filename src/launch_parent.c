@@ -99,12 +99,13 @@ static int parent_fds_open(const struct sl_launch *L, struct parent_fds *p)
 	p->sv[1] = above_stdio(p->sv[1]);
 	if (p->sv[0] < 0 || p->sv[1] < 0)
 		return -1;
+	/* Also with inherited stdio: it fills the caller's closed 0..2. */
+	p->devnull = above_stdio(open("/dev/null", O_RDWR | O_CLOEXEC));
+	if (p->devnull < 0)
+		return -1;
 	if (L->cfg->inherit_stdio)
 		return 0;
-	if (make_pipe(p->outp) < 0 || make_pipe(p->errp) < 0)
-		return -1;
-	p->devnull = above_stdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
-	return p->devnull < 0 ? -1 : 0;
+	return make_pipe(p->outp) < 0 || make_pipe(p->errp) < 0 ? -1 : 0;
 }
 
 /* Kill and reap a child that never got released. */
@@ -174,7 +175,7 @@ static int recv_announcement(struct sl_launch *L, int64_t deadline, int *fdnum,
 	 * so it is alive unless it failed since (its report is then queued)
 	 * or was killed from outside; init reaps it only after that.
 	 */
-	*cmd_pidfd = (int)syscall(__NR_pidfd_open, (pid_t)m[2], 0);
+	*cmd_pidfd = sl_fd_high((int)syscall(__NR_pidfd_open, (pid_t)m[2], 0));
 	if (*cmd_pidfd < 0) {
 		int32_t f[SL_REPORT_INTS] = { -1, 0, 0 };
 		return setup_error(read_report(L->sync_fd, f, MSG_DONTWAIT), f, err, msg);
@@ -221,8 +222,10 @@ static int fetch_listener(struct sl_launch *L, int cmd_pidfd, int fdnum, int64_t
 		int fd = (int)syscall(__NR_pidfd_getfd, cmd_pidfd, fdnum, 0);
 		if (fd >= 0) {
 			if (is_seccomp_listener(fd)) {
-				L->listener = fd; /* pidfd_getfd sets close-on-exec */
-				return 0;
+				L->listener = sl_fd_high(fd); /* pidfd_getfd sets close-on-exec */
+				return L->listener >= 0 ? 0
+				                        : sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
+				                                  "listener: %s", strerror(errno));
 			}
 			close(fd);
 			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
@@ -286,7 +289,7 @@ int sl_launch_start(struct sl_launch *L, int *err, char **msg)
 	L->err_fd = p.errp[0];
 	p.sv[0] = p.outp[0] = p.errp[0] = -1;
 	parent_fds_close(&p); /* the child's ends: EOF detection depends on this */
-	L->pidfd = (int)syscall(__NR_pidfd_open, pid, 0);
+	L->pidfd = sl_fd_high((int)syscall(__NR_pidfd_open, pid, 0));
 	if (L->pidfd < 0) {
 		int e = errno;
 		abort_child(L);

@@ -253,7 +253,7 @@ int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
 	if (!env.v && !(env.v = calloc(1, sizeof(char *)))) /* empty environment */
 		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 	L->envp = env.v; /* NULL-terminated by sl_strvec; now owned by L */
-	L->ruleset_fd = sl_landlock_prepare(cfg, err, msg);
+	L->ruleset_fd = sl_fd_high(sl_landlock_prepare(cfg, err, msg));
 	if (L->ruleset_fd == -2) {
 		L->ruleset_fd = -1;
 		return sl_fail(err, msg, SANDLOCK_ERR_UNSUPPORTED,

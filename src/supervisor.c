@@ -137,7 +137,7 @@ int sl_supervisor_start(struct sl_supervisor *s, int listener, pid_t init, int *
 	s->listener = listener;
 	sl_dispatch_bind(s->d, listener, init);
 	setup_listener(s);
-	s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	s->stop_fd = sl_fd_high(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 	if (s->stop_fd < 0)
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "supervisor: %s", strerror(errno));
 

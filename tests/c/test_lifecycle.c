@@ -460,3 +460,94 @@ TEST(output_under_the_cap_is_not_truncated)
 	CHECK_EQ_INT(sandlock_result_stdout_truncated(r), 0);
 	sandlock_result_free(r);
 }
+
+/* ================= the caller's fds 0-2 closed ================= */
+
+/*
+ * In a forked copy of the test with fds 0, 1 and 2 closed, run
+ * "echo hi" captured (or, inherit, "echo hi > file"), and write
+ * "<run ok> <what the sandbox printed>" to report (an fd above 2).
+ */
+static void run_with_stdio_closed(int report, bool inherit, const char *dir)
+{
+	for (int fd = 0; fd <= 2; fd++)
+		close(fd);
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_timeout_ms(b, 30000);
+	sandlock_sandbox_builder_fs_write(b, dir);
+	sandlock_sandbox_builder_inherit_stdio(b, inherit);
+	sandlock_sandbox_builder_fs_read(b, "/proc");
+	int err = 0;
+	char *msg = NULL, script[256], line[512];
+	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
+	/* Inherited: the closed stdout is /dev/null in the sandbox, so the
+	 * command writes its proof to a file; it also checks that no fd of
+	 * ours reached it (only 0, 1, 2 and the one ls opens). */
+	snprintf(script, sizeof script,
+	         inherit ? "echo hi > %s/out; ls /proc/self/fd | wc -l >> %s/out" : "echo hi",
+	         dir, dir);
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	sandlock_result_t *r = sb ? sandlock_run(sb, argv, 3, &err, &msg) : NULL;
+	char *out = r ? sandlock_result_stdout(r) : NULL;
+	snprintf(line, sizeof line, "%d %s|%s", r && sandlock_result_success(r), out ? out : "",
+	         msg ? msg : "");
+	(void)!write(report, line, strlen(line));
+	_exit(0);
+}
+
+/* What run_with_stdio_closed reported. */
+static bool closed_stdio_report(bool inherit, const char *dir, char *buf, size_t sz)
+{
+	int p[2];
+	if (pipe(p) < 0)
+		return false;
+	pid_t pid = fork();
+	if (pid == 0) {
+		int report = fcntl(p[1], F_DUPFD_CLOEXEC, 10);
+		run_with_stdio_closed(report, inherit, dir);
+	}
+	close(p[1]);
+	size_t len = 0;
+	ssize_t n;
+	while (len + 1 < sz && (n = read(p[0], buf + len, sz - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	close(p[0]);
+	int st;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+TEST(runs_with_the_callers_stdio_closed)
+{
+	char dir[TU_TMPDIR_LEN], buf[1024];
+	REQUIRE(tu_mkdtemp(dir, "lifecycle"));
+	bool ok = closed_stdio_report(false, dir, buf, sizeof buf);
+	tu_rm_rf(dir);
+	REQUIRE(ok);
+	CHECK(strcmp(buf, "1 hi\n|") == 0);
+	if (strcmp(buf, "1 hi\n|") != 0)
+		fprintf(stderr, "  report: %s\n", buf);
+}
+
+TEST(runs_with_the_callers_stdio_closed_inherited)
+{
+	char dir[TU_TMPDIR_LEN], buf[1024], path[128];
+	REQUIRE(tu_mkdtemp(dir, "lifecycle"));
+	bool ok = closed_stdio_report(true, dir, buf, sizeof buf);
+	snprintf(path, sizeof path, "%s/out", dir);
+	char out[64] = { 0 };
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)!read(fd, out, sizeof out - 1);
+		close(fd);
+	}
+	tu_rm_rf(dir);
+	REQUIRE(ok);
+	CHECK(strcmp(buf, "1 |") == 0);
+	if (strcmp(buf, "1 |") != 0)
+		fprintf(stderr, "  report: %s\n", buf);
+	CHECK(strcmp(out, "hi\n4\n") == 0);
+	if (strcmp(out, "hi\n4\n") != 0)
+		fprintf(stderr, "  sandbox wrote: %s\n", out);
+}
