@@ -17,11 +17,25 @@
  *
  * Deferred user handlers run on the worker pool (deferred.c); their
  * decisions come back through deferred_done and are answered here too.
+ *
+ * Lifetime: the dispatcher is reference-counted.  The run holds one
+ * reference, the supervisor thread one, every deferred worker one; the
+ * last to let go frees it.  So when the run stops waiting for a handler
+ * that does not return (the run's timeout bounds the whole run), the
+ * abandoned thread still finds its dispatcher, its builtins' state and
+ * its own duplicate of the listener (never a recycled fd number).  Once
+ * the run declares itself over (sl_dispatch_close, before init is
+ * reaped) nothing more is answered: a late decision is dropped, and no
+ * KILL can signal a pid that may have been recycled.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <seccomp.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "builtins/builtin.h"
 #include "builtins/proc.h"
@@ -70,6 +84,11 @@ struct sl_dispatch {
 	bool wants_opener;         /* handlers or builtins open on the caller's behalf */
 	bool proc_guard, proc_fast; /* /proc readable; nothing denied beneath it */
 	struct sl_opener *opener;  /* opener.h; NULL until sl_dispatch_use_ruleset */
+	atomic_int refs;
+	/* Answers are sent under the read side; sl_dispatch_close takes the
+	 * write side to set closed, so no answer is in flight after it. */
+	pthread_rwlock_t answer_lock;
+	bool closed;
 };
 
 /* ---------------- syscall sets ---------------- */
@@ -312,10 +331,35 @@ static int build_chains(struct sl_dispatch *d, const struct sl_handlers *hs, int
 	return 0;
 }
 
+/* The one way out to the kernel: nothing once the run is over. */
+static void answer(struct sl_dispatch *d, const sandlock_notif_t *n, sandlock_action_t *act)
+{
+	pthread_rwlock_rdlock(&d->answer_lock);
+	if (d->closed)
+		sl_action_discard(act);
+	else
+		sl_respond(&d->resp, n, act);
+	pthread_rwlock_unlock(&d->answer_lock);
+}
+
 static void deferred_done(void *ctx, const sandlock_notif_t *n, sandlock_action_t *act)
 {
-	struct sl_dispatch *d = ctx;
-	sl_respond(&d->resp, n, act);
+	answer(ctx, n, act);
+}
+
+void sl_dispatch_ref(struct sl_dispatch *d)
+{
+	atomic_fetch_add(&d->refs, 1);
+}
+
+static void deferred_hold(void *ctx)
+{
+	sl_dispatch_ref(ctx);
+}
+
+static void deferred_drop(void *ctx)
+{
+	sl_dispatch_unref(ctx);
 }
 
 struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
@@ -333,10 +377,12 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 	sl_responder_init(&d->resp);
 	d->filter = cfg->filter;
 	d->cfg = cfg;
+	atomic_init(&d->refs, 1);
+	pthread_rwlock_init(&d->answer_lock, NULL);
 	d->listener = -1;
 	d->cache = sl_memcache_new();
 	uint64_t dto = cfg->deferred_timeout_ms ? cfg->deferred_timeout_ms : 30000;
-	d->deferred = sl_deferred_new(dto, deferred_done, d);
+	d->deferred = sl_deferred_new(dto, deferred_done, d, deferred_hold, deferred_drop);
 	if (!d->cache || !d->deferred) {
 		oom(err, msg);
 		goto fail;
@@ -352,7 +398,7 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 	d->proc_fast = sl_proc_undenied(cfg);
 	return d;
 fail:
-	sl_dispatch_free(d);
+	sl_dispatch_unref(d);
 	return NULL;
 }
 
@@ -370,15 +416,33 @@ int sl_dispatch_use_ruleset(struct sl_dispatch *d, int ruleset_fd, int *err, cha
 	return d->opener ? 0 : -1;
 }
 
-void sl_dispatch_bind(struct sl_dispatch *d, int listener, pid_t init)
+int sl_dispatch_bind(struct sl_dispatch *d, int listener, pid_t init)
 {
+	/* Our own: the run closes its copy when it returns, and a thread it
+	 * abandoned may still answer (or read memory) through ours.  Handlers
+	 * see this number too, so the opener is found by it. */
+	d->listener = fcntl(listener, F_DUPFD_CLOEXEC, 3);
+	if (d->listener < 0)
+		return -1;
 	if (d->opener && d->proc_guard)
 		sl_opener_guard_proc(d->opener, init, d->proc_fast);
-	if (d->opener && sl_opener_bind(d->opener, listener) < 0)
+	if (d->opener && sl_opener_bind(d->opener, d->listener) < 0)
 		sl_warn("too many concurrent runs: sandlock_open_on_behalf will fail (ENOSYS)");
-	d->listener = listener;
 	d->init = init;
-	sl_responder_bind(&d->resp, listener, init);
+	sl_responder_bind(&d->resp, d->listener, init);
+	return 0;
+}
+
+int sl_dispatch_listener(const struct sl_dispatch *d)
+{
+	return d->listener;
+}
+
+void sl_dispatch_close(struct sl_dispatch *d)
+{
+	pthread_rwlock_wrlock(&d->answer_lock);
+	d->closed = true;
+	pthread_rwlock_unlock(&d->answer_lock);
 }
 
 /* ---------------- deciding ---------------- */
@@ -437,7 +501,7 @@ void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n)
 	if (!deferred) {
 		if (!decided)
 			sandlock_action_set_continue(&act);
-		sl_respond(&d->resp, n, &act);
+		answer(d, n, &act);
 	}
 	/* After execve the pid has a new address space; a cached fd would
 	 * still read the old one (alive if shared with a vfork parent). */
@@ -455,16 +519,14 @@ int sl_dispatch_killed(struct sl_dispatch *d, int *sig)
 	return sl_responder_killed(&d->resp, sig);
 }
 
-void sl_dispatch_quiesce(struct sl_dispatch *d)
+bool sl_dispatch_quiesce(struct sl_dispatch *d, const struct timespec *at)
 {
-	sl_deferred_stop(d->deferred);
+	return sl_deferred_stop(d->deferred, at);
 }
 
-void sl_dispatch_free(struct sl_dispatch *d)
+static void destroy(struct sl_dispatch *d)
 {
-	if (!d)
-		return;
-	sl_deferred_free(d->deferred); /* joins the workers first */
+	sl_deferred_free(d->deferred); /* no worker left: each held a reference */
 	sl_opener_free(d->opener);     /* no handler can call it any more */
 	for (size_t i = 0; i < d->nchains; i++) {
 		free(d->chains[i].first);
@@ -482,5 +544,14 @@ void sl_dispatch_free(struct sl_dispatch *d)
 	free(d->chained);
 	sl_memcache_free(d->cache);
 	sl_responder_destroy(&d->resp);
+	pthread_rwlock_destroy(&d->answer_lock);
+	if (d->listener >= 0)
+		close(d->listener);
 	free(d);
+}
+
+void sl_dispatch_unref(struct sl_dispatch *d)
+{
+	if (d && atomic_fetch_sub(&d->refs, 1) == 1)
+		destroy(d);
 }

@@ -43,6 +43,10 @@
 /* How often the loop notices that a handler's KILL asked init to end the
  * sandbox (respond.c), so that the fallback above also covers it. */
 #define SL_KILL_CHECK_MS 250
+/* Once the sandbox is gone, how long the run waits for handlers still
+ * running (the guest that called them is dead) before it abandons their
+ * threads: the timeout bounds the whole run, not only the guest. */
+#define SL_HANDLER_GRACE_MS 200
 
 /* One captured stream: where it goes and how much of it may be kept. */
 struct stream {
@@ -374,7 +378,7 @@ static sandlock_result_t *loop_failed(sandlock_result_t *r, const struct loop_er
  */
 static sandlock_result_t *supervise(struct sl_launch *L, struct sl_supervisor *sup,
                                     struct sl_cgroup *cg, const sandlock_sandbox_t *sb,
-                                    int *err, char **msg)
+                                    bool *abandoned, int *err, char **msg)
 {
 	if (sl_launch_start(L, err, msg) < 0)
 		return NULL;
@@ -400,21 +404,26 @@ static sandlock_result_t *supervise(struct sl_launch *L, struct sl_supervisor *s
 	int rc = io_loop(L, &out, &errs, sup, sb->timeout_ms, &timed_out, &le);
 	if (rc < 0)
 		end_unsupervised(L, cg);
+	/* init has exited and is not reaped yet: from now on no decision
+	 * can reach the kernel or signal init's (soon free) pid. */
+	sl_supervisor_close(sup);
 	reap_and_sweep(L, &si, cg);
 	sl_tty_end(&L->tty); /* the group is gone: the terminal is the caller's again */
 	if (rc == 0)
 		drain(L, &out, &errs);
-	sl_supervisor_stop(sup);
+	*abandoned = !sl_supervisor_stop(sup, SL_HANDLER_GRACE_MS);
 	if (rc < 0)
 		return loop_failed(r, &le, err, msg);
 	set_reason(r, &si, timed_out, sup);
 	return r;
 }
 
-/* Build the supervisor and the child, run, and free both (not the handlers). */
+/* Build the supervisor and the child, run, and free both (not the
+ * handlers).  *abandoned: a handler thread was left running (run.c's
+ * SL_HANDLER_GRACE_MS; see sl_handlers_release). */
 static sandlock_result_t *run_supervised(const sandlock_sandbox_t *sb, const char *const *argv,
-                                         uint32_t argc, const struct sl_handlers *hs, int *err,
-                                         char **msg)
+                                         uint32_t argc, const struct sl_handlers *hs,
+                                         bool *abandoned, int *err, char **msg)
 {
 	struct sl_supervisor *sup = sl_supervisor_new(sb, hs, err, msg);
 	if (!sup)
@@ -429,7 +438,7 @@ static sandlock_result_t *run_supervised(const sandlock_sandbox_t *sb, const cha
 		/* Without one: init and killpg alone (README). */
 		if (sl_cgroup_create(&cg))
 			L.cgroup_procs = cg.procs;
-		r = supervise(&L, sup, &cg, sb, err, msg);
+		r = supervise(&L, sup, &cg, sb, abandoned, err, msg);
 		sl_cgroup_destroy(&cg);
 	}
 	/* The supervisor (and its workers) before the handlers they call. */
@@ -451,9 +460,10 @@ SL_EXPORT sandlock_result_t *sandlock_run_with_handlers(const sandlock_sandbox_t
 	 * released once, at the end (sl_handlers_release). */
 	struct sl_handlers hs = { regs, nregs };
 	sandlock_result_t *r = NULL;
+	bool abandoned = false;
 	if (validate(sb, argv, argc, err, err_msg) == 0)
-		r = run_supervised(sb, argv, argc, &hs, err, err_msg);
-	sl_handlers_release(&hs);
+		r = run_supervised(sb, argv, argc, &hs, &abandoned, err, err_msg);
+	sl_handlers_release(&hs, abandoned);
 	return r;
 }
 

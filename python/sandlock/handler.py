@@ -585,8 +585,8 @@ class _RunState:
     ctypes gives a C-created thread a fresh Python thread state on every
     callback, so thread-locals would not survive between calls.
 
-    close() must only be called once the run is over (its threads joined):
-    it also deletes the thread states pinned by the run's threads."""
+    close() must only be called once the run is over: it also deletes the
+    thread states pinned by the run's threads that have exited."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -780,15 +780,19 @@ def _pin_thread_state(run):
     if not ts:
         return
     _pin.ensure()  # GIL already held: only counts one more reference
-    run.pinned.append(ts)
+    run.pinned.append((ts, threading.get_native_id()))
 
 
 def _release_pinned(pinned):
     """Delete the pinned states of a finished run's threads (GIL held).
 
-    Only valid once those threads are joined (they run no more code and
-    will never touch their state again): _RunState.close() guarantees it."""
-    for ts in pinned:
+    Only valid for threads that have exited (they run no more code and
+    will never touch their state again).  A run returns without waiting
+    for a handler that does not return (its thread is abandoned, see the
+    README): such a thread still exists, and keeps its state (leaked)."""
+    for ts, tid in pinned:
+        if os.path.exists("/proc/self/task/%d" % tid):
+            continue
         _pin.clear(ts)
         _pin.delete(ts)
 

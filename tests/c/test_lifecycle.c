@@ -4,6 +4,7 @@
  * (run loop errors, output cap), and the library works with fds 0-2
  * closed.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -550,4 +551,114 @@ TEST(runs_with_the_callers_stdio_closed_inherited)
 	CHECK(strcmp(out, "hi\n4\n") == 0);
 	if (strcmp(out, "hi\n4\n") != 0)
 		fprintf(stderr, "  sandbox wrote: %s\n", out);
+}
+
+/* ================= the timeout bounds the whole run ================= */
+
+/* A handler that does not return until the test lets it (or 60 s pass). */
+struct stuck {
+	atomic_int entered, release, returned, freed;
+};
+
+static int32_t stuck_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
+                        sandlock_action_t *out)
+{
+	(void)n;
+	(void)m;
+	struct stuck *s = ud;
+	atomic_store(&s->entered, 1);
+	for (int i = 0; i < 6000 && !atomic_load(&s->release); i++)
+		usleep(10000);
+	sandlock_action_set_errno(out, EPERM); /* late: must go nowhere */
+	atomic_store(&s->returned, 1);
+	return 0;
+}
+
+static void stuck_free(void *ud)
+{
+	atomic_fetch_add(&((struct stuck *)ud)->freed, 1);
+}
+
+/* Threads of this process (/proc/self/task entries). */
+static int thread_count(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* Wait (bounded) until only `want` threads are left. */
+static bool threads_back_to(int want)
+{
+	for (int i = 0; i < 3000; i++) {
+		if (thread_count() <= want)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/*
+ * uname(1) traps into a handler that never returns by itself; the run has
+ * a 300 ms timeout.  The run must return (TIMEOUT) while the handler is
+ * still inside; afterwards the handler is let go, and its thread must
+ * finish without touching anything of the finished run (ASan), without
+ * closing a recycled fd, and without calling ud_free on it.
+ */
+static void check_stuck_handler(bool deferred)
+{
+	static struct stuck s, idle;
+	memset(&s, 0, sizeof s);
+	memset(&idle, 0, sizeof idle);
+	int baseline = thread_count();
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_timeout_ms(b, 300);
+	sandlock_sandbox_t *sb = tu_build(b);
+	REQUIRE(sb);
+	sandlock_handler_t *h = sandlock_handler_new(stuck_fn, &s, stuck_free,
+	                                             SANDLOCK_EXCEPTION_KILL);
+	sandlock_handler_set_deferred(h, deferred);
+	/* A second handler, never called: released normally (ud_free once). */
+	sandlock_handler_t *other = sandlock_handler_new(stuck_fn, &idle, stuck_free,
+	                                                 SANDLOCK_EXCEPTION_KILL);
+	sandlock_registration_t regs[] = { { "uname", h }, { "getcwd", other } };
+	const char *argv[] = { "/bin/uname", NULL };
+	alarm(60); /* a run waiting for the handler would never return */
+	sandlock_result_t *r = tu_run_with(sb, argv, regs, 2);
+	alarm(0);
+	sandlock_sandbox_free(sb);
+	REQUIRE(r);
+	CHECK(atomic_load(&s.entered));
+	CHECK(!atomic_load(&s.returned)); /* returned while the handler still ran */
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_TIMEOUT);
+	sandlock_result_free(r);
+	CHECK_EQ_INT(atomic_load(&idle.freed), 1);
+	CHECK_EQ_INT(atomic_load(&s.freed), 0); /* still in use: leaked, never freed under it */
+
+	/* Take the run's old fd numbers, then let the handler go. */
+	int p[2];
+	REQUIRE(pipe(p) == 0);
+	atomic_store(&s.release, 1);
+	CHECK(threads_back_to(baseline));
+	CHECK(atomic_load(&s.returned));
+	CHECK(fcntl(p[0], F_GETFD) >= 0 && fcntl(p[1], F_GETFD) >= 0);
+	CHECK_EQ_INT(atomic_load(&s.freed), 0);
+	close(p[0]);
+	close(p[1]);
+}
+
+TEST(timeout_bounds_a_run_with_a_stuck_handler)
+{
+	check_stuck_handler(false);
+}
+
+TEST(timeout_bounds_a_run_with_a_stuck_deferred_handler)
+{
+	check_stuck_handler(true);
 }
