@@ -85,6 +85,7 @@ struct sl_dispatch {
 	bool proc_guard, proc_fast; /* /proc readable; nothing denied beneath it */
 	struct sl_opener *opener;  /* opener.h; NULL until sl_dispatch_use_ruleset */
 	atomic_int refs;
+	atomic_int failed; /* errno that stopped the supervisor thread */
 	/* Answers are sent under the read side; sl_dispatch_close takes the
 	 * write side to set closed, so no answer is in flight after it. */
 	pthread_rwlock_t answer_lock;
@@ -436,6 +437,16 @@ int sl_dispatch_bind(struct sl_dispatch *d, int listener, pid_t init)
 int sl_dispatch_listener(const struct sl_dispatch *d)
 {
 	return d->listener;
+}
+
+void sl_dispatch_fail(struct sl_dispatch *d, int e)
+{
+	atomic_store(&d->failed, e ? e : EIO);
+}
+
+int sl_dispatch_failed(struct sl_dispatch *d)
+{
+	return atomic_load(&d->failed);
 }
 
 void sl_dispatch_close(struct sl_dispatch *d)

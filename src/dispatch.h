@@ -31,6 +31,9 @@ int sl_dispatch_use_ruleset(struct sl_dispatch *d, int ruleset_fd, int *err, cha
  * dispatcher answers through its own copy) and the sandbox's init.  0 or -1. */
 int sl_dispatch_bind(struct sl_dispatch *d, int listener, pid_t init);
 int sl_dispatch_listener(const struct sl_dispatch *d);
+/* The supervisor thread could not go on (errno e); 0 while it runs. */
+void sl_dispatch_fail(struct sl_dispatch *d, int e);
+int sl_dispatch_failed(struct sl_dispatch *d);
 /* The run is over (call before init is reaped): answer nothing more. */
 void sl_dispatch_close(struct sl_dispatch *d);
 /* Decide n and answer it (supervisor thread). */

@@ -203,6 +203,11 @@ static int io_loop(struct sl_launch *L, const struct stream *out, const struct s
 		} else if (e.asked_ms || sl_supervisor_killed(sup, NULL)) {
 			end_sandbox(L, &e, false); /* respond.c already asked init */
 		}
+		int failed = sl_supervisor_failed(sup);
+		if (failed) {
+			errno = failed;
+			return loop_fail(le, "supervisor");
+		}
 		int npolled;
 		int rc = poll_once(L, out, err, L->pidfd, loop_wait_ms(L, deadline, &e), &npolled, le);
 		if (rc != 0)

@@ -76,14 +76,18 @@ size_t sl_supervisor_trapped(const struct sl_supervisor *s, const int **nrs)
 
 /* ---------------- the notification thread ---------------- */
 
-static void recv_one(struct sup_thread *s, void *buf)
+/* 0, or -1 when the listener is unusable (errno). */
+static int recv_one(struct sup_thread *s, void *buf)
 {
 	memset(buf, 0, s->notif_size); /* RECV insists on a zeroed buffer */
 	if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_RECV, buf) < 0)
-		return; /* EINTR, or ENOENT: the caller died before we got it */
+		/* EINTR, or ENOENT: the caller died before we got it.  Anything
+		 * else would repeat at once: a spin, with nobody answered. */
+		return errno == EINTR || errno == ENOENT ? 0 : -1;
 	sandlock_notif_t n;
 	memcpy(&n, buf, sizeof(n));
 	sl_dispatch_one(s->d, &n);
+	return 0;
 }
 
 static void thread_done(struct sup_thread *s)
@@ -98,7 +102,7 @@ static void *supervisor_main(void *arg)
 	struct sup_thread *s = arg;
 	void *buf = calloc(1, s->notif_size);
 	if (!buf) {
-		sl_warn("supervisor: out of memory; trapped calls will hang until the run ends");
+		sl_dispatch_fail(s->d, ENOMEM); /* the run loop ends the sandbox */
 		thread_done(s);
 		return NULL;
 	}
@@ -113,15 +117,22 @@ static void *supervisor_main(void *arg)
 	for (;;) {
 		int timeout = sl_dispatch_expire(s->d);
 		int n = poll(pf, 2, timeout);
-		if (n < 0 && errno != EINTR)
-			break;
+		if (n < 0 && errno != EINTR) {
+			/* Trapped calls would wait for ever: the run loop sees
+			 * this, ends the sandbox and fails the run. */
+			sl_dispatch_fail(s->d, errno);
+			goto out;
+		}
 		if (n <= 0)
 			continue;
 		if (pf[1].revents)
 			goto out;
-		if (pf[0].revents & POLLIN)
-			recv_one(s, buf);
-		else if (pf[0].revents & (POLLHUP | POLLERR | POLLNVAL))
+		if (pf[0].revents & POLLIN) {
+			if (recv_one(s, buf) < 0) {
+				sl_dispatch_fail(s->d, errno);
+				goto out;
+			}
+		} else if (pf[0].revents & (POLLHUP | POLLERR | POLLNVAL))
 			/* Every filtered task is gone: nothing more will come;
 			 * keep waiting for stop without spinning. */
 			pf[0].fd = -1;
@@ -193,6 +204,11 @@ int sl_supervisor_start(struct sl_supervisor *s, int listener, pid_t init, int *
 	}
 	s->started = true;
 	return 0;
+}
+
+int sl_supervisor_failed(struct sl_supervisor *s)
+{
+	return s ? sl_dispatch_failed(s->d) : 0;
 }
 
 int sl_supervisor_killed(struct sl_supervisor *s, int *sig)

@@ -25,6 +25,9 @@ size_t sl_supervisor_trapped(const struct sl_supervisor *s, const int **nrs);
 int sl_supervisor_use_ruleset(struct sl_supervisor *s, int ruleset_fd, int *err, char **msg);
 int sl_supervisor_start(struct sl_supervisor *s, int listener, pid_t init, int *err,
                         char **msg);
+/* The errno that stopped the notification thread (its poll or receive
+ * failed: nothing is answered any more), or 0. */
+int sl_supervisor_failed(struct sl_supervisor *s);
 /* Non-zero if a handler action or KILL policy killed the sandbox; *sig = signal. */
 int sl_supervisor_killed(struct sl_supervisor *s, int *sig);
 /* The run is over: no notification is answered from now on (call before

@@ -662,3 +662,99 @@ TEST(timeout_bounds_a_run_with_a_stuck_deferred_handler)
 {
 	check_stuck_handler(true);
 }
+
+TEST(foreign_pid_denied_even_with_a_user_handler_on_the_syscall)
+{
+	/* A handler on prlimit64 makes the filter trap it unconditionally (no
+	 * pid condition): the builtin still runs first, and the handler sees
+	 * only the calls it lets through (pid 0: the caller itself). */
+	pid_t victim = tu_spawn_victim();
+	char script[512];
+	snprintf(script, sizeof script,
+	         "import resource\n"
+	         "def t(pid):\n"
+	         "    try:\n"
+	         "        resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0)); return 'ok'\n"
+	         "    except OSError as e:\n"
+	         "        return str(e.errno)\n"
+	         "print(t(%d), t(0))\n",
+	         (int)victim);
+	const char *argv[] = { TU_PY, "-c", script, NULL };
+	static struct tu_counter seen;
+	memset(&seen, 0, sizeof seen);
+	sandlock_registration_t reg = {
+		"prlimit64", sandlock_handler_new(tu_count_and_continue, &seen, tu_counter_free,
+		                                  SANDLOCK_EXCEPTION_KILL)
+	};
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_timeout_ms(b, 30000);
+	sandlock_sandbox_t *sb = tu_build(b);
+	REQUIRE(sb);
+	sandlock_result_t *r = tu_run_with(sb, argv, &reg, 1);
+	sandlock_sandbox_free(sb);
+	tu_reap_victim(victim);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "1 ok\n"));
+	CHECK(atomic_load(&seen.calls) >= 1); /* the pid-0 call (and python's own) */
+	CHECK_EQ_INT(atomic_load(&seen.freed), 1);
+	sandlock_result_free(r);
+}
+
+static int32_t lower_nofile_to_1(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
+                                 sandlock_action_t *out)
+{
+	(void)ud;
+	(void)n;
+	(void)m;
+	struct rlimit rl;
+	getrlimit(RLIMIT_NOFILE, &rl);
+	saved_nofile = rl.rlim_cur;
+	rl.rlim_cur = 1; /* the supervisor's poll of 2 fds now fails; the loop's 1 fd works */
+	setrlimit(RLIMIT_NOFILE, &rl);
+	sandlock_action_set_continue(out);
+	return 0;
+}
+
+TEST(supervisor_failure_ends_the_run_with_an_error)
+{
+	/* inherit_stdio: the run loop polls only the pidfd, so it is the
+	 * notification thread that fails; nobody answers trapped calls any
+	 * more, and the run must notice and end instead of hanging. */
+	char dir[TU_TMPDIR_LEN];
+	REQUIRE(tu_mkdtemp(dir, "lifecycle"));
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_fs_write(b, dir);
+	sandlock_sandbox_builder_inherit_stdio(b, true);
+	sandlock_sandbox_builder_timeout_ms(b, 120000);
+	sandlock_sandbox_t *sb = tu_build(b);
+	REQUIRE(sb);
+	char script[256];
+	snprintf(script, sizeof script, "/bin/uname > %s/u; /bin/uname > %s/u; exec sleep 300",
+	         dir, dir);
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	sandlock_registration_t reg = { "uname", sandlock_handler_new(lower_nofile_to_1, NULL,
+	                                                              NULL, SANDLOCK_EXCEPTION_KILL) };
+	saved_nofile = 0;
+	alarm(60);
+	int err = 0;
+	char *msg = NULL;
+	sandlock_result_t *r =
+		sandlock_run_with_handlers(sb, argv, tu_argc(argv), &reg, 1, &err, &msg);
+	alarm(0);
+	if (saved_nofile) {
+		struct rlimit rl;
+		getrlimit(RLIMIT_NOFILE, &rl);
+		rl.rlim_cur = saved_nofile;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	sandlock_sandbox_free(sb);
+	tu_rm_rf(dir);
+	CHECK(saved_nofile != 0);
+	CHECK(r == NULL);
+	CHECK_EQ_INT(err, SANDLOCK_ERR_SYSTEM);
+	CHECK(msg && strstr(msg, "supervisor"));
+	if (msg)
+		fprintf(stderr, "  (%s)\n", msg);
+	sandlock_string_free(msg);
+	sandlock_result_free(r);
+}
