@@ -291,6 +291,18 @@ sandlock_result_t *sandlock_run(const sandlock_sandbox_t *sb, const char *const 
  * Like sandlock_run with user handlers.  Ownership of every handler passes
  * to the run on entry: each handler's ud_free is called exactly once (a
  * handler listed several times is freed once), on success and on failure.
+ *
+ * The timeout bounds the whole run: once the sandbox is gone, the run
+ * waits at most 200 ms for handler callbacks still running, then returns
+ * without them.  Such a callback's thread is abandoned (not killed): it
+ * finishes the callback whenever that returns, its decision is dropped,
+ * and the thread exits; what it uses stays valid until then.  The ud of a
+ * handler still inside its callback at that moment is leaked (its ud_free
+ * is never called); the other handlers are released as usual.
+ *
+ * Both return NULL with SANDLOCK_ERR_SYSTEM if supervising the run itself
+ * fails (poll/read errors, the notification thread stops); the sandbox is
+ * killed first.
  */
 sandlock_result_t *sandlock_run_with_handlers(const sandlock_sandbox_t *sb,
                                               const char *const *argv, uint32_t argc,
@@ -320,7 +332,9 @@ void sandlock_string_free(char *s);
  * (ud_free is then NOT called: the caller keeps ud). */
 sandlock_handler_t *sandlock_handler_new(sandlock_handler_fn fn, void *ud,
                                          sandlock_ud_free_fn ud_free, uint32_t on_exception);
-/* Run the callback on a worker thread instead of the supervisor loop. */
+/* Run the callback on a worker thread instead of the supervisor loop.
+ * (A callback that does not return is abandoned at the end of the run,
+ * as described at sandlock_run_with_handlers.) */
 void sandlock_handler_set_deferred(sandlock_handler_t *h, bool deferred);
 /* Checked before every call; when it returns 0 the call is a handler error
  * (and ud_free is skipped at release: its runtime is gone, ud is leaked). */
