@@ -321,6 +321,10 @@ char *sandlock_result_stderr(const sandlock_result_t *r);
 /* Borrowed raw bytes, valid until sandlock_result_free. */
 const uint8_t *sandlock_result_stdout_bytes(const sandlock_result_t *r, size_t *len);
 const uint8_t *sandlock_result_stderr_bytes(const sandlock_result_t *r, size_t *len);
+/* True if the run returned while handler callbacks were still running
+ * (abandoned threads, see sandlock_run_with_handlers).  A binding whose
+ * runtime keeps per-thread state for those threads must not free it. */
+bool sandlock_result_handlers_abandoned(const sandlock_result_t *r);
 /* Bytes of the stream discarded past the max_output cap (0: complete). */
 uint64_t sandlock_result_stdout_truncated(const sandlock_result_t *r);
 uint64_t sandlock_result_stderr_truncated(const sandlock_result_t *r);

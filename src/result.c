@@ -87,6 +87,11 @@ SL_EXPORT uint64_t sandlock_result_stderr_truncated(const sandlock_result_t *r)
 	return r ? r->err_dropped : 0;
 }
 
+SL_EXPORT bool sandlock_result_handlers_abandoned(const sandlock_result_t *r)
+{
+	return r && r->abandoned;
+}
+
 SL_EXPORT void sandlock_result_free(sandlock_result_t *r)
 {
 	if (!r)

@@ -10,6 +10,7 @@ struct sandlock_result {
 	int signal;
 	sl_buf out, err;
 	uint64_t out_dropped, err_dropped; /* bytes discarded past the cap */
+	bool abandoned; /* handler threads were left running (run.c) */
 };
 
 #endif /* SANDLOCK_RESULT_H */

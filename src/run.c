@@ -419,6 +419,7 @@ static sandlock_result_t *supervise(struct sl_launch *L, struct sl_supervisor *s
 	*abandoned = !sl_supervisor_stop(sup, SL_HANDLER_GRACE_MS);
 	if (rc < 0)
 		return loop_failed(r, &le, err, msg);
+	r->abandoned = *abandoned;
 	set_reason(r, &si, timed_out, sup);
 	return r;
 }

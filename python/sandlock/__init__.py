@@ -128,7 +128,9 @@ class Result:
     ``killed_by_handler`` tells a handler's kill (a KILL action, or a handler
     failure under ``on_exception=KILL``) from any other death; such a run's
     reason is KILLED whatever the signal.  ``error`` explains a run whose
-    command could not even be started (e.g. not found on PATH), else None."""
+    command could not even be started (e.g. not found on PATH), else None.
+    ``stdout_truncated`` / ``stderr_truncated`` count the bytes discarded
+    past the sandbox's ``max_output`` cap (0: the stream is complete)."""
 
     success: bool
     exit_code: int  # status if exited; 128+signal if signaled/killed; 124 on timeout
@@ -885,6 +887,9 @@ class Sandbox:
         nsb = self._native_for(timeout)
         run = _RunState()
         made = {}  # id(handler) -> (c ptr, key); one C handler per instance
+        # Until the C side says otherwise, a thread of the run may still be
+        # in a handler (a failed run cannot tell): keep its thread states.
+        abandoned = True
         try:
             try:
                 for _name, h, policy in pairs:
@@ -906,13 +911,15 @@ class Sandbox:
             )
             if not r:
                 return _run_failure(err, msg, "sandlock_run_with_handlers")
+            abandoned = bool(_lib.sandlock_result_handlers_abandoned(r))
             return _take_result(r)
         finally:
-            # The run is over (its deferred workers too): release the
-            # strong references to the handlers.
+            # The run is over (its deferred workers too, unless abandoned:
+            # a handler that did not return): release the strong
+            # references to the handlers.
             for _ptr, key in made.values():
                 _unregister(key)
-            run.close()
+            run.close(abandoned)
 
 
 class _NativeSandbox:

@@ -586,7 +586,9 @@ class _RunState:
     callback, so thread-locals would not survive between calls.
 
     close() must only be called once the run is over: it also deletes the
-    thread states pinned by the run's threads that have exited."""
+    thread states pinned by the run's threads, unless the run abandoned
+    some of them (a handler that did not return, see the README): those
+    threads may still run Python code, so then the states are kept."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -626,7 +628,7 @@ class _RunState:
             _set_running_loop(None)
         return loop.run_until_complete(_Resumed(coro, yielded).run())
 
-    def close(self):
+    def close(self, abandoned=False):
         with self._lock:
             loops, self._loops = list(self._loops.values()), {}
         for loop in loops:
@@ -634,9 +636,10 @@ class _RunState:
                 loop.close()
             except Exception:  # a loop still running on a wedged worker
                 pass
-        # Only once the run is over: its threads have been joined.
+        # Only once the run is over and its threads have been joined.
         pinned, self.pinned = self.pinned, []
-        _release_pinned(pinned)
+        if not abandoned:
+            _release_pinned(pinned)
 
 
 _set_running_loop = asyncio.events._set_running_loop
@@ -780,19 +783,15 @@ def _pin_thread_state(run):
     if not ts:
         return
     _pin.ensure()  # GIL already held: only counts one more reference
-    run.pinned.append((ts, threading.get_native_id()))
+    run.pinned.append(ts)
 
 
 def _release_pinned(pinned):
     """Delete the pinned states of a finished run's threads (GIL held).
 
-    Only valid for threads that have exited (they run no more code and
-    will never touch their state again).  A run returns without waiting
-    for a handler that does not return (its thread is abandoned, see the
-    README): such a thread still exists, and keeps its state (leaked)."""
-    for ts, tid in pinned:
-        if os.path.exists("/proc/self/task/%d" % tid):
-            continue
+    Only valid once those threads are joined (they run no more code and
+    will never touch their state again): _RunState.close() guarantees it."""
+    for ts in pinned:
         _pin.clear(ts)
         _pin.delete(ts)
 

@@ -637,6 +637,7 @@ static void check_stuck_handler(bool deferred)
 	CHECK(atomic_load(&s.entered));
 	CHECK(!atomic_load(&s.returned)); /* returned while the handler still ran */
 	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_TIMEOUT);
+	CHECK(sandlock_result_handlers_abandoned(r));
 	sandlock_result_free(r);
 	CHECK_EQ_INT(atomic_load(&idle.freed), 1);
 	CHECK_EQ_INT(atomic_load(&s.freed), 0); /* still in use: leaked, never freed under it */
@@ -697,6 +698,7 @@ TEST(foreign_pid_denied_even_with_a_user_handler_on_the_syscall)
 	CHECK(tu_out_is(r, "1 ok\n"));
 	CHECK(atomic_load(&seen.calls) >= 1); /* the pid-0 call (and python's own) */
 	CHECK_EQ_INT(atomic_load(&seen.freed), 1);
+	CHECK(!sandlock_result_handlers_abandoned(r)); /* every handler thread was joined */
 	sandlock_result_free(r);
 }
 
