@@ -107,24 +107,74 @@ static int write_str(int dirfd, const char *file, const char *s)
 	return n == (ssize_t)strlen(s) ? 0 : -1;
 }
 
+/*
+ * Our own cgroup's directory, found once per process (parsing mountinfo
+ * costs more than the mkdir): one fd kept open for the process's life.
+ * -1 while unknown or when there is none.  "No permission to create" is
+ * remembered too, so an unprivileged caller pays for the check once.
+ */
+static atomic_int parent_fd = -1;
+static atomic_bool no_cgroup;
+
+static int parent_dir(void)
+{
+	int fd = atomic_load(&parent_fd);
+	if (fd >= 0)
+		return fd;
+	fd = open_own_dir();
+	if (fd < 0)
+		return -1;
+	int expected = -1;
+	if (!atomic_compare_exchange_strong(&parent_fd, &expected, fd)) {
+		close(fd); /* another thread was first */
+		fd = expected;
+	}
+	return fd;
+}
+
+/* mkdir below our cgroup; re-resolves it once if it is gone (we moved). */
+static int make_dir(const char *name)
+{
+	for (int attempt = 0; attempt < 2; attempt++) {
+		int parent = parent_dir();
+		if (parent < 0)
+			return -1;
+		if (mkdirat(parent, name, 0755) == 0)
+			return parent;
+		if (errno == EACCES || errno == EPERM || errno == EROFS) {
+			atomic_store(&no_cgroup, true);
+			return -1;
+		}
+		if (errno != ENOENT)
+			return -1;
+		int stale = parent;
+		if (atomic_compare_exchange_strong(&parent_fd, &stale, -1))
+			close(parent); /* runs in flight keep a valid dirfd of their own */
+	}
+	return -1;
+}
+
 bool sl_cgroup_create(struct sl_cgroup *cg)
 {
 	static atomic_uint seq;
 	cg->dirfd = cg->parentfd = cg->procs = -1;
 	cg->name[0] = '\0';
-	if (sl_cgroup_disabled)
-		return false;
-	int parent = open_own_dir();
-	if (parent < 0)
+	if (sl_cgroup_disabled || atomic_load(&no_cgroup))
 		return false;
 	snprintf(cg->name, sizeof cg->name, "sandlock-%d-%u", (int)getpid(),
 	         atomic_fetch_add(&seq, 1));
-	if (mkdirat(parent, cg->name, 0755) < 0) {
-		close(parent);
+	int parent = make_dir(cg->name);
+	if (parent < 0) {
+		cg->name[0] = '\0';
 		return false;
 	}
 	cg->dirfd = sl_fd_high(openat(parent, cg->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-	cg->parentfd = parent;
+	/* Our own handle on the parent: the shared one may be replaced. */
+	cg->parentfd = sl_fd_high(fcntl(parent, F_DUPFD_CLOEXEC, 3));
+	if (cg->parentfd < 0) {
+		(void)unlinkat(parent, cg->name, AT_REMOVEDIR);
+		cg->name[0] = '\0';
+	}
 	/* Without cgroup.kill (Linux < 5.14) the cgroup is of no use. */
 	if (cg->dirfd >= 0)
 		cg->procs = sl_fd_high(openat(cg->dirfd, "cgroup.procs", O_WRONLY | O_CLOEXEC));

@@ -43,6 +43,7 @@ static const char PROBE[] =
 	"        ('get_robust_list', lambda: sc(274, pid, ctypes.addressof(head), ctypes.addressof(ln))),\n"
 	"        ('migrate_pages', lambda: sc(256, pid, 64, ctypes.addressof(mask), ctypes.addressof(mask))),\n"
 	"        ('kill', lambda: os.kill(pid, 0)),\n"
+	"        ('tgkill', lambda: sc(234, pid, pid, 0)),\n"
 	"    ]\n"
 	"def run(pid):\n"
 	"    out = []\n"
@@ -62,11 +63,11 @@ static const char PROBE[] =
 
 #define ALL_OK                                                                              \
 	"prlimit=ok setpriority=ok setaffinity=ok setscheduler=ok setparam=ok ioprio_set=ok "   \
-	"kcmp=ok pidfd_open=ok get_robust_list=ok migrate_pages=ok kill=ok\n"
+	"kcmp=ok pidfd_open=ok get_robust_list=ok migrate_pages=ok kill=ok tgkill=ok\n"
 #define ALL_EPERM                                                                           \
 	"prlimit=EPERM setpriority=EPERM setaffinity=EPERM setscheduler=EPERM setparam=EPERM "  \
 	"ioprio_set=EPERM kcmp=EPERM pidfd_open=EPERM get_robust_list=EPERM "                 \
-	"migrate_pages=EPERM kill=EPERM\n"
+	"migrate_pages=EPERM kill=EPERM tgkill=EPERM\n"
 
 /* Run the probe (python3 -c PROBE arg) outside any sandbox; its stdout. */
 static bool probe_outside(const char *arg, char *out, size_t outsz)
