@@ -200,6 +200,19 @@ static bool empty(int dirfd)
 	return strstr(buf, "populated 0") != NULL;
 }
 
+bool sl_cgroup_adopt(struct sl_cgroup *cg, const char *path)
+{
+	cg->dirfd = cg->parentfd = cg->procs = -1;
+	cg->name[0] = '\0';
+	if (!path)
+		return false;
+	cg->dirfd = sl_fd_high(open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	if (cg->dirfd >= 0 && faccessat(cg->dirfd, "cgroup.kill", W_OK, 0) == 0)
+		return true; /* v1 groups have no cgroup.kill */
+	sl_cgroup_destroy(cg);
+	return false;
+}
+
 bool sl_cgroup_confirm(struct sl_cgroup *cg)
 {
 	if (cg->dirfd < 0)

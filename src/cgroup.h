@@ -21,6 +21,11 @@ struct sl_cgroup {
  * v2 is absent or not writable (unprivileged, no delegation): the run
  * then relies on init and the process-group sweep alone. */
 bool sl_cgroup_create(struct sl_cgroup *cg);
+/* Use an existing v2 group the child will join anyway (the limits group of
+ * cglimits.c: a process is in one v2 group only, so a second one of ours
+ * would be left empty).  Not made, not joined, not removed here.  False if
+ * path is not a v2 group with cgroup.kill. */
+bool sl_cgroup_adopt(struct sl_cgroup *cg, const char *path);
 /* After the child had its chance to join (writing "0" to cg->procs, first
  * thing after fork): false if the cgroup is still empty (the write
  * failed, e.g. no permission on the common ancestor); it is then

@@ -441,8 +441,11 @@ static sandlock_result_t *run_supervised(const sandlock_sandbox_t *sb, const cha
 	sandlock_result_t *r = NULL;
 	if (sl_launch_prepare(&L, sb, argv, argc, nrs, nt, err, msg) == 0 &&
 	    sl_supervisor_use_ruleset(sup, L.ruleset_fd, err, msg) == 0) {
-		/* Without one: init and killpg alone (README). */
-		if (sl_cgroup_create(&cg))
+		/* The limits' v2 group if there is one (the child ends up in the
+		 * CPU group when it joins both), else one of our own; without
+		 * either, init and killpg alone (README). */
+		if (!sl_cgroup_adopt(&cg, L.cg.cpu_dir) && !sl_cgroup_adopt(&cg, L.cg.mem_dir) &&
+		    sl_cgroup_create(&cg))
 			L.cgroup_procs = cg.procs;
 		r = supervise(&L, sup, &cg, sb, abandoned, err, msg);
 		sl_cgroup_destroy(&cg);
