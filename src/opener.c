@@ -233,7 +233,7 @@ struct sl_opener *sl_opener_new(int ruleset_fd, int *err, char **msg)
 	op->procfd = -1;
 	op->ruleset_fd = ruleset_fd;
 	op->fixed_ids = ids_fixed();
-	op->taskdir = open("/proc/self/task", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	op->taskdir = sl_fd_high(open("/proc/self/task", O_PATH | O_DIRECTORY | O_CLOEXEC));
 	if (op->taskdir < 0) {
 		sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "opener: /proc/self/task: %s",
 		        strerror(errno));
@@ -269,7 +269,7 @@ struct sl_opener *sl_opener_new(int ruleset_fd, int *err, char **msg)
 
 void sl_opener_guard_proc(struct sl_opener *op, pid_t init, bool fast_self)
 {
-	op->procfd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	op->procfd = sl_fd_high(open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC));
 	op->init = init;
 	op->proc_fast = fast_self && op->procfd >= 0;
 	op->proc_guard = true; /* without procfd every /proc open is refused */

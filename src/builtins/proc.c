@@ -172,7 +172,7 @@ static int proc_init(const struct sandlock_sandbox *cfg, void **state, char **ms
 		*msg = sl_strdup("out of memory");
 		return -1;
 	}
-	s->procfd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	s->procfd = sl_fd_high(open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC)); /* off 0..2 */
 	if (s->procfd < 0) {
 		free(s);
 		*msg = sl_strdup("cannot open /proc");
