@@ -872,7 +872,13 @@ class Sandbox:
         order after sandlock's built-in handlers for that syscall.  An
         unknown syscall is a PolicyValueError (a ValueError) naming it,
         raised before anything starts.  The Sandbox holds strong references
-        to the handlers until the run completes."""
+        to the handlers until the run completes.
+
+        The timeout bounds the whole call: once the sandbox is gone, a
+        handler still running (sync or async) gets 200 ms, then the call
+        returns without it.  Its thread is left to finish on its own; what
+        it returns then is dropped (README, "The run always ends, on
+        time")."""
         argv = _argv(cmd)
         if isinstance(handlers, (str, bytes)) or not isinstance(handlers, _IterableABC):
             raise PolicyTypeError("handlers must be a list of (syscall, Handler) pairs")
