@@ -355,6 +355,11 @@ char *sandlock_mem_read_cstr(sandlock_mem_t *m, uint64_t addr, size_t max_len);
  * injects it:
  *     sandlock_action_set_inject_fd_send(out, o.fd, o.newfd_flags);
  * or refuses it (close(o.fd), sandlock_string_free(o.path), errno).
+ * Deciding afterwards is too late for O_TRUNC and O_CREAT: pass a check to
+ * decide before they take effect.  With a check, O_TRUNC is applied only
+ * once the check allowed the file, and a file O_CREAT had to create is
+ * removed again when the check refuses it (creating through a dangling
+ * symlink then fails with EEXIST).
  * Only inside a callback, for the callback's own notification. */
 typedef struct sandlock_opened {
 	int32_t fd;           /* supervisor-side fd: the handler's until injected or closed */
@@ -365,9 +370,17 @@ typedef struct sandlock_opened {
 } sandlock_opened_t;
 /* 0 with *out filled; otherwise a positive errno to answer the call with:
  * the open failed as it would have for the program (ENOENT, EACCES, ...),
- * or it could not be done safely (EPERM; see README), or n is not an open
- * of m's notification (EINVAL).  *out is zeroed (fd -1) on failure. */
+ * or it could not be done safely (EPERM; see README), or the check refused
+ * it, or n is not an open of m's notification (EINVAL).  *out is zeroed
+ * (fd -1) on failure. */
+/* The check: 0 allows the file, a positive errno refuses it (the call
+ * then fails with it; a negative value refuses with EPERM).  `file` is
+ * valid during the call only; the fd is not yet the handler's. */
+typedef int32_t (*sandlock_open_check_fn)(void *ud, const sandlock_opened_t *file);
+/* check may be NULL: then every effect of the open has happened when this
+ * returns. */
 int32_t sandlock_open_on_behalf(sandlock_mem_t *m, const sandlock_notif_t *n,
+                                sandlock_open_check_fn check, void *ud,
                                 sandlock_opened_t *out);
 
 /* ================= misc ================= */

@@ -692,8 +692,103 @@ static int run_request(struct sl_opener *op, struct req *r, bool *clear_nonblock
 	return r->err;
 }
 
+/* One open of the prepared request with these flags and mode. */
+static int attempt(struct sl_opener *op, const struct req *tmpl, uint64_t flags, uint64_t mode,
+                   int *fd, bool *clear_nb)
+{
+	struct req r = *tmpl;
+	r.how.flags = flags;
+	r.how.mode = mode;
+	r.set_umask = tmpl->set_umask && (flags & (O_CREAT | __O_TMPFILE));
+	int e = run_request(op, &r, clear_nb);
+	*fd = r.fd;
+	return e;
+}
+
+/*
+ * The open itself.  With a check, the side effects that cannot be undone
+ * wait for its verdict: O_TRUNC is left out (the file is truncated after
+ * the check allowed it), and O_CREAT first looks for an existing file; a
+ * file it had to create is removed again if the check refuses it.
+ */
+static int open_deferred(struct sl_opener *op, const struct req *r, bool deferred,
+                         int *fd, bool *created, bool *clear_nb)
+{
+	uint64_t f = r->how.flags;
+	*created = false;
+	if (!deferred)
+		return attempt(op, r, f, r->how.mode, fd, clear_nb);
+	uint64_t probe = f & ~(uint64_t)(O_TRUNC | O_CREAT | O_EXCL);
+	int e = ENOENT;
+	for (int tries = 0; tries < 3; tries++) {
+		e = attempt(op, r, probe, 0, fd, clear_nb);
+		if (e == 0) {
+			if ((f & O_CREAT) && (f & O_EXCL)) {
+				close(*fd);
+				*fd = -1;
+				e = EEXIST;
+			}
+			return e;
+		}
+		if (e != ENOENT || !(f & O_CREAT))
+			return e;
+		e = attempt(op, r, (f & ~(uint64_t)O_TRUNC) | O_EXCL, r->how.mode, fd, clear_nb);
+		if (e == 0) {
+			*created = true;
+			return 0;
+		}
+		if (e != EEXIST || (f & O_EXCL))
+			return e;
+		/* It appeared meanwhile, or the name is a dangling symlink
+		 * (O_EXCL does not follow it): look again, then give up. */
+	}
+	return e;
+}
+
+/* Undo a creation the check refused: remove the entry if it is still the
+ * file we made (same device and inode), with our capabilities lowered. */
+static void remove_created(const sandlock_opened_t *o)
+{
+	struct caps_saved sv;
+	struct stat st;
+	if (caps_lower(&sv) < 0)
+		return;
+	if (fstatat(AT_FDCWD, o->path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (uint64_t)st.st_dev == o->dev && (uint64_t)st.st_ino == o->ino)
+		unlink(o->path);
+	caps_restore(&sv);
+}
+
+/* After the open: still pending, what it is, the check, the deferred
+ * truncation, the caller's O_NONBLOCK.  0 or an errno. */
+static int finish(struct sl_opener *op, int listener, const sandlock_notif_t *n, int fd,
+                  bool trunc, bool created, bool clear_nb, sl_opener_check_fn check, void *ud,
+                  sandlock_opened_t *out)
+{
+	if (!sl_notif_valid(listener, n->id))
+		return ESRCH; /* pinned objects only so far: nobody waits for it */
+	int e = describe(op, fd, out);
+	out->fd = fd; /* the check may look at it (fstat); still ours */
+	if (!e && check) {
+		int32_t v = check(ud, out);
+		e = v == 0 ? 0 : v > 0 ? v : EPERM;
+		if (e && created)
+			remove_created(out);
+	}
+	struct stat st;
+	if (!e && trunc && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(fd, 0) < 0)
+		e = errno == EINVAL ? EACCES : errno;
+	if (!e && clear_nb) {
+		int fl = fcntl(fd, F_GETFL);
+		if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+			e = EIO;
+	}
+	return e;
+}
+
 int sl_opener_open_call(struct sl_opener *op, int listener, const sandlock_notif_t *n,
-                        sandlock_mem_t *m, sandlock_opened_t *out)
+                        sandlock_mem_t *m, sl_opener_check_fn check, void *ud,
+                        sandlock_opened_t *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->fd = -1;
@@ -720,38 +815,36 @@ int sl_opener_open_call(struct sl_opener *op, int listener, const sandlock_notif
 	char reopen[48];
 	if (!e)
 		e = prepare(op, listener, n, &c, path, &r, reopen, sizeof reopen);
-	bool clear_nb = false;
+	uint64_t f = c.how.flags;
+	/* O_RDONLY|O_TRUNC truncates in the kernel but not through ftruncate:
+	 * left to the open itself. */
+	bool trunc = check && (f & O_TRUNC) && !(f & O_PATH) && (f & O_ACCMODE) != O_RDONLY;
+	bool deferred = trunc || (check && (f & O_CREAT));
+	bool clear_nb = false, created = false;
+	int fd = -1;
 	if (!e)
-		e = run_request(op, &r, &clear_nb);
+		e = open_deferred(op, &r, deferred, &fd, &created, &clear_nb);
 	if (r.base >= 0)
 		close(r.base);
 	free(path);
 	if (e)
 		return e;
-	/* Pinned objects only so far; the answer must still reach the caller. */
-	if (!sl_notif_valid(listener, n->id))
-		e = ESRCH;
-	if (!e)
-		e = describe(op, r.fd, out);
-	if (!e && clear_nb) {
-		int fl = fcntl(r.fd, F_GETFL);
-		if (fl < 0 || fcntl(r.fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
-			e = EIO;
-	}
+	e = finish(op, listener, n, fd, trunc, created, clear_nb, check, ud, out);
 	if (e) {
-		close(r.fd);
+		close(fd);
 		sandlock_string_free(out->path);
 		memset(out, 0, sizeof(*out));
 		out->fd = -1;
 		return e;
 	}
-	out->fd = r.fd;
+	out->fd = fd;
 	return 0;
 }
 
 /* ---------------- the C ABI ---------------- */
 
 SL_EXPORT int32_t sandlock_open_on_behalf(sandlock_mem_t *m, const sandlock_notif_t *n,
+                                          sandlock_open_check_fn check, void *ud,
                                           sandlock_opened_t *out)
 {
 	if (!out)
@@ -764,5 +857,5 @@ SL_EXPORT int32_t sandlock_open_on_behalf(sandlock_mem_t *m, const sandlock_noti
 	struct sl_opener *op = sl_opener_find(m->listener);
 	if (!op)
 		return ENOSYS; /* this run has no opener (no handlers) */
-	return sl_opener_open_call(op, m->listener, n, m, out);
+	return sl_opener_open_call(op, m->listener, n, m, check, ud, out);
 }

@@ -42,12 +42,16 @@ struct sl_opener *sl_opener_find(int listener);
 /* True for open, creat, openat and openat2. */
 bool sl_opener_handles(int nr);
 /*
- * Perform the trapped open n on the caller's behalf.  0 with *out filled
+ * Perform the trapped open n on the caller's behalf; check (may be NULL)
+ * decides on the opened file before O_TRUNC/O_CREAT take effect (see
+ * sandlock_open_on_behalf).  0 with *out filled
  * (out->fd and out->path are the caller's to release), or a positive
  * errno that is the answer to give (the open failed as it would have for
  * the caller, or could not be performed safely).
  */
+typedef sandlock_open_check_fn sl_opener_check_fn;
 int sl_opener_open_call(struct sl_opener *op, int listener, const sandlock_notif_t *n,
-                        sandlock_mem_t *m, sandlock_opened_t *out);
+                        sandlock_mem_t *m, sl_opener_check_fn check, void *ud,
+                        sandlock_opened_t *out);
 
 #endif /* SANDLOCK_OPENER_H */

@@ -22,7 +22,10 @@
 
 #define TRIES "20000"
 
-enum { CHECK_THEN_CONTINUE, ON_BEHALF };
+/* ON_BEHALF decides on the opened file after sandlock_open_on_behalf
+ * returns; ON_BEHALF_CHECK decides in its check, before O_TRUNC/O_CREAT
+ * take effect. */
+enum { CHECK_THEN_CONTINUE, ON_BEHALF, ON_BEHALF_CHECK };
 
 struct pol {
 	int mode;
@@ -33,6 +36,12 @@ static bool ends_with_b(const char *s)
 {
 	size_t n = s ? strlen(s) : 0;
 	return n >= 2 && s[n - 2] == '_' && s[n - 1] == 'B';
+}
+
+static int32_t refuse_b(void *ud, const sandlock_opened_t *file)
+{
+	(void)ud;
+	return ends_with_b(file->path) ? EACCES : 0;
 }
 
 /* The path argument of open/creat (0) or openat/openat2 (1). */
@@ -56,12 +65,13 @@ static int32_t policy(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
 		return 0;
 	}
 	sandlock_opened_t o;
-	int32_t e = sandlock_open_on_behalf(m, n, &o);
+	int32_t e = sandlock_open_on_behalf(m, n, p->mode == ON_BEHALF_CHECK ? refuse_b : NULL,
+	                                    NULL, &o);
 	if (e) {
 		sandlock_action_set_errno(out, e);
 		return 0;
 	}
-	if (ends_with_b(o.path)) {
+	if (ends_with_b(o.path)) { /* ON_BEHALF: decided after the open */
 		close(o.fd);
 		sandlock_action_set_errno(out, EACCES);
 	} else {
@@ -178,6 +188,40 @@ TEST(openat2_gives_the_race_nothing)
 TEST(on_behalf_creat_never_loses)
 {
 	never_loses("creat", true);
+}
+
+/* O_TRUNC through a symlink to a denied file: decided after the open, the
+ * file is already truncated (the control, why checks exist); decided in
+ * the check, it is untouched.  Likewise a denied file O_CREAT made is
+ * removed again. */
+TEST(on_behalf_check_runs_before_truncate_and_create)
+{
+	char dir[TU_TMPDIR_LEN], b[128], l[128], cmd[512], made[128];
+	struct stat st;
+	for (int mode = ON_BEHALF; mode <= ON_BEHALF_CHECK; mode++) {
+		REQUIRE(make_secrets(dir));
+		snprintf(b, sizeof b, "%s/secret_B", dir);
+		snprintf(l, sizeof l, "%s/innocent", dir);
+		REQUIRE(symlink(b, l) == 0);
+		snprintf(made, sizeof made, "%s/new_B", dir);
+		snprintf(cmd, sizeof cmd, "true > %s/innocent; true > %s; echo done", dir, made);
+		sandlock_builder_t *bl = tu_system_builder();
+		sandlock_sandbox_builder_fs_write(bl, dir);
+		const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+		sandlock_result_t *r = run_policy(bl, argv, mode);
+		REQUIRE(r);
+		CHECK(tu_out_is(r, "done\n"));
+		CHECK(stat(b, &st) == 0);
+		if (mode == ON_BEHALF) {
+			CHECK_EQ_INT(st.st_size, 0); /* refused, but too late */
+			CHECK(access(made, F_OK) == 0);
+		} else {
+			CHECK_EQ_INT(st.st_size, 6); /* "DENIED" intact */
+			CHECK(access(made, F_OK) != 0);
+		}
+		sandlock_result_free(r);
+		tu_rm_rf(dir);
+	}
 }
 
 /* Run sh -c script with the on-behalf policy; the result. */
@@ -309,9 +353,9 @@ TEST(on_behalf_open_has_no_capabilities)
 TEST(open_on_behalf_rejects_misuse)
 {
 	sandlock_opened_t o;
-	CHECK_EQ_INT(sandlock_open_on_behalf(NULL, NULL, &o), EINVAL);
+	CHECK_EQ_INT(sandlock_open_on_behalf(NULL, NULL, NULL, NULL, &o), EINVAL);
 	CHECK_EQ_INT(o.fd, -1);
-	CHECK_EQ_INT(sandlock_open_on_behalf(NULL, NULL, NULL), EINVAL);
+	CHECK_EQ_INT(sandlock_open_on_behalf(NULL, NULL, NULL, NULL, NULL), EINVAL);
 }
 
 /* A FIFO without a writer must not stall the opener (and with it every

@@ -285,3 +285,22 @@ def test_untrappable_path_syscalls_answer_enosys(tmpdir_path):
     sb = sandlock.Sandbox(fs_readable=SYSTEM + [tmpdir_path], timeout=60)
     deny = PathDenyHandler([f])
     assert guest_run(sb, cases, [(s, deny) for s in ALL_PATH_SYSCALLS]) == [errno.ENOSYS] * 3
+
+
+def test_refused_open_neither_truncates_nor_creates(secrets):
+    """O_TRUNC through a link to a denied file, and O_CREAT of a denied
+    name: refused before they take effect.  The control: continued, the
+    kernel truncates the denied file through the link."""
+    d = secrets
+    os.symlink(d + "/secret_B", d + "/innocent")
+    sb = sandlock.Sandbox(fs_readable=SYSTEM, fs_writable=[d], timeout=60)
+    cmd = ["/bin/sh", "-c", 'true > "$0"/innocent; true > "$0"/secret_B2; echo done', d]
+    deny = PathDenyHandler([d + "/secret_B*"])
+    r = sb.run_with_handlers(cmd, [(s, deny) for s in ALL_PATH_SYSCALLS])
+    assert r.stdout == b"done\n"
+    assert open(d + "/secret_B").read() == "DENIED"
+    assert not os.path.exists(d + "/secret_B2")
+    ctl = sb.run_with_handlers(cmd, [(s, PathDenyHandler([d + "/secret_B*"], on_behalf=False))
+                                     for s in ALL_PATH_SYSCALLS])
+    assert ctl.stdout == b"done\n"
+    assert open(d + "/secret_B").read() == ""
