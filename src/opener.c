@@ -558,22 +558,45 @@ static int describe(const struct sl_opener *op, int fd, sandlock_opened_t *out)
  * refuses it the caller's ptrace-guarded /proc files (maps, mem, environ,
  * pagemap, ...), which the caller may always open itself.  With /proc
  * readable and nothing denied beneath it, a read-only open of
- * /proc/TID/REST (TID the caller, spelled so or via /proc/self) is done
+ * /proc/PID/REST (PID the caller's tid or its process id, spelled so or
+ * via /proc/self) is done
  * by the calling supervisor thread instead: from the caller's pinned
  * /proc/TID, RESOLVE_BENEATH (no way out of it) and no magic links, with
  * our effective capabilities lowered so the file is opened (and keeps
  * f_cred) with the caller's rights, not ours.
  */
-static const char *own_proc_rest(const char *p, unsigned tid)
+static const char *own_proc_rest(const char *p, long *pid)
 {
-	char pre[32];
-	int k = snprintf(pre, sizeof pre, "/proc/%u", tid);
-	if (strncmp(p, pre, (size_t)k) != 0 || (p[k] != '/' && p[k] != '\0'))
+	if (strncmp(p, "/proc/", 6) != 0)
 		return NULL;
-	p += k;
-	while (*p == '/')
-		p++;
-	return *p ? p : ".";
+	char *end;
+	long v = strtol(p + 6, &end, 10);
+	if (end == p + 6 || v <= 0 || (*end != '/' && *end != '\0') || p[6] < '0' || p[6] > '9')
+		return NULL;
+	*pid = v;
+	while (*end == '/')
+		end++;
+	return *end ? end : ".";
+}
+
+/* The caller's /proc/PID as an O_PATH fd, pid being its tid or its
+ * thread group's id (then /proc/PID/task/TID exists), confirmed; -errno,
+ * or -ENOENT for any other pid. */
+static int own_proc_dir(int listener, const sandlock_notif_t *n, long pid)
+{
+	if (pid == (long)n->pid)
+		return sl_child_procdir(listener, n);
+	char p[64];
+	snprintf(p, sizeof p, "/proc/%ld", pid);
+	int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -ENOENT;
+	snprintf(p, sizeof p, "task/%u", n->pid);
+	if (faccessat(fd, p, F_OK, 0) != 0 || !sl_notif_valid(listener, n->id)) {
+		close(fd);
+		return -ENOENT;
+	}
+	return fd;
 }
 
 static bool read_only(uint64_t f)
@@ -649,12 +672,13 @@ static int prepare(const struct sl_opener *op, int listener, const sandlock_noti
 		r->path = reopen;
 		return 0;
 	}
+	long pid = 0;
 	const char *rest = own < 0 && !caller_resolve && op_fast(op) && read_only(r->how.flags)
-	                           ? own_proc_rest(path, n->pid) : NULL;
-	if (rest) {
-		int base = sl_child_procdir(listener, n); /* pinned, confirmed */
-		if (base < 0)
-			return -base;
+	                           ? own_proc_rest(path, &pid) : NULL;
+	int base = rest ? own_proc_dir(listener, n, pid) : -ENOENT; /* pinned, confirmed */
+	if (rest && base == -ESRCH)
+		return ESRCH;
+	if (rest && base >= 0) {
 		r->base = base;
 		r->path = rest;
 		r->how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
@@ -668,7 +692,7 @@ static int prepare(const struct sl_opener *op, int listener, const sandlock_noti
 		r->base = AT_FDCWD;
 		return 0;
 	}
-	int base = sl_child_dirfd(listener, n, c->dirfd);
+	base = sl_child_dirfd(listener, n, c->dirfd);
 	if (base < 0)
 		return -base;
 	r->base = base;

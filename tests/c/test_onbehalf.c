@@ -504,3 +504,18 @@ TEST(proc_view_off_without_proc)
 	sandlock_string_free(out);
 	sandlock_result_free(r);
 }
+
+/* A thread naming its process's /proc/PID (not its own tid) still gets its
+ * ptrace-guarded files: the supervisor opens them, as for /proc/self. */
+TEST(proc_own_files_from_a_thread)
+{
+	sandlock_result_t *r = run_with_proc(
+		"exec " TU_PY " -c 'import os, threading\n"
+		"def t():\n"
+		"    print(len(open(\"/proc/%d/maps\" % os.getpid()).readline()) > 0)\n"
+		"    print(len(open(\"/proc/self/maps\").readline()) > 0)\n"
+		"th = threading.Thread(target=t); th.start(); th.join()'");
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "True\nTrue\n"));
+	sandlock_result_free(r);
+}
