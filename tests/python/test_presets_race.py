@@ -304,3 +304,17 @@ def test_refused_open_neither_truncates_nor_creates(secrets):
                                      for s in ALL_PATH_SYSCALLS])
     assert ctl.stdout == b"done\n"
     assert open(d + "/secret_B").read() == ""
+
+
+def test_open_on_behalf_from_an_async_handler(secrets):
+    """Deferred handlers (workers) may open on behalf too."""
+    class OnlyA(sandlock.Handler):
+        async def handle(self, ctx):
+            return ctx.open_on_behalf(allow=lambda path, st: not path.endswith("_B"))
+
+    sb = sandlock.Sandbox(fs_readable=SYSTEM + [secrets], timeout=60)
+    h = OnlyA()
+    r = sb.run_with_handlers(["/bin/sh", "-c", 'cat "$0"/secret_A; cat "$0"/secret_B', secrets],
+                             [(s, h) for s in ("open", "openat")])
+    assert r.stdout == b"ALLOWED"
+    assert b"Permission denied" in r.stderr
