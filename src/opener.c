@@ -637,6 +637,7 @@ static void caps_restore(struct caps_saved *sv)
 
 static void perform_local(struct req *r)
 {
+	r->set_umask = false; /* never: this thread shares the process's umask */
 	struct caps_saved sv;
 	if (caps_lower(&sv) < 0) {
 		r->fd = -1;
@@ -649,12 +650,12 @@ static void perform_local(struct req *r)
 
 /* ---------------- one on-behalf open ---------------- */
 
-/* Our flags and starting point for the request.  0 or an errno. */
 static bool op_fast(const struct sl_opener *op)
 {
 	return op->proc_guard && op->proc_fast;
 }
 
+/* Our flags and starting point for the request.  0 or an errno. */
 static int prepare(const struct sl_opener *op, int listener, const sandlock_notif_t *n,
                    const struct open_call *c, const char *path, struct req *r, char *reopen,
                    size_t cap)
