@@ -149,6 +149,11 @@ sandlock_builder_t *sandlock_sandbox_builder_fs_read(sandlock_builder_t *b, cons
 sandlock_builder_t *sandlock_sandbox_builder_fs_write(sandlock_builder_t *b, const char *path);
 sandlock_builder_t *sandlock_sandbox_builder_fs_deny(sandlock_builder_t *b, const char *path);
 sandlock_builder_t *sandlock_sandbox_builder_cwd(sandlock_builder_t *b, const char *path);
+/* The sandbox's name and virtual hostname (1..64 bytes): what uname(2)
+ * reports as nodename, and /proc/sys/kernel/hostname and /etc/hostname
+ * read as when opened on behalf (README).  Default "sandbox-<pid>", the
+ * pid of the sandbox's init. */
+sandlock_builder_t *sandlock_sandbox_builder_name(sandlock_builder_t *b, const char *name);
 sandlock_builder_t *sandlock_sandbox_builder_env_var(sandlock_builder_t *b, const char *key,
                                                      const char *value);
 /* clean: the command gets only PATH, HOME, USER, TERM and LANG, with the

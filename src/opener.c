@@ -51,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -108,6 +109,7 @@ struct sl_opener {
 	bool proc_fast;      /* the caller's own /proc/TID opened here, see local_self */
 	pid_t init;          /* the sandbox's init, for sl_proc_policy */
 	int procfd;          /* /proc, for sl_proc_policy; -1 */
+	char hostname[72];   /* served for the hostname files; "" = not */
 };
 
 /*
@@ -273,6 +275,11 @@ void sl_opener_guard_proc(struct sl_opener *op, pid_t init, bool fast_self)
 	op->init = init;
 	op->proc_fast = fast_self && op->procfd >= 0;
 	op->proc_guard = true; /* without procfd every /proc open is refused */
+}
+
+void sl_opener_set_hostname(struct sl_opener *op, const char *name)
+{
+	snprintf(op->hostname, sizeof op->hostname, "%s", name);
 }
 
 /* ---------------- finding a run's opener ---------------- */
@@ -784,14 +791,40 @@ static void remove_created(const sandlock_opened_t *o)
 	caps_restore(&sv);
 }
 
+/* The files that hold the host's name, as the opener serves them. */
+static bool is_hostname_file(const char *real)
+{
+	return strcmp(real, "/proc/sys/kernel/hostname") == 0 || strcmp(real, "/etc/hostname") == 0;
+}
+
+/* Replace *fd (a hostname file opened for reading) by a sealed memfd with
+ * the sandbox's name.  0 or an errno. */
+static int serve_hostname(const struct sl_opener *op, int *fd)
+{
+	int m = memfd_create("hostname", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (m < 0)
+		return EIO;
+	char line[80];
+	int len = snprintf(line, sizeof line, "%s\n", op->hostname);
+	if (write(m, line, (size_t)len) != len || lseek(m, 0, SEEK_SET) != 0 ||
+	    fcntl(m, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0) {
+		close(m);
+		return EIO;
+	}
+	close(*fd);
+	*fd = m;
+	return 0;
+}
+
 /* After the open: still pending, what it is, the check, the deferred
  * truncation, the caller's O_NONBLOCK.  0 or an errno. */
-static int finish(struct sl_opener *op, int listener, const sandlock_notif_t *n, int fd,
+static int finish(struct sl_opener *op, int listener, const sandlock_notif_t *n, int *fdp,
                   bool trunc, bool created, bool clear_nb, sl_opener_check_fn check, void *ud,
                   sandlock_opened_t *out)
 {
 	if (!sl_notif_valid(listener, n->id))
 		return ESRCH; /* pinned objects only so far: nobody waits for it */
+	int fd = *fdp;
 	int e = describe(op, fd, out);
 	out->fd = fd; /* the check may look at it (fstat); still ours */
 	if (!e && check) {
@@ -808,6 +841,10 @@ static int finish(struct sl_opener *op, int listener, const sandlock_notif_t *n,
 		if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
 			e = EIO;
 	}
+	int acc = fcntl(fd, F_GETFL);
+	if (!e && op->hostname[0] && is_hostname_file(out->path) && acc >= 0 &&
+	    (acc & O_ACCMODE) == O_RDONLY && !(acc & O_PATH))
+		e = serve_hostname(op, fdp);
 	return e;
 }
 
@@ -854,7 +891,7 @@ int sl_opener_open_call(struct sl_opener *op, int listener, const sandlock_notif
 	free(path);
 	if (e)
 		return e;
-	e = finish(op, listener, n, fd, trunc, created, clear_nb, check, ud, out);
+	e = finish(op, listener, n, &fd, trunc, created, clear_nb, check, ud, out);
 	if (e) {
 		close(fd);
 		sandlock_string_free(out->path);

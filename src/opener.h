@@ -32,6 +32,9 @@ struct sl_opener *sl_opener_new(int ruleset_fd, int *err, char **msg);
  * denied beneath /proc, so the caller's own /proc/TID files may be opened
  * by the supervisor thread (see opener.c).  Before bind. */
 void sl_opener_guard_proc(struct sl_opener *op, pid_t init, bool fast_self);
+/* Serve /proc/sys/kernel/hostname and /etc/hostname (opened for reading)
+ * as "name\n" (the sandbox's virtual hostname, builtins/uts.c). */
+void sl_opener_set_hostname(struct sl_opener *op, const char *name);
 /* Make the opener the one sandlock_open_on_behalf finds for listener. */
 int sl_opener_bind(struct sl_opener *op, int listener);
 /* Unbind, stop and join the thread (NULL is fine). */

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -518,4 +519,74 @@ TEST(proc_own_files_from_a_thread)
 	REQUIRE(r);
 	CHECK(tu_out_is(r, "True\nTrue\n"));
 	sandlock_result_free(r);
+}
+
+/* ================= the virtual hostname (builtins/uts.c) ================= */
+
+/* uname's nodename is the sandbox's name: sandbox-<init pid> by default. */
+TEST(uts_default_name_is_sandbox_pid)
+{
+	struct utsname u;
+	REQUIRE(uname(&u) == 0);
+	const char *argv[] = { "/bin/sh", "-c", "echo $(uname -n) sandbox-$PPID", NULL };
+	sandlock_sandbox_t *sb = tu_build(tu_system_builder());
+	REQUIRE(sb);
+	sandlock_result_t *r = tu_run(sb, argv);
+	sandlock_sandbox_free(sb);
+	REQUIRE(r);
+	char *out = sandlock_result_stdout(r);
+	char a[80] = "", b[80] = "";
+	CHECK(sscanf(out, "%79s %79s", a, b) == 2);
+	CHECK(strcmp(a, b) == 0);
+	CHECK(strcmp(a, u.nodename) != 0); /* control: not the host's name */
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+}
+
+/* A configured name, also in /proc/sys/kernel/hostname and /etc/hostname
+ * (opened on behalf when /proc is readable). */
+TEST(uts_configured_name_everywhere)
+{
+	char host[128] = "";
+	int fd = open("/proc/sys/kernel/hostname", O_RDONLY);
+	REQUIRE(fd >= 0);
+	CHECK(read(fd, host, sizeof host - 1) > 0);
+	close(fd);
+	CHECK(strcmp(host, "box-77\n") != 0); /* control */
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_fs_read(b, "/proc");
+	sandlock_sandbox_builder_name(b, "box-77");
+	sandlock_sandbox_t *sb = tu_build(b);
+	REQUIRE(sb);
+	const char *argv[] = { "/bin/sh", "-c",
+	                       "uname -n; cat /proc/sys/kernel/hostname; cat /etc/hostname", NULL };
+	sandlock_result_t *r = tu_run(sb, argv);
+	sandlock_sandbox_free(sb);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "box-77\nbox-77\nbox-77\n"));
+	sandlock_result_free(r);
+}
+
+TEST(uts_name_is_validated)
+{
+	char long_name[80];
+	memset(long_name, 'x', 65);
+	long_name[65] = 0;
+	const char *bad[] = { "", long_name, NULL };
+	for (int i = 0; i < 3; i++) {
+		int err = 0;
+		char *msg = NULL;
+		sandlock_builder_t *b = sandlock_sandbox_builder_name(sandlock_sandbox_builder_new(),
+		                                                      bad[i]);
+		sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
+		CHECK(sb == NULL);
+		CHECK_EQ_INT(err, SANDLOCK_ERR_INVALID);
+		CHECK(msg && strstr(msg, "name"));
+		sandlock_string_free(msg);
+		sandlock_sandbox_free(sb);
+	}
+	long_name[64] = 0; /* 64 bytes: fine */
+	sandlock_sandbox_t *sb = tu_build(sandlock_sandbox_builder_name(tu_system_builder(), long_name));
+	CHECK(sb != NULL);
+	sandlock_sandbox_free(sb);
 }
