@@ -318,3 +318,16 @@ def test_open_on_behalf_from_an_async_handler(secrets):
                              [(s, h) for s in ("open", "openat")])
     assert r.stdout == b"ALLOWED"
     assert b"Permission denied" in r.stderr
+
+
+def test_name_is_the_virtual_hostname():
+    """Sandbox(name=...) is what uname, /proc/sys/kernel/hostname and
+    /etc/hostname (opened on behalf with /proc readable) show."""
+    host = os.uname().nodename
+    assert host != "pybox-1"  # control
+    sb = sandlock.Sandbox(fs_readable=SYSTEM + ["/proc"], name="pybox-1", timeout=60)
+    r = sb.run(["/bin/sh", "-c", "uname -n; cat /proc/sys/kernel/hostname /etc/hostname"])
+    assert r.stdout == b"pybox-1\n" * 3
+    r = sandlock.Sandbox(fs_readable=SYSTEM, timeout=60).run(["/bin/sh", "-c", "uname -n; echo $PPID"])
+    name, init = r.stdout.decode().split()
+    assert name == "sandbox-" + init
