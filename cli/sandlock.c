@@ -88,6 +88,7 @@ static const char usage_run[] =
 	"                           where set (PATH defaults to /usr/local/bin:/usr/bin:/bin)\n"
 	"      --env K=V            set K to V in the command's environment\n"
 	"  -C, --cwd DIR            run the command in DIR\n"
+	"      --name NAME          the sandbox's hostname (uname; default sandbox-PID)\n"
 	"      --random-seed N      getrandom() returns a stream seeded with N\n"
 	"      --time-start T       the wall clock starts at T (Unix seconds or\n"
 	"                           RFC 3339, e.g. 2000-01-01T00:00:00Z)\n"
@@ -113,6 +114,7 @@ enum {
 	OPT_EXTRA_DENY,
 	OPT_ALLOW_DEGRADED,
 	OPT_DISABLE,
+	OPT_NAME,
 	OPT_NET_DENY,
 	OPT_NET_DENY_BIND,
 	OPT_ALLOW_UNIX,
@@ -147,6 +149,7 @@ static const struct option run_options[] = {
 	{ "extra-deny-syscalls", required_argument, NULL, OPT_EXTRA_DENY },
 	{ "allow-degraded", required_argument, NULL, OPT_ALLOW_DEGRADED },
 	{ "disable", required_argument, NULL, OPT_DISABLE },
+	{ "name", required_argument, NULL, OPT_NAME },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -385,6 +388,9 @@ static int apply_option(sandlock_builder_t *b, int c, const char *arg)
 		return 0;
 	case 'C':
 		sandlock_sandbox_builder_cwd(b, arg);
+		return 0;
+	case OPT_NAME:
+		sandlock_sandbox_builder_name(b, arg);
 		return 0;
 	case 'm':
 	case 'P':

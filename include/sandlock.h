@@ -149,6 +149,11 @@ sandlock_builder_t *sandlock_sandbox_builder_fs_read(sandlock_builder_t *b, cons
 sandlock_builder_t *sandlock_sandbox_builder_fs_write(sandlock_builder_t *b, const char *path);
 sandlock_builder_t *sandlock_sandbox_builder_fs_deny(sandlock_builder_t *b, const char *path);
 sandlock_builder_t *sandlock_sandbox_builder_cwd(sandlock_builder_t *b, const char *path);
+/* The sandbox's name and virtual hostname (1..64 bytes): what uname(2)
+ * reports as nodename, and /proc/sys/kernel/hostname and /etc/hostname
+ * read as when opened on behalf (README).  Default "sandbox-<pid>", the
+ * pid of the sandbox's init. */
+sandlock_builder_t *sandlock_sandbox_builder_name(sandlock_builder_t *b, const char *name);
 sandlock_builder_t *sandlock_sandbox_builder_env_var(sandlock_builder_t *b, const char *key,
                                                      const char *value);
 /* clean: the command gets only PATH, HOME, USER, TERM and LANG, with the
@@ -384,6 +389,11 @@ char *sandlock_mem_read_cstr(sandlock_mem_t *m, uint64_t addr, size_t max_len);
  * injects it:
  *     sandlock_action_set_inject_fd_send(out, o.fd, o.newfd_flags);
  * or refuses it (close(o.fd), sandlock_string_free(o.path), errno).
+ * Deciding afterwards is too late for O_TRUNC and O_CREAT: pass a check to
+ * decide before they take effect.  With a check, O_TRUNC is applied only
+ * once the check allowed the file, and a file O_CREAT had to create is
+ * removed again when the check refuses it (creating through a dangling
+ * symlink then fails with EEXIST).
  * Only inside a callback, for the callback's own notification. */
 typedef struct sandlock_opened {
 	int32_t fd;           /* supervisor-side fd: the handler's until injected or closed */
@@ -394,9 +404,17 @@ typedef struct sandlock_opened {
 } sandlock_opened_t;
 /* 0 with *out filled; otherwise a positive errno to answer the call with:
  * the open failed as it would have for the program (ENOENT, EACCES, ...),
- * or it could not be done safely (EPERM; see README), or n is not an open
- * of m's notification (EINVAL).  *out is zeroed (fd -1) on failure. */
+ * or it could not be done safely (EPERM; see README), or the check refused
+ * it, or n is not an open of m's notification (EINVAL).  *out is zeroed
+ * (fd -1) on failure. */
+/* The check: 0 allows the file, a positive errno refuses it (the call
+ * then fails with it; a negative value refuses with EPERM).  `file` is
+ * valid during the call only; the fd is not yet the handler's. */
+typedef int32_t (*sandlock_open_check_fn)(void *ud, const sandlock_opened_t *file);
+/* check may be NULL: then every effect of the open has happened when this
+ * returns. */
 int32_t sandlock_open_on_behalf(sandlock_mem_t *m, const sandlock_notif_t *n,
+                                sandlock_open_check_fn check, void *ud,
                                 sandlock_opened_t *out);
 
 /* ================= misc ================= */

@@ -95,6 +95,24 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_cwd(sandlock_builder_t *b
 	return b;
 }
 
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_name(sandlock_builder_t *b,
+                                                            const char *name)
+{
+	if (!b)
+		return NULL;
+	/* A hostname: 1..64 bytes (HOST_NAME_MAX), as sethostname takes it. */
+	if (!name || !*name || strlen(name) > 64) {
+		b_error(b, SANDLOCK_ERR_INVALID, "name: must be 1 to 64 bytes, got '%s'",
+		        name ? name : "(null)");
+		return b;
+	}
+	free(b->cfg.name);
+	b->cfg.name = sl_strdup(name);
+	if (!b->cfg.name)
+		b_oom(b);
+	return b;
+}
+
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_env_var(sandlock_builder_t *b,
                                                                const char *key,
                                                                const char *value)
@@ -466,6 +484,8 @@ static void cfg_release(struct sandlock_sandbox *c)
 	sl_portranges_free(&c->bind_deny);
 	free(c->cwd);
 	c->cwd = NULL;
+	free(c->name);
+	c->name = NULL;
 }
 
 SL_EXPORT void sandlock_sandbox_builder_free(sandlock_builder_t *b)

@@ -31,6 +31,7 @@ struct sandlock_sandbox {
 	sl_strvec fs_write; /* canonical absolute paths */
 	sl_strvec fs_deny;  /* canonical absolute paths */
 	char *cwd;          /* canonical, or NULL = inherit */
+	char *name;         /* virtual hostname; NULL = "sandbox-<init pid>" */
 	bool clean_env;
 	sl_strvec env;          /* "K=V" overrides, in call order (a later K wins) */
 	uint32_t max_processes; /* 0 = unlimited */

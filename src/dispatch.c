@@ -33,12 +33,14 @@
 #include <pthread.h>
 #include <seccomp.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "builtins/builtin.h"
 #include "builtins/proc.h"
+#include "builtins/uts.h"
 #include "childmem.h"
 #include "deferred.h"
 #include "dispatch.h"
@@ -83,6 +85,7 @@ struct sl_dispatch {
 	const struct sandlock_sandbox *cfg; /* extra_deny_syscalls: during sl_dispatch_new */
 	bool wants_opener;         /* handlers or builtins open on the caller's behalf */
 	bool proc_guard, proc_fast; /* /proc readable; nothing denied beneath it */
+	char *name;                 /* cfg->name copy (NULL: sandbox-<init>) */
 	struct sl_opener *opener;  /* opener.h; NULL until sl_dispatch_use_ruleset */
 	atomic_int refs;
 	atomic_int failed; /* errno that stopped the supervisor thread */
@@ -396,6 +399,10 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 		if (d->insts[i].b->needs_opener && d->insts[i].nrs.n > 0)
 			d->wants_opener = true;
 	d->proc_guard = sl_proc_readable(cfg);
+	if (cfg->name && !(d->name = sl_strdup(cfg->name))) {
+		oom(err, msg);
+		goto fail;
+	}
 	d->proc_fast = sl_proc_undenied(cfg);
 	return d;
 fail:
@@ -427,6 +434,13 @@ int sl_dispatch_bind(struct sl_dispatch *d, int listener, pid_t init)
 		return -1;
 	if (d->opener && d->proc_guard)
 		sl_opener_guard_proc(d->opener, init, d->proc_fast);
+	if (d->opener) {
+		char name[72];
+		snprintf(name, sizeof name, "%s", d->name ? d->name : "");
+		if (!d->name)
+			snprintf(name, sizeof name, "sandbox-%d", (int)init);
+		sl_opener_set_hostname(d->opener, name);
+	}
 	if (d->opener && sl_opener_bind(d->opener, d->listener) < 0)
 		sl_warn("too many concurrent runs: sandlock_open_on_behalf will fail (ENOSYS)");
 	d->init = init;
@@ -539,6 +553,7 @@ static void destroy(struct sl_dispatch *d)
 {
 	sl_deferred_free(d->deferred); /* no worker left: each held a reference */
 	sl_opener_free(d->opener);     /* no handler can call it any more */
+	free(d->name);
 	for (size_t i = 0; i < d->nchains; i++) {
 		free(d->chains[i].first);
 		free(d->chains[i].h);

@@ -570,6 +570,8 @@ def _step_paths(b, c):
         b = _lib.sandlock_sandbox_builder_fs_deny(b, _enc(p))
     if c["cwd"] is not None:
         b = _lib.sandlock_sandbox_builder_cwd(b, _enc(c["cwd"]))
+    if c.get("name") is not None:
+        b = _lib.sandlock_sandbox_builder_name(b, c["name"].encode("utf-8", "surrogateescape"))
     return b
 
 
@@ -660,11 +662,11 @@ class Sandbox:
     inherited environment, or with ``clean_env=True`` on top of a minimal
     one: PATH, HOME, USER, TERM and LANG only, each with the value it has
     in the calling process where set there (PATH defaults to
-    /usr/local/bin:/usr/bin:/bin).  ``name`` is the sandbox's name (its
-    future virtual hostname): a non-empty str of at most 64 bytes without
-    NUL; it is validated and kept, but nothing inside the sandbox sees it
-    yet (sandlock does not virtualize the hostname), and it stays None when
-    not given.
+    /usr/local/bin:/usr/bin:/bin).  ``name`` is the sandbox's name and
+    virtual hostname: a non-empty str of at most 64 bytes without NUL,
+    which uname() reports as the node name (and /proc/sys/kernel/hostname
+    and /etc/hostname read as, when opened on behalf: see README); None
+    (the default) means ``sandbox-<pid>``, pid being the sandbox's init.
 
     ``random_seed`` (int) makes getrandom() return a reproducible stream;
     ``time_start`` (Unix seconds, datetime or ISO 8601 string, see

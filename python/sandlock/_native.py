@@ -166,7 +166,7 @@ def _decl(name, restype, *argtypes):
 
 # builder
 _decl("sandlock_sandbox_builder_new", _p)
-for _n in ("fs_read", "fs_write", "fs_deny", "cwd"):
+for _n in ("fs_read", "fs_write", "fs_deny", "cwd", "name"):
     _decl("sandlock_sandbox_builder_" + _n, _p, _p, _cs)
 _decl("sandlock_sandbox_builder_env_var", _p, _p, _cs, _cs)
 _decl("sandlock_sandbox_builder_clean_env", _p, _p, ctypes.c_bool)

@@ -195,7 +195,8 @@ static bool open_on_behalf(const struct sl_call *call, sandlock_action_t *act)
 {
 	struct sl_opener *op = sl_opener_find(call->listener);
 	sandlock_opened_t o;
-	int e = op ? sl_opener_open_call(op, call->listener, call->n, call->mem, &o) : EPERM;
+	int e = op ? sl_opener_open_call(op, call->listener, call->n, call->mem, NULL, NULL, &o)
+	           : EPERM;
 	if (e) {
 		sandlock_action_set_errno(act, e);
 		return true;

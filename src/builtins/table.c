@@ -14,6 +14,7 @@ extern const struct sl_builtin sl_builtin_clock;
 extern const struct sl_builtin sl_builtin_pids;
 extern const struct sl_builtin sl_builtin_meta;
 extern const struct sl_builtin sl_builtin_proc;
+extern const struct sl_builtin sl_builtin_uts;
 extern const struct sl_builtin sl_builtin_netdest;
 
 const struct sl_builtin *const sl_builtin_table[] = {
@@ -24,6 +25,7 @@ const struct sl_builtin *const sl_builtin_table[] = {
 	&sl_builtin_pids,  /* FIRST: calls naming another process stay inside */
 	&sl_builtin_meta,  /* LAST: chmod/chown/xattr/utimes performed on behalf */
 	&sl_builtin_proc,  /* LAST: opens and /proc listings on behalf, /proc filtered */
+	&sl_builtin_uts,   /* LAST: uname with the sandbox's name as nodename */
 	&sl_builtin_netdest, /* LAST: connect/send/bind destinations, performed on behalf */
 };
 

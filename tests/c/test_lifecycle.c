@@ -619,7 +619,7 @@ static bool threads_back_to(int want)
 }
 
 /*
- * uname(1) traps into a handler that never returns by itself; the run has
+ * pwd(1)'s getcwd traps into a handler that never returns by itself; the run has
  * a 300 ms timeout.  The run must return (TIMEOUT) while the handler is
  * still inside; afterwards the handler is let go, and its thread must
  * finish without touching anything of the finished run (ASan), without
@@ -641,8 +641,8 @@ static void check_stuck_handler(bool deferred)
 	/* A second handler, never called: released normally (ud_free once). */
 	sandlock_handler_t *other = sandlock_handler_new(stuck_fn, &idle, stuck_free,
 	                                                 SANDLOCK_EXCEPTION_KILL);
-	sandlock_registration_t regs[] = { { "uname", h }, { "getcwd", other } };
-	const char *argv[] = { "/bin/uname", NULL };
+	sandlock_registration_t regs[] = { { "getcwd", h }, { "getppid", other } };
+	const char *argv[] = { "/bin/pwd", NULL };
 	alarm(60); /* a run waiting for the handler would never return */
 	sandlock_result_t *r = tu_run_with(sb, argv, regs, 2);
 	alarm(0);

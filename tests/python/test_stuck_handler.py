@@ -49,7 +49,7 @@ def test_timeout_returns_while_a_handler_is_stuck(cls):
     before = _threads()
     out = {}
     t = threading.Thread(target=lambda: out.update(r=sb.run_with_handlers(
-        ["/bin/uname"], [("uname", h)])))
+        ["/bin/pwd"], [("getcwd", h)])))
     t.start()
     t.join(60)
     try:
