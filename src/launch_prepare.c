@@ -1,8 +1,10 @@
 /*
  * launch_prepare.c — everything a run needs that allocates or may fail,
  * done in the caller before fork: the command's argv, environment and
- * executable path, the Landlock ruleset and the BPF program.  After
- * fork the child may only use what is prepared here (launch_child.c).
+ * executable path and the Landlock ruleset.  After fork the child may
+ * only use what is prepared here (launch_child.c).  The BPF program is
+ * built here too, but called for by the parent after fork
+ * (sl_launch_build_prog), and sent to the child.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -261,5 +263,12 @@ int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
 	}
 	if (L->ruleset_fd < 0 || sl_cg_prepare(cfg, &L->cg, err, msg) < 0)
 		return -1;
-	return get_prog(cfg, trapped, ntrapped, &L->prog, err, msg);
+	L->trapped = trapped;
+	L->ntrapped = ntrapped;
+	return 0;
+}
+
+int sl_launch_build_prog(struct sl_launch *L, int *err, char **msg)
+{
+	return get_prog(L->cfg, L->trapped, L->ntrapped, &L->prog, err, msg);
 }
