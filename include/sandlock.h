@@ -235,6 +235,17 @@ sandlock_builder_t *sandlock_sandbox_builder_extra_deny_syscalls(sandlock_builde
 sandlock_builder_t *sandlock_sandbox_builder_allow_degraded(sandlock_builder_t *b,
                                                             uint32_t protection);
 sandlock_builder_t *sandlock_sandbox_builder_disable(sandlock_builder_t *b, uint32_t protection);
+/*
+ * Called once per run, on the thread that called sandlock_run*, when the
+ * sandbox has started: `pid` is the run's direct child (the sandbox's init,
+ * whose process group is the sandbox's), already confined and supervised.
+ * It is called before the run waits for the command, and not at all when
+ * the launch fails.  Keep it short: the command is already running.
+ * fn NULL removes the callback.  ud is borrowed, never freed by sandlock.
+ */
+typedef void (*sandlock_start_fn)(void *ud, int32_t pid);
+sandlock_builder_t *sandlock_sandbox_builder_on_start(sandlock_builder_t *b, sandlock_start_fn fn,
+                                                      void *ud);
 void sandlock_sandbox_builder_free(sandlock_builder_t *b);
 
 /* Consumes b.  NULL + *err, *err_msg on bad configuration. */

@@ -7,6 +7,7 @@
 #define SANDLOCK_CONFIG_H
 
 #include "netrules.h"
+#include "sandlock.h"
 #include "util.h"
 
 /* What the seccomp filter lets through beyond its defaults (filter.c). */
@@ -65,6 +66,8 @@ struct sandlock_sandbox {
 	int extra_deny[SL_MAX_EXTRA_DENY]; /* syscall numbers denied with EPERM */
 	size_t n_extra_deny;
 	uint8_t protection[SANDLOCK_PROTECTION_COUNT]; /* SL_PROT_STRICT/DEGRADED/DISABLED */
+	sandlock_start_fn on_start; /* NULL = none; see sandlock.h */
+	void *on_start_ud;
 };
 
 struct sandlock_builder {

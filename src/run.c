@@ -285,6 +285,8 @@ static sandlock_result_t *supervise(struct sl_launch *L, struct sl_supervisor *s
 	}
 	/* If this fails the child already died; the loop below reports it. */
 	(void)sl_launch_release(L);
+	if (sb->on_start)
+		sb->on_start(sb->on_start_ud, (int32_t)L->pid);
 	bool timed_out;
 	siginfo_t si;
 	io_loop(L, r, sup, sb->timeout_ms, &timed_out);
