@@ -112,8 +112,9 @@ install: lib $(BUILD)/sandlock
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
 	    sandlock.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/sandlock.pc
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/sandlock.pc
-	$(INSTALL) -m 644 man/sandlock.1 $(DESTDIR)$(MANDIR)/man1/sandlock.1
-	$(INSTALL) -m 644 man/sandlock.3 $(DESTDIR)$(MANDIR)/man3/sandlock.3
+	sed 's|@VERSION@|$(VERSION)|g' man/sandlock.1 > $(DESTDIR)$(MANDIR)/man1/sandlock.1
+	sed 's|@VERSION@|$(VERSION)|g' man/sandlock.3 > $(DESTDIR)$(MANDIR)/man3/sandlock.3
+	chmod 644 $(DESTDIR)$(MANDIR)/man1/sandlock.1 $(DESTDIR)$(MANDIR)/man3/sandlock.3
 	$(INSTALL) -m 644 completions/sandlock.bash $(DESTDIR)$(BASHCOMPDIR)/sandlock
 	$(INSTALL) -m 644 completions/_sandlock $(DESTDIR)$(ZSHCOMPDIR)/_sandlock
 	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null; then ldconfig || true; fi

@@ -1,0 +1,56 @@
+# bash completion for sandlock(1)
+_sandlock()
+{
+	local cur prev words cword
+	_init_completion 2>/dev/null || {
+		cur=${COMP_WORDS[COMP_CWORD]}
+		prev=${COMP_WORDS[COMP_CWORD-1]}
+		cword=$COMP_CWORD
+		words=("${COMP_WORDS[@]}")
+	}
+	local i
+	# After "--" everything belongs to the sandboxed command.
+	for ((i = 1; i < cword; i++)); do
+		if [[ ${words[i]} == -- ]]; then
+			COMPREPLY=($(compgen -c -- "$cur"))
+			return
+		fi
+	done
+	if ((cword == 1)); then
+		COMPREPLY=($(compgen -W 'run profile --help --version' -- "$cur"))
+		return
+	fi
+	case ${words[1]} in
+	profile)
+		if ((cword == 2)); then
+			COMPREPLY=($(compgen -W 'list show' -- "$cur"))
+		elif ((cword == 3)) && [[ ${words[2]} == show ]]; then
+			COMPREPLY=($(compgen -W "$(sandlock profile list 2>/dev/null)" -- "$cur"))
+		fi
+		return
+		;;
+	run) ;;
+	*) return ;;
+	esac
+	case $prev in
+	-r | --fs-read | --read | -w | --fs-write | --write | -d | --fs-deny | --deny | --profile-file)
+		COMPREPLY=($(compgen -f -- "$cur"))
+		return
+		;;
+	-C | --cwd)
+		COMPREPLY=($(compgen -d -- "$cur"))
+		return
+		;;
+	-p | --profile)
+		COMPREPLY=($(compgen -W "$(sandlock profile list 2>/dev/null)" -- "$cur"))
+		return
+		;;
+	-m | --max-memory | -P | --max-processes | -t | --timeout | --net-allow | --net-allow-bind | --env | --status-fd | --json-status-fd)
+		return
+		;;
+	esac
+	COMPREPLY=($(compgen -W '--fs-read --fs-write --fs-deny --max-memory
+		--max-processes --timeout --net-allow --net-allow-bind --clean-env --env
+		--cwd --interactive --profile --profile-file --json --status-fd --help --' -- "$cur"))
+}
+complete -F _sandlock sandlock
