@@ -62,7 +62,9 @@ from .handler import (
     _validate_handler,
 )
 
-__version__ = "0.1.0"
+# One source for the version: SANDLOCK_VERSION in include/sandlock.h, as the
+# loaded library reports it (the package metadata is read from it too).
+__version__: str = _native.lib.sandlock_version().decode()
 
 __all__ = [
     "BranchConflictError",
@@ -91,6 +93,8 @@ __all__ = [
     "min_landlock_abi",
     "parse_ports",
     "parse_memory_size",
+    "list_profiles",
+    "load_profile",
 ]
 
 _lib = _native.lib
@@ -936,3 +940,7 @@ def check() -> str:
 def landlock_abi_version() -> int:
     """Landlock ABI of the running kernel, or -1 when unavailable."""
     return int(_lib.sandlock_landlock_abi_version())
+
+
+# TOML profiles (sandlock.profile imports Sandbox lazily: no import cycle).
+from .profile import list_profiles, load_profile  # noqa: E402
