@@ -137,7 +137,9 @@ static json_t *result_object(const struct cli_report *rep, const sandlock_result
 		json_t *e = json_string(msg ? msg : "failed to run the command");
 		json_object_set_new(o, "error", e ? e : json_string("(message is not UTF-8)"));
 	}
-	json_object_set_new(o, "duration_ms", json_integer((json_int_t)(now_ms() - rep->start_ms)));
+	/* 0 when the command never started (a configuration error). */
+	uint64_t ms = rep->start_ms ? now_ms() - rep->start_ms : 0;
+	json_object_set_new(o, "duration_ms", json_integer((json_int_t)ms));
 	return o;
 }
 

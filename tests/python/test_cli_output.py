@@ -89,6 +89,7 @@ def test_json_reports_configuration_errors():
     assert r.returncode == 125
     obj = json.loads(r.stdout)
     assert obj["reason"] == "error" and "/nope-sandlock-json" in obj["error"]
+    assert obj["exit_code"] == 125 and obj["duration_ms"] == 0 and obj["signal"] is None
 
 
 # ---------------------------------------------------------------- --status-fd
