@@ -16,7 +16,10 @@ not sandbox policy: read them with :func:`read_profile`.
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
+
+if TYPE_CHECKING:  # for the annotation only: sandlock imports this module
+    from . import Sandbox
 
 try:  # Python 3.11+
     import tomllib as _toml
@@ -262,7 +265,8 @@ def read_profile(name: Optional[str] = None, *, path: Optional[str] = None) -> P
     return _apply(p, doc)
 
 
-def load_profile(name: Optional[str] = None, *, path: Optional[str] = None, **overrides: Any):
+def load_profile(name: Optional[str] = None, *, path: Optional[str] = None,
+                 **overrides: Any) -> "Sandbox":
     """A :class:`sandlock.Sandbox` configured by the profile; keyword
     ``overrides`` replace the profile's values (e.g. ``timeout=10``)."""
     from . import Sandbox

@@ -101,3 +101,21 @@ def test_version_has_one_source():
     pyproject = (REPO / "python" / "pyproject.toml").read_text()
     assert 'dynamic = ["version"]' in pyproject
     assert not re.search(r"^version\s*=", pyproject, re.M)
+
+
+def test_public_api_is_annotated():
+    import typing
+    import sandlock
+    from sandlock import profile
+    checks = [sandlock.Sandbox.__init__, sandlock.Sandbox.run,
+              sandlock.Sandbox.run_with_handlers, sandlock.parse_size,
+              sandlock.landlock_abi_version, profile.load_profile, profile.list_profiles,
+              profile.read_profile, profile.profiles_dir]
+    for fn in checks:
+        hints = typing.get_type_hints(fn, globalns=vars(sandlock))
+        params = [p for p in __import__("inspect").signature(fn).parameters
+                  if p not in ("self", "overrides")]
+        assert "return" in hints, fn
+        missing = [p for p in params if p not in hints]
+        assert not missing, (fn, missing)
+    assert (REPO / "python" / "sandlock" / "py.typed").is_file()
