@@ -204,6 +204,42 @@ static int k_processes(struct pctx *c, const struct toml_value *v)
 	return 0;
 }
 
+static int k_random_seed(struct pctx *c, const struct toml_value *v)
+{
+	if (want(c, v, TOML_INT) < 0)
+		return -1;
+	if (v->u.i < 0)
+		return perr(c, v, "must not be negative");
+	c->cfg->has_random_seed = true;
+	c->cfg->random_seed = (uint64_t)v->u.i;
+	return 0;
+}
+
+/* Unix seconds (integer or float) or an RFC 3339 string. */
+static int k_time_start(struct pctx *c, const struct toml_value *v)
+{
+	int64_t ns = 0;
+	const char *why = NULL;
+	if (v->type == TOML_INT) {
+		if (v->u.i < 0 || v->u.i > INT64_MAX / 1000000000)
+			return perr(c, v, "out of range (Unix seconds, not before 1970)");
+		ns = v->u.i * 1000000000;
+	} else if (v->type == TOML_FLOAT) {
+		if (!(v->u.f >= 0) || v->u.f > (double)(INT64_MAX / 1000000000))
+			return perr(c, v, "out of range (Unix seconds, not before 1970)");
+		ns = (int64_t)(v->u.f * 1e9);
+	} else if (v->type == TOML_STRING) {
+		if (cli_parse_time(v->u.s, &ns, &why) < 0)
+			return perr(c, v, "'%s': %s", v->u.s, why);
+	} else {
+		return perr(c, v, "expected Unix seconds or an RFC 3339 string, got %s",
+			    toml_type_name(v->type));
+	}
+	c->cfg->has_time_start = true;
+	c->cfg->time_start_ns = ns;
+	return 0;
+}
+
 /* A value that asks for nothing: what omitting the key would mean. */
 static bool asks_nothing(const struct toml_value *v)
 {
@@ -239,8 +275,8 @@ static const struct key_spec schema[] = {
 	{ "config", "http_ca_out", k_unsupported },
 	{ "config", "fs_storage", k_unsupported },
 	{ "config", "workdir", k_unsupported },
-	{ "determinism", "random_seed", k_unsupported },
-	{ "determinism", "time_start", k_unsupported },
+	{ "determinism", "random_seed", k_random_seed },
+	{ "determinism", "time_start", k_time_start },
 	{ "determinism", "deterministic_dirs", k_unsupported },
 	{ "determinism", "no_randomize_memory", k_unsupported },
 	{ "program", "exec", k_exec },

@@ -188,6 +188,8 @@ int cli_cfg_merge(struct cli_cfg *out, const struct cli_cfg *pr, const struct cl
 	PICK(has_max_memory, max_memory);
 	PICK(has_max_processes, max_processes);
 	PICK(has_timeout, timeout_ms);
+	PICK(has_random_seed, random_seed);
+	PICK(has_time_start, time_start_ns);
 #undef PICK
 	return 0;
 }
@@ -222,4 +224,8 @@ void cli_cfg_apply(const struct cli_cfg *c, sandlock_builder_t *b)
 		sandlock_sandbox_builder_max_processes(b, c->max_processes);
 	if (c->has_timeout)
 		sandlock_sandbox_builder_timeout_ms(b, c->timeout_ms);
+	if (c->has_random_seed)
+		sandlock_sandbox_builder_random_seed(b, c->random_seed);
+	if (c->has_time_start)
+		sandlock_sandbox_builder_time_start_ns(b, c->time_start_ns);
 }

@@ -128,6 +128,26 @@ static int apply_limit(struct cli_cfg *c, int id, const char *arg)
 	}
 }
 
+/* --random-seed N, --time-start T.  Returns 0 or an exit status. */
+static int apply_determinism(struct cli_cfg *c, int id, const char *arg)
+{
+	const char *why = NULL;
+	if (id == OPT_RANDOM_SEED) {
+		uint64_t seed;
+		if (cli_parse_uint(arg, 0, UINT64_MAX, &seed, &why))
+			return bad_value(id, arg, why);
+		c->has_random_seed = true;
+		c->random_seed = seed;
+		return 0;
+	}
+	int64_t ns;
+	if (cli_parse_time(arg, &ns, &why))
+		return bad_value(id, arg, why);
+	c->has_time_start = true;
+	c->time_start_ns = ns;
+	return 0;
+}
+
 static int apply_output(struct run_args *ra, int id, const char *arg)
 {
 	if (id == OPT_JSON) {
@@ -173,6 +193,9 @@ static int apply_option(struct run_args *ra, int id, const char *arg)
 		return 0;
 	case OPT_INTERACTIVE:
 		return 0; /* stdio and the terminal are always the caller's */
+	case OPT_RANDOM_SEED:
+	case OPT_TIME_START:
+		return apply_determinism(c, id, arg);
 	case OPT_PROFILE:
 		ra->profile = arg;
 		return 0;

@@ -45,12 +45,12 @@ _sandlock()
 		COMPREPLY=($(compgen -W "$(sandlock profile list 2>/dev/null)" -- "$cur"))
 		return
 		;;
-	-m | --max-memory | -P | --max-processes | -t | --timeout | --net-allow | --net-allow-bind | --env | --status-fd | --json-status-fd)
+	-m | --max-memory | -P | --max-processes | -t | --timeout | --net-allow | --net-allow-bind | --env | --status-fd | --json-status-fd | --random-seed | --time-start)
 		return
 		;;
 	esac
 	COMPREPLY=($(compgen -W '--fs-read --fs-write --fs-deny --max-memory
 		--max-processes --timeout --net-allow --net-allow-bind --clean-env --env
-		--cwd --interactive --profile --profile-file --json --status-fd --help --' -- "$cur"))
+		--cwd --interactive --random-seed --time-start --profile --profile-file --json --status-fd --help --' -- "$cur"))
 }
 complete -F _sandlock sandlock

@@ -27,7 +27,7 @@ import re
 import signal as _signal
 import threading
 from collections.abc import Iterable as _IterableABC, Mapping as _MappingABC
-from typing import Iterable, Mapping, Optional, Sequence, Tuple
+from typing import Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
 from . import _knobs
@@ -352,7 +352,7 @@ _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGN
 _SIZE_MULT = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
-def parse_memory_size(value) -> int:
+def parse_memory_size(value: Union[int, str]) -> int:
     """A memory size in bytes: an int, or a str such as "512M", "1.5G",
     "64k", "2MiB" or "4096".  Units are binary (K = 1024) and case-blind;
     a fraction is rounded down to whole bytes.  Raises PolicyValueError /
@@ -704,17 +704,17 @@ class Sandbox:
         fs_readable: Iterable = (),
         fs_writable: Iterable = (),
         fs_denied: Iterable = (),
-        cwd=None,
+        cwd: Optional[Union[str, "os.PathLike[str]"]] = None,
         env: Optional[Mapping[str, str]] = None,
         clean_env: bool = False,
         max_processes: Optional[int] = _knobs.DEFAULT_MAX_PROCESSES,
-        max_memory=None,
+        max_memory: Optional[Union[int, str]] = None,
         net_allow: Iterable = (),
         net_allow_bind: Iterable = (),
         timeout: Optional[float] = None,
         name: Optional[str] = None,
         random_seed: Optional[int] = None,
-        time_start=None,
+        time_start: Optional[Union[int, float, str, datetime.datetime]] = None,
         extra_allow_syscalls: Iterable[str] = (),
         max_open_files: Optional[int] = None,
         max_cpu: Optional[int] = None,
@@ -729,7 +729,7 @@ class Sandbox:
         net_deny_bind: Iterable = (),
         net_allow_unix: Iterable = (),
         net_unix_readable: bool = False,
-    ):
+    ) -> None:
         self._cfg = {}
         self._lock = threading.Lock()
         self._natives = collections.OrderedDict()  # snapshot -> _NativeSandbox

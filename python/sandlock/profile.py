@@ -9,7 +9,10 @@ A profile uses the reference's sections (``[config]``, ``[determinism]``,
 ``[limits]``).  Keys whose feature sandlock has are applied; keys of
 features it does not have yet raise ProfileError ("not supported yet")
 unless their value asks for nothing (``false``, ``[]``, ``{}``); unknown
-keys and sections raise ProfileError too.  ``[program] exec``/``args`` are
+keys and sections raise ProfileError too.  Applied: ``[program]`` env, cwd,
+clean_env; ``[filesystem]`` read, write, deny; ``[network]`` allow,
+allow_bind (ports); ``[determinism]`` random_seed, time_start; ``[limits]``
+memory, processes.  ``[program] exec``/``args`` are
 not sandbox policy: read them with :func:`read_profile`.
 """
 
@@ -21,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 if TYPE_CHECKING:  # for the annotation only: sandlock imports this module
     from . import Sandbox
 
+from .exceptions import PolicyValueError
+
 try:  # Python 3.11+
     import tomllib as _toml
 except ModuleNotFoundError:  # pragma: no cover - older Pythons: python3-tomli
@@ -30,8 +35,9 @@ __all__ = ["ProfileError", "Profile", "profiles_dir", "list_profiles", "read_pro
            "load_profile"]
 
 
-class ProfileError(ValueError):
-    """A profile that cannot be read, parsed or applied."""
+class ProfileError(PolicyValueError):
+    """A profile that cannot be read, parsed or applied (a ValueError, and a
+    sandlock PolicyError like every invalid configuration)."""
 
 
 @dataclass(frozen=True)
@@ -169,6 +175,25 @@ def _processes(c: _Ctx, v: Any) -> int:
     return v
 
 
+def _seed(c: _Ctx, v: Any) -> int:
+    _want(c, v, int)
+    if not 0 <= v < 1 << 64:
+        raise c.fail("must be 0 to 2**64-1")
+    return v
+
+
+def _time_start(c: _Ctx, v: Any) -> Union[int, float, str]:
+    # Unix seconds or an RFC 3339 string; tomllib turns a bare TOML date
+    # into a datetime, which the C CLI does not accept: refuse it here too.
+    if type(v) in (int, float):
+        if not v >= 0:
+            raise c.fail("out of range (Unix seconds, not before 1970)")
+        return v
+    if type(v) is str:
+        return v
+    raise c.fail("expected Unix seconds or an RFC 3339 string, got %s" % _type_name(v))
+
+
 def _bool(c: _Ctx, v: Any) -> bool:
     return _want(c, v, bool)
 
@@ -182,6 +207,8 @@ _NEVER = "never"  # gpu_devices = [] would mean "every GPU": no value asks nothi
 
 # (section, key) -> (Sandbox keyword or a [program] field, converter)
 _SCHEMA: Dict[Tuple[str, str], Any] = {
+    ("determinism", "random_seed"): ("random_seed", _seed),
+    ("determinism", "time_start"): ("time_start", _time_start),
     ("program", "exec"): ("exec", _string),
     ("program", "args"): ("args", _str_list),
     ("program", "env"): ("env", _env),
@@ -198,7 +225,7 @@ _SCHEMA: Dict[Tuple[str, str], Any] = {
 }
 for _s, _keys in {
     "config": "http_ca http_key http_inject_ca http_ca_out fs_storage workdir",
-    "determinism": "random_seed time_start deterministic_dirs no_randomize_memory",
+    "determinism": "deterministic_dirs no_randomize_memory",
     "program": "uid gid no_coredump no_huge_pages no_supervisor",
     "filesystem": "chroot mount on_exit on_error",
     "network": "deny_bind port_remap",
@@ -269,9 +296,14 @@ def load_profile(name: Optional[str] = None, *, path: Optional[str] = None,
                  **overrides: Any) -> "Sandbox":
     """A :class:`sandlock.Sandbox` configured by the profile; keyword
     ``overrides`` replace the profile's values (e.g. ``timeout=10``)."""
-    from . import Sandbox
+    from . import PolicyError, Sandbox
 
     prof = read_profile(name, path=path)
     kwargs = dict(prof.sandbox_kwargs)
     kwargs.update(overrides)
-    return Sandbox(**kwargs)
+    try:
+        return Sandbox(**kwargs)
+    except PolicyError as e:  # e.g. a time_start string Sandbox cannot parse
+        if isinstance(e, ProfileError):
+            raise
+        raise ProfileError("%s: %s" % (prof.path, e)) from e

@@ -44,7 +44,7 @@ def test_run_help_lists_every_table_option_once_per_line():
 
 
 @pytest.mark.parametrize("opt", [["--chroot", "/"], ["--net-deny", "10.0.0.0/8"],
-                                 ["--no-supervisor"], ["--random-seed", "1"],
+                                 ["--no-supervisor"], ["--no-randomize-memory"],
                                  ["--max-open-files", "64"], ["--gpu", "0"]])
 def test_unsupported_reference_options_are_refused(opt):
     r = run_in_sandbox(*opt, "--", "/bin/echo", "ran")
@@ -184,7 +184,7 @@ def test_profile_by_name_applies_every_section(tmpdir_path):
 # a build profile
 [program]
 exec = "/bin/sh"
-args = ["-c", "echo $CC $LANG > out; pwd; echo $HOME"]
+args = ["-c", "echo $CC $LANG > out; pwd; echo M=$SANDLOCK_TEST_MARKER"]
 clean_env = true
 env = {{ CC = "gcc", LANG = "C.UTF-8" }}
 cwd = "{work}"
@@ -199,10 +199,12 @@ processes = 8
 [syscalls]
 extra_deny = []
 """)
-    r = sandlock("run", "-p", "build", env=profile_env(tmpdir_path))
+    env = profile_env(tmpdir_path)
+    env["SANDLOCK_TEST_MARKER"] = "host"
+    r = sandlock("run", "-p", "build", env=env)
     assert r.returncode == 0, r.stderr
     assert (work / "out").read_text() == "gcc C.UTF-8\n"
-    assert r.stdout == f"{work}\n\n"  # cwd applied, HOME gone (clean_env)
+    assert r.stdout == f"{work}\nM=\n"  # cwd applied, the marker gone (clean_env)
 
 
 def test_profile_limits_are_enforced(tmpdir_path):
@@ -248,6 +250,19 @@ def test_profile_network_ports(tmpdir_path):
         srv.close()
 
 
+def test_profile_determinism_section(tmpdir_path):
+    code = "import os, time; print(time.gmtime().tm_year, os.getrandom(8).hex())"
+    path = write_profile(tmpdir_path, "det", f"[filesystem]\n{sys_read_toml()}"
+                         '[determinism]\nrandom_seed = 42\ntime_start = "2000-01-01T00:00:00Z"\n')
+    a = sandlock("run", "--profile-file", str(path), "--", PY, "-c", code)
+    b = sandlock("run", "--profile-file", str(path), "--", PY, "-c", code)
+    assert a.returncode == 0, a.stderr
+    assert a.stdout == b.stdout and a.stdout.startswith("2000 ")
+    # the flag overrides the profile's seed
+    c = sandlock("run", "--profile-file", str(path), "--random-seed", "7", "--", PY, "-c", code)
+    assert c.stdout.startswith("2000 ") and c.stdout != a.stdout
+
+
 PROFILE_ERRORS = [
     ('fs_readable = ["/usr"]\n', "1:1: top-level key 'fs_readable'"),
     ("[filesytem]\nread = []\n", "1:1: unknown section [filesytem]"),
@@ -261,6 +276,8 @@ PROFILE_ERRORS = [
     ("[program]\nenv = { A = 1 }\n", "expected a string, got integer"),
     ("[limits]\nprocesses = 2026-01-01\n", "2:17: dates and times are not supported"),
     ("[limits]\n[limits]\n", "2:1: duplicate key 'limits'"),
+    ("[determinism]\nrandom_seed = -1\n", "2:15: [determinism] random_seed: must not be negative"),
+    ('[determinism]\ntime_start = "yesterday"\n', "'yesterday': expected Unix seconds"),
 ]
 
 

@@ -175,3 +175,21 @@ def test_default_prefix_and_uninstall(tmp_path):
     assert r.returncode == 0, r.stderr
     left = [p for p in d.rglob("*") if not p.is_dir()]
     assert left == []
+
+
+def test_completion_and_man_page_know_every_run_option(destdir):
+    """Every long option of `sandlock run --help` is offered by the bash and
+    zsh completion and documented in sandlock(1)."""
+    import re as _re
+    help_text = subprocess.run([str(destdir / "usr/bin/sandlock"), "run", "--help"],
+                               capture_output=True, text=True).stdout
+    supported = help_text.split("not supported yet")[0]
+    opts = set(_re.findall(r"(?<![\w-])--[a-z][a-z-]+", supported))
+    assert "--fs-read" in opts and "--json" in opts
+    bash = (destdir / "usr/share/bash-completion/completions/sandlock").read_text()
+    zsh = (destdir / "usr/share/zsh/site-functions/_sandlock").read_text()
+    man = (REPO / "man" / "sandlock.1").read_text().replace("\\-", "-")
+    for o in sorted(opts):
+        assert o in bash, o
+        assert o.lstrip("-") in zsh, o
+        assert o in man, o

@@ -108,7 +108,7 @@ def test_public_api_is_annotated():
     import sandlock
     from sandlock import profile
     checks = [sandlock.Sandbox.__init__, sandlock.Sandbox.run,
-              sandlock.Sandbox.run_with_handlers, sandlock.parse_size,
+              sandlock.Sandbox.run_with_handlers, sandlock.parse_memory_size,
               sandlock.landlock_abi_version, profile.load_profile, profile.list_profiles,
               profile.read_profile, profile.profiles_dir]
     for fn in checks:
