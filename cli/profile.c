@@ -64,6 +64,11 @@ static int str_list(struct pctx *c, const struct toml_value *v, struct cli_list 
 	return 0;
 }
 
+static int k_extra_allow(struct pctx *c, const struct toml_value *v)
+{
+	return str_list(c, v, &c->cfg->extra_allow);
+}
+
 static int k_read(struct pctx *c, const struct toml_value *v)
 {
 	return str_list(c, v, &c->cfg->read);
@@ -303,7 +308,7 @@ static const struct key_spec schema[] = {
 	{ "http", "ports", k_unsupported },
 	{ "http", "allow", k_unsupported },
 	{ "http", "deny", k_unsupported },
-	{ "syscalls", "extra_allow", k_unsupported },
+	{ "syscalls", "extra_allow", k_extra_allow },
 	{ "syscalls", "extra_deny", k_unsupported },
 	{ "limits", "memory", k_memory },
 	{ "limits", "processes", k_processes },

@@ -29,6 +29,7 @@ void cli_cfg_free(struct cli_cfg *c)
 	list_free(&c->write);
 	list_free(&c->deny);
 	list_free(&c->env);
+	list_free(&c->extra_allow);
 	list_free(&c->argv);
 	free(c->connect.v);
 	free(c->bind.v);
@@ -167,6 +168,7 @@ int cli_cfg_merge(struct cli_cfg *out, const struct cli_cfg *pr, const struct cl
 	    list_cat(&out->write, &pr->write, &fl->write) < 0 ||
 	    list_cat(&out->deny, &pr->deny, &fl->deny) < 0 ||
 	    list_cat(&out->env, &pr->env, &fl->env) < 0 ||
+	    list_cat(&out->extra_allow, &pr->extra_allow, &fl->extra_allow) < 0 ||
 	    ports_cat(&out->connect, &pr->connect, &fl->connect) < 0 ||
 	    ports_cat(&out->bind, &pr->bind, &fl->bind) < 0)
 		return -1;
@@ -218,6 +220,9 @@ void cli_cfg_apply(const struct cli_cfg *c, sandlock_builder_t *b)
 		sandlock_sandbox_builder_env_var(b, kv, eq + 1);
 		*eq = '=';
 	}
+	/* The library refuses unknown groups and single syscalls at build. */
+	for (size_t i = 0; i < c->extra_allow.n; i++)
+		sandlock_sandbox_builder_extra_allow_syscalls(b, c->extra_allow.v[i]);
 	if (c->has_max_memory)
 		sandlock_sandbox_builder_max_memory(b, c->max_memory);
 	if (c->has_max_processes)

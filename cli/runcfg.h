@@ -28,6 +28,7 @@ struct cli_ports {
 struct cli_cfg {
 	struct cli_list read, write, deny;
 	struct cli_list env; /* "K=V", in order: a later K wins */
+	struct cli_list extra_allow; /* syscall group names */
 	struct cli_ports connect, bind;
 	char *cwd;
 	int clean_env; /* -1: not set */

@@ -128,6 +128,25 @@ static int apply_limit(struct cli_cfg *c, int id, const char *arg)
 	}
 }
 
+/* --extra-allow-syscalls a,b: the groups, split at commas. */
+static int apply_extra_allow(struct cli_cfg *c, const char *arg)
+{
+	const char *p = arg;
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		if (len == 0)
+			return bad_value(OPT_EXTRA_ALLOW, arg, "expected GROUP[,GROUP...]");
+		char *group = strndup(p, len);
+		int rc = group ? cli_list_add(&c->extra_allow, group) : -1;
+		free(group);
+		if (rc < 0)
+			return out_of_memory();
+		if (p[len] == '\0')
+			return 0;
+		p += len + 1;
+	}
+}
+
 /* --random-seed N, --time-start T.  Returns 0 or an exit status. */
 static int apply_determinism(struct cli_cfg *c, int id, const char *arg)
 {
@@ -196,6 +215,8 @@ static int apply_option(struct run_args *ra, int id, const char *arg)
 	case OPT_RANDOM_SEED:
 	case OPT_TIME_START:
 		return apply_determinism(c, id, arg);
+	case OPT_EXTRA_ALLOW:
+		return apply_extra_allow(c, arg);
 	case OPT_PROFILE:
 		ra->profile = arg;
 		return 0;

@@ -48,9 +48,13 @@ _sandlock()
 	-m | --max-memory | -P | --max-processes | -t | --timeout | --net-allow | --net-allow-bind | --env | --status-fd | --json-status-fd | --random-seed | --time-start)
 		return
 		;;
+	--extra-allow-syscalls)
+		COMPREPLY=($(compgen -W 'sysv_ipc' -- "$cur"))
+		return
+		;;
 	esac
 	COMPREPLY=($(compgen -W '--fs-read --fs-write --fs-deny --max-memory
 		--max-processes --timeout --net-allow --net-allow-bind --clean-env --env
-		--cwd --interactive --random-seed --time-start --profile --profile-file --json --status-fd --help --' -- "$cur"))
+		--extra-allow-syscalls --cwd --interactive --random-seed --time-start --profile --profile-file --json --status-fd --help --' -- "$cur"))
 }
 complete -F _sandlock sandlock

@@ -11,7 +11,7 @@ features it does not have yet raise ProfileError ("not supported yet")
 unless their value asks for nothing (``false``, ``[]``, ``{}``); unknown
 keys and sections raise ProfileError too.  Applied: ``[program]`` env, cwd,
 clean_env; ``[filesystem]`` read, write, deny; ``[network]`` allow,
-allow_bind (ports); ``[determinism]`` random_seed, time_start; ``[limits]``
+allow_bind (ports); ``[determinism]`` random_seed, time_start; ``[syscalls]`` extra_allow; ``[limits]``
 memory, processes.  ``[program] exec``/``args`` are
 not sandbox policy: read them with :func:`read_profile`.
 """
@@ -219,6 +219,7 @@ _SCHEMA: Dict[Tuple[str, str], Any] = {
     ("filesystem", "deny"): ("fs_denied", _str_list),
     ("network", "allow"): ("net_allow", _ports),
     ("network", "allow_bind"): ("net_allow_bind", _ports),
+    ("syscalls", "extra_allow"): ("extra_allow_syscalls", _str_list),
     ("limits", "memory"): ("max_memory", _memory),
     ("limits", "processes"): ("max_processes", _processes),
     ("limits", "gpu_devices"): _NEVER,
@@ -230,7 +231,7 @@ for _s, _keys in {
     "filesystem": "chroot mount on_exit on_error",
     "network": "deny_bind port_remap",
     "http": "ports allow deny",
-    "syscalls": "extra_allow extra_deny",
+    "syscalls": "extra_deny",
     "limits": "open_files cpu disk cpu_cores num_cpus",
 }.items():
     for _k in _keys.split():
