@@ -26,6 +26,7 @@ const struct cli_opt cli_run_opts[] = {
 	{ OPT_PROFILE, 'p', "profile", NULL, "NAME", "Profiles (flags add to a profile's lists and override its values):", "load NAME.toml from the profiles directory" },
 	{ OPT_PROFILE_FILE, 0, "profile-file", NULL, "PATH", NULL, "load the profile at PATH" },
 	{ OPT_JSON, 0, "json", NULL, NULL, "Output:", "print the result as one JSON object on stdout at the end" },
+	{ OPT_TRACE, 0, "trace", NULL, NULL, NULL, "a JSON line on stderr for each file access the rules deny" },
 	{ OPT_STATUS_FD, 0, "status-fd", "json-status-fd", "FD", NULL, "JSON lines on FD: child pid at start, status at end" },
 	{ OPT_HELP, 'h', "help", NULL, NULL, NULL, "show this help" },
 	{ 0, 0, NULL, NULL, NULL, NULL, NULL },

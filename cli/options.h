@@ -33,6 +33,7 @@ enum cli_opt_id {
 	OPT_PROFILE,
 	OPT_PROFILE_FILE,
 	OPT_JSON,
+	OPT_TRACE,
 	OPT_STATUS_FD,
 	OPT_HELP,
 	/* getopt's val for the i-th entry of cli_unsupported[] */

@@ -23,6 +23,7 @@
 #include "runcfg.h"
 #include "sandlock.h"
 #include "signals.h"
+#include "trace.h"
 
 /* Status for "sandlock itself failed", as timeout(1)/env(1) use 125. */
 #define EXIT_SANDLOCK 125
@@ -30,6 +31,8 @@
 
 static const char usage_main[] =
 	"Usage: sandlock run [OPTIONS] -- CMD [ARG]...\n"
+	"       sandlock learn [OPTIONS] -- CMD [ARG]...\n"
+	"       sandlock profile list | show NAME\n"
 	"       sandlock --help | --version\n"
 	"\n"
 	"Run CMD confined by Landlock, a seccomp-bpf blocklist and a seccomp\n"
@@ -37,6 +40,8 @@ static const char usage_main[] =
 	"\n"
 	"Commands:\n"
 	"  run       run a command in a sandbox (see 'sandlock run --help')\n"
+	"  learn     run a command permissively and print a profile for what it\n"
+	"            used (see 'sandlock learn --help')\n"
 	"  profile   list or show TOML profiles (see 'sandlock profile --help')\n"
 	"\n"
 	"Options:\n"
@@ -86,6 +91,7 @@ struct run_args {
 	const char *profile;      /* --profile NAME */
 	const char *profile_file; /* --profile-file PATH */
 	struct cli_report rep;
+	bool trace;
 	bool help;
 };
 
@@ -226,6 +232,9 @@ static int apply_option(struct run_args *ra, int id, const char *arg)
 	case OPT_JSON:
 	case OPT_STATUS_FD:
 		return apply_output(ra, id, arg);
+	case OPT_TRACE:
+		ra->trace = true;
+		return 0;
 	default:
 		if (id >= OPT_UNSUPPORTED_BASE)
 			return usage_error("option --%s is not supported yet by this sandlock%s",
@@ -377,15 +386,45 @@ static int run_failed(struct cli_report *rep, int status, const char *msg)
 	return status;
 }
 
-/* Build the sandbox from cfg and run its command.  Returns the status. */
-static int run_config(const struct cli_cfg *cfg, struct cli_report *rep)
+/* learn: the command's captured output, after the run, on our stderr
+ * (stdout carries the profile). */
+static void forward_output(const sandlock_result_t *r)
+{
+	size_t n = 0;
+	const uint8_t *p = sandlock_result_stdout_bytes(r, &n);
+	if (p && n)
+		fwrite(p, 1, n, stderr);
+	p = sandlock_result_stderr_bytes(r, &n);
+	if (p && n)
+		fwrite(p, 1, n, stderr);
+	fflush(stderr);
+}
+
+static sandlock_result_t *run_sandbox(const sandlock_sandbox_t *sb, const struct cli_cfg *cfg,
+                                      struct cli_trace *trace, int *err, char **msg)
+{
+	sandlock_registration_t regs[8];
+	size_t nregs = trace ? cli_trace_registrations(trace, regs, 8) : 0;
+	if (trace && nregs == 0) {
+		*err = SANDLOCK_ERR_NOMEM;
+		*msg = NULL;
+		return NULL;
+	}
+	return sandlock_run_with_handlers(sb, (const char *const *)cfg->argv.v,
+					  (uint32_t)cfg->argv.n, regs, nregs, err, msg);
+}
+
+/* Build the sandbox from cfg and run its command.  Returns the status.
+ * trace: --trace or learn's recorder (NULL: none); learn captures output. */
+static int run_config(const struct cli_cfg *cfg, struct cli_report *rep, struct cli_trace *trace,
+                      bool learn)
 {
 	sandlock_builder_t *b = sandlock_sandbox_builder_new();
 	if (!b)
 		return run_failed(rep, out_of_memory(), "out of memory");
 	cli_cfg_apply(cfg, b);
 	/* Stream the command's output live instead of capturing it. */
-	sandlock_sandbox_builder_inherit_stdio(b, true);
+	sandlock_sandbox_builder_inherit_stdio(b, !learn);
 	if (rep->status_fd >= 0)
 		sandlock_sandbox_builder_on_start(b, cli_report_started, rep);
 	int err = 0;
@@ -404,8 +443,7 @@ static int run_config(const struct cli_cfg *cfg, struct cli_report *rep)
 		return run_failed(rep, EXIT_SANDLOCK, "sigaction failed");
 	}
 	cli_report_begin(rep);
-	sandlock_result_t *r = sandlock_run(sb, (const char *const *)cfg->argv.v,
-					    (uint32_t)cfg->argv.n, &err, &msg);
+	sandlock_result_t *r = run_sandbox(sb, cfg, trace, &err, &msg);
 	sandlock_sandbox_free(sb);
 	/* Ctrl-C / kill: the group is already dead; now die of the signal. */
 	cli_signals_reraise();
@@ -419,6 +457,8 @@ static int run_config(const struct cli_cfg *cfg, struct cli_report *rep)
 	bool interrupted = sandlock_result_reason(r) == SANDLOCK_EXIT_SIGNALED &&
 			   sandlock_result_signal(r) == SIGINT;
 	cli_report_end(rep, r, status, NULL);
+	if (learn)
+		forward_output(r);
 	sandlock_result_free(r);
 	/*
 	 * With the sandbox in the terminal's foreground, Ctrl-C reaches only the
@@ -440,10 +480,61 @@ static int cmd_run(int argc, char **argv)
 	struct cli_cfg cfg;
 	cli_cfg_init(&cfg);
 	int rc = parse_run(argc, argv, &ra); /* prints its own errors */
-	if (rc == 0 && ra.help)
+	if (rc == 0 && ra.help) {
 		print_run_help();
-	else if (rc == 0 && (rc = resolve_config(&ra, &cfg)) == 0)
-		rc = run_config(&cfg, &ra.rep);
+	} else if (rc == 0 && (rc = resolve_config(&ra, &cfg)) == 0) {
+		struct cli_trace *t = ra.trace ? cli_trace_new(&cfg, stderr, false) : NULL;
+		if (ra.trace && !t)
+			rc = out_of_memory();
+		else
+			rc = run_config(&cfg, &ra.rep, t, false);
+		cli_trace_free(t);
+	}
+	cli_cfg_free(&cfg);
+	cli_cfg_free(&ra.flags);
+	return rc;
+}
+
+static const char usage_learn[] =
+	"Usage: sandlock learn [OPTIONS] -- CMD [ARG]...\n"
+	"\n"
+	"Run CMD with all of / readable (and the -w paths writable), record every\n"
+	"file it opens or executes, and print on stdout a profile that grants\n"
+	"exactly those files (directories it read are granted whole), with CMD as\n"
+	"[program] exec/args.  CMD's output goes to stderr after it ends, and its\n"
+	"stdin is empty.  Takes the options of 'sandlock run' (see its --help);\n"
+	"use the profile with 'sandlock run --profile-file FILE'.\n"
+	"Exit status: CMD's, as for 'sandlock run'.\n";
+
+/* `sandlock learn`: a permissive run whose trace becomes a profile. */
+static int cmd_learn(int argc, char **argv)
+{
+	struct run_args ra = { 0 };
+	cli_cfg_init(&ra.flags);
+	ra.rep.status_fd = -1;
+	struct cli_cfg cfg;
+	cli_cfg_init(&cfg);
+	int rc = parse_run(argc, argv, &ra);
+	if (rc == 0 && ra.help) {
+		fputs(usage_learn, stdout);
+	} else if (rc == 0 && (rc = resolve_config(&ra, &cfg)) == 0) {
+		struct cli_trace *t = cli_trace_new(&cfg, NULL, true);
+		struct cli_cfg open_cfg;
+		cli_cfg_init(&open_cfg);
+		struct cli_cfg everything;
+		cli_cfg_init(&everything);
+		if (!t || cli_list_add(&everything.read, "/") < 0 ||
+		    cli_cfg_merge(&open_cfg, &cfg, &everything) < 0) {
+			rc = out_of_memory();
+		} else {
+			rc = run_config(&open_cfg, &ra.rep, t, true);
+			if (rc != EXIT_SANDLOCK)
+				cli_trace_print_profile(t, &cfg, stdout);
+		}
+		cli_cfg_free(&everything);
+		cli_cfg_free(&open_cfg);
+		cli_trace_free(t);
+	}
 	cli_cfg_free(&cfg);
 	cli_cfg_free(&ra.flags);
 	return rc;
@@ -466,6 +557,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(sub, "run") == 0)
 		return cmd_run(argc - 1, argv + 1);
+	if (strcmp(sub, "learn") == 0)
+		return cmd_learn(argc - 1, argv + 1);
 	if (strcmp(sub, "profile") == 0)
 		return cli_profile_command(argc - 1, argv + 1);
 	fprintf(stderr, "sandlock: unknown command '%s'\n"

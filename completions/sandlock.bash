@@ -17,7 +17,7 @@ _sandlock()
 		fi
 	done
 	if ((cword == 1)); then
-		COMPREPLY=($(compgen -W 'run profile --help --version' -- "$cur"))
+		COMPREPLY=($(compgen -W 'run learn profile --help --version' -- "$cur"))
 		return
 	fi
 	case ${words[1]} in
@@ -29,7 +29,7 @@ _sandlock()
 		fi
 		return
 		;;
-	run) ;;
+	run | learn) ;;
 	*) return ;;
 	esac
 	case $prev in
@@ -55,6 +55,6 @@ _sandlock()
 	esac
 	COMPREPLY=($(compgen -W '--fs-read --fs-write --fs-deny --max-memory
 		--max-processes --timeout --net-allow --net-allow-bind --clean-env --env
-		--extra-allow-syscalls --cwd --interactive --random-seed --time-start --profile --profile-file --json --status-fd --help --' -- "$cur"))
+		--extra-allow-syscalls --cwd --interactive --random-seed --time-start --profile --profile-file --json --trace --status-fd --help --' -- "$cur"))
 }
 complete -F _sandlock sandlock

@@ -158,7 +158,9 @@ def complete(destdir, words):
 
 
 def test_bash_completion(destdir):
-    assert complete(destdir, ["sandlock", ""]) == ["run", "profile", "--help", "--version"]
+    assert complete(destdir, ["sandlock", ""]) == ["run", "learn", "profile", "--help",
+                                                   "--version"]
+    assert "--trace" in complete(destdir, ["sandlock", "learn", "--tr"])
     assert complete(destdir, ["sandlock", "run", "--fs-"]) == \
         ["--fs-read", "--fs-write", "--fs-deny"]
     assert "--status-fd" in complete(destdir, ["sandlock", "run", "--st"])
