@@ -427,6 +427,8 @@ static int run_config(const struct cli_cfg *cfg, struct cli_report *rep, struct 
 	sandlock_sandbox_builder_inherit_stdio(b, !learn);
 	if (rep->status_fd >= 0)
 		sandlock_sandbox_builder_on_start(b, cli_report_started, rep);
+	if (trace && !learn)
+		sandlock_sandbox_builder_on_decision(b, cli_trace_decision, trace);
 	int err = 0;
 	char *msg = NULL;
 	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);

@@ -396,6 +396,56 @@ static void judge_or_record(struct cli_trace *t, const char *syscall, uint32_t p
 	free(v.allow);
 }
 
+/* ---------------------------------------------------------------- supervisor decisions */
+
+/* Why a builtin refuses, and what (if anything) would allow it. */
+static const char *decision_hint(const char *by)
+{
+	if (strcmp(by, "process count") == 0)
+		return "the sandbox reached its --max-processes limit; raise it with -P";
+	if (strcmp(by, "metadata guard") == 0)
+		return "metadata may change only inside a -w tree and outside -d paths; "
+		       "allow with -w";
+	if (strcmp(by, "argument rules") == 0)
+		return "refused by the filter's argument rules; no flag allows it";
+	return "refused by the supervisor";
+}
+
+void cli_trace_decision(void *ud, const sandlock_decision_t *d)
+{
+	struct cli_trace *t = ud;
+	uint32_t kind = d->action->kind;
+	/* The trace's own handler always continues; report refusals only. */
+	if (!t->out || !d->decided_by || strcmp(d->decided_by, "handler") == 0 ||
+	    (kind != SANDLOCK_ACTION_ERRNO && kind != SANDLOCK_ACTION_KILL))
+		return;
+	char *name = sandlock_syscall_name(d->notif->syscall_nr);
+	json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:s}", "event", "denied", "syscall",
+			      name ? name : "?", "pid", (json_int_t)d->notif->pid, "by",
+			      d->decided_by, "action", kind == SANDLOCK_ACTION_KILL ? "kill" : "errno");
+	if (o && kind == SANDLOCK_ACTION_ERRNO) {
+		int e = d->action->u.errno_value;
+		const char *en = strerrorname_np(e);
+		json_object_set_new(o, "errno", json_integer(e));
+		if (en)
+			json_object_set_new(o, "errno_name", json_string(en));
+	}
+	char *msg = NULL;
+	if (o && asprintf(&msg, "denied %s (%s): %s", name ? name : "?", d->decided_by,
+			  decision_hint(d->decided_by)) >= 0) {
+		json_object_set_new(o, "message", json_string(msg));
+		free(msg);
+	}
+	sandlock_string_free(name);
+	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(o);
+	if (s) {
+		fprintf(t->out, "%s\n", s);
+		fflush(t->out);
+		free(s);
+	}
+}
+
 /* ---------------------------------------------------------------- setup */
 
 struct cli_trace *cli_trace_new(const struct cli_cfg *cfg, FILE *out, bool learn)

@@ -33,6 +33,9 @@ void cli_trace_free(struct cli_trace *t);
 /* Fill regs (room for max) with this trace's handlers; returns the count.
  * The handlers borrow t: free t only after the run. */
 size_t cli_trace_registrations(struct cli_trace *t, sandlock_registration_t *regs, size_t max);
+/* A sandlock_decision_fn for --trace (ud: the struct cli_trace): one JSON
+ * line for each call the supervisor itself refused (errno or kill). */
+void cli_trace_decision(void *ud, const sandlock_decision_t *d);
 /* learn: print the profile for what the command used (argv: its command). */
 void cli_trace_print_profile(const struct cli_trace *t, const struct cli_cfg *cfg, FILE *out);
 

@@ -68,6 +68,8 @@ struct sandlock_sandbox {
 	uint8_t protection[SANDLOCK_PROTECTION_COUNT]; /* SL_PROT_STRICT/DEGRADED/DISABLED */
 	sandlock_start_fn on_start; /* NULL = none; see sandlock.h */
 	void *on_start_ud;
+	sandlock_decision_fn on_decision; /* NULL = none; called by dispatch.c */
+	void *on_decision_ud;
 };
 
 struct sandlock_builder {

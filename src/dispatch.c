@@ -68,6 +68,8 @@ struct sl_dispatch {
 	bool wants_opener;         /* handlers or builtins open on the caller's behalf */
 	bool proc_guard, proc_fast; /* /proc readable; nothing denied beneath it */
 	struct sl_opener *opener;  /* opener.h; NULL until sl_dispatch_use_ruleset */
+	sandlock_decision_fn on_decision; /* tracing hook (sandlock.h), or NULL */
+	void *on_decision_ud;
 };
 
 /* ---------------- syscall sets ---------------- */
@@ -287,9 +289,20 @@ static int build_chains(struct sl_dispatch *d, const struct sl_handlers *hs, int
 	return 0;
 }
 
+/* The tracing hook sees every answer, in this one place, before it goes out. */
+static void report(const struct sl_dispatch *d, const sandlock_notif_t *n,
+                   const sandlock_action_t *act, const char *by)
+{
+	if (d->on_decision) {
+		sandlock_decision_t dec = { n, act, by };
+		d->on_decision(d->on_decision_ud, &dec);
+	}
+}
+
 static void deferred_done(void *ctx, const sandlock_notif_t *n, sandlock_action_t *act)
 {
 	struct sl_dispatch *d = ctx;
+	report(d, n, act, "handler");
 	sl_respond(&d->resp, n, act);
 }
 
@@ -308,6 +321,8 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 	sl_responder_init(&d->resp);
 	d->filter = cfg->filter;
 	d->cfg = cfg;
+	d->on_decision = cfg->on_decision;
+	d->on_decision_ud = cfg->on_decision_ud;
 	d->listener = -1;
 	d->cache = sl_memcache_new();
 	uint64_t dto = cfg->deferred_timeout_ms ? cfg->deferred_timeout_ms : 30000;
@@ -359,8 +374,10 @@ void sl_dispatch_bind(struct sl_dispatch *d, int listener, pid_t init)
 /* ---------------- deciding ---------------- */
 
 /* LAST builtins must decide; one that does not is refused, never continued. */
-static bool run_last(const struct inst *last, const struct sl_call *call, sandlock_action_t *act)
+static bool run_last(const struct inst *last, const struct sl_call *call, sandlock_action_t *act,
+                     const char **by)
 {
+	*by = last->b->name;
 	if (!last->b->decide(last->state, call, act))
 		sandlock_action_set_errno(act, EPERM);
 	return true;
@@ -372,12 +389,15 @@ static bool run_last(const struct inst *last, const struct sl_call *call, sandlo
  */
 static bool run_chain(struct sl_dispatch *d, const struct sl_chain *c,
                       const sandlock_notif_t *n, sandlock_mem_t *mem, sandlock_action_t *act,
-                      bool *deferred)
+                      bool *deferred, const char **by)
 {
 	struct sl_call call = { n, mem, d->listener, d->init };
 	for (size_t i = 0; i < c->nfirst; i++)
-		if (c->first[i]->b->decide(c->first[i]->state, &call, act))
+		if (c->first[i]->b->decide(c->first[i]->state, &call, act)) {
+			*by = c->first[i]->b->name;
 			return true;
+		}
+	*by = "handler";
 	for (size_t i = 0; i < c->nh; i++) {
 		if (c->h[i]->deferred) {
 			/* Deferral is terminal for the chain (never on a syscall
@@ -391,7 +411,7 @@ static bool run_chain(struct sl_dispatch *d, const struct sl_chain *c,
 		if (sl_handler_call(c->h[i], n, mem, act))
 			return true;
 	}
-	return c->last ? run_last(c->last, &call, act) : false;
+	return c->last ? run_last(c->last, &call, act, by) : false;
 }
 
 void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n)
@@ -399,6 +419,7 @@ void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n)
 	const struct sl_chain *c = find_chain(d, n->syscall_nr);
 	sandlock_action_t act;
 	bool deferred = false, decided = true;
+	const char *by = "dispatcher";
 	if (!c) {
 		/* The filter traps only the chains' syscalls: never continue a
 		 * notification that contradicts it. */
@@ -406,12 +427,15 @@ void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n)
 	} else {
 		sandlock_mem_t mem;
 		sl_mem_init(&mem, d->listener, n, d->cache);
-		decided = run_chain(d, c, n, &mem, &act, &deferred);
+		decided = run_chain(d, c, n, &mem, &act, &deferred, &by);
 		sl_mem_done(&mem);
 	}
 	if (!deferred) {
-		if (!decided)
+		if (!decided) {
 			sandlock_action_set_continue(&act);
+			by = NULL;
+		}
+		report(d, n, &act, by);
 		sl_respond(&d->resp, n, &act);
 	}
 	/* After execve the pid has a new address space; a cached fd would

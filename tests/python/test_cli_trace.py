@@ -123,3 +123,28 @@ def test_learn_help_and_errors():
     assert r.returncode == 0 and "Usage: sandlock learn" in r.stdout
     r = sandlock("learn", "--", "/nonexistent-sandlock-learn")
     assert r.returncode == 127
+
+
+def test_trace_reports_supervisor_denials(tree):
+    data, out = tree / "data", tree / "out"
+    (out / "w").write_text("")
+    code = ("import os\n"
+            f"for p in ({str(data / 'x')!r}, {str(out / 'w')!r}):\n"
+            "    try: os.chmod(p, 0o600); print('ok')\n"
+            "    except OSError as e: print('err', e.errno)\n")
+    r = run_in_sandbox("-r", str(tree), "-w", str(out), "--trace", "--", "/usr/bin/python3",
+                       "-c", code)
+    assert r.stdout == "err 1\nok\n", r.stderr  # the guard really refused the first
+    lines = [l for l in trace_lines(r.stderr) if l.get("by")]
+    assert len(lines) == 1, lines
+    (line,) = lines
+    assert line["by"] == "metadata guard" and line["errno_name"] == "EPERM"
+    assert line["syscall"] in ("chmod", "fchmodat", "fchmodat2")
+    assert "allow with -w" in line["message"]
+
+
+def test_trace_reports_the_process_limit(tree):
+    r = run_in_sandbox("-P", "1", "--trace", "--", "/bin/sh", "-c", "/bin/true; echo done")
+    lines = [l for l in trace_lines(r.stderr) if l.get("by") == "process count"]
+    assert lines and lines[0]["errno_name"] == "EAGAIN", r.stderr
+    assert "-P" in lines[0]["message"]
