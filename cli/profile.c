@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "options.h"
 #include "parse.h"
 #include "toml.h"
 
@@ -187,7 +188,10 @@ static int k_memory(struct pctx *c, const struct toml_value *v)
 			return perr(c, v, "must be greater than zero");
 		bytes = (uint64_t)v->u.i;
 	} else if (v->type == TOML_STRING) {
-		if (cli_parse_size(v->u.s, &bytes, &why) < 0)
+		int pr = sandlock_parse_memory_size(v->u.s, &bytes);
+		why = pr == -2 ? "must be greater than zero" : pr == -3 ? "number too large"
+				: "expected a size such as 4096, 512M or 1.5G";
+		if (pr < 0)
 			return perr(c, v, "'%s': %s", v->u.s, why);
 	} else {
 		return perr(c, v, "expected bytes (integer) or a size string such as \"512M\", got %s",
@@ -202,8 +206,8 @@ static int k_processes(struct pctx *c, const struct toml_value *v)
 {
 	if (want(c, v, TOML_INT) < 0)
 		return -1;
-	if (v->u.i < 1 || v->u.i > UINT32_MAX)
-		return perr(c, v, "must be 1 to %u", UINT32_MAX);
+	if (v->u.i < 0 || v->u.i > UINT32_MAX)
+		return perr(c, v, "must be 0 (no limit) to %u", UINT32_MAX);
 	c->cfg->has_max_processes = true;
 	c->cfg->max_processes = (uint32_t)v->u.i;
 	return 0;
@@ -245,6 +249,81 @@ static int k_time_start(struct pctx *c, const struct toml_value *v)
 	return 0;
 }
 
+/* Knobs go to the builder as the matching flag would (struct cli_op). */
+static int op(struct pctx *c, const struct toml_value *v, int id, const char *arg)
+{
+	return cli_ops_add(&c->cfg->ops, id, arg) < 0 ? nomem(c, v) : 0;
+}
+
+static int flag_op(struct pctx *c, const struct toml_value *v, int id)
+{
+	if (want(c, v, TOML_BOOL) < 0)
+		return -1;
+	return v->u.b ? op(c, v, id, NULL) : 0;
+}
+
+static int k_no_coredump(struct pctx *c, const struct toml_value *v)
+{
+	return flag_op(c, v, OPT_NO_COREDUMP);
+}
+
+static int k_no_huge_pages(struct pctx *c, const struct toml_value *v)
+{
+	return flag_op(c, v, OPT_NO_HUGE_PAGES);
+}
+
+static int k_no_randomize(struct pctx *c, const struct toml_value *v)
+{
+	return flag_op(c, v, OPT_NO_RANDOMIZE);
+}
+
+static int int_op(struct pctx *c, const struct toml_value *v, int id, int64_t lo, int64_t hi)
+{
+	if (want(c, v, TOML_INT) < 0)
+		return -1;
+	if (v->u.i < lo || v->u.i > hi)
+		return perr(c, v, "must be %lld to %lld", (long long)lo, (long long)hi);
+	char num[24];
+	snprintf(num, sizeof(num), "%lld", (long long)v->u.i);
+	return op(c, v, id, num);
+}
+
+static int k_open_files(struct pctx *c, const struct toml_value *v)
+{
+	return int_op(c, v, OPT_MAX_OPEN_FILES, 1, UINT32_MAX);
+}
+
+static int k_cpu(struct pctx *c, const struct toml_value *v)
+{
+	return int_op(c, v, OPT_MAX_CPU, 1, 100);
+}
+
+static int k_cpu_cores(struct pctx *c, const struct toml_value *v)
+{
+	if (want(c, v, TOML_ARRAY) < 0)
+		return -1;
+	for (size_t i = 0; i < v->u.arr.n; i++)
+		if (int_op(c, &v->u.arr.items[i], OPT_CPU_CORES, 0, 1023) < 0)
+			return -1;
+	return 0;
+}
+
+static int k_extra_deny(struct pctx *c, const struct toml_value *v)
+{
+	if (want(c, v, TOML_ARRAY) < 0)
+		return -1;
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		const struct toml_value *it = &v->u.arr.items[i];
+		if (want(c, it, TOML_STRING) < 0)
+			return -1;
+		if (!it->u.s[0] || strchr(it->u.s, ','))
+			return perr(c, it, "'%s' is not a syscall or group name", it->u.s);
+		if (op(c, it, OPT_EXTRA_DENY, it->u.s) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* A value that asks for nothing: what omitting the key would mean. */
 static bool asks_nothing(const struct toml_value *v)
 {
@@ -283,7 +362,7 @@ static const struct key_spec schema[] = {
 	{ "determinism", "random_seed", k_random_seed },
 	{ "determinism", "time_start", k_time_start },
 	{ "determinism", "deterministic_dirs", k_unsupported },
-	{ "determinism", "no_randomize_memory", k_unsupported },
+	{ "determinism", "no_randomize_memory", k_no_randomize },
 	{ "program", "exec", k_exec },
 	{ "program", "args", k_args },
 	{ "program", "env", k_env },
@@ -291,8 +370,8 @@ static const struct key_spec schema[] = {
 	{ "program", "clean_env", k_clean_env },
 	{ "program", "uid", k_unsupported },
 	{ "program", "gid", k_unsupported },
-	{ "program", "no_coredump", k_unsupported },
-	{ "program", "no_huge_pages", k_unsupported },
+	{ "program", "no_coredump", k_no_coredump },
+	{ "program", "no_huge_pages", k_no_huge_pages },
 	{ "program", "no_supervisor", k_unsupported },
 	{ "filesystem", "read", k_read },
 	{ "filesystem", "write", k_write },
@@ -309,14 +388,14 @@ static const struct key_spec schema[] = {
 	{ "http", "allow", k_unsupported },
 	{ "http", "deny", k_unsupported },
 	{ "syscalls", "extra_allow", k_extra_allow },
-	{ "syscalls", "extra_deny", k_unsupported },
+	{ "syscalls", "extra_deny", k_extra_deny },
 	{ "limits", "memory", k_memory },
 	{ "limits", "processes", k_processes },
-	{ "limits", "open_files", k_unsupported },
-	{ "limits", "cpu", k_unsupported },
+	{ "limits", "open_files", k_open_files },
+	{ "limits", "cpu", k_cpu },
 	{ "limits", "disk", k_unsupported },
 	{ "limits", "gpu_devices", k_never },
-	{ "limits", "cpu_cores", k_unsupported },
+	{ "limits", "cpu_cores", k_cpu_cores },
 	{ "limits", "num_cpus", k_unsupported },
 	{ NULL, NULL, NULL },
 };

@@ -31,6 +31,9 @@ void cli_cfg_free(struct cli_cfg *c)
 	list_free(&c->env);
 	list_free(&c->extra_allow);
 	list_free(&c->argv);
+	for (size_t i = 0; i < c->ops.n; i++)
+		free(c->ops.v[i].arg);
+	free(c->ops.v);
 	free(c->connect.v);
 	free(c->bind.v);
 	free(c->cwd);
@@ -57,6 +60,30 @@ int cli_ports_add(struct cli_ports *p, uint32_t port)
 		return -1;
 	p->v = nv;
 	p->v[p->n++] = port;
+	return 0;
+}
+
+int cli_ops_add(struct cli_ops *o, int id, const char *arg)
+{
+	char *dup = arg ? strdup(arg) : NULL;
+	struct cli_op *nv = (arg && !dup) ? NULL : realloc(o->v, (o->n + 1) * sizeof(*nv));
+	if (!nv) {
+		free(dup);
+		return -1;
+	}
+	o->v = nv;
+	o->v[o->n++] = (struct cli_op){ id, dup };
+	return 0;
+}
+
+static int ops_cat(struct cli_ops *out, const struct cli_ops *a, const struct cli_ops *b)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (cli_ops_add(out, a->v[i].id, a->v[i].arg) < 0)
+			return -1;
+	for (size_t i = 0; i < b->n; i++)
+		if (cli_ops_add(out, b->v[i].id, b->v[i].arg) < 0)
+			return -1;
 	return 0;
 }
 
@@ -170,7 +197,7 @@ int cli_cfg_merge(struct cli_cfg *out, const struct cli_cfg *pr, const struct cl
 	    list_cat(&out->env, &pr->env, &fl->env) < 0 ||
 	    list_cat(&out->extra_allow, &pr->extra_allow, &fl->extra_allow) < 0 ||
 	    ports_cat(&out->connect, &pr->connect, &fl->connect) < 0 ||
-	    ports_cat(&out->bind, &pr->bind, &fl->bind) < 0)
+	    ports_cat(&out->bind, &pr->bind, &fl->bind) < 0 || ops_cat(&out->ops, &pr->ops, &fl->ops) < 0)
 		return -1;
 	/* The command line's command replaces the profile's, never extends it. */
 	const struct cli_list *argv = fl->argv.n ? &fl->argv : &pr->argv;

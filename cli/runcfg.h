@@ -25,6 +25,19 @@ struct cli_ports {
 	size_t n;
 };
 
+/* An option handed to the builder as it was given (the knobs: open files,
+ * CPU, cores, process settings, extra denials, protections); applied after
+ * the rest, a profile's first, so a later single value wins. */
+struct cli_op {
+	int id;    /* enum cli_opt_id */
+	char *arg; /* NULL for a flag */
+};
+
+struct cli_ops {
+	struct cli_op *v;
+	size_t n;
+};
+
 struct cli_cfg {
 	struct cli_list read, write, deny;
 	struct cli_list env; /* "K=V", in order: a later K wins */
@@ -39,6 +52,7 @@ struct cli_cfg {
 	uint64_t random_seed;
 	int64_t time_start_ns; /* Unix time, ns */
 	struct cli_list argv; /* [program] exec + args; empty: none */
+	struct cli_ops ops;
 };
 
 void cli_cfg_init(struct cli_cfg *c);
@@ -52,6 +66,7 @@ int cli_list_add(struct cli_list *l, const char *s);
  */
 int cli_ports_add_spec(struct cli_ports *p, const char *spec, const char **why);
 int cli_ports_add(struct cli_ports *p, uint32_t port);
+int cli_ops_add(struct cli_ops *o, int id, const char *arg); /* 0 or -1 (OOM) */
 /* "K=V" with a non-empty K; -1 with *why otherwise. */
 int cli_env_add(struct cli_list *env, const char *kv, const char **why);
 /* *out = profile overlaid with flags (both left intact).  -1: no memory. */

@@ -9,6 +9,7 @@
  * itself could not run it (usage, configuration, launch); 126/127 as the
  * library reports for a command that cannot be executed / found.
  */
+#include <ctype.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -33,6 +34,7 @@ static const char usage_main[] =
 	"Usage: sandlock run [OPTIONS] -- CMD [ARG]...\n"
 	"       sandlock learn [OPTIONS] -- CMD [ARG]...\n"
 	"       sandlock profile list | show NAME\n"
+	"       sandlock check\n"
 	"       sandlock --help | --version\n"
 	"\n"
 	"Run CMD confined by Landlock, a seccomp-bpf blocklist and a seccomp\n"
@@ -43,6 +45,7 @@ static const char usage_main[] =
 	"  learn     run a command permissively and print a profile for what it\n"
 	"            used (see 'sandlock learn --help')\n"
 	"  profile   list or show TOML profiles (see 'sandlock profile --help')\n"
+	"  check     report what this kernel and host give a sandbox\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help     show this help\n"
@@ -113,14 +116,18 @@ static int apply_limit(struct cli_cfg *c, int id, const char *arg)
 	uint64_t v = 0;
 	const char *why = NULL;
 	switch (id) {
-	case OPT_MAX_MEMORY:
-		if (cli_parse_size(arg, &v, &why))
-			return bad_value(id, arg, why);
+	case OPT_MAX_MEMORY: {
+		int pr = sandlock_parse_memory_size(arg, &v);
+		if (pr < 0)
+			return bad_value(id, arg, pr == -2   ? "must be greater than zero"
+			                          : pr == -3 ? "number too large"
+			                                     : "expected a size such as 4096, 512M or 1.5G");
 		c->has_max_memory = true;
 		c->max_memory = v;
 		return 0;
+	}
 	case OPT_MAX_PROCESSES:
-		if (cli_parse_uint(arg, 1, UINT32_MAX, &v, &why))
+		if (cli_parse_uint(arg, 0, UINT32_MAX, &v, &why))
 			return bad_value(id, arg, why);
 		c->has_max_processes = true;
 		c->max_processes = (uint32_t)v;
@@ -223,6 +230,16 @@ static int apply_option(struct run_args *ra, int id, const char *arg)
 		return apply_determinism(c, id, arg);
 	case OPT_EXTRA_ALLOW:
 		return apply_extra_allow(c, arg);
+	case OPT_MAX_OPEN_FILES:
+	case OPT_MAX_CPU:
+	case OPT_CPU_CORES:
+	case OPT_NO_COREDUMP:
+	case OPT_NO_HUGE_PAGES:
+	case OPT_NO_RANDOMIZE:
+	case OPT_EXTRA_DENY:
+	case OPT_ALLOW_DEGRADED:
+	case OPT_DISABLE:
+		return cli_ops_add(&c->ops, id, arg) < 0 ? out_of_memory() : 0;
 	case OPT_PROFILE:
 		ra->profile = arg;
 		return 0;
@@ -386,6 +403,107 @@ static int run_failed(struct cli_report *rep, int status, const char *msg)
 	return status;
 }
 
+/* ---- knobs: handed to the builder as given (see struct cli_op) ---- */
+
+/* --cpu-cores 0,2-3: a comma-separated list of cores and ranges. */
+static int apply_cores(sandlock_builder_t *b, const char *arg)
+{
+	char *dup = strdup(arg), *save = NULL;
+	if (!dup)
+		return out_of_memory();
+	int rc = 0;
+	bool any = false;
+	for (char *t = strtok_r(dup, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
+		uint64_t lo, hi = 0;
+		const char *why;
+		char *dash = strchr(t, '-');
+		if (dash)
+			*dash = '\0';
+		if (cli_parse_uint(t, 0, 1023, &lo, &why) ||
+		    (dash && cli_parse_uint(dash + 1, 0, 1023, &hi, &why)) || (dash && hi < lo)) {
+			rc = bad_value(OPT_CPU_CORES, arg, "expected cores such as 0,2-3 (0-1023)");
+			break;
+		}
+		for (uint64_t c = lo; c <= (dash ? hi : lo); c++)
+			sandlock_sandbox_builder_cpu_core(b, (uint32_t)c);
+		any = true;
+	}
+	free(dup);
+	if (!rc && !any)
+		rc = bad_value(OPT_CPU_CORES, arg, "expected cores such as 0,2-3");
+	return rc;
+}
+
+/* --extra-deny-syscalls a,b: each a syscall or a group; the library checks. */
+static int apply_extra_deny(sandlock_builder_t *b, const char *arg)
+{
+	char *dup = strdup(arg), *save = NULL;
+	if (!dup)
+		return out_of_memory();
+	bool any = false;
+	for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		sandlock_sandbox_builder_extra_deny_syscalls(b, t);
+		any = true;
+	}
+	free(dup);
+	return any ? 0 : bad_value(OPT_EXTRA_DENY, arg, "expected syscall or group names");
+}
+
+/* --allow-degraded / --disable PROT: a protection's name (- or _, any case). */
+static int apply_protection(sandlock_builder_t *b, int id, const char *arg)
+{
+	for (uint32_t p = 0; p < SANDLOCK_PROTECTION_COUNT; p++) {
+		const char *name = sandlock_protection_name(p);
+		size_t i = 0;
+		for (; name[i] && arg[i]; i++) {
+			char a = arg[i] == '-' ? '_' : (char)tolower((unsigned char)arg[i]);
+			if (a != name[i])
+				break;
+		}
+		if (name[i] || arg[i])
+			continue;
+		if (id == OPT_ALLOW_DEGRADED)
+			sandlock_sandbox_builder_allow_degraded(b, p);
+		else
+			sandlock_sandbox_builder_disable(b, p);
+		return 0;
+	}
+	return bad_value(id, arg, "unknown protection (see 'sandlock run --help')");
+}
+
+static int apply_knob(sandlock_builder_t *b, const struct cli_op *op)
+{
+	uint64_t v = 0;
+	const char *why = NULL;
+	switch (op->id) {
+	case OPT_MAX_OPEN_FILES:
+		if (cli_parse_uint(op->arg, 1, UINT32_MAX, &v, &why))
+			return bad_value(op->id, op->arg, why);
+		sandlock_sandbox_builder_max_open_files(b, (uint32_t)v);
+		return 0;
+	case OPT_MAX_CPU:
+		if (cli_parse_uint(op->arg, 1, 100, &v, &why))
+			return bad_value(op->id, op->arg, "expected a percentage of one core, 1-100");
+		sandlock_sandbox_builder_max_cpu(b, (uint32_t)v);
+		return 0;
+	case OPT_CPU_CORES:
+		return apply_cores(b, op->arg);
+	case OPT_NO_COREDUMP:
+		sandlock_sandbox_builder_no_coredump(b, true);
+		return 0;
+	case OPT_NO_HUGE_PAGES:
+		sandlock_sandbox_builder_no_huge_pages(b, true);
+		return 0;
+	case OPT_NO_RANDOMIZE:
+		sandlock_sandbox_builder_no_randomize_memory(b, true);
+		return 0;
+	case OPT_EXTRA_DENY:
+		return apply_extra_deny(b, op->arg);
+	default: /* OPT_ALLOW_DEGRADED, OPT_DISABLE */
+		return apply_protection(b, op->id, op->arg);
+	}
+}
+
 /* learn: the command's captured output, after the run, on our stderr
  * (stdout carries the profile). */
 static void forward_output(const sandlock_result_t *r)
@@ -423,6 +541,13 @@ static int run_config(const struct cli_cfg *cfg, struct cli_report *rep, struct 
 	if (!b)
 		return run_failed(rep, out_of_memory(), "out of memory");
 	cli_cfg_apply(cfg, b);
+	for (size_t i = 0; i < cfg->ops.n; i++) {
+		int rc = apply_knob(b, &cfg->ops.v[i]);
+		if (rc) {
+			sandlock_sandbox_builder_free(b);
+			return run_failed(rep, rc, "invalid option value");
+		}
+	}
 	/* Stream the command's output live instead of capturing it. */
 	sandlock_sandbox_builder_inherit_stdio(b, !learn);
 	if (rep->status_fd >= 0)
@@ -508,6 +633,21 @@ static const char usage_learn[] =
 	"use the profile with 'sandlock run --profile-file FILE'.\n"
 	"Exit status: CMD's, as for 'sandlock run'.\n";
 
+/* `sandlock check`: the library's report of this host. */
+static int cmd_check(int argc)
+{
+	if (argc != 1) {
+		fputs("sandlock: 'check' takes no arguments\n", stderr);
+		return EXIT_SANDLOCK;
+	}
+	char *s = sandlock_check_report();
+	if (!s)
+		return out_of_memory();
+	fputs(s, stdout);
+	sandlock_string_free(s);
+	return 0;
+}
+
 /* `sandlock learn`: a permissive run whose trace becomes a profile. */
 static int cmd_learn(int argc, char **argv)
 {
@@ -559,6 +699,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(sub, "run") == 0)
 		return cmd_run(argc - 1, argv + 1);
+	if (strcmp(sub, "check") == 0)
+		return cmd_check(argc - 1);
 	if (strcmp(sub, "learn") == 0)
 		return cmd_learn(argc - 1, argv + 1);
 	if (strcmp(sub, "profile") == 0)

@@ -45,7 +45,11 @@ _sandlock()
 		COMPREPLY=($(compgen -W "$(sandlock profile list 2>/dev/null)" -- "$cur"))
 		return
 		;;
-	-m | --max-memory | -P | --max-processes | -t | --timeout | --net-allow | --net-allow-bind | --env | --status-fd | --json-status-fd | --random-seed | --time-start)
+	-m | --max-memory | -P | --max-processes | -t | --timeout | --net-allow | --net-allow-bind | --env | --status-fd | --json-status-fd | --random-seed | --time-start | --max-open-files | --max-cpu | --cpu-cores | --extra-deny-syscalls)
+		return
+		;;
+	--allow-degraded | --disable)
+		COMPREPLY=($(compgen -W 'fs_refer fs_truncate net_tcp fs_ioctl_dev signal_scope abstract_unix_socket_scope' -- "$cur"))
 		return
 		;;
 	--extra-allow-syscalls)
@@ -55,6 +59,8 @@ _sandlock()
 	esac
 	COMPREPLY=($(compgen -W '--fs-read --fs-write --fs-deny --max-memory
 		--max-processes --timeout --net-allow --net-allow-bind --clean-env --env
+		--max-open-files --max-cpu --cpu-cores --no-coredump --no-huge-pages
+		--no-randomize-memory --extra-deny-syscalls --allow-degraded --disable
 		--extra-allow-syscalls --cwd --interactive --random-seed --time-start --profile --profile-file --json --trace --status-fd --help --' -- "$cur"))
 }
 complete -F _sandlock sandlock

@@ -11,8 +11,9 @@ features it does not have yet raise ProfileError ("not supported yet")
 unless their value asks for nothing (``false``, ``[]``, ``{}``); unknown
 keys and sections raise ProfileError too.  Applied: ``[program]`` env, cwd,
 clean_env; ``[filesystem]`` read, write, deny; ``[network]`` allow,
-allow_bind (ports); ``[determinism]`` random_seed, time_start; ``[syscalls]`` extra_allow; ``[limits]``
-memory, processes.  ``[program] exec``/``args`` are
+allow_bind (ports); ``[determinism]`` random_seed, time_start, no_randomize_memory; ``[program]``
+no_coredump, no_huge_pages; ``[syscalls]`` extra_allow, extra_deny;
+``[limits]`` memory, processes, open_files, cpu, cpu_cores.  ``[program] exec``/``args`` are
 not sandbox policy: read them with :func:`read_profile`.
 """
 
@@ -161,17 +162,15 @@ def _memory(c: _Ctx, v: Any) -> Union[int, str]:
             raise c.fail("must be greater than zero")
         return v
     if type(v) is str:
-        if not re.match(r"^\d+[KkMmGg]?$", v):
-            raise c.fail("%r: expected bytes with an optional K, M or G suffix" % v)
-        return v
+        return v  # Sandbox parses it (parse_memory_size, as the CLI does)
     raise c.fail("expected bytes (integer) or a size string such as \"512M\", got %s"
                  % _type_name(v))
 
 
 def _processes(c: _Ctx, v: Any) -> int:
     _want(c, v, int)
-    if not 1 <= v <= 0xFFFFFFFF:
-        raise c.fail("must be 1 to 4294967295")
+    if not 0 <= v <= 0xFFFFFFFF:
+        raise c.fail("must be 0 (no limit) to 4294967295")
     return v
 
 
@@ -192,6 +191,13 @@ def _time_start(c: _Ctx, v: Any) -> Union[int, float, str]:
     if type(v) is str:
         return v
     raise c.fail("expected Unix seconds or an RFC 3339 string, got %s" % _type_name(v))
+
+
+def _int_range(c: _Ctx, v: Any, lo: int, hi: int) -> int:
+    _want(c, v, int)
+    if not lo <= v <= hi:
+        raise c.fail("must be %d to %d" % (lo, hi))
+    return v
 
 
 def _bool(c: _Ctx, v: Any) -> bool:
@@ -220,19 +226,26 @@ _SCHEMA: Dict[Tuple[str, str], Any] = {
     ("network", "allow"): ("net_allow", _ports),
     ("network", "allow_bind"): ("net_allow_bind", _ports),
     ("syscalls", "extra_allow"): ("extra_allow_syscalls", _str_list),
+    ("syscalls", "extra_deny"): ("extra_deny_syscalls", _str_list),
+    ("program", "no_coredump"): ("no_coredump", _bool),
+    ("program", "no_huge_pages"): ("no_huge_pages", _bool),
+    ("determinism", "no_randomize_memory"): ("no_randomize_memory", _bool),
+    ("limits", "open_files"): ("max_open_files", lambda c, v: _int_range(c, v, 1, 0xFFFFFFFF)),
+    ("limits", "cpu"): ("max_cpu", lambda c, v: _int_range(c, v, 1, 100)),
+    ("limits", "cpu_cores"): ("cpu_cores", lambda c, v: [_int_range(c, x, 0, 1023)
+                                                        for x in _want(c, v, list)]),
     ("limits", "memory"): ("max_memory", _memory),
     ("limits", "processes"): ("max_processes", _processes),
     ("limits", "gpu_devices"): _NEVER,
 }
 for _s, _keys in {
     "config": "http_ca http_key http_inject_ca http_ca_out fs_storage workdir",
-    "determinism": "deterministic_dirs no_randomize_memory",
-    "program": "uid gid no_coredump no_huge_pages no_supervisor",
+    "determinism": "deterministic_dirs",
+    "program": "uid gid no_supervisor",
     "filesystem": "chroot mount on_exit on_error",
     "network": "deny_bind port_remap",
     "http": "ports allow deny",
-    "syscalls": "extra_deny",
-    "limits": "open_files cpu disk cpu_cores num_cpus",
+    "limits": "disk num_cpus",
 }.items():
     for _k in _keys.split():
         _SCHEMA[(_s, _k)] = _UNSUPPORTED

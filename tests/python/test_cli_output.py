@@ -44,8 +44,8 @@ def test_run_help_lists_every_table_option_once_per_line():
 
 
 @pytest.mark.parametrize("opt", [["--chroot", "/"], ["--net-deny", "10.0.0.0/8"],
-                                 ["--no-supervisor"], ["--no-randomize-memory"],
-                                 ["--max-open-files", "64"], ["--gpu", "0"]])
+                                 ["--no-supervisor"], ["--workdir", "/tmp"],
+                                 ["--num-cpus", "2"], ["--gpu", "0"]])
 def test_unsupported_reference_options_are_refused(opt):
     r = run_in_sandbox(*opt, "--", "/bin/echo", "ran")
     assert r.returncode == 125
@@ -263,6 +263,19 @@ def test_profile_determinism_section(tmpdir_path):
     assert c.stdout.startswith("2000 ") and c.stdout != a.stdout
 
 
+def test_profile_knobs_reach_the_command(tmpdir_path):
+    path = write_profile(tmpdir_path, "knobs", f"[filesystem]\n{sys_read_toml()}"
+                         "[program]\nno_coredump = true\n[limits]\nopen_files = 64\n")
+    cmd = ["--", "/bin/sh", "-c", "echo $(ulimit -n) $(ulimit -c)"]
+    r = sandlock("run", "--profile-file", str(path), *cmd)
+    assert r.returncode == 0 and r.stdout == "64 0\n", r.stderr
+    # a flag's single value wins over the profile's
+    r = sandlock("run", "--profile-file", str(path), "--max-open-files", "32", *cmd)
+    assert r.stdout == "32 0\n", r.stderr
+    r = sandlock("run", "--profile-file", str(path), "--max-cpu", "0", *cmd)
+    assert r.returncode == 125 and "--max-cpu" in r.stderr
+
+
 PROFILE_ERRORS = [
     ('fs_readable = ["/usr"]\n', "1:1: top-level key 'fs_readable'"),
     ("[filesytem]\nread = []\n", "1:1: unknown section [filesytem]"),
@@ -276,6 +289,9 @@ PROFILE_ERRORS = [
     ("[program]\nenv = { A = 1 }\n", "expected a string, got integer"),
     ("[limits]\nprocesses = 2026-01-01\n", "2:17: dates and times are not supported"),
     ("[limits]\n[limits]\n", "2:1: duplicate key 'limits'"),
+    ("[limits]\ncpu = 101\n", "2:7: [limits] cpu: must be 1 to 100"),
+    ("[program]\nno_coredump = 1\n", "expected a boolean, got integer"),
+    ('[syscalls]\nextra_deny = ["a,b"]\n', "is not a syscall or group name"),
     ("[determinism]\nrandom_seed = -1\n", "2:15: [determinism] random_seed: must not be negative"),
     ('[determinism]\ntime_start = "yesterday"\n', "'yesterday': expected Unix seconds"),
 ]

@@ -125,3 +125,14 @@ def test_determinism_section(tmp_path):
     p.write_text('[determinism]\ntime_start = "yesterday"\n')
     with pytest.raises(ProfileError, match="det.toml"):
         sandlock.load_profile(path=str(p))
+
+
+def test_knobs_section(tmp_path):
+    p = tmp_path / "k.toml"
+    p.write_text(f"[filesystem]\n{SYS_READ}[program]\nno_coredump = true\n"
+                 "[limits]\nopen_files = 64\n[syscalls]\nextra_deny = [\"mkdir\"]\n")
+    sb = sandlock.load_profile(path=str(p))
+    r = sb.run(["/bin/sh", "-c", "echo $(ulimit -n) $(ulimit -c); mkdir /tmp/x-sandlock-k 2>&1"])
+    lines = r.stdout.decode().splitlines()
+    assert lines[0] == "64 0", r.stderr
+    assert "Operation not permitted" in r.stdout.decode() + r.stderr.decode()
