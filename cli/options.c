@@ -17,8 +17,12 @@ const struct cli_opt cli_run_opts[] = {
 	{ OPT_MAX_CPU, 0, "max-cpu", NULL, "PCT", NULL, "CPU time, percent of one core (1-100; needs a cgroup)" },
 	{ OPT_CPU_CORES, 0, "cpu-cores", NULL, "LIST", NULL, "run on these cores only, e.g. 0,2-3" },
 	{ OPT_TIMEOUT, 't', "timeout", NULL, "SECS", NULL, "kill the sandbox after SECS (decimals allowed)" },
-	{ OPT_NET_ALLOW, 0, "net-allow", NULL, "PORTS", "Network (TCP only: UDP and other protocols are always denied; no rule, no TCP):", "allow TCP connect to PORTS (80, :443, 80,443, 8000-8005)" },
-	{ OPT_NET_ALLOW_BIND, 0, "net-allow-bind", NULL, "PORTS", NULL, "allow TCP bind to PORTS (same forms)" },
+	{ OPT_NET_ALLOW, 0, "net-allow", NULL, "SPEC", "Network (without rules no TCP/UDP/ICMP destination and no bind is allowed):", "allow destinations [tcp://|udp://|icmp://]TARGET[:PORTS]" },
+	{ OPT_NET_DENY, 0, "net-deny", NULL, "SPEC", NULL, "deny these IP/CIDR destinations, allow the rest" },
+	{ OPT_NET_ALLOW_BIND, 0, "net-allow-bind", NULL, "PORTS", NULL, "allow TCP bind: N, lo-hi, * (comma-separated)" },
+	{ OPT_NET_DENY_BIND, 0, "net-deny-bind", NULL, "PORTS", NULL, "deny TCP bind to these ports, allow the rest" },
+	{ OPT_ALLOW_UNIX, 0, "allow-unix", NULL, "PATH", NULL, "allow connecting to unix sockets at or below PATH" },
+	{ OPT_UNIX_READABLE, 0, "net-unix-readable", NULL, NULL, NULL, "also allow unix sockets inside -r trees" },
 	{ OPT_EXTRA_ALLOW, 0, "extra-allow-syscalls", NULL, "GROUPS", "Syscalls and protections:", "re-allow syscall groups denied by default (sysv_ipc)" },
 	{ OPT_EXTRA_DENY, 0, "extra-deny-syscalls", NULL, "NAMES", NULL, "also deny these syscalls or groups with EPERM" },
 	{ OPT_ALLOW_DEGRADED, 0, "allow-degraded", NULL, "PROT", NULL, "run even if the kernel lacks protection PROT (repeatable)" },
@@ -44,8 +48,6 @@ const struct cli_opt cli_run_opts[] = {
 /* Reference CLI options whose feature sandlock does not have yet: refused
  * with "not supported yet", never ignored.  One per line. */
 const struct cli_unsupported cli_unsupported[] = {
-	{ "net-deny", required_argument },
-	{ "net-deny-bind", required_argument },
 	{ "port-remap", no_argument },
 	{ "http-allow", required_argument },
 	{ "http-deny", required_argument },

@@ -85,37 +85,57 @@ static int k_deny(struct pctx *c, const struct toml_value *v)
 	return str_list(c, v, &c->cfg->deny);
 }
 
-static int ports(struct pctx *c, const struct toml_value *v, struct cli_ports *p)
+/*
+ * Network rules become the matching flag's option (struct cli_op): a
+ * string as written, an integer as a port.  Endpoint rules are checked
+ * here (with their position); bind ports by the build.
+ */
+static int net_rules(struct pctx *c, const struct toml_value *v, int id)
 {
 	if (want(c, v, TOML_ARRAY) < 0)
 		return -1;
 	for (size_t i = 0; i < v->u.arr.n; i++) {
 		const struct toml_value *it = &v->u.arr.items[i];
-		const char *why = NULL;
+		char num[24];
+		const char *spec;
 		if (it->type == TOML_INT) {
 			if (it->u.i < 1 || it->u.i > 65535)
 				return perr(c, it, "port %lld is not in 1-65535", (long long)it->u.i);
-			if (cli_ports_add(p, (uint32_t)it->u.i) < 0)
-				return nomem(c, it);
+			snprintf(num, sizeof(num), "%lld", (long long)it->u.i);
+			spec = num;
 		} else if (it->type == TOML_STRING) {
-			if (cli_ports_add_spec(p, it->u.s, &why) < 0)
-				return perr(c, it, "'%s': %s", it->u.s, why);
+			spec = it->u.s;
 		} else {
-			return perr(c, it, "expected a port (integer or string), got %s",
+			return perr(c, it, "expected a rule (string) or a port (integer), got %s",
 				    toml_type_name(it->type));
 		}
+		if (id == OPT_NET_ALLOW) {
+			char *e = sandlock_net_spec_error(spec, 0);
+			if (e) {
+				int rc = perr(c, it, "'%s': %s", spec, e);
+				sandlock_string_free(e);
+				return rc;
+			}
+		}
+		if (cli_ops_add(&c->cfg->ops, id, spec) < 0)
+			return nomem(c, it);
 	}
 	return 0;
 }
 
 static int k_net_allow(struct pctx *c, const struct toml_value *v)
 {
-	return ports(c, v, &c->cfg->connect);
+	return net_rules(c, v, OPT_NET_ALLOW);
 }
 
 static int k_net_bind(struct pctx *c, const struct toml_value *v)
 {
-	return ports(c, v, &c->cfg->bind);
+	return net_rules(c, v, OPT_NET_ALLOW_BIND);
+}
+
+static int k_net_deny_bind(struct pctx *c, const struct toml_value *v)
+{
+	return net_rules(c, v, OPT_NET_DENY_BIND);
 }
 
 static int k_cwd(struct pctx *c, const struct toml_value *v)
@@ -382,7 +402,7 @@ static const struct key_spec schema[] = {
 	{ "filesystem", "on_error", k_unsupported },
 	{ "network", "allow", k_net_allow },
 	{ "network", "allow_bind", k_net_bind },
-	{ "network", "deny_bind", k_unsupported },
+	{ "network", "deny_bind", k_net_deny_bind },
 	{ "network", "port_remap", k_unsupported },
 	{ "http", "ports", k_unsupported },
 	{ "http", "allow", k_unsupported },

@@ -212,10 +212,21 @@ static int apply_option(struct run_args *ra, int id, const char *arg)
 	case OPT_TIMEOUT:
 		return apply_limit(c, id, arg);
 	case OPT_NET_ALLOW:
-	case OPT_NET_ALLOW_BIND:
-		if (cli_ports_add_spec(id == OPT_NET_ALLOW ? &c->connect : &c->bind, arg, &why))
-			return bad_value(id, arg, why);
-		return 0;
+	case OPT_NET_DENY: {
+		/* checked here so the error names the flag */
+		char *e = sandlock_net_spec_error(arg, id == OPT_NET_DENY);
+		if (e) {
+			fprintf(stderr, "sandlock: --%s '%s': %s\n", cli_opt_by_id(id)->name, arg, e);
+			sandlock_string_free(e);
+			return EXIT_SANDLOCK;
+		}
+		return cli_ops_add(&c->ops, id, arg) < 0 ? out_of_memory() : 0;
+	}
+	case OPT_NET_ALLOW_BIND: /* port syntax checked by the build */
+	case OPT_NET_DENY_BIND:
+	case OPT_ALLOW_UNIX:
+	case OPT_UNIX_READABLE:
+		return cli_ops_add(&c->ops, id, arg) < 0 ? out_of_memory() : 0;
 	case OPT_CLEAN_ENV:
 		c->clean_env = 1;
 		return 0;
@@ -499,6 +510,24 @@ static int apply_knob(sandlock_builder_t *b, const struct cli_op *op)
 		return 0;
 	case OPT_EXTRA_DENY:
 		return apply_extra_deny(b, op->arg);
+	case OPT_NET_ALLOW:
+		sandlock_sandbox_builder_net_allow_spec(b, op->arg);
+		return 0;
+	case OPT_NET_DENY:
+		sandlock_sandbox_builder_net_deny(b, op->arg);
+		return 0;
+	case OPT_NET_ALLOW_BIND:
+		sandlock_sandbox_builder_net_allow_bind_spec(b, op->arg);
+		return 0;
+	case OPT_NET_DENY_BIND:
+		sandlock_sandbox_builder_net_deny_bind(b, op->arg);
+		return 0;
+	case OPT_ALLOW_UNIX:
+		sandlock_sandbox_builder_net_allow_unix(b, op->arg);
+		return 0;
+	case OPT_UNIX_READABLE:
+		sandlock_sandbox_builder_net_unix_readable(b, true);
+		return 0;
 	default: /* OPT_ALLOW_DEGRADED, OPT_DISABLE */
 		return apply_protection(b, op->id, op->arg);
 	}

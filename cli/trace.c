@@ -3,6 +3,8 @@
  */
 #include "trace.h"
 
+#include "options.h"
+
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -593,16 +595,29 @@ void cli_trace_print_profile(const struct cli_trace *t, const struct cli_cfg *cf
 	print_paths(out, "read", &reads, false);
 	print_paths(out, "write", &t->used_write, true);
 	list_release(&reads);
-	if (cfg->connect.n || cfg->bind.n) {
-		fputs("\n[network]\n", out);
-		const struct cli_ports *ps[2] = { &cfg->connect, &cfg->bind };
-		const char *keys[2] = { "allow", "allow_bind" };
-		for (int k = 0; k < 2; k++) {
-			fprintf(out, "%s = [", keys[k]);
-			for (size_t i = 0; i < ps[k]->n; i++)
-				fprintf(out, "%s%u", i ? ", " : "", ps[k]->v[i]);
-			fputs("]\n", out);
+	/* The run's network rules, as given (flags or profile). */
+	static const struct {
+		int id;
+		const char *key;
+	} net[] = { { OPT_NET_ALLOW, "allow" }, { OPT_NET_ALLOW_BIND, "allow_bind" },
+		    { OPT_NET_DENY_BIND, "deny_bind" } };
+	bool header = false;
+	for (size_t k = 0; k < sizeof(net) / sizeof(net[0]); k++) {
+		size_t count = 0;
+		for (size_t i = 0; i < cfg->ops.n; i++) {
+			if (cfg->ops.v[i].id != net[k].id)
+				continue;
+			if (!header)
+				fputs("\n[network]\n", out);
+			header = true;
+			if (count++ == 0)
+				fprintf(out, "%s = [", net[k].key);
+			else
+				fputs(", ", out);
+			toml_str(out, cfg->ops.v[i].arg);
 		}
+		if (count)
+			fputs("]\n", out);
 	}
 	if (cfg->has_max_memory || cfg->has_max_processes) {
 		fputs("\n[limits]\n", out);

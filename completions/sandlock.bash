@@ -33,7 +33,7 @@ _sandlock()
 	*) return ;;
 	esac
 	case $prev in
-	-r | --fs-read | --read | -w | --fs-write | --write | -d | --fs-deny | --deny | --profile-file)
+	-r | --fs-read | --read | -w | --fs-write | --write | -d | --fs-deny | --deny | --profile-file | --allow-unix)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return
 		;;
@@ -45,7 +45,7 @@ _sandlock()
 		COMPREPLY=($(compgen -W "$(sandlock profile list 2>/dev/null)" -- "$cur"))
 		return
 		;;
-	-m | --max-memory | -P | --max-processes | -t | --timeout | --net-allow | --net-allow-bind | --env | --status-fd | --json-status-fd | --random-seed | --time-start | --max-open-files | --max-cpu | --cpu-cores | --extra-deny-syscalls)
+	-m | --max-memory | -P | --max-processes | -t | --timeout | --net-allow | --net-allow-bind | --env | --status-fd | --json-status-fd | --random-seed | --time-start | --max-open-files | --max-cpu | --cpu-cores | --extra-deny-syscalls | --net-deny | --net-deny-bind)
 		return
 		;;
 	--allow-degraded | --disable)
@@ -59,6 +59,7 @@ _sandlock()
 	esac
 	COMPREPLY=($(compgen -W '--fs-read --fs-write --fs-deny --max-memory
 		--max-processes --timeout --net-allow --net-allow-bind --clean-env --env
+		--net-deny --net-deny-bind --allow-unix --net-unix-readable
 		--max-open-files --max-cpu --cpu-cores --no-coredump --no-huge-pages
 		--no-randomize-memory --extra-deny-syscalls --allow-degraded --disable
 		--extra-allow-syscalls --cwd --interactive --random-seed --time-start --profile --profile-file --json --trace --status-fd --help --' -- "$cur"))

@@ -108,41 +108,16 @@ def _str_list(c: _Ctx, v: Any) -> List[str]:
     return [_want(c, x, str) for x in _want(c, v, list)]
 
 
-_PORT_ITEM = re.compile(r"^(\d{1,5})(?:-(\d{1,5}))?$")
-
-
-def _port_spec(c: _Ctx, spec: str) -> List[int]:
-    if "://" in spec:
-        raise c.fail("%r: protocol prefixes (tcp://, udp://, icmp://) are not supported yet"
-                     % spec)
-    host, sep, ports = spec.rpartition(":")
-    if sep and host:
-        raise c.fail("%r: host rules are not supported yet: give ports only (':443')" % spec)
-    if ports == "*":
-        raise c.fail("%r: '*' (any port) is not supported yet" % spec)
-    out: List[int] = []
-    for item in ports.split(","):
-        m = _PORT_ITEM.match(item)
-        lo = int(m.group(1)) if m else 0
-        hi = int(m.group(2)) if m and m.group(2) else lo
-        if not m or not 1 <= lo <= hi <= 65535:
-            raise c.fail("%r: expected a TCP port 1-65535, a list 80,443 or a range 8000-8005"
-                         % spec)
-        out.extend(range(lo, hi + 1))
-    return out
-
-
-def _ports(c: _Ctx, v: Any) -> List[int]:
-    out: List[int] = []
+def _ports(c: _Ctx, v: Any) -> List[Union[int, str]]:
+    """Rules as strings, ports as integers; Sandbox checks their syntax."""
+    out: List[Union[int, str]] = []
     for x in _want(c, v, list):
         if type(x) is int:
             if not 1 <= x <= 65535:
                 raise c.fail("port %d is not in 1-65535" % x)
-            out.append(x)
-        elif type(x) is str:
-            out.extend(_port_spec(c, x))
-        else:
-            raise c.fail("expected a port (integer or string), got %s" % _type_name(x))
+        elif type(x) is not str:
+            raise c.fail("expected a rule (string) or a port (integer), got %s" % _type_name(x))
+        out.append(x)
     return out
 
 
@@ -225,6 +200,7 @@ _SCHEMA: Dict[Tuple[str, str], Any] = {
     ("filesystem", "deny"): ("fs_denied", _str_list),
     ("network", "allow"): ("net_allow", _ports),
     ("network", "allow_bind"): ("net_allow_bind", _ports),
+    ("network", "deny_bind"): ("net_deny_bind", _ports),
     ("syscalls", "extra_allow"): ("extra_allow_syscalls", _str_list),
     ("syscalls", "extra_deny"): ("extra_deny_syscalls", _str_list),
     ("program", "no_coredump"): ("no_coredump", _bool),
@@ -243,7 +219,7 @@ for _s, _keys in {
     "determinism": "deterministic_dirs",
     "program": "uid gid no_supervisor",
     "filesystem": "chroot mount on_exit on_error",
-    "network": "deny_bind port_remap",
+    "network": "port_remap",
     "http": "ports allow deny",
     "limits": "disk num_cpus",
 }.items():
