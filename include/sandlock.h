@@ -248,6 +248,36 @@ sandlock_builder_t *sandlock_sandbox_builder_extra_deny_syscalls(sandlock_builde
 sandlock_builder_t *sandlock_sandbox_builder_allow_degraded(sandlock_builder_t *b,
                                                             uint32_t protection);
 sandlock_builder_t *sandlock_sandbox_builder_disable(sandlock_builder_t *b, uint32_t protection);
+/*
+ * Called once per run, on the thread that called sandlock_run*, when the
+ * sandbox has started: `pid` is the run's direct child (the sandbox's init,
+ * whose process group is the sandbox's), already confined and supervised.
+ * It is called before the run waits for the command, and not at all when
+ * the launch fails.  Keep it short: the command is already running.
+ * fn NULL removes the callback.  ud is borrowed, never freed by sandlock.
+ */
+typedef void (*sandlock_start_fn)(void *ud, int32_t pid);
+sandlock_builder_t *sandlock_sandbox_builder_on_start(sandlock_builder_t *b, sandlock_start_fn fn,
+                                                      void *ud);
+/*
+ * A supervised decision, for tracing: one call per trapped syscall the
+ * supervisor answers, just before the answer is sent (the call is still
+ * pending).  decided_by names who decided: a builtin ("metadata guard",
+ * "process count", "argument rules", "time start", "random seed"), or
+ * "handler" for a user handler, or NULL when nobody did (CONTINUE).  The
+ * callback runs on the supervisor thread, or on a worker thread for a
+ * deferred handler's answer, so it must be thread-safe, quick, and must not
+ * call sandlock functions other than sandlock_syscall_name.  Pointers are
+ * valid only during the call.  fn NULL removes it; ud is borrowed.
+ */
+typedef struct sandlock_decision {
+	const sandlock_notif_t *notif;
+	const sandlock_action_t *action;
+	const char *decided_by;
+} sandlock_decision_t;
+typedef void (*sandlock_decision_fn)(void *ud, const sandlock_decision_t *d);
+sandlock_builder_t *sandlock_sandbox_builder_on_decision(sandlock_builder_t *b,
+                                                         sandlock_decision_fn fn, void *ud);
 void sandlock_sandbox_builder_free(sandlock_builder_t *b);
 
 /* Consumes b.  NULL + *err, *err_msg on bad configuration. */

@@ -471,6 +471,27 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_disable(sandlock_builder_
 	return b_protection(b, protection, SL_PROT_DISABLED, "disable");
 }
 
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_on_start(sandlock_builder_t *b,
+                                                                sandlock_start_fn fn, void *ud)
+{
+	if (b) {
+		b->cfg.on_start = fn;
+		b->cfg.on_start_ud = fn ? ud : NULL;
+	}
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_on_decision(sandlock_builder_t *b,
+                                                                   sandlock_decision_fn fn,
+                                                                   void *ud)
+{
+	if (b) {
+		b->cfg.on_decision = fn;
+		b->cfg.on_decision_ud = fn ? ud : NULL;
+	}
+	return b;
+}
+
 /* Free the members of a configuration (not the struct itself). */
 static void cfg_release(struct sandlock_sandbox *c)
 {

@@ -7,6 +7,7 @@
 #define SANDLOCK_CONFIG_H
 
 #include "netrules.h"
+#include "sandlock.h"
 #include "util.h"
 
 /* What the seccomp filter lets through beyond its defaults (filter.c). */
@@ -67,6 +68,10 @@ struct sandlock_sandbox {
 	size_t n_extra_deny;
 	uint8_t protection[SANDLOCK_PROTECTION_COUNT]; /* SL_PROT_STRICT/DEGRADED/DISABLED */
 	uint64_t max_output; /* bytes kept per captured stream; 0 = unlimited */
+	sandlock_start_fn on_start; /* NULL = none; see sandlock.h */
+	void *on_start_ud;
+	sandlock_decision_fn on_decision; /* NULL = none; called by dispatch.c */
+	void *on_decision_ud;
 };
 
 struct sandlock_builder {

@@ -93,6 +93,8 @@ struct sl_dispatch {
 	 * write side to set closed, so no answer is in flight after it. */
 	pthread_rwlock_t answer_lock;
 	bool closed;
+	sandlock_decision_fn on_decision; /* tracing hook (sandlock.h), or NULL */
+	void *on_decision_ud;
 };
 
 /* ---------------- syscall sets ---------------- */
@@ -346,9 +348,21 @@ static void answer(struct sl_dispatch *d, const sandlock_notif_t *n, sandlock_ac
 	pthread_rwlock_unlock(&d->answer_lock);
 }
 
+/* The tracing hook sees every answer, in this one place, before it goes out. */
+static void report(const struct sl_dispatch *d, const sandlock_notif_t *n,
+                   const sandlock_action_t *act, const char *by)
+{
+	if (d->on_decision) {
+		sandlock_decision_t dec = { n, act, by };
+		d->on_decision(d->on_decision_ud, &dec);
+	}
+}
+
 static void deferred_done(void *ctx, const sandlock_notif_t *n, sandlock_action_t *act)
 {
-	answer(ctx, n, act);
+	struct sl_dispatch *d = ctx;
+	report(d, n, act, "handler");
+	answer(d, n, act);
 }
 
 void sl_dispatch_ref(struct sl_dispatch *d)
@@ -383,6 +397,8 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 	d->cfg = cfg;
 	atomic_init(&d->refs, 1);
 	pthread_rwlock_init(&d->answer_lock, NULL);
+	d->on_decision = cfg->on_decision;
+	d->on_decision_ud = cfg->on_decision_ud;
 	d->listener = -1;
 	d->cache = sl_memcache_new();
 	uint64_t dto = cfg->deferred_timeout_ms ? cfg->deferred_timeout_ms : 30000;
@@ -473,8 +489,10 @@ void sl_dispatch_close(struct sl_dispatch *d)
 /* ---------------- deciding ---------------- */
 
 /* LAST builtins must decide; one that does not is refused, never continued. */
-static bool run_last(const struct inst *last, const struct sl_call *call, sandlock_action_t *act)
+static bool run_last(const struct inst *last, const struct sl_call *call, sandlock_action_t *act,
+                     const char **by)
 {
+	*by = last->b->name;
 	if (!last->b->decide(last->state, call, act))
 		sandlock_action_set_errno(act, EPERM);
 	return true;
@@ -486,12 +504,15 @@ static bool run_last(const struct inst *last, const struct sl_call *call, sandlo
  */
 static bool run_chain(struct sl_dispatch *d, const struct sl_chain *c,
                       const sandlock_notif_t *n, sandlock_mem_t *mem, sandlock_action_t *act,
-                      bool *deferred)
+                      bool *deferred, const char **by)
 {
 	struct sl_call call = { n, mem, d->listener, d->init };
 	for (size_t i = 0; i < c->nfirst; i++)
-		if (c->first[i]->b->decide(c->first[i]->state, &call, act))
+		if (c->first[i]->b->decide(c->first[i]->state, &call, act)) {
+			*by = c->first[i]->b->name;
 			return true;
+		}
+	*by = "handler";
 	for (size_t i = 0; i < c->nh; i++) {
 		if (c->h[i]->deferred) {
 			/* Deferral is terminal for the chain (never on a syscall
@@ -505,7 +526,7 @@ static bool run_chain(struct sl_dispatch *d, const struct sl_chain *c,
 		if (sl_handler_call(c->h[i], n, mem, act))
 			return true;
 	}
-	return c->last ? run_last(c->last, &call, act) : false;
+	return c->last ? run_last(c->last, &call, act, by) : false;
 }
 
 void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n)
@@ -513,6 +534,7 @@ void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n)
 	const struct sl_chain *c = find_chain(d, n->syscall_nr);
 	sandlock_action_t act;
 	bool deferred = false, decided = true;
+	const char *by = "dispatcher";
 	if (!c) {
 		/* The filter traps only the chains' syscalls: never continue a
 		 * notification that contradicts it. */
@@ -520,12 +542,15 @@ void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n)
 	} else {
 		sandlock_mem_t mem;
 		sl_mem_init(&mem, d->listener, n, d->cache);
-		decided = run_chain(d, c, n, &mem, &act, &deferred);
+		decided = run_chain(d, c, n, &mem, &act, &deferred, &by);
 		sl_mem_done(&mem);
 	}
 	if (!deferred) {
-		if (!decided)
+		if (!decided) {
 			sandlock_action_set_continue(&act);
+			by = NULL;
+		}
+		report(d, n, &act, by);
 		answer(d, n, &act);
 	}
 	/* After execve the pid has a new address space; a cached fd would

@@ -157,7 +157,9 @@ static const struct arg_rule k_arg_rules[] = {
 	 * connect(2) port rule never runs. */
 	RULE(__NR_sendto, EPERM, 1, A_ANY(3, MSG_FASTOPEN)),
 	RULE(__NR_sendmsg, EPERM, 1, A_ANY(2, MSG_FASTOPEN)),
+#ifdef __NR_open /* x86_64; asm-generic arches (aarch64) have only openat */
 	RULE(__NR_open, EPERM, 2, A_ANY(1, SL_CREATES), A_ANY(2, SL_SETID)),
+#endif
 	RULE(__NR_clone, EPERM, 1, A_ANY(0, SL_NS_MASK)),
 	/* Families: only unix, IPv4/IPv6 and netlink (NETLINK_ROUTE below). */
 	RULE(__NR_socket, EPERM, 4, A_NE(0, AF_UNIX), A_NE(0, AF_INET), A_NE(0, AF_INET6),
@@ -184,8 +186,12 @@ static const struct arg_rule k_arg_rules[] = {
 	 * listener is server side and stays allowed: bind rules govern it.) */
 	RULE(__NR_setsockopt, EPERM, 2, A_EQ(1, IPPROTO_TCP), A_EQ(2, TCP_FASTOPEN_CONNECT)),
 	RULE(__NR_sendmmsg, EPERM, 1, A_ANY(3, MSG_FASTOPEN)),
+#ifdef __NR_creat
 	RULE(__NR_creat, EPERM, 1, A_ANY(1, SL_SETID)),
+#endif
+#ifdef __NR_mknod
 	RULE(__NR_mknod, EPERM, 1, A_ANY(1, SL_SETID)),
+#endif
 	RULE(__NR_mknodat, EPERM, 1, A_ANY(2, SL_SETID)),
 	/* Execution domains other than Linux, and flags such as
 	 * ADDR_NO_RANDOMIZE or READ_IMPLIES_EXEC, weaken the guest's own
@@ -564,9 +570,10 @@ static void emit_group(struct prog *p, const struct arg_rule *rules, size_t nrul
 }
 
 /*
- * The prefix: anything that is not the native x86_64 ABI (i386 int 0x80,
- * x32 numbers) is killed outright (libseccomp also does this; the prefix
- * makes it independent of its version), then the argument rules.  Falls
+ * The prefix: anything that is not the native ABI as libseccomp reports it
+ * (on x86_64: i386 int 0x80 and x32 numbers too) is killed outright
+ * (libseccomp also does this; the prefix makes it independent of its
+ * version), then the argument rules.  Falls
  * through to libseccomp's program, which reloads what it needs.
  */
 static int build_prefix(const struct sl_filter_policy *pol, struct prog *p)
@@ -577,11 +584,14 @@ static int build_prefix(const struct sl_filter_policy *pol, struct prog *p)
 	size_t ngroups = 0;
 	p->n = 0;
 	emit(p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
-	emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0));
+	uint32_t native = seccomp_arch_native();
+	emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, native, 1, 0));
 	emit(p, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
-	emit(p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
-	emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, __X32_SYSCALL_BIT, 0, 1));
-	emit(p, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+	if (native == SCMP_ARCH_X86_64) {
+		emit(p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+		emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, __X32_SYSCALL_BIT, 0, 1));
+		emit(p, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+	}
 	for (size_t i = 0; i < nrules; i++)
 		if (!seen_before(rules, i))
 			emit_group(p, rules, nrules, rules[i].nr, &ja[ngroups++]);

@@ -331,7 +331,11 @@ void sl_opener_free(struct sl_opener *op)
 
 bool sl_opener_handles(int nr)
 {
-	return nr == __NR_open || nr == __NR_creat || nr == __NR_openat || nr == __NR_openat2;
+#ifdef __NR_open /* x86_64; asm-generic arches (aarch64) have openat only */
+	if (nr == __NR_open || nr == __NR_creat)
+		return true;
+#endif
+	return nr == __NR_openat || nr == __NR_openat2;
 }
 
 struct open_call {
@@ -374,6 +378,7 @@ static int decode(const sandlock_notif_t *n, sandlock_mem_t *m, struct open_call
 	const uint64_t *a = n->args;
 	memset(c, 0, sizeof(*c));
 	switch (n->syscall_nr) {
+#ifdef __NR_open
 	case __NR_open:
 		c->dirfd = AT_FDCWD;
 		c->path = a[0];
@@ -384,6 +389,7 @@ static int decode(const sandlock_notif_t *n, sandlock_mem_t *m, struct open_call
 		c->path = a[0];
 		legacy_how(&c->how, O_CREAT | O_WRONLY | O_TRUNC, a[1]);
 		return 0;
+#endif
 	case __NR_openat:
 		c->dirfd = (int)(uint32_t)a[0];
 		c->path = a[1];

@@ -403,6 +403,8 @@ static sandlock_result_t *supervise(struct sl_launch *L, struct sl_supervisor *s
 	(void)sl_launch_release(L);
 	struct stream out = { &r->out, &r->out_dropped, sb->max_output };
 	struct stream errs = { &r->err, &r->err_dropped, sb->max_output };
+	if (sb->on_start)
+		sb->on_start(sb->on_start_ud, (int32_t)L->pid);
 	bool timed_out;
 	siginfo_t si;
 	struct loop_error le = { 0, NULL };

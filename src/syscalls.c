@@ -5,7 +5,17 @@
 
 #include "syscalls.h"
 
-static const int k_fork_like[] = { __NR_fork, __NR_vfork, __NR_clone };
+/* fork and vfork exist only on older ABIs (x86_64); asm-generic ones
+ * (aarch64, riscv64) have clone and clone3 alone. */
+static const int k_fork_like[] = {
+#ifdef __NR_fork
+	__NR_fork,
+#endif
+#ifdef __NR_vfork
+	__NR_vfork,
+#endif
+	__NR_clone,
+};
 static const int k_exec_like[] = { __NR_execve, __NR_execveat };
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))

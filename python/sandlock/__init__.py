@@ -27,7 +27,7 @@ import re
 import signal as _signal
 import threading
 from collections.abc import Iterable as _IterableABC, Mapping as _MappingABC
-from typing import Iterable, Mapping, Optional, Sequence, Tuple
+from typing import Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
 from . import _knobs
@@ -62,7 +62,9 @@ from .handler import (
     _validate_handler,
 )
 
-__version__ = "0.1.0"
+# One source for the version: SANDLOCK_VERSION in include/sandlock.h, as the
+# loaded library reports it (the package metadata is read from it too).
+__version__: str = _native.lib.sandlock_version().decode()
 
 __all__ = [
     "BranchConflictError",
@@ -91,6 +93,8 @@ __all__ = [
     "min_landlock_abi",
     "parse_ports",
     "parse_memory_size",
+    "list_profiles",
+    "load_profile",
 ]
 
 _lib = _native.lib
@@ -365,7 +369,7 @@ _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGN
 _SIZE_MULT = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
-def parse_memory_size(value) -> int:
+def parse_memory_size(value: Union[int, str]) -> int:
     """A memory size in bytes: an int, or a str such as "512M", "1.5G",
     "64k", "2MiB" or "4096".  Units are binary (K = 1024) and case-blind;
     a fraction is rounded down to whole bytes.  Raises PolicyValueError /
@@ -736,17 +740,17 @@ class Sandbox:
         fs_readable: Iterable = (),
         fs_writable: Iterable = (),
         fs_denied: Iterable = (),
-        cwd=None,
+        cwd: Optional[Union[str, "os.PathLike[str]"]] = None,
         env: Optional[Mapping[str, str]] = None,
         clean_env: bool = False,
         max_processes: Optional[int] = _knobs.DEFAULT_MAX_PROCESSES,
-        max_memory=None,
+        max_memory: Optional[Union[int, str]] = None,
         net_allow: Iterable = (),
         net_allow_bind: Iterable = (),
         timeout: Optional[float] = None,
         name: Optional[str] = None,
         random_seed: Optional[int] = None,
-        time_start=None,
+        time_start: Optional[Union[int, float, str, datetime.datetime]] = None,
         extra_allow_syscalls: Iterable[str] = (),
         max_open_files: Optional[int] = None,
         max_cpu: Optional[int] = None,
@@ -761,8 +765,8 @@ class Sandbox:
         net_deny_bind: Iterable = (),
         net_allow_unix: Iterable = (),
         net_unix_readable: bool = False,
-        max_output=None,
-    ):
+        max_output: Optional[int] = None,
+    ) -> None:
         self._cfg = {}
         self._lock = threading.Lock()
         self._natives = collections.OrderedDict()  # snapshot -> _NativeSandbox
@@ -985,3 +989,7 @@ def check() -> str:
 def landlock_abi_version() -> int:
     """Landlock ABI of the running kernel, or -1 when unavailable."""
     return int(_lib.sandlock_landlock_abi_version())
+
+
+# TOML profiles (sandlock.profile imports Sandbox lazily: no import cycle).
+from .profile import list_profiles, load_profile  # noqa: E402

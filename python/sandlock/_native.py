@@ -10,10 +10,13 @@ Lookup order for the shared library:
 
 1. the ``SANDLOCK_LIB`` environment variable (an explicit path: if it is set
    but cannot be loaded, that is an error, we never fall back silently);
-2. ``libsandlock.so`` next to this package;
+2. ``libsandlock.so`` next to this package (``pip install ./python`` bundles
+   the in-tree build there when it exists);
 3. ``<repo>/build/libsandlock.so`` relative to the package directory
    (``python/sandlock/../../build``), for an in-tree checkout;
-4. ``ctypes.util.find_library("sandlock")``.
+4. ``libsandlock.so.0`` by its SONAME through the dynamic loader's search
+   path, i.e. the library that ``make install`` put in the system;
+5. ``ctypes.util.find_library("sandlock")``.
 """
 
 import ctypes
@@ -23,6 +26,7 @@ import os
 __all__ = ["lib", "LIB_PATH"]
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+SONAME = "libsandlock.so.0"
 
 # ---- ABI numbers (sandlock.h; they never change meaning) ----
 ERR_NAMES = {
@@ -63,6 +67,12 @@ def _load():
                 tried.append("%s (%s): %s" % (path, what, e))
         else:
             tried.append("%s (%s): not found" % (path, what))
+    # The installed library, by SONAME: the major number is the ABI, so a
+    # package built for ABI 0 never picks up an incompatible libsandlock.so.1.
+    try:
+        return ctypes.CDLL(SONAME), SONAME
+    except OSError as e:
+        tried.append("%s (installed, by SONAME): %s" % (SONAME, e))
     found = ctypes.util.find_library("sandlock")
     if found:
         try:

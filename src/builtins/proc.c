@@ -70,8 +70,19 @@ static const char *const k_deny_pid[] = { "mounts", "mountinfo", "mountstats" };
 #define PROC_ROOT_INO 1
 #define MAX_DENTS (64 * 1024) /* one on-behalf getdents reads at most this */
 
+/* open, creat and getdents exist only on older ABIs (x86_64), not on the
+ * asm-generic ones (aarch64). */
 static const int k_proc_nrs[] = {
-	__NR_open, __NR_creat, __NR_openat, __NR_openat2, __NR_getdents, __NR_getdents64,
+#ifdef __NR_open
+	__NR_open,
+#endif
+#ifdef __NR_creat
+	__NR_creat,
+#endif
+#ifdef __NR_getdents
+	__NR_getdents,
+#endif
+	__NR_openat, __NR_openat2, __NR_getdents64,
 };
 
 /* ---------------- the policy ---------------- */
