@@ -344,6 +344,18 @@ sandlock_result_t *sandlock_run_with_handlers(const sandlock_sandbox_t *sb,
                                               const sandlock_registration_t *regs,
                                               size_t nregs, int *err, char **err_msg);
 
+/* ================= copy-on-write workdir ================= */
+enum { SANDLOCK_BRANCH_COMMIT = 0, SANDLOCK_BRANCH_ABORT = 1, SANDLOCK_BRANCH_KEEP = 2 };
+/* Writes under dir are staged, never applied to it during the run. */
+sandlock_builder_t *sandlock_sandbox_builder_workdir(sandlock_builder_t *b, const char *dir);
+/* Where the upper layers live (default: a private directory in $TMPDIR). */
+sandlock_builder_t *sandlock_sandbox_builder_fs_storage(sandlock_builder_t *b, const char *dir);
+/* SANDLOCK_BRANCH_*: after a successful run (default COMMIT) / a failed one (ABORT). */
+sandlock_builder_t *sandlock_sandbox_builder_on_exit(sandlock_builder_t *b, int action);
+sandlock_builder_t *sandlock_sandbox_builder_on_error(sandlock_builder_t *b, int action);
+/* Bytes the upper layer may hold (0: unlimited); ENOSPC past it. */
+sandlock_builder_t *sandlock_sandbox_builder_max_disk(sandlock_builder_t *b, uint64_t bytes);
+
 /* ================= results ================= */
 /* Exit status if EXITED; 128+signal if SIGNALED/KILLED; 124 on TIMEOUT. */
 int sandlock_result_exit_code(const sandlock_result_t *r);
@@ -363,6 +375,16 @@ bool sandlock_result_handlers_abandoned(const sandlock_result_t *r);
 /* Bytes of the stream discarded past the max_output cap (0: complete). */
 uint64_t sandlock_result_stdout_truncated(const sandlock_result_t *r);
 uint64_t sandlock_result_stderr_truncated(const sandlock_result_t *r);
+/* The COW workdir's changes (conflicts false: the change list, A/M/D,
+ * sorted; true: the changes a commit did not apply because the real file
+ * moved on meanwhile).  Path relative to workdir, borrowed; NULL past the end. */
+size_t sandlock_result_change_count(const sandlock_result_t *r, bool conflicts);
+const char *sandlock_result_change(const sandlock_result_t *r, bool conflicts, size_t i,
+                                   char *kind);
+/* The upper layer left in place (KEEP, conflicts, failure), or NULL. */
+const char *sandlock_result_cow_kept(const sandlock_result_t *r);
+/* Why the commit or listing failed, or NULL. */
+const char *sandlock_result_cow_error(const sandlock_result_t *r);
 void sandlock_result_free(sandlock_result_t *r);
 void sandlock_string_free(char *s);
 

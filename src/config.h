@@ -66,6 +66,12 @@ struct sandlock_sandbox {
 	bool no_coredump, no_huge_pages, no_randomize_memory;
 	int extra_deny[SL_MAX_EXTRA_DENY]; /* syscall numbers denied with EPERM */
 	size_t n_extra_deny;
+	/* COW workdir (builtins/cow.c, cow.c) */
+	char *workdir;    /* canonical, or NULL = off */
+	char *fs_storage; /* canonical: upper layers are made in it */
+	bool storage_owned; /* we made fs_storage: rmdir at free */
+	int on_exit, on_error; /* SANDLOCK_BRANCH_* */
+	uint64_t max_disk;
 	uint8_t protection[SANDLOCK_PROTECTION_COUNT]; /* SL_PROT_STRICT/DEGRADED/DISABLED */
 	uint64_t max_output; /* bytes kept per captured stream; 0 = unlimited */
 	sandlock_start_fn on_start; /* NULL = none; see sandlock.h */
@@ -83,6 +89,7 @@ struct sandlock_builder {
 	sl_strvec raw_net_allow, raw_net_deny; /* endpoint specs, parsed at build */
 	sl_strvec raw_bind_allow, raw_bind_deny; /* bind port specs */
 	char *raw_cwd;
+	char *raw_workdir, *raw_storage;
 };
 
 #endif /* SANDLOCK_CONFIG_H */

@@ -574,6 +574,13 @@ bool sl_dispatch_quiesce(struct sl_dispatch *d, const struct timespec *at)
 	return sl_deferred_stop(d->deferred, at);
 }
 
+void sl_dispatch_finish(struct sl_dispatch *d, struct sandlock_result *r)
+{
+	for (size_t i = 0; i < d->ninsts; i++)
+		if (d->insts[i].live && d->insts[i].b->finish)
+			d->insts[i].b->finish(d->insts[i].state, r);
+}
+
 static void destroy(struct sl_dispatch *d)
 {
 	sl_deferred_free(d->deferred); /* no worker left: each held a reference */

@@ -48,5 +48,8 @@ bool sl_dispatch_quiesce(struct sl_dispatch *d, const struct timespec *at);
 /* Reference counting: the creator holds one; the last unref frees. */
 void sl_dispatch_ref(struct sl_dispatch *d);
 void sl_dispatch_unref(struct sl_dispatch *d);
+struct sandlock_result;
+/* After the run: builtins' end-of-run work (the COW commit), into r. */
+void sl_dispatch_finish(struct sl_dispatch *d, struct sandlock_result *r);
 
 #endif /* SANDLOCK_DISPATCH_H */

@@ -423,6 +423,7 @@ static sandlock_result_t *supervise(struct sl_launch *L, struct sl_supervisor *s
 		return loop_failed(r, &le, err, msg);
 	r->abandoned = *abandoned;
 	set_reason(r, &si, timed_out, sup);
+	sl_supervisor_finish(sup, r); /* e.g. commit or abort the COW workdir */
 	return r;
 }
 

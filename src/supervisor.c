@@ -267,6 +267,11 @@ bool sl_supervisor_stop(struct sl_supervisor *s, int64_t grace_ms)
 	return all;
 }
 
+void sl_supervisor_finish(struct sl_supervisor *s, struct sandlock_result *r)
+{
+	sl_dispatch_finish(s->d, r);
+}
+
 void sl_supervisor_free(struct sl_supervisor *s)
 {
 	if (!s)

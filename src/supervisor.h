@@ -30,6 +30,9 @@ int sl_supervisor_start(struct sl_supervisor *s, int listener, pid_t init, int *
 int sl_supervisor_failed(struct sl_supervisor *s);
 /* Non-zero if a handler action or KILL policy killed the sandbox; *sig = signal. */
 int sl_supervisor_killed(struct sl_supervisor *s, int *sig);
+struct sandlock_result;
+/* After the run, before free: builtins' end-of-run work into r. */
+void sl_supervisor_finish(struct sl_supervisor *s, struct sandlock_result *r);
 /* The run is over: no notification is answered from now on (call before
  * the sandbox's init is reaped, so that no KILL can reach a recycled pid). */
 void sl_supervisor_close(struct sl_supervisor *s);

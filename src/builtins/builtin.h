@@ -26,6 +26,8 @@
 #include "../config.h"
 
 /* What a builtin sees of one trapped call. */
+struct sandlock_result;
+
 struct sl_call {
 	const sandlock_notif_t *n;
 	sandlock_mem_t *mem; /* the caller's memory (childmem.h) */
@@ -73,6 +75,8 @@ struct sl_builtin {
 	void (*free)(void *state);
 	/* true with *act set: decided.  false: did not intervene. */
 	bool (*decide)(void *state, const struct sl_call *call, sandlock_action_t *act);
+	/* Optional: the run is over (r filled in), before free. */
+	void (*finish)(void *state, struct sandlock_result *r);
 };
 
 /* Every builtin, in dispatch order (builtins/table.c). */
