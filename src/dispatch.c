@@ -121,10 +121,11 @@ int sl_nrset_add_all(struct sl_nrset *s, const int *nrs, size_t n)
 	return 0;
 }
 
+/* nr is in s, trapped outright or conditionally (filter.h). */
 static bool nrset_has(const struct sl_nrset *s, int nr)
 {
 	for (size_t i = 0; i < s->n; i++)
-		if (s->v[i] == nr)
+		if (SL_TRAP_NR(s->v[i]) == nr)
 			return true;
 	return false;
 }
@@ -230,12 +231,14 @@ static int registration_nr(const struct sl_dispatch *d, const sandlock_registrat
 }
 
 /* Syscalls with a chain: the trapped set plus those the filter traps
- * only for some arguments (filter_conditional builtins). */
+ * only for some arguments (filter_conditional builtins, whose
+ * conditions are filter.c's, and SL_TRAP_IF_NONZERO entries). */
 static int build_chained(struct sl_dispatch *d)
 {
 	struct sl_nrset t = { 0 };
-	if (sl_nrset_add_all(&t, d->trapped, d->ntrapped) < 0)
-		goto nomem;
+	for (size_t i = 0; i < d->ntrapped; i++) /* conditional entries: their nr */
+		if (sl_nrset_add(&t, SL_TRAP_NR(d->trapped[i])) < 0)
+			goto nomem;
 	for (size_t i = 0; i < d->ninsts; i++)
 		if (d->insts[i].b->filter_conditional &&
 		    sl_nrset_add_all(&t, d->insts[i].nrs.v, d->insts[i].nrs.n) < 0)
@@ -247,6 +250,21 @@ static int build_chained(struct sl_dispatch *d)
 nomem:
 	free(t.v);
 	return -1;
+}
+
+/* A conditional trap (filter.h) on a syscall also trapped outright is
+ * dropped: the unconditional trap wins, its chain sees every call. */
+static void drop_shadowed(struct sl_nrset *t)
+{
+	size_t u = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		int v = t->v[i];
+		if (SL_TRAP_ARG(v) >= 0 && bsearch(&(int){ SL_TRAP_NR(v) }, t->v, t->n,
+		                                   sizeof(int), cmp_int))
+			continue;
+		t->v[u++] = v;
+	}
+	t->n = u;
 }
 
 /*
@@ -279,6 +297,7 @@ static int build_trapped(struct sl_dispatch *d, const struct sl_handlers *hs, in
 			goto nomem;
 	}
 	nrset_normalize(&t);
+	drop_shadowed(&t);
 	d->trapped = t.v;
 	d->ntrapped = t.n;
 	if (build_chained(d) < 0)

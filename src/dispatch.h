@@ -21,7 +21,8 @@ struct sl_dispatch;
  * with *err, *msg on a bad registration or OOM. */
 struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
                                     const struct sl_handlers *hs, int *err, char **msg);
-/* The syscall numbers that must reach the supervisor (sorted, unique). */
+/* The syscall numbers that must reach the supervisor (sorted, unique;
+ * conditional entries, SL_TRAP_IF_NONZERO of filter.h, sort last). */
 size_t sl_dispatch_trapped(const struct sl_dispatch *d, const int **nrs);
 /* After the launch prepared its Landlock ruleset, before the listener is
  * served: start the on-behalf opener (opener.h) confined by it, if the

@@ -405,21 +405,46 @@ static int add_extra_deny(scmp_filter_ctx ctx, const struct sandlock_sandbox *cf
 	return 0;
 }
 
+static bool trapped_plain(int nr, const int *trapped, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (trapped[i] == nr)
+			return true;
+	return false;
+}
+
+/* trapped[i]'s NOTIFY rule: unconditional, or (SL_TRAP_IF_NONZERO) only
+ * when its argument is nonzero, unless nr is also trapped outright. */
+static int add_notify_rule(scmp_filter_ctx ctx, const int *trapped, size_t n, size_t i,
+                           int *err, char **msg)
+{
+	int nr = SL_TRAP_NR(trapped[i]), arg = SL_TRAP_ARG(trapped[i]);
+	if (arg < 0)
+		return add_rule(ctx, SCMP_ACT_NOTIFY, nr, 0, NULL, err, msg);
+	if (arg > 5)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "bad trap condition %#x", trapped[i]);
+	if (trapped_plain(nr, trapped, n))
+		return 0;
+	struct scmp_arg_cmp c = SCMP_CMP((unsigned)arg, SCMP_CMP_NE, 0);
+	return add_rule(ctx, SCMP_ACT_NOTIFY, nr, 1, &c, err, msg);
+}
+
 static int add_notify_rules(scmp_filter_ctx ctx, const struct sandlock_sandbox *cfg,
                             const struct sl_filter_policy *p, const int *trapped, size_t n,
                             int *err, char **msg)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (sl_filter_is_blocked(p, trapped[i]))
+		int nr = SL_TRAP_NR(trapped[i]);
+		if (sl_filter_is_blocked(p, nr))
 			return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL,
-			               "syscall %d is blocklisted and cannot be trapped", trapped[i]);
+			               "syscall %d is blocklisted and cannot be trapped", nr);
 		if (i > 0 && trapped[i] == trapped[i - 1])
 			continue;
 		/* A builtin's trap on an extra-denied syscall: the deny wins (user
 		 * handlers on it were refused at registration, dispatch.c). */
-		if (sl_filter_extra_denied(cfg, trapped[i]))
+		if (sl_filter_extra_denied(cfg, nr))
 			continue;
-		if (add_rule(ctx, SCMP_ACT_NOTIFY, trapped[i], 0, NULL, err, msg) < 0)
+		if (add_notify_rule(ctx, trapped, n, i, err, msg) < 0)
 			return -1;
 	}
 	return 0;

@@ -24,6 +24,7 @@
 #include <sys/types.h>
 
 #include "../config.h"
+#include "../filter.h" /* SL_TRAP_IF_NONZERO */
 
 /* What a builtin sees of one trapped call. */
 struct sandlock_result;
@@ -68,7 +69,11 @@ struct sl_builtin {
 	 * a chain but stay out of the unconditionally trapped set. */
 	bool filter_conditional;
 	/* Add the syscalls this builtin traps for cfg; adding none leaves it
-	 * out of every chain of the run.  0 or -1 (OOM). */
+	 * out of every chain of the run.  An entry may be conditional,
+	 * SL_TRAP_IF_NONZERO(nr, arg): the filter traps nr only when that
+	 * argument is nonzero (the chain exists either way).  If anything else
+	 * traps nr outright (a user handler), every call reaches decide, so
+	 * decide must still handle the zero form.  0 or -1 (OOM). */
 	int (*syscalls)(const struct sandlock_sandbox *cfg, struct sl_nrset *out);
 	/* Per-run state (NULL: stateless).  0, or -1 with *msg set (heap). */
 	int (*init)(const struct sandlock_sandbox *cfg, void **state, char **msg);
