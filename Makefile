@@ -11,6 +11,24 @@ LDLIBS   = -lseccomp -lpthread
 # ~0.4 ms of every run in the dynamic loader (libc + libseccomp).  (Not
 # under the sanitizers, whose runtimes cannot be linked statically.)
 CLI_STATIC ?= -static-pie
+CLI_LDLIBS = -ljansson
+
+# The version has one source: SANDLOCK_VERSION in include/sandlock.h.  The
+# SONAME carries its major number (0 while the ABI is young).
+VERSION  := $(shell sed -n 's/^\#define SANDLOCK_VERSION "\(.*\)"/\1/p' include/sandlock.h)
+SOMAJOR  := $(firstword $(subst ., ,$(VERSION)))
+SONAME   := libsandlock.so.$(SOMAJOR)
+
+# Install locations (GNU conventions); DESTDIR is prepended to each.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+BASHCOMPDIR  ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR   ?= $(PREFIX)/share/zsh/site-functions
+INSTALL    ?= install
 
 LIB_SRC  := $(sort $(wildcard src/*.c src/builtins/*.c))
 LIB_OBJ  := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
@@ -22,7 +40,7 @@ HELPERS  := $(patsubst tests/c/helpers/%.c,$(BUILD)/helpers/%,$(HELPER_SRC))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all lib test test-c test-py demo asan bench clean
+.PHONY: all lib test test-c test-py demo asan bench clean install uninstall
 all: lib $(BUILD)/sandlock $(TESTS) $(HELPERS) $(BENCHES)
 lib: $(BUILD)/libsandlock.so $(BUILD)/libsandlock.a
 
@@ -31,17 +49,22 @@ $(BUILD)/obj/%.o: src/%.c $(LIB_HDR) include/sandlock.h
 	$(CC) $(CFLAGS) $(LIBFLAGS) -c $< -o $@
 
 $(BUILD)/libsandlock.so: $(LIB_OBJ)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) -shared -Wl,-soname,$(SONAME) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/libsandlock.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(BUILD)/sandlock: $(wildcard cli/*.c) $(wildcard cli/*.h) include/sandlock.h $(BUILD)/libsandlock.a
-	$(CC) $(CFLAGS) $(LDFLAGS) $(CLI_STATIC) -o $@ $(wildcard cli/*.c) $(BUILD)/libsandlock.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(CLI_STATIC) -o $@ $(wildcard cli/*.c) $(BUILD)/libsandlock.a $(LDLIBS) $(CLI_LDLIBS) -lm
 
 $(BUILD)/tests/%: tests/c/%.c $(wildcard tests/c/*.h) include/sandlock.h $(BUILD)/libsandlock.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandlock.a $(LDLIBS)
+
+# Unit tests of CLI modules link those modules' sources too.
+$(BUILD)/tests/test_toml: tests/c/test_toml.c cli/toml.c cli/toml.h $(wildcard tests/c/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Icli $(LDFLAGS) -o $@ $< cli/toml.c -lm
 
 # Hostile helper programs run *inside* the sandbox by the tests.
 $(BUILD)/helpers/%: tests/c/helpers/%.c $(wildcard tests/c/helpers/*.h)
@@ -70,6 +93,39 @@ asan:
 
 bench: all
 	PYTHONPATH=python $(PYTHON) bench/run.py
+
+# libsandlock.so.X.Y.Z is the file; .so.X (the SONAME, what programs load)
+# and .so (what the linker finds for -lsandlock) are symlinks to it.
+# sandlock.pc is generated here, not at build time, so that it names the
+# PREFIX/LIBDIR of this install even if `make` ran with other values.
+install: lib $(BUILD)/sandlock
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
+	    $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
+	    $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	$(INSTALL) -m 755 $(BUILD)/sandlock $(DESTDIR)$(BINDIR)/sandlock
+	$(INSTALL) -m 755 $(BUILD)/libsandlock.so $(DESTDIR)$(LIBDIR)/libsandlock.so.$(VERSION)
+	ln -sf libsandlock.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libsandlock.so
+	$(INSTALL) -m 644 $(BUILD)/libsandlock.a $(DESTDIR)$(LIBDIR)/libsandlock.a
+	$(INSTALL) -m 644 include/sandlock.h $(DESTDIR)$(INCLUDEDIR)/sandlock.h
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    sandlock.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/sandlock.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/sandlock.pc
+	sed 's|@VERSION@|$(VERSION)|g' man/sandlock.1 > $(DESTDIR)$(MANDIR)/man1/sandlock.1
+	sed 's|@VERSION@|$(VERSION)|g' man/sandlock.3 > $(DESTDIR)$(MANDIR)/man3/sandlock.3
+	chmod 644 $(DESTDIR)$(MANDIR)/man1/sandlock.1 $(DESTDIR)$(MANDIR)/man3/sandlock.3
+	$(INSTALL) -m 644 completions/sandlock.bash $(DESTDIR)$(BASHCOMPDIR)/sandlock
+	$(INSTALL) -m 644 completions/_sandlock $(DESTDIR)$(ZSHCOMPDIR)/_sandlock
+	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null; then ldconfig || true; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/sandlock \
+	    $(DESTDIR)$(LIBDIR)/libsandlock.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME) \
+	    $(DESTDIR)$(LIBDIR)/libsandlock.so $(DESTDIR)$(LIBDIR)/libsandlock.a \
+	    $(DESTDIR)$(INCLUDEDIR)/sandlock.h $(DESTDIR)$(PKGCONFIGDIR)/sandlock.pc \
+	    $(DESTDIR)$(MANDIR)/man1/sandlock.1 $(DESTDIR)$(MANDIR)/man3/sandlock.3 \
+	    $(DESTDIR)$(BASHCOMPDIR)/sandlock $(DESTDIR)$(ZSHCOMPDIR)/_sandlock
 
 clean:
 	rm -rf build build-asan

@@ -66,7 +66,7 @@ static int32_t onbehalf_handler(void *ud, const sandlock_notif_t *n, sandlock_me
 {
 	(void)ud;
 	sandlock_opened_t o;
-	int32_t e = sandlock_open_on_behalf(m, n, &o);
+	int32_t e = sandlock_open_on_behalf(m, n, NULL, NULL, &o);
 	if (e) {
 		sandlock_action_set_errno(out, e);
 		return 0;

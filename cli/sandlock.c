@@ -2,7 +2,6 @@
  * sandlock.c — the `sandlock` command, a thin shell over the public C ABI.
  *
  *   sandlock run [options] -- CMD [ARG]...
- *   sandlock ps [--json] | inspect NAME [--json] | kill NAME   (control.c)
  *
  * Exit status: the command's own status; 128+N when it died of signal N
  * (or sandlock killed it) -- except that when it died of SIGINT (Ctrl-C),
@@ -19,9 +18,15 @@
 #include <string.h>
 
 #include "control.h"
+#include "options.h"
 #include "parse.h"
+#include "profile.h"
+#include "reaper.h"
+#include "report.h"
+#include "runcfg.h"
 #include "sandlock.h"
 #include "signals.h"
+#include "trace.h"
 
 /* Status for "sandlock itself failed", as timeout(1)/env(1) use 125. */
 #define EXIT_SANDLOCK 125
@@ -29,10 +34,10 @@
 
 static const char usage_main[] =
 	"Usage: sandlock run [OPTIONS] -- CMD [ARG]...\n"
+	"       sandlock learn [OPTIONS] -- CMD [ARG]...\n"
+	"       sandlock profile list | show NAME\n"
 	"       sandlock check\n"
-	"       sandlock ps [--json]\n"
-	"       sandlock inspect NAME [--json]\n"
-	"       sandlock kill NAME\n"
+	"       sandlock ps [--json] | inspect NAME [--json] | kill NAME\n"
 	"       sandlock --help | --version\n"
 	"\n"
 	"Run CMD confined by Landlock, a seccomp-bpf blocklist and a seccomp\n"
@@ -40,6 +45,9 @@ static const char usage_main[] =
 	"\n"
 	"Commands:\n"
 	"  run       run a command in a sandbox (see 'sandlock run --help')\n"
+	"  learn     run a command permissively and print a profile for what it\n"
+	"            used (see 'sandlock learn --help')\n"
+	"  profile   list or show TOML profiles (see 'sandlock profile --help')\n"
 	"  check     report what this kernel and host give a sandbox\n"
 	"  ps        list the running sandboxes started with 'run --name'\n"
 	"  inspect   show one of them (pids, start time, command)\n"
@@ -48,123 +56,6 @@ static const char usage_main[] =
 	"Options:\n"
 	"  -h, --help     show this help\n"
 	"  -V, --version  show the version\n";
-
-static const char usage_run[] =
-	"Usage: sandlock run [OPTIONS] -- CMD [ARG]...\n"
-	"\n"
-	"Filesystem (paths must exist; everything not granted is denied):\n"
-	"  -r, --read PATH          allow reading and executing under PATH\n"
-	"  -w, --write PATH         allow reading and writing under PATH\n"
-	"  -d, --deny PATH          deny PATH even inside an allowed tree\n"
-	"Limits:\n"
-	"  -m, --max-memory SIZE    memory budget of the whole sandbox (cgroup; else\n"
-	"                           address space per process): bytes, or 512M, 1.5G\n"
-	"  -P, --max-processes N    at most N processes at once (default 64, 0 = no limit)\n"
-	"      --max-open-files N   RLIMIT_NOFILE of the command (capped at sandlock's own)\n"
-	"      --max-cpu PCT        CPU time, percent of one core (1-100; needs a cgroup)\n"
-	"      --cpu-cores LIST     run on these cores only, e.g. 0,2-3\n"
-	"  -t, --timeout SECS       kill the sandbox after SECS (decimals allowed)\n"
-	"Process:\n"
-	"      --no-coredump        no core dumps (RLIMIT_CORE 0)\n"
-	"      --no-huge-pages      no transparent huge pages\n"
-	"      --no-randomize-memory  no address-space layout randomization\n"
-	"Syscall denials and protections:\n"
-	"      --extra-deny-syscalls NAME[,NAME]  also deny these syscalls or groups\n"
-	"                           (groups: sysv_ipc) with EPERM\n"
-	"      --allow-degraded PROT  run even if the kernel lacks PROT (repeatable)\n"
-	"      --disable PROT       never enforce PROT (repeatable); PROT is one of\n"
-	"                           fs_refer, fs_truncate, net_tcp, fs_ioctl_dev,\n"
-	"                           signal_scope, abstract_unix_socket_scope\n"
-	"Network (without rules no TCP/UDP/ICMP destination and no bind is allowed):\n"
-	"      --net-allow SPEC       allow destinations [tcp://|udp://|icmp://]TARGET[:PORTS]\n"
-	"                             TARGET: *, IP, [IPv6], CIDR, hostname; PORTS: N,M | *;\n"
-	"                             a bare port list = any address (443 = :443)\n"
-	"      --net-deny SPEC        deny these IP/CIDR destinations, allow the rest\n"
-	"      --net-allow-bind PORTS allow TCP bind: N, lo-hi, * (comma-separated)\n"
-	"      --net-deny-bind PORTS  deny TCP bind to these ports, allow the rest\n"
-	"      --allow-unix PATH      allow connecting to unix sockets at or below PATH\n"
-	"      --net-unix-readable    also allow unix sockets inside -r trees\n"
-	"Syscalls:\n"
-	"      --extra-allow-syscalls GROUP[,GROUP...]\n"
-	"                           re-allow a syscall group denied by default\n"
-	"                           (repeatable); groups: sysv_ipc (SysV IPC and\n"
-	"                           POSIX message queues, shared with the host)\n"
-	"Environment:\n"
-	"      --clean-env          start from a minimal environment: only PATH, HOME,\n"
-	"                           USER, TERM and LANG, with this process's values\n"
-	"                           where set (PATH defaults to /usr/local/bin:/usr/bin:/bin)\n"
-	"      --env K=V            set K to V in the command's environment\n"
-	"  -C, --cwd DIR            run the command in DIR\n"
-	"      --random-seed N      getrandom() returns a stream seeded with N\n"
-	"      --time-start T       the wall clock starts at T (Unix seconds or\n"
-	"                           RFC 3339, e.g. 2000-01-01T00:00:00Z)\n"
-	"Control:\n"
-	"      --name NAME          name the run for 'sandlock ps', 'inspect NAME' and\n"
-	"                           'kill NAME' (a socket only this user can reach)\n"
-	"  -h, --help               show this help\n"
-	"\n"
-	"Exit status: the command's status; 128+N if it died of signal N;\n"
-	"124 on timeout; 125 if sandlock failed; 126/127 if CMD cannot be run/found.\n";
-
-enum {
-	OPT_NET_ALLOW = 256,
-	OPT_NET_ALLOW_BIND,
-	OPT_CLEAN_ENV,
-	OPT_ENV,
-	OPT_RANDOM_SEED,
-	OPT_TIME_START,
-	OPT_EXTRA_ALLOW,
-	OPT_MAX_OPEN_FILES,
-	OPT_MAX_CPU,
-	OPT_CPU_CORES,
-	OPT_NO_COREDUMP,
-	OPT_NO_HUGE_PAGES,
-	OPT_NO_RANDOMIZE,
-	OPT_EXTRA_DENY,
-	OPT_ALLOW_DEGRADED,
-	OPT_DISABLE,
-	OPT_NET_DENY,
-	OPT_NET_DENY_BIND,
-	OPT_ALLOW_UNIX,
-	OPT_UNIX_READABLE,
-	OPT_NAME,
-};
-
-static const struct option run_options[] = {
-	{ "read", required_argument, NULL, 'r' },
-	{ "write", required_argument, NULL, 'w' },
-	{ "deny", required_argument, NULL, 'd' },
-	{ "max-memory", required_argument, NULL, 'm' },
-	{ "max-processes", required_argument, NULL, 'P' },
-	{ "timeout", required_argument, NULL, 't' },
-	{ "cwd", required_argument, NULL, 'C' },
-	{ "net-allow", required_argument, NULL, OPT_NET_ALLOW },
-	{ "net-allow-bind", required_argument, NULL, OPT_NET_ALLOW_BIND },
-	{ "net-deny", required_argument, NULL, OPT_NET_DENY },
-	{ "net-deny-bind", required_argument, NULL, OPT_NET_DENY_BIND },
-	{ "allow-unix", required_argument, NULL, OPT_ALLOW_UNIX },
-	{ "net-unix-readable", no_argument, NULL, OPT_UNIX_READABLE },
-	{ "clean-env", no_argument, NULL, OPT_CLEAN_ENV },
-	{ "env", required_argument, NULL, OPT_ENV },
-	{ "random-seed", required_argument, NULL, OPT_RANDOM_SEED },
-	{ "time-start", required_argument, NULL, OPT_TIME_START },
-	{ "extra-allow-syscalls", required_argument, NULL, OPT_EXTRA_ALLOW },
-	{ "max-open-files", required_argument, NULL, OPT_MAX_OPEN_FILES },
-	{ "max-cpu", required_argument, NULL, OPT_MAX_CPU },
-	{ "cpu-cores", required_argument, NULL, OPT_CPU_CORES },
-	{ "no-coredump", no_argument, NULL, OPT_NO_COREDUMP },
-	{ "no-huge-pages", no_argument, NULL, OPT_NO_HUGE_PAGES },
-	{ "no-randomize-memory", no_argument, NULL, OPT_NO_RANDOMIZE },
-	{ "extra-deny-syscalls", required_argument, NULL, OPT_EXTRA_DENY },
-	{ "allow-degraded", required_argument, NULL, OPT_ALLOW_DEGRADED },
-	{ "disable", required_argument, NULL, OPT_DISABLE },
-	{ "name", required_argument, NULL, OPT_NAME },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-/* '+': stop at the first non-option so CMD's own flags are never ours;
- * leading ':': report a missing argument as ':' instead of '?'. */
-static const char run_shortopts[] = "+:r:w:d:m:P:t:C:h";
 
 /* Print "sandlock: <msg>" plus a hint, return the usage-error status. */
 static int usage_error(const char *fmt, const char *a, const char *b)
@@ -175,50 +66,89 @@ static int usage_error(const char *fmt, const char *a, const char *b)
 	return EXIT_SANDLOCK;
 }
 
-/* The option as the user spelled it, for error messages. */
-static const char *opt_name(int c, char *buf, size_t len)
+static void print_run_help(void)
 {
-	for (const struct option *o = run_options; o->name; o++) {
-		if (o->val == c && c >= 256) {
-			snprintf(buf, len, "--%s", o->name);
-			return buf;
-		}
-	}
-	snprintf(buf, len, "-%c", c);
-	return buf;
+	fputs("Usage: sandlock run [OPTIONS] -- CMD [ARG]...\n"
+	      "       sandlock run -p PROFILE [OPTIONS] [-- CMD [ARG]...]\n"
+	      "\n",
+	      stdout);
+	cli_print_run_options(stdout);
+	fputs("\n"
+	      "Exit status: the command's status; 128+N if it died of signal N;\n"
+	      "124 on timeout; 125 if sandlock failed; 126/127 if CMD cannot be run/found.\n",
+	      stdout);
 }
 
-static int bad_value(int c, const char *arg, const char *why)
+static int bad_value(int id, const char *arg, const char *why)
 {
-	char name[32];
+	char name[48];
 	fprintf(stderr, "sandlock: invalid value '%s' for %s: %s\n", arg,
-		opt_name(c, name, sizeof(name)), why);
+		cli_opt_label(id, name, sizeof(name)), why);
 	fputs("Try 'sandlock run --help' for more information.\n", stderr);
 	return EXIT_SANDLOCK;
 }
 
-/* --env K=V: K must be non-empty and free of '=' (the first '=' splits). */
-static int apply_env(sandlock_builder_t *b, const char *arg)
+static int out_of_memory(void)
 {
-	const char *eq = strchr(arg, '=');
-	if (!eq || eq == arg)
-		return bad_value(OPT_ENV, arg, "expected K=V");
-	size_t klen = (size_t)(eq - arg);
-	char *key = malloc(klen + 1);
-	if (!key) {
-		fputs("sandlock: out of memory\n", stderr);
-		return EXIT_SANDLOCK;
-	}
-	memcpy(key, arg, klen);
-	key[klen] = '\0';
-	sandlock_sandbox_builder_env_var(b, key, eq + 1);
-	free(key);
-	return 0;
+	fputs("sandlock: out of memory\n", stderr);
+	return EXIT_SANDLOCK;
 }
 
-/* --extra-allow-syscalls a,b: each group goes to the builder, which
- * rejects unknown groups and single syscalls at build time. */
-static int apply_extra_allow(sandlock_builder_t *b, const char *arg)
+/* Everything `run` was told, before the profile is merged in. */
+struct run_args {
+	struct cli_cfg flags;
+	const char *profile;      /* --profile NAME */
+	const char *profile_file; /* --profile-file PATH */
+	struct cli_report rep;
+	bool trace;
+	bool help;
+};
+
+static int set_string(char **dst, const char *s)
+{
+	free(*dst);
+	*dst = strdup(s);
+	return *dst ? 0 : out_of_memory();
+}
+
+static int add_path(struct cli_list *l, const char *arg)
+{
+	return cli_list_add(l, arg) < 0 ? out_of_memory() : 0;
+}
+
+/* Apply one numeric limit option.  Returns 0 or an exit status. */
+static int apply_limit(struct cli_cfg *c, int id, const char *arg)
+{
+	uint64_t v = 0;
+	const char *why = NULL;
+	switch (id) {
+	case OPT_MAX_MEMORY: {
+		int pr = sandlock_parse_memory_size(arg, &v);
+		if (pr < 0)
+			return bad_value(id, arg, pr == -2   ? "must be greater than zero"
+			                          : pr == -3 ? "number too large"
+			                                     : "expected a size such as 4096, 512M or 1.5G");
+		c->has_max_memory = true;
+		c->max_memory = v;
+		return 0;
+	}
+	case OPT_MAX_PROCESSES:
+		if (cli_parse_uint(arg, 0, UINT32_MAX, &v, &why))
+			return bad_value(id, arg, why);
+		c->has_max_processes = true;
+		c->max_processes = (uint32_t)v;
+		return 0;
+	default: /* OPT_TIMEOUT */
+		if (cli_parse_seconds(arg, &v, &why))
+			return bad_value(id, arg, why);
+		c->has_timeout = true;
+		c->timeout_ms = v;
+		return 0;
+	}
+}
+
+/* --extra-allow-syscalls a,b: the groups, split at commas. */
+static int apply_extra_allow(struct cli_cfg *c, const char *arg)
 {
 	const char *p = arg;
 	for (;;) {
@@ -226,103 +156,283 @@ static int apply_extra_allow(sandlock_builder_t *b, const char *arg)
 		if (len == 0)
 			return bad_value(OPT_EXTRA_ALLOW, arg, "expected GROUP[,GROUP...]");
 		char *group = strndup(p, len);
-		if (!group) {
-			fputs("sandlock: out of memory\n", stderr);
-			return EXIT_SANDLOCK;
-		}
-		sandlock_sandbox_builder_extra_allow_syscalls(b, group);
+		int rc = group ? cli_list_add(&c->extra_allow, group) : -1;
 		free(group);
+		if (rc < 0)
+			return out_of_memory();
 		if (p[len] == '\0')
 			return 0;
 		p += len + 1;
 	}
 }
 
-/* --net-allow / --net-deny SPEC: checked here so the error names the flag. */
-static int apply_net(sandlock_builder_t *b, int c, const char *arg)
-{
-	char name[32];
-	char *why = sandlock_net_spec_error(arg, c == OPT_NET_DENY);
-	if (why) {
-		fprintf(stderr, "sandlock: %s '%s': %s\n", opt_name(c, name, sizeof name), arg, why);
-		sandlock_string_free(why);
-		return EXIT_SANDLOCK;
-	}
-	if (c == OPT_NET_ALLOW)
-		sandlock_sandbox_builder_net_allow_spec(b, arg);
-	else
-		sandlock_sandbox_builder_net_deny(b, arg);
-	return 0;
-}
-
-/* Apply one numeric limit option.  Returns 0 or an exit status. */
-static int apply_limit(sandlock_builder_t *b, int c, const char *arg)
-{
-	uint64_t v = 0;
-	const char *why = NULL;
-	switch (c) {
-	case 'm': {
-		int pr = sandlock_parse_memory_size(arg, &v);
-		if (pr < 0)
-			return bad_value(c, arg, pr == -2   ? "must be greater than zero"
-			                         : pr == -3 ? "number too large"
-			                                    : "expected a size such as 4096, 512M or 1.5G");
-		sandlock_sandbox_builder_max_memory(b, v);
-		return 0;
-	}
-	case 'P':
-		if (cli_parse_uint(arg, 0, UINT32_MAX, &v, &why))
-			return bad_value(c, arg, why);
-		sandlock_sandbox_builder_max_processes(b, (uint32_t)v);
-		return 0;
-	case OPT_MAX_OPEN_FILES:
-		if (cli_parse_uint(arg, 1, UINT32_MAX, &v, &why))
-			return bad_value(c, arg, why);
-		sandlock_sandbox_builder_max_open_files(b, (uint32_t)v);
-		return 0;
-	case OPT_MAX_CPU:
-		if (cli_parse_uint(arg, 1, 100, &v, &why))
-			return bad_value(c, arg, "expected a percentage of one core, 1-100");
-		sandlock_sandbox_builder_max_cpu(b, (uint32_t)v);
-		return 0;
-	default: /* 't' */
-		if (cli_parse_seconds(arg, &v, &why))
-			return bad_value(c, arg, why);
-		sandlock_sandbox_builder_timeout_ms(b, v);
-		return 0;
-	}
-}
-
 /* --random-seed N, --time-start T.  Returns 0 or an exit status. */
-static int apply_determinism(sandlock_builder_t *b, int c, const char *arg)
+static int apply_determinism(struct cli_cfg *c, int id, const char *arg)
 {
 	const char *why = NULL;
-	if (c == OPT_RANDOM_SEED) {
+	if (id == OPT_RANDOM_SEED) {
 		uint64_t seed;
 		if (cli_parse_uint(arg, 0, UINT64_MAX, &seed, &why))
-			return bad_value(c, arg, why);
-		sandlock_sandbox_builder_random_seed(b, seed);
+			return bad_value(id, arg, why);
+		c->has_random_seed = true;
+		c->random_seed = seed;
 		return 0;
 	}
 	int64_t ns;
 	if (cli_parse_time(arg, &ns, &why))
-		return bad_value(c, arg, why);
-	sandlock_sandbox_builder_time_start_ns(b, ns);
+		return bad_value(id, arg, why);
+	c->has_time_start = true;
+	c->time_start_ns = ns;
 	return 0;
 }
+
+static int apply_output(struct run_args *ra, int id, const char *arg)
+{
+	if (id == OPT_JSON) {
+		ra->rep.json = true;
+		return 0;
+	}
+	uint64_t fd = 0;
+	const char *why = NULL;
+	if (cli_parse_uint(arg, 0, INT32_MAX, &fd, &why))
+		return bad_value(id, arg, why);
+	if (cli_report_check_fd((int)fd, &why))
+		return bad_value(id, arg, why);
+	ra->rep.status_fd = (int)fd;
+	return 0;
+}
+
+/* Apply one parsed option.  Returns 0 or an exit status.  Path validity
+ * is the library's job: it reports bad paths at build time. */
+static int apply_option(struct run_args *ra, int id, const char *arg)
+{
+	struct cli_cfg *c = &ra->flags;
+	const char *why = NULL;
+	switch (id) {
+	case OPT_READ: return add_path(&c->read, arg);
+	case OPT_WRITE: return add_path(&c->write, arg);
+	case OPT_DENY: return add_path(&c->deny, arg);
+	case OPT_CWD: return set_string(&c->cwd, arg);
+	case OPT_NAME: return set_string(&c->name, arg);
+	case OPT_MAX_MEMORY:
+	case OPT_MAX_PROCESSES:
+	case OPT_TIMEOUT:
+		return apply_limit(c, id, arg);
+	case OPT_NET_ALLOW:
+	case OPT_NET_DENY: {
+		/* checked here so the error names the flag */
+		char *e = sandlock_net_spec_error(arg, id == OPT_NET_DENY);
+		if (e) {
+			fprintf(stderr, "sandlock: --%s '%s': %s\n", cli_opt_by_id(id)->name, arg, e);
+			sandlock_string_free(e);
+			return EXIT_SANDLOCK;
+		}
+		return cli_ops_add(&c->ops, id, arg) < 0 ? out_of_memory() : 0;
+	}
+	case OPT_NET_ALLOW_BIND: /* port syntax checked by the build */
+	case OPT_NET_DENY_BIND:
+	case OPT_ALLOW_UNIX:
+	case OPT_UNIX_READABLE:
+		return cli_ops_add(&c->ops, id, arg) < 0 ? out_of_memory() : 0;
+	case OPT_CLEAN_ENV:
+		c->clean_env = 1;
+		return 0;
+	case OPT_ENV:
+		if (cli_env_add(&c->env, arg, &why))
+			return bad_value(id, arg, why);
+		return 0;
+	case OPT_INTERACTIVE:
+		return 0; /* stdio and the terminal are always the caller's */
+	case OPT_RANDOM_SEED:
+	case OPT_TIME_START:
+		return apply_determinism(c, id, arg);
+	case OPT_EXTRA_ALLOW:
+		return apply_extra_allow(c, arg);
+	case OPT_MAX_OPEN_FILES:
+	case OPT_MAX_CPU:
+	case OPT_CPU_CORES:
+	case OPT_NO_COREDUMP:
+	case OPT_NO_HUGE_PAGES:
+	case OPT_NO_RANDOMIZE:
+	case OPT_EXTRA_DENY:
+	case OPT_ALLOW_DEGRADED:
+	case OPT_DISABLE:
+		return cli_ops_add(&c->ops, id, arg) < 0 ? out_of_memory() : 0;
+	case OPT_PROFILE:
+		ra->profile = arg;
+		return 0;
+	case OPT_PROFILE_FILE:
+		ra->profile_file = arg;
+		return 0;
+	case OPT_JSON:
+	case OPT_STATUS_FD:
+		return apply_output(ra, id, arg);
+	case OPT_TRACE:
+		ra->trace = true;
+		return 0;
+	default:
+		if (id >= OPT_UNSUPPORTED_BASE)
+			return usage_error("option --%s is not supported yet by this sandlock%s",
+					   cli_unsupported[id - OPT_UNSUPPORTED_BASE].name, "");
+		return usage_error("internal error: unhandled option%s%s", "", "");
+	}
+}
+
+/* getopt_long accepts unique prefixes ("--time"); say so when a prefix
+ * matched several long options instead of calling it unknown. */
+static bool is_ambiguous(const char *spelled)
+{
+	if (strncmp(spelled, "--", 2) != 0)
+		return false;
+	const char *name = spelled + 2;
+	size_t len = strcspn(name, "=");
+	int matches = 0, first_val = -1;
+	for (const struct option *o = cli_long_options(); o->name; o++)
+		if (len > 0 && strncmp(o->name, name, len) == 0) {
+			/* an option and its own alias are one match */
+			if (matches == 0 || o->val != first_val)
+				matches++;
+			first_val = o->val;
+		}
+	return matches > 1;
+}
+
+/* Turn a getopt error (':' missing argument, '?' unknown) into a message. */
+static int getopt_error(int c, char **argv)
+{
+	char name[48];
+	const char *spelled = argv[optind - 1];
+	if (c == ':') {
+		/* For a long option optopt is its val; for a short one the letter. */
+		const char *n = strncmp(spelled, "--", 2) == 0 ? spelled
+							      : cli_opt_label(optopt, name, sizeof(name));
+		return usage_error("option %s requires an argument%s", n, "");
+	}
+	if (optopt != 0 && optopt < 256) {
+		snprintf(name, sizeof(name), "-%c", optopt);
+		return usage_error("unknown option '%s'%s", name, "");
+	}
+	return usage_error(is_ambiguous(spelled) ? "ambiguous option '%s'%s"
+						 : "unknown option '%s'%s", spelled, "");
+}
+
+/* The option's id: getopt returns the letter for a short option. */
+static int option_id(int c)
+{
+	if (c >= 256)
+		return c;
+	const struct cli_opt *o = cli_opt_by_id(c);
+	return o ? o->id : -1;
+}
+
+/* After the options: "-- CMD..." (required unless a profile names one). */
+static int parse_command(int argc, char **argv, const char *last_optarg, struct run_args *ra)
+{
+	/* getopt consumed a "--" iff argv[optind-1] is "--" and was not the
+	 * argument of the previous option (as in "-C --"). */
+	bool saw_dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0 &&
+			    argv[optind - 1] != last_optarg;
+	bool have_profile = ra->profile || ra->profile_file;
+	if (!saw_dashdash) {
+		if (optind < argc)
+			return usage_error("expected '--' before the command, got '%s'%s",
+					   argv[optind], "");
+		if (have_profile)
+			return 0; /* the profile's [program] exec, checked later */
+		return usage_error("missing '--' and a command to run%s%s", "", "");
+	}
+	if (optind >= argc)
+		return usage_error("missing command after '--'%s%s", "", "");
+	for (int i = optind; i < argc; i++)
+		if (cli_list_add(&ra->flags.argv, argv[i]) < 0)
+			return out_of_memory();
+	return 0;
+}
+
+/*
+ * Parse `run`'s options.  argv[0] is "run".  Returns 0, or an exit status
+ * after printing the error.  The command must follow "--": requiring it
+ * keeps a typo'd option from being run as a command.
+ */
+static int parse_run(int argc, char **argv, struct run_args *ra)
+{
+	const char *last_optarg = NULL;
+	int c, rc;
+	optind = 1;
+	opterr = 0; /* we print our own messages, prefixed "sandlock:" */
+	while ((c = getopt_long(argc, argv, cli_short_options(), cli_long_options(), NULL)) != -1) {
+		if (c == ':' || c == '?')
+			return getopt_error(c, argv);
+		int id = option_id(c);
+		if (id == OPT_HELP) {
+			ra->help = true;
+			return 0;
+		}
+		last_optarg = optarg;
+		if ((rc = apply_option(ra, id, optarg)) != 0)
+			return rc;
+	}
+	if (ra->profile && ra->profile_file)
+		return usage_error("give only one of --profile and --profile-file%s%s", "", "");
+	return parse_command(argc, argv, last_optarg, ra);
+}
+
+/* Load the profile (if any) and lay the flags over it into *out. */
+static int resolve_config(const struct run_args *ra, struct cli_cfg *out)
+{
+	struct cli_cfg prof;
+	cli_cfg_init(&prof);
+	char *err = NULL, *path = NULL;
+	if (ra->profile && !(path = cli_profile_path(ra->profile, &err)))
+		goto fail;
+	const char *file = path ? path : ra->profile_file;
+	if (file && cli_profile_load(file, &prof, &err) < 0)
+		goto fail;
+	free(path);
+	path = NULL;
+	int rc = cli_cfg_merge(out, &prof, &ra->flags);
+	cli_cfg_free(&prof);
+	if (rc < 0)
+		return out_of_memory();
+	if (out->argv.n == 0)
+		return usage_error("the profile has no [program] exec: give the command after '--'%s%s",
+				   "", "");
+	return 0;
+fail:
+	fprintf(stderr, "sandlock: %s\n", err ? err : "out of memory");
+	free(err);
+	free(path);
+	return EXIT_SANDLOCK;
+}
+
+/* Map a failed sandlock_run to an exit status, after printing why. */
+static int launch_failure(int err, const char *msg)
+{
+	fprintf(stderr, "sandlock: %s\n", msg ? msg : "failed to run the command");
+	if (err == SANDLOCK_ERR_NOT_FOUND)
+		return EXIT_NOT_FOUND;
+	return EXIT_SANDLOCK;
+}
+
+/* A failure before or while launching: report it, return the status. */
+static int run_failed(struct cli_report *rep, int status, const char *msg)
+{
+	cli_report_end(rep, NULL, status, msg);
+	return status;
+}
+
+/* ---- knobs: handed to the builder as given (see struct cli_op) ---- */
 
 /* --cpu-cores 0,2-3: a comma-separated list of cores and ranges. */
 static int apply_cores(sandlock_builder_t *b, const char *arg)
 {
 	char *dup = strdup(arg), *save = NULL;
-	if (!dup) {
-		fputs("sandlock: out of memory\n", stderr);
-		return EXIT_SANDLOCK;
-	}
+	if (!dup)
+		return out_of_memory();
 	int rc = 0;
 	bool any = false;
 	for (char *t = strtok_r(dup, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
-		uint64_t lo, hi;
+		uint64_t lo, hi = 0;
 		const char *why;
 		char *dash = strchr(t, '-');
 		if (dash)
@@ -343,13 +453,11 @@ static int apply_cores(sandlock_builder_t *b, const char *arg)
 }
 
 /* --extra-deny-syscalls a,b: each a syscall or a group; the library checks. */
-static int apply_deny(sandlock_builder_t *b, const char *arg)
+static int apply_extra_deny(sandlock_builder_t *b, const char *arg)
 {
 	char *dup = strdup(arg), *save = NULL;
-	if (!dup) {
-		fputs("sandlock: out of memory\n", stderr);
-		return EXIT_SANDLOCK;
-	}
+	if (!dup)
+		return out_of_memory();
 	bool any = false;
 	for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		sandlock_sandbox_builder_extra_deny_syscalls(b, t);
@@ -360,7 +468,7 @@ static int apply_deny(sandlock_builder_t *b, const char *arg)
 }
 
 /* --allow-degraded / --disable PROT: a protection's name (- or _, any case). */
-static int apply_protection(sandlock_builder_t *b, int c, const char *arg)
+static int apply_protection(sandlock_builder_t *b, int id, const char *arg)
 {
 	for (uint32_t p = 0; p < SANDLOCK_PROTECTION_COUNT; p++) {
 		const char *name = sandlock_protection_name(p);
@@ -372,40 +480,32 @@ static int apply_protection(sandlock_builder_t *b, int c, const char *arg)
 		}
 		if (name[i] || arg[i])
 			continue;
-		if (c == OPT_ALLOW_DEGRADED)
+		if (id == OPT_ALLOW_DEGRADED)
 			sandlock_sandbox_builder_allow_degraded(b, p);
 		else
 			sandlock_sandbox_builder_disable(b, p);
 		return 0;
 	}
-	return bad_value(c, arg, "unknown protection (see 'sandlock run --help')");
+	return bad_value(id, arg, "unknown protection (see 'sandlock run --help')");
 }
 
-/* Apply one parsed option to the builder.  Returns 0 or an exit status.
- * Path validity is the library's job: it reports bad paths at build time. */
-static int apply_option(sandlock_builder_t *b, int c, const char *arg)
+static int apply_knob(sandlock_builder_t *b, const struct cli_op *op)
 {
-	switch (c) {
-	case 'r':
-		sandlock_sandbox_builder_fs_read(b, arg);
-		return 0;
-	case 'w':
-		sandlock_sandbox_builder_fs_write(b, arg);
-		return 0;
-	case 'd':
-		sandlock_sandbox_builder_fs_deny(b, arg);
-		return 0;
-	case 'C':
-		sandlock_sandbox_builder_cwd(b, arg);
-		return 0;
-	case 'm':
-	case 'P':
-	case 't':
+	uint64_t v = 0;
+	const char *why = NULL;
+	switch (op->id) {
 	case OPT_MAX_OPEN_FILES:
+		if (cli_parse_uint(op->arg, 1, UINT32_MAX, &v, &why))
+			return bad_value(op->id, op->arg, why);
+		sandlock_sandbox_builder_max_open_files(b, (uint32_t)v);
+		return 0;
 	case OPT_MAX_CPU:
-		return apply_limit(b, c, arg);
+		if (cli_parse_uint(op->arg, 1, 100, &v, &why))
+			return bad_value(op->id, op->arg, "expected a percentage of one core, 1-100");
+		sandlock_sandbox_builder_max_cpu(b, (uint32_t)v);
+		return 0;
 	case OPT_CPU_CORES:
-		return apply_cores(b, arg);
+		return apply_cores(b, op->arg);
 	case OPT_NO_COREDUMP:
 		sandlock_sandbox_builder_no_coredump(b, true);
 		return 0;
@@ -416,153 +516,73 @@ static int apply_option(sandlock_builder_t *b, int c, const char *arg)
 		sandlock_sandbox_builder_no_randomize_memory(b, true);
 		return 0;
 	case OPT_EXTRA_DENY:
-		return apply_deny(b, arg);
-	case OPT_ALLOW_DEGRADED:
-	case OPT_DISABLE:
-		return apply_protection(b, c, arg);
+		return apply_extra_deny(b, op->arg);
 	case OPT_NET_ALLOW:
+		sandlock_sandbox_builder_net_allow_spec(b, op->arg);
+		return 0;
 	case OPT_NET_DENY:
-		return apply_net(b, c, arg);
-	case OPT_NET_ALLOW_BIND: /* port syntax checked by the build */
-		sandlock_sandbox_builder_net_allow_bind_spec(b, arg);
+		sandlock_sandbox_builder_net_deny(b, op->arg);
+		return 0;
+	case OPT_NET_ALLOW_BIND:
+		sandlock_sandbox_builder_net_allow_bind_spec(b, op->arg);
 		return 0;
 	case OPT_NET_DENY_BIND:
-		sandlock_sandbox_builder_net_deny_bind(b, arg);
+		sandlock_sandbox_builder_net_deny_bind(b, op->arg);
 		return 0;
 	case OPT_ALLOW_UNIX:
-		sandlock_sandbox_builder_net_allow_unix(b, arg);
+		sandlock_sandbox_builder_net_allow_unix(b, op->arg);
 		return 0;
 	case OPT_UNIX_READABLE:
 		sandlock_sandbox_builder_net_unix_readable(b, true);
 		return 0;
-	case OPT_CLEAN_ENV:
-		sandlock_sandbox_builder_clean_env(b, true);
-		return 0;
-	case OPT_ENV:
-		return apply_env(b, arg);
-	case OPT_RANDOM_SEED:
-	case OPT_TIME_START:
-		return apply_determinism(b, c, arg);
-	case OPT_EXTRA_ALLOW:
-		return apply_extra_allow(b, arg);
-	default:
-		return usage_error("internal error: unhandled option%s%s", "", "");
+	default: /* OPT_ALLOW_DEGRADED, OPT_DISABLE */
+		return apply_protection(b, op->id, op->arg);
 	}
 }
 
-/* getopt_long accepts unique prefixes ("--time"); say so when a prefix
- * matched several long options instead of calling it unknown. */
-static bool is_ambiguous(const char *spelled)
+/* learn: the command's captured output, after the run, on our stderr
+ * (stdout carries the profile). */
+static void forward_output(const sandlock_result_t *r)
 {
-	if (strncmp(spelled, "--", 2) != 0)
-		return false;
-	const char *name = spelled + 2;
-	size_t len = strcspn(name, "=");
-	int matches = 0;
-	for (const struct option *o = run_options; o->name; o++)
-		if (len > 0 && strncmp(o->name, name, len) == 0)
-			matches++;
-	return matches > 1;
-}
-
-/* Turn a getopt error (':' missing argument, '?' unknown) into a message. */
-static int getopt_error(int c, char **argv)
-{
-	char name[32];
-	const char *spelled = argv[optind - 1];
-	if (c == ':') {
-		/* For a long option optopt is its val; for a short one the letter. */
-		const char *n = strncmp(spelled, "--", 2) == 0 ? spelled : opt_name(optopt, name, sizeof(name));
-		return usage_error("option %s requires an argument%s", n, "");
-	}
-	if (optopt != 0) {
-		snprintf(name, sizeof(name), "-%c", optopt);
-		return usage_error("unknown option '%s'%s", name, "");
-	}
-	return usage_error(is_ambiguous(spelled) ? "ambiguous option '%s'%s"
-						 : "unknown option '%s'%s", spelled, "");
-}
-
-struct run_args {
-	sandlock_builder_t *b;
-	char **cmd; /* NULL-terminated, points into argv */
-	const char *name; /* --name, or NULL */
-	int ncmd;
-	bool help;
-};
-
-/*
- * Parse `run`'s options into a builder.  argv[0] is "run".  Returns 0, or
- * an exit status after printing the error.  The command must follow "--":
- * requiring it keeps a typo'd option from being run as a command.
- */
-static int parse_run(int argc, char **argv, struct run_args *ra)
-{
-	const char *last_optarg = NULL;
-	int c, rc;
-	optind = 1;
-	opterr = 0; /* we print our own messages, prefixed "sandlock:" */
-	while ((c = getopt_long(argc, argv, run_shortopts, run_options, NULL)) != -1) {
-		if (c == ':' || c == '?')
-			return getopt_error(c, argv);
-		if (c == 'h') {
-			ra->help = true;
-			return 0;
-		}
-		last_optarg = optarg;
-		if (c == OPT_NAME) {
-			ra->name = optarg;
-			continue;
-		}
-		if ((rc = apply_option(ra->b, c, optarg)) != 0)
-			return rc;
-	}
-	/* getopt consumed a "--" iff argv[optind-1] is "--" and was not the
-	 * argument of the previous option (as in "-C --"). */
-	bool saw_dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0 &&
-			    argv[optind - 1] != last_optarg;
-	if (!saw_dashdash) {
-		if (optind < argc)
-			return usage_error("expected '--' before the command, got '%s'%s",
-					   argv[optind], "");
-		return usage_error("missing '--' and a command to run%s%s", "", "");
-	}
-	if (optind >= argc)
-		return usage_error("missing command after '--'%s%s", "", "");
-	ra->cmd = &argv[optind];
-	ra->ncmd = argc - optind;
-	return 0;
-}
-
-/* Map a failed sandlock_run to an exit status, after printing why. */
-static int launch_failure(int err, char *msg)
-{
-	fprintf(stderr, "sandlock: %s\n", msg ? msg : "failed to run the command");
-	sandlock_string_free(msg);
-	if (err == SANDLOCK_ERR_NOT_FOUND)
-		return EXIT_NOT_FOUND;
-	return EXIT_SANDLOCK;
+	size_t n = 0;
+	const uint8_t *p = sandlock_result_stdout_bytes(r, &n);
+	if (p && n)
+		fwrite(p, 1, n, stderr);
+	p = sandlock_result_stderr_bytes(r, &n);
+	if (p && n)
+		fwrite(p, 1, n, stderr);
+	fflush(stderr);
 }
 
 /*
- * --name: the same run as a handle, with a control socket served while it
- * runs (control.c).  Spawned from this thread (init dies with the thread
- * that forked it), waited for here.
+ * --name: the run as a handle, with a control socket served while it runs
+ * (control.c) for 'sandlock ps', 'inspect NAME' and 'kill NAME'.  Spawned
+ * from this thread (init dies with the thread that forked it), waited for
+ * here.
  */
-static sandlock_result_t *run_named(const sandlock_sandbox_t *sb, const struct run_args *ra,
-				    int *err, char **msg)
+static sandlock_result_t *run_named(const sandlock_sandbox_t *sb, const struct cli_cfg *cfg,
+                                    const sandlock_registration_t *regs, size_t nregs,
+                                    int *err, char **msg)
 {
-	struct cli_control *ctl = cli_control_open(ra->name);
+	struct cli_control *ctl = cli_control_open(cfg->name);
 	if (!ctl) {
+		/* The name is taken or the control directory is unsafe: said. */
+		for (size_t i = 0; i < nregs; i++) { /* ours again: free each once */
+			bool seen = false;
+			for (size_t j = 0; j < i; j++)
+				seen = seen || regs[j].handler == regs[i].handler;
+			if (!seen)
+				sandlock_handler_free(regs[i].handler);
+		}
 		*err = SANDLOCK_ERR_INVALID;
 		*msg = NULL;
 		return NULL;
 	}
-	sandlock_handle_t *h = sandlock_spawn(sb, (const char *const *)ra->cmd,
-					      (uint32_t)ra->ncmd, NULL, 0, NULL, err, msg);
+	sandlock_handle_t *h = sandlock_spawn(sb, (const char *const *)cfg->argv.v,
+	                                      (uint32_t)cfg->argv.n, regs, nregs, NULL, err, msg);
 	sandlock_result_t *r = NULL;
 	if (h) {
-		if (cli_control_serve(ctl, h, ra->cmd, ra->ncmd) < 0)
+		if (cli_control_serve(ctl, h, cfg->argv.v, (int)cfg->argv.n) < 0)
 			fputs("sandlock: cannot serve the control socket\n", stderr);
 		r = sandlock_handle_wait(h, -1, err, msg);
 	}
@@ -571,49 +591,82 @@ static sandlock_result_t *run_named(const sandlock_sandbox_t *sb, const struct r
 	return r;
 }
 
-static int cmd_run(int argc, char **argv)
+static sandlock_result_t *run_sandbox(const sandlock_sandbox_t *sb, const struct cli_cfg *cfg,
+                                      struct cli_trace *trace, int *err, char **msg)
 {
-	struct run_args ra = { 0 };
-	ra.b = sandlock_sandbox_builder_new();
-	if (!ra.b) {
-		fputs("sandlock: out of memory\n", stderr);
-		return EXIT_SANDLOCK;
+	sandlock_registration_t regs[8];
+	size_t nregs = trace ? cli_trace_registrations(trace, regs, 8) : 0;
+	if (trace && nregs == 0) {
+		*err = SANDLOCK_ERR_NOMEM;
+		*msg = NULL;
+		return NULL;
 	}
-	int rc = parse_run(argc, argv, &ra);
-	if (rc != 0 || ra.help) {
-		sandlock_sandbox_builder_free(ra.b);
-		if (ra.help)
-			fputs(usage_run, stdout);
-		return rc;
+	if (cfg->name)
+		return run_named(sb, cfg, regs, nregs, err, msg);
+	return sandlock_run_with_handlers(sb, (const char *const *)cfg->argv.v,
+					  (uint32_t)cfg->argv.n, regs, nregs, err, msg);
+}
+
+/* Build the sandbox from cfg and run its command.  Returns the status.
+ * trace: --trace or learn's recorder (NULL: none); learn captures output. */
+static int run_config(const struct cli_cfg *cfg, struct cli_report *rep, struct cli_trace *trace,
+                      bool learn)
+{
+	sandlock_builder_t *b = sandlock_sandbox_builder_new();
+	if (!b)
+		return run_failed(rep, out_of_memory(), "out of memory");
+	cli_cfg_apply(cfg, b);
+	for (size_t i = 0; i < cfg->ops.n; i++) {
+		int rc = apply_knob(b, &cfg->ops.v[i]);
+		if (rc) {
+			sandlock_sandbox_builder_free(b);
+			return run_failed(rep, rc, "invalid option value");
+		}
 	}
 	/* Stream the command's output live instead of capturing it. */
-	sandlock_sandbox_builder_inherit_stdio(ra.b, true);
-
+	sandlock_sandbox_builder_inherit_stdio(b, !learn);
+	if (rep->status_fd >= 0)
+		sandlock_sandbox_builder_on_start(b, cli_report_started, rep);
+	if (trace && !learn)
+		sandlock_sandbox_builder_on_decision(b, cli_trace_decision, trace);
 	int err = 0;
 	char *msg = NULL;
-	sandlock_sandbox_t *sb = sandlock_sandbox_build(ra.b, &err, &msg);
+	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
 	if (!sb) {
 		fprintf(stderr, "sandlock: %s\n", msg ? msg : "invalid configuration");
+		int rc = run_failed(rep, EXIT_SANDLOCK, msg ? msg : "invalid configuration");
 		sandlock_string_free(msg);
-		return EXIT_SANDLOCK;
+		return rc;
 	}
 	fflush(NULL); /* nothing of ours may be written after the child's output */
 	if (cli_signals_install() < 0) {
 		perror("sandlock: sigaction");
 		sandlock_sandbox_free(sb);
-		return EXIT_SANDLOCK;
+		return run_failed(rep, EXIT_SANDLOCK, "sigaction failed");
 	}
-	sandlock_result_t *r = ra.name ? run_named(sb, &ra, &err, &msg)
-				       : sandlock_run(sb, (const char *const *)ra.cmd, (uint32_t)ra.ncmd,
-						      &err, &msg);
+	/* Orphans of an init that died early come to us, not the host's init
+	 * (reaper.c); without it the cgroup (where one can be made) is the
+	 * only sweep that reaches them. */
+	if (cli_reaper_install() < 0)
+		perror("sandlock: warning: prctl(PR_SET_CHILD_SUBREAPER)");
+	cli_report_begin(rep);
+	sandlock_result_t *r = run_sandbox(sb, cfg, trace, &err, &msg);
 	sandlock_sandbox_free(sb);
+	cli_reaper_sweep(); /* nothing of the sandbox outlives us */
 	/* Ctrl-C / kill: the group is already dead; now die of the signal. */
 	cli_signals_reraise();
-	if (!r)
-		return launch_failure(err, msg);
+	if (!r) {
+		int rc = launch_failure(err, msg);
+		run_failed(rep, rc, msg);
+		sandlock_string_free(msg);
+		return rc;
+	}
 	int status = sandlock_result_exit_code(r);
 	bool interrupted = sandlock_result_reason(r) == SANDLOCK_EXIT_SIGNALED &&
 			   sandlock_result_signal(r) == SIGINT;
+	cli_report_end(rep, r, status, NULL);
+	if (learn)
+		forward_output(r);
 	sandlock_result_free(r);
 	/*
 	 * With the sandbox in the terminal's foreground, Ctrl-C reaches only the
@@ -627,21 +680,87 @@ static int cmd_run(int argc, char **argv)
 	return status;
 }
 
+static int cmd_run(int argc, char **argv)
+{
+	struct run_args ra = { 0 };
+	cli_cfg_init(&ra.flags);
+	ra.rep.status_fd = -1;
+	struct cli_cfg cfg;
+	cli_cfg_init(&cfg);
+	int rc = parse_run(argc, argv, &ra); /* prints its own errors */
+	if (rc == 0 && ra.help) {
+		print_run_help();
+	} else if (rc == 0 && (rc = resolve_config(&ra, &cfg)) == 0) {
+		struct cli_trace *t = ra.trace ? cli_trace_new(&cfg, stderr, false) : NULL;
+		if (ra.trace && !t)
+			rc = out_of_memory();
+		else
+			rc = run_config(&cfg, &ra.rep, t, false);
+		cli_trace_free(t);
+	}
+	cli_cfg_free(&cfg);
+	cli_cfg_free(&ra.flags);
+	return rc;
+}
+
+static const char usage_learn[] =
+	"Usage: sandlock learn [OPTIONS] -- CMD [ARG]...\n"
+	"\n"
+	"Run CMD with all of / readable (and the -w paths writable), record every\n"
+	"file it opens or executes, and print on stdout a profile that grants\n"
+	"exactly those files (directories it read are granted whole), with CMD as\n"
+	"[program] exec/args.  CMD's output goes to stderr after it ends, and its\n"
+	"stdin is empty.  Takes the options of 'sandlock run' (see its --help);\n"
+	"use the profile with 'sandlock run --profile-file FILE'.\n"
+	"Exit status: CMD's, as for 'sandlock run'.\n";
+
 /* `sandlock check`: the library's report of this host. */
 static int cmd_check(int argc)
 {
-	if (argc > 1) {
+	if (argc != 1) {
 		fputs("sandlock: 'check' takes no arguments\n", stderr);
 		return EXIT_SANDLOCK;
 	}
 	char *s = sandlock_check_report();
-	if (!s) {
-		fputs("sandlock: out of memory\n", stderr);
-		return EXIT_SANDLOCK;
-	}
+	if (!s)
+		return out_of_memory();
 	fputs(s, stdout);
 	sandlock_string_free(s);
 	return 0;
+}
+
+/* `sandlock learn`: a permissive run whose trace becomes a profile. */
+static int cmd_learn(int argc, char **argv)
+{
+	struct run_args ra = { 0 };
+	cli_cfg_init(&ra.flags);
+	ra.rep.status_fd = -1;
+	struct cli_cfg cfg;
+	cli_cfg_init(&cfg);
+	int rc = parse_run(argc, argv, &ra);
+	if (rc == 0 && ra.help) {
+		fputs(usage_learn, stdout);
+	} else if (rc == 0 && (rc = resolve_config(&ra, &cfg)) == 0) {
+		struct cli_trace *t = cli_trace_new(&cfg, NULL, true);
+		struct cli_cfg open_cfg;
+		cli_cfg_init(&open_cfg);
+		struct cli_cfg everything;
+		cli_cfg_init(&everything);
+		if (!t || cli_list_add(&everything.read, "/") < 0 ||
+		    cli_cfg_merge(&open_cfg, &cfg, &everything) < 0) {
+			rc = out_of_memory();
+		} else {
+			rc = run_config(&open_cfg, &ra.rep, t, true);
+			if (rc != EXIT_SANDLOCK)
+				cli_trace_print_profile(t, &cfg, stdout);
+		}
+		cli_cfg_free(&everything);
+		cli_cfg_free(&open_cfg);
+		cli_trace_free(t);
+	}
+	cli_cfg_free(&cfg);
+	cli_cfg_free(&ra.flags);
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -661,14 +780,18 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(sub, "run") == 0)
 		return cmd_run(argc - 1, argv + 1);
-	if (strcmp(sub, "check") == 0)
-		return cmd_check(argc - 1);
 	if (strcmp(sub, "ps") == 0)
 		return cli_cmd_ps(argc - 1, argv + 1);
 	if (strcmp(sub, "inspect") == 0)
 		return cli_cmd_inspect(argc - 1, argv + 1);
 	if (strcmp(sub, "kill") == 0)
 		return cli_cmd_kill(argc - 1, argv + 1);
+	if (strcmp(sub, "check") == 0)
+		return cmd_check(argc - 1);
+	if (strcmp(sub, "learn") == 0)
+		return cmd_learn(argc - 1, argv + 1);
+	if (strcmp(sub, "profile") == 0)
+		return cli_profile_command(argc - 1, argv + 1);
 	fprintf(stderr, "sandlock: unknown command '%s'\n"
 			"Try 'sandlock --help' for more information.\n", sub);
 	return EXIT_SANDLOCK;

@@ -151,6 +151,11 @@ sandlock_builder_t *sandlock_sandbox_builder_fs_read(sandlock_builder_t *b, cons
 sandlock_builder_t *sandlock_sandbox_builder_fs_write(sandlock_builder_t *b, const char *path);
 sandlock_builder_t *sandlock_sandbox_builder_fs_deny(sandlock_builder_t *b, const char *path);
 sandlock_builder_t *sandlock_sandbox_builder_cwd(sandlock_builder_t *b, const char *path);
+/* The sandbox's name and virtual hostname (1..64 bytes): what uname(2)
+ * reports as nodename, and /proc/sys/kernel/hostname and /etc/hostname
+ * read as when opened on behalf (README).  Default "sandbox-<pid>", the
+ * pid of the sandbox's init. */
+sandlock_builder_t *sandlock_sandbox_builder_name(sandlock_builder_t *b, const char *name);
 sandlock_builder_t *sandlock_sandbox_builder_env_var(sandlock_builder_t *b, const char *key,
                                                      const char *value);
 /* clean: the command gets only PATH, HOME, USER, TERM and LANG, with the
@@ -203,6 +208,14 @@ sandlock_builder_t *sandlock_sandbox_builder_deferred_timeout_ms(sandlock_builde
  */
 sandlock_builder_t *sandlock_sandbox_builder_extra_allow_syscalls(sandlock_builder_t *b,
                                                                   const char *group);
+/*
+ * Captured output kept per stream (stdout, stderr), in bytes; 0 = no limit.
+ * Default SANDLOCK_DEFAULT_MAX_OUTPUT.  Past it the rest is still read (the
+ * command never blocks on a full pipe) and discarded; the result tells how
+ * much was dropped (sandlock_result_stdout_truncated).
+ */
+#define SANDLOCK_DEFAULT_MAX_OUTPUT (64ull << 20)
+sandlock_builder_t *sandlock_sandbox_builder_max_output(sandlock_builder_t *b, uint64_t bytes);
 /* Inherit the caller's stdin/stdout/stderr instead of capturing output. */
 sandlock_builder_t *sandlock_sandbox_builder_inherit_stdio(sandlock_builder_t *b, bool inherit);
 /* Determinism.  random_seed: getrandom() returns a byte stream seeded with
@@ -237,6 +250,36 @@ sandlock_builder_t *sandlock_sandbox_builder_extra_deny_syscalls(sandlock_builde
 sandlock_builder_t *sandlock_sandbox_builder_allow_degraded(sandlock_builder_t *b,
                                                             uint32_t protection);
 sandlock_builder_t *sandlock_sandbox_builder_disable(sandlock_builder_t *b, uint32_t protection);
+/*
+ * Called once per run, on the thread that called sandlock_run*, when the
+ * sandbox has started: `pid` is the run's direct child (the sandbox's init,
+ * whose process group is the sandbox's), already confined and supervised.
+ * It is called before the run waits for the command, and not at all when
+ * the launch fails.  Keep it short: the command is already running.
+ * fn NULL removes the callback.  ud is borrowed, never freed by sandlock.
+ */
+typedef void (*sandlock_start_fn)(void *ud, int32_t pid);
+sandlock_builder_t *sandlock_sandbox_builder_on_start(sandlock_builder_t *b, sandlock_start_fn fn,
+                                                      void *ud);
+/*
+ * A supervised decision, for tracing: one call per trapped syscall the
+ * supervisor answers, just before the answer is sent (the call is still
+ * pending).  decided_by names who decided: a builtin ("metadata guard",
+ * "process count", "argument rules", "time start", "random seed"), or
+ * "handler" for a user handler, or NULL when nobody did (CONTINUE).  The
+ * callback runs on the supervisor thread, or on a worker thread for a
+ * deferred handler's answer, so it must be thread-safe, quick, and must not
+ * call sandlock functions other than sandlock_syscall_name.  Pointers are
+ * valid only during the call.  fn NULL removes it; ud is borrowed.
+ */
+typedef struct sandlock_decision {
+	const sandlock_notif_t *notif;
+	const sandlock_action_t *action;
+	const char *decided_by;
+} sandlock_decision_t;
+typedef void (*sandlock_decision_fn)(void *ud, const sandlock_decision_t *d);
+sandlock_builder_t *sandlock_sandbox_builder_on_decision(sandlock_builder_t *b,
+                                                         sandlock_decision_fn fn, void *ud);
 void sandlock_sandbox_builder_free(sandlock_builder_t *b);
 
 /* Consumes b.  NULL + *err, *err_msg on bad configuration. */
@@ -285,6 +328,18 @@ sandlock_result_t *sandlock_run(const sandlock_sandbox_t *sb, const char *const 
  * Like sandlock_run with user handlers.  Ownership of every handler passes
  * to the run on entry: each handler's ud_free is called exactly once (a
  * handler listed several times is freed once), on success and on failure.
+ *
+ * The timeout bounds the whole run: once the sandbox is gone, the run
+ * waits at most 200 ms for handler callbacks still running, then returns
+ * without them.  Such a callback's thread is abandoned (not killed): it
+ * finishes the callback whenever that returns, its decision is dropped,
+ * and the thread exits; what it uses stays valid until then.  The ud of a
+ * handler still inside its callback at that moment is leaked (its ud_free
+ * is never called); the other handlers are released as usual.
+ *
+ * Both return NULL with SANDLOCK_ERR_SYSTEM if supervising the run itself
+ * fails (poll/read errors, the notification thread stops); the sandbox is
+ * killed first.
  */
 sandlock_result_t *sandlock_run_with_handlers(const sandlock_sandbox_t *sb,
                                               const char *const *argv, uint32_t argc,
@@ -374,6 +429,17 @@ sandlock_result_t *sandlock_handle_wait(sandlock_handle_t *h, int64_t timeout_ms
 /* Ends the run if it still runs (nothing of it is left running after
  * this returns), releases its handlers and frees everything.  NULL is ok. */
 void sandlock_handle_free(sandlock_handle_t *h);
+/* ================= copy-on-write workdir ================= */
+enum { SANDLOCK_BRANCH_COMMIT = 0, SANDLOCK_BRANCH_ABORT = 1, SANDLOCK_BRANCH_KEEP = 2 };
+/* Writes under dir are staged, never applied to it during the run. */
+sandlock_builder_t *sandlock_sandbox_builder_workdir(sandlock_builder_t *b, const char *dir);
+/* Where the upper layers live (default: a private directory in $TMPDIR). */
+sandlock_builder_t *sandlock_sandbox_builder_fs_storage(sandlock_builder_t *b, const char *dir);
+/* SANDLOCK_BRANCH_*: after a successful run (default COMMIT) / a failed one (ABORT). */
+sandlock_builder_t *sandlock_sandbox_builder_on_exit(sandlock_builder_t *b, int action);
+sandlock_builder_t *sandlock_sandbox_builder_on_error(sandlock_builder_t *b, int action);
+/* Bytes the upper layer may hold (0: unlimited); ENOSPC past it. */
+sandlock_builder_t *sandlock_sandbox_builder_max_disk(sandlock_builder_t *b, uint64_t bytes);
 
 /* ================= results ================= */
 /* Exit status if EXITED; 128+signal if SIGNALED/KILLED; 124 on TIMEOUT. */
@@ -387,6 +453,23 @@ char *sandlock_result_stderr(const sandlock_result_t *r);
 /* Borrowed raw bytes, valid until sandlock_result_free. */
 const uint8_t *sandlock_result_stdout_bytes(const sandlock_result_t *r, size_t *len);
 const uint8_t *sandlock_result_stderr_bytes(const sandlock_result_t *r, size_t *len);
+/* True if the run returned while handler callbacks were still running
+ * (abandoned threads, see sandlock_run_with_handlers).  A binding whose
+ * runtime keeps per-thread state for those threads must not free it. */
+bool sandlock_result_handlers_abandoned(const sandlock_result_t *r);
+/* Bytes of the stream discarded past the max_output cap (0: complete). */
+uint64_t sandlock_result_stdout_truncated(const sandlock_result_t *r);
+uint64_t sandlock_result_stderr_truncated(const sandlock_result_t *r);
+/* The COW workdir's changes (conflicts false: the change list, A/M/D,
+ * sorted; true: the changes a commit did not apply because the real file
+ * moved on meanwhile).  Path relative to workdir, borrowed; NULL past the end. */
+size_t sandlock_result_change_count(const sandlock_result_t *r, bool conflicts);
+const char *sandlock_result_change(const sandlock_result_t *r, bool conflicts, size_t i,
+                                   char *kind);
+/* The upper layer left in place (KEEP, conflicts, failure), or NULL. */
+const char *sandlock_result_cow_kept(const sandlock_result_t *r);
+/* Why the commit or listing failed, or NULL. */
+const char *sandlock_result_cow_error(const sandlock_result_t *r);
 void sandlock_result_free(sandlock_result_t *r);
 void sandlock_string_free(char *s);
 
@@ -395,7 +478,9 @@ void sandlock_string_free(char *s);
  * (ud_free is then NOT called: the caller keeps ud). */
 sandlock_handler_t *sandlock_handler_new(sandlock_handler_fn fn, void *ud,
                                          sandlock_ud_free_fn ud_free, uint32_t on_exception);
-/* Run the callback on a worker thread instead of the supervisor loop. */
+/* Run the callback on a worker thread instead of the supervisor loop.
+ * (A callback that does not return is abandoned at the end of the run,
+ * as described at sandlock_run_with_handlers.) */
 void sandlock_handler_set_deferred(sandlock_handler_t *h, bool deferred);
 /* Checked before every call; when it returns 0 the call is a handler error
  * (and ud_free is skipped at release: its runtime is gone, ud is leaked). */
@@ -441,6 +526,11 @@ char *sandlock_mem_read_cstr(sandlock_mem_t *m, uint64_t addr, size_t max_len);
  * injects it:
  *     sandlock_action_set_inject_fd_send(out, o.fd, o.newfd_flags);
  * or refuses it (close(o.fd), sandlock_string_free(o.path), errno).
+ * Deciding afterwards is too late for O_TRUNC and O_CREAT: pass a check to
+ * decide before they take effect.  With a check, O_TRUNC is applied only
+ * once the check allowed the file, and a file O_CREAT had to create is
+ * removed again when the check refuses it (creating through a dangling
+ * symlink then fails with EEXIST).
  * Only inside a callback, for the callback's own notification. */
 typedef struct sandlock_opened {
 	int32_t fd;           /* supervisor-side fd: the handler's until injected or closed */
@@ -451,9 +541,17 @@ typedef struct sandlock_opened {
 } sandlock_opened_t;
 /* 0 with *out filled; otherwise a positive errno to answer the call with:
  * the open failed as it would have for the program (ENOENT, EACCES, ...),
- * or it could not be done safely (EPERM; see README), or n is not an open
- * of m's notification (EINVAL).  *out is zeroed (fd -1) on failure. */
+ * or it could not be done safely (EPERM; see README), or the check refused
+ * it, or n is not an open of m's notification (EINVAL).  *out is zeroed
+ * (fd -1) on failure. */
+/* The check: 0 allows the file, a positive errno refuses it (the call
+ * then fails with it; a negative value refuses with EPERM).  `file` is
+ * valid during the call only; the fd is not yet the handler's. */
+typedef int32_t (*sandlock_open_check_fn)(void *ud, const sandlock_opened_t *file);
+/* check may be NULL: then every effect of the open has happened when this
+ * returns. */
 int32_t sandlock_open_on_behalf(sandlock_mem_t *m, const sandlock_notif_t *n,
+                                sandlock_open_check_fn check, void *ud,
                                 sandlock_opened_t *out);
 
 /* ================= misc ================= */

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "filter.h"
@@ -37,7 +39,73 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_new(void)
 	if (b) {
 		b->cfg.deferred_timeout_ms = SL_DEFAULT_DEFERRED_TIMEOUT_MS;
 		b->cfg.max_processes = SL_DEFAULT_MAX_PROCESSES; /* the reference's default */
+		b->cfg.max_output = SANDLOCK_DEFAULT_MAX_OUTPUT;
+		b->cfg.on_exit = SANDLOCK_BRANCH_COMMIT;
+		b->cfg.on_error = SANDLOCK_BRANCH_ABORT;
 	}
+	return b;
+}
+
+/* Keep a copy of a path option in *slot (resolved at build). */
+static sandlock_builder_t *b_raw_path(sandlock_builder_t *b, char **slot, const char *path,
+                                      const char *what)
+{
+	if (!b)
+		return NULL;
+	if (!path || !*path) {
+		if (!b->err)
+			sl_fail(&b->err, &b->errmsg, SANDLOCK_ERR_INVALID, "%s: empty path", what);
+		return b;
+	}
+	free(*slot);
+	*slot = sl_strdup(path);
+	if (!*slot && !b->err)
+		sl_fail(&b->err, &b->errmsg, SANDLOCK_ERR_NOMEM, "out of memory");
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_workdir(sandlock_builder_t *b,
+                                                               const char *dir)
+{
+	return b_raw_path(b, b ? &b->raw_workdir : NULL, dir, "workdir");
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_fs_storage(sandlock_builder_t *b,
+                                                                  const char *dir)
+{
+	return b_raw_path(b, b ? &b->raw_storage : NULL, dir, "fs_storage");
+}
+
+static sandlock_builder_t *b_action(sandlock_builder_t *b, int *slot, int action,
+                                    const char *what)
+{
+	if (!b)
+		return NULL;
+	if (action < SANDLOCK_BRANCH_COMMIT || action > SANDLOCK_BRANCH_KEEP) {
+		if (!b->err)
+			sl_fail(&b->err, &b->errmsg, SANDLOCK_ERR_INVALID,
+			        "%s: %d is not a branch action (commit 0, abort 1, keep 2)", what, action);
+		return b;
+	}
+	*slot = action;
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_on_exit(sandlock_builder_t *b, int action)
+{
+	return b_action(b, b ? &b->cfg.on_exit : NULL, action, "on_exit");
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_on_error(sandlock_builder_t *b, int action)
+{
+	return b_action(b, b ? &b->cfg.on_error : NULL, action, "on_error");
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_max_disk(sandlock_builder_t *b,
+                                                                uint64_t bytes)
+{
+	if (b)
+		b->cfg.max_disk = bytes;
 	return b;
 }
 
@@ -90,6 +158,24 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_cwd(sandlock_builder_t *b
 	free(b->raw_cwd);
 	b->raw_cwd = sl_strdup(path);
 	if (!b->raw_cwd)
+		b_oom(b);
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_name(sandlock_builder_t *b,
+                                                            const char *name)
+{
+	if (!b)
+		return NULL;
+	/* A hostname: 1..64 bytes (HOST_NAME_MAX), as sethostname takes it. */
+	if (!name || !*name || strlen(name) > 64) {
+		b_error(b, SANDLOCK_ERR_INVALID, "name: must be 1 to 64 bytes, got '%s'",
+		        name ? name : "(null)");
+		return b;
+	}
+	free(b->cfg.name);
+	b->cfg.name = sl_strdup(name);
+	if (!b->cfg.name)
 		b_oom(b);
 	return b;
 }
@@ -245,6 +331,14 @@ sandlock_sandbox_builder_deferred_timeout_ms(sandlock_builder_t *b, uint64_t ms)
 {
 	if (b)
 		b->cfg.deferred_timeout_ms = ms;
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_max_output(sandlock_builder_t *b,
+                                                                  uint64_t bytes)
+{
+	if (b)
+		b->cfg.max_output = bytes;
 	return b;
 }
 
@@ -444,6 +538,27 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_disable(sandlock_builder_
 	return b_protection(b, protection, SL_PROT_DISABLED, "disable");
 }
 
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_on_start(sandlock_builder_t *b,
+                                                                sandlock_start_fn fn, void *ud)
+{
+	if (b) {
+		b->cfg.on_start = fn;
+		b->cfg.on_start_ud = fn ? ud : NULL;
+	}
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_on_decision(sandlock_builder_t *b,
+                                                                   sandlock_decision_fn fn,
+                                                                   void *ud)
+{
+	if (b) {
+		b->cfg.on_decision = fn;
+		b->cfg.on_decision_ud = fn ? ud : NULL;
+	}
+	return b;
+}
+
 /* Free the members of a configuration (not the struct itself). */
 static void cfg_release(struct sandlock_sandbox *c)
 {
@@ -457,6 +572,13 @@ static void cfg_release(struct sandlock_sandbox *c)
 	sl_portranges_free(&c->bind_deny);
 	free(c->cwd);
 	c->cwd = NULL;
+	free(c->name);
+	c->name = NULL;
+	if (c->storage_owned && c->fs_storage)
+		rmdir(c->fs_storage); /* each run removed its own upper layer */
+	free(c->workdir);
+	free(c->fs_storage);
+	c->workdir = c->fs_storage = NULL;
 }
 
 SL_EXPORT void sandlock_sandbox_builder_free(sandlock_builder_t *b)
@@ -473,6 +595,8 @@ SL_EXPORT void sandlock_sandbox_builder_free(sandlock_builder_t *b)
 	sl_strvec_free(&b->raw_bind_allow);
 	sl_strvec_free(&b->raw_bind_deny);
 	free(b->raw_cwd);
+	free(b->raw_workdir);
+	free(b->raw_storage);
 	free(b->errmsg);
 	free(b);
 }
@@ -516,6 +640,71 @@ static int check_writable(const struct sandlock_sandbox *c, int *err, char **msg
 			return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
 			               "fs_write '%s' would make /proc writable", w);
 	}
+	return 0;
+}
+
+/*
+ * The COW workdir: Landlock grants it read-only (writes under it are
+ * staged by the supervisor, so a write grant on it or inside it is
+ * dropped; one on an ancestor would let the child write the real tree,
+ * and is refused).  The storage must be unreachable to the child: denied
+ * when it lies inside a grant.
+ */
+static int setup_workdir(sandlock_builder_t *b, int *err, char **msg)
+{
+	struct sandlock_sandbox *c = &b->cfg;
+	if (!b->raw_workdir)
+		return b->raw_storage ? sl_fail(err, msg, SANDLOCK_ERR_INVALID,
+		                                "fs_storage needs workdir") : 0;
+	c->workdir = realpath(b->raw_workdir, NULL);
+	struct stat st;
+	if (!c->workdir || stat(c->workdir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "workdir '%s': not a directory",
+		               b->raw_workdir);
+	if (b->raw_storage) {
+		c->fs_storage = realpath(b->raw_storage, NULL);
+		if (!c->fs_storage)
+			return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "fs_storage '%s': %s",
+			               b->raw_storage, strerror(errno));
+	} else {
+		const char *tmp = getenv("TMPDIR");
+		char *t = sl_asprintf("%s/sandlock-cow-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		if (!t || !mkdtemp(t)) {
+			free(t);
+			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "cannot make COW storage: %s",
+			               strerror(errno));
+		}
+		c->fs_storage = realpath(t, NULL);
+		free(t);
+		c->storage_owned = c->fs_storage != NULL;
+		if (!c->fs_storage)
+			return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	}
+	if (path_within(c->fs_storage, c->workdir) || path_within(c->workdir, c->fs_storage))
+		return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
+		               "fs_storage '%s' and workdir '%s' overlap", c->fs_storage, c->workdir);
+	for (size_t i = 0; i < c->fs_write.n;) {
+		const char *w = c->fs_write.v[i];
+		if (path_within(c->workdir, w) && strcmp(c->workdir, w) != 0)
+			return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
+			               "fs_write '%s' contains workdir '%s': the real tree would be "
+			               "writable; grant it read-only", w, c->workdir);
+		if (path_within(w, c->workdir)) {
+			free(c->fs_write.v[i]);
+			c->fs_write.v[i] = c->fs_write.v[--c->fs_write.n];
+			continue;
+		}
+		i++;
+	}
+	if (sl_strvec_push(&c->fs_read, c->workdir) < 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	bool reachable = false;
+	for (size_t i = 0; i < c->fs_read.n; i++)
+		reachable |= path_within(c->fs_storage, c->fs_read.v[i]);
+	for (size_t i = 0; i < c->fs_write.n; i++)
+		reachable |= path_within(c->fs_storage, c->fs_write.v[i]);
+	if (reachable && sl_strvec_push(&c->fs_deny, c->fs_storage) < 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 	return 0;
 }
 
@@ -644,6 +833,7 @@ SL_EXPORT sandlock_sandbox_t *sandlock_sandbox_build(sandlock_builder_t *b, int 
 		return NULL;
 	}
 	if (resolve_paths(b, err, err_msg) < 0 || check_writable(&b->cfg, err, err_msg) < 0 ||
+	    setup_workdir(b, err, err_msg) < 0 ||
 	    check_deny_conflicts(&b->cfg, err, err_msg) < 0 || parse_net(b, err, err_msg) < 0) {
 		sandlock_sandbox_builder_free(b);
 		return NULL;

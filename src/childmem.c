@@ -133,7 +133,7 @@ static int open_mem(const sandlock_mem_t *m)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)m->pid);
-	int fd = open(path, O_RDWR | O_CLOEXEC);
+	int fd = sl_fd_high(open(path, O_RDWR | O_CLOEXEC)); /* may be cached */
 	if (fd < 0)
 		return -1;
 	if (!sl_notif_valid(m->listener, m->id)) {

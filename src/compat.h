@@ -12,7 +12,9 @@
 #include <linux/seccomp.h>
 #include <sys/syscall.h>
 
-/* ---- syscall numbers (x86_64) ---- */
+/* ---- syscall numbers: every one here is >= 424, where Linux gives a new
+ * syscall the same number on all architectures (alpha aside), so these
+ * fallbacks hold for x86_64 and aarch64 alike ---- */
 #ifndef __NR_landlock_create_ruleset
 #define __NR_landlock_create_ruleset 444
 #endif

@@ -7,6 +7,7 @@
 #define SANDLOCK_CONFIG_H
 
 #include "netrules.h"
+#include "sandlock.h"
 #include "util.h"
 
 /* What the seccomp filter lets through beyond its defaults (filter.c). */
@@ -31,6 +32,7 @@ struct sandlock_sandbox {
 	sl_strvec fs_write; /* canonical absolute paths */
 	sl_strvec fs_deny;  /* canonical absolute paths */
 	char *cwd;          /* canonical, or NULL = inherit */
+	char *name;         /* virtual hostname; NULL = "sandbox-<init pid>" */
 	bool clean_env;
 	sl_strvec env;          /* "K=V" overrides, in call order (a later K wins) */
 	uint32_t max_processes; /* 0 = unlimited */
@@ -64,7 +66,18 @@ struct sandlock_sandbox {
 	bool no_coredump, no_huge_pages, no_randomize_memory;
 	int extra_deny[SL_MAX_EXTRA_DENY]; /* syscall numbers denied with EPERM */
 	size_t n_extra_deny;
+	/* COW workdir (builtins/cow.c, cow.c) */
+	char *workdir;    /* canonical, or NULL = off */
+	char *fs_storage; /* canonical: upper layers are made in it */
+	bool storage_owned; /* we made fs_storage: rmdir at free */
+	int on_exit, on_error; /* SANDLOCK_BRANCH_* */
+	uint64_t max_disk;
 	uint8_t protection[SANDLOCK_PROTECTION_COUNT]; /* SL_PROT_STRICT/DEGRADED/DISABLED */
+	uint64_t max_output; /* bytes kept per captured stream; 0 = unlimited */
+	sandlock_start_fn on_start; /* NULL = none; see sandlock.h */
+	void *on_start_ud;
+	sandlock_decision_fn on_decision; /* NULL = none; called by dispatch.c */
+	void *on_decision_ud;
 };
 
 struct sandlock_builder {
@@ -76,6 +89,7 @@ struct sandlock_builder {
 	sl_strvec raw_net_allow, raw_net_deny; /* endpoint specs, parsed at build */
 	sl_strvec raw_bind_allow, raw_bind_deny; /* bind port specs */
 	char *raw_cwd;
+	char *raw_workdir, *raw_storage;
 };
 
 #endif /* SANDLOCK_CONFIG_H */

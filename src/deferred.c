@@ -18,8 +18,12 @@
  * injected fd is closed).  A slot is in flight from submission until its
  * call is answered — it is released *before* the answer is sent, so the
  * caller's next call (which may come at once) finds it free.  A callback
- * that never returns keeps one thread forever, and sl_deferred_stop —
- * hence the end of the run — waits for it.
+ * that never returns keeps one thread forever; sl_deferred_stop waits for
+ * it only until its deadline, then detaches it.  A detached worker still
+ * uses the pool and the completion's context: each worker holds the
+ * context (hooks given at creation, the dispatcher's reference count)
+ * until it exits, and the pool is freed with that context, never while a
+ * worker may run.
  *
  * Hand-off latency: waking a worker asleep on another CPU is a cross-CPU
  * wake-up (an IPI), which costs tens of microseconds on a VM (DESIGN.md),
@@ -63,7 +67,7 @@ struct dslot {
 struct djob {
 	struct djob *next;
 	sandlock_notif_t n;
-	const sandlock_handler_t *h;
+	sandlock_handler_t *h;
 	int listener;
 	int slot;
 };
@@ -72,6 +76,7 @@ struct sl_deferred {
 	uint64_t timeout_ms;
 	sl_deferred_done_fn done;
 	void *ctx;
+	void (*hold)(void *ctx), (*drop)(void *ctx);
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct dslot slots[SL_DEFERRED_MAX];
@@ -84,7 +89,8 @@ struct sl_deferred {
 	bool stopping;
 };
 
-struct sl_deferred *sl_deferred_new(uint64_t timeout_ms, sl_deferred_done_fn done, void *ctx)
+struct sl_deferred *sl_deferred_new(uint64_t timeout_ms, sl_deferred_done_fn done, void *ctx,
+                                    void (*hold)(void *ctx), void (*drop)(void *ctx))
 {
 	struct sl_deferred *d = calloc(1, sizeof(*d));
 	if (!d)
@@ -93,6 +99,8 @@ struct sl_deferred *sl_deferred_new(uint64_t timeout_ms, sl_deferred_done_fn don
 	d->done = done;
 	d->ctx = ctx;
 	atomic_init(&d->loop_cpu, -1);
+	d->hold = hold;
+	d->drop = drop;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
 	return d;
@@ -194,6 +202,8 @@ static void *worker_main(void *arg)
 		pthread_mutex_lock(&d->lock);
 	}
 	pthread_mutex_unlock(&d->lock);
+	/* The last touch of d or its context: this may free both. */
+	d->drop(d->ctx);
 	return NULL;
 }
 
@@ -205,10 +215,13 @@ static int grow_pool(struct sl_deferred *d)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* workers take no signals */
+	d->hold(d->ctx); /* the worker's, dropped as it exits */
 	int rc = pthread_create(&d->threads[d->nthreads], NULL, worker_main, d);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc == 0)
 		d->nthreads++;
+	else
+		d->drop(d->ctx); /* never the last reference: the caller has one */
 	/* Without a new thread the job still runs once a busy one is free. */
 	return rc == 0 || d->nthreads > 0 ? 0 : -1;
 }
@@ -228,7 +241,7 @@ static int take_slot(struct sl_deferred *d, const sandlock_notif_t *n)
 	return -1;
 }
 
-int sl_deferred_submit(struct sl_deferred *d, const sandlock_handler_t *h,
+int sl_deferred_submit(struct sl_deferred *d, sandlock_handler_t *h,
                        const sandlock_notif_t *n, int listener)
 {
 	if (refuse_deferral(n->syscall_nr))
@@ -303,29 +316,44 @@ int sl_deferred_expire(struct sl_deferred *d)
 	return next > INT_MAX ? INT_MAX : (int)next;
 }
 
-void sl_deferred_stop(struct sl_deferred *d)
+/* Join t by the CLOCK_REALTIME time at (NULL: no limit); false on timeout. */
+static bool join_by(pthread_t t, const struct timespec *at)
+{
+	if (!at)
+		return pthread_join(t, NULL) == 0;
+	return pthread_timedjoin_np(t, NULL, at) == 0;
+}
+
+bool sl_deferred_stop(struct sl_deferred *d, const struct timespec *at)
 {
 	if (!d)
-		return;
+		return true;
 	pthread_mutex_lock(&d->lock);
 	d->stopping = true;
 	pthread_cond_broadcast(&d->cond);
 	int n = d->nthreads;
 	pthread_mutex_unlock(&d->lock);
-	/* Only the (already joined) supervisor thread starts workers, so
+	/* Only the supervisor thread starts workers, and it has stopped (or
+	 * was abandoned: then it starts no more, the loop is over), so
 	 * nthreads cannot grow now. */
-	for (int i = 0; i < n; i++)
-		pthread_join(d->threads[i], NULL);
+	bool all = true;
+	for (int i = 0; i < n; i++) {
+		if (!join_by(d->threads[i], at)) {
+			pthread_detach(d->threads[i]); /* its handler never returned */
+			all = false;
+		}
+	}
 	pthread_mutex_lock(&d->lock);
 	d->nthreads = 0;
 	pthread_mutex_unlock(&d->lock);
+	return all;
 }
 
 void sl_deferred_free(struct sl_deferred *d)
 {
 	if (!d)
 		return;
-	sl_deferred_stop(d);
+	/* No worker is left by now: each holds the context that frees us. */
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->cond);
 	free(d);

@@ -17,14 +17,30 @@
  *
  * Deferred user handlers run on the worker pool (deferred.c); their
  * decisions come back through deferred_done and are answered here too.
+ *
+ * Lifetime: the dispatcher is reference-counted.  The run holds one
+ * reference, the supervisor thread one, every deferred worker one; the
+ * last to let go frees it.  So when the run stops waiting for a handler
+ * that does not return (the run's timeout bounds the whole run), the
+ * abandoned thread still finds its dispatcher, its builtins' state and
+ * its own duplicate of the listener (never a recycled fd number).  Once
+ * the run declares itself over (sl_dispatch_close, before init is
+ * reaped) nothing more is answered: a late decision is dropped, and no
+ * KILL can signal a pid that may have been recycled.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <seccomp.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "builtins/builtin.h"
 #include "builtins/proc.h"
+#include "builtins/uts.h"
 #include "childmem.h"
 #include "deferred.h"
 #include "dispatch.h"
@@ -56,9 +72,11 @@ struct sl_dispatch {
 	size_t ninsts;
 	struct sl_chain *chains; /* sorted by nr */
 	size_t nchains;
-	int *trapped; /* sorted, unique */
+	int *trapped; /* sorted, unique: trapped by the filter unconditionally */
 	size_t ntrapped;
 	struct sl_filter_policy filter; /* what the run's seccomp filter blocks */
+	int *chained; /* sorted, unique: trapped + the filter-conditional ones */
+	size_t nchained;
 	int listener;
 	pid_t init;
 	struct sl_memcache *cache; /* supervisor thread only */
@@ -67,7 +85,16 @@ struct sl_dispatch {
 	const struct sandlock_sandbox *cfg; /* extra_deny_syscalls: during sl_dispatch_new */
 	bool wants_opener;         /* handlers or builtins open on the caller's behalf */
 	bool proc_guard, proc_fast; /* /proc readable; nothing denied beneath it */
+	char *name;                 /* cfg->name copy (NULL: sandbox-<init>) */
 	struct sl_opener *opener;  /* opener.h; NULL until sl_dispatch_use_ruleset */
+	atomic_int refs;
+	atomic_int failed; /* errno that stopped the supervisor thread */
+	/* Answers are sent under the read side; sl_dispatch_close takes the
+	 * write side to set closed, so no answer is in flight after it. */
+	pthread_rwlock_t answer_lock;
+	bool closed;
+	sandlock_decision_fn on_decision; /* tracing hook (sandlock.h), or NULL */
+	void *on_decision_ud;
 };
 
 /* ---------------- syscall sets ---------------- */
@@ -94,10 +121,11 @@ int sl_nrset_add_all(struct sl_nrset *s, const int *nrs, size_t n)
 	return 0;
 }
 
+/* nr is in s, trapped outright or conditionally (filter.h). */
 static bool nrset_has(const struct sl_nrset *s, int nr)
 {
 	for (size_t i = 0; i < s->n; i++)
-		if (s->v[i] == nr)
+		if (SL_TRAP_NR(s->v[i]) == nr)
 			return true;
 	return false;
 }
@@ -202,6 +230,43 @@ static int registration_nr(const struct sl_dispatch *d, const sandlock_registrat
 	return nr;
 }
 
+/* Syscalls with a chain: the trapped set plus those the filter traps
+ * only for some arguments (filter_conditional builtins, whose
+ * conditions are filter.c's, and SL_TRAP_IF_NONZERO entries). */
+static int build_chained(struct sl_dispatch *d)
+{
+	struct sl_nrset t = { 0 };
+	for (size_t i = 0; i < d->ntrapped; i++) /* conditional entries: their nr */
+		if (sl_nrset_add(&t, SL_TRAP_NR(d->trapped[i])) < 0)
+			goto nomem;
+	for (size_t i = 0; i < d->ninsts; i++)
+		if (d->insts[i].b->filter_conditional &&
+		    sl_nrset_add_all(&t, d->insts[i].nrs.v, d->insts[i].nrs.n) < 0)
+			goto nomem;
+	nrset_normalize(&t);
+	d->chained = t.v;
+	d->nchained = t.n;
+	return 0;
+nomem:
+	free(t.v);
+	return -1;
+}
+
+/* A conditional trap (filter.h) on a syscall also trapped outright is
+ * dropped: the unconditional trap wins, its chain sees every call. */
+static void drop_shadowed(struct sl_nrset *t)
+{
+	size_t u = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		int v = t->v[i];
+		if (SL_TRAP_ARG(v) >= 0 && bsearch(&(int){ SL_TRAP_NR(v) }, t->v, t->n,
+		                                   sizeof(int), cmp_int))
+			continue;
+		t->v[u++] = v;
+	}
+	t->n = u;
+}
+
 /*
  * The trapped set: every builtin's syscalls, every registered syscall,
  * and, with user handlers, exec: the /proc/PID/mem cache must learn of
@@ -213,7 +278,8 @@ static int build_trapped(struct sl_dispatch *d, const struct sl_handlers *hs, in
 {
 	struct sl_nrset t = { 0 };
 	for (size_t i = 0; i < d->ninsts; i++)
-		if (sl_nrset_add_all(&t, d->insts[i].nrs.v, d->insts[i].nrs.n) < 0)
+		if (!d->insts[i].b->filter_conditional &&
+		    sl_nrset_add_all(&t, d->insts[i].nrs.v, d->insts[i].nrs.n) < 0)
 			goto nomem;
 	for (size_t i = 0; i < hs->n; i++) {
 		int nr = registration_nr(d, &hs->regs[i], err, msg);
@@ -231,8 +297,11 @@ static int build_trapped(struct sl_dispatch *d, const struct sl_handlers *hs, in
 			goto nomem;
 	}
 	nrset_normalize(&t);
+	drop_shadowed(&t);
 	d->trapped = t.v;
 	d->ntrapped = t.n;
+	if (build_chained(d) < 0)
+		return oom(err, msg);
 	return 0;
 nomem:
 	free(t.v);
@@ -265,15 +334,15 @@ static int append_handler(struct sl_chain *c, sandlock_handler_t *h)
 	return 0;
 }
 
-/* One chain per trapped syscall (the trapped set is sorted: so are they). */
+/* One chain per chained syscall (the set is sorted: so are they). */
 static int build_chains(struct sl_dispatch *d, const struct sl_handlers *hs, int *err,
                         char **msg)
 {
-	d->chains = calloc(d->ntrapped ? d->ntrapped : 1, sizeof(*d->chains));
+	d->chains = calloc(d->nchained ? d->nchained : 1, sizeof(*d->chains));
 	if (!d->chains)
 		return oom(err, msg);
-	for (size_t i = 0; i < d->ntrapped; i++) {
-		d->chains[i].nr = d->trapped[i];
+	for (size_t i = 0; i < d->nchained; i++) {
+		d->chains[i].nr = d->chained[i];
 		d->nchains++;
 		if (link_builtins(d, &d->chains[i]) < 0)
 			return oom(err, msg);
@@ -287,10 +356,47 @@ static int build_chains(struct sl_dispatch *d, const struct sl_handlers *hs, int
 	return 0;
 }
 
+/* The one way out to the kernel: nothing once the run is over. */
+static void answer(struct sl_dispatch *d, const sandlock_notif_t *n, sandlock_action_t *act)
+{
+	pthread_rwlock_rdlock(&d->answer_lock);
+	if (d->closed)
+		sl_action_discard(act);
+	else
+		sl_respond(&d->resp, n, act);
+	pthread_rwlock_unlock(&d->answer_lock);
+}
+
+/* The tracing hook sees every answer, in this one place, before it goes out. */
+static void report(const struct sl_dispatch *d, const sandlock_notif_t *n,
+                   const sandlock_action_t *act, const char *by)
+{
+	if (d->on_decision) {
+		sandlock_decision_t dec = { n, act, by };
+		d->on_decision(d->on_decision_ud, &dec);
+	}
+}
+
 static void deferred_done(void *ctx, const sandlock_notif_t *n, sandlock_action_t *act)
 {
 	struct sl_dispatch *d = ctx;
-	sl_respond(&d->resp, n, act);
+	report(d, n, act, "handler");
+	answer(d, n, act);
+}
+
+void sl_dispatch_ref(struct sl_dispatch *d)
+{
+	atomic_fetch_add(&d->refs, 1);
+}
+
+static void deferred_hold(void *ctx)
+{
+	sl_dispatch_ref(ctx);
+}
+
+static void deferred_drop(void *ctx)
+{
+	sl_dispatch_unref(ctx);
 }
 
 struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
@@ -308,10 +414,14 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 	sl_responder_init(&d->resp);
 	d->filter = cfg->filter;
 	d->cfg = cfg;
+	atomic_init(&d->refs, 1);
+	pthread_rwlock_init(&d->answer_lock, NULL);
+	d->on_decision = cfg->on_decision;
+	d->on_decision_ud = cfg->on_decision_ud;
 	d->listener = -1;
 	d->cache = sl_memcache_new();
 	uint64_t dto = cfg->deferred_timeout_ms ? cfg->deferred_timeout_ms : 30000;
-	d->deferred = sl_deferred_new(dto, deferred_done, d);
+	d->deferred = sl_deferred_new(dto, deferred_done, d, deferred_hold, deferred_drop);
 	if (!d->cache || !d->deferred) {
 		oom(err, msg);
 		goto fail;
@@ -324,10 +434,14 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 		if (d->insts[i].b->needs_opener && d->insts[i].nrs.n > 0)
 			d->wants_opener = true;
 	d->proc_guard = sl_proc_readable(cfg);
+	if (cfg->name && !(d->name = sl_strdup(cfg->name))) {
+		oom(err, msg);
+		goto fail;
+	}
 	d->proc_fast = sl_proc_undenied(cfg);
 	return d;
 fail:
-	sl_dispatch_free(d);
+	sl_dispatch_unref(d);
 	return NULL;
 }
 
@@ -345,22 +459,59 @@ int sl_dispatch_use_ruleset(struct sl_dispatch *d, int ruleset_fd, int *err, cha
 	return d->opener ? 0 : -1;
 }
 
-void sl_dispatch_bind(struct sl_dispatch *d, int listener, pid_t init)
+int sl_dispatch_bind(struct sl_dispatch *d, int listener, pid_t init)
 {
+	/* Our own: the run closes its copy when it returns, and a thread it
+	 * abandoned may still answer (or read memory) through ours.  Handlers
+	 * see this number too, so the opener is found by it. */
+	d->listener = fcntl(listener, F_DUPFD_CLOEXEC, 3);
+	if (d->listener < 0)
+		return -1;
 	if (d->opener && d->proc_guard)
 		sl_opener_guard_proc(d->opener, init, d->proc_fast);
-	if (d->opener && sl_opener_bind(d->opener, listener) < 0)
+	if (d->opener) {
+		char name[72];
+		snprintf(name, sizeof name, "%s", d->name ? d->name : "");
+		if (!d->name)
+			snprintf(name, sizeof name, "sandbox-%d", (int)init);
+		sl_opener_set_hostname(d->opener, name);
+	}
+	if (d->opener && sl_opener_bind(d->opener, d->listener) < 0)
 		sl_warn("too many concurrent runs: sandlock_open_on_behalf will fail (ENOSYS)");
-	d->listener = listener;
 	d->init = init;
-	sl_responder_bind(&d->resp, listener, init);
+	sl_responder_bind(&d->resp, d->listener, init);
+	return 0;
+}
+
+int sl_dispatch_listener(const struct sl_dispatch *d)
+{
+	return d->listener;
+}
+
+void sl_dispatch_fail(struct sl_dispatch *d, int e)
+{
+	atomic_store(&d->failed, e ? e : EIO);
+}
+
+int sl_dispatch_failed(struct sl_dispatch *d)
+{
+	return atomic_load(&d->failed);
+}
+
+void sl_dispatch_close(struct sl_dispatch *d)
+{
+	pthread_rwlock_wrlock(&d->answer_lock);
+	d->closed = true;
+	pthread_rwlock_unlock(&d->answer_lock);
 }
 
 /* ---------------- deciding ---------------- */
 
 /* LAST builtins must decide; one that does not is refused, never continued. */
-static bool run_last(const struct inst *last, const struct sl_call *call, sandlock_action_t *act)
+static bool run_last(const struct inst *last, const struct sl_call *call, sandlock_action_t *act,
+                     const char **by)
 {
+	*by = last->b->name;
 	if (!last->b->decide(last->state, call, act))
 		sandlock_action_set_errno(act, EPERM);
 	return true;
@@ -372,12 +523,15 @@ static bool run_last(const struct inst *last, const struct sl_call *call, sandlo
  */
 static bool run_chain(struct sl_dispatch *d, const struct sl_chain *c,
                       const sandlock_notif_t *n, sandlock_mem_t *mem, sandlock_action_t *act,
-                      bool *deferred)
+                      bool *deferred, const char **by)
 {
 	struct sl_call call = { n, mem, d->listener, d->init };
 	for (size_t i = 0; i < c->nfirst; i++)
-		if (c->first[i]->b->decide(c->first[i]->state, &call, act))
+		if (c->first[i]->b->decide(c->first[i]->state, &call, act)) {
+			*by = c->first[i]->b->name;
 			return true;
+		}
+	*by = "handler";
 	for (size_t i = 0; i < c->nh; i++) {
 		if (c->h[i]->deferred) {
 			/* Deferral is terminal for the chain (never on a syscall
@@ -391,7 +545,7 @@ static bool run_chain(struct sl_dispatch *d, const struct sl_chain *c,
 		if (sl_handler_call(c->h[i], n, mem, act))
 			return true;
 	}
-	return c->last ? run_last(c->last, &call, act) : false;
+	return c->last ? run_last(c->last, &call, act, by) : false;
 }
 
 void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n)
@@ -399,6 +553,7 @@ void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n)
 	const struct sl_chain *c = find_chain(d, n->syscall_nr);
 	sandlock_action_t act;
 	bool deferred = false, decided = true;
+	const char *by = "dispatcher";
 	if (!c) {
 		/* The filter traps only the chains' syscalls: never continue a
 		 * notification that contradicts it. */
@@ -406,13 +561,16 @@ void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n)
 	} else {
 		sandlock_mem_t mem;
 		sl_mem_init(&mem, d->listener, n, d->cache);
-		decided = run_chain(d, c, n, &mem, &act, &deferred);
+		decided = run_chain(d, c, n, &mem, &act, &deferred, &by);
 		sl_mem_done(&mem);
 	}
 	if (!deferred) {
-		if (!decided)
+		if (!decided) {
 			sandlock_action_set_continue(&act);
-		sl_respond(&d->resp, n, &act);
+			by = NULL;
+		}
+		report(d, n, &act, by);
+		answer(d, n, &act);
 	}
 	/* After execve the pid has a new address space; a cached fd would
 	 * still read the old one (alive if shared with a vfork parent). */
@@ -430,17 +588,23 @@ int sl_dispatch_killed(struct sl_dispatch *d, int *sig)
 	return sl_responder_killed(&d->resp, sig);
 }
 
-void sl_dispatch_quiesce(struct sl_dispatch *d)
+bool sl_dispatch_quiesce(struct sl_dispatch *d, const struct timespec *at)
 {
-	sl_deferred_stop(d->deferred);
+	return sl_deferred_stop(d->deferred, at);
 }
 
-void sl_dispatch_free(struct sl_dispatch *d)
+void sl_dispatch_finish(struct sl_dispatch *d, struct sandlock_result *r)
 {
-	if (!d)
-		return;
-	sl_deferred_free(d->deferred); /* joins the workers first */
+	for (size_t i = 0; i < d->ninsts; i++)
+		if (d->insts[i].live && d->insts[i].b->finish)
+			d->insts[i].b->finish(d->insts[i].state, r);
+}
+
+static void destroy(struct sl_dispatch *d)
+{
+	sl_deferred_free(d->deferred); /* no worker left: each held a reference */
 	sl_opener_free(d->opener);     /* no handler can call it any more */
+	free(d->name);
 	for (size_t i = 0; i < d->nchains; i++) {
 		free(d->chains[i].first);
 		free(d->chains[i].h);
@@ -454,7 +618,17 @@ void sl_dispatch_free(struct sl_dispatch *d)
 	}
 	free(d->insts);
 	free(d->trapped);
+	free(d->chained);
 	sl_memcache_free(d->cache);
 	sl_responder_destroy(&d->resp);
+	pthread_rwlock_destroy(&d->answer_lock);
+	if (d->listener >= 0)
+		close(d->listener);
 	free(d);
+}
+
+void sl_dispatch_unref(struct sl_dispatch *d)
+{
+	if (d && atomic_fetch_sub(&d->refs, 1) == 1)
+		destroy(d);
 }

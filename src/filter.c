@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "filter.h"
+#include "syscalls.h"
 
 #ifndef SOCK_PACKET
 #define SOCK_PACKET 10
@@ -156,7 +157,9 @@ static const struct arg_rule k_arg_rules[] = {
 	 * connect(2) port rule never runs. */
 	RULE(__NR_sendto, EPERM, 1, A_ANY(3, MSG_FASTOPEN)),
 	RULE(__NR_sendmsg, EPERM, 1, A_ANY(2, MSG_FASTOPEN)),
+#ifdef __NR_open /* x86_64; asm-generic arches (aarch64) have only openat */
 	RULE(__NR_open, EPERM, 2, A_ANY(1, SL_CREATES), A_ANY(2, SL_SETID)),
+#endif
 	RULE(__NR_clone, EPERM, 1, A_ANY(0, SL_NS_MASK)),
 	/* Families: only unix, IPv4/IPv6 and netlink (NETLINK_ROUTE below). */
 	RULE(__NR_socket, EPERM, 4, A_NE(0, AF_UNIX), A_NE(0, AF_INET), A_NE(0, AF_INET6),
@@ -183,8 +186,12 @@ static const struct arg_rule k_arg_rules[] = {
 	 * listener is server side and stays allowed: bind rules govern it.) */
 	RULE(__NR_setsockopt, EPERM, 2, A_EQ(1, IPPROTO_TCP), A_EQ(2, TCP_FASTOPEN_CONNECT)),
 	RULE(__NR_sendmmsg, EPERM, 1, A_ANY(3, MSG_FASTOPEN)),
+#ifdef __NR_creat
 	RULE(__NR_creat, EPERM, 1, A_ANY(1, SL_SETID)),
+#endif
+#ifdef __NR_mknod
 	RULE(__NR_mknod, EPERM, 1, A_ANY(1, SL_SETID)),
+#endif
 	RULE(__NR_mknodat, EPERM, 1, A_ANY(2, SL_SETID)),
 	/* Execution domains other than Linux, and flags such as
 	 * ADDR_NO_RANDOMIZE or READ_IMPLIES_EXEC, weaken the guest's own
@@ -398,21 +405,94 @@ static int add_extra_deny(scmp_filter_ctx ctx, const struct sandlock_sandbox *cf
 	return 0;
 }
 
+static bool trapped_plain(int nr, const int *trapped, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (trapped[i] == nr)
+			return true;
+	return false;
+}
+
+/* trapped[i]'s NOTIFY rule: unconditional, or (SL_TRAP_IF_NONZERO) only
+ * when its argument is nonzero, unless nr is also trapped outright. */
+static int add_notify_rule(scmp_filter_ctx ctx, const int *trapped, size_t n, size_t i,
+                           int *err, char **msg)
+{
+	int nr = SL_TRAP_NR(trapped[i]), arg = SL_TRAP_ARG(trapped[i]);
+	if (arg < 0)
+		return add_rule(ctx, SCMP_ACT_NOTIFY, nr, 0, NULL, err, msg);
+	if (arg > 5)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "bad trap condition %#x", trapped[i]);
+	if (trapped_plain(nr, trapped, n))
+		return 0;
+	struct scmp_arg_cmp c = SCMP_CMP((unsigned)arg, SCMP_CMP_NE, 0);
+	return add_rule(ctx, SCMP_ACT_NOTIFY, nr, 1, &c, err, msg);
+}
+
 static int add_notify_rules(scmp_filter_ctx ctx, const struct sandlock_sandbox *cfg,
                             const struct sl_filter_policy *p, const int *trapped, size_t n,
                             int *err, char **msg)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (sl_filter_is_blocked(p, trapped[i]))
+		int nr = SL_TRAP_NR(trapped[i]);
+		if (sl_filter_is_blocked(p, nr))
 			return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL,
-			               "syscall %d is blocklisted and cannot be trapped", trapped[i]);
+			               "syscall %d is blocklisted and cannot be trapped", nr);
 		if (i > 0 && trapped[i] == trapped[i - 1])
 			continue;
 		/* A builtin's trap on an extra-denied syscall: the deny wins (user
 		 * handlers on it were refused at registration, dispatch.c). */
-		if (sl_filter_extra_denied(cfg, trapped[i]))
+		if (sl_filter_extra_denied(cfg, nr))
 			continue;
-		if (add_rule(ctx, SCMP_ACT_NOTIFY, trapped[i], 0, NULL, err, msg) < 0)
+		if (add_notify_rule(ctx, trapped, n, i, err, msg) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static bool trapped_has(int nr, const int *trapped, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (trapped[i] == nr)
+			return true;
+	return false;
+}
+
+/*
+ * Syscalls that can name another process (syscalls.h): the forms that can
+ * only mean the caller itself stay in the kernel (no trap cost for the
+ * common case), every other form is trapped for builtins/pids.c.  One
+ * trapped unconditionally (a user handler) needs no conditional rule: the
+ * builtin sees every call then and passes the self forms.  Conditions
+ * compare all 64 bits, so they trap a superset of what the kernel (which
+ * reads 32-bit ints) takes for a foreign pid; the builtin reads 32 bits.
+ */
+static int add_pid_rules(scmp_filter_ctx ctx, const int *trapped, size_t n, int *err,
+                         char **msg)
+{
+	const struct sl_pid_sys *v;
+	size_t nv = sl_sys_pid_targeting(&v);
+	for (size_t i = 0; i < nv; i++) {
+		if (trapped_has(v[i].nr, trapped, n))
+			continue;
+		struct scmp_arg_cmp a0 = SCMP_A0(SCMP_CMP_NE, 0);
+		struct scmp_arg_cmp which = SCMP_A0(SCMP_CMP_NE, (uint64_t)v[i].self_which);
+		struct scmp_arg_cmp who = SCMP_A1(SCMP_CMP_NE, 0);
+		int rc = 0;
+		switch (v[i].form) {
+		case SL_PID_A0:
+			rc = add_rule(ctx, SCMP_ACT_NOTIFY, v[i].nr, 1, &a0, err, msg);
+			break;
+		case SL_PID_WHICH_WHO: /* libseccomp ORs the rules of one syscall */
+			rc = add_rule(ctx, SCMP_ACT_NOTIFY, v[i].nr, 1, &which, err, msg);
+			if (rc == 0)
+				rc = add_rule(ctx, SCMP_ACT_NOTIFY, v[i].nr, 1, &who, err, msg);
+			break;
+		case SL_PID_ALWAYS:
+			rc = add_rule(ctx, SCMP_ACT_NOTIFY, v[i].nr, 0, NULL, err, msg);
+			break;
+		}
+		if (rc < 0)
 			return -1;
 	}
 	return 0;
@@ -515,9 +595,10 @@ static void emit_group(struct prog *p, const struct arg_rule *rules, size_t nrul
 }
 
 /*
- * The prefix: anything that is not the native x86_64 ABI (i386 int 0x80,
- * x32 numbers) is killed outright (libseccomp also does this; the prefix
- * makes it independent of its version), then the argument rules.  Falls
+ * The prefix: anything that is not the native ABI as libseccomp reports it
+ * (on x86_64: i386 int 0x80 and x32 numbers too) is killed outright
+ * (libseccomp also does this; the prefix makes it independent of its
+ * version), then the argument rules.  Falls
  * through to libseccomp's program, which reloads what it needs.
  */
 static int build_prefix(const struct sl_filter_policy *pol, struct prog *p)
@@ -528,11 +609,14 @@ static int build_prefix(const struct sl_filter_policy *pol, struct prog *p)
 	size_t ngroups = 0;
 	p->n = 0;
 	emit(p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
-	emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0));
+	uint32_t native = seccomp_arch_native();
+	emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, native, 1, 0));
 	emit(p, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
-	emit(p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
-	emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, __X32_SYSCALL_BIT, 0, 1));
-	emit(p, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+	if (native == SCMP_ARCH_X86_64) {
+		emit(p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+		emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, __X32_SYSCALL_BIT, 0, 1));
+		emit(p, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+	}
 	for (size_t i = 0; i < nrules; i++)
 		if (!seen_before(rules, i))
 			emit_group(p, rules, nrules, rules[i].nr, &ja[ngroups++]);
@@ -608,6 +692,8 @@ int sl_filter_build(const struct sandlock_sandbox *cfg, const int *trapped, size
 		rc = sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "seccomp_attr_set: %s", strerror(-rc));
 	if (rc == 0)
 		rc = add_notify_rules(ctx, cfg, pol, trapped, ntrapped, err, msg);
+	if (rc == 0)
+		rc = add_pid_rules(ctx, trapped, ntrapped, err, msg);
 	if (rc == 0)
 		rc = add_blocklist(ctx, pol, err, msg);
 	if (rc == 0)

@@ -24,6 +24,18 @@ bool sl_filter_denies(const struct sandlock_sandbox *cfg, int nr);
 /* Members of the group called name: 0 with *nrs, *n set, or -1 (no such group). */
 int sl_filter_group_members(const char *name, const int **nrs, size_t *n);
 /*
+ * An entry of the trapped set may be conditional: SL_TRAP_IF_NONZERO(nr,
+ * arg) traps nr only when argument arg (0-5) is nonzero (e.g. sendto with
+ * a destination address, arg 4), so the common form never leaves the
+ * kernel.  Plain numbers trap unconditionally; when both are present the
+ * unconditional trap wins.  Encoded entries sort after every plain one.
+ */
+#define SL_TRAP_COND_SHIFT 16
+#define SL_TRAP_IF_NONZERO(nr, arg) ((nr) | (((arg) + 1) << SL_TRAP_COND_SHIFT))
+#define SL_TRAP_NR(v) ((v) & ((1 << SL_TRAP_COND_SHIFT) - 1))
+#define SL_TRAP_ARG(v) (((v) >> SL_TRAP_COND_SHIFT) - 1) /* -1: unconditional */
+
+/*
  * Build the BPF program (before fork): blocklist -> ERRNO/KILL, x32/i386
  * -> kill, argument filters, and trapped[] -> SECCOMP_RET_USER_NOTIF.
  * 0 or -1 with *err, *msg set.  Free with sl_filter_free.

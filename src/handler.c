@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -58,7 +59,42 @@ SL_EXPORT void sandlock_handler_free(sandlock_handler_t *h)
 	free(h);
 }
 
-void sl_handlers_release(struct sl_handlers *hs)
+/* Mark h released; true if no call is in progress (none can start now). */
+static bool release_idle(sandlock_handler_t *h)
+{
+	unsigned prev = atomic_fetch_or(&h->use, SL_HANDLER_RELEASED);
+	return (prev & ~SL_HANDLER_RELEASED) == 0;
+}
+
+/*
+ * Handler objects of abandoned runs: never freed (a late thread may still
+ * read them), but kept reachable rather than lost, so leak checkers see a
+ * deliberate, bounded retention (48 bytes a handler, abandoned runs only).
+ */
+static pthread_mutex_t parked_lock = PTHREAD_MUTEX_INITIALIZER;
+static sandlock_handler_t *parked;
+
+static void park(sandlock_handler_t *h)
+{
+	pthread_mutex_lock(&parked_lock);
+	h->parked_next = parked;
+	parked = h;
+	pthread_mutex_unlock(&parked_lock);
+}
+
+static void release_one(sandlock_handler_t *h, bool abandoned)
+{
+	if (!abandoned) {
+		sandlock_handler_free(h); /* every thread of the run was joined */
+		return;
+	}
+	/* Kept: a late thread may still test h->use (or finish its call). */
+	if (release_idle(h) && h->ud_free && (!h->guard || h->guard()))
+		h->ud_free(h->ud);
+	park(h);
+}
+
+void sl_handlers_release(struct sl_handlers *hs, bool abandoned)
 {
 	const sandlock_registration_t *regs = hs->regs;
 	/* O(n^2) is fine: registrations are a handful.  A handler is freed at
@@ -71,7 +107,7 @@ void sl_handlers_release(struct sl_handlers *hs)
 		for (size_t j = 0; j < i && !seen; j++)
 			seen = regs[j].handler == h;
 		if (!seen)
-			sandlock_handler_free(h);
+			release_one(h, abandoned);
 	}
 	hs->regs = NULL;
 	hs->n = 0;
@@ -91,15 +127,35 @@ void sl_action_discard(sandlock_action_t *act)
 	}
 }
 
-bool sl_handler_call(const sandlock_handler_t *h, const sandlock_notif_t *n,
-                     sandlock_mem_t *mem, sandlock_action_t *act)
+/* Start a call unless the run has released h.  Pairs with call_end. */
+static bool call_begin(sandlock_handler_t *h)
+{
+	unsigned v = atomic_load(&h->use);
+	do {
+		if (v & SL_HANDLER_RELEASED)
+			return false;
+	} while (!atomic_compare_exchange_weak(&h->use, &v, v + 1));
+	return true;
+}
+
+static void call_end(sandlock_handler_t *h)
+{
+	atomic_fetch_sub(&h->use, 1);
+}
+
+bool sl_handler_call(sandlock_handler_t *h, const sandlock_notif_t *n, sandlock_mem_t *mem,
+                     sandlock_action_t *act)
 {
 	memset(act, 0, sizeof(*act));
 	bool failed;
-	if (h->guard && !h->guard()) {
+	if (!call_begin(h)) {
+		failed = true; /* the run is over and released it */
+	} else if (h->guard && !h->guard()) {
 		failed = true; /* e.g. the Python interpreter is finalizing */
+		call_end(h);
 	} else {
 		int32_t rc = h->fn(h->ud, n, mem, act);
+		call_end(h);
 		failed = rc != 0 || act->kind == SANDLOCK_ACTION_UNSET ||
 		         act->kind > SANDLOCK_ACTION_KILL;
 	}

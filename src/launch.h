@@ -33,7 +33,9 @@ struct sl_launch {
 	char **argv; /* NULL-terminated */
 	char **envp; /* NULL-terminated */
 	int ruleset_fd;          /* -1 when running without Landlock */
-	struct sock_fprog prog;
+	const int *trapped;      /* for the BPF program, built after fork (not owned) */
+	size_t ntrapped;
+	struct sock_fprog prog;  /* parent only; the child receives a copy */
 	struct sl_cglimits cg;   /* the run's cgroups (cglimits.h) */
 	const struct sandlock_sandbox *cfg;
 	/* How fd 0, 1, 2 of the command are connected: a SANDLOCK_STDIO_*
@@ -42,6 +44,9 @@ struct sl_launch {
 	int stdio_fd[3];
 	int *keep_fds; /* sorted caller fds the command keeps (pass_fds) */
 	size_t nkeep;
+	/* cgroup.procs of the run's cgroup (cgroup.c; not owned), or -1: init
+	 * joins it first thing, so the whole sandbox is born inside. */
+	int cgroup_procs;
 	/* after start */
 	pid_t pid;      /* child (the sandbox's init) pid == its process group id */
 	int pidfd;      /* pidfd of the child */
@@ -54,7 +59,8 @@ struct sl_launch {
 	int sync_fd;    /* parent end of the socketpair: "ready" goes here */
 	struct sl_tty tty; /* inherit_stdio: terminal foreground hand-over */
 };
-/* Resolve argv[0], build argv/envp, Landlock ruleset and BPF program. */
+/* Resolve argv[0], build argv/envp and the Landlock ruleset; remember
+ * trapped[] (which must outlive the run) for the BPF program. */
 int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
                       const char *const *argv, uint32_t argc, const int *trapped,
                       size_t ntrapped, int *err, char **msg);
@@ -76,6 +82,13 @@ int sl_launch_release(struct sl_launch *L);
 void sl_launch_cleanup(struct sl_launch *L);
 
 /*
+ * The BPF program for L->trapped, into L->prog: the sandbox's copy, or
+ * built now.  Called by the parent right after fork, so that libseccomp's
+ * work overlaps the child's setup.
+ */
+int sl_launch_build_prog(struct sl_launch *L, int *err, char **msg);
+
+/*
  * Each sandbox keeps the BPF programs built for it, keyed by the trapped
  * set: libseccomp needs 0.2-0.4 ms to generate one, more than the rest of
  * a launch's preparation.  Created with the sandbox (NULL on OOM), freed
@@ -86,13 +99,28 @@ void sl_prog_cache_free(struct sl_prog_cache *c);
 
 /* ---- between launch_parent.c and launch_child.c: the sync protocol ----
  *
- * Over a SOCK_SEQPACKET pair.  init and the command -> parent: int32_t
- * {step, value, pid} messages.  {ST_OK, N, pid} from the command, sent
- * twice: before seccomp() it announces that the listener will be fd N in
- * process pid, after seccomp() it says the listener is there.  {step,
- * errno, 0} reports the setup step that failed.  Parent -> command: one
- * byte, SL_READY or SL_READY_TTY, once the supervisor runs. */
+ * Over a SOCK_SEQPACKET pair.  Parent -> command, first: the BPF program
+ * (struct sock_filter[], at most SL_MAX_INSNS).  init and the command ->
+ * parent: int32_t {step, value, pid} messages.  {ST_OK, N, pid} from the
+ * command, sent twice: before seccomp() it announces that the listener
+ * will be fd N in process pid, after seccomp() it says the listener is
+ * there.  {step, errno, 0} reports the setup step that failed.  Parent ->
+ * command, last: one byte, SL_READY or SL_READY_TTY, once the supervisor
+ * runs.  The parent's end stays open until the run ends. */
 #define SL_REPORT_INTS 3
+#define SL_MAX_INSNS 4096 /* BPF_MAXINSNS */
+
+/*
+ * For code that runs on a stack of our own (the CLONE_VM command): ASan's
+ * no-return hook before _exit() does not know that stack and would print
+ * a warning into the command's stderr.  Those functions are left
+ * uninstrumented (they handle no buffers of their own).
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define SL_OWN_STACK __attribute__((no_sanitize_address))
+#else
+#define SL_OWN_STACK
+#endif
 
 /* The "ready" byte: go, and whether init mirrors the command's stops. */
 #define SL_READY 'R'
@@ -121,6 +149,7 @@ enum sl_launch_step {
 struct sl_child_fds {
 	int sync;
 	int stdio[3]; /* what becomes fd 0, 1, 2 (-1: left as inherited) */
+	int devnull;  /* /dev/null, for an inherited stream the caller has closed */
 	pid_t parent;
 	pid_t self; /* asked before confinement: getpid may be trapped after */
 };

@@ -35,19 +35,7 @@
 #include "landlock.h"
 #include "launch.h"
 
-static __attribute__((noreturn)) void child_fail(int sync, int step, int e);
-
-/*
- * The command's code runs on command_stack (below), which AddressSanitizer
- * does not know: its no-return hook before _exit() would print a warning
- * into the command's stderr.  Those functions are left uninstrumented
- * (they handle no buffers of their own).
- */
-#if defined(__SANITIZE_ADDRESS__)
-#define SL_ON_COMMAND_STACK __attribute__((no_sanitize_address))
-#else
-#define SL_ON_COMMAND_STACK
-#endif
+SL_OWN_STACK static __attribute__((noreturn)) void child_fail(int sync, int step, int e);
 
 /* dup2 that also works when fd already is target (clears close-on-exec). */
 static int move_fd(int fd, int target)
@@ -57,12 +45,21 @@ static int move_fd(int fd, int target)
 	return dup2(fd, target) < 0 ? -1 : 0;
 }
 
-/* Every source is above 2 (launch_parent.c), so no dup2 clobbers another's. */
+/*
+ * Every source is above 2 (launch_parent.c), so no dup2 clobbers another's.
+ * An inherited stream the caller has closed becomes /dev/null: left free,
+ * the kernel would put the seccomp listener there, where the command
+ * (which keeps 0..2) could answer its own trapped calls.
+ */
 static void child_stdio(const struct sl_child_fds *c)
 {
-	for (int i = 0; i < 3; i++)
-		if (c->stdio[i] >= 0 && move_fd(c->stdio[i], i) < 0)
+	for (int i = 0; i < 3; i++) {
+		int src = c->stdio[i];
+		if (src < 0 && fcntl(i, F_GETFD) < 0 && errno == EBADF)
+			src = c->devnull;
+		if (src >= 0 && move_fd(src, i) < 0)
 			child_fail(c->sync, ST_STDIO, errno);
+	}
 }
 
 /*
@@ -124,7 +121,7 @@ static void child_limits(const struct sl_launch *L, const struct sl_child_fds *c
 }
 
 /* The lowest fd number not in use: where the kernel will put the next new fd. */
-static int lowest_free_fd(void)
+SL_OWN_STACK static int lowest_free_fd(void)
 {
 	int fd = 0;
 	while (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
@@ -132,27 +129,44 @@ static int lowest_free_fd(void)
 	return fd;
 }
 
-static void send_report(int sync, int32_t step, int32_t value, int32_t pid)
+SL_OWN_STACK static void send_report(int sync, int32_t step, int32_t value, int32_t pid)
 {
 	int32_t m[SL_REPORT_INTS] = { step, value, pid };
 	(void)send(sync, m, sizeof m, MSG_NOSIGNAL);
 }
 
-static __attribute__((noreturn)) void child_fail(int sync, int step, int e)
+SL_OWN_STACK static __attribute__((noreturn)) void child_fail(int sync, int step, int e)
 {
 	send_report(sync, step, e, 0);
 	_exit(127);
 }
 
 /*
- * Landlock, then tell the parent where the listener will appear, then
- * seccomp.  Landlock comes first so that no handler can see (let alone
- * fake) landlock_restrict_self: before seccomp() nothing is trapped.  The
- * announcement must happen before the filter exists too: any syscall made
- * afterwards may be one a user handler traps (sendmsg, write, ...), and
- * nobody answers trapped calls until the parent has the listener and runs
- * the supervisor.  So the parent fetches the listener itself with
- * pidfd_getfd().
+ * The BPF program, the parent's first message (launch.h).  Static: in the
+ * command it is written only while init is suspended (CLONE_VFORK), and
+ * never in the caller itself.
+ */
+static struct sock_filter g_insns[SL_MAX_INSNS];
+
+SL_OWN_STACK static unsigned short recv_prog(int sync)
+{
+	ssize_t n;
+	while ((n = recv(sync, g_insns, sizeof g_insns, 0)) < 0 && errno == EINTR)
+		;
+	if (n <= 0 || n % (ssize_t)sizeof(g_insns[0]))
+		_exit(127); /* the parent gave up before sending it */
+	return (unsigned short)(n / (ssize_t)sizeof(g_insns[0]));
+}
+
+/*
+ * Landlock, then receive the BPF program, tell the parent where the
+ * listener will appear, and seccomp.  Landlock comes first so that no
+ * handler can see (let alone fake) landlock_restrict_self: before
+ * seccomp() nothing is trapped.  The announcement must happen before the
+ * filter exists too: any syscall made afterwards may be one a user
+ * handler traps (sendmsg, write, ...), and nobody answers trapped calls
+ * until the parent has the listener and runs the supervisor.  So the
+ * parent fetches the listener itself with pidfd_getfd().
  *
  * The number is exact: the kernel installs the listener at the lowest free
  * fd, and between the probe and seccomp() nothing in this process creates
@@ -162,21 +176,21 @@ static __attribute__((noreturn)) void child_fail(int sync, int step, int e)
  * listener at N and fails the launch rather than use a wrong fd.)  Before
  * seccomp() the slot is simply empty.
  */
-SL_ON_COMMAND_STACK static void command_confine(const struct sl_launch *L,
-                                                const struct sl_child_fds *c)
+SL_OWN_STACK static void command_confine(const struct sl_launch *L, const struct sl_child_fds *c)
 {
 	if (L->ruleset_fd >= 0) {
 		int rc = sl_landlock_apply(L->ruleset_fd);
 		if (rc < 0)
 			child_fail(c->sync, ST_LANDLOCK, -rc);
 	}
+	struct sock_fprog prog = { recv_prog(c->sync), g_insns };
 	int32_t self = (int32_t)syscall(SYS_getpid);
 	int32_t m[SL_REPORT_INTS] = { ST_OK, lowest_free_fd(), self };
 	if (send(c->sync, m, sizeof m, MSG_NOSIGNAL) != (ssize_t)sizeof m)
 		_exit(127);
 	long fd = syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER,
 	                  SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
-	                  &L->prog);
+	                  &prog);
 	/* Still unfiltered when seccomp() failed: the report cannot be trapped. */
 	if (fd < 0)
 		child_fail(c->sync, ST_SECCOMP, errno);
@@ -191,7 +205,7 @@ SL_ON_COMMAND_STACK static void command_confine(const struct sl_launch *L,
 }
 
 /* "errno N" into buf (at least 24 bytes), without stdio. */
-static const char *errno_number(char *buf, int e)
+SL_OWN_STACK static const char *errno_number(char *buf, int e)
 {
 	char digits[12];
 	int n = 0;
@@ -214,7 +228,7 @@ static const char *errno_number(char *buf, int e)
  * indexes glibc's static table).  A user handler may trap this write too;
  * the supervisor is running by now, so it is answered.
  */
-static void report_failure(const char *what, const char *exe, int e)
+SL_OWN_STACK static void report_failure(const char *what, const char *exe, int e)
 {
 	char num[24];
 	const char *name = strerrorname_np(e);
@@ -249,7 +263,7 @@ struct spawn {
  * "ready", unblocks its signals, dies with init (only a SIGKILL from
  * outside the sandbox can end init early) and execs.
  */
-SL_ON_COMMAND_STACK static int command_main(void *arg)
+SL_OWN_STACK static int command_main(void *arg)
 {
 	struct spawn *sp = arg;
 	const struct sl_launch *L = sp->L;
@@ -328,6 +342,11 @@ static __attribute__((noreturn)) void become_init(const struct sl_launch *L,
 void sl_launch_child_main(const struct sl_launch *L, const struct sl_child_fds *c)
 {
 	sl_init_block_signals();
+	/* Into the run's cgroup before anything else can fork: everything the
+	 * sandbox starts is then inside it (cgroup.kill ends it all).  Failure
+	 * is not fatal: the parent sees the cgroup empty and does without. */
+	if (L->cgroup_procs >= 0)
+		(void)!write(L->cgroup_procs, "0", 1);
 	if (setpgid(0, 0) < 0)
 		child_fail(c->sync, ST_SETPGID, errno);
 	/* Catchable, unlike SIGKILL: init ends the whole sandbox first. */

@@ -131,16 +131,15 @@ static int parent_fds_open(const struct sl_launch *L, struct parent_fds *p)
 	p->sv[1] = above_stdio(p->sv[1]);
 	if (p->sv[0] < 0 || p->sv[1] < 0)
 		return -1;
-	bool devnull = false;
-	for (int i = 0; i < 3; i++) {
+	/* Always: it is also what fills the caller's closed 0..2 when a
+	 * stream is inherited (launch_child.c). */
+	p->devnull = above_stdio(open("/dev/null", O_RDWR | O_CLOEXEC));
+	if (p->devnull < 0)
+		return -1;
+	for (int i = 0; i < 3; i++)
 		if (wants_pipe(L, i) && make_pipe(p->pipes[i]) < 0)
 			return -1;
-		devnull |= wants_devnull(L, i);
-	}
-	if (!devnull)
-		return 0;
-	p->devnull = above_stdio(open("/dev/null", O_RDWR | O_CLOEXEC));
-	return p->devnull < 0 ? -1 : 0;
+	return 0;
 }
 
 /* After fork: keep our ends (capture for the loop, PIPE for the caller). */
@@ -185,8 +184,13 @@ static const char *errname(int e)
 static int read_report(int sync, int32_t m[SL_REPORT_INTS], int flags)
 {
 	ssize_t n;
-	while ((n = recv(sync, m, SL_REPORT_INTS * sizeof(int32_t), flags)) < 0 && errno == EINTR)
-		;
+	bool reset = false;
+	/* ECONNRESET: the child exited without reading all we sent.  The
+	 * kernel reports that before the messages the child sent us, and only
+	 * once: read on for its report. */
+	while ((n = recv(sync, m, SL_REPORT_INTS * sizeof(int32_t), flags)) < 0 &&
+	       (errno == EINTR || (errno == ECONNRESET && !reset)))
+		reset = reset || errno == ECONNRESET;
 	if (n == (ssize_t)(SL_REPORT_INTS * sizeof(int32_t)))
 		return 1;
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -225,7 +229,7 @@ static int recv_announcement(struct sl_launch *L, int64_t deadline, int *fdnum,
 	 * so it is alive unless it failed since (its report is then queued)
 	 * or was killed from outside; init reaps it only after that.
 	 */
-	*cmd_pidfd = (int)syscall(__NR_pidfd_open, (pid_t)m[2], 0);
+	*cmd_pidfd = sl_fd_high((int)syscall(__NR_pidfd_open, (pid_t)m[2], 0));
 	if (*cmd_pidfd < 0) {
 		int32_t f[SL_REPORT_INTS] = { -1, 0, 0 };
 		return setup_error(read_report(L->sync_fd, f, MSG_DONTWAIT), f, err, msg);
@@ -240,18 +244,12 @@ static int recv_announcement(struct sl_launch *L, int64_t deadline, int *fdnum,
  * untrusted code yet, so this is a consistency check of the fd-number
  * protocol, not a defence: a wrong fd would silently leave the sandbox
  * without a supervisor.  Only a listener knows this ioctl (ENOENT: no
- * notification 0 pending; anything else answers ENOTTY/EINVAL).
+ * notification 0 pending); pipes, sockets, terminals, files, rulesets
+ * answer ENOTTY or EINVAL.  (No readlink of /proc/self/fd/N: it would add
+ * nothing, and a process's first /proc lookup costs ~20 us.)
  */
 static bool is_seccomp_listener(int fd)
 {
-	char path[64], link[64];
-	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-	ssize_t n = readlink(path, link, sizeof link - 1);
-	if (n >= 0) { /* /proc may be absent; when present it must agree */
-		link[n] = 0;
-		if (strcmp(link, "anon_inode:seccomp notify") != 0)
-			return false;
-	}
 	uint64_t id = 0;
 	return ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0 && errno == ENOENT;
 }
@@ -273,8 +271,10 @@ static int fetch_listener(struct sl_launch *L, int cmd_pidfd, int fdnum, int64_t
 		int fd = (int)syscall(__NR_pidfd_getfd, cmd_pidfd, fdnum, 0);
 		if (fd >= 0) {
 			if (is_seccomp_listener(fd)) {
-				L->listener = fd; /* pidfd_getfd sets close-on-exec */
-				return 0;
+				L->listener = sl_fd_high(fd); /* pidfd_getfd sets close-on-exec */
+				return L->listener >= 0 ? 0
+				                        : sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
+				                                  "listener: %s", strerror(errno));
 			}
 			close(fd);
 			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
@@ -312,6 +312,28 @@ static int get_listener(struct sl_launch *L, int *err, char **msg)
 	return fetch_listener(L, cmd_pidfd, fdnum, deadline, err, msg);
 }
 
+/*
+ * Build the BPF program (while the child sets itself up) and send it: the
+ * child's first message.
+ */
+static int send_prog(struct sl_launch *L, int *err, char **msg)
+{
+	if (sl_launch_build_prog(L, err, msg) < 0)
+		return -1;
+	if (L->prog.len == 0 || L->prog.len > SL_MAX_INSNS)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "BPF program of %u instructions",
+		               (unsigned)L->prog.len);
+	size_t len = (size_t)L->prog.len * sizeof(L->prog.filter[0]);
+	ssize_t n;
+	while ((n = send(L->sync_fd, L->prog.filter, len, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n == (ssize_t)len)
+		return 0;
+	/* The child is gone: its own report (queued before it exited) says why. */
+	int32_t m[SL_REPORT_INTS] = { -1, 0, 0 };
+	return setup_error(read_report(L->sync_fd, m, MSG_DONTWAIT), m, err, msg);
+}
+
 int sl_launch_start(struct sl_launch *L, int *err, char **msg)
 {
 	struct parent_fds p;
@@ -320,7 +342,7 @@ int sl_launch_start(struct sl_launch *L, int *err, char **msg)
 		parent_fds_close(&p);
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "creating pipes: %s", strerror(e));
 	}
-	struct sl_child_fds c = { p.sv[1], { -1, -1, -1 }, getpid(), 0 };
+	struct sl_child_fds c = { p.sv[1], { -1, -1, -1 }, p.devnull, getpid(), 0 };
 	for (int i = 0; i < 3; i++)
 		c.stdio[i] = child_end(L, &p, i);
 	pid_t pid = fork();
@@ -338,11 +360,15 @@ int sl_launch_start(struct sl_launch *L, int *err, char **msg)
 	p.sv[0] = -1;
 	take_parent_ends(L, &p);
 	parent_fds_close(&p); /* the child's ends: EOF detection depends on this */
-	L->pidfd = (int)syscall(__NR_pidfd_open, pid, 0);
+	L->pidfd = sl_fd_high((int)syscall(__NR_pidfd_open, pid, 0));
 	if (L->pidfd < 0) {
 		int e = errno;
 		abort_child(L);
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "pidfd_open: %s", strerror(e));
+	}
+	if (send_prog(L, err, msg) < 0) {
+		abort_child(L);
+		return -1;
 	}
 	if (get_listener(L, err, msg) < 0) {
 		abort_child(L);
@@ -365,7 +391,12 @@ int sl_launch_release(struct sl_launch *L)
 	ssize_t n;
 	while ((n = send(L->sync_fd, &go, 1, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
-	close_fd(&L->sync_fd);
+	/*
+	 * Our end stays open until cleanup: closing a unix socket that still
+	 * holds an unread message (the command's "attached" report, when the
+	 * fetch found the listener first) makes the peer's next read fail
+	 * with ECONNRESET instead of returning "ready".
+	 */
 	return n == 1 ? 0 : -1;
 }
 

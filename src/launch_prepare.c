@@ -1,8 +1,10 @@
 /*
  * launch_prepare.c — everything a run needs that allocates or may fail,
  * done in the caller before fork: the command's argv, environment and
- * executable path, the Landlock ruleset and the BPF program.  After
- * fork the child may only use what is prepared here (launch_child.c).
+ * executable path and the Landlock ruleset.  After fork the child may
+ * only use what is prepared here (launch_child.c).  The BPF program is
+ * built here too, but called for by the parent after fork
+ * (sl_launch_build_prog), and sent to the child.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -130,6 +132,7 @@ static void launch_init(struct sl_launch *L, const struct sandlock_sandbox *cfg)
 		L->stdio_mode[i] = cfg->inherit_stdio ? SANDLOCK_STDIO_INHERIT : SANDLOCK_STDIO_CAPTURE;
 		L->stdio_fd[i] = L->pipe_fd[i] = -1;
 	}
+	L->cgroup_procs = -1;
 	sl_tty_init(&L->tty);
 	sl_cg_init(&L->cg);
 }
@@ -338,7 +341,7 @@ int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
 	if (!env.v && !(env.v = calloc(1, sizeof(char *)))) /* empty environment */
 		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 	L->envp = env.v; /* NULL-terminated by sl_strvec; now owned by L */
-	L->ruleset_fd = sl_landlock_prepare(cfg, err, msg);
+	L->ruleset_fd = sl_fd_high(sl_landlock_prepare(cfg, err, msg));
 	if (L->ruleset_fd == -2) {
 		L->ruleset_fd = -1;
 		return sl_fail(err, msg, SANDLOCK_ERR_UNSUPPORTED,
@@ -346,5 +349,12 @@ int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
 	}
 	if (L->ruleset_fd < 0 || sl_cg_prepare(cfg, &L->cg, err, msg) < 0)
 		return -1;
-	return get_prog(cfg, trapped, ntrapped, &L->prog, err, msg);
+	L->trapped = trapped;
+	L->ntrapped = ntrapped;
+	return 0;
+}
+
+int sl_launch_build_prog(struct sl_launch *L, int *err, char **msg)
+{
+	return get_prog(L->cfg, L->trapped, L->ntrapped, &L->prog, err, msg);
 }

@@ -51,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -108,6 +109,7 @@ struct sl_opener {
 	bool proc_fast;      /* the caller's own /proc/TID opened here, see local_self */
 	pid_t init;          /* the sandbox's init, for sl_proc_policy */
 	int procfd;          /* /proc, for sl_proc_policy; -1 */
+	char hostname[72];   /* served for the hostname files; "" = not */
 };
 
 /*
@@ -233,7 +235,7 @@ struct sl_opener *sl_opener_new(int ruleset_fd, int *err, char **msg)
 	op->procfd = -1;
 	op->ruleset_fd = ruleset_fd;
 	op->fixed_ids = ids_fixed();
-	op->taskdir = open("/proc/self/task", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	op->taskdir = sl_fd_high(open("/proc/self/task", O_PATH | O_DIRECTORY | O_CLOEXEC));
 	if (op->taskdir < 0) {
 		sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "opener: /proc/self/task: %s",
 		        strerror(errno));
@@ -269,10 +271,15 @@ struct sl_opener *sl_opener_new(int ruleset_fd, int *err, char **msg)
 
 void sl_opener_guard_proc(struct sl_opener *op, pid_t init, bool fast_self)
 {
-	op->procfd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	op->procfd = sl_fd_high(open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC));
 	op->init = init;
 	op->proc_fast = fast_self && op->procfd >= 0;
 	op->proc_guard = true; /* without procfd every /proc open is refused */
+}
+
+void sl_opener_set_hostname(struct sl_opener *op, const char *name)
+{
+	snprintf(op->hostname, sizeof op->hostname, "%s", name);
 }
 
 /* ---------------- finding a run's opener ---------------- */
@@ -324,7 +331,11 @@ void sl_opener_free(struct sl_opener *op)
 
 bool sl_opener_handles(int nr)
 {
-	return nr == __NR_open || nr == __NR_creat || nr == __NR_openat || nr == __NR_openat2;
+#ifdef __NR_open /* x86_64; asm-generic arches (aarch64) have openat only */
+	if (nr == __NR_open || nr == __NR_creat)
+		return true;
+#endif
+	return nr == __NR_openat || nr == __NR_openat2;
 }
 
 struct open_call {
@@ -367,6 +378,7 @@ static int decode(const sandlock_notif_t *n, sandlock_mem_t *m, struct open_call
 	const uint64_t *a = n->args;
 	memset(c, 0, sizeof(*c));
 	switch (n->syscall_nr) {
+#ifdef __NR_open
 	case __NR_open:
 		c->dirfd = AT_FDCWD;
 		c->path = a[0];
@@ -377,6 +389,7 @@ static int decode(const sandlock_notif_t *n, sandlock_mem_t *m, struct open_call
 		c->path = a[0];
 		legacy_how(&c->how, O_CREAT | O_WRONLY | O_TRUNC, a[1]);
 		return 0;
+#endif
 	case __NR_openat:
 		c->dirfd = (int)(uint32_t)a[0];
 		c->path = a[1];
@@ -558,22 +571,45 @@ static int describe(const struct sl_opener *op, int fd, sandlock_opened_t *out)
  * refuses it the caller's ptrace-guarded /proc files (maps, mem, environ,
  * pagemap, ...), which the caller may always open itself.  With /proc
  * readable and nothing denied beneath it, a read-only open of
- * /proc/TID/REST (TID the caller, spelled so or via /proc/self) is done
+ * /proc/PID/REST (PID the caller's tid or its process id, spelled so or
+ * via /proc/self) is done
  * by the calling supervisor thread instead: from the caller's pinned
  * /proc/TID, RESOLVE_BENEATH (no way out of it) and no magic links, with
  * our effective capabilities lowered so the file is opened (and keeps
  * f_cred) with the caller's rights, not ours.
  */
-static const char *own_proc_rest(const char *p, unsigned tid)
+static const char *own_proc_rest(const char *p, long *pid)
 {
-	char pre[32];
-	int k = snprintf(pre, sizeof pre, "/proc/%u", tid);
-	if (strncmp(p, pre, (size_t)k) != 0 || (p[k] != '/' && p[k] != '\0'))
+	if (strncmp(p, "/proc/", 6) != 0)
 		return NULL;
-	p += k;
-	while (*p == '/')
-		p++;
-	return *p ? p : ".";
+	char *end;
+	long v = strtol(p + 6, &end, 10);
+	if (end == p + 6 || v <= 0 || (*end != '/' && *end != '\0') || p[6] < '0' || p[6] > '9')
+		return NULL;
+	*pid = v;
+	while (*end == '/')
+		end++;
+	return *end ? end : ".";
+}
+
+/* The caller's /proc/PID as an O_PATH fd, pid being its tid or its
+ * thread group's id (then /proc/PID/task/TID exists), confirmed; -errno,
+ * or -ENOENT for any other pid. */
+static int own_proc_dir(int listener, const sandlock_notif_t *n, long pid)
+{
+	if (pid == (long)n->pid)
+		return sl_child_procdir(listener, n);
+	char p[64];
+	snprintf(p, sizeof p, "/proc/%ld", pid);
+	int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -ENOENT;
+	snprintf(p, sizeof p, "task/%u", n->pid);
+	if (faccessat(fd, p, F_OK, 0) != 0 || !sl_notif_valid(listener, n->id)) {
+		close(fd);
+		return -ENOENT;
+	}
+	return fd;
 }
 
 static bool read_only(uint64_t f)
@@ -614,6 +650,7 @@ static void caps_restore(struct caps_saved *sv)
 
 static void perform_local(struct req *r)
 {
+	r->set_umask = false; /* never: this thread shares the process's umask */
 	struct caps_saved sv;
 	if (caps_lower(&sv) < 0) {
 		r->fd = -1;
@@ -626,12 +663,12 @@ static void perform_local(struct req *r)
 
 /* ---------------- one on-behalf open ---------------- */
 
-/* Our flags and starting point for the request.  0 or an errno. */
 static bool op_fast(const struct sl_opener *op)
 {
 	return op->proc_guard && op->proc_fast;
 }
 
+/* Our flags and starting point for the request.  0 or an errno. */
 static int prepare(const struct sl_opener *op, int listener, const sandlock_notif_t *n,
                    const struct open_call *c, const char *path, struct req *r, char *reopen,
                    size_t cap)
@@ -649,12 +686,13 @@ static int prepare(const struct sl_opener *op, int listener, const sandlock_noti
 		r->path = reopen;
 		return 0;
 	}
+	long pid = 0;
 	const char *rest = own < 0 && !caller_resolve && op_fast(op) && read_only(r->how.flags)
-	                           ? own_proc_rest(path, n->pid) : NULL;
-	if (rest) {
-		int base = sl_child_procdir(listener, n); /* pinned, confirmed */
-		if (base < 0)
-			return -base;
+	                           ? own_proc_rest(path, &pid) : NULL;
+	int base = rest ? own_proc_dir(listener, n, pid) : -ENOENT; /* pinned, confirmed */
+	if (rest && base == -ESRCH)
+		return ESRCH;
+	if (rest && base >= 0) {
 		r->base = base;
 		r->path = rest;
 		r->how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
@@ -668,7 +706,7 @@ static int prepare(const struct sl_opener *op, int listener, const sandlock_noti
 		r->base = AT_FDCWD;
 		return 0;
 	}
-	int base = sl_child_dirfd(listener, n, c->dirfd);
+	base = sl_child_dirfd(listener, n, c->dirfd);
 	if (base < 0)
 		return -base;
 	r->base = base;
@@ -692,8 +730,133 @@ static int run_request(struct sl_opener *op, struct req *r, bool *clear_nonblock
 	return r->err;
 }
 
+/* One open of the prepared request with these flags and mode. */
+static int attempt(struct sl_opener *op, const struct req *tmpl, uint64_t flags, uint64_t mode,
+                   int *fd, bool *clear_nb)
+{
+	struct req r = *tmpl;
+	r.how.flags = flags;
+	r.how.mode = mode;
+	r.set_umask = tmpl->set_umask && (flags & (O_CREAT | __O_TMPFILE));
+	int e = run_request(op, &r, clear_nb);
+	*fd = r.fd;
+	return e;
+}
+
+/*
+ * The open itself.  With a check, the side effects that cannot be undone
+ * wait for its verdict: O_TRUNC is left out (the file is truncated after
+ * the check allowed it), and O_CREAT first looks for an existing file; a
+ * file it had to create is removed again if the check refuses it.
+ */
+static int open_deferred(struct sl_opener *op, const struct req *r, bool deferred,
+                         int *fd, bool *created, bool *clear_nb)
+{
+	uint64_t f = r->how.flags;
+	*created = false;
+	if (!deferred)
+		return attempt(op, r, f, r->how.mode, fd, clear_nb);
+	uint64_t probe = f & ~(uint64_t)(O_TRUNC | O_CREAT | O_EXCL);
+	int e = ENOENT;
+	for (int tries = 0; tries < 3; tries++) {
+		e = attempt(op, r, probe, 0, fd, clear_nb);
+		if (e == 0) {
+			if ((f & O_CREAT) && (f & O_EXCL)) {
+				close(*fd);
+				*fd = -1;
+				e = EEXIST;
+			}
+			return e;
+		}
+		if (e != ENOENT || !(f & O_CREAT))
+			return e;
+		e = attempt(op, r, (f & ~(uint64_t)O_TRUNC) | O_EXCL, r->how.mode, fd, clear_nb);
+		if (e == 0) {
+			*created = true;
+			return 0;
+		}
+		if (e != EEXIST || (f & O_EXCL))
+			return e;
+		/* It appeared meanwhile, or the name is a dangling symlink
+		 * (O_EXCL does not follow it): look again, then give up. */
+	}
+	return e;
+}
+
+/* Undo a creation the check refused: remove the entry if it is still the
+ * file we made (same device and inode), with our capabilities lowered. */
+static void remove_created(const sandlock_opened_t *o)
+{
+	struct caps_saved sv;
+	struct stat st;
+	if (caps_lower(&sv) < 0)
+		return;
+	if (fstatat(AT_FDCWD, o->path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (uint64_t)st.st_dev == o->dev && (uint64_t)st.st_ino == o->ino)
+		unlink(o->path);
+	caps_restore(&sv);
+}
+
+/* The files that hold the host's name, as the opener serves them. */
+static bool is_hostname_file(const char *real)
+{
+	return strcmp(real, "/proc/sys/kernel/hostname") == 0 || strcmp(real, "/etc/hostname") == 0;
+}
+
+/* Replace *fd (a hostname file opened for reading) by a sealed memfd with
+ * the sandbox's name.  0 or an errno. */
+static int serve_hostname(const struct sl_opener *op, int *fd)
+{
+	int m = memfd_create("hostname", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (m < 0)
+		return EIO;
+	char line[80];
+	int len = snprintf(line, sizeof line, "%s\n", op->hostname);
+	if (write(m, line, (size_t)len) != len || lseek(m, 0, SEEK_SET) != 0 ||
+	    fcntl(m, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0) {
+		close(m);
+		return EIO;
+	}
+	close(*fd);
+	*fd = m;
+	return 0;
+}
+
+/* After the open: still pending, what it is, the check, the deferred
+ * truncation, the caller's O_NONBLOCK.  0 or an errno. */
+static int finish(struct sl_opener *op, int listener, const sandlock_notif_t *n, int *fdp,
+                  bool trunc, bool created, bool clear_nb, sl_opener_check_fn check, void *ud,
+                  sandlock_opened_t *out)
+{
+	if (!sl_notif_valid(listener, n->id))
+		return ESRCH; /* pinned objects only so far: nobody waits for it */
+	int fd = *fdp;
+	int e = describe(op, fd, out);
+	out->fd = fd; /* the check may look at it (fstat); still ours */
+	if (!e && check) {
+		int32_t v = check(ud, out);
+		e = v == 0 ? 0 : v > 0 ? v : EPERM;
+		if (e && created)
+			remove_created(out);
+	}
+	struct stat st;
+	if (!e && trunc && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(fd, 0) < 0)
+		e = errno == EINVAL ? EACCES : errno;
+	if (!e && clear_nb) {
+		int fl = fcntl(fd, F_GETFL);
+		if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+			e = EIO;
+	}
+	int acc = fcntl(fd, F_GETFL);
+	if (!e && op->hostname[0] && is_hostname_file(out->path) && acc >= 0 &&
+	    (acc & O_ACCMODE) == O_RDONLY && !(acc & O_PATH))
+		e = serve_hostname(op, fdp);
+	return e;
+}
+
 int sl_opener_open_call(struct sl_opener *op, int listener, const sandlock_notif_t *n,
-                        sandlock_mem_t *m, sandlock_opened_t *out)
+                        sandlock_mem_t *m, sl_opener_check_fn check, void *ud,
+                        sandlock_opened_t *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->fd = -1;
@@ -720,38 +883,36 @@ int sl_opener_open_call(struct sl_opener *op, int listener, const sandlock_notif
 	char reopen[48];
 	if (!e)
 		e = prepare(op, listener, n, &c, path, &r, reopen, sizeof reopen);
-	bool clear_nb = false;
+	uint64_t f = c.how.flags;
+	/* O_RDONLY|O_TRUNC truncates in the kernel but not through ftruncate:
+	 * left to the open itself. */
+	bool trunc = check && (f & O_TRUNC) && !(f & O_PATH) && (f & O_ACCMODE) != O_RDONLY;
+	bool deferred = trunc || (check && (f & O_CREAT));
+	bool clear_nb = false, created = false;
+	int fd = -1;
 	if (!e)
-		e = run_request(op, &r, &clear_nb);
+		e = open_deferred(op, &r, deferred, &fd, &created, &clear_nb);
 	if (r.base >= 0)
 		close(r.base);
 	free(path);
 	if (e)
 		return e;
-	/* Pinned objects only so far; the answer must still reach the caller. */
-	if (!sl_notif_valid(listener, n->id))
-		e = ESRCH;
-	if (!e)
-		e = describe(op, r.fd, out);
-	if (!e && clear_nb) {
-		int fl = fcntl(r.fd, F_GETFL);
-		if (fl < 0 || fcntl(r.fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
-			e = EIO;
-	}
+	e = finish(op, listener, n, &fd, trunc, created, clear_nb, check, ud, out);
 	if (e) {
-		close(r.fd);
+		close(fd);
 		sandlock_string_free(out->path);
 		memset(out, 0, sizeof(*out));
 		out->fd = -1;
 		return e;
 	}
-	out->fd = r.fd;
+	out->fd = fd;
 	return 0;
 }
 
 /* ---------------- the C ABI ---------------- */
 
 SL_EXPORT int32_t sandlock_open_on_behalf(sandlock_mem_t *m, const sandlock_notif_t *n,
+                                          sandlock_open_check_fn check, void *ud,
                                           sandlock_opened_t *out)
 {
 	if (!out)
@@ -764,5 +925,5 @@ SL_EXPORT int32_t sandlock_open_on_behalf(sandlock_mem_t *m, const sandlock_noti
 	struct sl_opener *op = sl_opener_find(m->listener);
 	if (!op)
 		return ENOSYS; /* this run has no opener (no handlers) */
-	return sl_opener_open_call(op, m->listener, n, m, out);
+	return sl_opener_open_call(op, m->listener, n, m, check, ud, out);
 }

@@ -32,6 +32,9 @@ struct sl_opener *sl_opener_new(int ruleset_fd, int *err, char **msg);
  * denied beneath /proc, so the caller's own /proc/TID files may be opened
  * by the supervisor thread (see opener.c).  Before bind. */
 void sl_opener_guard_proc(struct sl_opener *op, pid_t init, bool fast_self);
+/* Serve /proc/sys/kernel/hostname and /etc/hostname (opened for reading)
+ * as "name\n" (the sandbox's virtual hostname, builtins/uts.c). */
+void sl_opener_set_hostname(struct sl_opener *op, const char *name);
 /* Make the opener the one sandlock_open_on_behalf finds for listener. */
 int sl_opener_bind(struct sl_opener *op, int listener);
 /* Unbind, stop and join the thread (NULL is fine). */
@@ -42,12 +45,16 @@ struct sl_opener *sl_opener_find(int listener);
 /* True for open, creat, openat and openat2. */
 bool sl_opener_handles(int nr);
 /*
- * Perform the trapped open n on the caller's behalf.  0 with *out filled
+ * Perform the trapped open n on the caller's behalf; check (may be NULL)
+ * decides on the opened file before O_TRUNC/O_CREAT take effect (see
+ * sandlock_open_on_behalf).  0 with *out filled
  * (out->fd and out->path are the caller's to release), or a positive
  * errno that is the answer to give (the open failed as it would have for
  * the caller, or could not be performed safely).
  */
+typedef sandlock_open_check_fn sl_opener_check_fn;
 int sl_opener_open_call(struct sl_opener *op, int listener, const sandlock_notif_t *n,
-                        sandlock_mem_t *m, sandlock_opened_t *out);
+                        sandlock_mem_t *m, sl_opener_check_fn check, void *ud,
+                        sandlock_opened_t *out);
 
 #endif /* SANDLOCK_OPENER_H */

@@ -77,11 +77,60 @@ SL_EXPORT const uint8_t *sandlock_result_stderr_bytes(const sandlock_result_t *r
 	return buf_bytes(&r->err, len);
 }
 
+SL_EXPORT uint64_t sandlock_result_stdout_truncated(const sandlock_result_t *r)
+{
+	return r ? r->out_dropped : 0;
+}
+
+SL_EXPORT uint64_t sandlock_result_stderr_truncated(const sandlock_result_t *r)
+{
+	return r ? r->err_dropped : 0;
+}
+
+SL_EXPORT bool sandlock_result_handlers_abandoned(const sandlock_result_t *r)
+{
+	return r && r->abandoned;
+}
+
 SL_EXPORT void sandlock_result_free(sandlock_result_t *r)
 {
 	if (!r)
 		return;
 	sl_buf_free(&r->out);
 	sl_buf_free(&r->err);
+	sl_changes_free(&r->changes);
+	sl_changes_free(&r->conflicts);
+	free(r->cow_kept);
+	free(r->cow_error);
 	free(r);
+}
+
+static const struct sl_changes *change_list(const sandlock_result_t *r, bool conflicts)
+{
+	return conflicts ? &r->conflicts : &r->changes;
+}
+
+SL_EXPORT size_t sandlock_result_change_count(const sandlock_result_t *r, bool conflicts)
+{
+	return r ? change_list(r, conflicts)->n : 0;
+}
+
+SL_EXPORT const char *sandlock_result_change(const sandlock_result_t *r, bool conflicts,
+                                             size_t i, char *kind)
+{
+	if (!r || i >= change_list(r, conflicts)->n)
+		return NULL;
+	if (kind)
+		*kind = change_list(r, conflicts)->v[i].kind;
+	return change_list(r, conflicts)->v[i].path;
+}
+
+SL_EXPORT const char *sandlock_result_cow_kept(const sandlock_result_t *r)
+{
+	return r ? r->cow_kept : NULL;
+}
+
+SL_EXPORT const char *sandlock_result_cow_error(const sandlock_result_t *r)
+{
+	return r ? r->cow_error : NULL;
 }

@@ -2,6 +2,7 @@
 #ifndef SANDLOCK_RESULT_H
 #define SANDLOCK_RESULT_H
 
+#include "cow.h"
 #include "util.h"
 
 struct sandlock_result {
@@ -9,6 +10,11 @@ struct sandlock_result {
 	int exit_code;
 	int signal;
 	sl_buf out, err;
+	uint64_t out_dropped, err_dropped; /* bytes discarded past the cap */
+	bool abandoned; /* handler threads were left running (run.c) */
+	struct sl_changes changes, conflicts; /* COW workdir (builtins/cow.c) */
+	char *cow_kept;  /* upper layer left in place, or NULL */
+	char *cow_error; /* why the COW end failed, or NULL */
 };
 
 #endif /* SANDLOCK_RESULT_H */

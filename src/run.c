@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "handler.h"
 #include "init.h"
 #include "launch.h"
@@ -46,25 +47,78 @@
 /* How often the loop notices that a handler's KILL asked init to end the
  * sandbox (respond.c), so that the fallback above also covers it. */
 #define SL_KILL_CHECK_MS 250
+/* Once the sandbox is gone, how long the run waits for handlers still
+ * running (the guest that called them is dead) before it abandons their
+ * threads: the timeout bounds the whole run, not only the guest. */
+#define SL_HANDLER_GRACE_MS 200
 /* pause waits at most this long for a just-released command to exec. */
 #define SL_EXEC_WAIT_MS 2000
 
-/* Read once from *fd into b; closes *fd (sets -1) at EOF or on error. */
-static void pump(int *fd, sl_buf *b)
+/* One captured stream: where it goes and how much of it may be kept. */
+struct stream {
+	sl_buf *buf;
+	uint64_t *dropped; /* bytes read past the cap (or lost to OOM), discarded */
+	uint64_t cap;      /* 0 = unlimited */
+};
+
+/* Keep what fits under the cap, count the rest as dropped. */
+static void keep(const struct stream *s, const uint8_t *p, size_t n)
+{
+	size_t room = n;
+	if (s->cap && s->buf->len + n > s->cap)
+		room = s->buf->len >= s->cap ? 0 : (size_t)(s->cap - s->buf->len);
+	/* Out of memory below the cap: the result says what is missing
+	 * rather than the run failing (or the command blocking on a pipe). */
+	if (room && sl_buf_append(s->buf, p, room) < 0)
+		room = 0;
+	*s->dropped += n - room;
+}
+
+/*
+ * Read once from *fd; closes *fd (sets -1) at EOF.  -1 on a read error:
+ * the loop cannot tell what the command wrote, so the run fails rather
+ * than returning a result with output silently missing.
+ */
+static int pump(int *fd, const struct stream *s)
 {
 	uint8_t chunk[SL_READ_CHUNK]; /* on the stack: no TLS in a dlopen()ed library */
 	ssize_t n = read(*fd, chunk, sizeof chunk);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	if (n <= 0 || sl_buf_append(b, chunk, (size_t)n) < 0) {
+		return 0;
+	if (n < 0)
+		return -1;
+	if (n == 0) {
 		close(*fd);
 		*fd = -1;
+		return 0;
 	}
+	keep(s, chunk, (size_t)n);
+	return 0;
 }
 
-/* Poll the output pipes (and optionally the pidfd); returns pidfd readiness. */
-static bool poll_once(struct sl_launch *L, sandlock_result_t *r, int pidfd, int wait_ms,
-                      int *npolled)
+/* Why the loop could not go on (its own poll/read failed). */
+struct loop_error {
+	int e;
+	const char *what;
+};
+
+static int loop_fail(struct loop_error *le, const char *what)
+{
+	le->e = errno;
+	le->what = what;
+	return -1;
+}
+
+/*
+ * Poll the output pipes (and optionally the pidfd).  1 if the pidfd is
+ * ready, 0 if not, -1 on a failure of poll or read (*le says which).
+ * EINTR is the only poll error that means "nothing happened": EINVAL
+ * (e.g. RLIMIT_NOFILE lowered under us), ENOMEM, EFAULT would repeat at
+ * once, and a loop that took them for "nothing ready" would spin past
+ * every deadline.
+ */
+static int poll_once(struct sl_launch *L, const struct stream *out, const struct stream *err,
+                     int pidfd, int wait_ms, int *npolled, struct loop_error *le)
 {
 	struct pollfd pf[3];
 	int n = 0, io = -1, ie = -1, ip = -1;
@@ -76,16 +130,23 @@ static bool poll_once(struct sl_launch *L, sandlock_result_t *r, int pidfd, int 
 		ip = n, pf[n++] = (struct pollfd){ pidfd, POLLIN, 0 };
 	*npolled = 0;
 	if (n == 0)
-		return false;
+		return 0;
 	int pr = poll(pf, (nfds_t)n, wait_ms);
-	if (pr <= 0)
-		return false;
+	if (pr < 0 && errno == EINTR)
+		return 0;
+	if (pr < 0)
+		return loop_fail(le, "poll");
 	*npolled = pr;
-	if (io >= 0 && pf[io].revents)
-		pump(&L->out_fd, &r->out);
-	if (ie >= 0 && pf[ie].revents)
-		pump(&L->err_fd, &r->err);
-	return ip >= 0 && pf[ip].revents;
+	for (int i = 0; i < n; i++)
+		if (pf[i].revents & POLLNVAL) { /* one of our fds was closed under us */
+			errno = EBADF;
+			return loop_fail(le, "poll");
+		}
+	if (io >= 0 && pf[io].revents && pump(&L->out_fd, out) < 0)
+		return loop_fail(le, "read(stdout)");
+	if (ie >= 0 && pf[ie].revents && pump(&L->err_fd, err) < 0)
+		return loop_fail(le, "read(stderr)");
+	return ip >= 0 && pf[ip].revents ? 1 : 0;
 }
 
 /* Ending the run early: init was asked at asked_ms (0: not yet). */
@@ -131,10 +192,12 @@ static int loop_wait_ms(const struct sl_launch *L, int64_t deadline, const struc
  * Capture output until the child exits; end the sandbox at the deadline.
  * With a terminal (sl_tty active), wake up regularly to notice job-control
  * stops of the child (see tty.c).  The timeout is wall-clock time, time
- * spent stopped included.
+ * spent stopped included.  0, or -1 when the loop itself failed (*le):
+ * the caller then kills the sandbox without it.
  */
-static void io_loop(struct sl_launch *L, sandlock_result_t *r, struct sl_supervisor *sup,
-                    uint64_t timeout_ms, const atomic_bool *caller_kill, bool *timed_out)
+static int io_loop(struct sl_launch *L, const struct stream *out, const struct stream *err,
+                   struct sl_supervisor *sup, uint64_t timeout_ms, const atomic_bool *caller_kill,
+                   bool *timed_out, struct loop_error *le)
 {
 	int64_t deadline = timeout_ms ? sl_now_ms() + (int64_t)timeout_ms : 0;
 	struct ending e = { 0, false };
@@ -147,23 +210,55 @@ static void io_loop(struct sl_launch *L, sandlock_result_t *r, struct sl_supervi
 			/* respond.c or sandlock_handle_kill already asked init */
 			end_sandbox(L, &e, false);
 		}
+		int failed = sl_supervisor_failed(sup);
+		if (failed) {
+			errno = failed;
+			return loop_fail(le, "supervisor");
+		}
 		int npolled;
-		if (poll_once(L, r, L->pidfd, loop_wait_ms(L, deadline, &e), &npolled))
-			return;
+		int rc = poll_once(L, out, err, L->pidfd, loop_wait_ms(L, deadline, &e), &npolled, le);
+		if (rc != 0)
+			return rc > 0 ? 0 : -1;
 		if (!e.asked_ms)
 			sl_tty_watch(&L->tty);
 	}
 }
 
 /* Bounded drain of whatever group members wrote before they died. */
-static void drain(struct sl_launch *L, sandlock_result_t *r)
+static void drain(struct sl_launch *L, const struct stream *out, const struct stream *err)
 {
 	int64_t stop = sl_now_ms() + SL_DRAIN_MAX_MS;
+	struct loop_error le;
 	while ((L->out_fd >= 0 || L->err_fd >= 0) && sl_now_ms() < stop) {
 		int npolled;
-		poll_once(L, r, -1, SL_DRAIN_QUIET_MS, &npolled);
-		if (npolled == 0)
+		if (poll_once(L, out, err, -1, SL_DRAIN_QUIET_MS, &npolled, &le) < 0 ||
+		    npolled == 0)
 			break;
+	}
+}
+
+/* True once the child has exited (not reaped: WNOWAIT). */
+static bool child_exited(pid_t pid)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
+}
+
+/*
+ * The loop failed: end the sandbox without it, using no new fd (the
+ * failure may be fd exhaustion).  init is asked first, so it can end
+ * processes that left the group; after the grace, killpg and the cgroup.
+ */
+static void end_unsupervised(struct sl_launch *L, struct sl_cgroup *cg)
+{
+	sl_init_request_kill(L->pid);
+	const struct timespec ms = { 0, 1000000 };
+	for (int i = 0; i < SL_KILL_GRACE_MS && !child_exited(L->pid); i++)
+		nanosleep(&ms, NULL);
+	if (!child_exited(L->pid)) {
+		killpg(L->pid, SIGKILL); /* init is unreaped: its pgid is still ours */
+		sl_cgroup_kill(cg);
 	}
 }
 
@@ -216,9 +311,12 @@ static void sweep_group(pid_t pgid)
 
 /*
  * The child has exited but is not reaped, so its pid (== pgid) cannot be
- * reused: kill every leftover of the group now, then reap.
+ * reused: kill every leftover of the group now, then reap.  With a
+ * cgroup, cgroup.kill is the final sweep: it reaches every process of the
+ * sandbox, also those that left the group and were orphaned to the
+ * host's init by an init that died early.
  */
-static void reap_and_sweep(struct sl_launch *L, siginfo_t *si)
+static void reap_and_sweep(struct sl_launch *L, siginfo_t *si, struct sl_cgroup *cg)
 {
 	wait_child(L->pid, si, WNOWAIT);
 	/*
@@ -230,12 +328,12 @@ static void reap_and_sweep(struct sl_launch *L, siginfo_t *si)
 	 * death by a signal may be an outside SIGKILL that gave init no
 	 * chance: then sweep.
 	 */
-	if (si->si_code == CLD_EXITED && sl_init_sees_children()) {
+	bool clean = si->si_code == CLD_EXITED && sl_init_sees_children();
+	if (clean)
 		killpg(L->pid, SIGKILL); /* belt and braces; cheap */
-		wait_child(L->pid, si, 0);
-		return;
-	}
-	sweep_group(L->pid);
+	else
+		sweep_group(L->pid);
+	sl_cgroup_kill(cg); /* one read of cgroup.events when already empty */
 	wait_child(L->pid, si, 0);
 }
 
@@ -282,6 +380,14 @@ static int validate(const sandlock_sandbox_t *sb, const char *const *argv, uint3
 	return 0;
 }
 
+/* The run loop failed (*le): the sandbox was killed; there is no result. */
+static void loop_error_report(const struct loop_error *le, int *err, char **msg)
+{
+	sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
+	        "supervising the run failed (%s: %s); the sandbox was killed",
+	        le->what ? le->what : "run loop", strerror(le->e));
+}
+
 /* ================= a run as an object ================= */
 
 enum hstate {
@@ -314,6 +420,11 @@ struct sandlock_handle {
 	bool joined;
 	bool taken;       /* the result went to the caller */
 	pthread_t io;
+	/* The run's cgroup (cgroup.c): init joins it at birth; cgroup.kill is
+	 * the final sweep.  Destroyed with the handle. */
+	struct sl_cgroup cg;
+	bool abandoned;            /* a handler thread was left running */
+	struct loop_error le;      /* the run loop failed (le.what set) */
 	/* A duplicate of the sync socket kept after the release: it hangs up
 	 * once the command has exec'd (or died) and init has left vfork. */
 	int exec_fd;
@@ -330,21 +441,41 @@ static void handle_unlock(sandlock_handle_t *h)
 	pthread_mutex_unlock(&h->mu);
 }
 
-/* Capture, wait, reap, sweep and fill h->r: the whole run after release. */
+/*
+ * Capture, wait, reap, sweep and fill h->r: the whole run after release.
+ * If the loop itself fails (h->le), the sandbox is killed without it and
+ * h->r is dropped: the wait reports the failure instead of a result.
+ */
 static void finish(sandlock_handle_t *h)
 {
 	struct sl_launch *L = &h->L;
+	const sandlock_sandbox_t *sb = h->sb;
+	struct stream out = { &h->r->out, &h->r->out_dropped, sb->max_output };
+	struct stream errs = { &h->r->err, &h->r->err_dropped, sb->max_output };
 	bool timed_out;
 	siginfo_t si;
-	io_loop(L, h->r, h->sup, h->sb->timeout_ms, &h->caller_kill, &timed_out);
+	int rc = io_loop(L, &out, &errs, h->sup, sb->timeout_ms, &h->caller_kill, &timed_out,
+	                 &h->le);
+	if (rc < 0)
+		end_unsupervised(L, &h->cg);
 	handle_lock(h);
 	h->reaping = true; /* init has exited; from now on nobody signals it */
 	handle_unlock(h);
-	reap_and_sweep(L, &si);
+	/* init has exited and is not reaped yet: from now on no decision
+	 * can reach the kernel or signal init's (soon free) pid. */
+	sl_supervisor_close(h->sup);
+	reap_and_sweep(L, &si, &h->cg);
 	sl_tty_end(&L->tty); /* the group is gone: the terminal is the caller's again */
-	drain(L, h->r);
-	sl_supervisor_stop(h->sup);
+	if (rc == 0)
+		drain(L, &out, &errs);
+	h->abandoned = !sl_supervisor_stop(h->sup, SL_HANDLER_GRACE_MS);
+	h->r->abandoned = h->abandoned;
 	set_reason(h->r, &si, timed_out, h->sup, atomic_load(&h->caller_kill));
+	sl_supervisor_finish(h->sup, h->r); /* e.g. commit or abort the COW workdir */
+	if (rc < 0) {
+		sandlock_result_free(h->r);
+		h->r = NULL;
+	}
 	handle_lock(h);
 	h->finished = true;
 	pthread_cond_broadcast(&h->cv);
@@ -365,6 +496,8 @@ static int start_locked(sandlock_handle_t *h, bool release)
 		(void)sl_launch_release(&h->L); /* on failure the child died: finish() reports it */
 	}
 	h->state = H_RUNNING;
+	if (release && h->sb->on_start)
+		h->sb->on_start(h->sb->on_start_ud, (int32_t)h->L.pid);
 	if (pthread_create(&h->io, NULL, io_main, h) != 0) {
 		/* No thread: end the sandbox and finish here, so that the handle
 		 * is still consistent (wait returns the killed result). */
@@ -395,6 +528,7 @@ static sandlock_handle_t *handle_new(const sandlock_sandbox_t *sb,
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&h->mu, NULL);
 	h->exec_fd = -1;
+	h->cg.dirfd = h->cg.parentfd = h->cg.procs = -1; /* none until launch() */
 	return h;
 }
 
@@ -407,7 +541,8 @@ static void handle_destroy(sandlock_handle_t *h)
 		sl_launch_cleanup(&h->L);
 	if (h->exec_fd >= 0)
 		close(h->exec_fd);
-	sl_handlers_release(&h->hs);
+	sl_cgroup_destroy(&h->cg);
+	sl_handlers_release(&h->hs, h->abandoned);
 	pthread_mutex_destroy(&h->mu);
 	pthread_cond_destroy(&h->cv);
 	free(h);
@@ -429,7 +564,15 @@ static int launch(sandlock_handle_t *h, const char *const *argv, uint32_t argc,
 	int rc = sl_launch_prepare(L, h->sb, argv, argc, nrs, nt, err, msg);
 	h->prepared = true; /* prepare initialises L first, even when it fails */
 	if (rc < 0 || sl_supervisor_use_ruleset(h->sup, L->ruleset_fd, err, msg) < 0 ||
-	    sl_launch_set_options(L, opts, err, msg) < 0 || sl_launch_start(L, err, msg) < 0)
+	    sl_launch_set_options(L, opts, err, msg) < 0)
+		return -1;
+	/* The limits' v2 group if there is one (the child ends up in the CPU
+	 * group when it joins both), else one of our own; without either,
+	 * init and killpg alone (README). */
+	if (!sl_cgroup_adopt(&h->cg, L->cg.cpu_dir) && !sl_cgroup_adopt(&h->cg, L->cg.mem_dir) &&
+	    sl_cgroup_create(&h->cg))
+		L->cgroup_procs = h->cg.procs;
+	if (sl_launch_start(L, err, msg) < 0)
 		return -1;
 	h->r = calloc(1, sizeof(*h->r));
 	if (!h->r || sl_supervisor_start(h->sup, L->listener, L->pid, err, msg) < 0) {
@@ -440,6 +583,8 @@ static int launch(sandlock_handle_t *h, const char *const *argv, uint32_t argc,
 		wait_child(L->pid, &si, 0);
 		return -1;
 	}
+	if (h->cg.dirfd >= 0)
+		(void)sl_cgroup_confirm(&h->cg); /* the child did not join: no cgroup */
 	h->launched = true;
 	return 0;
 }
@@ -463,7 +608,7 @@ static sandlock_handle_t *spawn_created(const sandlock_sandbox_t *sb, const char
 	sandlock_handle_t *h = handle_new(sb, regs, nregs);
 	if (!h) {
 		struct sl_handlers hs = { regs, nregs };
-		sl_handlers_release(&hs); /* the one other place: no handle to own them */
+		sl_handlers_release(&hs, false); /* the one other place: no handle to own them */
 		sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 		return NULL;
 	}
@@ -515,15 +660,6 @@ SL_EXPORT int sandlock_handle_pid(const sandlock_handle_t *h)
 SL_EXPORT int sandlock_handle_init_pid(const sandlock_handle_t *h)
 {
 	return h ? (int)h->L.pid : -1;
-}
-
-/* True once the child has exited (not reaped: WNOWAIT).  Caller holds mu
- * with reaping false, so pid is still our unreaped child. */
-static bool child_exited(pid_t pid)
-{
-	siginfo_t si;
-	memset(&si, 0, sizeof si);
-	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
 }
 
 /* Is init alive and signalable?  Caller holds mu. */
@@ -714,6 +850,8 @@ SL_EXPORT sandlock_result_t *sandlock_handle_wait(sandlock_handle_t *h, int64_t 
 	}
 	sandlock_result_t *r = h->r;
 	h->r = NULL;
+	if (!r)
+		loop_error_report(&h->le, err, err_msg);
 	return r;
 }
 
@@ -747,9 +885,13 @@ SL_EXPORT sandlock_result_t *sandlock_run_with_handlers(const sandlock_sandbox_t
 		return NULL;
 	(void)sl_launch_release(&h->L); /* on failure the child died: finish() reports it */
 	h->state = H_RUNNING;
+	if (sb->on_start)
+		sb->on_start(sb->on_start_ud, (int32_t)h->L.pid);
 	finish(h);
 	sandlock_result_t *r = h->r;
 	h->r = NULL;
+	if (!r)
+		loop_error_report(&h->le, err, err_msg);
 	handle_destroy(h);
 	return r;
 }

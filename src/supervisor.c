@@ -6,6 +6,13 @@
  * notification is decided and answered by the dispatcher (dispatch.c) on
  * this thread, so the /proc/PID/mem cache is used by this thread only;
  * deferred handlers run on workers (deferred.c).
+ *
+ * The thread needs nothing of struct sl_supervisor: it has its own
+ * reference to the dispatcher (which owns a duplicate of the listener)
+ * and its own duplicate of the stop eventfd.  So when a handler does not
+ * return, sl_supervisor_stop can give up on the thread (detach it) and
+ * the run can free everything of its own: the thread keeps what it uses
+ * alive until it exits, after its handler returns.
  */
 #include <errno.h>
 #include <linux/seccomp.h>
@@ -17,6 +24,8 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dispatch.h"
@@ -31,8 +40,16 @@ struct sl_supervisor {
 	int listener; /* not owned */
 	int stop_fd;  /* eventfd: wakes the loop to stop */
 	pthread_t thread;
-	bool started, stopped;
+	bool started, stopped, abandoned;
 	size_t notif_size; /* from SECCOMP_GET_NOTIF_SIZES */
+};
+
+/* What the thread owns: it outlives the supervisor if abandoned. */
+struct sup_thread {
+	struct sl_dispatch *d; /* one reference */
+	int listener;          /* the dispatcher's duplicate */
+	int stop_fd;           /* a duplicate of the supervisor's */
+	size_t notif_size;
 };
 
 struct sl_supervisor *sl_supervisor_new(const struct sandlock_sandbox *cfg,
@@ -59,22 +76,34 @@ size_t sl_supervisor_trapped(const struct sl_supervisor *s, const int **nrs)
 
 /* ---------------- the notification thread ---------------- */
 
-static void recv_one(struct sl_supervisor *s, void *buf)
+/* 0, or -1 when the listener is unusable (errno). */
+static int recv_one(struct sup_thread *s, void *buf)
 {
 	memset(buf, 0, s->notif_size); /* RECV insists on a zeroed buffer */
 	if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_RECV, buf) < 0)
-		return; /* EINTR, or ENOENT: the caller died before we got it */
+		/* EINTR, or ENOENT: the caller died before we got it.  Anything
+		 * else would repeat at once: a spin, with nobody answered. */
+		return errno == EINTR || errno == ENOENT ? 0 : -1;
 	sandlock_notif_t n;
 	memcpy(&n, buf, sizeof(n));
 	sl_dispatch_one(s->d, &n);
+	return 0;
+}
+
+static void thread_done(struct sup_thread *s)
+{
+	close(s->stop_fd);
+	sl_dispatch_unref(s->d); /* may free it: the last touch */
+	free(s);
 }
 
 static void *supervisor_main(void *arg)
 {
-	struct sl_supervisor *s = arg;
+	struct sup_thread *s = arg;
 	void *buf = calloc(1, s->notif_size);
 	if (!buf) {
-		sl_warn("supervisor: out of memory; trapped calls will hang until the run ends");
+		sl_dispatch_fail(s->d, ENOMEM); /* the run loop ends the sandbox */
+		thread_done(s);
 		return NULL;
 	}
 	/*
@@ -88,21 +117,29 @@ static void *supervisor_main(void *arg)
 	for (;;) {
 		int timeout = sl_dispatch_expire(s->d);
 		int n = poll(pf, 2, timeout);
-		if (n < 0 && errno != EINTR)
-			break;
+		if (n < 0 && errno != EINTR) {
+			/* Trapped calls would wait for ever: the run loop sees
+			 * this, ends the sandbox and fails the run. */
+			sl_dispatch_fail(s->d, errno);
+			goto out;
+		}
 		if (n <= 0)
 			continue;
 		if (pf[1].revents)
 			goto out;
-		if (pf[0].revents & POLLIN)
-			recv_one(s, buf);
-		else if (pf[0].revents & (POLLHUP | POLLERR | POLLNVAL))
+		if (pf[0].revents & POLLIN) {
+			if (recv_one(s, buf) < 0) {
+				sl_dispatch_fail(s->d, errno);
+				goto out;
+			}
+		} else if (pf[0].revents & (POLLHUP | POLLERR | POLLNVAL))
 			/* Every filtered task is gone: nothing more will come;
 			 * keep waiting for stop without spinning. */
 			pf[0].fd = -1;
 	}
 out:
 	free(buf);
+	thread_done(s);
 	return NULL;
 }
 
@@ -135,23 +172,43 @@ int sl_supervisor_start(struct sl_supervisor *s, int listener, pid_t init, int *
 	if (!s || listener < 0 || s->started)
 		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "bad supervisor start");
 	s->listener = listener;
-	sl_dispatch_bind(s->d, listener, init);
-	setup_listener(s);
-	s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (s->stop_fd < 0)
+	if (sl_dispatch_bind(s->d, listener, init) < 0)
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "supervisor: %s", strerror(errno));
+	setup_listener(s);
+	s->stop_fd = sl_fd_high(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+	struct sup_thread *t = calloc(1, sizeof(*t));
+	if (s->stop_fd < 0 || !t) {
+		free(t);
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "supervisor: %s", strerror(errno));
+	}
+	t->d = s->d;
+	t->listener = sl_dispatch_listener(s->d);
+	t->notif_size = s->notif_size;
+	t->stop_fd = fcntl(s->stop_fd, F_DUPFD_CLOEXEC, 3);
+	if (t->stop_fd < 0) {
+		free(t);
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "supervisor: %s", strerror(errno));
+	}
+	sl_dispatch_ref(s->d); /* the thread's */
 
 	/* The caller's signal handlers must not run on our thread. */
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&s->thread, NULL, supervisor_main, s);
+	int rc = pthread_create(&s->thread, NULL, supervisor_main, t);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0)
+	if (rc != 0) {
+		thread_done(t);
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "supervisor thread: %s",
 		               strerror(rc));
+	}
 	s->started = true;
 	return 0;
+}
+
+int sl_supervisor_failed(struct sl_supervisor *s)
+{
+	return s ? sl_dispatch_failed(s->d) : 0;
 }
 
 int sl_supervisor_killed(struct sl_supervisor *s, int *sig)
@@ -164,29 +221,64 @@ int sl_supervisor_killed(struct sl_supervisor *s, int *sig)
 	return sl_dispatch_killed(s->d, sig);
 }
 
-void sl_supervisor_stop(struct sl_supervisor *s)
+void sl_supervisor_close(struct sl_supervisor *s)
+{
+	if (s)
+		sl_dispatch_close(s->d);
+}
+
+/* CLOCK_REALTIME (what pthread_timedjoin_np takes) grace_ms from now. */
+static struct timespec realtime_in(int64_t grace_ms)
+{
+	struct timespec at;
+	clock_gettime(CLOCK_REALTIME, &at);
+	at.tv_sec += grace_ms / 1000;
+	at.tv_nsec += (grace_ms % 1000) * 1000000;
+	if (at.tv_nsec >= 1000000000) {
+		at.tv_sec++;
+		at.tv_nsec -= 1000000000;
+	}
+	return at;
+}
+
+bool sl_supervisor_stop(struct sl_supervisor *s, int64_t grace_ms)
 {
 	if (!s || s->stopped)
-		return;
+		return !s || !s->abandoned;
 	s->stopped = true;
+	struct timespec at = realtime_in(grace_ms);
+	const struct timespec *limit = grace_ms >= 0 ? &at : NULL;
+	bool all = true;
 	if (s->started) {
 		uint64_t one = 1;
 		while (write(s->stop_fd, &one, sizeof(one)) < 0 && errno == EINTR)
 			;
-		pthread_join(s->thread, NULL);
+		if (!limit) {
+			pthread_join(s->thread, NULL);
+		} else if (pthread_timedjoin_np(s->thread, NULL, limit) != 0) {
+			pthread_detach(s->thread); /* inside a handler that does not return */
+			all = false;
+		}
 	}
-	/* Workers answer through the listener, which the caller closes after
-	 * us: wait for them here. */
-	sl_dispatch_quiesce(s->d);
+	/* Workers too, by the same time. */
+	if (!sl_dispatch_quiesce(s->d, limit))
+		all = false;
+	s->abandoned = !all;
+	return all;
+}
+
+void sl_supervisor_finish(struct sl_supervisor *s, struct sandlock_result *r)
+{
+	sl_dispatch_finish(s->d, r);
 }
 
 void sl_supervisor_free(struct sl_supervisor *s)
 {
 	if (!s)
 		return;
-	sl_supervisor_stop(s);
+	sl_supervisor_stop(s, -1);
 	if (s->stop_fd >= 0)
 		close(s->stop_fd);
-	sl_dispatch_free(s->d);
+	sl_dispatch_unref(s->d); /* the run's reference */
 	free(s);
 }

@@ -5,7 +5,17 @@
 
 #include "syscalls.h"
 
-static const int k_fork_like[] = { __NR_fork, __NR_vfork, __NR_clone };
+/* fork and vfork exist only on older ABIs (x86_64); asm-generic ones
+ * (aarch64, riscv64) have clone and clone3 alone. */
+static const int k_fork_like[] = {
+#ifdef __NR_fork
+	__NR_fork,
+#endif
+#ifdef __NR_vfork
+	__NR_vfork,
+#endif
+	__NR_clone,
+};
 static const int k_exec_like[] = { __NR_execve, __NR_execveat };
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
@@ -38,4 +48,39 @@ size_t sl_sys_exec_like(const int **nrs)
 {
 	*nrs = k_exec_like;
 	return N_OF(k_exec_like);
+}
+
+/*
+ * Syscalls that act on another process named by number (builtins/pids.c).
+ * The filter (filter.c) lets through the forms that can only mean the
+ * caller itself and traps every other form.
+ */
+static const struct sl_pid_sys k_pid_targeting[] = {
+	{ __NR_prlimit64, SL_PID_A0, 0 },
+	{ __NR_sched_setaffinity, SL_PID_A0, 0 },
+	{ __NR_sched_setscheduler, SL_PID_A0, 0 },
+	{ __NR_sched_setparam, SL_PID_A0, 0 },
+	{ __NR_sched_setattr, SL_PID_A0, 0 },
+	{ __NR_migrate_pages, SL_PID_A0, 0 },
+	{ __NR_move_pages, SL_PID_A0, 0 },
+	{ __NR_get_robust_list, SL_PID_A0, 0 },
+	{ __NR_setpriority, SL_PID_WHICH_WHO, 0 /* PRIO_PROCESS */ },
+	{ __NR_ioprio_set, SL_PID_WHICH_WHO, 1 /* IOPRIO_WHO_PROCESS */ },
+	/* pid 0 is not "self" for these: every call names a pid. */
+	{ __NR_kcmp, SL_PID_ALWAYS, 0 },
+	{ __NR_pidfd_open, SL_PID_ALWAYS, 0 },
+};
+
+size_t sl_sys_pid_targeting(const struct sl_pid_sys **v)
+{
+	*v = k_pid_targeting;
+	return N_OF(k_pid_targeting);
+}
+
+const struct sl_pid_sys *sl_sys_pid_form(int nr)
+{
+	for (size_t i = 0; i < N_OF(k_pid_targeting); i++)
+		if (k_pid_targeting[i].nr == nr)
+			return &k_pid_targeting[i];
+	return NULL;
 }

@@ -16,4 +16,25 @@ size_t sl_sys_fork_like(const int **nrs);
 bool sl_sys_is_exec_like(int nr);
 size_t sl_sys_exec_like(const int **nrs);
 
+/*
+ * Syscalls that act on another process named by a pid (or a pid-like
+ * "who") argument: limits, priority, scheduling, affinity, memory
+ * placement, kcmp, pidfd_open.  How the caller names itself:
+ *   SL_PID_A0        arg0 is a pid, 0 = the caller;
+ *   SL_PID_WHICH_WHO arg0 is a "which", arg1 a "who": only which ==
+ *                    self_which with who == 0 is the caller alone;
+ *   SL_PID_ALWAYS    every call names a pid (no "self" shorthand).
+ * The filter lets the self forms through and traps the rest for
+ * builtins/pids.c.  Signals (kill, tkill, tgkill, pidfd_send_signal) are
+ * not here: Landlock's signal scoping confines them.
+ */
+enum sl_pid_form { SL_PID_A0, SL_PID_WHICH_WHO, SL_PID_ALWAYS };
+struct sl_pid_sys {
+	int nr;
+	enum sl_pid_form form;
+	int self_which; /* SL_PID_WHICH_WHO: the "which" meaning one process */
+};
+size_t sl_sys_pid_targeting(const struct sl_pid_sys **v);
+const struct sl_pid_sys *sl_sys_pid_form(int nr); /* NULL: not in the class */
+
 #endif /* SANDLOCK_SYSCALLS_H */

@@ -3,6 +3,8 @@
  * string duplication, growable string vectors and byte buffers.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +86,17 @@ void sl_strvec_free(sl_strvec *sv)
 	free(sv->v);
 	sv->v = NULL;
 	sv->n = sv->cap = 0;
+}
+
+int sl_fd_high(int fd)
+{
+	if (fd < 0 || fd > 2)
+		return fd;
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return high;
 }
 
 int sl_buf_append(sl_buf *b, const void *p, size_t n)

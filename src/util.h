@@ -28,6 +28,15 @@ char *sl_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int64_t sl_now_ms(void);
 void sl_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* "sandlock: warning: ..." on stderr */
 
+/*
+ * fd moved above 2 (close-on-exec), or fd itself if it already is (or is
+ * negative).  Every long-lived fd of the library goes through this: with
+ * the caller's 0, 1 or 2 closed, the kernel hands out those numbers, and
+ * the child's dup2 onto its stdio would clobber them (or they would leak
+ * into the command as its stdio).  -1 (fd closed) if no fd is free above 2.
+ */
+int sl_fd_high(int fd);
+
 /* True if the canonical path is root or lies below it, compared
  * component-wise (/tmp/ab is not below /tmp/a). */
 bool sl_path_under(const char *path, const char *root);

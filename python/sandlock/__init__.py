@@ -27,7 +27,7 @@ import re
 import signal as _signal
 import threading
 from collections.abc import Iterable as _IterableABC, Mapping as _MappingABC
-from typing import Iterable, Mapping, Optional, Sequence, Tuple
+from typing import Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
 from . import _knobs
@@ -62,7 +62,9 @@ from .handler import (
     _validate_handler,
 )
 
-__version__ = "0.1.0"
+# One source for the version: SANDLOCK_VERSION in include/sandlock.h, as the
+# loaded library reports it (the package metadata is read from it too).
+__version__: str = _native.lib.sandlock_version().decode()
 
 __all__ = [
     "BranchConflictError",
@@ -99,6 +101,8 @@ __all__ = [
     "min_landlock_abi",
     "parse_ports",
     "parse_memory_size",
+    "list_profiles",
+    "load_profile",
 ]
 
 _lib = _native.lib
@@ -136,7 +140,9 @@ class Result:
     ``killed_by_handler`` tells a handler's kill (a KILL action, or a handler
     failure under ``on_exception=KILL``) from any other death; such a run's
     reason is KILLED whatever the signal.  ``error`` explains a run whose
-    command could not even be started (e.g. not found on PATH), else None."""
+    command could not even be started (e.g. not found on PATH), else None.
+    ``stdout_truncated`` / ``stderr_truncated`` count the bytes discarded
+    past the sandbox's ``max_output`` cap (0: the stream is complete)."""
 
     success: bool
     exit_code: int  # status if exited; 128+signal if signaled/killed; 124 on timeout
@@ -146,6 +152,19 @@ class Result:
     stderr: bytes
     killed_by_handler: bool = False
     error: Optional[str] = None
+    # Bytes discarded past the max_output cap (0: the stream is complete).
+    stdout_truncated: int = 0
+    stderr_truncated: int = 0
+
+
+def _bytes_at(p, n) -> bytes:
+    """n bytes at address p.  ctypes.string_at takes a C int size, so it
+    fails beyond 2 GiB; a sized array view has no such limit."""
+    if not p or not n:
+        return b""
+    if n < 1 << 31:
+        return ctypes.string_at(p, n)
+    return (ctypes.c_char * n).from_address(p).raw
 
 
 def _reason(c_reason, sig):
@@ -163,7 +182,7 @@ def _take_result(r) -> Result:
         def grab(fn):
             n = ctypes.c_size_t(0)
             p = fn(r, ctypes.byref(n))
-            return ctypes.string_at(p, n.value) if p and n.value else b""
+            return _bytes_at(p, n.value)
 
         code = int(_lib.sandlock_result_reason(r))
         sig = int(_lib.sandlock_result_signal(r)) if code != _C_EXITED else 0
@@ -175,6 +194,8 @@ def _take_result(r) -> Result:
             stdout=grab(_lib.sandlock_result_stdout_bytes),
             stderr=grab(_lib.sandlock_result_stderr_bytes),
             killed_by_handler=code == _C_KILLED,
+            stdout_truncated=int(_lib.sandlock_result_stdout_truncated(r)),
+            stderr_truncated=int(_lib.sandlock_result_stderr_truncated(r)),
         )
     finally:
         _lib.sandlock_result_free(r)
@@ -356,7 +377,7 @@ _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGN
 _SIZE_MULT = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
-def parse_memory_size(value) -> int:
+def parse_memory_size(value: Union[int, str]) -> int:
     """A memory size in bytes: an int, or a str such as "512M", "1.5G",
     "64k", "2MiB" or "4096".  Units are binary (K = 1024) and case-blind;
     a fraction is rounded down to whole bytes.  Raises PolicyValueError /
@@ -384,6 +405,16 @@ parse_size = parse_memory_size  # the name this package used first
 
 def _max_memory(name, value) -> Optional[int]:
     return None if value is None else parse_memory_size(value)
+
+
+def _max_output(name, value) -> Optional[int]:
+    """None (the library's default, 64 MiB), 0 (no cap), or bytes / a size string."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value == 0):
+        return value
+    try:
+        return parse_memory_size(value)
+    except PolicyError as e:
+        raise type(e)("%s: %s" % (name, e.message)) from None
 
 
 def _timeout(name, value) -> Optional[float]:
@@ -551,6 +582,8 @@ def _step_paths(b, c):
         b = _lib.sandlock_sandbox_builder_fs_deny(b, _enc(p))
     if c["cwd"] is not None:
         b = _lib.sandlock_sandbox_builder_cwd(b, _enc(c["cwd"]))
+    if c.get("name") is not None:
+        b = _lib.sandlock_sandbox_builder_name(b, c["name"].encode("utf-8", "surrogateescape"))
     return b
 
 
@@ -571,6 +604,8 @@ def _step_limits(b, c):
         b = _lib.sandlock_sandbox_builder_max_memory(b, c["max_memory"])
     if c["timeout"] is not None:
         b = _lib.sandlock_sandbox_builder_timeout_ms(b, max(1, int(round(c["timeout"] * 1000))))
+    if c["max_output"] is not None:
+        b = _lib.sandlock_sandbox_builder_max_output(b, c["max_output"])
     return b
 
 
@@ -619,7 +654,11 @@ class Sandbox:
     Paths must exist (they are resolved when the native policy is built,
     which also reports configuration errors as PolicyError).
     ``max_memory`` is bytes (int) or a size string ("512M", "1.5G", see
-    parse_memory_size); ``timeout`` is seconds.
+    parse_memory_size); ``timeout`` is seconds.  ``max_output`` caps the
+    captured stdout and stderr, each (bytes or a size string; default 64
+    MiB, ``0`` for no cap): past it the rest is read and discarded, and
+    ``Result.stdout_truncated`` / ``stderr_truncated`` count the bytes
+    dropped.
 
     Network (README "Network policy"; everything not allowed is denied,
     a denied destination fails with EACCES): ``net_allow`` holds endpoint
@@ -635,11 +674,11 @@ class Sandbox:
     inherited environment, or with ``clean_env=True`` on top of a minimal
     one: PATH, HOME, USER, TERM and LANG only, each with the value it has
     in the calling process where set there (PATH defaults to
-    /usr/local/bin:/usr/bin:/bin).  ``name`` is the sandbox's name (its
-    future virtual hostname): a non-empty str of at most 64 bytes without
-    NUL; it is validated and kept, but nothing inside the sandbox sees it
-    yet (sandlock does not virtualize the hostname), and it stays None when
-    not given.
+    /usr/local/bin:/usr/bin:/bin).  ``name`` is the sandbox's name and
+    virtual hostname: a non-empty str of at most 64 bytes without NUL,
+    which uname() reports as the node name (and /proc/sys/kernel/hostname
+    and /etc/hostname read as, when opened on behalf: see README); None
+    (the default) means ``sandbox-<pid>``, pid being the sandbox's init.
 
     ``random_seed`` (int) makes getrandom() return a reproducible stream;
     ``time_start`` (Unix seconds, datetime or ISO 8601 string, see
@@ -689,6 +728,7 @@ class Sandbox:
     net_allow_unix = _Field(_path_list)
     net_unix_readable = _Field(_bool)
     timeout = _Field(_timeout)
+    max_output = _Field(_max_output)
     name = _Field(_name)
     random_seed = _Field(_random_seed)
     time_start = _Field(_time_start)
@@ -708,17 +748,17 @@ class Sandbox:
         fs_readable: Iterable = (),
         fs_writable: Iterable = (),
         fs_denied: Iterable = (),
-        cwd=None,
+        cwd: Optional[Union[str, "os.PathLike[str]"]] = None,
         env: Optional[Mapping[str, str]] = None,
         clean_env: bool = False,
         max_processes: Optional[int] = _knobs.DEFAULT_MAX_PROCESSES,
-        max_memory=None,
+        max_memory: Optional[Union[int, str]] = None,
         net_allow: Iterable = (),
         net_allow_bind: Iterable = (),
         timeout: Optional[float] = None,
         name: Optional[str] = None,
         random_seed: Optional[int] = None,
-        time_start=None,
+        time_start: Optional[Union[int, float, str, datetime.datetime]] = None,
         extra_allow_syscalls: Iterable[str] = (),
         max_open_files: Optional[int] = None,
         max_cpu: Optional[int] = None,
@@ -733,7 +773,8 @@ class Sandbox:
         net_deny_bind: Iterable = (),
         net_allow_unix: Iterable = (),
         net_unix_readable: bool = False,
-    ):
+        max_output: Optional[int] = None,
+    ) -> None:
         self._cfg = {}
         self._lock = threading.Lock()
         self._natives = collections.OrderedDict()  # snapshot -> _NativeSandbox
@@ -765,6 +806,7 @@ class Sandbox:
         self.extra_deny_syscalls = extra_deny_syscalls
         self.allow_degraded = allow_degraded
         self.disable = disable
+        self.max_output = max_output
         # Build once now so a bad configuration fails here, not at run().
         self._native_for(None)
 
@@ -844,10 +886,17 @@ class Sandbox:
         order after sandlock's built-in handlers for that syscall.  An
         unknown syscall is a PolicyValueError (a ValueError) naming it,
         raised before anything starts.  The Sandbox holds strong references
-        to the handlers until the run completes."""
+        to the handlers until the run completes.
+
+        The timeout bounds the whole call: once the sandbox is gone, a
+        handler still running (sync or async) gets 200 ms, then the call
+        returns without it.  Its thread is left to finish on its own; what
+        it returns then is dropped (README, "The run always ends, on
+        time")."""
         argv = _argv(cmd)
         hs = _Registrations(handlers)
         nsb = self._native_for(timeout)
+        abandoned = True  # until the C side says otherwise (a failed run cannot tell)
         try:
             hs.make()
             arr = (ctypes.c_char_p * len(argv))(*argv)
@@ -858,9 +907,10 @@ class Sandbox:
             )
             if not r:
                 return _run_failure(err, msg, "sandlock_run_with_handlers")
+            abandoned = bool(_lib.sandlock_result_handlers_abandoned(r))
             return _take_result(r)
         finally:
-            hs.close()  # the run is over (its deferred workers too)
+            hs.close(abandoned)  # the run is over (its deferred workers too)
 
     # ---- a run as an object (python/sandlock/_process.py) ----
 
@@ -985,11 +1035,14 @@ class _Registrations:
             self.regs[i].syscall = name
             self.regs[i].handler = self.made[id(h)][0]
 
-    def close(self):
+    def close(self, abandoned=True):
+        """After the run: drop the strong references to the handlers.
+        abandoned (the default when the run's end is unknown): a handler
+        thread may still be running, so its thread states are kept."""
         made, self.made = self.made, {}
         for _ptr, key in made.values():
             _unregister(key)
-        self.run.close()
+        self.run.close(abandoned)
 
 
 class _NativeSandbox:
@@ -1051,3 +1104,7 @@ from ._inputs import inputs  # noqa: E402
 def landlock_abi_version() -> int:
     """Landlock ABI of the running kernel, or -1 when unavailable."""
     return int(_lib.sandlock_landlock_abi_version())
+
+
+# TOML profiles (sandlock.profile imports Sandbox lazily: no import cycle).
+from .profile import list_profiles, load_profile  # noqa: E402

@@ -10,10 +10,13 @@ Lookup order for the shared library:
 
 1. the ``SANDLOCK_LIB`` environment variable (an explicit path: if it is set
    but cannot be loaded, that is an error, we never fall back silently);
-2. ``libsandlock.so`` next to this package;
+2. ``libsandlock.so`` next to this package (``pip install ./python`` bundles
+   the in-tree build there when it exists);
 3. ``<repo>/build/libsandlock.so`` relative to the package directory
    (``python/sandlock/../../build``), for an in-tree checkout;
-4. ``ctypes.util.find_library("sandlock")``.
+4. ``libsandlock.so.0`` by its SONAME through the dynamic loader's search
+   path, i.e. the library that ``make install`` put in the system;
+5. ``ctypes.util.find_library("sandlock")``.
 """
 
 import ctypes
@@ -23,6 +26,7 @@ import os
 __all__ = ["lib", "LIB_PATH"]
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+SONAME = "libsandlock.so.0"
 
 # ---- ABI numbers (sandlock.h; they never change meaning) ----
 ERR_NAMES = {
@@ -69,6 +73,12 @@ def _load():
                 tried.append("%s (%s): %s" % (path, what, e))
         else:
             tried.append("%s (%s): not found" % (path, what))
+    # The installed library, by SONAME: the major number is the ABI, so a
+    # package built for ABI 0 never picks up an incompatible libsandlock.so.1.
+    try:
+        return ctypes.CDLL(SONAME), SONAME
+    except OSError as e:
+        tried.append("%s (installed, by SONAME): %s" % (SONAME, e))
     found = ctypes.util.find_library("sandlock")
     if found:
         try:
@@ -188,7 +198,7 @@ def _decl(name, restype, *argtypes):
 
 # builder
 _decl("sandlock_sandbox_builder_new", _p)
-for _n in ("fs_read", "fs_write", "fs_deny", "cwd"):
+for _n in ("fs_read", "fs_write", "fs_deny", "cwd", "name"):
     _decl("sandlock_sandbox_builder_" + _n, _p, _p, _cs)
 _decl("sandlock_sandbox_builder_env_var", _p, _p, _cs, _cs)
 _decl("sandlock_sandbox_builder_clean_env", _p, _p, ctypes.c_bool)
@@ -204,6 +214,7 @@ _decl("sandlock_sandbox_builder_net_allow_unix", _p, _p, ctypes.c_char_p)
 _decl("sandlock_sandbox_builder_net_unix_readable", _p, _p, ctypes.c_bool)
 _decl("sandlock_net_spec_error", _p, ctypes.c_char_p, ctypes.c_int)
 _decl("sandlock_sandbox_builder_timeout_ms", _p, _p, ctypes.c_uint64)
+_decl("sandlock_sandbox_builder_max_output", _p, _p, ctypes.c_uint64)
 _decl("sandlock_sandbox_builder_random_seed", _p, _p, ctypes.c_uint64)
 _decl("sandlock_sandbox_builder_time_start_ns", _p, _p, ctypes.c_int64)
 _decl("sandlock_sandbox_builder_extra_allow_syscalls", _p, _p, _cs)
@@ -237,6 +248,9 @@ _decl("sandlock_result_signal", _int, _p)
 _decl("sandlock_result_success", ctypes.c_bool, _p)
 _decl("sandlock_result_stdout_bytes", _p, _p, ctypes.POINTER(ctypes.c_size_t))
 _decl("sandlock_result_stderr_bytes", _p, _p, ctypes.POINTER(ctypes.c_size_t))
+_decl("sandlock_result_stdout_truncated", ctypes.c_uint64, _p)
+_decl("sandlock_result_handlers_abandoned", ctypes.c_bool, _p)
+_decl("sandlock_result_stderr_truncated", ctypes.c_uint64, _p)
 _decl("sandlock_result_free", None, _p)
 _decl("sandlock_string_free", None, _p)
 

@@ -225,6 +225,7 @@ class Process:
                 raise RuntimeError("waiting failed: %s" % (text or b"").decode(errors="replace"))
             if deadline is not None and _now() >= deadline:
                 raise TimeoutError("the sandboxed command is still running")
+        self._abandoned = bool(_lib.sandlock_result_handlers_abandoned(r))
         res = _take_result(r)
         if self._killed:  # our kill, not a handler's
             res = dataclasses.replace(res, killed_by_handler=False)
@@ -264,7 +265,9 @@ class Process:
             h, self._h = self._h, None
         if h:
             _lib.sandlock_handle_free(h)  # ends the sandbox if it still runs
-            self._regs.close()            # the run's threads are gone
+            # Unless the result said no handler thread was left running,
+            # keep their thread states (the run's end may be unknown).
+            self._regs.close(getattr(self, "_abandoned", True))
 
     def close(self) -> None:
         """End the sandbox if still running, free it, close the pipes."""

@@ -355,7 +355,9 @@ class _MemRef:
 
     def __init__(self, ptr):
         self.ptr = ptr
-        self.lock = threading.Lock()
+        # Re-entrant: open_on_behalf's allow callback runs inside a C call
+        # made under the lock and may use the ctx's accessors.
+        self.lock = threading.RLock()
 
     def kill(self):
         with self.lock:
@@ -465,10 +467,12 @@ class _Opened(ctypes.Structure):
     ]
 
 
+_OPEN_CHECK_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(_Opened))
 _open_on_behalf = _lib.sandlock_open_on_behalf
 _open_on_behalf.restype = ctypes.c_int32
-_open_on_behalf.argtypes = [ctypes.c_void_p, ctypes.POINTER(_native.Notif),
-                            ctypes.POINTER(_Opened)]
+_open_on_behalf.argtypes = [ctypes.c_void_p, ctypes.POINTER(_native.Notif), _OPEN_CHECK_FN,
+                            ctypes.c_void_p, ctypes.POINTER(_Opened)]
+_NO_CHECK = _OPEN_CHECK_FN()  # NULL: no check
 _OPEN_FAMILY = frozenset(
     n for n in map(_native.syscall_nr, ("open", "creat", "openat", "openat2")) if n >= 0
 )
@@ -486,26 +490,40 @@ def _ctx_open_on_behalf(ctx, allow=None, errno=None):
     n = _native.Notif(ctx.id, ctx.pid, ctx.flags, ctx.syscall_nr, ctx.arch,
                       ctx.instruction_pointer, (ctypes.c_uint64 * 6)(*ctx.args))
     o = _Opened()
-    e = ctx._call(lambda p: _open_on_behalf(p, ctypes.byref(n), ctypes.byref(o)))
+    # allow runs inside the C call (the check), before O_TRUNC/O_CREAT take
+    # effect; what it said is carried out here, after the call returns.
+    outcome = []  # [NotifAction to answer with] or [exception to re-raise]
+
+    def check(_ud, file):
+        try:
+            f = file.contents
+            verdict = allow(os.fsdecode(ctypes.string_at(f.path)), os.fstat(f.fd))
+        except BaseException as e:  # never into C: refuse, re-raise below
+            outcome.append(e)
+            return _ERRNO_EACCES
+        if isinstance(verdict, NotifAction):
+            outcome.append(verdict)
+            return _ERRNO_EACCES
+        return 0 if verdict else deny
+
+    cb = _NO_CHECK if allow is None else _OPEN_CHECK_FN(check)
+    e = ctx._call(lambda p: _open_on_behalf(p, ctypes.byref(n), cb, None, ctypes.byref(o)))
+    if outcome and isinstance(outcome[0], BaseException):
+        if e == 0:
+            os.close(o.fd)
+            _native.take_string(o.path)
+        raise outcome[0]
+    if outcome:  # allow answered with its own action
+        if e == 0:  # cannot happen: the check refused
+            os.close(o.fd)
+            _native.take_string(o.path)
+        return outcome[0]
     if e is None:  # stale ctx: nobody waits for this answer any more
         return NotifAction.errno(_ERRNO_ESRCH)
     if e != 0:
         return NotifAction.errno(e)
-    fd = o.fd
-    path = _native.take_string(o.path)
-    try:
-        if allow is not None:
-            verdict = allow(os.fsdecode(path), os.fstat(fd))
-            if isinstance(verdict, NotifAction):
-                os.close(fd)
-                return verdict
-            if not verdict:
-                os.close(fd)
-                return NotifAction.errno(deny)
-        return NotifAction.inject_fd_send(fd, o.newfd_flags)
-    except BaseException:
-        os.close(fd)
-        raise
+    _native.take_string(o.path)
+    return NotifAction.inject_fd_send(o.fd, o.newfd_flags)
 
 
 _ERRNO_EACCES = 13
@@ -525,8 +543,12 @@ def _open_on_behalf_method(self, allow=None, errno=None) -> "NotifAction":
     real path (symlinks resolved), ``st`` its ``os.stat_result``.  It
     returns True (inject the fd into the child), False (fail the call
     with ``errno``, default EACCES) or a NotifAction to answer with
-    instead.  Without ``allow`` the file is injected.  A failed open
-    answers with the errno the child would have seen.
+    instead.  It runs before O_TRUNC and O_CREAT take effect: a refused
+    file is not truncated, and one the open had to create is removed
+    again.  Without ``allow`` the file is injected.  A failed open
+    answers with the errno the child would have seen; an exception in
+    ``allow`` refuses the file and is re-raised (the handler's exception
+    policy applies).
 
     Raises ValueError on a syscall that is not an open."""
     return _ctx_open_on_behalf(self, allow, errno)
@@ -585,8 +607,10 @@ class _RunState:
     ctypes gives a C-created thread a fresh Python thread state on every
     callback, so thread-locals would not survive between calls.
 
-    close() must only be called once the run is over (its threads joined):
-    it also deletes the thread states pinned by the run's threads."""
+    close() must only be called once the run is over: it also deletes the
+    thread states pinned by the run's threads, unless the run abandoned
+    some of them (a handler that did not return, see the README): those
+    threads may still run Python code, so then the states are kept."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -626,7 +650,7 @@ class _RunState:
             _set_running_loop(None)
         return loop.run_until_complete(_Resumed(coro, yielded).run())
 
-    def close(self):
+    def close(self, abandoned=False):
         with self._lock:
             loops, self._loops = list(self._loops.values()), {}
         for loop in loops:
@@ -634,9 +658,10 @@ class _RunState:
                 loop.close()
             except Exception:  # a loop still running on a wedged worker
                 pass
-        # Only once the run is over: its threads have been joined.
+        # Only once the run is over and its threads have been joined.
         pinned, self.pinned = self.pinned, []
-        _release_pinned(pinned)
+        if not abandoned:
+            _release_pinned(pinned)
 
 
 _set_running_loop = asyncio.events._set_running_loop

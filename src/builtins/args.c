@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <linux/audit.h>
+#include <seccomp.h>
 #include <stdlib.h>
 
 #include "../filter.h"
@@ -36,10 +37,12 @@ static bool args_decide(void *state, const struct sl_call *call, sandlock_action
 	const struct sl_filter_policy *policy = state;
 	const sandlock_notif_t *n = call->n;
 	int e = 0;
-#ifdef __x86_64__
-	/* The filter already kills foreign arches and x32; never trust a
+	/* The filter already kills foreign arches (and x32); never trust a
 	 * notification that would contradict it. */
-	if (n->arch != AUDIT_ARCH_X86_64 || (n->syscall_nr & __X32_SYSCALL_BIT))
+	if (n->arch != seccomp_arch_native())
+		e = EPERM;
+#ifdef __x86_64__
+	if (n->syscall_nr & __X32_SYSCALL_BIT)
 		e = EPERM;
 #endif
 	if (!e && sl_filter_has_arg_rules(n->syscall_nr))

@@ -24,8 +24,11 @@
 #include <sys/types.h>
 
 #include "../config.h"
+#include "../filter.h" /* SL_TRAP_IF_NONZERO */
 
 /* What a builtin sees of one trapped call. */
+struct sandlock_result;
+
 struct sl_call {
 	const sandlock_notif_t *n;
 	sandlock_mem_t *mem; /* the caller's memory (childmem.h) */
@@ -61,14 +64,24 @@ struct sl_builtin {
 	/* Performs opens on the caller's behalf (opener.h): the run then
 	 * starts an opener even without user handlers. */
 	bool needs_opener;
+	/* Its syscalls are trapped by the filter only for some arguments
+	 * (filter.c's conditions, e.g. the pid rules of syscalls.h): they get
+	 * a chain but stay out of the unconditionally trapped set. */
+	bool filter_conditional;
 	/* Add the syscalls this builtin traps for cfg; adding none leaves it
-	 * out of every chain of the run.  0 or -1 (OOM). */
+	 * out of every chain of the run.  An entry may be conditional,
+	 * SL_TRAP_IF_NONZERO(nr, arg): the filter traps nr only when that
+	 * argument is nonzero (the chain exists either way).  If anything else
+	 * traps nr outright (a user handler), every call reaches decide, so
+	 * decide must still handle the zero form.  0 or -1 (OOM). */
 	int (*syscalls)(const struct sandlock_sandbox *cfg, struct sl_nrset *out);
 	/* Per-run state (NULL: stateless).  0, or -1 with *msg set (heap). */
 	int (*init)(const struct sandlock_sandbox *cfg, void **state, char **msg);
 	void (*free)(void *state);
 	/* true with *act set: decided.  false: did not intervene. */
 	bool (*decide)(void *state, const struct sl_call *call, sandlock_action_t *act);
+	/* Optional: the run is over (r filled in), before free. */
+	void (*finish)(void *state, struct sandlock_result *r);
 };
 
 /* Every builtin, in dispatch order (builtins/table.c). */

@@ -263,10 +263,12 @@ static bool clock_decide(void *state, const struct sl_call *call, sandlock_actio
 	case __NR_time:
 		return answer_time(s, call, act);
 #endif
+#ifdef __NR_arch_prctl
 	case __NR_arch_prctl:
 		if (call->n->args[0] == ARCH_SET_FS)
 			patch_vdso(call);
 		return false; /* the call itself proceeds */
+#endif
 	default:
 		return false;
 	}

@@ -73,13 +73,34 @@
 #define XATTR_NAME_LEN 255     /* XATTR_NAME_MAX */
 #define XATTR_VALUE_LEN 65536  /* XATTR_SIZE_MAX */
 
-/* The guarded syscalls, sorted (fchmodat2 by number: see the header). */
+/*
+ * The guarded syscalls.  The legacy path-only calls (chmod, chown, lchown,
+ * utime, utimes, futimesat) exist only on older ABIs such as x86_64; the
+ * asm-generic ones (aarch64, riscv64) have just the *at / f* forms, which
+ * libc uses for those functions there.
+ */
 static const int k_meta_nrs[] = {
-	__NR_chmod,       __NR_fchmod,        __NR_chown,        __NR_fchown,
-	__NR_lchown,      __NR_utime,         __NR_setxattr,     __NR_lsetxattr,
+#ifdef __NR_chmod
+	__NR_chmod,
+#endif
+#ifdef __NR_chown
+	__NR_chown,
+#endif
+#ifdef __NR_lchown
+	__NR_lchown,
+#endif
+#ifdef __NR_utime
+	__NR_utime,
+#endif
+#ifdef __NR_utimes
+	__NR_utimes,
+#endif
+#ifdef __NR_futimesat
+	__NR_futimesat,
+#endif
+	__NR_fchmod,      __NR_fchown,        __NR_setxattr,     __NR_lsetxattr,
 	__NR_fsetxattr,   __NR_removexattr,   __NR_lremovexattr, __NR_fremovexattr,
-	__NR_utimes,      __NR_fchownat,      __NR_futimesat,    __NR_fchmodat,
-	__NR_utimensat,   __NR_fchmodat2,
+	__NR_fchownat,    __NR_fchmodat,      __NR_utimensat,    __NR_fchmodat2,
 };
 #define N_META (sizeof(k_meta_nrs) / sizeof(k_meta_nrs[0]))
 
@@ -122,6 +143,7 @@ static int read_mem(sandlock_mem_t *m, uint64_t addr, void *buf, size_t n)
 	return sandlock_mem_read(m, addr, buf, n) == 0 ? 0 : EFAULT;
 }
 
+#ifdef __NR_utime
 /* utime(): struct utimbuf { time_t actime, modtime; }. */
 static int read_utimbuf(sandlock_mem_t *m, uint64_t addr, struct meta_call *c)
 {
@@ -136,7 +158,9 @@ static int read_utimbuf(sandlock_mem_t *m, uint64_t addr, struct meta_call *c)
 	c->ts[1] = (struct timespec){ u.modtime, 0 };
 	return 0;
 }
+#endif
 
+#if defined(__NR_utimes) || defined(__NR_futimesat)
 /* utimes()/futimesat(): struct timeval[2], usec checked like the kernel. */
 static int read_timevals(sandlock_mem_t *m, uint64_t addr, struct meta_call *c)
 {
@@ -154,6 +178,7 @@ static int read_timevals(sandlock_mem_t *m, uint64_t addr, struct meta_call *c)
 	}
 	return 0;
 }
+#endif
 
 /* utimensat(): struct timespec[2].  -1 means "nothing to do" (both OMIT),
  * which the kernel answers with success before looking at the path. */
@@ -202,10 +227,12 @@ static int decode_chmod(const sandlock_notif_t *n, struct meta_call *c)
 	const uint64_t *a = n->args;
 	c->op = OP_CHMOD;
 	switch (n->syscall_nr) {
+#ifdef __NR_chmod
 	case __NR_chmod:
 		set_path(c, AT_FDCWD, a[0]);
 		c->mode = (mode_t)(uint16_t)a[1];
 		return 0;
+#endif
 	case __NR_fchmod:
 		set_fd(c, a[0]);
 		c->mode = (mode_t)(uint16_t)a[1];
@@ -226,6 +253,7 @@ static int decode_chown(const sandlock_notif_t *n, struct meta_call *c)
 	const uint64_t *a = n->args;
 	c->op = OP_CHOWN;
 	switch (n->syscall_nr) {
+#ifdef __NR_chown
 	case __NR_chown:
 	case __NR_lchown:
 		set_path(c, AT_FDCWD, a[0]);
@@ -233,6 +261,7 @@ static int decode_chown(const sandlock_notif_t *n, struct meta_call *c)
 		c->uid = (uid_t)(uint32_t)a[1];
 		c->gid = (gid_t)(uint32_t)a[2];
 		return 0;
+#endif
 	case __NR_fchown:
 		set_fd(c, a[0]);
 		c->uid = (uid_t)(uint32_t)a[1];
@@ -285,15 +314,21 @@ static int decode_utimes(const sandlock_notif_t *n, sandlock_mem_t *m, struct me
 	const uint64_t *a = n->args;
 	c->op = OP_UTIMES;
 	switch (n->syscall_nr) {
+#ifdef __NR_utime
 	case __NR_utime:
 		set_path(c, AT_FDCWD, a[0]);
 		return read_utimbuf(m, a[1], c);
+#endif
+#ifdef __NR_utimes
 	case __NR_utimes:
 		set_path(c, AT_FDCWD, a[0]);
 		return read_timevals(m, a[1], c);
+#endif
+#ifdef __NR_futimesat
 	case __NR_futimesat:
 		decode_times_target(c, arg_fd(a[0]), a[1]);
 		return read_timevals(m, a[2], c);
+#endif
 	default: { /* utimensat */
 		int e = read_timespecs(m, a[2], c);
 		if (e)
@@ -311,19 +346,29 @@ static int decode(const sandlock_notif_t *n, sandlock_mem_t *m, struct meta_call
 {
 	memset(c, 0, sizeof(*c));
 	switch (n->syscall_nr) {
+#ifdef __NR_chmod
 	case __NR_chmod:
+#endif
 	case __NR_fchmod:
 	case __NR_fchmodat:
 	case __NR_fchmodat2:
 		return decode_chmod(n, c);
+#ifdef __NR_chown
 	case __NR_chown:
 	case __NR_lchown:
+#endif
 	case __NR_fchown:
 	case __NR_fchownat:
 		return decode_chown(n, c);
+#ifdef __NR_utime
 	case __NR_utime:
+#endif
+#ifdef __NR_utimes
 	case __NR_utimes:
+#endif
+#ifdef __NR_futimesat
 	case __NR_futimesat:
+#endif
 	case __NR_utimensat:
 		return decode_utimes(n, m, c);
 	default:

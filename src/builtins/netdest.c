@@ -37,8 +37,10 @@
  * SCM_CREDENTIALS show the supervisor's pid; explicit SCM_CREDENTIALS are
  * refused (EPERM); SIGPIPE is sent to the caller by us.
  *
- * sendto without an address (send(2) on a connected socket) proceeds in
- * the kernel: its address is a register, nothing to re-read.  bind is
+ * sendto without an address (send(2) on a connected socket) is not even
+ * trapped (a conditional trap on arg 4, filter.h); when a user handler
+ * traps every sendto, that form is continued: its address is a register,
+ * nothing to re-read.  bind is
  * trapped only for net_deny_bind (Landlock cannot express a deny list).
  */
 #include <errno.h>
@@ -388,7 +390,11 @@ static bool nd_decide(void *state, const struct sl_call *call, sandlock_action_t
 	return true;
 }
 
-static const int k_send_nrs[] = { __NR_connect, __NR_sendto, __NR_sendmsg, __NR_sendmmsg };
+/* sendto only with a destination (arg 4): send(2) on a connected socket
+ * is glibc's sendto(fd, buf, len, flags, NULL, 0) and never leaves the
+ * kernel.  sendmsg's name is inside the message: no register to test. */
+static const int k_send_nrs[] = { __NR_connect, SL_TRAP_IF_NONZERO(__NR_sendto, 4),
+	                              __NR_sendmsg, __NR_sendmmsg };
 
 static int nd_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
 {

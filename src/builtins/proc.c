@@ -70,8 +70,19 @@ static const char *const k_deny_pid[] = { "mounts", "mountinfo", "mountstats" };
 #define PROC_ROOT_INO 1
 #define MAX_DENTS (64 * 1024) /* one on-behalf getdents reads at most this */
 
+/* open, creat and getdents exist only on older ABIs (x86_64), not on the
+ * asm-generic ones (aarch64). */
 static const int k_proc_nrs[] = {
-	__NR_open, __NR_creat, __NR_openat, __NR_openat2, __NR_getdents, __NR_getdents64,
+#ifdef __NR_open
+	__NR_open,
+#endif
+#ifdef __NR_creat
+	__NR_creat,
+#endif
+#ifdef __NR_getdents
+	__NR_getdents,
+#endif
+	__NR_openat, __NR_openat2, __NR_getdents64,
 };
 
 /* ---------------- the policy ---------------- */
@@ -172,7 +183,7 @@ static int proc_init(const struct sandlock_sandbox *cfg, void **state, char **ms
 		*msg = sl_strdup("out of memory");
 		return -1;
 	}
-	s->procfd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	s->procfd = sl_fd_high(open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC)); /* off 0..2 */
 	if (s->procfd < 0) {
 		free(s);
 		*msg = sl_strdup("cannot open /proc");
@@ -195,7 +206,8 @@ static bool open_on_behalf(const struct sl_call *call, sandlock_action_t *act)
 {
 	struct sl_opener *op = sl_opener_find(call->listener);
 	sandlock_opened_t o;
-	int e = op ? sl_opener_open_call(op, call->listener, call->n, call->mem, &o) : EPERM;
+	int e = op ? sl_opener_open_call(op, call->listener, call->n, call->mem, NULL, NULL, &o)
+	           : EPERM;
 	if (e) {
 		sandlock_action_set_errno(act, e);
 		return true;

@@ -11,8 +11,11 @@ extern const struct sl_builtin sl_builtin_args;
 extern const struct sl_builtin sl_builtin_procs;
 extern const struct sl_builtin sl_builtin_random;
 extern const struct sl_builtin sl_builtin_clock;
+extern const struct sl_builtin sl_builtin_pids;
+extern const struct sl_builtin sl_builtin_cow;
 extern const struct sl_builtin sl_builtin_meta;
 extern const struct sl_builtin sl_builtin_proc;
+extern const struct sl_builtin sl_builtin_uts;
 extern const struct sl_builtin sl_builtin_netdest;
 
 const struct sl_builtin *const sl_builtin_table[] = {
@@ -20,8 +23,11 @@ const struct sl_builtin *const sl_builtin_table[] = {
 	&sl_builtin_procs, /* FIRST: max_processes */
 	&sl_builtin_random, /* FIRST: random_seed, getrandom answered from a seeded PRNG */
 	&sl_builtin_clock,  /* FIRST: time_start, realtime clock reads shifted */
+	&sl_builtin_pids,  /* FIRST: calls naming another process stay inside */
+	&sl_builtin_cow,   /* FIRST: workdir writes staged in the COW layer */
 	&sl_builtin_meta,  /* LAST: chmod/chown/xattr/utimes performed on behalf */
 	&sl_builtin_proc,  /* LAST: opens and /proc listings on behalf, /proc filtered */
+	&sl_builtin_uts,   /* LAST: uname with the sandbox's name as nodename */
 	&sl_builtin_netdest, /* LAST: connect/send/bind destinations, performed on behalf */
 };
 

@@ -4,13 +4,20 @@
  * buffer from a second thread.  Every test first checks that its probe
  * works outside the sandbox.
  */
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 
 #include "harness.h"
 #include "testutil.h"
+
+/* Internal: the run's trapped set and its BPF (static linking reaches them). */
+#include "../../src/dispatch.h"
+#include "../../src/filter.h"
 
 static const char *netprobe(void)
 {
@@ -168,6 +175,97 @@ TEST(unix_relative_path_resolved_from_callers_cwd)
 	           "errno=ENOENT"));
 	close(s);
 	tu_rm_rf(dir);
+}
+
+/* ---------------- what is trapped ---------------- */
+
+/*
+ * In a child, the run's own filter installed without a listener: a call
+ * it traps then fails with ENOSYS instead of reaching a supervisor, so the
+ * BPF's decision is visible.  Reports, one letter per probe, 'T'
+ * (trapped) or 'k' (kernel): send() on a connected unix datagram socket
+ * (sendto with no address), sendto with an address, connect.
+ */
+static int trap_probe(sandlock_sandbox_t *sb, const sandlock_registration_t *regs, size_t nregs,
+                      char out[4])
+{
+	struct sl_handlers hs = { regs, nregs };
+	int err = 0;
+	char *msg = NULL;
+	struct sl_dispatch *d = sl_dispatch_new(sb, &hs, &err, &msg);
+	if (!d) {
+		fprintf(stderr, "  dispatch: %s\n", msg ? msg : "?");
+		sandlock_string_free(msg);
+		return -1;
+	}
+	const int *nrs;
+	size_t n = sl_dispatch_trapped(d, &nrs);
+	struct sock_fprog prog = { 0, NULL };
+	int rc = sl_filter_build(sb, nrs, n, &prog, &err, &msg);
+	sl_dispatch_unref(d);
+	if (rc < 0) {
+		fprintf(stderr, "  filter: %s\n", msg ? msg : "?");
+		sandlock_string_free(msg);
+		return -1;
+	}
+	int p[2], sv[2];
+	if (pipe(p) < 0 || socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		char r[4] = "???";
+		struct sockaddr_un a = { .sun_family = AF_UNIX };
+		snprintf(a.sun_path, sizeof a.sun_path, "/nonexistent/x");
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+		    syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0) {
+			r[0] = send(sv[0], "x", 1, 0) == 1 ? 'k' : errno == ENOSYS ? 'T' : '?';
+			long s1 = sendto(sv[0], "x", 1, 0, (struct sockaddr *)&a, sizeof a);
+			r[1] = s1 < 0 && errno == ENOSYS ? 'T' : 'k';
+			int c = socket(AF_UNIX, SOCK_STREAM, 0);
+			r[2] = connect(c, (struct sockaddr *)&a, sizeof a) < 0 && errno == ENOSYS ? 'T' : 'k';
+		}
+		(void)!write(p[1], r, 3);
+		_exit(0);
+	}
+	sl_filter_free(&prog);
+	close(p[1]);
+	close(sv[0]);
+	close(sv[1]);
+	memset(out, 0, 4);
+	ssize_t got = read(p[0], out, 3);
+	close(p[0]);
+	waitpid(pid, NULL, 0);
+	return got == 3 ? 0 : -1;
+}
+
+static int32_t pass_handler(void *ud, const sandlock_notif_t *n, sandlock_mem_t *mem,
+                            sandlock_action_t *act)
+{
+	(void)ud, (void)n, (void)mem;
+	sandlock_action_set_continue(act);
+	return 0;
+}
+
+TEST(send_without_address_is_not_trapped)
+{
+	char got[4];
+	sandlock_sandbox_t *sb = tu_build(base());
+	REQUIRE(sb);
+	/* the probe works: with its own filter, an address reaches the trap */
+	REQUIRE(trap_probe(sb, NULL, 0, got) == 0);
+	CHECK(strcmp(got, "kTT") == 0);
+	if (th_failed_now)
+		fprintf(stderr, "  builtins only: %s\n", got);
+	/* a user handler on sendto traps it outright: it sees every call */
+	sandlock_registration_t reg = { "sendto",
+		                            sandlock_handler_new(pass_handler, NULL, NULL, 0) };
+	REQUIRE(reg.handler);
+	REQUIRE(trap_probe(sb, &reg, 1, got) == 0);
+	CHECK(strcmp(got, "TTT") == 0);
+	if (th_failed_now)
+		fprintf(stderr, "  with a sendto handler: %s\n", got);
+	sandlock_handler_free(reg.handler);
+	sandlock_sandbox_free(sb);
 }
 
 /* ---------------- races ---------------- */

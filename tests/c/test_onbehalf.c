@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -22,7 +23,10 @@
 
 #define TRIES "20000"
 
-enum { CHECK_THEN_CONTINUE, ON_BEHALF };
+/* ON_BEHALF decides on the opened file after sandlock_open_on_behalf
+ * returns; ON_BEHALF_CHECK decides in its check, before O_TRUNC/O_CREAT
+ * take effect. */
+enum { CHECK_THEN_CONTINUE, ON_BEHALF, ON_BEHALF_CHECK };
 
 struct pol {
 	int mode;
@@ -33,6 +37,12 @@ static bool ends_with_b(const char *s)
 {
 	size_t n = s ? strlen(s) : 0;
 	return n >= 2 && s[n - 2] == '_' && s[n - 1] == 'B';
+}
+
+static int32_t refuse_b(void *ud, const sandlock_opened_t *file)
+{
+	(void)ud;
+	return ends_with_b(file->path) ? EACCES : 0;
 }
 
 /* The path argument of open/creat (0) or openat/openat2 (1). */
@@ -56,12 +66,13 @@ static int32_t policy(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
 		return 0;
 	}
 	sandlock_opened_t o;
-	int32_t e = sandlock_open_on_behalf(m, n, &o);
+	int32_t e = sandlock_open_on_behalf(m, n, p->mode == ON_BEHALF_CHECK ? refuse_b : NULL,
+	                                    NULL, &o);
 	if (e) {
 		sandlock_action_set_errno(out, e);
 		return 0;
 	}
-	if (ends_with_b(o.path)) {
+	if (ends_with_b(o.path)) { /* ON_BEHALF: decided after the open */
 		close(o.fd);
 		sandlock_action_set_errno(out, EACCES);
 	} else {
@@ -178,6 +189,40 @@ TEST(openat2_gives_the_race_nothing)
 TEST(on_behalf_creat_never_loses)
 {
 	never_loses("creat", true);
+}
+
+/* O_TRUNC through a symlink to a denied file: decided after the open, the
+ * file is already truncated (the control, why checks exist); decided in
+ * the check, it is untouched.  Likewise a denied file O_CREAT made is
+ * removed again. */
+TEST(on_behalf_check_runs_before_truncate_and_create)
+{
+	char dir[TU_TMPDIR_LEN], b[128], l[128], cmd[512], made[128];
+	struct stat st;
+	for (int mode = ON_BEHALF; mode <= ON_BEHALF_CHECK; mode++) {
+		REQUIRE(make_secrets(dir));
+		snprintf(b, sizeof b, "%s/secret_B", dir);
+		snprintf(l, sizeof l, "%s/innocent", dir);
+		REQUIRE(symlink(b, l) == 0);
+		snprintf(made, sizeof made, "%s/new_B", dir);
+		snprintf(cmd, sizeof cmd, "true > %s/innocent; true > %s; echo done", dir, made);
+		sandlock_builder_t *bl = tu_system_builder();
+		sandlock_sandbox_builder_fs_write(bl, dir);
+		const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+		sandlock_result_t *r = run_policy(bl, argv, mode);
+		REQUIRE(r);
+		CHECK(tu_out_is(r, "done\n"));
+		CHECK(stat(b, &st) == 0);
+		if (mode == ON_BEHALF) {
+			CHECK_EQ_INT(st.st_size, 0); /* refused, but too late */
+			CHECK(access(made, F_OK) == 0);
+		} else {
+			CHECK_EQ_INT(st.st_size, 6); /* "DENIED" intact */
+			CHECK(access(made, F_OK) != 0);
+		}
+		sandlock_result_free(r);
+		tu_rm_rf(dir);
+	}
 }
 
 /* Run sh -c script with the on-behalf policy; the result. */
@@ -309,9 +354,9 @@ TEST(on_behalf_open_has_no_capabilities)
 TEST(open_on_behalf_rejects_misuse)
 {
 	sandlock_opened_t o;
-	CHECK_EQ_INT(sandlock_open_on_behalf(NULL, NULL, &o), EINVAL);
+	CHECK_EQ_INT(sandlock_open_on_behalf(NULL, NULL, NULL, NULL, &o), EINVAL);
 	CHECK_EQ_INT(o.fd, -1);
-	CHECK_EQ_INT(sandlock_open_on_behalf(NULL, NULL, NULL), EINVAL);
+	CHECK_EQ_INT(sandlock_open_on_behalf(NULL, NULL, NULL, NULL, NULL), EINVAL);
 }
 
 /* A FIFO without a writer must not stall the opener (and with it every
@@ -459,4 +504,89 @@ TEST(proc_view_off_without_proc)
 	CHECK(strstr(out, "Permission denied") != NULL);
 	sandlock_string_free(out);
 	sandlock_result_free(r);
+}
+
+/* A thread naming its process's /proc/PID (not its own tid) still gets its
+ * ptrace-guarded files: the supervisor opens them, as for /proc/self. */
+TEST(proc_own_files_from_a_thread)
+{
+	sandlock_result_t *r = run_with_proc(
+		"exec " TU_PY " -c 'import os, threading\n"
+		"def t():\n"
+		"    print(len(open(\"/proc/%d/maps\" % os.getpid()).readline()) > 0)\n"
+		"    print(len(open(\"/proc/self/maps\").readline()) > 0)\n"
+		"th = threading.Thread(target=t); th.start(); th.join()'");
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "True\nTrue\n"));
+	sandlock_result_free(r);
+}
+
+/* ================= the virtual hostname (builtins/uts.c) ================= */
+
+/* uname's nodename is the sandbox's name: sandbox-<init pid> by default. */
+TEST(uts_default_name_is_sandbox_pid)
+{
+	struct utsname u;
+	REQUIRE(uname(&u) == 0);
+	const char *argv[] = { "/bin/sh", "-c", "echo $(uname -n) sandbox-$PPID", NULL };
+	sandlock_sandbox_t *sb = tu_build(tu_system_builder());
+	REQUIRE(sb);
+	sandlock_result_t *r = tu_run(sb, argv);
+	sandlock_sandbox_free(sb);
+	REQUIRE(r);
+	char *out = sandlock_result_stdout(r);
+	char a[80] = "", b[80] = "";
+	CHECK(sscanf(out, "%79s %79s", a, b) == 2);
+	CHECK(strcmp(a, b) == 0);
+	CHECK(strcmp(a, u.nodename) != 0); /* control: not the host's name */
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+}
+
+/* A configured name, also in /proc/sys/kernel/hostname and /etc/hostname
+ * (opened on behalf when /proc is readable). */
+TEST(uts_configured_name_everywhere)
+{
+	char host[128] = "";
+	int fd = open("/proc/sys/kernel/hostname", O_RDONLY);
+	REQUIRE(fd >= 0);
+	CHECK(read(fd, host, sizeof host - 1) > 0);
+	close(fd);
+	CHECK(strcmp(host, "box-77\n") != 0); /* control */
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_fs_read(b, "/proc");
+	sandlock_sandbox_builder_name(b, "box-77");
+	sandlock_sandbox_t *sb = tu_build(b);
+	REQUIRE(sb);
+	const char *argv[] = { "/bin/sh", "-c",
+	                       "uname -n; cat /proc/sys/kernel/hostname; cat /etc/hostname", NULL };
+	sandlock_result_t *r = tu_run(sb, argv);
+	sandlock_sandbox_free(sb);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "box-77\nbox-77\nbox-77\n"));
+	sandlock_result_free(r);
+}
+
+TEST(uts_name_is_validated)
+{
+	char long_name[80];
+	memset(long_name, 'x', 65);
+	long_name[65] = 0;
+	const char *bad[] = { "", long_name, NULL };
+	for (int i = 0; i < 3; i++) {
+		int err = 0;
+		char *msg = NULL;
+		sandlock_builder_t *b = sandlock_sandbox_builder_name(sandlock_sandbox_builder_new(),
+		                                                      bad[i]);
+		sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
+		CHECK(sb == NULL);
+		CHECK_EQ_INT(err, SANDLOCK_ERR_INVALID);
+		CHECK(msg && strstr(msg, "name"));
+		sandlock_string_free(msg);
+		sandlock_sandbox_free(sb);
+	}
+	long_name[64] = 0; /* 64 bytes: fine */
+	sandlock_sandbox_t *sb = tu_build(sandlock_sandbox_builder_name(tu_system_builder(), long_name));
+	CHECK(sb != NULL);
+	sandlock_sandbox_free(sb);
 }

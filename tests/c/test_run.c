@@ -643,3 +643,38 @@ TEST(handler_on_sendto_does_not_block_launch) { launch_with_handler_on("sendto",
 TEST(handler_on_read_does_not_block_launch) { launch_with_handler_on("read", 2); }
 /* The child closes its extra fds with close_range before exec. */
 TEST(handler_on_close_range_does_not_block_launch) { launch_with_handler_on("close_range", 1); }
+
+/* One run of argv in sb with a counting handler on syscall_name. */
+static int calls_seen(const sandlock_sandbox_t *sb, const char *syscall_name,
+                      const char *const *argv, uint32_t argc)
+{
+	struct counter c = { 0 };
+	sandlock_handler_t *h = sandlock_handler_new(count_and_continue, &c, counter_free,
+	                                             SANDLOCK_EXCEPTION_KILL);
+	sandlock_registration_t reg = { syscall_name, h };
+	sandlock_result_t *r = sandlock_run_with_handlers(sb, argv, argc, &reg, 1, NULL, NULL);
+	int ok = r && sandlock_result_success(r);
+	sandlock_result_free(r);
+	return ok ? atomic_load(&c.calls) : -1;
+}
+
+/*
+ * A sandbox keeps the BPF programs built for it, one per trapped set: each
+ * run must still trap exactly its own handlers' syscalls, whichever ran
+ * before on the same sandbox.
+ */
+TEST(one_sandbox_traps_each_runs_own_syscalls)
+{
+	sandlock_sandbox_t *sb = sandlock_sandbox_build(base(), NULL, NULL);
+	REQUIRE(sb);
+	const char *argv[] = { "/usr/bin/python3", "-c", "import os; os.getppid(); os.uname()",
+	                       NULL };
+	CHECK(calls_seen(sb, "getppid", argv, 3) >= 1);
+	CHECK(calls_seen(sb, "uname", argv, 3) >= 1);
+	CHECK(calls_seen(sb, "getppid", argv, 3) >= 1);
+	CHECK(calls_seen(sb, "uname", argv, 3) >= 1);
+	sandlock_result_t *r = sandlock_run(sb, argv, 3, NULL, NULL); /* no handler at all */
+	CHECK(r && sandlock_result_success(r));
+	sandlock_result_free(r);
+	sandlock_sandbox_free(sb);
+}

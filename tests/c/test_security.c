@@ -357,6 +357,68 @@ TEST(signal_outside_sandbox_scoped)
 	tu_reap_victim(victim);
 }
 
+/* ---------------- Landlock before any trappable call ---------------- */
+
+static int32_t fake_success(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
+                            sandlock_action_t *out)
+{
+	(void)n;
+	(void)m;
+	atomic_fetch_add((atomic_int *)ud, 1);
+	sandlock_action_set_return_value(out, 0); /* pretend; do nothing */
+	return 0;
+}
+
+/* `escape probe arg` in sb with a faking handler on landlock_restrict_self. */
+static sandlock_result_t *run_faking_landlock(const sandlock_sandbox_t *sb, const char *probe,
+                                              const char *arg, atomic_int *calls)
+{
+	sandlock_handler_t *h =
+		sandlock_handler_new(fake_success, calls, NULL, SANDLOCK_EXCEPTION_KILL);
+	sandlock_registration_t reg = { "landlock_restrict_self", h };
+	const char *argv[] = { tu_escape_path(), probe, arg, NULL };
+	return sandlock_run_with_handlers(sb, argv, 3, &reg, 1, NULL, NULL);
+}
+
+/*
+ * A handler on landlock_restrict_self that fakes success would leave the
+ * command without its filesystem rules if sandlock's own call could be
+ * trapped.  The command applies its ruleset before the seccomp filter
+ * exists, so the handler only ever sees the program's calls: it fakes
+ * the probe's (bogus) call, and a file outside the granted trees stays
+ * unreadable, while outside the sandbox the probe reads it.
+ */
+TEST(faked_landlock_restrict_self_keeps_the_command_confined)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/tmp/sandlock-ll-%d", (int)getpid());
+	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+	REQUIRE(fd >= 0);
+	REQUIRE(write(fd, "x", 1) == 1);
+	close(fd);
+	CHECK(strcmp(outside("read", path), "ok") == 0);
+	sandlock_sandbox_t *sb = sandlock_sandbox_build(base(), NULL, NULL);
+	REQUIRE(sb);
+	char nr[16];
+	snprintf(nr, sizeof nr, "%d", (int)__NR_landlock_restrict_self);
+	atomic_int calls = 0;
+	/* control: the handler is active and fakes the program's own call */
+	sandlock_result_t *r = run_faking_landlock(sb, "rawsys", nr, &calls);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "ok\n"));
+	CHECK_EQ_INT(atomic_load(&calls), 1);
+	sandlock_result_free(r);
+
+	atomic_store(&calls, 0);
+	r = run_faking_landlock(sb, "read", path, &calls);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "errno=EACCES\n"));
+	CHECK_EQ_INT(atomic_load(&calls), 0); /* sandlock's own call was never trapped */
+	sandlock_result_free(r);
+	sandlock_sandbox_free(sb);
+	unlink(path);
+}
+
 /* ---------------- descriptors that must not reach the program ---------------- */
 
 static int32_t fake_close_range(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,

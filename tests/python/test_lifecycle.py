@@ -5,11 +5,14 @@ sandbox's init, has a catchable PR_SET_PDEATHSIG: on it, init kills its
 whole subtree (the command and everything the command started) and exits.
 """
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+
+import pytest
 
 from conftest import REPO, SYSTEM, alive as _alive
 
@@ -77,3 +80,62 @@ def test_sigkilled_supervisor_takes_grandchildren_with_it(tmpdir_path):
 def test_sigkilled_supervisor_takes_setsid_grandchildren_with_it(tmpdir_path):
     # Not even in the sandbox's process group: found as init's descendant.
     _kill_supervisor_then_check(tmpdir_path, SETSID_GRANDCHILD)
+
+
+# ---- an init killed from outside leaves nothing behind (`sandlock run`) ----
+
+SANDLOCK = os.path.join(os.environ.get("SANDLOCK_BUILD") or os.path.join(REPO, "build"),
+                        "sandlock")
+
+# Records init's pid (the command's parent) and that of a setsid() child
+# (out of the process group, so no killpg reaches it), then waits.
+ORPHAN_MAKER = textwrap.dedent("""
+    import os, sys, time
+    d = sys.argv[1]
+    if os.fork() == 0:
+        os.setsid()
+        open(d + "/orphan.tmp", "w").write(str(os.getpid()))
+        os.rename(d + "/orphan.tmp", d + "/orphan")
+        os.execv("/bin/sleep", ["sleep", "300"])
+    open(d + "/init.tmp", "w").write(str(os.getppid()))
+    os.rename(d + "/init.tmp", d + "/init")
+    time.sleep(300)
+""")
+
+
+def _kill_init_then_check(tmpdir_path, prefix=()):
+    os.chmod(tmpdir_path, 0o777)
+    ro = [a for d in SYSTEM if os.path.exists(d) for a in ("-r", d)]
+    cli = subprocess.Popen([*prefix, SANDLOCK, "run", *ro, "-w", tmpdir_path, "-t", "120",
+                            "--", "/usr/bin/python3", "-c", ORPHAN_MAKER, tmpdir_path])
+    orphan = None
+    try:
+        files = [os.path.join(tmpdir_path, f) for f in ("orphan", "init")]
+        assert _wait_for(lambda: all(os.path.exists(f) for f in files), 30)
+        orphan, init = (int(open(f).read()) for f in files)
+        assert _alive(orphan)
+        os.kill(init, signal.SIGKILL)  # what RLIMIT_CPU did to init in the attack
+        assert cli.wait(timeout=60) == 128 + signal.SIGKILL
+        # Checked once the CLI has returned: no waiting for a late death.
+        assert not _alive(orphan), "a setsid() process outlived `sandlock run`"
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+        if orphan and _alive(orphan):
+            os.kill(orphan, signal.SIGKILL)
+
+
+def test_cli_init_killed_leaves_no_survivor(tmpdir_path):
+    # As root the library puts the sandbox in its own cgroup: cgroup.kill.
+    _kill_init_then_check(tmpdir_path)
+
+
+def test_cli_init_killed_leaves_no_survivor_without_cgroup(tmpdir_path):
+    # Unprivileged, no cgroup can be made: the CLI is a child subreaper and
+    # kills the orphans that come to it.
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or not setpriv:
+        pytest.skip("needs root and setpriv to run the CLI as another user")
+    _kill_init_then_check(tmpdir_path, (setpriv, "--reuid=65534", "--regid=65534",
+                                        "--clear-groups"))

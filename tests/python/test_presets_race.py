@@ -285,3 +285,49 @@ def test_untrappable_path_syscalls_answer_enosys(tmpdir_path):
     sb = sandlock.Sandbox(fs_readable=SYSTEM + [tmpdir_path], timeout=60)
     deny = PathDenyHandler([f])
     assert guest_run(sb, cases, [(s, deny) for s in ALL_PATH_SYSCALLS]) == [errno.ENOSYS] * 3
+
+
+def test_refused_open_neither_truncates_nor_creates(secrets):
+    """O_TRUNC through a link to a denied file, and O_CREAT of a denied
+    name: refused before they take effect.  The control: continued, the
+    kernel truncates the denied file through the link."""
+    d = secrets
+    os.symlink(d + "/secret_B", d + "/innocent")
+    sb = sandlock.Sandbox(fs_readable=SYSTEM, fs_writable=[d], timeout=60)
+    cmd = ["/bin/sh", "-c", 'true > "$0"/innocent; true > "$0"/secret_B2; echo done', d]
+    deny = PathDenyHandler([d + "/secret_B*"])
+    r = sb.run_with_handlers(cmd, [(s, deny) for s in ALL_PATH_SYSCALLS])
+    assert r.stdout == b"done\n"
+    assert open(d + "/secret_B").read() == "DENIED"
+    assert not os.path.exists(d + "/secret_B2")
+    ctl = sb.run_with_handlers(cmd, [(s, PathDenyHandler([d + "/secret_B*"], on_behalf=False))
+                                     for s in ALL_PATH_SYSCALLS])
+    assert ctl.stdout == b"done\n"
+    assert open(d + "/secret_B").read() == ""
+
+
+def test_open_on_behalf_from_an_async_handler(secrets):
+    """Deferred handlers (workers) may open on behalf too."""
+    class OnlyA(sandlock.Handler):
+        async def handle(self, ctx):
+            return ctx.open_on_behalf(allow=lambda path, st: not path.endswith("_B"))
+
+    sb = sandlock.Sandbox(fs_readable=SYSTEM + [secrets], timeout=60)
+    h = OnlyA()
+    r = sb.run_with_handlers(["/bin/sh", "-c", 'cat "$0"/secret_A; cat "$0"/secret_B', secrets],
+                             [(s, h) for s in ("open", "openat")])
+    assert r.stdout == b"ALLOWED"
+    assert b"Permission denied" in r.stderr
+
+
+def test_name_is_the_virtual_hostname():
+    """Sandbox(name=...) is what uname, /proc/sys/kernel/hostname and
+    /etc/hostname (opened on behalf with /proc readable) show."""
+    host = os.uname().nodename
+    assert host != "pybox-1"  # control
+    sb = sandlock.Sandbox(fs_readable=SYSTEM + ["/proc"], name="pybox-1", timeout=60)
+    r = sb.run(["/bin/sh", "-c", "uname -n; cat /proc/sys/kernel/hostname /etc/hostname"])
+    assert r.stdout == b"pybox-1\n" * 3
+    r = sandlock.Sandbox(fs_readable=SYSTEM, timeout=60).run(["/bin/sh", "-c", "uname -n; echo $PPID"])
+    name, init = r.stdout.decode().split()
+    assert name == "sandbox-" + init

@@ -1,0 +1,167 @@
+/*
+ * options.c — the `sandlock run` option table (see options.h).
+ */
+#include "options.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+/* One line per option; keep lines independent so parallel additions merge. */
+const struct cli_opt cli_run_opts[] = {
+	{ OPT_READ, 'r', "fs-read", "read", "PATH", "Filesystem (paths must exist; everything not granted is denied):", "allow reading and executing under PATH" },
+	{ OPT_WRITE, 'w', "fs-write", "write", "PATH", NULL, "allow reading and writing under PATH" },
+	{ OPT_DENY, 'd', "fs-deny", "deny", "PATH", NULL, "deny PATH even inside an allowed tree" },
+	{ OPT_MAX_MEMORY, 'm', "max-memory", NULL, "SIZE", "Limits:", "memory of the whole sandbox (cgroup; else per process): 512M, 1.5G" },
+	{ OPT_MAX_PROCESSES, 'P', "max-processes", NULL, "N", NULL, "at most N processes at once (default 64, 0 = no limit)" },
+	{ OPT_MAX_OPEN_FILES, 0, "max-open-files", NULL, "N", NULL, "RLIMIT_NOFILE of the command (capped at sandlock's own)" },
+	{ OPT_MAX_CPU, 0, "max-cpu", NULL, "PCT", NULL, "CPU time, percent of one core (1-100; needs a cgroup)" },
+	{ OPT_CPU_CORES, 0, "cpu-cores", NULL, "LIST", NULL, "run on these cores only, e.g. 0,2-3" },
+	{ OPT_TIMEOUT, 't', "timeout", NULL, "SECS", NULL, "kill the sandbox after SECS (decimals allowed)" },
+	{ OPT_NET_ALLOW, 0, "net-allow", NULL, "SPEC", "Network (without rules no TCP/UDP/ICMP destination and no bind is allowed):", "allow destinations [tcp://|udp://|icmp://]TARGET[:PORTS]" },
+	{ OPT_NET_DENY, 0, "net-deny", NULL, "SPEC", NULL, "deny these IP/CIDR destinations, allow the rest" },
+	{ OPT_NET_ALLOW_BIND, 0, "net-allow-bind", NULL, "PORTS", NULL, "allow TCP bind: N, lo-hi, * (comma-separated)" },
+	{ OPT_NET_DENY_BIND, 0, "net-deny-bind", NULL, "PORTS", NULL, "deny TCP bind to these ports, allow the rest" },
+	{ OPT_ALLOW_UNIX, 0, "allow-unix", NULL, "PATH", NULL, "allow connecting to unix sockets at or below PATH" },
+	{ OPT_UNIX_READABLE, 0, "net-unix-readable", NULL, NULL, NULL, "also allow unix sockets inside -r trees" },
+	{ OPT_EXTRA_ALLOW, 0, "extra-allow-syscalls", NULL, "GROUPS", "Syscalls and protections:", "re-allow syscall groups denied by default (sysv_ipc)" },
+	{ OPT_EXTRA_DENY, 0, "extra-deny-syscalls", NULL, "NAMES", NULL, "also deny these syscalls or groups with EPERM" },
+	{ OPT_ALLOW_DEGRADED, 0, "allow-degraded", NULL, "PROT", NULL, "run even if the kernel lacks protection PROT (repeatable)" },
+	{ OPT_DISABLE, 0, "disable", NULL, "PROT", NULL, "never enforce PROT (fs_refer fs_truncate net_tcp fs_ioctl_dev signal_scope abstract_unix_socket_scope)" },
+	{ OPT_CLEAN_ENV, 0, "clean-env", NULL, NULL, "Program:", "minimal environment: PATH HOME USER TERM LANG only" },
+	{ OPT_ENV, 0, "env", NULL, "K=V", NULL, "set K to V in the command's environment" },
+	{ OPT_CWD, 'C', "cwd", NULL, "DIR", NULL, "run the command in DIR" },
+	{ OPT_NAME, 0, "name", NULL, "NAME", NULL, "name the run: its hostname (uname) and the NAME of 'sandlock ps/inspect/kill'" },
+	{ OPT_NO_COREDUMP, 0, "no-coredump", NULL, NULL, NULL, "no core dumps (RLIMIT_CORE 0)" },
+	{ OPT_NO_HUGE_PAGES, 0, "no-huge-pages", NULL, NULL, NULL, "no transparent huge pages" },
+	{ OPT_INTERACTIVE, 'i', "interactive", NULL, NULL, NULL, "use the terminal (always on: stdio is the caller's)" },
+	{ OPT_RANDOM_SEED, 0, "random-seed", NULL, "N", "Determinism:", "getrandom() returns a stream seeded with N" },
+	{ OPT_TIME_START, 0, "time-start", NULL, "T", NULL, "wall clock starts at T (Unix seconds or RFC 3339)" },
+	{ OPT_NO_RANDOMIZE, 0, "no-randomize-memory", NULL, NULL, NULL, "no address-space layout randomization" },
+	{ OPT_PROFILE, 'p', "profile", NULL, "NAME", "Profiles (flags add to a profile's lists and override its values):", "load NAME.toml from the profiles directory" },
+	{ OPT_PROFILE_FILE, 0, "profile-file", NULL, "PATH", NULL, "load the profile at PATH" },
+	{ OPT_JSON, 0, "json", NULL, NULL, "Output:", "print the result as one JSON object on stdout at the end" },
+	{ OPT_TRACE, 0, "trace", NULL, NULL, NULL, "a JSON line on stderr for each file access the rules deny" },
+	{ OPT_STATUS_FD, 0, "status-fd", "json-status-fd", "FD", NULL, "JSON lines on FD: child pid at start, status at end" },
+	{ OPT_HELP, 'h', "help", NULL, NULL, NULL, "show this help" },
+	{ 0, 0, NULL, NULL, NULL, NULL, NULL },
+};
+
+/* Reference CLI options whose feature sandlock does not have yet: refused
+ * with "not supported yet", never ignored.  One per line. */
+const struct cli_unsupported cli_unsupported[] = {
+	{ "port-remap", no_argument },
+	{ "http-allow", required_argument },
+	{ "http-deny", required_argument },
+	{ "http-ports", required_argument },
+	{ "http-ca", required_argument },
+	{ "http-key", required_argument },
+	{ "http-inject-ca", required_argument },
+	{ "http-ca-out", required_argument },
+	{ "http-auth", required_argument },
+	{ "credential", required_argument },
+	{ "chroot", required_argument },
+	{ "fs-mount", required_argument },
+	{ "fs-storage", required_argument },
+	{ "workdir", required_argument },
+	{ "dry-run", no_argument },
+	{ "no-supervisor", no_argument },
+	{ "uid", required_argument },
+	{ "gid", required_argument },
+	{ "deterministic-dirs", no_argument },
+	{ "max-disk", required_argument },
+	{ "gpu", required_argument },
+	{ "num-cpus", required_argument },
+	{ NULL, 0 },
+};
+
+#define MAX_LONG 128
+
+const struct option *cli_long_options(void)
+{
+	static struct option longs[MAX_LONG];
+	static bool built;
+	if (built)
+		return longs;
+	size_t n = 0;
+	for (const struct cli_opt *o = cli_run_opts; o->name && n + 3 < MAX_LONG; o++) {
+		int has = o->arg ? required_argument : no_argument;
+		longs[n++] = (struct option){ o->name, has, NULL, o->id };
+		if (o->alias)
+			longs[n++] = (struct option){ o->alias, has, NULL, o->id };
+	}
+	for (int i = 0; cli_unsupported[i].name && n + 1 < MAX_LONG; i++)
+		longs[n++] = (struct option){ cli_unsupported[i].name, cli_unsupported[i].has_arg,
+					      NULL, OPT_UNSUPPORTED_BASE + i };
+	longs[n] = (struct option){ NULL, 0, NULL, 0 };
+	built = true;
+	return longs;
+}
+
+const char *cli_short_options(void)
+{
+	/* '+': stop at the first non-option so CMD's own flags are never ours;
+	 * leading ':': report a missing argument as ':' instead of '?'. */
+	static char s[64] = "+:";
+	static bool built;
+	if (built)
+		return s;
+	size_t n = strlen(s);
+	for (const struct cli_opt *o = cli_run_opts; o->name && n + 3 < sizeof(s); o++) {
+		if (!o->short_name)
+			continue;
+		s[n++] = o->short_name;
+		if (o->arg)
+			s[n++] = ':';
+	}
+	s[n] = '\0';
+	built = true;
+	return s;
+}
+
+const struct cli_opt *cli_opt_by_id(int id)
+{
+	for (const struct cli_opt *o = cli_run_opts; o->name; o++)
+		if (o->id == id || (id < 256 && id > 0 && o->short_name == id))
+			return o;
+	return NULL;
+}
+
+const char *cli_opt_label(int id, char *buf, size_t len)
+{
+	const struct cli_opt *o = cli_opt_by_id(id);
+	if (!o)
+		snprintf(buf, len, "-%c", id > 0 && id < 128 ? id : '?');
+	else if (o->short_name)
+		snprintf(buf, len, "-%c/--%s", o->short_name, o->name);
+	else
+		snprintf(buf, len, "--%s", o->name);
+	return buf;
+}
+
+void cli_print_run_options(FILE *f)
+{
+	for (const struct cli_opt *o = cli_run_opts; o->name; o++) {
+		char left[64];
+		if (o->group)
+			fprintf(f, "%s\n", o->group);
+		snprintf(left, sizeof(left), "%c%c%c --%s%s%s", o->short_name ? '-' : ' ',
+			 o->short_name ? o->short_name : ' ', o->short_name ? ',' : ' ', o->name,
+			 o->arg ? " " : "", o->arg ? o->arg : "");
+		fprintf(f, "  %-26s %s", left, o->help);
+		if (o->alias)
+			fprintf(f, " (also --%s)", o->alias);
+		fputc('\n', f);
+	}
+	fputs("Reference options not supported yet (refused):\n ", f);
+	size_t col = 1;
+	for (int i = 0; cli_unsupported[i].name; i++) {
+		size_t w = strlen(cli_unsupported[i].name) + 3;
+		if (col + w > 78) {
+			fputs("\n ", f);
+			col = 1;
+		}
+		fprintf(f, " --%s", cli_unsupported[i].name);
+		col += w;
+	}
+	fputc('\n', f);
+}

@@ -1,0 +1,669 @@
+/*
+ * profile.c — TOML profiles (see profile.h).  The TOML itself is read by
+ * toml.c; this file knows the schema.
+ */
+#include "profile.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+#include "parse.h"
+#include "toml.h"
+
+#define EXIT_SANDLOCK 125
+
+struct pctx {
+	const char *path;
+	struct cli_cfg *cfg;
+	const char *section;
+	const char *key;
+	char *err;
+};
+
+__attribute__((format(printf, 3, 4))) static int perr(struct pctx *c, const struct toml_value *v,
+                                                      const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (asprintf(&c->err, "%s:%d:%d: [%s] %s: %s", c->path, v->line, v->col, c->section,
+		     c->key, msg) < 0)
+		c->err = NULL;
+	return -1;
+}
+
+static int want(struct pctx *c, const struct toml_value *v, enum toml_type t)
+{
+	if (v->type == t)
+		return 0;
+	return perr(c, v, "expected %s %s, got %s", t == TOML_INT || t == TOML_ARRAY ? "an" : "a",
+		    toml_type_name(t), toml_type_name(v->type));
+}
+
+static int nomem(struct pctx *c, const struct toml_value *v)
+{
+	return perr(c, v, "out of memory");
+}
+
+static int str_list(struct pctx *c, const struct toml_value *v, struct cli_list *l)
+{
+	if (want(c, v, TOML_ARRAY) < 0)
+		return -1;
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		const struct toml_value *it = &v->u.arr.items[i];
+		if (want(c, it, TOML_STRING) < 0)
+			return -1;
+		if (cli_list_add(l, it->u.s) < 0)
+			return nomem(c, it);
+	}
+	return 0;
+}
+
+static int k_extra_allow(struct pctx *c, const struct toml_value *v)
+{
+	return str_list(c, v, &c->cfg->extra_allow);
+}
+
+static int k_read(struct pctx *c, const struct toml_value *v)
+{
+	return str_list(c, v, &c->cfg->read);
+}
+
+static int k_write(struct pctx *c, const struct toml_value *v)
+{
+	return str_list(c, v, &c->cfg->write);
+}
+
+static int k_deny(struct pctx *c, const struct toml_value *v)
+{
+	return str_list(c, v, &c->cfg->deny);
+}
+
+/*
+ * Network rules become the matching flag's option (struct cli_op): a
+ * string as written, an integer as a port.  Endpoint rules are checked
+ * here (with their position); bind ports by the build.
+ */
+static int net_rules(struct pctx *c, const struct toml_value *v, int id)
+{
+	if (want(c, v, TOML_ARRAY) < 0)
+		return -1;
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		const struct toml_value *it = &v->u.arr.items[i];
+		char num[24];
+		const char *spec;
+		if (it->type == TOML_INT) {
+			if (it->u.i < 1 || it->u.i > 65535)
+				return perr(c, it, "port %lld is not in 1-65535", (long long)it->u.i);
+			snprintf(num, sizeof(num), "%lld", (long long)it->u.i);
+			spec = num;
+		} else if (it->type == TOML_STRING) {
+			spec = it->u.s;
+		} else {
+			return perr(c, it, "expected a rule (string) or a port (integer), got %s",
+				    toml_type_name(it->type));
+		}
+		if (id == OPT_NET_ALLOW) {
+			char *e = sandlock_net_spec_error(spec, 0);
+			if (e) {
+				int rc = perr(c, it, "'%s': %s", spec, e);
+				sandlock_string_free(e);
+				return rc;
+			}
+		}
+		if (cli_ops_add(&c->cfg->ops, id, spec) < 0)
+			return nomem(c, it);
+	}
+	return 0;
+}
+
+static int k_net_allow(struct pctx *c, const struct toml_value *v)
+{
+	return net_rules(c, v, OPT_NET_ALLOW);
+}
+
+static int k_net_bind(struct pctx *c, const struct toml_value *v)
+{
+	return net_rules(c, v, OPT_NET_ALLOW_BIND);
+}
+
+static int k_net_deny_bind(struct pctx *c, const struct toml_value *v)
+{
+	return net_rules(c, v, OPT_NET_DENY_BIND);
+}
+
+static int k_cwd(struct pctx *c, const struct toml_value *v)
+{
+	if (want(c, v, TOML_STRING) < 0)
+		return -1;
+	free(c->cfg->cwd);
+	if (!(c->cfg->cwd = strdup(v->u.s)))
+		return nomem(c, v);
+	return 0;
+}
+
+static int k_clean_env(struct pctx *c, const struct toml_value *v)
+{
+	if (want(c, v, TOML_BOOL) < 0)
+		return -1;
+	c->cfg->clean_env = v->u.b;
+	return 0;
+}
+
+static int k_env(struct pctx *c, const struct toml_value *v)
+{
+	if (want(c, v, TOML_TABLE) < 0)
+		return -1;
+	for (size_t i = 0; i < v->u.tab->n; i++) {
+		const struct toml_kv *kv = &v->u.tab->kv[i];
+		if (want(c, &kv->val, TOML_STRING) < 0)
+			return -1;
+		if (kv->key[0] == '\0' || strchr(kv->key, '='))
+			return perr(c, &kv->val, "variable name '%s' is empty or has '='", kv->key);
+		char *s;
+		if (asprintf(&s, "%s=%s", kv->key, kv->val.u.s) < 0)
+			return nomem(c, v);
+		int rc = cli_list_add(&c->cfg->env, s);
+		free(s);
+		if (rc < 0)
+			return nomem(c, v);
+	}
+	return 0;
+}
+
+/* [program] exec and args become argv; args are kept until exec is seen. */
+static int k_exec(struct pctx *c, const struct toml_value *v)
+{
+	if (want(c, v, TOML_STRING) < 0)
+		return -1;
+	if (v->u.s[0] == '\0')
+		return perr(c, v, "empty command");
+	struct cli_list *a = &c->cfg->argv;
+	if (cli_list_add(a, v->u.s) < 0)
+		return nomem(c, v);
+	/* exec goes first, whatever order the keys came in */
+	char *last = a->v[a->n - 1];
+	memmove(a->v + 1, a->v, (a->n - 1) * sizeof(*a->v));
+	a->v[0] = last;
+	return 0;
+}
+
+static int k_args(struct pctx *c, const struct toml_value *v)
+{
+	return str_list(c, v, &c->cfg->argv);
+}
+
+static int k_memory(struct pctx *c, const struct toml_value *v)
+{
+	uint64_t bytes = 0;
+	const char *why = NULL;
+	if (v->type == TOML_INT) {
+		if (v->u.i <= 0)
+			return perr(c, v, "must be greater than zero");
+		bytes = (uint64_t)v->u.i;
+	} else if (v->type == TOML_STRING) {
+		int pr = sandlock_parse_memory_size(v->u.s, &bytes);
+		why = pr == -2 ? "must be greater than zero" : pr == -3 ? "number too large"
+				: "expected a size such as 4096, 512M or 1.5G";
+		if (pr < 0)
+			return perr(c, v, "'%s': %s", v->u.s, why);
+	} else {
+		return perr(c, v, "expected bytes (integer) or a size string such as \"512M\", got %s",
+			    toml_type_name(v->type));
+	}
+	c->cfg->has_max_memory = true;
+	c->cfg->max_memory = bytes;
+	return 0;
+}
+
+static int k_processes(struct pctx *c, const struct toml_value *v)
+{
+	if (want(c, v, TOML_INT) < 0)
+		return -1;
+	if (v->u.i < 0 || v->u.i > UINT32_MAX)
+		return perr(c, v, "must be 0 (no limit) to %u", UINT32_MAX);
+	c->cfg->has_max_processes = true;
+	c->cfg->max_processes = (uint32_t)v->u.i;
+	return 0;
+}
+
+static int k_random_seed(struct pctx *c, const struct toml_value *v)
+{
+	if (want(c, v, TOML_INT) < 0)
+		return -1;
+	if (v->u.i < 0)
+		return perr(c, v, "must not be negative");
+	c->cfg->has_random_seed = true;
+	c->cfg->random_seed = (uint64_t)v->u.i;
+	return 0;
+}
+
+/* Unix seconds (integer or float) or an RFC 3339 string. */
+static int k_time_start(struct pctx *c, const struct toml_value *v)
+{
+	int64_t ns = 0;
+	const char *why = NULL;
+	if (v->type == TOML_INT) {
+		if (v->u.i < 0 || v->u.i > INT64_MAX / 1000000000)
+			return perr(c, v, "out of range (Unix seconds, not before 1970)");
+		ns = v->u.i * 1000000000;
+	} else if (v->type == TOML_FLOAT) {
+		if (!(v->u.f >= 0) || v->u.f > (double)(INT64_MAX / 1000000000))
+			return perr(c, v, "out of range (Unix seconds, not before 1970)");
+		ns = (int64_t)(v->u.f * 1e9);
+	} else if (v->type == TOML_STRING) {
+		if (cli_parse_time(v->u.s, &ns, &why) < 0)
+			return perr(c, v, "'%s': %s", v->u.s, why);
+	} else {
+		return perr(c, v, "expected Unix seconds or an RFC 3339 string, got %s",
+			    toml_type_name(v->type));
+	}
+	c->cfg->has_time_start = true;
+	c->cfg->time_start_ns = ns;
+	return 0;
+}
+
+/* Knobs go to the builder as the matching flag would (struct cli_op). */
+static int op(struct pctx *c, const struct toml_value *v, int id, const char *arg)
+{
+	return cli_ops_add(&c->cfg->ops, id, arg) < 0 ? nomem(c, v) : 0;
+}
+
+static int flag_op(struct pctx *c, const struct toml_value *v, int id)
+{
+	if (want(c, v, TOML_BOOL) < 0)
+		return -1;
+	return v->u.b ? op(c, v, id, NULL) : 0;
+}
+
+static int k_no_coredump(struct pctx *c, const struct toml_value *v)
+{
+	return flag_op(c, v, OPT_NO_COREDUMP);
+}
+
+static int k_no_huge_pages(struct pctx *c, const struct toml_value *v)
+{
+	return flag_op(c, v, OPT_NO_HUGE_PAGES);
+}
+
+static int k_no_randomize(struct pctx *c, const struct toml_value *v)
+{
+	return flag_op(c, v, OPT_NO_RANDOMIZE);
+}
+
+static int int_op(struct pctx *c, const struct toml_value *v, int id, int64_t lo, int64_t hi)
+{
+	if (want(c, v, TOML_INT) < 0)
+		return -1;
+	if (v->u.i < lo || v->u.i > hi)
+		return perr(c, v, "must be %lld to %lld", (long long)lo, (long long)hi);
+	char num[24];
+	snprintf(num, sizeof(num), "%lld", (long long)v->u.i);
+	return op(c, v, id, num);
+}
+
+static int k_open_files(struct pctx *c, const struct toml_value *v)
+{
+	return int_op(c, v, OPT_MAX_OPEN_FILES, 1, UINT32_MAX);
+}
+
+static int k_cpu(struct pctx *c, const struct toml_value *v)
+{
+	return int_op(c, v, OPT_MAX_CPU, 1, 100);
+}
+
+static int k_cpu_cores(struct pctx *c, const struct toml_value *v)
+{
+	if (want(c, v, TOML_ARRAY) < 0)
+		return -1;
+	for (size_t i = 0; i < v->u.arr.n; i++)
+		if (int_op(c, &v->u.arr.items[i], OPT_CPU_CORES, 0, 1023) < 0)
+			return -1;
+	return 0;
+}
+
+static int k_extra_deny(struct pctx *c, const struct toml_value *v)
+{
+	if (want(c, v, TOML_ARRAY) < 0)
+		return -1;
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		const struct toml_value *it = &v->u.arr.items[i];
+		if (want(c, it, TOML_STRING) < 0)
+			return -1;
+		if (!it->u.s[0] || strchr(it->u.s, ','))
+			return perr(c, it, "'%s' is not a syscall or group name", it->u.s);
+		if (op(c, it, OPT_EXTRA_DENY, it->u.s) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* A value that asks for nothing: what omitting the key would mean. */
+static bool asks_nothing(const struct toml_value *v)
+{
+	return (v->type == TOML_BOOL && !v->u.b) || (v->type == TOML_ARRAY && v->u.arr.n == 0) ||
+	       (v->type == TOML_TABLE && v->u.tab->n == 0);
+}
+
+static int k_unsupported(struct pctx *c, const struct toml_value *v)
+{
+	if (asks_nothing(v))
+		return 0;
+	return perr(c, v, "not supported yet by this sandlock (only false or an empty list is "
+			  "accepted here)");
+}
+
+/* gpu_devices = [] would expose every GPU, so no value means "nothing". */
+static int k_never(struct pctx *c, const struct toml_value *v)
+{
+	return perr(c, v, "not supported yet by this sandlock");
+}
+
+struct key_spec {
+	const char *section;
+	const char *key;
+	int (*apply)(struct pctx *, const struct toml_value *);
+};
+
+/* The schema: one line per key. */
+static const struct key_spec schema[] = {
+	{ "config", "http_ca", k_unsupported },
+	{ "config", "http_key", k_unsupported },
+	{ "config", "http_inject_ca", k_unsupported },
+	{ "config", "http_ca_out", k_unsupported },
+	{ "config", "fs_storage", k_unsupported },
+	{ "config", "workdir", k_unsupported },
+	{ "determinism", "random_seed", k_random_seed },
+	{ "determinism", "time_start", k_time_start },
+	{ "determinism", "deterministic_dirs", k_unsupported },
+	{ "determinism", "no_randomize_memory", k_no_randomize },
+	{ "program", "exec", k_exec },
+	{ "program", "args", k_args },
+	{ "program", "env", k_env },
+	{ "program", "cwd", k_cwd },
+	{ "program", "clean_env", k_clean_env },
+	{ "program", "uid", k_unsupported },
+	{ "program", "gid", k_unsupported },
+	{ "program", "no_coredump", k_no_coredump },
+	{ "program", "no_huge_pages", k_no_huge_pages },
+	{ "program", "no_supervisor", k_unsupported },
+	{ "filesystem", "read", k_read },
+	{ "filesystem", "write", k_write },
+	{ "filesystem", "deny", k_deny },
+	{ "filesystem", "chroot", k_unsupported },
+	{ "filesystem", "mount", k_unsupported },
+	{ "filesystem", "on_exit", k_unsupported },
+	{ "filesystem", "on_error", k_unsupported },
+	{ "network", "allow", k_net_allow },
+	{ "network", "allow_bind", k_net_bind },
+	{ "network", "deny_bind", k_net_deny_bind },
+	{ "network", "port_remap", k_unsupported },
+	{ "http", "ports", k_unsupported },
+	{ "http", "allow", k_unsupported },
+	{ "http", "deny", k_unsupported },
+	{ "syscalls", "extra_allow", k_extra_allow },
+	{ "syscalls", "extra_deny", k_extra_deny },
+	{ "limits", "memory", k_memory },
+	{ "limits", "processes", k_processes },
+	{ "limits", "open_files", k_open_files },
+	{ "limits", "cpu", k_cpu },
+	{ "limits", "disk", k_unsupported },
+	{ "limits", "gpu_devices", k_never },
+	{ "limits", "cpu_cores", k_cpu_cores },
+	{ "limits", "num_cpus", k_unsupported },
+	{ NULL, NULL, NULL },
+};
+
+static bool known_section(const char *name)
+{
+	for (const struct key_spec *k = schema; k->section; k++)
+		if (strcmp(k->section, name) == 0)
+			return true;
+	return false;
+}
+
+static int apply_section(struct pctx *c, const struct toml_kv *sec)
+{
+	c->section = sec->key;
+	for (size_t i = 0; i < sec->val.u.tab->n; i++) {
+		const struct toml_kv *kv = &sec->val.u.tab->kv[i];
+		const struct key_spec *k = schema;
+		while (k->section && (strcmp(k->section, sec->key) || strcmp(k->key, kv->key)))
+			k++;
+		c->key = kv->key;
+		if (!k->section) {
+			if (asprintf(&c->err, "%s:%d:%d: unknown key '%s' in [%s]", c->path, kv->line,
+				     kv->col, kv->key, sec->key) < 0)
+				c->err = NULL;
+			return -1;
+		}
+		if (k->apply(c, &kv->val) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int apply_root(struct pctx *c, const struct toml_table *root)
+{
+	for (size_t i = 0; i < root->n; i++) {
+		const struct toml_kv *kv = &root->kv[i];
+		const char *what = NULL;
+		if (kv->val.type != TOML_TABLE)
+			what = "top-level key '%s': profile keys belong in a section such as "
+			       "[filesystem] or [limits]";
+		else if (!known_section(kv->key))
+			what = "unknown section [%s]";
+		if (what) {
+			char msg[256];
+			snprintf(msg, sizeof(msg), what, kv->key);
+			if (asprintf(&c->err, "%s:%d:%d: %s", c->path, kv->line, kv->col, msg) < 0)
+				c->err = NULL;
+			return -1;
+		}
+		if (apply_section(c, kv) < 0)
+			return -1;
+	}
+	if (c->cfg->argv.n && !toml_get(toml_get(root, "program")->u.tab, "exec")) {
+		if (asprintf(&c->err, "%s: [program] args without exec", c->path) < 0)
+			c->err = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* The whole file as a string; NULL with *err. */
+static char *slurp(const char *path, char **err)
+{
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		if (asprintf(err, "%s: %s", path, strerror(errno)) < 0)
+			*err = NULL;
+		return NULL;
+	}
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	char chunk[4096];
+	size_t n;
+	while (m && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		fwrite(chunk, 1, n, m);
+	bool bad = ferror(f);
+	fclose(f);
+	if (m)
+		fclose(m);
+	if (!m || bad || memchr(buf, '\0', len)) {
+		if (asprintf(err, "%s: %s", path, !m ? "out of memory" : bad ? "read error"
+										 : "contains a NUL byte") < 0)
+			*err = NULL;
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+int cli_profile_load(const char *path, struct cli_cfg *out, char **err)
+{
+	cli_cfg_init(out);
+	*err = NULL;
+	char *text = slurp(path, err);
+	if (!text)
+		return -1;
+	char *terr = NULL;
+	struct toml_table *root = toml_parse(text, &terr);
+	free(text);
+	if (!root) {
+		if (asprintf(err, "%s:%s", path, terr ? terr : " out of memory") < 0)
+			*err = NULL;
+		free(terr);
+		return -1;
+	}
+	struct pctx c = { path, out, "", "", NULL };
+	int rc = apply_root(&c, root);
+	toml_free(root);
+	if (rc < 0) {
+		*err = c.err;
+		cli_cfg_free(out);
+	}
+	return rc;
+}
+
+char *cli_profile_dir(char **err)
+{
+	char *dir = NULL;
+	const char *xdg = getenv("XDG_CONFIG_HOME");
+	const char *home = getenv("HOME");
+	/* The XDG spec says a relative XDG_CONFIG_HOME is invalid: ignore it. */
+	if (xdg && xdg[0] == '/') {
+		if (asprintf(&dir, "%s/sandlock/profiles", xdg) < 0)
+			dir = NULL;
+	} else if (home && home[0] == '/') {
+		if (asprintf(&dir, "%s/.config/sandlock/profiles", home) < 0)
+			dir = NULL;
+	} else {
+		*err = strdup("cannot find the profiles directory: neither XDG_CONFIG_HOME nor HOME "
+			      "is an absolute path");
+		return NULL;
+	}
+	if (!dir)
+		*err = strdup("out of memory");
+	return dir;
+}
+
+char *cli_profile_path(const char *name, char **err)
+{
+	if (!name[0] || name[0] == '.' || strchr(name, '/')) {
+		if (asprintf(err, "invalid profile name '%s' (use --profile-file for a path)", name) < 0)
+			*err = NULL;
+		return NULL;
+	}
+	char *dir = cli_profile_dir(err);
+	if (!dir)
+		return NULL;
+	char *path = NULL;
+	if (asprintf(&path, "%s/%s.toml", dir, name) < 0) {
+		path = NULL;
+		*err = strdup("out of memory");
+	}
+	free(dir);
+	return path;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Names of the DIR/NAME.toml files, sorted, one per line.  A missing dir lists nothing. */
+static int profile_list(void)
+{
+	char *err = NULL;
+	char *dir = cli_profile_dir(&err);
+	if (!dir) {
+		fprintf(stderr, "sandlock: %s\n", err ? err : "out of memory");
+		free(err);
+		return EXIT_SANDLOCK;
+	}
+	DIR *d = opendir(dir);
+	if (!d) {
+		int e = errno;
+		free(dir);
+		if (e == ENOENT)
+			return 0;
+		fprintf(stderr, "sandlock: cannot list profiles: %s\n", strerror(e));
+		return EXIT_SANDLOCK;
+	}
+	struct cli_list names = { 0 };
+	struct dirent *de;
+	int rc = 0;
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		if (de->d_name[0] == '.' || len <= 5 || strcmp(de->d_name + len - 5, ".toml"))
+			continue;
+		de->d_name[len - 5] = '\0';
+		if (cli_list_add(&names, de->d_name) < 0)
+			rc = EXIT_SANDLOCK;
+	}
+	closedir(d);
+	free(dir);
+	if (names.n)
+		qsort(names.v, names.n, sizeof(*names.v), cmp_str);
+	for (size_t i = 0; i < names.n; i++) {
+		puts(names.v[i]);
+		free(names.v[i]);
+	}
+	free(names.v);
+	return rc;
+}
+
+/* Validate NAME's profile, then print it as written. */
+static int profile_show(const char *name)
+{
+	char *err = NULL;
+	char *path = cli_profile_path(name, &err);
+	struct cli_cfg cfg;
+	if (!path || cli_profile_load(path, &cfg, &err) < 0) {
+		fprintf(stderr, "sandlock: %s\n", err ? err : "out of memory");
+		free(err);
+		free(path);
+		return EXIT_SANDLOCK;
+	}
+	cli_cfg_free(&cfg);
+	char *text = NULL;
+	text = slurp(path, &err);
+	free(path);
+	if (!text) {
+		fprintf(stderr, "sandlock: %s\n", err ? err : "out of memory");
+		free(err);
+		return EXIT_SANDLOCK;
+	}
+	fputs(text, stdout);
+	free(text);
+	return 0;
+}
+
+static const char usage_profile[] =
+	"Usage: sandlock profile list\n"
+	"       sandlock profile show NAME\n"
+	"\n"
+	"Profiles are TOML files NAME.toml in $XDG_CONFIG_HOME/sandlock/profiles\n"
+	"(default ~/.config/sandlock/profiles); use one with 'sandlock run -p NAME'.\n";
+
+int cli_profile_command(int argc, char **argv)
+{
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs(usage_profile, stdout);
+		return 0;
+	}
+	if (argc == 2 && !strcmp(argv[1], "list"))
+		return profile_list();
+	if (argc == 3 && !strcmp(argv[1], "show"))
+		return profile_show(argv[2]);
+	fputs("sandlock: usage: sandlock profile list | show NAME\n", stderr);
+	return EXIT_SANDLOCK;
+}

@@ -1,0 +1,164 @@
+/*
+ * report.c — --json and --status-fd (see report.h).
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int cli_report_check_fd(int fd, const char **why)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0) {
+		*why = "not an open file descriptor";
+		return -1;
+	}
+	if ((fl & O_ACCMODE) == O_RDONLY) {
+		*why = "not open for writing";
+		return -1;
+	}
+	/* stdio is the command's too; anything above must not reach it (the
+	 * launcher closes such fds anyway: this is the second line). */
+	if (fd > 2 && fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+		*why = strerror(errno);
+		return -1;
+	}
+	return 0;
+}
+
+void cli_report_begin(struct cli_report *rep)
+{
+	rep->start_ms = now_ms();
+}
+
+/*
+ * Write all of s to fd.  A reader that went away must not kill sandlock
+ * with SIGPIPE mid-run, and ignoring SIGPIPE process-wide would leak into
+ * the command (an ignored disposition survives execve): block it around
+ * the write and discard one it raised.
+ */
+static void write_all(int fd, const char *s, size_t len)
+{
+	sigset_t pipe_set, old;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigset_t pending;
+	sigpending(&pending);
+	bool was_pending = sigismember(&pending, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	bool broken = false;
+	while (len > 0) {
+		ssize_t n = write(fd, s, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			broken = errno == EPIPE;
+			break;
+		}
+		s += n;
+		len -= (size_t)n;
+	}
+	if (broken && !was_pending) {
+		const struct timespec zero = { 0, 0 };
+		(void)sigtimedwait(&pipe_set, NULL, &zero);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Serialize obj as one line on fd (and free it). */
+static void emit(int fd, json_t *obj)
+{
+	if (!obj)
+		return;
+	char *s = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(obj);
+	if (!s)
+		return;
+	size_t len = strlen(s);
+	char *line = malloc(len + 2);
+	if (line) {
+		memcpy(line, s, len);
+		line[len] = '\n';
+		write_all(fd, line, len + 1);
+		free(line);
+	}
+	free(s);
+}
+
+void cli_report_started(void *ud, int32_t pid)
+{
+	struct cli_report *rep = ud;
+	if (rep->status_fd < 0)
+		return;
+	emit(rep->status_fd, json_pack("{s:s, s:i}", "event", "started", "child_pid", (json_int_t)pid));
+}
+
+static const char *reason_name(int reason)
+{
+	switch (reason) {
+	case SANDLOCK_EXIT_EXITED: return "exited";
+	case SANDLOCK_EXIT_SIGNALED: return "signaled";
+	case SANDLOCK_EXIT_KILLED: return "killed";
+	case SANDLOCK_EXIT_TIMEOUT: return "timeout";
+	default: return "unknown";
+	}
+}
+
+static json_t *result_object(const struct cli_report *rep, const sandlock_result_t *r,
+                             int status, const char *msg)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "exit_code", json_integer(status));
+	if (r) {
+		int sig = sandlock_result_signal(r);
+		json_object_set_new(o, "reason", json_string(reason_name(sandlock_result_reason(r))));
+		json_object_set_new(o, "signal", sig ? json_integer(sig) : json_null());
+	} else {
+		json_object_set_new(o, "reason", json_string("error"));
+		json_object_set_new(o, "signal", json_null());
+		/* json_string refuses invalid UTF-8 (a path in msg may be). */
+		json_t *e = json_string(msg ? msg : "failed to run the command");
+		json_object_set_new(o, "error", e ? e : json_string("(message is not UTF-8)"));
+	}
+	/* 0 when the command never started (a configuration error). */
+	uint64_t ms = rep->start_ms ? now_ms() - rep->start_ms : 0;
+	json_object_set_new(o, "duration_ms", json_integer((json_int_t)ms));
+	return o;
+}
+
+void cli_report_end(struct cli_report *rep, const sandlock_result_t *r, int status,
+                    const char *msg)
+{
+	if (rep->json) {
+		fflush(stdout);
+		emit(STDOUT_FILENO, result_object(rep, r, status, msg));
+	}
+	if (rep->status_fd >= 0) {
+		json_t *o = result_object(rep, r, status, msg);
+		if (o) {
+			json_t *line = json_pack("{s:s}", "event", "exited");
+			if (line) {
+				json_object_update(line, o);
+				emit(rep->status_fd, line);
+			}
+			json_decref(o);
+		}
+	}
+}

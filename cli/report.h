@@ -1,0 +1,37 @@
+/*
+ * report.h — machine-readable output of `sandlock run`, via jansson.
+ *
+ *   --json          one JSON object on stdout after the command ended:
+ *                   {"exit_code", "reason", "signal", "duration_ms"}, or
+ *                   {"exit_code", "reason": "error", "error"} when sandlock
+ *                   could not run it.
+ *   --status-fd FD  JSON lines on FD: {"event": "started", "child_pid"}
+ *                   once the sandbox runs, then the same object as --json
+ *                   with "event": "exited".
+ */
+#ifndef SANDLOCK_CLI_REPORT_H
+#define SANDLOCK_CLI_REPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sandlock.h"
+
+struct cli_report {
+	bool json;
+	int status_fd; /* -1: none */
+	uint64_t start_ms;
+};
+
+/* Check FD is open for writing and keep it out of the sandbox.
+ * 0, or -1 with *why. */
+int cli_report_check_fd(int fd, const char **why);
+/* Remember when the run starts (for duration_ms). */
+void cli_report_begin(struct cli_report *rep);
+/* A sandlock_start_fn: ud is the struct cli_report. */
+void cli_report_started(void *ud, int32_t pid);
+/* After the run: r is the result, or NULL with status and msg. */
+void cli_report_end(struct cli_report *rep, const sandlock_result_t *r, int status,
+                    const char *msg);
+
+#endif

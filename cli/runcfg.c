@@ -1,0 +1,269 @@
+/*
+ * runcfg.c — the CLI's intermediate run configuration (see runcfg.h).
+ */
+#include "runcfg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse.h"
+
+void cli_cfg_init(struct cli_cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->clean_env = -1;
+}
+
+static void list_free(struct cli_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+void cli_cfg_free(struct cli_cfg *c)
+{
+	list_free(&c->read);
+	list_free(&c->write);
+	list_free(&c->deny);
+	list_free(&c->env);
+	list_free(&c->extra_allow);
+	list_free(&c->argv);
+	for (size_t i = 0; i < c->ops.n; i++)
+		free(c->ops.v[i].arg);
+	free(c->ops.v);
+	free(c->connect.v);
+	free(c->bind.v);
+	free(c->cwd);
+	free(c->name);
+	cli_cfg_init(c);
+}
+
+int cli_list_add(struct cli_list *l, const char *s)
+{
+	char *dup = strdup(s);
+	char **nv = dup ? realloc(l->v, (l->n + 1) * sizeof(*nv)) : NULL;
+	if (!nv) {
+		free(dup);
+		return -1;
+	}
+	l->v = nv;
+	l->v[l->n++] = dup;
+	return 0;
+}
+
+int cli_ports_add(struct cli_ports *p, uint32_t port)
+{
+	uint32_t *nv = realloc(p->v, (p->n + 1) * sizeof(*nv));
+	if (!nv)
+		return -1;
+	p->v = nv;
+	p->v[p->n++] = port;
+	return 0;
+}
+
+int cli_ops_add(struct cli_ops *o, int id, const char *arg)
+{
+	char *dup = arg ? strdup(arg) : NULL;
+	struct cli_op *nv = (arg && !dup) ? NULL : realloc(o->v, (o->n + 1) * sizeof(*nv));
+	if (!nv) {
+		free(dup);
+		return -1;
+	}
+	o->v = nv;
+	o->v[o->n++] = (struct cli_op){ id, dup };
+	return 0;
+}
+
+static int ops_cat(struct cli_ops *out, const struct cli_ops *a, const struct cli_ops *b)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (cli_ops_add(out, a->v[i].id, a->v[i].arg) < 0)
+			return -1;
+	for (size_t i = 0; i < b->n; i++)
+		if (cli_ops_add(out, b->v[i].id, b->v[i].arg) < 0)
+			return -1;
+	return 0;
+}
+
+static int port_of(const char *s, size_t len, uint32_t *out)
+{
+	char buf[8];
+	uint64_t v;
+	const char *why;
+	if (len == 0 || len >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	if (cli_parse_uint(buf, 1, 65535, &v, &why))
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* One comma-separated item: "80" or "8000-8005". */
+static int add_item(struct cli_ports *p, const char *s, size_t len, const char **why)
+{
+	const char *dash = memchr(s, '-', len);
+	uint32_t lo, hi;
+	if (!dash) {
+		if (port_of(s, len, &lo) < 0)
+			goto bad;
+		hi = lo;
+	} else if (port_of(s, (size_t)(dash - s), &lo) < 0 ||
+		   port_of(dash + 1, len - (size_t)(dash - s) - 1, &hi) < 0 || hi < lo) {
+		goto bad;
+	}
+	for (uint32_t port = lo; port <= hi; port++)
+		if (cli_ports_add(p, port) < 0) {
+			*why = "out of memory";
+			return -1;
+		}
+	return 0;
+bad:
+	*why = "expected a TCP port 1-65535, a list 80,443 or a range 8000-8005";
+	return -1;
+}
+
+int cli_ports_add_spec(struct cli_ports *p, const char *spec, const char **why)
+{
+	const char *colon = strrchr(spec, ':');
+	if (strstr(spec, "://")) {
+		*why = "protocol prefixes (tcp://, udp://, icmp://) are not supported yet";
+		return -1;
+	}
+	if (colon && colon != spec) {
+		*why = "host rules are not supported yet: give ports only (':443')";
+		return -1;
+	}
+	const char *s = colon ? colon + 1 : spec;
+	if (strcmp(s, "*") == 0) {
+		*why = "'*' (any port) is not supported yet";
+		return -1;
+	}
+	for (;;) {
+		size_t len = strcspn(s, ",");
+		if (add_item(p, s, len, why) < 0)
+			return -1;
+		if (s[len] == '\0')
+			return 0;
+		s += len + 1;
+	}
+}
+
+int cli_env_add(struct cli_list *env, const char *kv, const char **why)
+{
+	const char *eq = strchr(kv, '=');
+	if (!eq || eq == kv) {
+		*why = "expected K=V";
+		return -1;
+	}
+	if (cli_list_add(env, kv) < 0) {
+		*why = "out of memory";
+		return -1;
+	}
+	return 0;
+}
+
+static int list_cat(struct cli_list *out, const struct cli_list *a, const struct cli_list *b)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (cli_list_add(out, a->v[i]) < 0)
+			return -1;
+	for (size_t i = 0; i < b->n; i++)
+		if (cli_list_add(out, b->v[i]) < 0)
+			return -1;
+	return 0;
+}
+
+static int ports_cat(struct cli_ports *out, const struct cli_ports *a, const struct cli_ports *b)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (cli_ports_add(out, a->v[i]) < 0)
+			return -1;
+	for (size_t i = 0; i < b->n; i++)
+		if (cli_ports_add(out, b->v[i]) < 0)
+			return -1;
+	return 0;
+}
+
+int cli_cfg_merge(struct cli_cfg *out, const struct cli_cfg *pr, const struct cli_cfg *fl)
+{
+	cli_cfg_init(out);
+	if (list_cat(&out->read, &pr->read, &fl->read) < 0 ||
+	    list_cat(&out->write, &pr->write, &fl->write) < 0 ||
+	    list_cat(&out->deny, &pr->deny, &fl->deny) < 0 ||
+	    list_cat(&out->env, &pr->env, &fl->env) < 0 ||
+	    list_cat(&out->extra_allow, &pr->extra_allow, &fl->extra_allow) < 0 ||
+	    ports_cat(&out->connect, &pr->connect, &fl->connect) < 0 ||
+	    ports_cat(&out->bind, &pr->bind, &fl->bind) < 0 || ops_cat(&out->ops, &pr->ops, &fl->ops) < 0)
+		return -1;
+	/* The command line's command replaces the profile's, never extends it. */
+	const struct cli_list *argv = fl->argv.n ? &fl->argv : &pr->argv;
+	struct cli_list none = { 0 };
+	if (list_cat(&out->argv, argv, &none) < 0)
+		return -1;
+	const char *cwd = fl->cwd ? fl->cwd : pr->cwd;
+	if (cwd && !(out->cwd = strdup(cwd)))
+		return -1;
+	const char *name = fl->name ? fl->name : pr->name;
+	if (name && !(out->name = strdup(name)))
+		return -1;
+	out->clean_env = fl->clean_env >= 0 ? fl->clean_env : pr->clean_env;
+#define PICK(has, field)                                                   \
+	do {                                                               \
+		const struct cli_cfg *src = fl->has ? fl : pr;             \
+		out->has = src->has;                                       \
+		out->field = src->field;                                   \
+	} while (0)
+	PICK(has_max_memory, max_memory);
+	PICK(has_max_processes, max_processes);
+	PICK(has_timeout, timeout_ms);
+	PICK(has_random_seed, random_seed);
+	PICK(has_time_start, time_start_ns);
+#undef PICK
+	return 0;
+}
+
+void cli_cfg_apply(const struct cli_cfg *c, sandlock_builder_t *b)
+{
+	for (size_t i = 0; i < c->read.n; i++)
+		sandlock_sandbox_builder_fs_read(b, c->read.v[i]);
+	for (size_t i = 0; i < c->write.n; i++)
+		sandlock_sandbox_builder_fs_write(b, c->write.v[i]);
+	for (size_t i = 0; i < c->deny.n; i++)
+		sandlock_sandbox_builder_fs_deny(b, c->deny.v[i]);
+	for (size_t i = 0; i < c->connect.n; i++)
+		sandlock_sandbox_builder_net_allow(b, c->connect.v[i]);
+	for (size_t i = 0; i < c->bind.n; i++)
+		sandlock_sandbox_builder_net_allow_bind(b, c->bind.v[i]);
+	if (c->cwd)
+		sandlock_sandbox_builder_cwd(b, c->cwd);
+	if (c->name)
+		sandlock_sandbox_builder_name(b, c->name);
+	if (c->clean_env > 0)
+		sandlock_sandbox_builder_clean_env(b, true);
+	for (size_t i = 0; i < c->env.n; i++) {
+		/* cli_env_add guaranteed a '=' after a non-empty key. */
+		char *kv = c->env.v[i];
+		char *eq = strchr(kv, '=');
+		*eq = '\0';
+		sandlock_sandbox_builder_env_var(b, kv, eq + 1);
+		*eq = '=';
+	}
+	/* The library refuses unknown groups and single syscalls at build. */
+	for (size_t i = 0; i < c->extra_allow.n; i++)
+		sandlock_sandbox_builder_extra_allow_syscalls(b, c->extra_allow.v[i]);
+	if (c->has_max_memory)
+		sandlock_sandbox_builder_max_memory(b, c->max_memory);
+	if (c->has_max_processes)
+		sandlock_sandbox_builder_max_processes(b, c->max_processes);
+	if (c->has_timeout)
+		sandlock_sandbox_builder_timeout_ms(b, c->timeout_ms);
+	if (c->has_random_seed)
+		sandlock_sandbox_builder_random_seed(b, c->random_seed);
+	if (c->has_time_start)
+		sandlock_sandbox_builder_time_start_ns(b, c->time_start_ns);
+}

@@ -1,0 +1,629 @@
+/*
+ * trace.c — --trace and learn (see trace.h).
+ */
+#include "trace.h"
+
+#include "options.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum access { ACC_NONE, ACC_READ, ACC_WRITE, ACC_EXEC };
+
+struct cli_trace {
+	FILE *out;  /* --trace: JSON lines; NULL in learn mode */
+	bool learn;
+	struct cli_list read, write, deny; /* canonical roots of the rules */
+	struct cli_list used_read, used_write; /* learn: canonical paths used */
+	int nr_open, nr_openat, nr_creat, nr_execve, nr_execveat;
+};
+
+/* ---------------------------------------------------------------- paths */
+
+static bool under(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+	if (n == 1 && root[0] == '/')
+		return true;
+	return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static const char *first_under(const struct cli_list *roots, const char *path)
+{
+	for (size_t i = 0; i < roots->n; i++)
+		if (under(path, roots->v[i]))
+			return roots->v[i];
+	return NULL;
+}
+
+/* Canonical copies of the paths that resolve (the build refuses others). */
+static int canon_list(struct cli_list *out, const struct cli_list *in)
+{
+	for (size_t i = 0; i < in->n; i++) {
+		char *c = realpath(in->v[i], NULL);
+		int rc = c ? cli_list_add(out, c) : 0;
+		free(c);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* readlink of /proc/PID/NAME as a heap string, or NULL. */
+static char *proc_link(uint32_t pid, const char *name)
+{
+	char p[64], buf[PATH_MAX];
+	snprintf(p, sizeof(p), "/proc/%u/%s", pid, name);
+	ssize_t n = readlink(p, buf, sizeof(buf) - 1);
+	if (n <= 0 || buf[0] != '/')
+		return NULL;
+	buf[n] = '\0';
+	return strdup(buf);
+}
+
+/*
+ * The absolute spelling of path as the trapped process means it: relative
+ * to its cwd or to dirfd, with /proc/self (which here would be sandlock)
+ * turned into /proc/PID.
+ */
+static char *absolute(uint32_t pid, int dirfd, const char *path)
+{
+	char *base = NULL, *out = NULL;
+	if (strncmp(path, "/proc/self", 10) == 0 && (path[10] == '/' || !path[10])) {
+		if (asprintf(&out, "/proc/%u%s", pid, path + 10) < 0)
+			return NULL;
+		return out;
+	}
+	if (path[0] == '/')
+		return strdup(path);
+	if (dirfd == AT_FDCWD) {
+		base = proc_link(pid, "cwd");
+	} else {
+		char name[32];
+		snprintf(name, sizeof(name), "fd/%d", dirfd);
+		base = proc_link(pid, name);
+	}
+	if (!base)
+		return NULL;
+	if (asprintf(&out, "%s/%s", base, path) < 0)
+		out = NULL;
+	free(base);
+	return out;
+}
+
+/* realpath of p, or of its parent plus the last name when p does not exist
+ * yet (a file being created).  *exists says which. */
+static char *canonical(const char *p, bool *exists)
+{
+	char *c = realpath(p, NULL);
+	*exists = c != NULL;
+	if (c || errno != ENOENT)
+		return c;
+	const char *slash = strrchr(p, '/');
+	if (!slash || !slash[1])
+		return NULL;
+	char *dir = strndup(p, slash == p ? 1 : (size_t)(slash - p));
+	char *cdir = dir ? realpath(dir, NULL) : NULL;
+	free(dir);
+	if (!cdir)
+		return NULL;
+	char *out = NULL;
+	if (asprintf(&out, "%s%s%s", cdir, strcmp(cdir, "/") ? "/" : "", slash + 1) < 0)
+		out = NULL;
+	free(cdir);
+	return out;
+}
+
+/* The directory a grant for path should name: its parent, or the path
+ * itself when it is a directory. */
+static char *grant_dir(const char *path, bool exists)
+{
+	if (exists) {
+		char *c = realpath(path, NULL);
+		if (c) {
+			/* a directory is granted as itself */
+			int fd = open(c, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd >= 0) {
+				close(fd);
+				return c;
+			}
+			free(c);
+		}
+	}
+	const char *slash = strrchr(path, '/');
+	return strndup(path, slash && slash != path ? (size_t)(slash - path) : 1);
+}
+
+/* ---------------------------------------------------------------- verdicts */
+
+struct verdict {
+	const char *reason; /* NULL: the rules allow it */
+	const char *flag;   /* "-r", "-w", or NULL when no flag allows it */
+	char *allow;        /* the flag's argument (heap) */
+};
+
+static struct verdict judge(const struct cli_trace *t, const char *path, bool exists,
+                            enum access acc)
+{
+	struct verdict v = { NULL, NULL, NULL };
+	const char *d = first_under(&t->deny, path);
+	if (d) {
+		v.reason = "inside a -d path";
+		v.allow = strdup(d);
+		return v;
+	}
+	bool writable = first_under(&t->write, path) != NULL;
+	bool readable = writable || first_under(&t->read, path) != NULL;
+	if (acc == ACC_WRITE && !writable) {
+		v.reason = "not under any -w";
+		v.flag = "-w";
+	} else if (acc != ACC_WRITE && !readable) {
+		v.reason = "not under any -r/-w";
+		v.flag = "-r";
+	}
+	if (v.reason)
+		v.allow = grant_dir(path, exists);
+	return v;
+}
+
+static const char *access_name(enum access a)
+{
+	return a == ACC_WRITE ? "write" : a == ACC_EXEC ? "execute" : "read";
+}
+
+static void emit_denial(const struct cli_trace *t, const char *syscall, uint32_t pid,
+                        const char *path, enum access acc, const struct verdict *v)
+{
+	char *msg = NULL;
+	if (v->flag) {
+		if (asprintf(&msg, "denied %s %s (%s): %s; allow with %s %s", syscall, path,
+			     access_name(acc), v->reason, v->flag, v->allow ? v->allow : "?") < 0)
+			msg = NULL;
+	} else if (asprintf(&msg, "denied %s %s (%s): %s %s", syscall, path, access_name(acc),
+			    v->reason, v->allow ? v->allow : "") < 0) {
+		msg = NULL;
+	}
+	json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s}", "event", "denied", "syscall",
+			      syscall, "pid", (json_int_t)pid, "path", path, "access",
+			      access_name(acc), "reason", v->reason);
+	if (!o) {
+		free(msg);
+		return; /* e.g. a path that is not UTF-8: nothing safe to print */
+	}
+	if (v->flag && v->allow) {
+		json_object_set_new(o, "allow_flag", json_string(v->flag));
+		json_object_set_new(o, "allow_path", json_string(v->allow));
+	}
+	if (!v->flag && v->allow)
+		json_object_set_new(o, "deny_path", json_string(v->allow));
+	if (msg)
+		json_object_set_new(o, "message", json_string(msg));
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	free(msg);
+	if (s) {
+		fprintf(t->out, "%s\n", s);
+		fflush(t->out);
+		free(s);
+	}
+}
+
+/* learn: remember path (for reading or writing). */
+static void record(struct cli_trace *t, const char *path, bool exists, enum access acc)
+{
+	struct cli_list *l = acc == ACC_WRITE ? &t->used_write : &t->used_read;
+	char *p = acc == ACC_WRITE && !exists ? grant_dir(path, false) : strdup(path);
+	if (!p)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->v[i], p) == 0) {
+			free(p);
+			return;
+		}
+	(void)cli_list_add(l, p);
+	free(p);
+}
+
+/* ---------------------------------------------------------------- exec's interpreters */
+
+/*
+ * The kernel itself opens what execve needs besides the file: the "#!"
+ * interpreter of a script and the ELF program interpreter (the dynamic
+ * loader).  Landlock checks those opens too, so the trace follows them.
+ * Returns the interpreter's path (heap) or NULL.
+ */
+static char *interpreter_of(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	char head[256];
+	ssize_t n = pread(fd, head, sizeof(head) - 1, 0);
+	char *out = NULL;
+	if (n > 2 && head[0] == '#' && head[1] == '!') {
+		head[n] = '\0';
+		char *s = head + 2;
+		s += strspn(s, " \t");
+		size_t len = strcspn(s, " \t\n");
+		if (len && s[0] == '/')
+			out = strndup(s, len);
+	} else if (n >= (ssize_t)sizeof(Elf64_Ehdr) && memcmp(head, ELFMAG, SELFMAG) == 0 &&
+		   head[EI_CLASS] == ELFCLASS64) {
+		Elf64_Ehdr eh;
+		memcpy(&eh, head, sizeof(eh));
+		for (unsigned i = 0; i < eh.e_phnum && !out; i++) {
+			Elf64_Phdr ph;
+			off_t at = (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize);
+			if (pread(fd, &ph, sizeof(ph), at) != (ssize_t)sizeof(ph))
+				break;
+			if (ph.p_type != PT_INTERP || ph.p_filesz == 0 || ph.p_filesz > PATH_MAX)
+				continue;
+			char *s = calloc(1, ph.p_filesz + 1);
+			if (s && pread(fd, s, ph.p_filesz, (off_t)ph.p_offset) == (ssize_t)ph.p_filesz &&
+			    s[0] == '/')
+				out = s;
+			else
+				free(s);
+		}
+	}
+	close(fd);
+	return out;
+}
+
+static void judge_or_record(struct cli_trace *t, const char *syscall, uint32_t pid,
+                            const char *path, bool exists, enum access acc);
+
+/* Follow interpreters a few levels (a script run by a dynamic binary). */
+static void follow_interpreters(struct cli_trace *t, uint32_t pid, const char *path)
+{
+	char *cur = strdup(path);
+	for (int depth = 0; cur && depth < 4; depth++) {
+		char *interp = interpreter_of(cur);
+		free(cur);
+		cur = NULL;
+		bool exists = false;
+		char *canon = interp ? canonical(interp, &exists) : NULL;
+		free(interp);
+		if (!canon || !exists) {
+			free(canon);
+			return;
+		}
+		judge_or_record(t, "execve (interpreter)", pid, canon, true, ACC_EXEC);
+		cur = canon;
+	}
+	free(cur);
+}
+
+/* ---------------------------------------------------------------- the handler */
+
+struct call_args {
+	const char *name;
+	int dirfd;
+	uint64_t path;
+	enum access acc;
+	bool creates;
+};
+
+static enum access open_access(uint64_t flags)
+{
+	if (flags & O_PATH)
+		return ACC_NONE; /* Landlock does not check O_PATH opens */
+	int mode = (int)(flags & O_ACCMODE);
+	if (mode != O_RDONLY || (flags & (O_TRUNC | O_CREAT)))
+		return ACC_WRITE;
+	return ACC_READ;
+}
+
+/* Which file a trapped call names; false for calls the trace ignores. */
+static bool decode(const struct cli_trace *t, const sandlock_notif_t *n, struct call_args *c)
+{
+	const uint64_t *a = n->args;
+	c->dirfd = AT_FDCWD;
+	c->creates = false;
+	if (n->syscall_nr == t->nr_openat) {
+		c->name = "openat";
+		c->dirfd = (int)(int32_t)a[0];
+		c->path = a[1];
+		c->acc = open_access(a[2]);
+		c->creates = a[2] & O_CREAT;
+	} else if (n->syscall_nr == t->nr_open) {
+		c->name = "open";
+		c->path = a[0];
+		c->acc = open_access(a[1]);
+		c->creates = a[1] & O_CREAT;
+	} else if (n->syscall_nr == t->nr_creat) {
+		c->name = "creat";
+		c->path = a[0];
+		c->acc = ACC_WRITE;
+		c->creates = true;
+	} else if (n->syscall_nr == t->nr_execve) {
+		c->name = "execve";
+		c->path = a[0];
+		c->acc = ACC_EXEC;
+	} else if (n->syscall_nr == t->nr_execveat) {
+		c->name = "execveat";
+		c->dirfd = (int)(int32_t)a[0];
+		c->path = a[1];
+		c->acc = ACC_EXEC;
+	} else {
+		return false;
+	}
+	return c->acc != ACC_NONE;
+}
+
+static int32_t on_call(void *ud, const sandlock_notif_t *n, sandlock_mem_t *mem,
+                       sandlock_action_t *out)
+{
+	struct cli_trace *t = ud;
+	sandlock_action_set_continue(out); /* the kernel decides, always */
+	struct call_args c;
+	if (!decode(t, n, &c))
+		return 0;
+	char *raw = sandlock_mem_read_cstr(mem, c.path, PATH_MAX);
+	if (!raw || !raw[0]) {
+		sandlock_string_free(raw);
+		return 0; /* unreadable, or AT_EMPTY_PATH on a descriptor */
+	}
+	char *abs = absolute(n->pid, c.dirfd, raw);
+	sandlock_string_free(raw);
+	bool exists = false;
+	char *path = abs ? canonical(abs, &exists) : NULL;
+	free(abs);
+	/* A missing file is ENOENT, not a denial, unless it is being created. */
+	if (path && (exists || c.creates)) {
+		judge_or_record(t, c.name, n->pid, path, exists, c.acc);
+		if (c.acc == ACC_EXEC && exists)
+			follow_interpreters(t, n->pid, path);
+	}
+	free(path);
+	return 0;
+}
+
+static void judge_or_record(struct cli_trace *t, const char *syscall, uint32_t pid,
+                            const char *path, bool exists, enum access acc)
+{
+	if (t->learn) {
+		record(t, path, exists, acc);
+		return;
+	}
+	struct verdict v = judge(t, path, exists, acc);
+	if (v.reason)
+		emit_denial(t, syscall, pid, path, acc, &v);
+	free(v.allow);
+}
+
+/* ---------------------------------------------------------------- supervisor decisions */
+
+/* Why a builtin refuses, and what (if anything) would allow it. */
+static const char *decision_hint(const char *by)
+{
+	if (strcmp(by, "process count") == 0)
+		return "the sandbox reached its --max-processes limit; raise it with -P";
+	if (strcmp(by, "metadata guard") == 0)
+		return "metadata may change only inside a -w tree and outside -d paths; "
+		       "allow with -w";
+	if (strcmp(by, "argument rules") == 0)
+		return "refused by the filter's argument rules; no flag allows it";
+	return "refused by the supervisor";
+}
+
+void cli_trace_decision(void *ud, const sandlock_decision_t *d)
+{
+	struct cli_trace *t = ud;
+	uint32_t kind = d->action->kind;
+	/* The trace's own handler always continues; report refusals only. */
+	if (!t->out || !d->decided_by || strcmp(d->decided_by, "handler") == 0 ||
+	    (kind != SANDLOCK_ACTION_ERRNO && kind != SANDLOCK_ACTION_KILL))
+		return;
+	char *name = sandlock_syscall_name(d->notif->syscall_nr);
+	json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:s}", "event", "denied", "syscall",
+			      name ? name : "?", "pid", (json_int_t)d->notif->pid, "by",
+			      d->decided_by, "action", kind == SANDLOCK_ACTION_KILL ? "kill" : "errno");
+	if (o && kind == SANDLOCK_ACTION_ERRNO) {
+		int e = d->action->u.errno_value;
+		const char *en = strerrorname_np(e);
+		json_object_set_new(o, "errno", json_integer(e));
+		if (en)
+			json_object_set_new(o, "errno_name", json_string(en));
+	}
+	char *msg = NULL;
+	if (o && asprintf(&msg, "denied %s (%s): %s", name ? name : "?", d->decided_by,
+			  decision_hint(d->decided_by)) >= 0) {
+		json_object_set_new(o, "message", json_string(msg));
+		free(msg);
+	}
+	sandlock_string_free(name);
+	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(o);
+	if (s) {
+		fprintf(t->out, "%s\n", s);
+		fflush(t->out);
+		free(s);
+	}
+}
+
+/* ---------------------------------------------------------------- setup */
+
+struct cli_trace *cli_trace_new(const struct cli_cfg *cfg, FILE *out, bool learn)
+{
+	struct cli_trace *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->out = out;
+	t->learn = learn;
+	if (canon_list(&t->read, &cfg->read) < 0 || canon_list(&t->write, &cfg->write) < 0 ||
+	    canon_list(&t->deny, &cfg->deny) < 0) {
+		cli_trace_free(t);
+		return NULL;
+	}
+	t->nr_open = (int)sandlock_syscall_nr("open");
+	t->nr_openat = (int)sandlock_syscall_nr("openat");
+	t->nr_creat = (int)sandlock_syscall_nr("creat");
+	t->nr_execve = (int)sandlock_syscall_nr("execve");
+	t->nr_execveat = (int)sandlock_syscall_nr("execveat");
+	return t;
+}
+
+static void list_release(struct cli_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+}
+
+void cli_trace_free(struct cli_trace *t)
+{
+	if (!t)
+		return;
+	list_release(&t->read);
+	list_release(&t->write);
+	list_release(&t->deny);
+	list_release(&t->used_read);
+	list_release(&t->used_write);
+	free(t);
+}
+
+size_t cli_trace_registrations(struct cli_trace *t, sandlock_registration_t *regs, size_t max)
+{
+	/* One handler for all of them; a run frees a handler listed several
+	 * times once, and t outlives the run, so there is nothing to free. */
+	sandlock_handler_t *h = sandlock_handler_new(on_call, t, NULL, SANDLOCK_EXCEPTION_CONTINUE);
+	if (!h)
+		return 0;
+	static const char *const names[] = { "open", "openat", "creat", "execve", "execveat" };
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && n < max; i++)
+		if (sandlock_syscall_nr(names[i]) >= 0)
+			regs[n++] = (sandlock_registration_t){ names[i], h };
+	if (n == 0)
+		sandlock_handler_free(h);
+	return n;
+}
+
+/* ---------------------------------------------------------------- learn's profile */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A TOML basic string: quotes, backslashes and control characters escaped. */
+static void toml_str(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			fprintf(out, "\\u%04x", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
+}
+
+/*
+ * The sorted paths of l worth granting: /proc/PID/... of the run's own
+ * processes become /proc, paths under another listed path are dropped, and
+ * so are paths that no longer exist (a profile naming them would not build).
+ */
+static void print_paths(FILE *out, const char *key, const struct cli_list *l, bool writing)
+{
+	char **v = calloc(l->n ? l->n : 1, sizeof(*v));
+	size_t n = 0;
+	for (size_t i = 0; v && i < l->n; i++) {
+		const char *p = l->v[i];
+		bool proc = strncmp(p, "/proc/", 6) == 0 || strcmp(p, "/proc") == 0;
+		if (writing && (proc || strncmp(p, "/dev/", 5) == 0))
+			continue; /* never writable in a sandbox */
+		char *q = strdup(proc ? "/proc" : p);
+		if (q && access(q, F_OK) == 0)
+			v[n++] = q;
+		else
+			free(q);
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_str);
+	fprintf(out, "%s = [", key);
+	const char *last = NULL;
+	bool first = true;
+	for (size_t i = 0; i < n; i++) {
+		if (!last || !under(v[i], last)) {
+			fputs(first ? "\n    " : ",\n    ", out);
+			toml_str(out, v[i]);
+			first = false;
+			last = v[i];
+		}
+	}
+	fputs(first ? "]\n" : ",\n]\n", out);
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void cli_trace_print_profile(const struct cli_trace *t, const struct cli_cfg *cfg, FILE *out)
+{
+	fputs("# Written by `sandlock learn`: the files this run used, and its options.\n", out);
+	fputs("[program]\nexec = ", out);
+	toml_str(out, cfg->argv.v[0]);
+	fputs("\nargs = [", out);
+	for (size_t i = 1; i < cfg->argv.n; i++) {
+		fputs(i > 1 ? ", " : "", out);
+		toml_str(out, cfg->argv.v[i]);
+	}
+	fputs("]\n", out);
+	if (cfg->cwd) {
+		fputs("cwd = ", out);
+		toml_str(out, cfg->cwd);
+		fputc('\n', out);
+	}
+	if (cfg->clean_env > 0)
+		fputs("clean_env = true\n", out);
+	fputs("\n[filesystem]\n", out);
+	/* What was written is listed once, as writable (that covers reading). */
+	struct cli_list reads = { 0 };
+	for (size_t i = 0; i < t->used_read.n; i++)
+		if (!first_under(&t->used_write, t->used_read.v[i]))
+			(void)cli_list_add(&reads, t->used_read.v[i]);
+	print_paths(out, "read", &reads, false);
+	print_paths(out, "write", &t->used_write, true);
+	list_release(&reads);
+	/* The run's network rules, as given (flags or profile). */
+	static const struct {
+		int id;
+		const char *key;
+	} net[] = { { OPT_NET_ALLOW, "allow" }, { OPT_NET_ALLOW_BIND, "allow_bind" },
+		    { OPT_NET_DENY_BIND, "deny_bind" } };
+	bool header = false;
+	for (size_t k = 0; k < sizeof(net) / sizeof(net[0]); k++) {
+		size_t count = 0;
+		for (size_t i = 0; i < cfg->ops.n; i++) {
+			if (cfg->ops.v[i].id != net[k].id)
+				continue;
+			if (!header)
+				fputs("\n[network]\n", out);
+			header = true;
+			if (count++ == 0)
+				fprintf(out, "%s = [", net[k].key);
+			else
+				fputs(", ", out);
+			toml_str(out, cfg->ops.v[i].arg);
+		}
+		if (count)
+			fputs("]\n", out);
+	}
+	if (cfg->has_max_memory || cfg->has_max_processes) {
+		fputs("\n[limits]\n", out);
+		if (cfg->has_max_memory)
+			fprintf(out, "memory = %llu\n", (unsigned long long)cfg->max_memory);
+		if (cfg->has_max_processes)
+			fprintf(out, "processes = %u\n", cfg->max_processes);
+	}
+}

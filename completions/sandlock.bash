@@ -1,0 +1,67 @@
+# bash completion for sandlock(1)
+_sandlock()
+{
+	local cur prev words cword
+	_init_completion 2>/dev/null || {
+		cur=${COMP_WORDS[COMP_CWORD]}
+		prev=${COMP_WORDS[COMP_CWORD-1]}
+		cword=$COMP_CWORD
+		words=("${COMP_WORDS[@]}")
+	}
+	local i
+	# After "--" everything belongs to the sandboxed command.
+	for ((i = 1; i < cword; i++)); do
+		if [[ ${words[i]} == -- ]]; then
+			COMPREPLY=($(compgen -c -- "$cur"))
+			return
+		fi
+	done
+	if ((cword == 1)); then
+		COMPREPLY=($(compgen -W 'run learn profile --help --version' -- "$cur"))
+		return
+	fi
+	case ${words[1]} in
+	profile)
+		if ((cword == 2)); then
+			COMPREPLY=($(compgen -W 'list show' -- "$cur"))
+		elif ((cword == 3)) && [[ ${words[2]} == show ]]; then
+			COMPREPLY=($(compgen -W "$(sandlock profile list 2>/dev/null)" -- "$cur"))
+		fi
+		return
+		;;
+	run | learn) ;;
+	*) return ;;
+	esac
+	case $prev in
+	-r | --fs-read | --read | -w | --fs-write | --write | -d | --fs-deny | --deny | --profile-file | --allow-unix)
+		COMPREPLY=($(compgen -f -- "$cur"))
+		return
+		;;
+	-C | --cwd)
+		COMPREPLY=($(compgen -d -- "$cur"))
+		return
+		;;
+	-p | --profile)
+		COMPREPLY=($(compgen -W "$(sandlock profile list 2>/dev/null)" -- "$cur"))
+		return
+		;;
+	-m | --max-memory | -P | --max-processes | -t | --timeout | --net-allow | --net-allow-bind | --env | --status-fd | --json-status-fd | --random-seed | --time-start | --max-open-files | --max-cpu | --cpu-cores | --extra-deny-syscalls | --net-deny | --net-deny-bind)
+		return
+		;;
+	--allow-degraded | --disable)
+		COMPREPLY=($(compgen -W 'fs_refer fs_truncate net_tcp fs_ioctl_dev signal_scope abstract_unix_socket_scope' -- "$cur"))
+		return
+		;;
+	--extra-allow-syscalls)
+		COMPREPLY=($(compgen -W 'sysv_ipc' -- "$cur"))
+		return
+		;;
+	esac
+	COMPREPLY=($(compgen -W '--fs-read --fs-write --fs-deny --max-memory
+		--max-processes --timeout --net-allow --net-allow-bind --clean-env --env
+		--net-deny --net-deny-bind --allow-unix --net-unix-readable
+		--max-open-files --max-cpu --cpu-cores --no-coredump --no-huge-pages
+		--no-randomize-memory --extra-deny-syscalls --allow-degraded --disable
+		--extra-allow-syscalls --cwd --name --interactive --random-seed --time-start --profile --profile-file --json --trace --status-fd --help --' -- "$cur"))
+}
+complete -F _sandlock sandlock

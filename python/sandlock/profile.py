@@ -1,0 +1,299 @@
+"""TOML profiles, the same files and schema as ``sandlock run --profile``.
+
+    from sandlock.profile import load_profile, list_profiles
+    sb = load_profile("build")          # ~/.config/sandlock/profiles/build.toml
+    sb.run(["make", "-j4"])
+
+A profile uses the reference's sections (``[config]``, ``[determinism]``,
+``[program]``, ``[filesystem]``, ``[network]``, ``[http]``, ``[syscalls]``,
+``[limits]``).  Keys whose feature sandlock has are applied; keys of
+features it does not have yet raise ProfileError ("not supported yet")
+unless their value asks for nothing (``false``, ``[]``, ``{}``); unknown
+keys and sections raise ProfileError too.  Applied: ``[program]`` env, cwd,
+clean_env; ``[filesystem]`` read, write, deny; ``[network]`` allow,
+allow_bind (ports); ``[determinism]`` random_seed, time_start, no_randomize_memory; ``[program]``
+no_coredump, no_huge_pages; ``[syscalls]`` extra_allow, extra_deny;
+``[limits]`` memory, processes, open_files, cpu, cpu_cores.  ``[program] exec``/``args`` are
+not sandbox policy: read them with :func:`read_profile`.
+"""
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
+
+if TYPE_CHECKING:  # for the annotation only: sandlock imports this module
+    from . import Sandbox
+
+from .exceptions import PolicyValueError
+
+try:  # Python 3.11+
+    import tomllib as _toml
+except ModuleNotFoundError:  # pragma: no cover - older Pythons: python3-tomli
+    import tomli as _toml  # type: ignore[no-redef]
+
+__all__ = ["ProfileError", "Profile", "profiles_dir", "list_profiles", "read_profile",
+           "load_profile"]
+
+
+class ProfileError(PolicyValueError):
+    """A profile that cannot be read, parsed or applied (a ValueError, and a
+    sandlock PolicyError like every invalid configuration)."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A parsed profile: ``sandbox_kwargs`` for :class:`sandlock.Sandbox`,
+    and the ``[program]`` command (``exec`` + ``args``, or empty)."""
+
+    path: str
+    sandbox_kwargs: Dict[str, Any] = field(default_factory=dict)
+    command: Tuple[str, ...] = ()
+
+
+_NAME_RE = re.compile(r"^[^./][^/]*$")
+
+
+def profiles_dir() -> str:
+    """``$XDG_CONFIG_HOME/sandlock/profiles``, else ``~/.config/sandlock/profiles``
+    (a relative XDG_CONFIG_HOME is ignored, as the XDG spec says)."""
+    xdg = os.environ.get("XDG_CONFIG_HOME", "")
+    if xdg.startswith("/"):
+        return os.path.join(xdg, "sandlock", "profiles")
+    home = os.environ.get("HOME", "")
+    if not home.startswith("/"):
+        raise ProfileError("cannot find the profiles directory: neither XDG_CONFIG_HOME nor "
+                           "HOME is an absolute path")
+    return os.path.join(home, ".config", "sandlock", "profiles")
+
+
+def list_profiles() -> List[str]:
+    """Names of the profiles in :func:`profiles_dir`, sorted (none if it is absent)."""
+    try:
+        entries = os.listdir(profiles_dir())
+    except FileNotFoundError:
+        return []
+    return sorted(e[:-5] for e in entries
+                  if e.endswith(".toml") and len(e) > 5 and not e.startswith("."))
+
+
+def _profile_path(name: str) -> str:
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise ProfileError("invalid profile name %r (pass path= for a file)" % (name,))
+    return os.path.join(profiles_dir(), name + ".toml")
+
+
+# ---------------------------------------------------------------- schema
+
+class _Ctx:
+    def __init__(self, path: str, section: str, key: str):
+        self.where = "%s: [%s] %s" % (path, section, key)
+
+    def fail(self, msg: str) -> "ProfileError":
+        return ProfileError("%s: %s" % (self.where, msg))
+
+
+def _type_name(v: Any) -> str:
+    return {bool: "boolean", int: "integer", float: "float", str: "string",
+            list: "array", dict: "table"}.get(type(v), type(v).__name__)
+
+
+def _want(c: _Ctx, v: Any, t: type) -> Any:
+    if type(v) is not t:
+        raise c.fail("expected %s, got %s" % (_type_name(t()), _type_name(v)))
+    return v
+
+
+def _str_list(c: _Ctx, v: Any) -> List[str]:
+    return [_want(c, x, str) for x in _want(c, v, list)]
+
+
+def _ports(c: _Ctx, v: Any) -> List[Union[int, str]]:
+    """Rules as strings, ports as integers; Sandbox checks their syntax."""
+    out: List[Union[int, str]] = []
+    for x in _want(c, v, list):
+        if type(x) is int:
+            if not 1 <= x <= 65535:
+                raise c.fail("port %d is not in 1-65535" % x)
+        elif type(x) is not str:
+            raise c.fail("expected a rule (string) or a port (integer), got %s" % _type_name(x))
+        out.append(x)
+    return out
+
+
+def _env(c: _Ctx, v: Any) -> Dict[str, str]:
+    out = {}
+    for k, val in _want(c, v, dict).items():
+        _want(c, val, str)
+        if not k or "=" in k:
+            raise c.fail("variable name %r is empty or has '='" % k)
+        out[k] = val
+    return out
+
+
+def _memory(c: _Ctx, v: Any) -> Union[int, str]:
+    if type(v) is int:
+        if v <= 0:
+            raise c.fail("must be greater than zero")
+        return v
+    if type(v) is str:
+        return v  # Sandbox parses it (parse_memory_size, as the CLI does)
+    raise c.fail("expected bytes (integer) or a size string such as \"512M\", got %s"
+                 % _type_name(v))
+
+
+def _processes(c: _Ctx, v: Any) -> int:
+    _want(c, v, int)
+    if not 0 <= v <= 0xFFFFFFFF:
+        raise c.fail("must be 0 (no limit) to 4294967295")
+    return v
+
+
+def _seed(c: _Ctx, v: Any) -> int:
+    _want(c, v, int)
+    if not 0 <= v < 1 << 64:
+        raise c.fail("must be 0 to 2**64-1")
+    return v
+
+
+def _time_start(c: _Ctx, v: Any) -> Union[int, float, str]:
+    # Unix seconds or an RFC 3339 string; tomllib turns a bare TOML date
+    # into a datetime, which the C CLI does not accept: refuse it here too.
+    if type(v) in (int, float):
+        if not v >= 0:
+            raise c.fail("out of range (Unix seconds, not before 1970)")
+        return v
+    if type(v) is str:
+        return v
+    raise c.fail("expected Unix seconds or an RFC 3339 string, got %s" % _type_name(v))
+
+
+def _int_range(c: _Ctx, v: Any, lo: int, hi: int) -> int:
+    _want(c, v, int)
+    if not lo <= v <= hi:
+        raise c.fail("must be %d to %d" % (lo, hi))
+    return v
+
+
+def _bool(c: _Ctx, v: Any) -> bool:
+    return _want(c, v, bool)
+
+
+def _string(c: _Ctx, v: Any) -> str:
+    return _want(c, v, str)
+
+
+_UNSUPPORTED = "unsupported"
+_NEVER = "never"  # gpu_devices = [] would mean "every GPU": no value asks nothing
+
+# (section, key) -> (Sandbox keyword or a [program] field, converter)
+_SCHEMA: Dict[Tuple[str, str], Any] = {
+    ("determinism", "random_seed"): ("random_seed", _seed),
+    ("determinism", "time_start"): ("time_start", _time_start),
+    ("program", "exec"): ("exec", _string),
+    ("program", "args"): ("args", _str_list),
+    ("program", "env"): ("env", _env),
+    ("program", "cwd"): ("cwd", _string),
+    ("program", "clean_env"): ("clean_env", _bool),
+    ("filesystem", "read"): ("fs_readable", _str_list),
+    ("filesystem", "write"): ("fs_writable", _str_list),
+    ("filesystem", "deny"): ("fs_denied", _str_list),
+    ("network", "allow"): ("net_allow", _ports),
+    ("network", "allow_bind"): ("net_allow_bind", _ports),
+    ("network", "deny_bind"): ("net_deny_bind", _ports),
+    ("syscalls", "extra_allow"): ("extra_allow_syscalls", _str_list),
+    ("syscalls", "extra_deny"): ("extra_deny_syscalls", _str_list),
+    ("program", "no_coredump"): ("no_coredump", _bool),
+    ("program", "no_huge_pages"): ("no_huge_pages", _bool),
+    ("determinism", "no_randomize_memory"): ("no_randomize_memory", _bool),
+    ("limits", "open_files"): ("max_open_files", lambda c, v: _int_range(c, v, 1, 0xFFFFFFFF)),
+    ("limits", "cpu"): ("max_cpu", lambda c, v: _int_range(c, v, 1, 100)),
+    ("limits", "cpu_cores"): ("cpu_cores", lambda c, v: [_int_range(c, x, 0, 1023)
+                                                        for x in _want(c, v, list)]),
+    ("limits", "memory"): ("max_memory", _memory),
+    ("limits", "processes"): ("max_processes", _processes),
+    ("limits", "gpu_devices"): _NEVER,
+}
+for _s, _keys in {
+    "config": "http_ca http_key http_inject_ca http_ca_out fs_storage workdir",
+    "determinism": "deterministic_dirs",
+    "program": "uid gid no_supervisor",
+    "filesystem": "chroot mount on_exit on_error",
+    "network": "port_remap",
+    "http": "ports allow deny",
+    "limits": "disk num_cpus",
+}.items():
+    for _k in _keys.split():
+        _SCHEMA[(_s, _k)] = _UNSUPPORTED
+_SECTIONS = {s for s, _ in _SCHEMA}
+
+
+def _asks_nothing(v: Any) -> bool:
+    return v is False or v == [] or v == {}
+
+
+def _apply(path: str, doc: Dict[str, Any]) -> Profile:
+    kwargs: Dict[str, Any] = {}
+    exec_: Optional[str] = None
+    args: List[str] = []
+    for section, body in doc.items():
+        if not isinstance(body, dict):
+            raise ProfileError("%s: top-level key %r: profile keys belong in a section such as "
+                               "[filesystem] or [limits]" % (path, section))
+        if section not in _SECTIONS:
+            raise ProfileError("%s: unknown section [%s]" % (path, section))
+        for key, value in body.items():
+            spec = _SCHEMA.get((section, key))
+            c = _Ctx(path, section, key)
+            if spec is None:
+                raise ProfileError("%s: unknown key %r in [%s]" % (path, key, section))
+            if spec == _NEVER or (spec == _UNSUPPORTED and not _asks_nothing(value)):
+                raise c.fail("not supported yet by this sandlock")
+            if spec == _UNSUPPORTED:
+                continue
+            name, conv = spec
+            value = conv(c, value)
+            if name == "exec":
+                if not value:
+                    raise c.fail("empty command")
+                exec_ = value
+            elif name == "args":
+                args = value
+            else:
+                kwargs[name] = value
+    if args and exec_ is None:
+        raise ProfileError("%s: [program] args without exec" % path)
+    command = (exec_, *args) if exec_ is not None else ()
+    return Profile(path=path, sandbox_kwargs=kwargs, command=command)
+
+
+def read_profile(name: Optional[str] = None, *, path: Optional[str] = None) -> Profile:
+    """Parse and validate a profile, by ``name`` (in :func:`profiles_dir`) or ``path``."""
+    if (name is None) == (path is None):
+        raise TypeError("give exactly one of name and path")
+    p = _profile_path(name) if name is not None else os.fspath(path)  # type: ignore[arg-type]
+    try:
+        with open(p, "rb") as f:
+            doc = _toml.load(f)
+    except OSError as e:
+        raise ProfileError("%s: %s" % (p, e.strerror or e)) from e
+    except _toml.TOMLDecodeError as e:
+        raise ProfileError("%s: %s" % (p, e)) from e
+    return _apply(p, doc)
+
+
+def load_profile(name: Optional[str] = None, *, path: Optional[str] = None,
+                 **overrides: Any) -> "Sandbox":
+    """A :class:`sandlock.Sandbox` configured by the profile; keyword
+    ``overrides`` replace the profile's values (e.g. ``timeout=10``)."""
+    from . import PolicyError, Sandbox
+
+    prof = read_profile(name, path=path)
+    kwargs = dict(prof.sandbox_kwargs)
+    kwargs.update(overrides)
+    try:
+        return Sandbox(**kwargs)
+    except PolicyError as e:  # e.g. a time_start string Sandbox cannot parse
+        if isinstance(e, ProfileError):
+            raise
+        raise ProfileError("%s: %s" % (prof.path, e)) from e

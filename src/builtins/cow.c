@@ -1,0 +1,620 @@
+/*
+ * cow.c — the copy-on-write workdir (issue 10): every write-side path
+ * call under cfg->workdir is performed by the supervisor inside the COW
+ * layer (src/cow.c), never by the kernel on the real tree.
+ *
+ * ON when workdir is set.  FIRST phase, so it runs before the /proc view
+ * (LAST on the open family and getdents64) and the metadata guard (LAST
+ * on chmod/chown/utimes): for a path outside workdir it passes and the
+ * chain goes on unchanged; for a path inside it decides:
+ *   - open/openat/creat for writing (or O_CREAT/O_TRUNC): the file is
+ *     copied up (or created) in the upper layer, opened there and the fd
+ *     injected; reading a file that the upper layer holds opens that copy;
+ *     reading a real, untouched file passes (the kernel, or the /proc
+ *     view's opener, opens it: Landlock grants workdir read-only);
+ *   - unlink*, rmdir, mkdir*, rename* (NOREPLACE, EXCHANGE), link*,
+ *     symlink*, mknod*, truncate, chmod/chown/utimensat by path: staged;
+ *   - getdents64 on a workdir directory: the merged listing, whiteouts
+ *     hidden, written into the caller's buffer (its fd's offset counts
+ *     entries);
+ *   - the stat family, access, readlink: answered from the upper copy when
+ *     there is one, ENOENT for a deleted path, else passed on.
+ *
+ * FAIL CLOSED: Landlock grants workdir read-only and the storage not at
+ * all (builder.c), so a call this builtin misses (or a path spelled so
+ * that it is not recognized as under workdir: /proc/self/fd/N, an
+ * absolute symlink) is refused by the kernel instead of writing the real
+ * tree.  Paths are normalized lexically: "dir/../x" is taken as "x".
+ *
+ * At the end of the run (finish) the change list is computed and, per
+ * on_exit / on_error, committed, thrown away or kept.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../childfd.h"
+#include "../compat.h"
+#include "../cow.h"
+#include "../result.h"
+#include "builtin.h"
+
+#ifndef AT_EMPTY_PATH
+#define AT_EMPTY_PATH 0x1000
+#endif
+#define MAX_DENTS (64 * 1024)
+/* The legacy path syscalls exist on x86_64, not on aarch64: a negative
+ * number there (never trapped, never matched). */
+#ifdef __NR_open
+#define SLC_open __NR_open
+#else
+#define SLC_open (-1)
+#endif
+#ifdef __NR_creat
+#define SLC_creat __NR_creat
+#else
+#define SLC_creat (-2)
+#endif
+#ifdef __NR_unlink
+#define SLC_unlink __NR_unlink
+#else
+#define SLC_unlink (-3)
+#endif
+#ifdef __NR_rmdir
+#define SLC_rmdir __NR_rmdir
+#else
+#define SLC_rmdir (-4)
+#endif
+#ifdef __NR_mkdir
+#define SLC_mkdir __NR_mkdir
+#else
+#define SLC_mkdir (-5)
+#endif
+#ifdef __NR_rename
+#define SLC_rename __NR_rename
+#else
+#define SLC_rename (-6)
+#endif
+#ifdef __NR_link
+#define SLC_link __NR_link
+#else
+#define SLC_link (-7)
+#endif
+#ifdef __NR_symlink
+#define SLC_symlink __NR_symlink
+#else
+#define SLC_symlink (-8)
+#endif
+#ifdef __NR_mknod
+#define SLC_mknod __NR_mknod
+#else
+#define SLC_mknod (-9)
+#endif
+#ifdef __NR_stat
+#define SLC_stat __NR_stat
+#else
+#define SLC_stat (-10)
+#endif
+#ifdef __NR_lstat
+#define SLC_lstat __NR_lstat
+#else
+#define SLC_lstat (-11)
+#endif
+#ifdef __NR_access
+#define SLC_access __NR_access
+#else
+#define SLC_access (-12)
+#endif
+#ifdef __NR_readlink
+#define SLC_readlink __NR_readlink
+#else
+#define SLC_readlink (-13)
+#endif
+#ifdef __NR_chmod
+#define SLC_chmod __NR_chmod
+#else
+#define SLC_chmod (-14)
+#endif
+#ifdef __NR_chown
+#define SLC_chown __NR_chown
+#else
+#define SLC_chown (-15)
+#endif
+#ifdef __NR_lchown
+#define SLC_lchown __NR_lchown
+#else
+#define SLC_lchown (-16)
+#endif
+
+static const int k_cow_nrs[] = {
+	SLC_open,       __NR_openat,     SLC_creat,      SLC_unlink,    __NR_unlinkat,
+	SLC_rmdir,      SLC_mkdir,      __NR_mkdirat,    SLC_rename,    __NR_renameat,
+	__NR_renameat2,  SLC_link,       __NR_linkat,     SLC_symlink,   __NR_symlinkat,
+	SLC_mknod,      __NR_mknodat,    __NR_truncate,   __NR_getdents64, __NR_newfstatat,
+	SLC_stat,       SLC_lstat,      __NR_statx,      SLC_access,    __NR_faccessat,
+	__NR_faccessat2, SLC_readlink,   __NR_readlinkat, SLC_chmod,     __NR_fchmodat,
+	SLC_chown,      SLC_lchown,     __NR_fchownat,   __NR_utimensat,
+};
+
+struct cow_state {
+	struct sl_cow *cow;
+	int on_exit, on_error;
+};
+
+/* ---------------- paths ---------------- */
+
+/* Collapse "//", "." and ".." of an absolute path in place. */
+static void normalize(char *p)
+{
+	char *out = p, *in = p;
+	while (*in) {
+		while (*in == '/')
+			in++;
+		char *seg = in;
+		while (*in && *in != '/')
+			in++;
+		size_t n = (size_t)(in - seg);
+		if (n == 0 || (n == 1 && seg[0] == '.'))
+			continue;
+		if (n == 2 && seg[0] == '.' && seg[1] == '.') {
+			while (out > p && *--out != '/')
+				;
+			continue;
+		}
+		*out++ = '/';
+		memmove(out, seg, n);
+		out += n;
+	}
+	if (out == p)
+		*out++ = '/';
+	*out = '\0';
+}
+
+/*
+ * The absolute path a call names: path relative to dirfd (the caller's
+ * cwd for AT_FDCWD).  NULL when it cannot be told (the call then passes:
+ * the kernel answers it under Landlock); empty paths pass too (fd calls).
+ */
+static char *abs_path(const struct sl_call *call, int dirfd, uint64_t addr)
+{
+	char *p = addr ? sandlock_mem_read_cstr(call->mem, addr, PATH_MAX) : NULL;
+	if (!p || !p[0]) {
+		sandlock_string_free(p);
+		return NULL;
+	}
+	char *out = malloc(2 * PATH_MAX + 2);
+	if (!out) {
+		sandlock_string_free(p);
+		return NULL;
+	}
+	if (p[0] == '/') {
+		snprintf(out, 2 * PATH_MAX + 2, "%s", p);
+	} else {
+		int fd = sl_child_dirfd(call->listener, call->n, dirfd);
+		char link[64], base[PATH_MAX];
+		ssize_t n = -1;
+		if (fd >= 0) {
+			snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+			n = readlink(link, base, sizeof base - 1);
+			close(fd);
+		}
+		if (n <= 0 || base[0] != '/') {
+			free(out);
+			sandlock_string_free(p);
+			return NULL;
+		}
+		base[n] = '\0';
+		snprintf(out, 2 * PATH_MAX + 2, "%s/%s", base, p);
+	}
+	sandlock_string_free(p);
+	normalize(out);
+	return out;
+}
+
+/* The caller's umask (022 if it cannot be read). */
+static mode_t child_umask(const struct sl_call *call)
+{
+	int dir = sl_child_procdir(call->listener, call->n);
+	if (dir < 0)
+		return 022;
+	int fd = openat(dir, "status", O_RDONLY | O_CLOEXEC);
+	close(dir);
+	if (fd < 0)
+		return 022;
+	char buf[4096];
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 022;
+	buf[n] = '\0';
+	char *u = strstr(buf, "Umask:");
+	return u ? (mode_t)strtoul(u + 6, NULL, 8) & 0777 : 022;
+}
+
+/* ---------------- deciding ---------------- */
+
+static bool answer(sandlock_action_t *act, long r)
+{
+	if (r < 0)
+		sandlock_action_set_errno(act, (int32_t)-r);
+	else
+		sandlock_action_set_return_value(act, r);
+	return true;
+}
+
+static bool do_open(struct cow_state *s, const struct sl_call *call, const char *rel, int flags,
+                    mode_t mode, sandlock_action_t *act)
+{
+	bool write = (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC)) ||
+	             (flags & O_TMPFILE) == O_TMPFILE;
+	if (flags & O_PATH)
+		write = false;
+	if (!write) {
+		struct stat st;
+		int e = 0;
+		bool follow = !(flags & O_NOFOLLOW);
+		enum sl_cow_where w = sl_cow_lookup(s->cow, rel, follow, &st, &e);
+		if (w == SL_COW_LOWER)
+			return false; /* the real, untouched file: read it as usual */
+		if (w == SL_COW_NONE && e == ENOENT && !rel[0])
+			return false;
+	}
+	int fd = sl_cow_open(s->cow, rel, flags, mode & ~child_umask(call));
+	if (fd < 0)
+		return answer(act, fd);
+	sandlock_action_set_inject_fd_send(act, fd, (flags & O_CLOEXEC) ? O_CLOEXEC : 0);
+	return true;
+}
+
+static bool do_dents(struct cow_state *s, const struct sl_call *call, sandlock_action_t *act)
+{
+	const sandlock_notif_t *n = call->n;
+	int fd = sl_child_getfd(call->listener, n, (int)(uint32_t)n->args[0]);
+	if (fd < 0)
+		return false;
+	char link[64], real[PATH_MAX];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t len = readlink(link, real, sizeof real - 1);
+	const char *rel = NULL;
+	if (len > 0) {
+		real[len] = '\0';
+		rel = sl_cow_rel(s->cow, real);
+	}
+	if (!rel) {
+		close(fd);
+		return false;
+	}
+	size_t cap = (size_t)(uint32_t)n->args[2];
+	if (cap > MAX_DENTS)
+		cap = MAX_DENTS;
+	char *buf = malloc(cap ? cap : 1);
+	off_t at = lseek(fd, 0, SEEK_CUR);
+	long r = !buf ? -ENOMEM : at < 0 ? -errno : 0;
+	uint64_t pos = at < 0 ? 0 : (uint64_t)at;
+	if (!r)
+		r = sl_cow_getdents(s->cow, rel, &pos, buf, cap);
+	if (r > 0 && sandlock_mem_write(call->mem, n->args[1], buf, (size_t)r) != 0)
+		r = -EFAULT;
+	if (r >= 0 && lseek(fd, (off_t)pos, SEEK_SET) < 0)
+		r = -errno;
+	free(buf);
+	close(fd);
+	return answer(act, r);
+}
+
+/* stat/statx/access/readlink of rel from the upper copy. */
+static bool do_stat(struct cow_state *s, const struct sl_call *call, const char *rel,
+                    bool follow, sandlock_action_t *act)
+{
+	const sandlock_notif_t *n = call->n;
+	struct stat st;
+	int e = 0;
+	enum sl_cow_where w = sl_cow_lookup(s->cow, rel, follow, &st, &e);
+	if (w == SL_COW_LOWER || (w == SL_COW_NONE && e != ENOENT))
+		return false;
+	if (w == SL_COW_NONE)
+		return answer(act, -ENOENT);
+	int fd = sl_cow_open_upper(s->cow, rel, O_PATH | (follow ? 0 : O_NOFOLLOW));
+	if (fd < 0)
+		return answer(act, fd);
+	long r = 0;
+	int nr = n->syscall_nr;
+	if (nr == __NR_newfstatat || nr == SLC_stat || nr == SLC_lstat) {
+		uint64_t buf = nr == __NR_newfstatat ? n->args[2] : n->args[1];
+		r = fstatat(fd, "", &st, AT_EMPTY_PATH) == 0 ? 0 : -errno;
+		if (!r && sandlock_mem_write(call->mem, buf, &st, sizeof st) != 0)
+			r = -EFAULT;
+	} else if (nr == __NR_statx) {
+		struct statx sx;
+		unsigned flags = (unsigned)n->args[2] & ~(unsigned)AT_SYMLINK_NOFOLLOW;
+		r = statx(fd, "", (int)(flags | AT_EMPTY_PATH), (unsigned)n->args[3], &sx) == 0 ? 0 : -errno;
+		if (!r && sandlock_mem_write(call->mem, n->args[4], &sx, sizeof sx) != 0)
+			r = -EFAULT;
+	} else if (nr == SLC_readlink || nr == __NR_readlinkat) {
+		char t[PATH_MAX];
+		uint64_t buf = nr == SLC_readlink ? n->args[1] : n->args[2];
+		size_t cap = (size_t)(nr == SLC_readlink ? n->args[2] : n->args[3]);
+		ssize_t len = readlinkat(fd, "", t, sizeof t);
+		if (len < 0)
+			r = -errno;
+		else {
+			if ((size_t)len > cap)
+				len = (ssize_t)cap;
+			r = sandlock_mem_write(call->mem, buf, t, (size_t)len) == 0 ? len : -EFAULT;
+		}
+	} else { /* access family: the caller has no capabilities, check bits */
+		int mode = (int)(nr == SLC_access ? n->args[1] : n->args[2]);
+		r = fstatat(fd, "", &st, AT_EMPTY_PATH) == 0 ? 0 : -errno;
+		if (!r && (mode & X_OK) && !S_ISDIR(st.st_mode) && !(st.st_mode & 0111))
+			r = -EACCES;
+	}
+	close(fd);
+	return answer(act, r);
+}
+
+/* A metadata change on rel, applied to its upper copy. */
+static bool do_meta(struct cow_state *s, const struct sl_call *call, const char *rel,
+                    bool follow, sandlock_action_t *act)
+{
+	const sandlock_notif_t *n = call->n;
+	int nr = n->syscall_nr;
+	int fd = sl_cow_copy_up_fd(s->cow, rel, follow);
+	if (fd < 0)
+		return answer(act, fd);
+	char p[64];
+	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	long r;
+	if (nr == SLC_chmod || nr == __NR_fchmodat) {
+		mode_t mode = (mode_t)(nr == SLC_chmod ? n->args[1] : n->args[2]);
+		r = chmod(p, mode & 07777) == 0 ? 0 : -errno;
+	} else if (nr == __NR_utimensat) {
+		struct timespec ts[2];
+		bool have = n->args[2] != 0;
+		if (have && sandlock_mem_read(call->mem, n->args[2], ts, sizeof ts) != 0)
+			r = -EFAULT;
+		else
+			r = utimensat(AT_FDCWD, p, have ? ts : NULL, 0) == 0 ? 0 : -errno;
+	} else {
+		int a = nr == __NR_fchownat ? 2 : 1;
+		r = fchownat(fd, "", (uid_t)n->args[a], (gid_t)n->args[a + 1], AT_EMPTY_PATH) == 0
+		            ? 0 : -errno;
+	}
+	close(fd);
+	return answer(act, r);
+}
+
+/* Two-path calls: both under workdir, or EXDEV when only one is. */
+static bool do_pair(struct cow_state *s, const struct sl_call *call, int d1, uint64_t p1, int d2,
+                    uint64_t p2, sandlock_action_t *act)
+{
+	const sandlock_notif_t *n = call->n;
+	int nr = n->syscall_nr;
+	char *a = abs_path(call, d1, p1), *b = abs_path(call, d2, p2);
+	const char *ra = a ? sl_cow_rel(s->cow, a) : NULL;
+	const char *rb = b ? sl_cow_rel(s->cow, b) : NULL;
+	bool decided = true;
+	long r;
+	if (!ra && !rb)
+		decided = false;
+	else if (!ra || !rb)
+		r = -EXDEV;
+	else if (nr == SLC_link || nr == __NR_linkat)
+		r = sl_cow_link(s->cow, ra, rb);
+	else
+		r = sl_cow_rename(s->cow, ra, rb, nr == __NR_renameat2 ? (unsigned)n->args[4] : 0);
+	free(a);
+	free(b);
+	return decided ? answer(act, r) : false;
+}
+
+/* The (dirfd, path) argument pair of a single-path call. */
+static bool path_args(int nr, const uint64_t *a, int *dirfd, uint64_t *path)
+{
+	switch (nr) {
+	case SLC_open: case SLC_creat: case SLC_unlink: case SLC_rmdir: case SLC_mkdir:
+	case SLC_mknod: case __NR_truncate: case SLC_stat: case SLC_lstat: case SLC_access:
+	case SLC_readlink: case SLC_chmod: case SLC_chown: case SLC_lchown:
+		*dirfd = AT_FDCWD;
+		*path = a[0];
+		return true;
+	case __NR_openat: case __NR_unlinkat: case __NR_mkdirat: case __NR_mknodat:
+	case __NR_newfstatat: case __NR_statx: case __NR_faccessat: case __NR_faccessat2:
+	case __NR_readlinkat: case __NR_fchmodat: case __NR_fchownat: case __NR_utimensat:
+		*dirfd = (int)(int32_t)a[0];
+		*path = a[1];
+		return true;
+	case __NR_symlinkat:
+		*dirfd = (int)(int32_t)a[1];
+		*path = a[2];
+		return true;
+	case SLC_symlink:
+		*dirfd = AT_FDCWD;
+		*path = a[1];
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool decide_rel(struct cow_state *s, const struct sl_call *call, const char *rel,
+                       sandlock_action_t *act)
+{
+	const uint64_t *a = call->n->args;
+	int nr = call->n->syscall_nr;
+	switch (nr) {
+	case SLC_open:
+		return do_open(s, call, rel, (int)a[1], (mode_t)a[2], act);
+	case __NR_openat:
+		return do_open(s, call, rel, (int)a[2], (mode_t)a[3], act);
+	case SLC_creat:
+		return do_open(s, call, rel, O_CREAT | O_WRONLY | O_TRUNC, (mode_t)a[1], act);
+	case SLC_unlink:
+		return answer(act, sl_cow_unlink(s->cow, rel, false));
+	case SLC_rmdir:
+		return answer(act, sl_cow_unlink(s->cow, rel, true));
+	case __NR_unlinkat:
+		return answer(act, sl_cow_unlink(s->cow, rel, (a[2] & AT_REMOVEDIR) != 0));
+	case SLC_mkdir:
+	case __NR_mkdirat:
+		return answer(act, sl_cow_mkdir(s->cow, rel, (mode_t)a[nr == SLC_mkdir ? 1 : 2] &
+		                                               07777 & ~child_umask(call)));
+	case SLC_mknod:
+	case __NR_mknodat: {
+		int i = nr == SLC_mknod ? 1 : 2;
+		mode_t m = (mode_t)a[i];
+		return answer(act, sl_cow_mknod(s->cow, rel, (m & S_IFMT) | (m & 07777 & ~child_umask(call)),
+		                                (dev_t)a[i + 1]));
+	}
+	case SLC_symlink:
+	case __NR_symlinkat: {
+		char *t = sandlock_mem_read_cstr(call->mem, a[0], PATH_MAX);
+		long r = t ? sl_cow_symlink(s->cow, t, rel) : -EFAULT;
+		sandlock_string_free(t);
+		return answer(act, r);
+	}
+	case __NR_truncate: {
+		int fd = sl_cow_open(s->cow, rel, O_WRONLY, 0);
+		long r = fd;
+		if (fd >= 0) {
+			r = ftruncate(fd, (off_t)a[1]) == 0 ? 0 : -errno;
+			close(fd);
+		}
+		return answer(act, r);
+	}
+	case SLC_stat: case SLC_access: case SLC_readlink: case __NR_faccessat:
+		return do_stat(s, call, rel, nr != SLC_readlink, act);
+	case SLC_lstat:
+		return do_stat(s, call, rel, false, act);
+	case __NR_readlinkat:
+		return do_stat(s, call, rel, false, act);
+	case __NR_newfstatat:
+		return do_stat(s, call, rel, !(a[3] & AT_SYMLINK_NOFOLLOW), act);
+	case __NR_statx:
+		return do_stat(s, call, rel, !(a[2] & AT_SYMLINK_NOFOLLOW), act);
+	case __NR_faccessat2:
+		return do_stat(s, call, rel, !(a[3] & AT_SYMLINK_NOFOLLOW), act);
+	case SLC_chmod: case SLC_chown:
+		return do_meta(s, call, rel, true, act);
+	case SLC_lchown:
+		return do_meta(s, call, rel, false, act);
+	case __NR_fchmodat:
+		return do_meta(s, call, rel, true, act);
+	case __NR_fchownat:
+	case __NR_utimensat:
+		return do_meta(s, call, rel, !(a[nr == __NR_fchownat ? 4 : 3] & AT_SYMLINK_NOFOLLOW), act);
+	default:
+		return false;
+	}
+}
+
+static bool cow_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
+{
+	struct cow_state *s = state;
+	if (!s)
+		return false;
+	const uint64_t *a = call->n->args;
+	int nr = call->n->syscall_nr;
+	if (nr == __NR_getdents64)
+		return do_dents(s, call, act);
+	if (nr == SLC_rename)
+		return do_pair(s, call, AT_FDCWD, a[0], AT_FDCWD, a[1], act);
+	if (nr == __NR_renameat || nr == __NR_renameat2)
+		return do_pair(s, call, (int)(int32_t)a[0], a[1], (int)(int32_t)a[2], a[3], act);
+	if (nr == SLC_link)
+		return do_pair(s, call, AT_FDCWD, a[0], AT_FDCWD, a[1], act);
+	if (nr == __NR_linkat)
+		return do_pair(s, call, (int)(int32_t)a[0], a[1], (int)(int32_t)a[2], a[3], act);
+	int dirfd;
+	uint64_t path;
+	if (!path_args(nr, a, &dirfd, &path))
+		return false;
+	if (nr == __NR_utimensat && path == 0)
+		return false; /* futimens: on the fd itself */
+	char *p = abs_path(call, dirfd, path);
+	const char *rel = p ? sl_cow_rel(s->cow, p) : NULL;
+	bool r = rel ? decide_rel(s, call, rel, act) : false;
+	free(p);
+	return r;
+}
+
+/* ---------------- lifecycle ---------------- */
+
+static int cow_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+{
+	if (!cfg->workdir)
+		return 0;
+	for (size_t i = 0; i < sizeof k_cow_nrs / sizeof k_cow_nrs[0]; i++)
+		if (k_cow_nrs[i] >= 0 && sl_nrset_add(out, k_cow_nrs[i]) < 0)
+			return -1;
+	return 0;
+}
+
+static int cow_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+{
+	if (!cfg->workdir)
+		return 0;
+	struct cow_state *s = calloc(1, sizeof(*s));
+	if (!s) {
+		*msg = sl_strdup("out of memory");
+		return -1;
+	}
+	s->cow = sl_cow_new(cfg->workdir, cfg->fs_storage, cfg->max_disk, msg);
+	if (!s->cow) {
+		free(s);
+		return -1;
+	}
+	s->on_exit = cfg->on_exit;
+	s->on_error = cfg->on_error;
+	*state = s;
+	return 0;
+}
+
+static void cow_free(void *state)
+{
+	struct cow_state *s = state;
+	if (!s)
+		return;
+	sl_cow_free(s->cow, false);
+	free(s);
+}
+
+/* The run is over: list the changes, then commit, abort or keep. */
+static void cow_finish(void *state, struct sandlock_result *r)
+{
+	struct cow_state *s = state;
+	if (!s || !s->cow)
+		return;
+	bool ok = r->reason == SANDLOCK_EXIT_EXITED && r->exit_code == 0;
+	int action = ok ? s->on_exit : s->on_error;
+	int e = sl_cow_changes(s->cow, &r->changes);
+	bool keep = action == SANDLOCK_BRANCH_KEEP;
+	if (e) {
+		r->cow_error = sl_asprintf("cannot list the changes: %s", strerror(-e));
+		keep = true;
+	} else if (action == SANDLOCK_BRANCH_COMMIT) {
+		e = sl_cow_commit(s->cow, &r->changes, &r->conflicts);
+		if (e)
+			r->cow_error = sl_asprintf("commit failed: %s", strerror(-e));
+		keep = e || r->conflicts.n > 0; /* never lose staged work */
+	}
+	if (keep)
+		r->cow_kept = sl_strdup(sl_cow_upper_path(s->cow));
+	sl_cow_free(s->cow, keep);
+	s->cow = NULL;
+}
+
+const struct sl_builtin sl_builtin_cow = {
+	.name = "copy-on-write workdir",
+	.phase = SL_PHASE_FIRST,
+	.syscalls = cow_syscalls,
+	.init = cow_init,
+	.free = cow_free,
+	.decide = cow_decide,
+	.finish = cow_finish,
+};

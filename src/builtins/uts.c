@@ -1,0 +1,88 @@
+/*
+ * uts.c — the sandbox's virtual hostname in uname(2) (cfg->name, default
+ * "sandbox-<pid of init>").
+ *
+ * WHY: the host's name identifies the machine the program runs on; a
+ * sandbox has a name of its own.  uname is performed on the caller's
+ * behalf (LAST phase: user handlers may still answer it themselves) and
+ * only nodename differs from the host's.  /proc/sys/kernel/hostname and
+ * /etc/hostname show the same name when they are opened on behalf (the
+ * opener serves them, see opener.c): always with /proc readable, since
+ * the /proc view opens everything on behalf.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+
+#include "builtin.h"
+#include "uts.h"
+
+void sl_uts_name(const struct sandlock_sandbox *cfg, pid_t init, char *out, size_t cap)
+{
+	if (cfg->name)
+		snprintf(out, cap, "%s", cfg->name);
+	else
+		snprintf(out, cap, "sandbox-%d", (int)init);
+}
+
+struct uts_state {
+	char *name; /* cfg->name copy, or NULL: from init's pid */
+};
+
+static int uts_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+{
+	(void)cfg; /* always on: every sandbox has a name */
+	return sl_nrset_add(out, __NR_uname);
+}
+
+static int uts_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+{
+	struct uts_state *s = calloc(1, sizeof(*s));
+	if (!s || (cfg->name && !(s->name = sl_strdup(cfg->name)))) {
+		free(s);
+		*msg = sl_strdup("out of memory");
+		return -1;
+	}
+	*state = s;
+	return 0;
+}
+
+static void uts_free(void *state)
+{
+	struct uts_state *s = state;
+	if (s)
+		free(s->name);
+	free(s);
+}
+
+static bool uts_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
+{
+	const struct uts_state *s = state;
+	struct utsname u;
+	if (uname(&u) < 0) {
+		sandlock_action_set_errno(act, errno);
+		return true;
+	}
+	memset(u.nodename, 0, sizeof u.nodename);
+	if (s->name)
+		snprintf(u.nodename, sizeof u.nodename, "%s", s->name);
+	else
+		snprintf(u.nodename, sizeof u.nodename, "sandbox-%d", (int)call->init);
+	if (sandlock_mem_write(call->mem, call->n->args[0], &u, sizeof u) != 0)
+		sandlock_action_set_errno(act, EFAULT);
+	else
+		sandlock_action_set_return_value(act, 0);
+	return true;
+}
+
+const struct sl_builtin sl_builtin_uts = {
+	.name = "virtual hostname",
+	.phase = SL_PHASE_LAST,
+	.syscalls = uts_syscalls,
+	.init = uts_init,
+	.free = uts_free,
+	.decide = uts_decide,
+};

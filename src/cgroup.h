@@ -1,0 +1,41 @@
+/*
+ * cgroup.h — a cgroup v2 subtree per run, where one can be made: the final
+ * sweep that no process of the sandbox survives (cgroup.kill), even when
+ * the sandbox's init died before it could end its subtree.
+ */
+#ifndef SANDLOCK_CGROUP_H
+#define SANDLOCK_CGROUP_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct sl_cgroup {
+	int dirfd;    /* the run's cgroup directory, or -1: none */
+	int parentfd; /* the directory it was made in (for rmdir) */
+	int procs;    /* its cgroup.procs, open for writing: the child joins by it */
+	char name[64];
+};
+
+/* Make a fresh cgroup below the caller's own (no controllers needed: only
+ * cgroup.procs and cgroup.kill are used).  False, silently, where cgroup
+ * v2 is absent or not writable (unprivileged, no delegation): the run
+ * then relies on init and the process-group sweep alone. */
+bool sl_cgroup_create(struct sl_cgroup *cg);
+/* Use an existing v2 group the child will join anyway (the limits group of
+ * cglimits.c: a process is in one v2 group only, so a second one of ours
+ * would be left empty).  Not made, not joined, not removed here.  False if
+ * path is not a v2 group with cgroup.kill. */
+bool sl_cgroup_adopt(struct sl_cgroup *cg, const char *path);
+/* After the child had its chance to join (writing "0" to cg->procs, first
+ * thing after fork): false if the cgroup is still empty (the write
+ * failed, e.g. no permission on the common ancestor); it is then
+ * destroyed and the run goes on without it. */
+bool sl_cgroup_confirm(struct sl_cgroup *cg);
+/* SIGKILL every process in it and wait (bounded) until it is empty. */
+void sl_cgroup_kill(struct sl_cgroup *cg);
+/* Kill what is left, remove the cgroup, close everything.  Idempotent. */
+void sl_cgroup_destroy(struct sl_cgroup *cg);
+/* Tests only: pretend no cgroup can be made (the fallback path). */
+extern bool sl_cgroup_disabled;
+
+#endif /* SANDLOCK_CGROUP_H */

@@ -1,0 +1,1050 @@
+/*
+ * cow.c — the copy-on-write layer (see cow.h).
+ *
+ * Layout: the upper directory mirrors workdir; a file present there hides
+ * the real one.  Directories are created in the upper layer as needed to
+ * hold a staged file (their existence alone is not a change).  Deletions
+ * are whiteouts kept in memory: a rel path whose real entry (and all of
+ * its descendants) the merged view no longer shows.  Deleting a directory
+ * requires it to be empty in the merged view, so its real children were
+ * whited out one by one first; recreating it lifts only its own whiteout
+ * and the old children stay hidden (no "opaque" directories needed).
+ *
+ * Every lookup inside a layer goes through openat2(RESOLVE_BENEATH) from
+ * that layer's root fd: a symlink or ".." cannot lead outside it (such
+ * paths fail with EXDEV rather than reach another tree).
+ *
+ * Conflicts: the first time a real path is shadowed (copied up, deleted,
+ * renamed over, created) its lstat is remembered; at commit a real file
+ * whose identity, size or times differ from that record was changed by
+ * someone else during the run, and is left alone.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cow.h"
+#include "util.h"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+struct record {
+	char *rel;
+	bool existed; /* the real path existed when first shadowed */
+	struct stat st;
+};
+
+struct sl_cow {
+	char *lower, *upper; /* absolute paths */
+	int lower_fd, upper_fd;
+	uint64_t max_disk;   /* bytes; 0 = unlimited */
+	sl_strvec whiteouts;
+	struct record *rec;
+	size_t nrec, caprec;
+};
+
+/* ---------------- small helpers ---------------- */
+
+void sl_changes_free(struct sl_changes *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		free(c->v[i].path);
+	free(c->v);
+	c->v = NULL;
+	c->n = 0;
+}
+
+static int push_change(struct sl_changes *c, char kind, const char *path)
+{
+	struct sl_change *v = realloc(c->v, (c->n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	c->v = v;
+	c->v[c->n].kind = kind;
+	c->v[c->n].path = sl_strdup(path);
+	if (!c->v[c->n].path)
+		return -ENOMEM;
+	c->n++;
+	return 0;
+}
+
+/* rel as a path argument: "." for workdir itself. */
+static const char *arg(const char *rel)
+{
+	return rel[0] ? rel : ".";
+}
+
+static int open_beneath(int root, const char *rel, int flags, mode_t mode)
+{
+	struct open_how how = { 0 };
+	how.flags = (uint64_t)(flags | O_CLOEXEC);
+	how.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0;
+	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+	long fd = syscall(__NR_openat2, root, arg(rel), &how, sizeof how);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* lstat/stat of rel inside one layer; 0 or -errno. */
+static int layer_stat(int root, const char *rel, bool follow, struct stat *st)
+{
+	int fd = open_beneath(root, rel, O_PATH | (follow ? 0 : O_NOFOLLOW), 0);
+	if (fd < 0)
+		return fd;
+	int r = fstatat(fd, "", st, AT_EMPTY_PATH) == 0 ? 0 : -errno;
+	close(fd);
+	return r;
+}
+
+/* The parent of rel ("" for a top-level name) in buf. */
+static void parent_of(const char *rel, char *buf, size_t cap)
+{
+	const char *slash = strrchr(rel, '/');
+	size_t n = slash ? (size_t)(slash - rel) : 0;
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(buf, rel, n);
+	buf[n] = '\0';
+}
+
+static ssize_t find_whiteout(const struct sl_cow *c, const char *rel)
+{
+	for (size_t i = 0; i < c->whiteouts.n; i++)
+		if (strcmp(c->whiteouts.v[i], rel) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+/* True if rel or one of its ancestors is whited out. */
+static bool hidden(const struct sl_cow *c, const char *rel)
+{
+	for (size_t i = 0; i < c->whiteouts.n; i++)
+		if (sl_path_under(rel, c->whiteouts.v[i]) ||
+		    (c->whiteouts.v[i][0] == '\0' && rel[0] != '\0'))
+			return true;
+	return false;
+}
+
+static void unwhite(struct sl_cow *c, const char *rel)
+{
+	ssize_t i = find_whiteout(c, rel);
+	if (i < 0)
+		return;
+	free(c->whiteouts.v[i]);
+	c->whiteouts.v[i] = c->whiteouts.v[--c->whiteouts.n];
+}
+
+static struct record *find_record(struct sl_cow *c, const char *rel)
+{
+	for (size_t i = 0; i < c->nrec; i++)
+		if (strcmp(c->rec[i].rel, rel) == 0)
+			return &c->rec[i];
+	return NULL;
+}
+
+/* Remember what the real rel looked like before we first shadow it. */
+static int remember(struct sl_cow *c, const char *rel)
+{
+	if (find_record(c, rel))
+		return 0;
+	if (c->nrec == c->caprec) {
+		size_t cap = c->caprec ? c->caprec * 2 : 16;
+		struct record *v = realloc(c->rec, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		c->rec = v;
+		c->caprec = cap;
+	}
+	struct record *r = &c->rec[c->nrec];
+	memset(r, 0, sizeof(*r));
+	r->rel = sl_strdup(rel);
+	if (!r->rel)
+		return -ENOMEM;
+	r->existed = layer_stat(c->lower_fd, rel, false, &r->st) == 0;
+	c->nrec++;
+	return 0;
+}
+
+static int whiteout(struct sl_cow *c, const char *rel)
+{
+	int e = remember(c, rel);
+	if (e)
+		return e;
+	if (find_whiteout(c, rel) >= 0)
+		return 0;
+	return sl_strvec_push(&c->whiteouts, rel) == 0 ? 0 : -ENOMEM;
+}
+
+/* True if the real rel is visible (exists and not whited out). */
+static bool lower_visible(struct sl_cow *c, const char *rel, struct stat *st)
+{
+	struct stat tmp;
+	return !hidden(c, rel) && layer_stat(c->lower_fd, rel, false, st ? st : &tmp) == 0;
+}
+
+/* Bytes the upper layer holds (for max_disk). */
+static uint64_t tree_bytes(int root)
+{
+	int fd = openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	uint64_t sum = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		sum += (uint64_t)st.st_blocks * 512;
+		if (S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (sub >= 0) {
+				sum += tree_bytes(sub);
+				close(sub);
+			}
+		}
+	}
+	closedir(d);
+	return sum;
+}
+
+static bool over_quota(const struct sl_cow *c, uint64_t adding)
+{
+	return c->max_disk && tree_bytes(c->upper_fd) + adding > c->max_disk;
+}
+
+/* ---------------- lifecycle ---------------- */
+
+struct sl_cow *sl_cow_new(const char *workdir, const char *storage, uint64_t max_disk,
+                          char **msg)
+{
+	struct sl_cow *c = calloc(1, sizeof(*c));
+	char tmpl[4096];
+	if (!c || snprintf(tmpl, sizeof tmpl, "%s/upper-XXXXXX", storage) >= (int)sizeof tmpl) {
+		free(c);
+		*msg = sl_strdup("out of memory or storage path too long");
+		return NULL;
+	}
+	c->lower_fd = c->upper_fd = -1;
+	c->max_disk = max_disk;
+	c->lower = sl_strdup(workdir);
+	if (!mkdtemp(tmpl)) {
+		sl_fail(NULL, msg, 0, "workdir storage '%s': %s", storage, strerror(errno));
+		goto fail;
+	}
+	c->upper = sl_strdup(tmpl);
+	c->lower_fd = open(workdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	c->upper_fd = open(tmpl, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (c->lower_fd < 0 || c->upper_fd < 0 || !c->lower || !c->upper) {
+		sl_fail(NULL, msg, 0, "workdir '%s': %s", workdir, strerror(errno));
+		goto fail;
+	}
+	return c;
+fail:
+	sl_cow_free(c, false);
+	return NULL;
+}
+
+/* rm -rf of the entries of dirfd (not following symlinks). */
+static void remove_tree(int root)
+{
+	int fd = openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+			continue;
+		int sub = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0) {
+			remove_tree(sub);
+			close(sub);
+		}
+		unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+	}
+	closedir(d);
+}
+
+void sl_cow_free(struct sl_cow *c, bool keep)
+{
+	if (!c)
+		return;
+	if (!keep && c->upper_fd >= 0) {
+		remove_tree(c->upper_fd);
+		rmdir(c->upper);
+	}
+	if (c->lower_fd >= 0)
+		close(c->lower_fd);
+	if (c->upper_fd >= 0)
+		close(c->upper_fd);
+	for (size_t i = 0; i < c->nrec; i++)
+		free(c->rec[i].rel);
+	free(c->rec);
+	sl_strvec_free(&c->whiteouts);
+	free(c->lower);
+	free(c->upper);
+	free(c);
+}
+
+const char *sl_cow_upper_path(const struct sl_cow *c)
+{
+	return c->upper;
+}
+
+const char *sl_cow_rel(const struct sl_cow *c, const char *abs)
+{
+	const char *roots[2] = { c->lower, c->upper };
+	for (int i = 0; i < 2; i++) {
+		size_t n = strlen(roots[i]);
+		if (sl_path_under(abs, roots[i]))
+			return abs[n] == '/' ? abs + n + 1 : abs + n;
+	}
+	return NULL;
+}
+
+/* ---------------- the merged view ---------------- */
+
+enum sl_cow_where sl_cow_lookup(struct sl_cow *c, const char *rel, bool follow, struct stat *st,
+                                int *e)
+{
+	int r = layer_stat(c->upper_fd, rel, follow, st);
+	if (r == 0)
+		return SL_COW_UPPER;
+	if (r != -ENOENT && r != -ENOTDIR) {
+		*e = -r;
+		return SL_COW_NONE;
+	}
+	if (hidden(c, rel)) {
+		*e = ENOENT;
+		return SL_COW_NONE;
+	}
+	r = layer_stat(c->lower_fd, rel, follow, st);
+	if (r == 0)
+		return SL_COW_LOWER;
+	*e = -r;
+	return SL_COW_NONE;
+}
+
+/* The parent of rel must be a directory in the merged view. */
+static int parent_ok(struct sl_cow *c, const char *rel)
+{
+	char p[4096];
+	struct stat st;
+	int e = 0;
+	parent_of(rel, p, sizeof p);
+	if (sl_cow_lookup(c, p, true, &st, &e) == SL_COW_NONE)
+		return -e;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+/* Create the upper directories that hold rel (each with its real mode). */
+static int upper_parents(struct sl_cow *c, const char *rel)
+{
+	char p[4096];
+	size_t len = strlen(rel);
+	if (len >= sizeof p)
+		return -ENAMETOOLONG;
+	for (size_t i = 0; i < len; i++) {
+		if (rel[i] != '/')
+			continue;
+		memcpy(p, rel, i);
+		p[i] = '\0';
+		struct stat st;
+		if (layer_stat(c->upper_fd, p, false, &st) == 0)
+			continue;
+		mode_t mode = layer_stat(c->lower_fd, p, false, &st) == 0 ? (st.st_mode & 07777) : 0755;
+		if (mkdirat(c->upper_fd, p, mode) < 0 && errno != EEXIST)
+			return -errno;
+	}
+	return 0;
+}
+
+static int copy_data(int in, int out)
+{
+	char buf[65536];
+	for (;;) {
+		ssize_t n = read(in, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		for (ssize_t off = 0; off < n;) {
+			ssize_t w = write(out, buf + off, (size_t)(n - off));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0)
+				return -errno;
+			off += w;
+		}
+	}
+}
+
+/* Copy the real rel into the upper layer (contents unless empty_only). */
+static int copy_up(struct sl_cow *c, const char *rel, bool empty_only)
+{
+	struct stat st;
+	int e = remember(c, rel);
+	if (e || (e = upper_parents(c, rel)))
+		return e;
+	if ((e = layer_stat(c->lower_fd, rel, false, &st)))
+		return e;
+	if (over_quota(c, empty_only ? 0 : (uint64_t)st.st_size))
+		return -ENOSPC;
+	if (S_ISLNK(st.st_mode)) {
+		char target[4096];
+		int fd = open_beneath(c->lower_fd, rel, O_PATH | O_NOFOLLOW, 0);
+		ssize_t n = fd >= 0 ? readlinkat(fd, "", target, sizeof target - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (n < 0)
+			return -errno;
+		target[n] = '\0';
+		return symlinkat(target, c->upper_fd, rel) == 0 ? 0 : -errno;
+	}
+	if (S_ISDIR(st.st_mode))
+		return mkdirat(c->upper_fd, rel, st.st_mode & 07777) == 0 || errno == EEXIST ? 0 : -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EPERM; /* devices, FIFOs, sockets are not staged */
+	int out = open_beneath(c->upper_fd, rel, O_WRONLY | O_CREAT | O_EXCL, st.st_mode & 07777);
+	if (out < 0)
+		return out;
+	int in = empty_only ? -1 : open_beneath(c->lower_fd, rel, O_RDONLY | O_NOFOLLOW, 0);
+	e = empty_only ? 0 : in < 0 ? in : copy_data(in, out);
+	if (in >= 0)
+		close(in);
+	if (!e && fchmod(out, st.st_mode & 07777) < 0)
+		e = -errno;
+	close(out);
+	if (e)
+		unlinkat(c->upper_fd, rel, 0);
+	return e;
+}
+
+int sl_cow_open_upper(struct sl_cow *c, const char *rel, int flags)
+{
+	return open_beneath(c->upper_fd, rel, flags, 0);
+}
+
+int sl_cow_open(struct sl_cow *c, const char *rel, int flags, mode_t mode)
+{
+	int acc = flags & O_ACCMODE;
+	bool write = acc != O_RDONLY || (flags & (O_CREAT | O_TRUNC)) || (flags & O_TMPFILE) == O_TMPFILE;
+	if (flags & O_PATH)
+		write = false;
+	struct stat st;
+	int e = 0;
+	bool follow = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
+	enum sl_cow_where w = sl_cow_lookup(c, rel, follow, &st, &e);
+	if (!write) {
+		if (w == SL_COW_NONE)
+			return -e;
+		if (w == SL_COW_LOWER)
+			return open_beneath(c->lower_fd, rel, flags, 0);
+		return open_beneath(c->upper_fd, rel, flags, 0);
+	}
+	if ((flags & O_TMPFILE) == O_TMPFILE)
+		return -EOPNOTSUPP; /* callers fall back to a named temporary file */
+	if (w != SL_COW_NONE) {
+		if ((flags & O_CREAT) && (flags & O_EXCL))
+			return -EEXIST;
+		if (S_ISDIR(st.st_mode))
+			return -EISDIR;
+		if (w == SL_COW_LOWER && (e = copy_up(c, rel, (flags & O_TRUNC) != 0)))
+			return e;
+	} else {
+		if (e != ENOENT || !(flags & O_CREAT))
+			return -e;
+		if ((e = parent_ok(c, rel)) || (e = remember(c, rel)) || (e = upper_parents(c, rel)))
+			return e;
+		if (over_quota(c, 0))
+			return -ENOSPC;
+		unwhite(c, rel);
+	}
+	return open_beneath(c->upper_fd, rel, flags, mode);
+}
+
+int sl_cow_copy_up_fd(struct sl_cow *c, const char *rel, bool follow)
+{
+	struct stat st;
+	int e = 0;
+	enum sl_cow_where w = sl_cow_lookup(c, rel, false, &st, &e);
+	if (w == SL_COW_NONE)
+		return -e;
+	if (w == SL_COW_LOWER && (e = copy_up(c, rel, false)))
+		return e;
+	return open_beneath(c->upper_fd, rel, O_PATH | (follow ? 0 : O_NOFOLLOW), 0);
+}
+
+/* ---------------- listings ---------------- */
+
+struct ent {
+	char *name;
+	uint64_t ino;
+	unsigned char type;
+};
+struct ents {
+	struct ent *v;
+	size_t n;
+};
+
+static void ents_free(struct ents *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].name);
+	free(l->v);
+}
+
+static bool ents_has(const struct ents *l, const char *name)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->v[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* Add the entries of layer dir rel (not those already listed, and, for
+ * the real tree, not the whited-out ones). */
+static int list_layer(struct sl_cow *c, int root, const char *rel, bool lower, struct ents *l)
+{
+	int fd = open_beneath(root, rel, O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return fd == -ENOENT || fd == -ENOTDIR ? 0 : fd;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	struct dirent *de;
+	int e = 0;
+	char child[4096];
+	while ((de = readdir(d))) {
+		if (ents_has(l, de->d_name))
+			continue;
+		bool dot = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
+		snprintf(child, sizeof child, "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
+		if (lower && !dot && hidden(c, child))
+			continue;
+		struct ent *v = realloc(l->v, (l->n + 1) * sizeof(*v));
+		if (!v || !(v[l->n].name = sl_strdup(de->d_name))) {
+			if (v)
+				l->v = v;
+			e = -ENOMEM;
+			break;
+		}
+		l->v = v;
+		l->v[l->n].ino = de->d_ino;
+		l->v[l->n].type = de->d_type;
+		l->n++;
+	}
+	closedir(d);
+	return e;
+}
+
+static int merged_list(struct sl_cow *c, const char *rel, struct ents *l)
+{
+	memset(l, 0, sizeof(*l));
+	int e = list_layer(c, c->upper_fd, rel, false, l);
+	if (!e && !hidden(c, rel))
+		e = list_layer(c, c->lower_fd, rel, true, l);
+	if (e)
+		ents_free(l);
+	return e;
+}
+
+long sl_cow_getdents(struct sl_cow *c, const char *rel, uint64_t *pos, char *buf, size_t cap)
+{
+	struct ents l;
+	int e = merged_list(c, rel, &l);
+	if (e)
+		return e;
+	size_t off = 0;
+	uint64_t i = *pos;
+	for (; i < l.n; i++) {
+		size_t nlen = strlen(l.v[i].name);
+		size_t reclen = (19 + nlen + 1 + 7) & ~(size_t)7;
+		if (off + reclen > cap)
+			break;
+		char *p = buf + off;
+		memset(p, 0, reclen);
+		uint64_t ino = l.v[i].ino, next = i + 1;
+		unsigned short rl = (unsigned short)reclen;
+		memcpy(p, &ino, 8);
+		memcpy(p + 8, &next, 8);
+		memcpy(p + 16, &rl, 2);
+		p[18] = (char)l.v[i].type;
+		memcpy(p + 19, l.v[i].name, nlen);
+		off += reclen;
+	}
+	bool too_small = off == 0 && i < l.n;
+	ents_free(&l);
+	if (too_small)
+		return -EINVAL;
+	*pos = i;
+	return (long)off;
+}
+
+/* ---------------- the write side ---------------- */
+
+int sl_cow_unlink(struct sl_cow *c, const char *rel, bool dir)
+{
+	struct stat st;
+	int e = 0;
+	if (!rel[0])
+		return dir ? -EBUSY : -EISDIR;
+	enum sl_cow_where w = sl_cow_lookup(c, rel, false, &st, &e);
+	if (w == SL_COW_NONE)
+		return -e;
+	if (dir && !S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (!dir && S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (dir) {
+		struct ents l;
+		if ((e = merged_list(c, rel, &l)))
+			return e;
+		bool empty = l.n <= 2;
+		ents_free(&l);
+		if (!empty)
+			return -ENOTEMPTY;
+	}
+	if ((e = remember(c, rel)))
+		return e;
+	if (w == SL_COW_UPPER && unlinkat(c->upper_fd, rel, dir ? AT_REMOVEDIR : 0) < 0)
+		return -errno;
+	struct stat lst;
+	if (lower_visible(c, rel, &lst))
+		return whiteout(c, rel);
+	return 0;
+}
+
+int sl_cow_mkdir(struct sl_cow *c, const char *rel, mode_t mode)
+{
+	struct stat st;
+	int e = 0;
+	if (!rel[0] || sl_cow_lookup(c, rel, false, &st, &e) != SL_COW_NONE)
+		return -EEXIST;
+	if (e != ENOENT)
+		return -e;
+	if ((e = parent_ok(c, rel)) || (e = remember(c, rel)) || (e = upper_parents(c, rel)))
+		return e;
+	if (over_quota(c, 0))
+		return -ENOSPC;
+	if (mkdirat(c->upper_fd, rel, mode) < 0)
+		return -errno;
+	unwhite(c, rel); /* its old children keep their own whiteouts */
+	return 0;
+}
+
+/* Prepare to: the merged parent must exist, the upper one is made. */
+static int prepare_target(struct sl_cow *c, const char *to)
+{
+	int e;
+	if ((e = parent_ok(c, to)) || (e = remember(c, to)) || (e = upper_parents(c, to)))
+		return e;
+	return over_quota(c, 0) ? -ENOSPC : 0;
+}
+
+int sl_cow_rename(struct sl_cow *c, const char *from, const char *to, unsigned flags)
+{
+	struct stat sf, stt;
+	int e = 0, et = 0;
+	if (!from[0] || !to[0])
+		return -EBUSY;
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		return -EINVAL;
+	enum sl_cow_where wf = sl_cow_lookup(c, from, false, &sf, &e);
+	if (wf == SL_COW_NONE)
+		return -e;
+	enum sl_cow_where wt = sl_cow_lookup(c, to, false, &stt, &et);
+	if (wt == SL_COW_NONE && et != ENOENT)
+		return -et;
+	if (strcmp(from, to) == 0)
+		return (flags & RENAME_NOREPLACE) ? -EEXIST : 0;
+	if ((flags & RENAME_NOREPLACE) && wt != SL_COW_NONE)
+		return -EEXIST;
+	struct stat lst;
+	if (flags & RENAME_EXCHANGE) {
+		if (wt == SL_COW_NONE)
+			return -ENOENT;
+		if (S_ISDIR(sf.st_mode) || S_ISDIR(stt.st_mode))
+			return -EXDEV; /* callers fall back to copying */
+		if ((wf == SL_COW_LOWER && (e = copy_up(c, from, false))) ||
+		    (wt == SL_COW_LOWER && (e = copy_up(c, to, false))))
+			return e;
+		return renameat2(c->upper_fd, from, c->upper_fd, to, RENAME_EXCHANGE) == 0 ? 0 : -errno;
+	}
+	if (S_ISDIR(sf.st_mode)) {
+		/* A directory with real contents would have to be copied up
+		 * whole: EXDEV makes mv(1) and friends copy it instead, which
+		 * the layer then stages file by file. */
+		if (layer_stat(c->lower_fd, from, false, &lst) == 0)
+			return -EXDEV;
+		if (sl_path_under(to, from))
+			return -EINVAL;
+		if (wt != SL_COW_NONE) {
+			if (!S_ISDIR(stt.st_mode))
+				return -ENOTDIR;
+			struct ents l;
+			if ((e = merged_list(c, to, &l)))
+				return e;
+			bool empty = l.n <= 2;
+			ents_free(&l);
+			if (!empty)
+				return -ENOTEMPTY;
+		}
+	} else if (wt != SL_COW_NONE && S_ISDIR(stt.st_mode)) {
+		return -EISDIR;
+	}
+	if ((e = prepare_target(c, to)))
+		return e;
+	if (wf == SL_COW_LOWER && (e = copy_up(c, from, false)))
+		return e;
+	if (wt == SL_COW_UPPER && S_ISDIR(stt.st_mode) && unlinkat(c->upper_fd, to, AT_REMOVEDIR) < 0)
+		return -errno;
+	if (renameat(c->upper_fd, from, c->upper_fd, to) < 0)
+		return -errno;
+	unwhite(c, to);
+	if (lower_visible(c, from, &lst))
+		return whiteout(c, from);
+	return 0;
+}
+
+int sl_cow_link(struct sl_cow *c, const char *from, const char *to)
+{
+	struct stat sf, stt;
+	int e = 0, et = 0;
+	enum sl_cow_where wf = sl_cow_lookup(c, from, false, &sf, &e);
+	if (wf == SL_COW_NONE)
+		return -e;
+	if (S_ISDIR(sf.st_mode))
+		return -EPERM;
+	if (sl_cow_lookup(c, to, false, &stt, &et) != SL_COW_NONE)
+		return -EEXIST;
+	if (et != ENOENT)
+		return -et;
+	if ((e = prepare_target(c, to)) || (wf == SL_COW_LOWER && (e = copy_up(c, from, false))))
+		return e;
+	if (linkat(c->upper_fd, from, c->upper_fd, to, 0) < 0)
+		return -errno;
+	unwhite(c, to);
+	return 0;
+}
+
+int sl_cow_symlink(struct sl_cow *c, const char *target, const char *to)
+{
+	struct stat st;
+	int e = 0;
+	if (sl_cow_lookup(c, to, false, &st, &e) != SL_COW_NONE)
+		return -EEXIST;
+	if (e != ENOENT)
+		return -e;
+	if ((e = prepare_target(c, to)))
+		return e;
+	if (symlinkat(target, c->upper_fd, to) < 0)
+		return -errno;
+	unwhite(c, to);
+	return 0;
+}
+
+int sl_cow_mknod(struct sl_cow *c, const char *rel, mode_t mode, dev_t dev)
+{
+	struct stat st;
+	int e = 0;
+	if (!S_ISREG(mode) && (mode & S_IFMT) != 0)
+		return -EPERM; /* only regular files are staged */
+	(void)dev;
+	if (sl_cow_lookup(c, rel, false, &st, &e) != SL_COW_NONE)
+		return -EEXIST;
+	if (e != ENOENT)
+		return -e;
+	if ((e = prepare_target(c, rel)))
+		return e;
+	int fd = open_beneath(c->upper_fd, rel, O_WRONLY | O_CREAT | O_EXCL, mode & 07777);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	unwhite(c, rel);
+	return 0;
+}
+
+/* ---------------- changes and commit ---------------- */
+
+/* True if the upper and real rel hold the same thing. */
+static bool same_content(struct sl_cow *c, const char *rel, const struct stat *u,
+                         const struct stat *l)
+{
+	if ((u->st_mode & (S_IFMT | 07777)) != (l->st_mode & (S_IFMT | 07777)))
+		return false;
+	if (S_ISLNK(u->st_mode)) {
+		char a[4096], b[4096];
+		int fa = open_beneath(c->upper_fd, rel, O_PATH | O_NOFOLLOW, 0);
+		int fb = open_beneath(c->lower_fd, rel, O_PATH | O_NOFOLLOW, 0);
+		ssize_t na = fa >= 0 ? readlinkat(fa, "", a, sizeof a) : -1;
+		ssize_t nb = fb >= 0 ? readlinkat(fb, "", b, sizeof b) : -1;
+		if (fa >= 0)
+			close(fa);
+		if (fb >= 0)
+			close(fb);
+		return na >= 0 && na == nb && memcmp(a, b, (size_t)na) == 0;
+	}
+	if (!S_ISREG(u->st_mode) || u->st_size != l->st_size)
+		return S_ISDIR(u->st_mode);
+	int fa = open_beneath(c->upper_fd, rel, O_RDONLY | O_NOFOLLOW, 0);
+	int fb = open_beneath(c->lower_fd, rel, O_RDONLY | O_NOFOLLOW, 0);
+	bool same = fa >= 0 && fb >= 0;
+	char x[16384], y[16384];
+	while (same) {
+		ssize_t na = read(fa, x, sizeof x), nb = read(fb, y, sizeof y);
+		if (na != nb || na < 0 || memcmp(x, y, (size_t)na) != 0)
+			same = false;
+		if (na <= 0)
+			break;
+	}
+	if (fa >= 0)
+		close(fa);
+	if (fb >= 0)
+		close(fb);
+	return same;
+}
+
+static int walk_upper(struct sl_cow *c, const char *rel, struct sl_changes *out)
+{
+	int fd = open_beneath(c->upper_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return fd;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	int e = 0;
+	struct dirent *de;
+	char child[4096];
+	while (!e && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (snprintf(child, sizeof child, "%s%s%s", rel, rel[0] ? "/" : "", de->d_name) >=
+		    (int)sizeof child) {
+			e = -ENAMETOOLONG;
+			break;
+		}
+		struct stat u, l;
+		if (fstatat(dirfd(d), de->d_name, &u, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		bool real = layer_stat(c->lower_fd, child, false, &l) == 0;
+		if (!real)
+			e = push_change(out, 'A', child);
+		else if (!same_content(c, child, &u, &l))
+			e = push_change(out, 'M', child);
+		if (!e && S_ISDIR(u.st_mode))
+			e = walk_upper(c, child, out);
+	}
+	closedir(d);
+	return e;
+}
+
+static int cmp_change(const void *a, const void *b)
+{
+	return strcmp(((const struct sl_change *)a)->path, ((const struct sl_change *)b)->path);
+}
+
+int sl_cow_changes(struct sl_cow *c, struct sl_changes *out)
+{
+	memset(out, 0, sizeof(*out));
+	int e = walk_upper(c, "", out);
+	for (size_t i = 0; !e && i < c->whiteouts.n; i++) {
+		const char *w = c->whiteouts.v[i];
+		struct stat st;
+		if (layer_stat(c->lower_fd, w, false, &st) == 0 &&
+		    layer_stat(c->upper_fd, w, false, &st) != 0)
+			e = push_change(out, 'D', w);
+	}
+	if (e) {
+		sl_changes_free(out);
+		return e;
+	}
+	qsort(out->v, out->n, sizeof(*out->v), cmp_change);
+	return 0;
+}
+
+/* True if the real rel is no longer what it was when first shadowed. */
+static bool moved_on(struct sl_cow *c, const char *rel)
+{
+	struct record *r = find_record(c, rel);
+	struct stat now;
+	bool exists = layer_stat(c->lower_fd, rel, false, &now) == 0;
+	if (!r)
+		return exists; /* created by someone else meanwhile */
+	if (exists != r->existed)
+		return true;
+	if (!exists || S_ISDIR(now.st_mode))
+		return false;
+	return now.st_ino != r->st.st_ino || now.st_dev != r->st.st_dev ||
+	       now.st_size != r->st.st_size || now.st_mtim.tv_sec != r->st.st_mtim.tv_sec ||
+	       now.st_mtim.tv_nsec != r->st.st_mtim.tv_nsec ||
+	       now.st_ctim.tv_sec != r->st.st_ctim.tv_sec ||
+	       now.st_ctim.tv_nsec != r->st.st_ctim.tv_nsec;
+}
+
+/* The real parent directory of rel, as an fd, and the last name. */
+static int real_parent(struct sl_cow *c, const char *rel, const char **name)
+{
+	char p[4096];
+	parent_of(rel, p, sizeof p);
+	const char *slash = strrchr(rel, '/');
+	*name = slash ? slash + 1 : rel;
+	return open_beneath(c->lower_fd, p, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+}
+
+/* Stage the upper rel next to its real target under a temporary name,
+ * synced; then rename it into place (NOREPLACE for an added file). */
+static int install_file(struct sl_cow *c, const char *rel, const struct stat *u, bool replace)
+{
+	const char *name;
+	int dir = real_parent(c, rel, &name);
+	if (dir < 0)
+		return dir;
+	char tmp[64];
+	uint32_t rnd = 0;
+	(void)!getrandom(&rnd, sizeof rnd, 0);
+	snprintf(tmp, sizeof tmp, ".sandlock-commit-%08x", rnd);
+	int e = 0;
+	if (S_ISLNK(u->st_mode)) {
+		char target[4096];
+		int fd = open_beneath(c->upper_fd, rel, O_PATH | O_NOFOLLOW, 0);
+		ssize_t n = fd >= 0 ? readlinkat(fd, "", target, sizeof target - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (n < 0)
+			e = -errno;
+		else {
+			target[n] = '\0';
+			e = symlinkat(target, dir, tmp) == 0 ? 0 : -errno;
+		}
+	} else {
+		int in = open_beneath(c->upper_fd, rel, O_RDONLY | O_NOFOLLOW, 0);
+		int out = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		                 u->st_mode & 07777);
+		e = in < 0 ? in : out < 0 ? -errno : copy_data(in, out);
+		if (!e && (fchmod(out, u->st_mode & 07777) < 0 || fsync(out) < 0))
+			e = -errno;
+		if (in >= 0)
+			close(in);
+		if (out >= 0)
+			close(out);
+	}
+	if (!e && renameat2(dir, tmp, dir, name, replace ? 0 : RENAME_NOREPLACE) < 0)
+		e = -errno;
+	if (e)
+		unlinkat(dir, tmp, 0);
+	close(dir);
+	return e;
+}
+
+static int cmp_change_rev(const void *a, const void *b)
+{
+	return -cmp_change(a, b);
+}
+
+static int apply_delete(struct sl_cow *c, const char *rel)
+{
+	const char *name;
+	struct stat st;
+	int dir = real_parent(c, rel, &name);
+	if (dir < 0)
+		return dir;
+	int e = fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+	if (!e && unlinkat(dir, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0)
+		e = -errno;
+	close(dir);
+	return e == -ENOENT ? 0 : e;
+}
+
+int sl_cow_commit(struct sl_cow *c, const struct sl_changes *ch, struct sl_changes *conflicts)
+{
+	memset(conflicts, 0, sizeof(*conflicts));
+	struct sl_change *dels = calloc(ch->n + 1, sizeof(*dels));
+	if (!dels)
+		return -ENOMEM;
+	size_t nd = 0;
+	for (size_t i = 0; i < ch->n; i++)
+		if (ch->v[i].kind == 'D')
+			dels[nd++] = ch->v[i];
+	/* Deepest first: children before the directories holding them. */
+	qsort(dels, nd, sizeof(*dels), cmp_change_rev);
+	int e = 0;
+	for (size_t i = 0; !e && i < nd; i++) {
+		int r = moved_on(c, dels[i].path) ? -EBUSY : apply_delete(c, dels[i].path);
+		if (r == -EBUSY || r == -ENOTEMPTY)
+			e = push_change(conflicts, 'D', dels[i].path);
+		else
+			e = r;
+	}
+	free(dels);
+	/* Sorted by path: a directory comes before what it holds. */
+	for (size_t i = 0; !e && i < ch->n; i++) {
+		const struct sl_change *x = &ch->v[i];
+		if (x->kind == 'D')
+			continue;
+		struct stat u, l;
+		if (layer_stat(c->upper_fd, x->path, false, &u) != 0)
+			continue;
+		if (moved_on(c, x->path)) {
+			e = push_change(conflicts, x->kind, x->path);
+			continue;
+		}
+		bool real = layer_stat(c->lower_fd, x->path, false, &l) == 0;
+		int r = 0;
+		if (S_ISDIR(u.st_mode)) {
+			if (real && !S_ISDIR(l.st_mode))
+				r = apply_delete(c, x->path);
+			if (!r && (!real || !S_ISDIR(l.st_mode))) {
+				const char *name;
+				int dir = real_parent(c, x->path, &name);
+				r = dir < 0 ? dir : mkdirat(dir, name, u.st_mode & 07777) == 0 ? 0 : -errno;
+				if (dir >= 0)
+					close(dir);
+			} else if (!r) {
+				int fd = open_beneath(c->lower_fd, x->path, O_RDONLY | O_DIRECTORY, 0);
+				r = fd < 0 ? fd : fchmod(fd, u.st_mode & 07777) == 0 ? 0 : -errno;
+				if (fd >= 0)
+					close(fd);
+			}
+		} else {
+			if (real && S_ISDIR(l.st_mode))
+				r = apply_delete(c, x->path);
+			if (!r)
+				r = install_file(c, x->path, &u, real && !S_ISDIR(l.st_mode));
+		}
+		if (r == -EEXIST || r == -ENOTEMPTY)
+			e = push_change(conflicts, x->kind, x->path);
+		else
+			e = r;
+	}
+	return e;
+}

@@ -1,0 +1,76 @@
+/*
+ * cow.h — the copy-on-write layer behind `workdir` (builtins/cow.c).
+ *
+ * The real directory (the lower layer) is never written during a run:
+ * every change is staged in a private upper directory, deletions are
+ * remembered as whiteouts, and at the end the staged changes are listed
+ * (A/M/D), committed into the real tree file by file, or thrown away.
+ * Paths here are "rel" paths: relative to workdir, normalized, "" for
+ * workdir itself.  Single-threaded: the supervisor thread owns it.
+ */
+#ifndef SANDLOCK_COW_H
+#define SANDLOCK_COW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+struct sl_cow;
+
+/* One entry of the change list (also what result.c hands out). */
+struct sl_change {
+	char kind; /* 'A' added, 'M' modified, 'D' deleted */
+	char *path; /* relative to workdir */
+};
+struct sl_changes {
+	struct sl_change *v;
+	size_t n;
+};
+void sl_changes_free(struct sl_changes *c);
+
+/* Open the layer: lower = workdir (canonical), a fresh upper directory
+ * inside storage.  NULL with *msg (heap) on failure. */
+struct sl_cow *sl_cow_new(const char *workdir, const char *storage, uint64_t max_disk,
+                          char **msg);
+/* Remove the upper directory unless keep (then it stays for the caller). */
+void sl_cow_free(struct sl_cow *c, bool keep);
+const char *sl_cow_upper_path(const struct sl_cow *c);
+
+/* The rel path of an absolute, lexically normalized path under workdir
+ * (or under the upper directory, which mirrors it), or NULL. */
+const char *sl_cow_rel(const struct sl_cow *c, const char *abs);
+
+/* Where rel is visible in the merged view. */
+enum sl_cow_where { SL_COW_NONE, SL_COW_UPPER, SL_COW_LOWER };
+/* Look rel up (follow: the last component's symlink too); *st filled
+ * when found.  SL_COW_NONE with *e = ENOENT / ENOTDIR / ... otherwise. */
+enum sl_cow_where sl_cow_lookup(struct sl_cow *c, const char *rel, bool follow, struct stat *st,
+                                int *e);
+
+/* The operations; each returns an fd / 0, or -errno, as the syscall would. */
+int sl_cow_open(struct sl_cow *c, const char *rel, int flags, mode_t mode);
+int sl_cow_open_upper(struct sl_cow *c, const char *rel, int flags); /* O_PATH lookups */
+int sl_cow_unlink(struct sl_cow *c, const char *rel, bool dir);
+int sl_cow_mkdir(struct sl_cow *c, const char *rel, mode_t mode);
+int sl_cow_rename(struct sl_cow *c, const char *from, const char *to, unsigned flags);
+int sl_cow_link(struct sl_cow *c, const char *from, const char *to);
+int sl_cow_symlink(struct sl_cow *c, const char *target, const char *to);
+int sl_cow_mknod(struct sl_cow *c, const char *rel, mode_t mode, dev_t dev);
+/* Make rel an upper file (copied up if needed) for a metadata change;
+ * an O_PATH fd of the upper copy (follow: through a final symlink). */
+int sl_cow_copy_up_fd(struct sl_cow *c, const char *rel, bool follow);
+
+/* Fill buf[0..cap) with linux_dirent64 records of the merged listing of
+ * directory rel starting at entry *pos; advance *pos.  Bytes written, 0
+ * at the end, or -errno (-EINVAL: cap too small for one entry). */
+long sl_cow_getdents(struct sl_cow *c, const char *rel, uint64_t *pos, char *buf, size_t cap);
+
+/* What the staged changes would do to the real tree, sorted by path. */
+int sl_cow_changes(struct sl_cow *c, struct sl_changes *out);
+/* Apply the changes; a change whose real file moved on since it was
+ * staged is not applied and lands in *conflicts (the upper layer must
+ * then be kept).  0, or -errno on an I/O failure. */
+int sl_cow_commit(struct sl_cow *c, const struct sl_changes *ch, struct sl_changes *conflicts);
+
+#endif /* SANDLOCK_COW_H */

@@ -1,0 +1,150 @@
+"""`sandlock run --trace` (a JSON line per file access the rules refuse,
+with the flag that allows it) and `sandlock learn` (a profile for exactly
+what a command used), on real commands."""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from test_cli import SANDLOCK, SYS_RO, run_in_sandbox, sandlock, tmpdir_path  # noqa: F401
+
+
+def trace_lines(stderr):
+    out = []
+    for line in stderr.splitlines():
+        if line.startswith("{"):
+            out.append(json.loads(line))
+    return out
+
+
+@pytest.fixture
+def tree(tmpdir_path):
+    data = tmpdir_path / "data"
+    out = tmpdir_path / "out"
+    data.mkdir()
+    out.mkdir()
+    (data / "x").write_text("secret\n")
+    return tmpdir_path
+
+
+def test_trace_reports_denied_read_and_write_with_the_flag(tree):
+    data, out = tree / "data", tree / "out"
+    r = run_in_sandbox("-w", str(out), "--trace", "--", "/bin/sh", "-c",
+                       f"cat {data}/x; echo hi > {data}/new; echo ok > {out}/f; "
+                       "cat /nonexistent-sandlock-trace; true")
+    assert "secret" not in r.stdout  # the sandbox really denied it
+    lines = trace_lines(r.stderr)
+    by_path = {l["path"]: l for l in lines}
+    read = by_path[f"{data}/x"]
+    assert read["event"] == "denied" and read["syscall"] == "openat"
+    assert read["access"] == "read" and read["reason"] == "not under any -r/-w"
+    assert read["allow_flag"] == "-r" and read["allow_path"] == str(data)
+    assert read["message"] == (f"denied openat {data}/x (read): not under any -r/-w; "
+                               f"allow with -r {data}")
+    write = by_path[f"{data}/new"]
+    assert write["access"] == "write" and write["allow_flag"] == "-w"
+    assert write["allow_path"] == str(data)
+    # allowed accesses and missing files are not denials
+    assert f"{out}/f" not in by_path
+    assert not any("nonexistent" in p for p in by_path)
+    assert (out / "f").read_text() == "ok\n"
+
+
+def test_trace_follows_the_suggestion(tree):
+    """Granting what the trace suggests makes the access work."""
+    data = tree / "data"
+    r = run_in_sandbox("--trace", "--", "/bin/cat", f"{data}/x")
+    (line,) = [l for l in trace_lines(r.stderr) if l["path"] == f"{data}/x"]
+    r = run_in_sandbox(line["allow_flag"], line["allow_path"], "--trace", "--",
+                       "/bin/cat", f"{data}/x")
+    assert r.returncode == 0 and r.stdout == "secret\n"
+    assert trace_lines(r.stderr) == []
+
+
+def test_trace_reports_deny_paths_and_exec(tree):
+    data = tree / "data"
+    r = run_in_sandbox("-r", str(data), "-d", str(data / "x"), "--trace", "--",
+                       "/bin/cat", str(data / "x"))
+    (line,) = [l for l in trace_lines(r.stderr) if l["path"] == f"{data}/x"]
+    assert line["reason"] == "inside a -d path" and line["deny_path"] == f"{data}/x"
+    assert "allow_flag" not in line
+    # executing a program outside every tree, and its interpreter
+    script = data / "s.sh"
+    script.write_text("#!/bin/sh\necho ran\n")
+    script.chmod(0o755)
+    r = sandlock("run", "-r", "/usr", "-r", "/lib", "-r", "/lib64", "--trace", "--",
+                 str(script))
+    assert r.returncode == 126
+    (line,) = [l for l in trace_lines(r.stderr) if l["path"] == str(script)]
+    assert line["syscall"] == "execve" and line["access"] == "execute"
+    assert line["allow_flag"] == "-r" and line["allow_path"] == str(data)
+
+
+def test_trace_reports_the_interpreter(tree):
+    # /bin/sh's dynamic loader lives under /lib or /usr/lib; grant only the
+    # binary itself and the loader shows up as the interpreter denial.
+    sh = os.path.realpath("/bin/sh")
+    r = sandlock("run", "-r", sh, "--trace", "--", sh, "-c", "true")
+    assert r.returncode == 126
+    lines = trace_lines(r.stderr)
+    interp = [l for l in lines if l["syscall"] == "execve (interpreter)"]
+    assert interp and "ld-linux" in interp[0]["path"], lines
+
+
+def test_learn_prints_a_profile_that_runs_the_command(tree):
+    data, out = tree / "data", tree / "out"
+    cmd = ["/bin/sh", "-c", f"cat {data}/x; echo ok > {out}/g"]
+    r = sandlock("learn", "-w", str(out), "--", *cmd)
+    assert r.returncode == 0, r.stderr
+    assert "secret" in r.stderr and "secret" not in r.stdout  # output on stderr
+    prof = tree / "learned.toml"
+    prof.write_text(r.stdout)
+    import tomllib
+    doc = tomllib.loads(r.stdout)
+    assert doc["program"] == {"exec": "/bin/sh", "args": cmd[1:]}
+    reads = doc["filesystem"]["read"]
+    assert f"{data}/x" in reads and str(data) not in reads  # exactly the file
+    assert not any(p in ("/", "/usr", "/tmp") for p in reads)
+    assert doc["filesystem"]["write"] == [str(out)]
+    (out / "g").unlink()
+    r = sandlock("run", "--profile-file", str(prof))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "secret\n" and (out / "g").read_text() == "ok\n"
+    # and it is no wider than that: another file of the same directory stays denied
+    (data / "y").write_text("other\n")
+    r = sandlock("run", "--profile-file", str(prof), "--", "/bin/cat", str(data / "y"))
+    assert r.returncode != 0 and r.stdout == ""
+
+
+def test_learn_help_and_errors():
+    r = sandlock("learn", "--help")
+    assert r.returncode == 0 and "Usage: sandlock learn" in r.stdout
+    r = sandlock("learn", "--", "/nonexistent-sandlock-learn")
+    assert r.returncode == 127
+
+
+def test_trace_reports_supervisor_denials(tree):
+    data, out = tree / "data", tree / "out"
+    (out / "w").write_text("")
+    code = ("import os\n"
+            f"for p in ({str(data / 'x')!r}, {str(out / 'w')!r}):\n"
+            "    try: os.chmod(p, 0o600); print('ok')\n"
+            "    except OSError as e: print('err', e.errno)\n")
+    r = run_in_sandbox("-r", str(tree), "-w", str(out), "--trace", "--", "/usr/bin/python3",
+                       "-c", code)
+    assert r.stdout == "err 1\nok\n", r.stderr  # the guard really refused the first
+    lines = [l for l in trace_lines(r.stderr) if l.get("by")]
+    assert len(lines) == 1, lines
+    (line,) = lines
+    assert line["by"] == "metadata guard" and line["errno_name"] == "EPERM"
+    assert line["syscall"] in ("chmod", "fchmodat", "fchmodat2")
+    assert "allow with -w" in line["message"]
+
+
+def test_trace_reports_the_process_limit(tree):
+    r = run_in_sandbox("-P", "1", "--trace", "--", "/bin/sh", "-c", "/bin/true; echo done")
+    lines = [l for l in trace_lines(r.stderr) if l.get("by") == "process count"]
+    assert lines and lines[0]["errno_name"] == "EAGAIN", r.stderr
+    assert "-P" in lines[0]["message"]
