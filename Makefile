@@ -51,7 +51,9 @@ $(BUILD)/obj/%.o: src/%.c $(LIB_HDR) include/sandlock.h
 $(BUILD)/libsandlock.so: $(LIB_OBJ)
 	$(CC) -shared -Wl,-soname,$(SONAME) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Recreated, not updated: "ar r" would keep the objects of removed sources.
 $(BUILD)/libsandlock.a: $(LIB_OBJ)
+	rm -f $@
 	ar rcs $@ $^
 
 $(BUILD)/sandlock: $(wildcard cli/*.c) $(wildcard cli/*.h) include/sandlock.h $(BUILD)/libsandlock.a

@@ -58,6 +58,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "caps.h"
 #include "childfd.h"
 #include "childmem.h"
 #include "compat.h"
@@ -617,48 +618,17 @@ static bool read_only(uint64_t f)
 	return (f & O_ACCMODE) == O_RDONLY && !(f & (O_CREAT | O_TRUNC | __O_TMPFILE | O_APPEND));
 }
 
-struct caps_saved {
-	struct __user_cap_header_struct h;
-	struct __user_cap_data_struct d[2];
-	bool lowered;
-};
-
-/* Clear this thread's effective capabilities (permitted kept to restore). */
-static int caps_lower(struct caps_saved *sv)
-{
-	sv->lowered = false;
-	sv->h.version = _LINUX_CAPABILITY_VERSION_3;
-	sv->h.pid = 0;
-	if (syscall(SYS_capget, &sv->h, sv->d) < 0)
-		return -1;
-	if (!sv->d[0].effective && !sv->d[1].effective)
-		return 0;
-	struct __user_cap_data_struct low[2];
-	memcpy(low, sv->d, sizeof low);
-	low[0].effective = low[1].effective = 0;
-	if (syscall(SYS_capset, &sv->h, low) < 0)
-		return -1;
-	sv->lowered = true;
-	return 0;
-}
-
-static void caps_restore(struct caps_saved *sv)
-{
-	if (sv->lowered && syscall(SYS_capset, &sv->h, sv->d) < 0)
-		sl_warn("opener: cannot restore the supervisor's capabilities: %s", strerror(errno));
-}
-
 static void perform_local(struct req *r)
 {
 	r->set_umask = false; /* never: this thread shares the process's umask */
-	struct caps_saved sv;
-	if (caps_lower(&sv) < 0) {
+	struct sl_caps_saved sv;
+	if (sl_caps_lower(&sv) < 0) {
 		r->fd = -1;
 		r->err = EPERM; /* never with more rights than the caller */
 		return;
 	}
 	perform(r);
-	caps_restore(&sv);
+	sl_caps_restore(&sv);
 }
 
 /* ---------------- one on-behalf open ---------------- */
@@ -787,14 +757,14 @@ static int open_deferred(struct sl_opener *op, const struct req *r, bool deferre
  * file we made (same device and inode), with our capabilities lowered. */
 static void remove_created(const sandlock_opened_t *o)
 {
-	struct caps_saved sv;
+	struct sl_caps_saved sv;
 	struct stat st;
-	if (caps_lower(&sv) < 0)
+	if (sl_caps_lower(&sv) < 0)
 		return;
 	if (fstatat(AT_FDCWD, o->path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    (uint64_t)st.st_dev == o->dev && (uint64_t)st.st_ino == o->ino)
 		unlink(o->path);
-	caps_restore(&sv);
+	sl_caps_restore(&sv);
 }
 
 /* The files that hold the host's name, as the opener serves them. */

@@ -66,6 +66,7 @@
 #include <unistd.h>
 #include <utime.h>
 
+#include "../caps.h"
 #include "../childfd.h"
 #include "../childmem.h"
 #include "builtin.h"
@@ -513,40 +514,6 @@ static char *read_path(sandlock_mem_t *m, uint64_t addr, unsigned tid, int *e)
 	return q;
 }
 
-/* ---------------- acting with the caller's rights ---------------- */
-
-struct caps_saved {
-	struct __user_cap_header_struct h;
-	struct __user_cap_data_struct d[2];
-	bool lowered;
-};
-
-/* Clear this thread's effective capabilities (permitted kept to restore). */
-static int caps_lower(struct caps_saved *sv)
-{
-	sv->lowered = false;
-	sv->h.version = _LINUX_CAPABILITY_VERSION_3;
-	sv->h.pid = 0;
-	if (syscall(SYS_capget, &sv->h, sv->d) < 0)
-		return -1;
-	if (!sv->d[0].effective && !sv->d[1].effective)
-		return 0; /* the usual unprivileged case: nothing to do */
-	struct __user_cap_data_struct low[2];
-	memcpy(low, sv->d, sizeof low);
-	low[0].effective = low[1].effective = 0;
-	if (syscall(SYS_capset, &sv->h, low) < 0)
-		return -1;
-	sv->lowered = true;
-	return 0;
-}
-
-static void caps_restore(struct caps_saved *sv)
-{
-	if (sv->lowered && syscall(SYS_capset, &sv->h, sv->d) < 0)
-		sl_warn("metadata guard: cannot restore the supervisor's capabilities: %s",
-		        strerror(errno));
-}
-
 /* ---------------- performing the change ---------------- */
 
 struct xattr_args {
@@ -633,8 +600,8 @@ static int open_target(const struct meta_call *c, const char *path, int base, in
 static int resolve_and_perform(const struct meta_state *s, const struct meta_call *c,
                                const char *path, int base, const struct xattr_args *x)
 {
-	struct caps_saved sv;
-	if (caps_lower(&sv) < 0) {
+	struct sl_caps_saved sv;
+	if (sl_caps_lower(&sv) < 0) {
 		if (base >= 0)
 			close(base);
 		return EPERM; /* fail closed: never act with more rights than the caller */
@@ -649,7 +616,7 @@ static int resolve_and_perform(const struct meta_state *s, const struct meta_cal
 			e = perform(c, fd, x);
 		close(fd);
 	}
-	caps_restore(&sv);
+	sl_caps_restore(&sv);
 	return e;
 }
 
