@@ -246,14 +246,21 @@ def _opt_path(name, p) -> Optional[str]:
     return None if p is None else _path(name, p)
 
 
-def _ports(name, value) -> Tuple[int, ...]:
+def _items(name, value, what) -> list:
+    """value as a list: any iterable but a str or bytes (a likely mistake
+    for a list of one), else PolicyTypeError naming the field."""
     if isinstance(value, (str, bytes)):
-        raise PolicyTypeError("%s must be a list of ports, not a %s" % (name, type(value).__name__))
+        raise PolicyTypeError("%s must be a list of %s, not a %s"
+                              % (name, what, type(value).__name__))
     try:
-        items = list(value)
+        return list(value)
     except TypeError:
-        raise PolicyTypeError("%s must be a list of ports, not %s"
-                              % (name, type(value).__name__)) from None
+        raise PolicyTypeError("%s must be a list of %s, not %s"
+                              % (name, what, type(value).__name__)) from None
+
+
+def _ports(name, value) -> Tuple[int, ...]:
+    items = _items(name, value, "ports")
     out = []
     for p in items:
         if not isinstance(p, int) or isinstance(p, bool):
@@ -266,13 +273,7 @@ def _ports(name, value) -> Tuple[int, ...]:
 
 def _specs(name, value, deny=False) -> Tuple:
     """Endpoint rules: str specs (checked now, naming the rule) or int ports."""
-    if isinstance(value, (str, bytes)):
-        raise PolicyTypeError("%s must be a list of rules, not a %s" % (name, type(value).__name__))
-    try:
-        items = list(value)
-    except TypeError:
-        raise PolicyTypeError("%s must be a list of rules, not %s"
-                              % (name, type(value).__name__)) from None
+    items = _items(name, value, "rules")
     out = []
     for r in items:
         if isinstance(r, int) and not isinstance(r, bool) and not deny:
@@ -299,13 +300,7 @@ _PORTSPEC_RE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 def _bind_specs(name, value) -> Tuple[str, ...]:
     """Bind ports: ints, "N", "lo-hi", "*" (alone)."""
-    if isinstance(value, (str, bytes)):
-        raise PolicyTypeError("%s must be a list of ports, not a %s" % (name, type(value).__name__))
-    try:
-        items = list(value)
-    except TypeError:
-        raise PolicyTypeError("%s must be a list of ports, not %s"
-                              % (name, type(value).__name__)) from None
+    items = _items(name, value, "ports")
     out = []
     for p in items:
         if p == "*":
