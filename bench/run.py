@@ -9,9 +9,10 @@ Figures:
             trapped with a C handler (CONTINUE), trapped with a Python handler
             (CONTINUE), sync and ``async def`` (a deferred handler), interleaved
             (CONTINUE)
-  onbehalf  the same loop, openat trapped by a C handler: CONTINUE vs opened
-            on the caller's behalf and injected (sandlock_open_on_behalf),
-            with a bare run of the same batch as the base
+  onbehalf  (`openat N REPS onbehalf`) the same loop, openat trapped by a C
+            handler: CONTINUE vs opened on the caller's behalf and injected
+            (sandlock_open_on_behalf), with a bare run of the same batch as
+            the base
   connect   ns per TCP connect+close to a local listener: bare, with an IP
             rule and with a port rule (both performed on the caller's behalf)
 Each figure is a median over a few repetitions; each ratio is against the
@@ -145,7 +146,7 @@ def main():
     fig = {}
     fig.update(run_c_bench("startup", STARTUP_RUNS, BUILD / "sandlock"))
     fig.update(run_c_bench("openat", OPENAT_N, REPS))
-    fig.update(run_c_bench("onbehalf", OPENAT_N, REPS))
+    fig.update(run_c_bench("openat", OPENAT_N, REPS, "onbehalf"))
     try:
         fig.update(python_figures())
     except Exception as e:  # report, but still print the C figures
