@@ -173,13 +173,17 @@ static inline bool tu_openat_path_is(sandlock_mem_t *m, const sandlock_notif_t *
 
 /* ================= the escape helper ================= */
 
-/* $SANDLOCK_BUILD/helpers (the Makefile exports SANDLOCK_BUILD; "build" otherwise). */
+/* $SANDLOCK_BUILD/helpers (the Makefile exports SANDLOCK_BUILD; "build"
+ * otherwise), made absolute: tests run guests with another cwd, where a
+ * relative helper path would name nothing. */
 static inline const char *tu_helpers_dir(void)
 {
 	static char dir[4096];
 	if (!dir[0]) {
 		const char *b = getenv("SANDLOCK_BUILD");
-		snprintf(dir, sizeof dir, "%s/helpers", b ? b : "build");
+		char *abs = realpath(b ? b : "build", NULL);
+		snprintf(dir, sizeof dir, "%s/helpers", abs ? abs : (b ? b : "build"));
+		free(abs);
 	}
 	return dir;
 }

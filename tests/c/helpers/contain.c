@@ -30,16 +30,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-static int report(long rc)
-{
-	if (rc >= 0) {
-		puts("ok");
-		return 0;
-	}
-	const char *n = strerrorname_np(errno);
-	printf("errno=%s\n", n ? n : "?");
-	return 1;
-}
+#include "probe.h"
 
 /* A failure before the probed call: "setup-errno=NAME". */
 static int setup_failed(void)

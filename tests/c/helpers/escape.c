@@ -38,23 +38,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-/* ASan builds: LeakSanitizer aborts in a traced process (the ptrace probe). */
-const char *__asan_default_options(void);
-const char *__asan_default_options(void)
-{
-	return "detect_leaks=0";
-}
-
-static int report(long rc)
-{
-	if (rc >= 0) {
-		puts("ok");
-		return 0;
-	}
-	const char *n = strerrorname_np(errno);
-	printf("errno=%s\n", n ? n : "?");
-	return 1;
-}
+#include "probe.h"
 
 static int p_read(int argc, char **argv)
 {

@@ -26,23 +26,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/* ASan builds: LeakSanitizer needs a /proc this sandbox does not grant. */
-const char *__asan_default_options(void);
-const char *__asan_default_options(void)
-{
-	return "detect_leaks=0";
-}
-
-static int report(long rc)
-{
-	if (rc >= 0) {
-		puts("ok");
-		return 0;
-	}
-	const char *n = strerrorname_np(errno);
-	printf("errno=%s\n", n ? n : "?");
-	return 1;
-}
+#include "probe.h"
 
 static socklen_t un_addr(struct sockaddr_un *a, const char *path)
 {

@@ -23,12 +23,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* ASan builds: LeakSanitizer needs a /proc this sandbox does not grant. */
-const char *__asan_default_options(void);
-const char *__asan_default_options(void)
-{
-	return "detect_leaks=0";
-}
+#include "probe.h"
 
 static char g_path[4096];
 static size_t g_flip;
