@@ -63,32 +63,6 @@ static const char *run_line(sandlock_builder_t *b, const char *const *argv)
 	return line;
 }
 
-/* The same argv without a sandbox. */
-static const char *outside_line(const char *const *argv)
-{
-	static char buf[256];
-	buf[0] = 0;
-	int p[2];
-	if (pipe(p) < 0)
-		return buf;
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(p[1], 1);
-		close(p[0]);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	close(p[1]);
-	ssize_t n, tot = 0;
-	while ((n = read(p[0], buf + tot, sizeof buf - 1 - (size_t)tot)) > 0)
-		tot += n;
-	buf[tot] = 0;
-	buf[strcspn(buf, "\n")] = 0;
-	close(p[0]);
-	waitpid(pid, NULL, 0);
-	return buf;
-}
-
 static sandlock_builder_t *base(void)
 {
 	return tu_escape_builder();
@@ -110,7 +84,7 @@ TEST(unix_socket_outside_granted_trees_unreachable)
 	int s = unix_server(dir, "srv.sock", SOCK_STREAM, path, sizeof path);
 	REQUIRE(s >= 0);
 	const char *argv[] = { netprobe(), "unix-connect", path, NULL };
-	CHECK(strcmp(outside_line(argv), "ok") == 0); /* the control */
+	CHECK(strcmp(tu_outside_line(argv), "ok") == 0); /* the control */
 	CHECK(says(base(), "unix-connect", path, "errno=EACCES"));
 	CHECK(says(sandlock_sandbox_builder_net_allow_unix(base(), path), "unix-connect", path, "ok"));
 	CHECK(says(sandlock_sandbox_builder_net_allow_unix(base(), dir), "unix-connect", path, "ok"));
@@ -146,7 +120,7 @@ TEST(unix_datagram_sendto_and_sendmsg_gated)
 	const char *probes[] = { "unix-sendto", "unix-sendmsg" };
 	for (size_t i = 0; i < 2; i++) {
 		const char *argv[] = { netprobe(), probes[i], path, NULL };
-		CHECK(strcmp(outside_line(argv), "ok") == 0);
+		CHECK(strcmp(tu_outside_line(argv), "ok") == 0);
 		CHECK(says(base(), probes[i], path, "errno=EACCES"));
 		CHECK(says(sandlock_sandbox_builder_net_allow_unix(base(), path), probes[i], path, "ok"));
 	}
@@ -330,7 +304,7 @@ TEST(unix_path_race_never_reaches_denied_socket)
 	acceptor_start(&acc, gs, bs);
 	const char *argv[] = { netprobe(), "unix-race", good, bad, "3000", NULL };
 	int nb = 0, ng = 0;
-	CHECK(race_counts(outside_line(argv), &nb, &ng));
+	CHECK(race_counts(tu_outside_line(argv), &nb, &ng));
 	CHECK(nb > 0); /* the control: the flip does win outside */
 	CHECK(race_counts(run_line(sandlock_sandbox_builder_fs_write(base(), gdir), argv), &nb, &ng));
 	CHECK(nb == 0);
@@ -354,7 +328,7 @@ TEST(tcp_port_race_never_reaches_denied_port)
 	snprintf(bstr, sizeof bstr, "%d", bp);
 	const char *argv[] = { netprobe(), "tcp-race", g, bstr, "1500", NULL };
 	int nb = 0, ng = 0;
-	CHECK(race_counts(outside_line(argv), &nb, &ng));
+	CHECK(race_counts(tu_outside_line(argv), &nb, &ng));
 	CHECK(nb > 0);
 	/* an IP rule (on-behalf path) and a bare port rule (also on behalf,
 	 * with Landlock behind it) */

@@ -58,30 +58,11 @@ static bool inside_says(sandlock_builder_t *b, const char *probe, const char *ar
 	return ok;
 }
 
-/* Run the probe without any sandbox; returns its first output line (static). */
+/* Run the probe without any sandbox; its first output line (static). */
 static const char *outside(const char *probe, const char *arg)
 {
-	static char buf[256];
-	int p[2];
-	buf[0] = 0;
-	if (pipe(p) < 0)
-		return buf;
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(p[1], 1);
-		close(p[0]);
-		execl(tu_escape_path(), tu_escape_path(), probe, arg, (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	ssize_t n, tot = 0;
-	while ((n = read(p[0], buf + tot, sizeof buf - 1 - (size_t)tot)) > 0)
-		tot += n;
-	buf[tot] = 0;
-	buf[strcspn(buf, "\n")] = 0;
-	close(p[0]);
-	waitpid(pid, NULL, 0);
-	return buf;
+	const char *argv[] = { tu_escape_path(), probe, arg, NULL };
+	return tu_outside_line(argv);
 }
 
 /* ---------------- filesystem ---------------- */
