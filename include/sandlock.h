@@ -409,6 +409,14 @@ bool sandlock_handle_is_running(sandlock_handle_t *h);
  * also those started meanwhile).  0, or -1 with errno (ESRCH: not running). */
 int sandlock_handle_pause(sandlock_handle_t *h);
 int sandlock_handle_resume(sandlock_handle_t *h);
+/* CPU time (ns, user + system, every process and thread) the sandbox has
+ * used so far: its cgroup's cpu.stat where the run has a v2 group, else
+ * /proc (clock-tick resolution).  -1 with errno (ESRCH: not running). */
+int64_t sandlock_handle_cpu_time_ns(sandlock_handle_t *h);
+/* Memory the sandbox uses now (bytes): its memory cgroup's charge where
+ * max_memory made one, else the sum of its processes' resident sets.
+ * -1 with errno (ESRCH: not running). */
+int64_t sandlock_handle_memory_bytes(sandlock_handle_t *h);
 /* End the whole sandbox; the result then reports SANDLOCK_EXIT_KILLED.
  * 0, or -1 (ESRCH) when it had already ended. */
 int sandlock_handle_kill(sandlock_handle_t *h);

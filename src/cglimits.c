@@ -7,9 +7,11 @@
  * sandlock-<pid>-<n>, before fork; the child joins it before it confines
  * itself (limits.c), so init, the command and everything they start are
  * in it and stay in it: Landlock keeps /sys/fs/cgroup unwritable unless
- * the caller grants it (README), so nothing inside can move itself out.  v2 is tried first, then
- * v1; where neither can be made (no delegation, not root), max_memory
- * falls back to RLIMIT_AS per process and max_cpu is refused.
+ * the caller grants it (README), so nothing inside can move itself out.
+ * v2 is tried first (one group for both limits), then v1; where neither
+ * can be made (no delegation, not root), max_memory falls back to
+ * RLIMIT_AS per process and max_cpu to the supervisor's throttle
+ * (throttle.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 #include "cglimits.h"
+#include "cgroup.h" /* sl_cgroup_disabled */
 
 #define SL_CPU_PERIOD_US 100000
 
@@ -30,7 +33,7 @@ static atomic_uint g_seq;
 void sl_cg_init(struct sl_cglimits *cg)
 {
 	memset(cg, 0, sizeof(*cg));
-	cg->mem_procs = cg->cpu_procs = -1;
+	cg->v2.procs = cg->mem_v1.procs = cg->cpu_v1.procs = -1;
 }
 
 /* Write s to dir/file; 0 or -errno. */
@@ -139,28 +142,6 @@ static void remove_group(char **dir)
 	*dir = NULL;
 }
 
-/* A group (v2, else v1 hierarchy v1ctl) whose limit file accepted val. */
-static char *group_with(const char *v2ctl, const char *v2file, const char *v2val,
-                        const char *v1ctl, const char *const *v1files,
-                        const char *const *v1vals, size_t nv1)
-{
-	char *parent = own_group("");
-	char *dir = parent ? make_group(parent) : NULL;
-	free(parent);
-	char ctls[256];
-	if (dir && get(dir, "cgroup.controllers", ctls, sizeof ctls) && has_word(ctls, v2ctl) &&
-	    put(dir, v2file, v2val) == 0)
-		return dir;
-	remove_group(&dir);
-	parent = own_group(v1ctl);
-	dir = parent ? make_group(parent) : NULL;
-	free(parent);
-	for (size_t i = 0; dir && i < nv1; i++)
-		if (put(dir, v1files[i], v1vals[i]) < 0)
-			remove_group(&dir);
-	return dir;
-}
-
 static int open_procs(const char *dir)
 {
 	char *p = sl_asprintf("%s/cgroup.procs", dir);
@@ -175,37 +156,68 @@ static int open_procs(const char *dir)
 	return fd;
 }
 
-static int memory_group(const struct sandlock_sandbox *cfg, struct sl_cglimits *cg)
+/* Keep g only if its cgroup.procs can be opened (the child joins by it). */
+static bool group_ready(struct sl_cg_group *g)
 {
-	char v[32];
-	snprintf(v, sizeof v, "%llu", (unsigned long long)cfg->max_memory);
-	const char *files[] = { "memory.limit_in_bytes" };
-	const char *vals[] = { v };
-	cg->mem_dir = group_with("memory", "memory.max", v, "memory", files, vals, 1);
-	if (!cg->mem_dir)
-		return -1;
-	/* Swap counts too where the kernel accounts it (v2 swap.max is separate:
-	 * 0 keeps the budget from being stretched by swapping). */
-	(void)put(cg->mem_dir, "memory.swap.max", "0");
-	(void)put(cg->mem_dir, "memory.memsw.limit_in_bytes", v);
-	cg->mem_procs = open_procs(cg->mem_dir);
-	return cg->mem_procs < 0 ? -1 : 0;
+	if (g->dir && (g->procs = open_procs(g->dir)) >= 0)
+		return true;
+	remove_group(&g->dir);
+	return false;
 }
 
-static int cpu_group(const struct sandlock_sandbox *cfg, struct sl_cglimits *cg)
+/* The limits as their files want them. */
+struct limit_vals {
+	char mem[32], cpu_max[48], quota[24], period[24];
+};
+
+static void limit_vals(const struct sandlock_sandbox *cfg, struct limit_vals *v)
 {
-	char v2[48], quota[24], period[24];
 	unsigned q = cfg->max_cpu * (SL_CPU_PERIOD_US / 100);
-	snprintf(v2, sizeof v2, "%u %u", q, SL_CPU_PERIOD_US);
-	snprintf(quota, sizeof quota, "%u", q);
-	snprintf(period, sizeof period, "%u", SL_CPU_PERIOD_US);
-	const char *files[] = { "cpu.cfs_period_us", "cpu.cfs_quota_us" };
-	const char *vals[] = { period, quota };
-	cg->cpu_dir = group_with("cpu", "cpu.max", v2, "cpu", files, vals, 2);
-	if (!cg->cpu_dir)
-		return -1;
-	cg->cpu_procs = open_procs(cg->cpu_dir);
-	return cg->cpu_procs < 0 ? -1 : 0;
+	snprintf(v->mem, sizeof v->mem, "%llu", (unsigned long long)cfg->max_memory);
+	snprintf(v->cpu_max, sizeof v->cpu_max, "%u %u", q, SL_CPU_PERIOD_US);
+	snprintf(v->quota, sizeof v->quota, "%u", q);
+	snprintf(v->period, sizeof v->period, "%u", SL_CPU_PERIOD_US);
+}
+
+/*
+ * cgroup v2: ONE group for every limit its controllers allow.  (Two v2
+ * groups, one per limit, would not work: joining the second moves the
+ * child out of the first, and that limit would silently not apply.)
+ * Sets *mem / *cpu for the limits it holds.
+ */
+static void v2_group(const struct sandlock_sandbox *cfg, const struct limit_vals *v,
+                     struct sl_cglimits *cg, bool *mem, bool *cpu)
+{
+	char *parent = own_group("");
+	char *dir = parent ? make_group(parent) : NULL;
+	free(parent);
+	char ctls[256];
+	if (dir && get(dir, "cgroup.controllers", ctls, sizeof ctls)) {
+		if (cfg->max_memory && has_word(ctls, "memory") && put(dir, "memory.max", v->mem) == 0) {
+			/* 0: the budget is not stretched by swapping */
+			(void)put(dir, "memory.swap.max", "0");
+			*mem = true;
+		}
+		*cpu = cfg->max_cpu && has_word(ctls, "cpu") && put(dir, "cpu.max", v->cpu_max) == 0;
+	}
+	cg->v2.dir = dir;
+	if (!(*mem || *cpu) || !group_ready(&cg->v2)) {
+		remove_group(&cg->v2.dir);
+		*mem = *cpu = false;
+	}
+}
+
+/* A group of the v1 hierarchy of controller ctl whose files took vals. */
+static bool v1_group(struct sl_cg_group *g, const char *ctl, const char *const *files,
+                     const char *const *vals, size_t n)
+{
+	char *parent = own_group(ctl);
+	g->dir = parent ? make_group(parent) : NULL;
+	free(parent);
+	for (size_t i = 0; g->dir && i < n; i++)
+		if (put(g->dir, files[i], vals[i]) < 0)
+			remove_group(&g->dir);
+	return group_ready(g);
 }
 
 int sl_cg_prepare(const struct sandlock_sandbox *cfg, struct sl_cglimits *cg, int *err,
@@ -214,14 +226,33 @@ int sl_cg_prepare(const struct sandlock_sandbox *cfg, struct sl_cglimits *cg, in
 	sl_cg_init(cg);
 	if (sl_limits_check_cores(cfg, err, msg) < 0)
 		return -1;
-	if (cfg->max_cpu && cpu_group(cfg, cg) < 0) {
-		sl_cg_release(cg);
-		return sl_fail(err, msg, SANDLOCK_ERR_UNSUPPORTED,
-		               "max_cpu needs a cgroup with the cpu controller, and none can be "
-		               "made here (see `sandlock check`)");
+	if (!cfg->max_memory && !cfg->max_cpu)
+		return 0;
+	struct limit_vals v;
+	limit_vals(cfg, &v);
+	bool mem = false, cpu = false;
+	if (!sl_cgroup_disabled)
+		v2_group(cfg, &v, cg, &mem, &cpu);
+	if (mem)
+		cg->mem_dir = cg->v2.dir;
+	if (cfg->max_memory && !mem && !sl_cgroup_disabled) {
+		const char *files[] = { "memory.limit_in_bytes" };
+		const char *vals[] = { v.mem };
+		if ((mem = v1_group(&cg->mem_v1, "memory", files, vals, 1))) {
+			/* swap counts too where the kernel accounts it */
+			(void)put(cg->mem_v1.dir, "memory.memsw.limit_in_bytes", v.mem);
+			cg->mem_dir = cg->mem_v1.dir;
+		}
 	}
-	if (cfg->max_memory && memory_group(cfg, cg) < 0) {
-		remove_group(&cg->mem_dir);
+	if (cfg->max_cpu && !cpu && !sl_cgroup_disabled) {
+		const char *files[] = { "cpu.cfs_period_us", "cpu.cfs_quota_us" };
+		const char *vals[] = { v.period, v.quota };
+		cpu = v1_group(&cg->cpu_v1, "cpu", files, vals, 2);
+	}
+	/* No CPU group: the supervisor stops and continues the sandbox
+	 * (throttle.c), as the reference does everywhere. */
+	cg->cpu_throttle = cfg->max_cpu && !cpu;
+	if (cfg->max_memory && !mem) {
 		cg->mem_rlimit = true;
 		sl_warn("no memory cgroup can be made here: max_memory is an address-space "
 		        "limit (RLIMIT_AS) of each process, not of the whole sandbox");
@@ -229,15 +260,20 @@ int sl_cg_prepare(const struct sandlock_sandbox *cfg, struct sl_cglimits *cg, in
 	return 0;
 }
 
+static void release_group(struct sl_cg_group *g)
+{
+	if (g->procs >= 0)
+		close(g->procs);
+	g->procs = -1;
+	remove_group(&g->dir);
+}
+
 void sl_cg_release(struct sl_cglimits *cg)
 {
-	if (cg->mem_procs >= 0)
-		close(cg->mem_procs);
-	if (cg->cpu_procs >= 0)
-		close(cg->cpu_procs);
-	cg->mem_procs = cg->cpu_procs = -1;
-	remove_group(&cg->mem_dir);
-	remove_group(&cg->cpu_dir);
+	release_group(&cg->v2);
+	release_group(&cg->mem_v1);
+	release_group(&cg->cpu_v1);
+	cg->mem_dir = NULL;
 }
 
 void sl_cg_probe(struct sl_cg_probe *p)

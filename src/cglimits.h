@@ -9,21 +9,33 @@
 
 #include "config.h"
 
-/* The run's cgroups: one per controller hierarchy that is needed. */
+/* One group of ours: its directory (heap, removed at the end of the run)
+ * and its cgroup.procs (O_WRONLY, above fd 2), or NULL / -1. */
+struct sl_cg_group {
+	char *dir;
+	int procs;
+};
+
+/*
+ * The run's cgroups.  On cgroup v2 a process is in exactly one group, so
+ * every v2-backed limit goes into the one group v2; a limit whose
+ * controller that group lacks gets a group of its own v1 hierarchy
+ * (a process is in one group of each hierarchy at once).
+ */
 struct sl_cglimits {
-	int mem_procs; /* cgroup.procs of the memory group (O_WRONLY), or -1 */
-	int cpu_procs; /* cgroup.procs of the CPU group, or -1 */
-	char *mem_dir, *cpu_dir; /* removed at the end of the run (heap) */
-	bool mem_rlimit;         /* no memory group: max_memory is RLIMIT_AS per process */
+	struct sl_cg_group v2, mem_v1, cpu_v1;
+	const char *mem_dir; /* which of them holds memory.max / limit_in_bytes, or NULL */
+	bool mem_rlimit;     /* no memory group: max_memory is RLIMIT_AS per process */
+	bool cpu_throttle;   /* no CPU group: the supervisor throttles (throttle.c) */
 };
 
 void sl_cg_init(struct sl_cglimits *cg);
 /*
  * Before fork: make the groups cfg needs (max_memory, max_cpu) and set
  * their limits.  max_memory without a memory group falls back to RLIMIT_AS
- * (with a warning); max_cpu without a CPU group fails the run
- * (SANDLOCK_ERR_UNSUPPORTED).  Also checks cpu_cores against the caller's
- * affinity.  0, or -1 with *err, *msg.
+ * (with a warning); max_cpu without a CPU group is left to the
+ * supervisor's SIGSTOP/SIGCONT throttle (cpu_throttle).  Also checks
+ * cpu_cores against the caller's affinity.  0, or -1 with *err, *msg.
  */
 int sl_cg_prepare(const struct sandlock_sandbox *cfg, struct sl_cglimits *cg, int *err,
                   char **msg);

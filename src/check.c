@@ -174,7 +174,8 @@ SL_EXPORT char *sandlock_check_report(void)
 	        v2mem || cg.v1_memory ? "whole sandbox (cgroup)"
 	                              : "per process (RLIMIT_AS fallback)");
 	fprintf(f, "  %-28s %s\n", "max_cpu",
-	        v2cpu || cg.v1_cpu ? "available (cgroup)" : "unavailable");
+	        v2cpu || cg.v1_cpu ? "available (cgroup)"
+	                           : "available (supervisor throttle: SIGSTOP/SIGCONT)");
 	char y[128];
 	yama(y, sizeof y);
 	fprintf(f, "Yama ptrace_scope: %s\n", y);

@@ -257,8 +257,11 @@ static bool on_child(struct init_state *st)
 			return st->cmd_done;
 		if (!WIFSTOPPED(status))
 			note_cmd(st, pid, status);
-		else if (pid == st->cmd)
+		else if (pid == st->cmd && WSTOPSIG(status) != SIGSTOP)
 			mirror_stop(st, WSTOPSIG(status));
+		/* SIGSTOP is not job control: it is how the supervisor pauses
+		 * and throttles (max_cpu) the sandbox; mirrored, it would stop
+		 * the caller's own job every time. */
 	}
 }
 

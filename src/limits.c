@@ -44,7 +44,7 @@ static int join(int procs_fd)
 int sl_limits_child(const struct sandlock_sandbox *cfg, const struct sl_cglimits *cg)
 {
 	int e;
-	if ((e = join(cg->mem_procs)) || (e = join(cg->cpu_procs)))
+	if ((e = join(cg->v2.procs)) || (e = join(cg->mem_v1.procs)) || (e = join(cg->cpu_v1.procs)))
 		return e;
 	if (cfg->no_coredump) {
 		struct rlimit rl = { 0, 0 };

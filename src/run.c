@@ -34,6 +34,8 @@
 #include "proctree.h"
 #include "result.h"
 #include "supervisor.h"
+#include "throttle.h"
+#include "usage.h"
 
 #define SL_READ_CHUNK 32768
 /* Waiting for SIGKILLed group members to die: attempts x 1 ms. */
@@ -170,8 +172,13 @@ static void end_sandbox(struct sl_launch *L, struct ending *e, bool ask)
 	}
 }
 
+/* The CPU throttle of a handle (defined with the handle, below). */
+static int64_t throttle_wait_ms(sandlock_handle_t *h);
+static void throttle_tick(sandlock_handle_t *h);
+
 /* How long the loop may sleep (-1: until something happens). */
-static int loop_wait_ms(const struct sl_launch *L, int64_t deadline, const struct ending *e)
+static int loop_wait_ms(const struct sl_launch *L, int64_t deadline, const struct ending *e,
+                        int64_t throttle_ms)
 {
 	int64_t wait = SL_KILL_CHECK_MS;
 	if (e->asked_ms && !e->forced)
@@ -185,6 +192,8 @@ static int loop_wait_ms(const struct sl_launch *L, int64_t deadline, const struc
 	}
 	if (L->tty.fd >= 0 && (wait < 0 || wait > SL_TTY_POLL_MS))
 		wait = SL_TTY_POLL_MS;
+	if (throttle_ms >= 0 && !e->asked_ms && (wait < 0 || throttle_ms < wait))
+		wait = throttle_ms;
 	return wait < 0 ? -1 : (int)(wait > 60000 ? 60000 : wait);
 }
 
@@ -195,9 +204,9 @@ static int loop_wait_ms(const struct sl_launch *L, int64_t deadline, const struc
  * spent stopped included.  0, or -1 when the loop itself failed (*le):
  * the caller then kills the sandbox without it.
  */
-static int io_loop(struct sl_launch *L, const struct stream *out, const struct stream *err,
-                   struct sl_supervisor *sup, uint64_t timeout_ms, const atomic_bool *caller_kill,
-                   bool *timed_out, struct loop_error *le)
+static int io_loop(sandlock_handle_t *h, struct sl_launch *L, const struct stream *out,
+                   const struct stream *err, struct sl_supervisor *sup, uint64_t timeout_ms,
+                   const atomic_bool *caller_kill, bool *timed_out, struct loop_error *le)
 {
 	int64_t deadline = timeout_ms ? sl_now_ms() + (int64_t)timeout_ms : 0;
 	struct ending e = { 0, false };
@@ -216,11 +225,14 @@ static int io_loop(struct sl_launch *L, const struct stream *out, const struct s
 			return loop_fail(le, "supervisor");
 		}
 		int npolled;
-		int rc = poll_once(L, out, err, L->pidfd, loop_wait_ms(L, deadline, &e), &npolled, le);
+		int wait = loop_wait_ms(L, deadline, &e, throttle_wait_ms(h));
+		int rc = poll_once(L, out, err, L->pidfd, wait, &npolled, le);
 		if (rc != 0)
 			return rc > 0 ? 0 : -1;
-		if (!e.asked_ms)
+		if (!e.asked_ms) {
 			sl_tty_watch(&L->tty);
+			throttle_tick(h);
+		}
 	}
 }
 
@@ -428,6 +440,10 @@ struct sandlock_handle {
 	/* A duplicate of the sync socket kept after the release: it hangs up
 	 * once the command has exec'd (or died) and init has left vfork. */
 	int exec_fd;
+	/* max_cpu without a CPU cgroup (throttle.c), ticked by the run loop;
+	 * paused: the caller's pause, which the throttle never undoes. */
+	struct sl_throttle thr;
+	bool paused;
 	sandlock_result_t *r;
 };
 
@@ -454,7 +470,7 @@ static void finish(sandlock_handle_t *h)
 	struct stream errs = { &h->r->err, &h->r->err_dropped, sb->max_output };
 	bool timed_out;
 	siginfo_t si;
-	int rc = io_loop(L, &out, &errs, h->sup, sb->timeout_ms, &h->caller_kill, &timed_out,
+	int rc = io_loop(h, L, &out, &errs, h->sup, sb->timeout_ms, &h->caller_kill, &timed_out,
 	                 &h->le);
 	if (rc < 0)
 		end_unsupervised(L, &h->cg);
@@ -566,11 +582,9 @@ static int launch(sandlock_handle_t *h, const char *const *argv, uint32_t argc,
 	if (rc < 0 || sl_supervisor_use_ruleset(h->sup, L->ruleset_fd, err, msg) < 0 ||
 	    sl_launch_set_options(L, opts, err, msg) < 0)
 		return -1;
-	/* The limits' v2 group if there is one (the child ends up in the CPU
-	 * group when it joins both), else one of our own; without either,
-	 * init and killpg alone (README). */
-	if (!sl_cgroup_adopt(&h->cg, L->cg.cpu_dir) && !sl_cgroup_adopt(&h->cg, L->cg.mem_dir) &&
-	    sl_cgroup_create(&h->cg))
+	/* The limits' v2 group if there is one, else one of our own; without
+	 * either, init and killpg alone (README). */
+	if (!sl_cgroup_adopt(&h->cg, L->cg.v2.dir) && sl_cgroup_create(&h->cg))
 		L->cgroup_procs = h->cg.procs;
 	if (sl_launch_start(L, err, msg) < 0)
 		return -1;
@@ -585,6 +599,7 @@ static int launch(sandlock_handle_t *h, const char *const *argv, uint32_t argc,
 	}
 	if (h->cg.dirfd >= 0)
 		(void)sl_cgroup_confirm(&h->cg); /* the child did not join: no cgroup */
+	sl_throttle_init(&h->thr, L->cg.cpu_throttle ? h->sb->max_cpu : 0, L->pid, h->cg.dirfd);
 	h->launched = true;
 	return 0;
 }
@@ -685,23 +700,47 @@ SL_EXPORT bool sandlock_handle_is_running(sandlock_handle_t *h)
  * last copies, the command's and init's, are closed by exec and right
  * after vfork).  Bounded: a wedged start is paused anyway.
  */
-static void wait_exec(sandlock_handle_t *h)
+static bool exec_seen(sandlock_handle_t *h, int64_t wait_ms)
 {
 	if (h->exec_fd < 0)
-		return;
+		return true;
 	struct pollfd pf = { h->exec_fd, POLLRDHUP, 0 };
-	int64_t stop = sl_now_ms() + SL_EXEC_WAIT_MS;
+	int64_t stop = sl_now_ms() + wait_ms;
 	for (;;) {
 		int left = (int)(stop - sl_now_ms());
 		int pr = poll(&pf, 1, left > 0 ? left : 0);
 		if (pr > 0 && (pf.revents & (POLLHUP | POLLRDHUP | POLLERR))) {
 			close(h->exec_fd); /* answered for good */
 			h->exec_fd = -1;
-			return;
+			return true;
 		}
 		if (pr == 0 || (pr < 0 && errno != EINTR))
-			return;
+			return false;
 	}
+}
+
+static void wait_exec(sandlock_handle_t *h)
+{
+	(void)exec_seen(h, SL_EXEC_WAIT_MS);
+}
+
+static int64_t throttle_wait_ms(sandlock_handle_t *h)
+{
+	return sl_throttle_wait_ms(&h->thr);
+}
+
+/* Under mu, like every signal to the tree, and only once the command has
+ * exec'd (for the reason above): until then the throttle starts afresh. */
+static void throttle_tick(sandlock_handle_t *h)
+{
+	if (!h->thr.pct || sl_throttle_wait_ms(&h->thr) > 0)
+		return;
+	handle_lock(h);
+	if (!exec_seen(h, 0))
+		sl_throttle_init(&h->thr, h->thr.pct, h->thr.init, h->thr.cg_dirfd);
+	else if (!h->reaping)
+		sl_throttle_tick(&h->thr, h->paused);
+	handle_unlock(h);
 }
 
 static int tree_signal(sandlock_handle_t *h, bool stop)
@@ -714,12 +753,48 @@ static int tree_signal(sandlock_handle_t *h, bool stop)
 	int rc = -1;
 	if (stop && h->state == H_RUNNING)
 		wait_exec(h);
-	if (signalable(h))
-		rc = sl_pause_tree(h->L.pid, stop);
-	else
+	if (!signalable(h))
 		errno = ESRCH;
+	else if (!stop && h->thr.stopped)
+		rc = 0; /* the throttle holds it stopped and continues it at its time */
+	else
+		rc = sl_pause_tree(h->L.pid, stop);
+	if (rc == 0)
+		h->paused = stop;
 	handle_unlock(h);
 	return rc;
+}
+
+/* A reading of the running sandbox, under mu: init's pid names it. */
+static int64_t usage(sandlock_handle_t *h, bool cpu)
+{
+	if (!h) {
+		errno = EINVAL;
+		return -1;
+	}
+	handle_lock(h);
+	int64_t v = -1;
+	errno = 0;
+	if (h->state != H_RUNNING || !signalable(h))
+		errno = ESRCH;
+	else if (cpu)
+		v = sl_usage_cpu_ns(h->L.pid, h->cg.dirfd);
+	else
+		v = sl_usage_memory_bytes(h->L.pid, h->L.cg.mem_dir);
+	if (v < 0 && errno == 0)
+		errno = EIO;
+	handle_unlock(h);
+	return v;
+}
+
+SL_EXPORT int64_t sandlock_handle_cpu_time_ns(sandlock_handle_t *h)
+{
+	return usage(h, true);
+}
+
+SL_EXPORT int64_t sandlock_handle_memory_bytes(sandlock_handle_t *h)
+{
+	return usage(h, false);
 }
 
 SL_EXPORT int sandlock_handle_pause(sandlock_handle_t *h)
@@ -883,6 +958,7 @@ SL_EXPORT sandlock_result_t *sandlock_run_with_handlers(const sandlock_sandbox_t
 	sandlock_handle_t *h = spawn_created(sb, argv, argc, regs, nregs, NULL, err, err_msg);
 	if (!h)
 		return NULL;
+	h->exec_fd = fcntl(h->L.sync_fd, F_DUPFD_CLOEXEC, 3); /* for the throttle */
 	(void)sl_launch_release(&h->L); /* on failure the child died: finish() reports it */
 	h->state = H_RUNNING;
 	if (sb->on_start)
