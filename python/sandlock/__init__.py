@@ -962,6 +962,17 @@ class Sandbox:
         """Continue every process of the sandbox after pause()."""
         _process.current(self, "resume").resume()
 
+    def cpu_pct(self) -> float:
+        """CPU use of the spawn()ed sandbox (every process) in percent of
+        one core since the previous cpu_pct() call (first call: since the
+        start).  RuntimeError if it is not running."""
+        return _process.current(self, "cpu_pct").cpu_pct()
+
+    def memory_bytes(self) -> int:
+        """Memory the spawn()ed sandbox uses now, in bytes (its cgroup's
+        charge with max_memory, else the sum of its processes' RSS)."""
+        return _process.current(self, "memory_bytes").memory_bytes()
+
     def kill(self) -> None:
         """End the whole sandbox at once; wait() then reports KILLED.
         RuntimeError if it is not running."""

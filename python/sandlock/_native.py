@@ -238,6 +238,8 @@ for _n in ("start", "pid", "init_pid", "pause", "resume", "kill",
            "stdin_fd", "stdout_fd", "stderr_fd"):
     _decl("sandlock_handle_" + _n, _int, _p)
 _decl("sandlock_handle_is_running", ctypes.c_bool, _p)
+_decl("sandlock_handle_cpu_time_ns", ctypes.c_int64, _p)
+_decl("sandlock_handle_memory_bytes", ctypes.c_int64, _p)
 _decl("sandlock_handle_wait", _p, _p, ctypes.c_int64, _errp, _msgp)
 _decl("sandlock_handle_free", None, _p)
 

@@ -13,6 +13,7 @@ import enum
 import io
 import os
 import threading
+import time
 from typing import Optional
 
 from . import _native
@@ -142,6 +143,7 @@ class Process:
         self._result = None
         self._killed = False
         self.pid = int(_lib.sandlock_handle_pid(handle))
+        self._cpu_mark = (0, time.monotonic())  # cpu_pct(): since the last call
         self.init_pid = int(_lib.sandlock_handle_init_pid(handle))
         self.stdin = self._pipe(_lib.sandlock_handle_stdin_fd, modes[0], "wb")
         self.stdout = self._pipe(_lib.sandlock_handle_stdout_fd, modes[1], "rb")
@@ -186,6 +188,29 @@ class Process:
     def resume(self) -> None:
         """Continue every process of the sandbox."""
         self._signal(_lib.sandlock_handle_resume, "resume")
+
+    def _usage(self, fn, what):
+        with self._lock:
+            v = int(fn(self._h)) if self._h else -1
+        if v < 0:
+            raise RuntimeError("cannot read %s: the sandbox is not running" % what)
+        return v
+
+    def cpu_pct(self) -> float:
+        """CPU use of the whole sandbox in percent of one core (above 100
+        on several cores) since the previous cpu_pct() call, or since the
+        start for the first one."""
+        now_ns = self._usage(_lib.sandlock_handle_cpu_time_ns, "the CPU time")
+        now_t = time.monotonic()
+        ns, t = self._cpu_mark
+        self._cpu_mark = (now_ns, now_t)
+        wall = now_t - t
+        return 0.0 if wall <= 0 else max(0.0, (now_ns - ns) / 1e9 / wall * 100.0)
+
+    def memory_bytes(self) -> int:
+        """Memory the sandbox uses now, in bytes: its memory cgroup's charge
+        where max_memory made one, else the sum of its processes' RSS."""
+        return self._usage(_lib.sandlock_handle_memory_bytes, "the memory use")
 
     def kill(self) -> None:
         """End the whole sandbox (a no-op once it has ended)."""
