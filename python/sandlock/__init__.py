@@ -27,10 +27,11 @@ import re
 import signal as _signal
 import threading
 from collections.abc import Iterable as _IterableABC, Mapping as _MappingABC
-from typing import Iterable, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
 from . import _knobs
+from . import _trace
 from ._knobs import Protection, ProtectionStatus, min_landlock_abi
 from .exceptions import (
     BranchConflictError,
@@ -638,7 +639,7 @@ def _step_syscalls(b, c):
 
 
 _BUILDER_STEPS = [_step_paths, _step_env, _step_limits, _step_net, _step_determinism,
-                  _step_syscalls, _knobs.step]
+                  _step_syscalls, _knobs.step, _trace.step]
 
 _CACHE_SIZE = 4  # native policies kept per Sandbox (e.g. per timeout override)
 
@@ -737,6 +738,7 @@ class Sandbox:
     extra_deny_syscalls = _Field(_knobs.syscall_names)
     allow_degraded = _Field(_knobs.protections)
     disable = _Field(_knobs.protections)
+    trace = _Field(_trace.check)
 
     def __init__(
         self,
@@ -769,6 +771,7 @@ class Sandbox:
         net_allow_unix: Iterable = (),
         net_unix_readable: bool = False,
         max_output: Optional[int] = None,
+        trace: Optional[Callable[[dict], None]] = None,
     ) -> None:
         self._cfg = {}
         self._lock = threading.Lock()
@@ -802,6 +805,7 @@ class Sandbox:
         self.allow_degraded = allow_degraded
         self.disable = disable
         self.max_output = max_output
+        self.trace = trace
         # Build once now so a bad configuration fails here, not at run().
         self._native_for(None)
 
@@ -844,12 +848,21 @@ class Sandbox:
             if nsb is not None:
                 self._natives.move_to_end(key)
                 return nsb
-        nsb = _NativeSandbox(self._build(key))  # outside the lock: resolves paths
+        nsb = _NativeSandbox(self._build(key), key)  # outside the lock: resolves paths
         with self._lock:
             self._natives[key] = nsb
             while len(self._natives) > _CACHE_SIZE:
                 self._natives.popitem(last=False)
         return nsb
+
+    def _with_trace(self, handlers):
+        """handlers plus, with trace=, the handler that reports refused
+        file accesses (last: user handlers decide first)."""
+        t = self._cfg.get("trace")
+        if t is None or isinstance(handlers, (str, bytes)) or \
+                not isinstance(handlers, _IterableABC):
+            return handlers  # _Registrations reports a bad list
+        return list(handlers) + _trace.handlers(t, self._cfg)
 
     def active_protections(self):
         """{Protection: ProtectionStatus} of the current configuration on
@@ -860,6 +873,8 @@ class Sandbox:
         """Run cmd (a list of str; a bare name is looked up on the sandbox's
         PATH) in the sandbox and wait for it.  A command that is not found
         gives a failed Result with exit code 127 and the reason on stderr."""
+        if self._cfg.get("trace") is not None:
+            return self.run_with_handlers(cmd, [], timeout=timeout)  # its file-access handler
         argv = _argv(cmd)
         nsb = self._native_for(timeout)
         arr = (ctypes.c_char_p * len(argv))(*argv)
@@ -889,7 +904,7 @@ class Sandbox:
         it returns then is dropped (README, "The run always ends, on
         time")."""
         argv = _argv(cmd)
-        hs = _Registrations(handlers)
+        hs = _Registrations(self._with_trace(handlers))
         nsb = self._native_for(timeout)
         abandoned = True  # until the C side says otherwise (a failed run cannot tell)
         try:
@@ -1054,9 +1069,12 @@ class _Registrations:
 class _NativeSandbox:
     """Owns a sandlock_sandbox_t; freed on close() or garbage collection."""
 
-    def __init__(self, ptr):
+    def __init__(self, ptr, snap=()):
         self.ptr = ptr
         self._lock = threading.Lock()
+        # What the native policy points into: the trace= callback's C
+        # function must outlive every run of it, cached or not.
+        self._trace = dict(snap).get("trace")
 
     def close(self):
         with self._lock:

@@ -82,7 +82,8 @@ def _native_with_env(sb, timeout, extra_env):
     env = dict(snap["env"])
     env.update(extra_env)
     snap["env"] = tuple(sorted(env.items()))
-    return _NativeSandbox(Sandbox._build(tuple(sorted(snap.items()))))
+    key = tuple(sorted(snap.items()))
+    return _NativeSandbox(Sandbox._build(key), key)
 
 
 def spawn(sb, cmd, stdin, stdout, stderr, handlers=(), timeout=None, pass_fds=(),
@@ -95,7 +96,7 @@ def spawn(sb, cmd, stdin, stdout, stderr, handlers=(), timeout=None, pass_fds=()
     modes = [_stdio(0, stdin, StdioMode.DEVNULL), _stdio(1, stdout, StdioMode.PIPE),
              _stdio(2, stderr, StdioMode.CAPTURE)]
     keep = _pass_fds(pass_fds)
-    hs = _Registrations(handlers)
+    hs = _Registrations(sb._with_trace(handlers))
     nsb = _native_with_env(sb, timeout, extra_env) if extra_env else sb._native_for(timeout)
     opts = _native.SpawnOpts()
     opts.size = ctypes.sizeof(opts)
