@@ -408,6 +408,9 @@ static const char *decision_hint(const char *by)
 	if (strcmp(by, "metadata guard") == 0)
 		return "metadata may change only inside a -w tree and outside -d paths; "
 		       "allow with -w";
+	if (strcmp(by, "socket destinations") == 0)
+		return "the destination is not allowed; allow it with --net-allow "
+		       "(--net-allow-unix for a unix socket)";
 	if (strcmp(by, "argument rules") == 0)
 		return "refused by the filter's argument rules; no flag allows it";
 	return "refused by the supervisor";

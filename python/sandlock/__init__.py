@@ -693,13 +693,19 @@ class Sandbox:
     ``max_memory`` (a budget for the whole sandbox where a cgroup can be
     made, else RLIMIT_AS per process), ``max_open_files``
     (RLIMIT_NOFILE, never above this process's own), ``max_cpu`` (percent
-    of one core, 1..100; needs a cgroup), ``cpu_cores`` (CPU affinity),
+    of one core, 1..100: a cgroup quota, else SIGSTOP/SIGCONT throttling), ``cpu_cores`` (CPU affinity),
     ``no_coredump``, ``no_huge_pages``, ``no_randomize_memory``, and
     ``extra_deny_syscalls`` (syscall names or groups such as "sysv_ipc",
     denied with EPERM).  Landlock protections (``Protection``) are strict
     by default: a run on a kernel that lacks one fails, unless
     ``allow_degraded`` lists it; ``disable`` never enforces the listed
     ones.  ``active_protections()`` tells each one's status here.
+
+    ``trace`` is a callable given one dict per file access the fs rules
+    refuse, per call the supervisor refuses and per user-handler decision
+    (the fields of the CLI's --trace lines); it runs on the supervisor's
+    thread while the call waits, and its exceptions are logged, never
+    raised into the run.
 
     Every config field can be reassigned after construction
     (``sb.fs_readable = [...]``): the new value is validated at once and

@@ -92,7 +92,6 @@ def test_trace_allowed_accesses_are_silent(secret, server):
     assert r.stdout.decode().split("\n")[:2] == ["open ok", "connect ok"], r.stderr
     # (python3's start-up may still probe its cwd and PYTHONPATH: those are denied)
     assert [e for e in events if e.get("path") == secret or e["syscall"] == "connect"] == []
-    assert [e for e in events if e["event"] == "denied" and e["syscall"] == "connect"] == []
 
 
 def test_trace_reports_handler_decisions():
