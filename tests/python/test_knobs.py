@@ -166,6 +166,58 @@ def test_max_cpu_without_a_cgroup_is_a_supervisor_throttle():
     assert 0.05 < share < 0.45, share  # about 20% of one core, never stopped for good
 
 
+def test_max_cpu_throttle_on_a_terminal_leaves_the_caller_running():
+    # On a terminal init mirrors the command's job-control stops to the
+    # caller (so the shell sees ^Z); the throttle's SIGSTOPs must not be
+    # mirrored, or sandlock would stop itself at the first throttle period.
+    import pty
+    import select
+    pre = _as_nobody if os.getuid() == 0 else None
+    rep = subprocess.run([CLI, "check"], capture_output=True, text=True, timeout=60,
+                         preexec_fn=pre).stdout
+    if "supervisor throttle" not in rep:
+        pytest.skip("this user gets a cpu cgroup: no throttle")
+    pid, fd = pty.fork()
+    if pid == 0:
+        try:
+            if pre:
+                pre()
+            os.execv(CLI, [CLI, "run", *SYS_RO, "--max-cpu", "20", "--", PY, "-c",
+                           BUSY_SHARE, "1.0"])
+        finally:
+            os._exit(127)
+    out, status, deadline = b"", None, time.monotonic() + 30
+    try:
+        while status is None:
+            assert time.monotonic() < deadline, "no exit within 30 s: %r" % out
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                try:
+                    out += os.read(fd, 4096)
+                except OSError:  # EIO: the terminal's last writer is gone
+                    pass
+            p, st = os.waitpid(pid, os.WNOHANG | os.WUNTRACED)
+            if p:
+                assert not os.WIFSTOPPED(st), "sandlock stopped itself (signal %d)" % \
+                    os.WSTOPSIG(st)
+                status = os.waitstatus_to_exitcode(st)
+        while select.select([fd], [], [], 0.2)[0]:  # what is left on the terminal
+            try:
+                data = os.read(fd, 4096)
+            except OSError:
+                break
+            if not data:
+                break
+            out += data
+    finally:
+        if status is None:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    assert status == 0, out
+    assert 0.05 < float(out.split()[-1]) < 0.45, out
+
+
 HOG = """
 a = bytearray(48 << 20)
 for i in range(0, len(a), 4096): a[i] = 1
