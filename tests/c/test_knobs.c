@@ -276,6 +276,44 @@ TEST(max_cpu_puts_the_sandbox_under_a_cpu_quota)
 	CHECK(strstr(path, "/sandlock-") == NULL);
 }
 
+/*
+ * Both limits at once must both hold: the guest is in a group of ours for
+ * the cpu and for the memory controller (on cgroup v2 one group carries
+ * both: two v2 groups would leave it in the second only).
+ */
+TEST(max_memory_and_max_cpu_apply_together)
+{
+	if (!have_cgroup("max_cpu                      available (cgroup)") ||
+	    !have_cgroup("max_memory                   whole sandbox (cgroup)"))
+		SKIP("no cpu and memory cgroups can be made here");
+	/* The limit files of every group of ours the guest is in, whichever
+	 * hierarchy (v2 or v1) holds them (the usual mount points: the
+	 * sandbox's /proc view has no mountinfo). */
+	const char *code =
+		"seen = set()\n"
+		"for l in open('/proc/self/cgroup'):\n"
+		"    n, ctl, path = l.strip().split(':', 2)\n"
+		"    if '/sandlock-' not in path: continue\n"
+		"    roots = ['/sys/fs/cgroup/unified', '/sys/fs/cgroup'] if not ctl else \\\n"
+		"        ['/sys/fs/cgroup/' + c for c in [ctl] + ctl.split(',')]\n"
+		"    for root in roots:\n"
+		"        for f in ('memory.max', 'memory.limit_in_bytes', 'cpu.max', 'cpu.cfs_quota_us'):\n"
+		"            try: seen.add(f + '=' + open(root + path + '/' + f).read().split()[0])\n"
+		"            except OSError: pass\n"
+		"print(' '.join(sorted(seen)))\n";
+	char out[512];
+	sandlock_builder_t *b = sandlock_sandbox_builder_fs_read(sysproc(), "/sys/fs/cgroup");
+	b = sandlock_sandbox_builder_max_memory(b, 256ull << 20);
+	sandlock_result_t *r = py(sandlock_sandbox_builder_max_cpu(b, 50), code, out, sizeof out);
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_exit_code(r), 0);
+	CHECK(strstr(out, "memory.max=268435456") || strstr(out, "memory.limit_in_bytes=268435456"));
+	CHECK(strstr(out, "cpu.max=50000") || strstr(out, "cpu.cfs_quota_us=50000"));
+	if (th_failed_now)
+		fprintf(stderr, "  the guest's limits: '%s'\n", out);
+	sandlock_result_free(r);
+}
+
 TEST(max_cpu_validation)
 {
 	char msg[256];
