@@ -143,12 +143,16 @@ TEST(unix_relative_path_resolved_from_callers_cwd)
 	REQUIRE(s >= 0);
 	sandlock_builder_t *b = sandlock_sandbox_builder_fs_write(base(), dir);
 	CHECK(says(sandlock_sandbox_builder_cwd(b, dir), "unix-connect", "srv.sock", "ok"));
-	/* elsewhere, the same relative name is not that socket */
+	/* elsewhere, the same relative name is not that socket (an empty
+	 * directory of our own: a shared one such as /tmp may hold a srv.sock) */
+	char other[TU_TMPDIR_LEN];
+	REQUIRE(tu_mkdtemp(other, "unixrel-other"));
 	b = sandlock_sandbox_builder_fs_write(base(), dir);
-	CHECK(says(sandlock_sandbox_builder_cwd(b, "/tmp"), "unix-connect", "srv.sock",
+	CHECK(says(sandlock_sandbox_builder_cwd(b, other), "unix-connect", "srv.sock",
 	           "errno=ENOENT"));
 	close(s);
 	tu_rm_rf(dir);
+	tu_rm_rf(other);
 }
 
 /* ---------------- what is trapped ---------------- */

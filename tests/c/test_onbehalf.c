@@ -276,12 +276,24 @@ TEST(on_behalf_uses_the_callers_cwd_and_umask)
 	tu_rm_rf(dir);
 }
 
-/* /dev/stdin is the program's stdin (a pipe here), not the supervisor's. */
+/*
+ * /dev/stdin is the program's stdin (a pipe here: dash writes a short
+ * here-document into one), not the supervisor's.  No `echo piped | cat`:
+ * the second fork of a pipeline races the first child's SIGCHLD, and a
+ * trapped fork (max_processes) interrupted before the supervisor takes it
+ * fails with EINTR, which dash reports as "Cannot fork" (README, limits).
+ */
 TEST(on_behalf_dev_stdin_is_the_callers)
 {
-	sandlock_result_t *r = sh_onbehalf(tu_system_builder(), "echo piped | cat /dev/stdin");
+	sandlock_result_t *r =
+		sh_onbehalf(tu_system_builder(), "exec cat /dev/stdin <<EOF\npiped\nEOF\n");
 	REQUIRE(r);
 	CHECK(tu_out_is(r, "piped\n"));
+	if (th_failed_now) {
+		char *e = sandlock_result_stderr(r);
+		fprintf(stderr, "  exit %d, stderr '%s'\n", sandlock_result_exit_code(r), e ? e : "");
+		sandlock_string_free(e);
+	}
 	sandlock_result_free(r);
 }
 
@@ -494,7 +506,8 @@ TEST(proc_denies_sensitive_kernel_files)
 /* Without -r /proc nothing changes: Landlock alone refuses /proc. */
 TEST(proc_view_off_without_proc)
 {
-	const char *argv[] = { "/bin/sh", "-c", "cat /proc/self/status 2>&1 | head -1", NULL };
+	/* exec, no pipeline: see on_behalf_dev_stdin_is_the_callers */
+	const char *argv[] = { "/bin/sh", "-c", "exec cat /proc/self/status 2>&1", NULL };
 	sandlock_sandbox_t *sb = tu_build(tu_system_builder());
 	REQUIRE(sb);
 	sandlock_result_t *r = tu_run(sb, argv);
