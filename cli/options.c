@@ -14,7 +14,7 @@ const struct cli_opt cli_run_opts[] = {
 	{ OPT_MAX_MEMORY, 'm', "max-memory", NULL, "SIZE", "Limits:", "memory of the whole sandbox (cgroup; else per process): 512M, 1.5G" },
 	{ OPT_MAX_PROCESSES, 'P', "max-processes", NULL, "N", NULL, "at most N processes at once (default 64, 0 = no limit)" },
 	{ OPT_MAX_OPEN_FILES, 0, "max-open-files", NULL, "N", NULL, "RLIMIT_NOFILE of the command (capped at sandlock's own)" },
-	{ OPT_MAX_CPU, 0, "max-cpu", NULL, "PCT", NULL, "CPU time, percent of one core (1-100; needs a cgroup)" },
+	{ OPT_MAX_CPU, 0, "max-cpu", NULL, "PCT", NULL, "CPU time, percent of one core (1-100; cgroup, else SIGSTOP/SIGCONT)" },
 	{ OPT_CPU_CORES, 0, "cpu-cores", NULL, "LIST", NULL, "run on these cores only, e.g. 0,2-3" },
 	{ OPT_TIMEOUT, 't', "timeout", NULL, "SECS", NULL, "kill the sandbox after SECS (decimals allowed)" },
 	{ OPT_NET_ALLOW, 0, "net-allow", NULL, "SPEC", "Network (without rules no TCP/UDP/ICMP destination and no bind is allowed):", "allow destinations [tcp://|udp://|icmp://]TARGET[:PORTS]" },

@@ -231,7 +231,9 @@ sandlock_builder_t *sandlock_sandbox_builder_time_start_ns(sandlock_builder_t *b
  * the whole sandbox (cgroup memory limit) where a cgroup can be made, else
  * RLIMIT_AS per process (see README).  max_open_files: RLIMIT_NOFILE, soft
  * and hard, clamped to the caller's own limits.  max_cpu: percent of one
- * core (1..100), cgroup CPU quota.  cpu_core: add one core to the affinity
+ * core (1..100) for the whole sandbox: a cgroup CPU quota where a group can
+ * be made, else the run loop stops and continues the sandbox (SIGSTOP /
+ * SIGCONT) against its measured CPU time.  cpu_core: add one core to the affinity
  * set (repeatable).  Bad values make sandlock_sandbox_build fail. */
 sandlock_builder_t *sandlock_sandbox_builder_max_open_files(sandlock_builder_t *b, uint32_t n);
 sandlock_builder_t *sandlock_sandbox_builder_max_cpu(sandlock_builder_t *b, uint32_t percent);

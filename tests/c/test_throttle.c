@@ -227,3 +227,26 @@ TEST(usage_of_a_running_sandbox_from_its_cgroup)
 {
 	usage_readings(true);
 }
+
+/* The timeout ends a throttled sandbox (stopped or not) and nothing of it
+ * is left: the command's pid is gone once the run returns. */
+TEST(timeout_ends_a_throttled_sandbox)
+{
+	sl_cgroup_disabled = true;
+	sandlock_builder_t *b = sandlock_sandbox_builder_max_cpu(tu_system_builder(), 10);
+	sandlock_sandbox_t *sb = tu_build(sandlock_sandbox_builder_timeout_ms(b, 500));
+	REQUIRE(sb);
+	/* the command reports its pid, then spins (stopped most of the time) */
+	const char *argv[] = { TU_PY, "-c", "import os\nprint(os.getpid(), flush=True)\nwhile True: pass\n",
+		               NULL };
+	sandlock_result_t *r = tu_run(sb, argv);
+	sandlock_sandbox_free(sb);
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_TIMEOUT);
+	char *out = sandlock_result_stdout(r);
+	int pid = out ? atoi(out) : 0;
+	CHECK(pid > 0);
+	CHECK(pid > 0 && kill(pid, 0) < 0 && errno == ESRCH);
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+}
