@@ -166,7 +166,7 @@ TEST(pause_during_throttling_stays_paused)
 	/* resume: it runs again (throttled) */
 	CHECK_EQ_INT(sandlock_handle_resume(h), 0);
 	bool ran = false;
-	for (int i = 0; i < 100 && !ran; i++) {
+	for (int i = 0; i < 250 && !ran; i++) {
 		sleep_ms(20);
 		ran = sandlock_handle_cpu_time_ns(h) > t1;
 	}
@@ -189,8 +189,7 @@ static void usage_readings(bool cgroups)
 	const char *code = "import time\n"
 	                   "a = bytearray(64 << 20)\n"
 	                   "for i in range(0, len(a), 4096): a[i] = 1\n"
-	                   "t0 = time.monotonic()\n"
-	                   "while time.monotonic() - t0 < 0.3: pass\n"
+	                   "while time.process_time() < 0.3: pass\n"
 	                   "print('ready', flush=True)\n"
 	                   "time.sleep(30)\n";
 	const char *argv[] = { TU_PY, "-c", code, NULL };
@@ -203,7 +202,7 @@ static void usage_readings(bool cgroups)
 	CHECK(strcmp(line, "ready") == 0);
 	int64_t cpu = sandlock_handle_cpu_time_ns(h), mem = sandlock_handle_memory_bytes(h);
 	fprintf(stderr, "  cpu %lld ns, memory %lld bytes\n", (long long)cpu, (long long)mem);
-	CHECK(cpu >= 200000000LL); /* it spun 0.3 s (tick resolution on /proc) */
+	CHECK(cpu >= 250000000LL); /* it used 0.3 s of CPU (10 ms ticks on /proc) */
 	CHECK(mem >= (64LL << 20));
 	CHECK(mem < (1LL << 30));
 	CHECK_EQ_INT(sandlock_handle_kill(h), 0);
