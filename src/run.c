@@ -958,7 +958,8 @@ SL_EXPORT sandlock_result_t *sandlock_run_with_handlers(const sandlock_sandbox_t
 	sandlock_handle_t *h = spawn_created(sb, argv, argc, regs, nregs, NULL, err, err_msg);
 	if (!h)
 		return NULL;
-	h->exec_fd = fcntl(h->L.sync_fd, F_DUPFD_CLOEXEC, 3); /* for the throttle */
+	if (h->thr.pct) /* the throttle waits for the exec, as pause does */
+		h->exec_fd = fcntl(h->L.sync_fd, F_DUPFD_CLOEXEC, 3);
 	(void)sl_launch_release(&h->L); /* on failure the child died: finish() reports it */
 	h->state = H_RUNNING;
 	if (sb->on_start)
