@@ -694,7 +694,8 @@ class Sandbox:
     made, else RLIMIT_AS per process), ``max_open_files``
     (RLIMIT_NOFILE, never above this process's own), ``max_cpu`` (percent
     of one core, 1..100: a cgroup quota, else SIGSTOP/SIGCONT throttling;
-    see ``cpu_pct()``), ``cpu_cores`` (CPU affinity), ``no_coredump``, ``no_huge_pages``, ``no_randomize_memory``, and
+    see ``cpu_pct()``), ``cpu_cores`` (CPU affinity), ``no_coredump``,
+    ``no_huge_pages``, ``no_randomize_memory``, and
     ``extra_deny_syscalls`` (syscall names or groups such as "sysv_ipc",
     denied with EPERM).  Landlock protections (``Protection``) are strict
     by default: a run on a kernel that lacks one fails, unless
