@@ -151,3 +151,9 @@ def test_trace_must_be_callable():
         sandlock.Sandbox(trace=5)
     with pytest.raises(sandlock.PolicyError):
         sandlock.Sandbox(trace="print")
+
+
+def test_confine_refuses_trace():
+    # confine() has no supervisor to report anything: refused, not dropped
+    with pytest.raises(ValueError, match="trace"):
+        sandlock.confine(sandlock.Sandbox(fs_readable=SYSTEM, trace=print))
