@@ -688,6 +688,12 @@ static void *idle_thread(void *arg)
 	return NULL;
 }
 
+static void ignore_decision(void *ud, const sandlock_decision_t *d)
+{
+	(void)ud;
+	(void)d;
+}
+
 TEST(confine_refuses_what_needs_a_child_or_a_supervisor)
 {
 	struct {
@@ -699,6 +705,9 @@ TEST(confine_refuses_what_needs_a_child_or_a_supervisor)
 		{ sandlock_sandbox_builder_max_memory(tu_system_builder(), 1 << 30), "max_memory" },
 		{ sandlock_sandbox_builder_timeout_ms(tu_system_builder(), 1000), "timeout" },
 		{ sandlock_sandbox_builder_max_processes(tu_system_builder(), 5), "max_processes" },
+		{ sandlock_sandbox_builder_max_cpu(tu_system_builder(), 50), "max_cpu" },
+		{ sandlock_sandbox_builder_on_decision(tu_system_builder(), ignore_decision, NULL),
+		  "on_decision" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		sandlock_sandbox_t *sb = tu_build(cases[i].b);
