@@ -65,6 +65,7 @@
 #include "builtins/proc.h"
 #include "opener.h"
 #include "util.h"
+#include "virtfiles.h"
 
 #ifndef __O_TMPFILE
 #define __O_TMPFILE 020000000
@@ -111,6 +112,7 @@ struct sl_opener {
 	pid_t init;          /* the sandbox's init, for sl_proc_policy */
 	int procfd;          /* /proc, for sl_proc_policy; -1 */
 	char hostname[72];   /* served for the hostname files; "" = not */
+	struct sl_virt *virt; /* synthetic views (virtfiles.h), owned; NULL */
 };
 
 /*
@@ -216,6 +218,7 @@ static void opener_destroy(struct sl_opener *op)
 		close(op->taskdir);
 	if (op->procfd >= 0)
 		close(op->procfd);
+	sl_virt_free(op->virt);
 	pthread_cond_destroy(&op->cv);
 	pthread_mutex_destroy(&op->mu);
 	pthread_mutex_destroy(&op->call_lock);
@@ -281,6 +284,12 @@ void sl_opener_guard_proc(struct sl_opener *op, pid_t init, bool fast_self)
 void sl_opener_set_hostname(struct sl_opener *op, const char *name)
 {
 	snprintf(op->hostname, sizeof op->hostname, "%s", name);
+}
+
+void sl_opener_set_virt(struct sl_opener *op, struct sl_virt *v)
+{
+	sl_virt_free(op->virt);
+	op->virt = v;
 }
 
 /* ---------------- finding a run's opener ---------------- */
@@ -417,6 +426,7 @@ static bool rewrite_self(char *p, size_t cap, unsigned tid)
 		{ "/proc/self", "/proc/%u" },        { "/proc/thread-self", "/proc/%u" },
 		{ "/dev/fd", "/proc/%u/fd" },        { "/dev/stdin", "/proc/%u/fd/0" },
 		{ "/dev/stdout", "/proc/%u/fd/1" },  { "/dev/stderr", "/proc/%u/fd/2" },
+		{ "/proc/mounts", "/proc/%u/mounts" }, /* a link to self/mounts */
 	};
 	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
 		size_t k = strlen(map[i].from);
@@ -777,16 +787,11 @@ static bool is_hostname_file(const char *real)
  * the sandbox's name.  0 or an errno. */
 static int serve_hostname(const struct sl_opener *op, int *fd)
 {
-	int m = memfd_create("hostname", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (m < 0)
-		return EIO;
 	char line[80];
 	int len = snprintf(line, sizeof line, "%s\n", op->hostname);
-	if (write(m, line, (size_t)len) != len || lseek(m, 0, SEEK_SET) != 0 ||
-	    fcntl(m, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0) {
-		close(m);
+	int m = sl_virt_memfd("hostname", line, (size_t)len);
+	if (m < 0)
 		return EIO;
-	}
 	close(*fd);
 	*fd = m;
 	return 0;
@@ -818,9 +823,11 @@ static int finish(struct sl_opener *op, int listener, const sandlock_notif_t *n,
 			e = EIO;
 	}
 	int acc = fcntl(fd, F_GETFL);
-	if (!e && op->hostname[0] && is_hostname_file(out->path) && acc >= 0 &&
-	    (acc & O_ACCMODE) == O_RDONLY && !(acc & O_PATH))
+	bool reading = acc >= 0 && (acc & O_ACCMODE) == O_RDONLY && !(acc & O_PATH);
+	if (!e && reading && op->hostname[0] && is_hostname_file(out->path))
 		e = serve_hostname(op, fdp);
+	else if (!e && reading)
+		e = sl_virt_serve(op->virt, out->path, (pid_t)n->pid, fdp);
 	return e;
 }
 
