@@ -32,6 +32,10 @@ static const char *needs_child(const struct sandlock_sandbox *sb)
 		return "max_processes (needs the supervisor)";
 	if (sb->no_randomize_memory)
 		return "no_randomize_memory (takes effect at exec only)";
+	if (sb->num_cpus)
+		return "num_cpus (needs the supervisor)";
+	if (sb->deterministic_dirs)
+		return "deterministic_dirs (needs the supervisor)";
 	return NULL;
 }
 
