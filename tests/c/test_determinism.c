@@ -266,3 +266,39 @@ TEST(deterministic_dirs_sorts_the_cow_merged_listing)
 	sandlock_string_free(outs[1]);
 	tu_rm_rf(dir);
 }
+
+/* The opener's views from C: cpuinfo and the CPU list (num_cpus), meminfo
+ * (max_memory), a seeded /dev/urandom that repeats across runs. */
+static char *views_out(uint64_t seed)
+{
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_fs_read(b, "/proc");
+	sandlock_sandbox_builder_fs_read(b, "/sys/devices/system/cpu");
+	sandlock_sandbox_builder_fs_read(b, "/dev/urandom");
+	sandlock_sandbox_builder_num_cpus(b, 3);
+	sandlock_sandbox_builder_max_memory(b, 300ull << 20);
+	sandlock_sandbox_builder_random_seed(b, seed);
+	sandlock_sandbox_builder_max_processes(b, 0); /* pipelines: see test_procvirt.py */
+	sandlock_sandbox_t *sb = tu_build(b);
+	if (!sb)
+		return NULL;
+	const char *argv[] = { "/bin/sh", "-c",
+		"grep -c ^processor /proc/cpuinfo; cat /sys/devices/system/cpu/online; "
+		"head -1 /proc/meminfo | tr -s ' '; head -c 12 /dev/urandom | od -An -tx1", NULL };
+	sandlock_result_t *r = tu_run(sb, argv);
+	sandlock_sandbox_free(sb);
+	char *out = r ? sandlock_result_stdout(r) : NULL;
+	sandlock_result_free(r);
+	return out;
+}
+
+TEST(views_of_cpus_memory_and_urandom)
+{
+	char *a = views_out(1), *b = views_out(1), *c = views_out(2);
+	REQUIRE(a && b && c);
+	CHECK(strncmp(a, "3\n0-2\nMemTotal: 307200 kB\n", 26) == 0);
+	CHECK(strlen(a) > 30 && strcmp(a, b) == 0 && strcmp(a, c) != 0);
+	sandlock_string_free(a);
+	sandlock_string_free(b);
+	sandlock_string_free(c);
+}
