@@ -228,9 +228,8 @@ sandlock_builder_t *sandlock_sandbox_builder_time_start_ns(sandlock_builder_t *b
                                                            int64_t unix_ns);
 /* deterministic_dirs: getdents/getdents64 return a directory's entries
  * sorted by name (byte order), complete across calls.  With random_seed,
- * /dev/urandom and /dev/random (opened on behalf) read a seeded stream too:
- * at most SANDLOCK_URANDOM_BYTES per open, then end of file. */
-#define SANDLOCK_URANDOM_BYTES (1u << 20)
+ * /dev/urandom and /dev/random opened for reading read a seeded stream
+ * too (one per open, without end; a pipe: one read returns at most 64 KiB). */
 sandlock_builder_t *sandlock_sandbox_builder_deterministic_dirs(sandlock_builder_t *b, bool on);
 /* num_cpus: the guest sees n CPUs (1..1024): /proc/cpuinfo renumbered to n
  * entries, /sys/devices/system/cpu/{online,possible,present} "0-(n-1)",

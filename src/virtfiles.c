@@ -12,7 +12,6 @@
 
 #include <errno.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +21,7 @@
 #include <fcntl.h>
 
 #include "config.h"
-#include "prng.h"
+#include "urandom.h"
 #include "sandlock.h"
 #include "util.h"
 
@@ -31,9 +30,7 @@
 struct sl_virt {
 	uint32_t num_cpus;   /* 0: real CPU files */
 	uint64_t mem_budget; /* 0: real meminfo */
-	bool seeded;
-	uint64_t seed;
-	atomic_ulong opens;  /* /dev/urandom opens so far: stream number */
+	struct sl_urandom *urandom; /* random_seed: the seeded device streams */
 	bool mounts;         /* /proc readable: filter the mount tables */
 	sl_strvec visible;   /* fs_read + fs_write */
 	sl_strvec hidden;    /* fs_deny */
@@ -46,11 +43,10 @@ struct sl_virt *sl_virt_new(const struct sandlock_sandbox *cfg)
 		return NULL;
 	v->num_cpus = cfg->num_cpus;
 	v->mem_budget = cfg->max_memory;
-	v->seeded = cfg->has_random_seed;
-	v->seed = cfg->random_seed;
-	atomic_init(&v->opens, 0);
 	v->mounts = true;
 	int rc = 0;
+	if (cfg->has_random_seed && !(v->urandom = sl_urandom_new(cfg->random_seed)))
+		rc = -1;
 	for (size_t i = 0; i < cfg->fs_read.n && !rc; i++)
 		rc = sl_strvec_push(&v->visible, cfg->fs_read.v[i]);
 	for (size_t i = 0; i < cfg->fs_write.n && !rc; i++)
@@ -68,6 +64,7 @@ void sl_virt_free(struct sl_virt *v)
 {
 	if (!v)
 		return;
+	sl_urandom_free(v->urandom);
 	sl_strvec_free(&v->visible);
 	sl_strvec_free(&v->hidden);
 	free(v);
@@ -415,19 +412,6 @@ static int mount_table(const char *real)
 
 /* ---------------- serving ---------------- */
 
-static int seeded_stream(struct sl_virt *v, sl_buf *out)
-{
-	unsigned long k = atomic_fetch_add(&v->opens, 1) + 1; /* stream 0 is getrandom's */
-	struct sl_prng p;
-	sl_prng_seed(&p, v->seed, k);
-	out->data = malloc(SANDLOCK_URANDOM_BYTES);
-	if (!out->data)
-		return ENOMEM;
-	out->len = out->cap = SANDLOCK_URANDOM_BYTES;
-	sl_prng_fill(&p, out->data, out->len);
-	return 0;
-}
-
 static bool is_cpu_list(const char *real)
 {
 	return strcmp(real, "/sys/devices/system/cpu/online") == 0 ||
@@ -441,7 +425,6 @@ int sl_virt_serve(struct sl_virt *v, const char *real, pid_t caller, int *fd)
 		return 0;
 	sl_buf in = { 0 }, out = { 0 };
 	int e = 0, table = v->mounts ? mount_table(real) : -1;
-	const char *name = "view";
 	if (v->num_cpus && is_cpu_list(real)) {
 		e = cpu_range(v->num_cpus, &out) < 0 ? ENOMEM : 0;
 	} else if (v->num_cpus && strcmp(real, "/proc/cpuinfo") == 0) {
@@ -452,10 +435,14 @@ int sl_virt_serve(struct sl_virt *v, const char *real, pid_t caller, int *fd)
 		e = slurp(*fd, &in);
 		if (!e)
 			e = meminfo((const char *)in.data, v->mem_budget, cgroup_used(caller), &out);
-	} else if (v->seeded && (strcmp(real, "/dev/urandom") == 0 ||
-	                         strcmp(real, "/dev/random") == 0)) {
-		name = "urandom";
-		e = seeded_stream(v, &out);
+	} else if (v->urandom && (strcmp(real, "/dev/urandom") == 0 ||
+	                          strcmp(real, "/dev/random") == 0)) {
+		int m = sl_urandom_open(v->urandom);
+		if (m < 0)
+			return -m;
+		close(*fd);
+		*fd = m;
+		return 0;
 	} else if (table >= 0) {
 		e = slurp(*fd, &in);
 		if (!e)
@@ -463,7 +450,7 @@ int sl_virt_serve(struct sl_virt *v, const char *real, pid_t caller, int *fd)
 	} else {
 		return 0;
 	}
-	int m = e ? -1 : sl_virt_memfd(name, out.data ? (const void *)out.data : "", out.len);
+	int m = e ? -1 : sl_virt_memfd("view", out.data ? (const void *)out.data : "", out.len);
 	sl_buf_free(&in);
 	sl_buf_free(&out);
 	if (e)

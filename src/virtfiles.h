@@ -3,12 +3,12 @@
  *
  * When the opener (opener.c) has opened, read-only, one of the files
  * below for the guest, the fd it hands over is replaced by a sealed
- * memfd with the sandbox's view of it:
+ * memfd with the sandbox's view of it (a pipe for the random devices):
  *   /proc/cpuinfo, /sys/devices/system/cpu/{online,possible,present}
  *                         num_cpus: N processors, renumbered 0..N-1
  *   /proc/meminfo         max_memory: MemTotal is the budget
  *   /dev/urandom, /dev/random
- *                         random_seed: a seeded stream (bounded, see sandlock.h)
+ *                         random_seed: a seeded stream (a pipe, urandom.h)
  *   /proc/PID/mounts, /proc/PID/mountinfo (and task/TID/...)
  *                         /proc readable: only mounts at or below a
  *                         readable or writable path, none under a denied one
