@@ -75,10 +75,18 @@ def test_num_cpus_cli_and_profile(tmpdir_path):
     assert r.returncode == 0 and r.stdout == "4\n", r.stderr
     prof = os.path.join(tmpdir_path, "p.toml")
     with open(prof, "w") as f:
-        f.write('[filesystem]\nread = %r\n[limits]\nnum_cpus = 6\n' % (SYSTEM,))
-    r = cli("run", "--profile-file", prof, "--", "/usr/bin/nproc")
-    assert r.returncode == 0 and r.stdout == "6\n", r.stderr
-    assert sandlock.load_profile(path=prof).num_cpus == 6
+        f.write('[filesystem]\nread = %r\n[limits]\nnum_cpus = 6\n'
+                '[determinism]\ndeterministic_dirs = true\n' % (SYSTEM + [tmpdir_path],))
+    for name in "qxa":
+        open(os.path.join(tmpdir_path, name), "w").close()
+    r = cli("run", "--profile-file", prof, "--", "/bin/sh", "-c", "nproc; ls -f " + tmpdir_path)
+    assert r.returncode == 0 and r.stdout.split() == ["6", ".", "..", "a", "p.toml", "q", "x"], r.stderr
+    sb = sandlock.load_profile(path=prof)
+    assert sb.num_cpus == 6 and sb.deterministic_dirs is True
+    with open(prof, "w") as f:
+        f.write('[limits]\nnum_cpus = 0\n')
+    r = cli("run", "--profile-file", prof, "--", "/bin/true")
+    assert r.returncode == 125 and "num_cpus" in r.stderr
 
 
 @pytest.mark.parametrize("bad", ["0", "1025", "x", "-1"])
