@@ -218,6 +218,42 @@ static int cpuinfo(const char *real, uint32_t n, sl_buf *out)
 	return rc ? ENOMEM : (nproc ? 0 : EIO);
 }
 
+/*
+ * /proc/stat: the "cpuK" lines become cpu0..cpu(n-1), copies of the real
+ * ones in turn (the "cpu" total line and the rest are kept as they are).
+ */
+static int proc_stat(const char *real, uint32_t n, sl_buf *out)
+{
+	const char *line[SL_MAX_CORES];
+	size_t len[SL_MAX_CORES], ncpu = 0;
+	bool done = false;
+	int rc = 0;
+	for (const char *p = real; *p && !rc;) {
+		size_t l = strcspn(p, "\n");
+		bool cpu_k = l > 3 && strncmp(p, "cpu", 3) == 0 && p[3] >= '0' && p[3] <= '9';
+		if (cpu_k && ncpu < SL_MAX_CORES) {
+			line[ncpu] = p;
+			len[ncpu++] = l;
+		} else if (!cpu_k) {
+			if (ncpu && !done) { /* the first line after the cpuK block */
+				for (uint32_t i = 0; i < n && !rc; i++) {
+					const char *src = line[i % ncpu] + 3;
+					size_t skip = strspn(src, "0123456789");
+					rc = appendf(out, "cpu%u", i) < 0 ||
+					     sl_buf_append(out, src + skip, len[i % ncpu] - 3 - skip) < 0 ||
+					     sl_buf_append(out, "\n", 1) < 0;
+				}
+				done = true;
+			}
+			rc = rc || sl_buf_append(out, p, l) < 0 || sl_buf_append(out, "\n", 1) < 0;
+		}
+		p += l;
+		if (*p)
+			p++;
+	}
+	return rc ? ENOMEM : (ncpu && done ? 0 : EIO);
+}
+
 /* ---------------- memory ---------------- */
 
 /* The kB value of "Key:   123 kB" in meminfo, or 0. */
@@ -431,6 +467,10 @@ int sl_virt_serve(struct sl_virt *v, const char *real, pid_t caller, int *fd)
 		e = slurp(*fd, &in);
 		if (!e)
 			e = cpuinfo((const char *)in.data, v->num_cpus, &out);
+	} else if (v->num_cpus && strcmp(real, "/proc/stat") == 0) {
+		e = slurp(*fd, &in);
+		if (!e)
+			e = proc_stat((const char *)in.data, v->num_cpus, &out);
 	} else if (v->mem_budget && strcmp(real, "/proc/meminfo") == 0) {
 		e = slurp(*fd, &in);
 		if (!e)

@@ -4,7 +4,7 @@
  * When the opener (opener.c) has opened, read-only, one of the files
  * below for the guest, the fd it hands over is replaced by a sealed
  * memfd with the sandbox's view of it (a pipe for the random devices):
- *   /proc/cpuinfo, /sys/devices/system/cpu/{online,possible,present}
+ *   /proc/cpuinfo, /proc/stat, /sys/devices/system/cpu/{online,possible,present}
  *                         num_cpus: N processors, renumbered 0..N-1
  *   /proc/meminfo         max_memory: MemTotal is the budget
  *   /dev/urandom, /dev/random

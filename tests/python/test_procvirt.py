@@ -67,6 +67,12 @@ def test_num_cpus_cpuinfo_keeps_the_host_fields():
         assert lines[0].split(":")[1].strip() == str(i)
         for l in model:  # the model and flags of the host's CPUs, unchanged
             assert l in lines
+    # /proc/stat: cpu0..cpu2 after the total line (control: the host's count)
+    stat = [l.split()[0] for l in out(sb, "/bin/cat", "/proc/stat").splitlines()
+            if l.startswith("cpu")]
+    assert stat == ["cpu", "cpu0", "cpu1", "cpu2"]
+    with open("/proc/stat") as f:
+        assert sum(l.startswith("cpu") for l in f) == HOST_CPUS + 1
 
 
 def test_num_cpus_cli_and_profile(tmpdir_path):
