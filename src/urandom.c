@@ -56,11 +56,11 @@ struct sl_urandom *sl_urandom_new(uint64_t seed)
 	return u;
 }
 
-/* Write whole chunks until the pipe is full.  False: the reader is gone
- * (or the pipe broke): drop the stream. */
-static bool feed(struct stream *st)
+/* Write whole chunks until the pipe is full (or `max` chunks).  False:
+ * the reader is gone (or the pipe broke): drop the stream. */
+static bool feed(struct stream *st, int max)
 {
-	for (;;) {
+	for (int i = 0; i < max; i++) {
 		if (!st->pending) {
 			sl_prng_fill(&st->prng, st->chunk, sizeof st->chunk);
 			st->pending = true;
@@ -72,6 +72,7 @@ static bool feed(struct stream *st)
 		}
 		return w < 0 && (errno == EAGAIN || errno == EINTR);
 	}
+	return true;
 }
 
 static void drop(struct stream *st)
@@ -109,7 +110,7 @@ static void *feeder(void *arg)
 		for (size_t i = 0; i < n; i++) {
 			if (!pf[i].revents)
 				continue;
-			if (!(pf[i].revents & (POLLERR | POLLHUP | POLLNVAL)) && feed(who[i]))
+			if (!(pf[i].revents & (POLLERR | POLLHUP | POLLNVAL)) && feed(who[i], INT_MAX))
 				continue;
 			pthread_mutex_lock(&u->mu); /* the reader is gone */
 			for (size_t k = 0; k < MAX_STREAMS; k++)
@@ -164,7 +165,7 @@ int sl_urandom_open(struct sl_urandom *u)
 	if (!e) {
 		st->wfd = p[1];
 		sl_prng_seed(&st->prng, u->seed, ++u->opens); /* stream 0 is getrandom's */
-		feed(st); /* the first pipeful now: a first read never waits */
+		feed(st, 1); /* one chunk now: a first small read never waits */
 		u->s[slot] = st;
 	}
 	pthread_mutex_unlock(&u->mu);
