@@ -444,6 +444,21 @@ static bool rewrite_self(char *p, size_t cap, unsigned tid)
 	return true;
 }
 
+/* /etc/mtab is normally a link to the mount table of "self": followed
+ * here it would name the supervisor, so it is spelled /proc/self/mounts
+ * (when it is such a link; the guest's own table, filtered, is opened). */
+static void rewrite_mtab(char *p)
+{
+	char t[64];
+	ssize_t n = strcmp(p, "/etc/mtab") == 0 ? readlink(p, t, sizeof t - 1) : -1;
+	if (n <= 0)
+		return;
+	t[n] = '\0';
+	if (strcmp(t, "/proc/mounts") == 0 || strcmp(t, "../proc/mounts") == 0 ||
+	    strcmp(t, "/proc/self/mounts") == 0 || strcmp(t, "../proc/self/mounts") == 0)
+		strcpy(p, "/proc/self/mounts");
+}
+
 /* The path argument, read once and rewritten.  NULL with *e on failure. */
 static char *read_path(sandlock_mem_t *m, uint64_t addr, unsigned tid, int *e)
 {
@@ -460,6 +475,7 @@ static char *read_path(sandlock_mem_t *m, uint64_t addr, unsigned tid, int *e)
 		*e = ENOMEM;
 		return NULL;
 	}
+	rewrite_mtab(q);
 	if (!rewrite_self(q, PATH_MAX + 64, tid) || strlen(q) >= PATH_MAX) {
 		free(q);
 		*e = ENAMETOOLONG;

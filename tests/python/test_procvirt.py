@@ -304,6 +304,8 @@ take('/proc/self/fd/%d' % fd)                   # a reopen of the fd
 take('/proc/thread-self/mounts')
 take('/proc/%d/task/%d/mounts' % (os.getpid(), threading.get_native_id()))
 take('/dev/fd/%d' % fd)
+if os.path.islink('/etc/mtab'):
+    take('/etc/mtab')
 d = os.open('/proc/self', os.O_RDONLY | os.O_DIRECTORY)
 with os.fdopen(os.open('mountinfo', os.O_RDONLY, dir_fd=d)) as f:  # relative to a dirfd
     points.update(line.split()[4] for line in f)
