@@ -15,9 +15,9 @@
  *   1. decode the call: flags and mode as the kernel would take them
  *      (open/openat mask unknown flags; openat2's struct open_how is read
  *      once and checked like copy_struct_from_user);
- *   2. read the path once; /proc/self, /proc/thread-self, /dev/fd and
- *      /dev/std{in,out,err} name the caller, not us: they are rewritten to
- *      /proc/TID, and a reopen of the caller's own fd (/proc/TID/fd/N) is
+ *   2. read the path once; /proc/self, /proc/thread-self, /dev/fd,
+ *      /dev/std{in,out,err}, /proc/mounts and /etc/mtab name the caller,
+ *      not us: they are rewritten to /proc/TID, and a reopen of the caller's own fd (/proc/TID/fd/N) is
  *      done through our pidfd_getfd duplicate of it;
  *   3. for a create, or when our ids are not all equal (ids_fixed), read
  *      /proc/TID/status: the caller must act with our uid/gid (else EPERM:
