@@ -15,6 +15,7 @@ Figures:
             the base
   connect   ns per TCP connect+close to a local listener: bare, with an IP
             rule and with a port rule (both performed on the caller's behalf)
+  procvirt  the /proc views and determinism knobs vs bare (bench/procvirt.py)
 Each figure is a median over a few repetitions; each ratio is against the
 figure it is compared with, all measured in this one invocation.  Nothing
 here asserts on timing: the numbers are for reading.
@@ -25,6 +26,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import procvirt  # noqa: E402  (bench/procvirt.py)
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
@@ -156,6 +160,10 @@ def main():
         fig.update(connect_figures())
     except Exception as e:
         print(f"connect figures failed: {type(e).__name__}: {e}", file=sys.stderr)
+    try:
+        fig.update(procvirt.figures())
+    except Exception as e:
+        print(f"procvirt figures failed: {type(e).__name__}: {e}", file=sys.stderr)
 
     print(f"sandlock benchmarks (median of {REPS} runs for openat, "
           f"{STARTUP_RUNS} for startup)")
@@ -205,6 +213,7 @@ def main():
                            ("connect_port_rule_ns", "port rule: trapped, on behalf")):
             if key in fig:
                 print(row(label, fig[key], "ns", *(() if key == "connect_bare_ns" else (bare,))))
+    procvirt.report(fig, row)
     if "openat_py_handler_ns" not in fig:
         return 1
     return 0

@@ -16,6 +16,7 @@ const struct cli_opt cli_run_opts[] = {
 	{ OPT_MAX_OPEN_FILES, 0, "max-open-files", NULL, "N", NULL, "RLIMIT_NOFILE of the command (capped at sandlock's own)" },
 	{ OPT_MAX_CPU, 0, "max-cpu", NULL, "PCT", NULL, "CPU time, percent of one core (1-100; cgroup, else SIGSTOP/SIGCONT)" },
 	{ OPT_CPU_CORES, 0, "cpu-cores", NULL, "LIST", NULL, "run on these cores only, e.g. 0,2-3" },
+	{ OPT_NUM_CPUS, 0, "num-cpus", NULL, "N", NULL, "the command sees N CPUs (/proc/cpuinfo, nproc, affinity)" },
 	{ OPT_TIMEOUT, 't', "timeout", NULL, "SECS", NULL, "kill the sandbox after SECS (decimals allowed)" },
 	{ OPT_NET_ALLOW, 0, "net-allow", NULL, "SPEC", "Network (without rules no TCP/UDP/ICMP destination and no bind is allowed):", "allow destinations [tcp://|udp://|icmp://]TARGET[:PORTS]" },
 	{ OPT_NET_DENY, 0, "net-deny", NULL, "SPEC", NULL, "deny these IP/CIDR destinations, allow the rest" },
@@ -37,6 +38,7 @@ const struct cli_opt cli_run_opts[] = {
 	{ OPT_RANDOM_SEED, 0, "random-seed", NULL, "N", "Determinism:", "getrandom() returns a stream seeded with N" },
 	{ OPT_TIME_START, 0, "time-start", NULL, "T", NULL, "wall clock starts at T (Unix seconds or RFC 3339)" },
 	{ OPT_NO_RANDOMIZE, 0, "no-randomize-memory", NULL, NULL, NULL, "no address-space layout randomization" },
+	{ OPT_DETERMINISTIC_DIRS, 0, "deterministic-dirs", NULL, NULL, NULL, "directory listings sorted by name" },
 	{ OPT_PROFILE, 'p', "profile", NULL, "NAME", "Profiles (flags add to a profile's lists and override its values):", "load NAME.toml from the profiles directory" },
 	{ OPT_PROFILE_FILE, 0, "profile-file", NULL, "PATH", NULL, "load the profile at PATH" },
 	{ OPT_JSON, 0, "json", NULL, NULL, "Output:", "print the result as one JSON object on stdout at the end" },
@@ -67,10 +69,8 @@ const struct cli_unsupported cli_unsupported[] = {
 	{ "no-supervisor", no_argument },
 	{ "uid", required_argument },
 	{ "gid", required_argument },
-	{ "deterministic-dirs", no_argument },
 	{ "max-disk", required_argument },
 	{ "gpu", required_argument },
-	{ "num-cpus", required_argument },
 	{ NULL, 0 },
 };
 

@@ -49,6 +49,8 @@ enum cli_opt_id {
 	OPT_JSON,
 	OPT_TRACE,
 	OPT_STATUS_FD,
+	OPT_NUM_CPUS,
+	OPT_DETERMINISTIC_DIRS,
 	OPT_HELP,
 	/* getopt's val for the i-th entry of cli_unsupported[] */
 	OPT_UNSUPPORTED_BASE = 1024,

@@ -328,6 +328,16 @@ static int k_cpu_cores(struct pctx *c, const struct toml_value *v)
 	return 0;
 }
 
+static int k_num_cpus(struct pctx *c, const struct toml_value *v)
+{
+	return int_op(c, v, OPT_NUM_CPUS, 1, 1024);
+}
+
+static int k_deterministic_dirs(struct pctx *c, const struct toml_value *v)
+{
+	return flag_op(c, v, OPT_DETERMINISTIC_DIRS);
+}
+
 static int k_extra_deny(struct pctx *c, const struct toml_value *v)
 {
 	if (want(c, v, TOML_ARRAY) < 0)
@@ -381,7 +391,7 @@ static const struct key_spec schema[] = {
 	{ "config", "workdir", k_unsupported },
 	{ "determinism", "random_seed", k_random_seed },
 	{ "determinism", "time_start", k_time_start },
-	{ "determinism", "deterministic_dirs", k_unsupported },
+	{ "determinism", "deterministic_dirs", k_deterministic_dirs },
 	{ "determinism", "no_randomize_memory", k_no_randomize },
 	{ "program", "exec", k_exec },
 	{ "program", "args", k_args },
@@ -416,7 +426,7 @@ static const struct key_spec schema[] = {
 	{ "limits", "disk", k_unsupported },
 	{ "limits", "gpu_devices", k_never },
 	{ "limits", "cpu_cores", k_cpu_cores },
-	{ "limits", "num_cpus", k_unsupported },
+	{ "limits", "num_cpus", k_num_cpus },
 	{ NULL, NULL, NULL },
 };
 

@@ -251,6 +251,8 @@ static int apply_option(struct run_args *ra, int id, const char *arg)
 	case OPT_MAX_OPEN_FILES:
 	case OPT_MAX_CPU:
 	case OPT_CPU_CORES:
+	case OPT_NUM_CPUS:
+	case OPT_DETERMINISTIC_DIRS:
 	case OPT_NO_COREDUMP:
 	case OPT_NO_HUGE_PAGES:
 	case OPT_NO_RANDOMIZE:
@@ -514,6 +516,14 @@ static int apply_knob(sandlock_builder_t *b, const struct cli_op *op)
 		return 0;
 	case OPT_NO_RANDOMIZE:
 		sandlock_sandbox_builder_no_randomize_memory(b, true);
+		return 0;
+	case OPT_DETERMINISTIC_DIRS:
+		sandlock_sandbox_builder_deterministic_dirs(b, true);
+		return 0;
+	case OPT_NUM_CPUS:
+		if (cli_parse_uint(op->arg, 1, 1024, &v, &why))
+			return bad_value(op->id, op->arg, "expected a CPU count, 1-1024");
+		sandlock_sandbox_builder_num_cpus(b, (uint32_t)v);
 		return 0;
 	case OPT_EXTRA_DENY:
 		return apply_extra_deny(b, op->arg);

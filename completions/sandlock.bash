@@ -60,8 +60,8 @@ _sandlock()
 	COMPREPLY=($(compgen -W '--fs-read --fs-write --fs-deny --max-memory
 		--max-processes --timeout --net-allow --net-allow-bind --clean-env --env
 		--net-deny --net-deny-bind --allow-unix --net-unix-readable
-		--max-open-files --max-cpu --cpu-cores --no-coredump --no-huge-pages
+		--max-open-files --max-cpu --cpu-cores --num-cpus --no-coredump --no-huge-pages
 		--no-randomize-memory --extra-deny-syscalls --allow-degraded --disable
-		--extra-allow-syscalls --cwd --name --interactive --random-seed --time-start --profile --profile-file --json --trace --status-fd --help --' -- "$cur"))
+		--extra-allow-syscalls --cwd --name --interactive --random-seed --time-start --deterministic-dirs --profile --profile-file --json --trace --status-fd --help --' -- "$cur"))
 }
 complete -F _sandlock sandlock

@@ -226,6 +226,16 @@ sandlock_builder_t *sandlock_sandbox_builder_inherit_stdio(sandlock_builder_t *b
 sandlock_builder_t *sandlock_sandbox_builder_random_seed(sandlock_builder_t *b, uint64_t seed);
 sandlock_builder_t *sandlock_sandbox_builder_time_start_ns(sandlock_builder_t *b,
                                                            int64_t unix_ns);
+/* deterministic_dirs: getdents/getdents64 return a directory's entries
+ * sorted by name (byte order), complete across calls.  With random_seed,
+ * /dev/urandom and /dev/random opened for reading read a seeded stream
+ * too (one per open, without end; a pipe: one read returns at most 64 KiB). */
+sandlock_builder_t *sandlock_sandbox_builder_deterministic_dirs(sandlock_builder_t *b, bool on);
+/* num_cpus: the guest sees n CPUs (1..1024): /proc/cpuinfo renumbered to n
+ * entries, /sys/devices/system/cpu/{online,possible,present} "0-(n-1)",
+ * sched_getaffinity a mask of CPUs 0..n-1 (the real affinity, cpu_core,
+ * is unchanged).  With max_memory, /proc/meminfo shows the budget. */
+sandlock_builder_t *sandlock_sandbox_builder_num_cpus(sandlock_builder_t *b, uint32_t n);
 /* ---- knobs: resource limits and process settings (limits.c, cglimits.c) ----
  * max_processes defaults to 64 (0 = unlimited).  max_memory is a budget for
  * the whole sandbox (cgroup memory limit) where a cgroup can be made, else

@@ -476,6 +476,25 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_no_randomize_memory(sandl
 	return b;
 }
 
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_num_cpus(sandlock_builder_t *b, uint32_t n)
+{
+	if (!b)
+		return NULL;
+	if (n == 0 || n > SL_MAX_CORES)
+		b_error_num(b, "num_cpus: %s out of range (1-1024)", n);
+	else
+		b->cfg.num_cpus = n;
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_deterministic_dirs(sandlock_builder_t *b,
+                                                                          bool on)
+{
+	if (b)
+		b->cfg.deterministic_dirs = on;
+	return b;
+}
+
 static void b_deny_nr(sandlock_builder_t *b, int nr)
 {
 	for (size_t i = 0; i < b->cfg.n_extra_deny; i++)

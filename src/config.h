@@ -58,6 +58,9 @@ struct sandlock_sandbox {
 	uint64_t random_seed;   /* getrandom() gives a stream seeded with this */
 	bool has_time_start;
 	int64_t time_start_ns;  /* CLOCK_REALTIME reads start here (Unix epoch, ns) */
+	bool deterministic_dirs; /* listings sorted by name (dirsort.c) */
+	/* /proc and /sys views (virtfiles.c, builtins/cpus.c) */
+	uint32_t num_cpus;      /* CPUs the guest sees; 0 = the real ones */
 	/* knobs (limits.c, cglimits.c, landlock.c, filter.c) */
 	bool max_processes_set;    /* explicitly set (confine refuses it) */
 	uint32_t max_open_files;   /* RLIMIT_NOFILE, 0 = inherit */

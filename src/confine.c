@@ -34,6 +34,10 @@ static const char *needs_child(const struct sandlock_sandbox *sb)
 		return "no_randomize_memory (takes effect at exec only)";
 	if (sb->on_decision)
 		return "on_decision (reports the supervisor's decisions)";
+	if (sb->num_cpus)
+		return "num_cpus (needs the supervisor)";
+	if (sb->deterministic_dirs)
+		return "deterministic_dirs (needs the supervisor)";
 	return NULL;
 }
 

@@ -48,6 +48,7 @@
 #include "opener.h"
 #include "respond.h"
 #include "syscalls.h"
+#include "virtfiles.h"
 
 /* One builtin of the table, instantiated for this run. */
 struct inst {
@@ -87,6 +88,7 @@ struct sl_dispatch {
 	bool proc_guard, proc_fast; /* /proc readable; nothing denied beneath it */
 	char *name;                 /* cfg->name copy (NULL: sandbox-<init>) */
 	struct sl_opener *opener;  /* opener.h; NULL until sl_dispatch_use_ruleset */
+	struct sl_virt *virt;      /* its synthetic views until handed to it (virtfiles.h) */
 	atomic_int refs;
 	atomic_int failed; /* errno that stopped the supervisor thread */
 	/* Answers are sent under the read side; sl_dispatch_close takes the
@@ -439,6 +441,10 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 		goto fail;
 	}
 	d->proc_fast = sl_proc_undenied(cfg);
+	if (d->wants_opener && !(d->virt = sl_virt_new(cfg))) {
+		oom(err, msg);
+		goto fail;
+	}
 	return d;
 fail:
 	sl_dispatch_unref(d);
@@ -456,7 +462,11 @@ int sl_dispatch_use_ruleset(struct sl_dispatch *d, int ruleset_fd, int *err, cha
 	if (!d->wants_opener || d->opener)
 		return 0;
 	d->opener = sl_opener_new(ruleset_fd, err, msg);
-	return d->opener ? 0 : -1;
+	if (!d->opener)
+		return -1;
+	sl_opener_set_virt(d->opener, d->virt);
+	d->virt = NULL;
+	return 0;
 }
 
 int sl_dispatch_bind(struct sl_dispatch *d, int listener, pid_t init)
@@ -604,6 +614,7 @@ static void destroy(struct sl_dispatch *d)
 {
 	sl_deferred_free(d->deferred); /* no worker left: each held a reference */
 	sl_opener_free(d->opener);     /* no handler can call it any more */
+	sl_virt_free(d->virt);
 	free(d->name);
 	for (size_t i = 0; i < d->nchains; i++) {
 		free(d->chains[i].first);

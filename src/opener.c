@@ -15,9 +15,9 @@
  *   1. decode the call: flags and mode as the kernel would take them
  *      (open/openat mask unknown flags; openat2's struct open_how is read
  *      once and checked like copy_struct_from_user);
- *   2. read the path once; /proc/self, /proc/thread-self, /dev/fd and
- *      /dev/std{in,out,err} name the caller, not us: they are rewritten to
- *      /proc/TID, and a reopen of the caller's own fd (/proc/TID/fd/N) is
+ *   2. read the path once; /proc/self, /proc/thread-self, /dev/fd,
+ *      /dev/std{in,out,err}, /proc/mounts and /etc/mtab name the caller,
+ *      not us: they are rewritten to /proc/TID, and a reopen of the caller's own fd (/proc/TID/fd/N) is
  *      done through our pidfd_getfd duplicate of it;
  *   3. for a create, or when our ids are not all equal (ids_fixed), read
  *      /proc/TID/status: the caller must act with our uid/gid (else EPERM:
@@ -65,6 +65,7 @@
 #include "builtins/proc.h"
 #include "opener.h"
 #include "util.h"
+#include "virtfiles.h"
 
 #ifndef __O_TMPFILE
 #define __O_TMPFILE 020000000
@@ -111,6 +112,7 @@ struct sl_opener {
 	pid_t init;          /* the sandbox's init, for sl_proc_policy */
 	int procfd;          /* /proc, for sl_proc_policy; -1 */
 	char hostname[72];   /* served for the hostname files; "" = not */
+	struct sl_virt *virt; /* synthetic views (virtfiles.h), owned; NULL */
 };
 
 /*
@@ -216,6 +218,7 @@ static void opener_destroy(struct sl_opener *op)
 		close(op->taskdir);
 	if (op->procfd >= 0)
 		close(op->procfd);
+	sl_virt_free(op->virt);
 	pthread_cond_destroy(&op->cv);
 	pthread_mutex_destroy(&op->mu);
 	pthread_mutex_destroy(&op->call_lock);
@@ -281,6 +284,12 @@ void sl_opener_guard_proc(struct sl_opener *op, pid_t init, bool fast_self)
 void sl_opener_set_hostname(struct sl_opener *op, const char *name)
 {
 	snprintf(op->hostname, sizeof op->hostname, "%s", name);
+}
+
+void sl_opener_set_virt(struct sl_opener *op, struct sl_virt *v)
+{
+	sl_virt_free(op->virt);
+	op->virt = v;
 }
 
 /* ---------------- finding a run's opener ---------------- */
@@ -417,6 +426,7 @@ static bool rewrite_self(char *p, size_t cap, unsigned tid)
 		{ "/proc/self", "/proc/%u" },        { "/proc/thread-self", "/proc/%u" },
 		{ "/dev/fd", "/proc/%u/fd" },        { "/dev/stdin", "/proc/%u/fd/0" },
 		{ "/dev/stdout", "/proc/%u/fd/1" },  { "/dev/stderr", "/proc/%u/fd/2" },
+		{ "/proc/mounts", "/proc/%u/mounts" }, /* a link to self/mounts */
 	};
 	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
 		size_t k = strlen(map[i].from);
@@ -432,6 +442,21 @@ static bool rewrite_self(char *p, size_t cap, unsigned tid)
 		return true;
 	}
 	return true;
+}
+
+/* /etc/mtab is normally a link to the mount table of "self": followed
+ * here it would name the supervisor, so it is spelled /proc/self/mounts
+ * (when it is such a link; the guest's own table, filtered, is opened). */
+static void rewrite_mtab(char *p)
+{
+	char t[64];
+	ssize_t n = strcmp(p, "/etc/mtab") == 0 ? readlink(p, t, sizeof t - 1) : -1;
+	if (n <= 0)
+		return;
+	t[n] = '\0';
+	if (strcmp(t, "/proc/mounts") == 0 || strcmp(t, "../proc/mounts") == 0 ||
+	    strcmp(t, "/proc/self/mounts") == 0 || strcmp(t, "../proc/self/mounts") == 0)
+		strcpy(p, "/proc/self/mounts");
 }
 
 /* The path argument, read once and rewritten.  NULL with *e on failure. */
@@ -450,6 +475,7 @@ static char *read_path(sandlock_mem_t *m, uint64_t addr, unsigned tid, int *e)
 		*e = ENOMEM;
 		return NULL;
 	}
+	rewrite_mtab(q);
 	if (!rewrite_self(q, PATH_MAX + 64, tid) || strlen(q) >= PATH_MAX) {
 		free(q);
 		*e = ENAMETOOLONG;
@@ -777,16 +803,11 @@ static bool is_hostname_file(const char *real)
  * the sandbox's name.  0 or an errno. */
 static int serve_hostname(const struct sl_opener *op, int *fd)
 {
-	int m = memfd_create("hostname", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (m < 0)
-		return EIO;
 	char line[80];
 	int len = snprintf(line, sizeof line, "%s\n", op->hostname);
-	if (write(m, line, (size_t)len) != len || lseek(m, 0, SEEK_SET) != 0 ||
-	    fcntl(m, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0) {
-		close(m);
+	int m = sl_virt_memfd("hostname", line, (size_t)len);
+	if (m < 0)
 		return EIO;
-	}
 	close(*fd);
 	*fd = m;
 	return 0;
@@ -818,9 +839,11 @@ static int finish(struct sl_opener *op, int listener, const sandlock_notif_t *n,
 			e = EIO;
 	}
 	int acc = fcntl(fd, F_GETFL);
-	if (!e && op->hostname[0] && is_hostname_file(out->path) && acc >= 0 &&
-	    (acc & O_ACCMODE) == O_RDONLY && !(acc & O_PATH))
+	bool reading = acc >= 0 && (acc & O_ACCMODE) == O_RDONLY && !(acc & O_PATH);
+	if (!e && reading && op->hostname[0] && is_hostname_file(out->path))
 		e = serve_hostname(op, fdp);
+	else if (!e && reading)
+		e = sl_virt_serve(op->virt, out->path, (pid_t)n->pid, fdp);
 	return e;
 }
 

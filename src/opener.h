@@ -35,6 +35,10 @@ void sl_opener_guard_proc(struct sl_opener *op, pid_t init, bool fast_self);
 /* Serve /proc/sys/kernel/hostname and /etc/hostname (opened for reading)
  * as "name\n" (the sandbox's virtual hostname, builtins/uts.c). */
 void sl_opener_set_hostname(struct sl_opener *op, const char *name);
+/* Serve the synthetic views of v (virtfiles.h) for files opened for
+ * reading; the opener owns v from here (NULL: none). */
+struct sl_virt;
+void sl_opener_set_virt(struct sl_opener *op, struct sl_virt *v);
 /* Make the opener the one sandlock_open_on_behalf finds for listener. */
 int sl_opener_bind(struct sl_opener *op, int listener);
 /* Unbind, stop and join the thread (NULL is fine). */

@@ -679,7 +679,11 @@ class Sandbox:
     ``random_seed`` (int) makes getrandom() return a reproducible stream;
     ``time_start`` (Unix seconds, datetime or ISO 8601 string, see
     parse_time_start) starts the wall clock at that instant (see README,
-    "Determinism").
+    "Determinism"); with a seed, /dev/urandom and /dev/random read a
+    seeded stream too.  ``deterministic_dirs=True`` lists directories
+    sorted by name.  ``num_cpus`` (1..1024) is the CPU count the guest
+    sees (/proc/cpuinfo, the /sys CPU lists, sched_getaffinity); with
+    ``max_memory``, /proc/meminfo shows the budget.
 
     ``extra_allow_syscalls`` names syscall groups the sandbox denies by
     default to re-allow: ``"sysv_ipc"`` (SysV shared memory, message queues
@@ -742,6 +746,8 @@ class Sandbox:
     no_coredump = _Field(_knobs.flag)
     no_huge_pages = _Field(_knobs.flag)
     no_randomize_memory = _Field(_knobs.flag)
+    num_cpus = _Field(_knobs.num_cpus)
+    deterministic_dirs = _Field(_knobs.flag)
     extra_deny_syscalls = _Field(_knobs.syscall_names)
     allow_degraded = _Field(_knobs.protections)
     disable = _Field(_knobs.protections)
@@ -779,6 +785,8 @@ class Sandbox:
         net_unix_readable: bool = False,
         max_output: Optional[int] = None,
         trace: Optional[Callable[[dict], None]] = None,
+        num_cpus: Optional[int] = None,
+        deterministic_dirs: bool = False,
     ) -> None:
         self._cfg = {}
         self._lock = threading.Lock()
@@ -813,6 +821,8 @@ class Sandbox:
         self.disable = disable
         self.max_output = max_output
         self.trace = trace
+        self.num_cpus = num_cpus
+        self.deterministic_dirs = deterministic_dirs
         # Build once now so a bad configuration fails here, not at run().
         self._native_for(None)
 

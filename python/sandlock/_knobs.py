@@ -14,9 +14,9 @@ from .exceptions import PolicyTypeError, PolicyValueError
 
 _lib = _native.lib
 _p, _cs, _u32, _b = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_bool
-for _n in ("max_open_files", "max_cpu", "cpu_core", "allow_degraded", "disable"):
+for _n in ("max_open_files", "max_cpu", "cpu_core", "allow_degraded", "disable", "num_cpus"):
     _native._decl("sandlock_sandbox_builder_" + _n, _p, _p, _u32)
-for _n in ("no_coredump", "no_huge_pages", "no_randomize_memory"):
+for _n in ("no_coredump", "no_huge_pages", "no_randomize_memory", "deterministic_dirs"):
     _native._decl("sandlock_sandbox_builder_" + _n, _p, _p, _b)
 _native._decl("sandlock_sandbox_builder_extra_deny_syscalls", _p, _p, _cs)
 _native._decl("sandlock_sandbox_protection_status", ctypes.c_int, _p, _u32)
@@ -126,6 +126,10 @@ def max_cpu(name, v):
     return _int_in(name, v, 1, 100)
 
 
+def num_cpus(name, v):
+    return _int_in(name, v, 1, 1024)
+
+
 def cpu_cores(name, v):
     return _cores(v)
 
@@ -157,6 +161,10 @@ def step(b, c):
         b = lib.sandlock_sandbox_builder_no_huge_pages(b, True)
     if c["no_randomize_memory"]:
         b = lib.sandlock_sandbox_builder_no_randomize_memory(b, True)
+    if c["num_cpus"] is not None:
+        b = lib.sandlock_sandbox_builder_num_cpus(b, c["num_cpus"])
+    if c["deterministic_dirs"]:
+        b = lib.sandlock_sandbox_builder_deterministic_dirs(b, True)
     for s in c["extra_deny_syscalls"]:
         b = lib.sandlock_sandbox_builder_extra_deny_syscalls(b, s.encode())
     # In order: for one protection the last call wins (disable after degrade).
@@ -189,7 +197,8 @@ def check_report() -> str:
 _CONFINE_REFUSED = (("cwd", None), ("env", ()), ("clean_env", False), ("max_memory", None),
                     ("timeout", None), ("max_cpu", None),
                     ("max_processes", DEFAULT_MAX_PROCESSES),
-                    ("no_randomize_memory", False), ("trace", None))
+                    ("no_randomize_memory", False), ("trace", None), ("num_cpus", None),
+                    ("deterministic_dirs", False))
 
 
 def confine_refusal(cfg) -> Optional[str]:

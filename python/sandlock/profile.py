@@ -206,6 +206,8 @@ _SCHEMA: Dict[Tuple[str, str], Any] = {
     ("program", "no_coredump"): ("no_coredump", _bool),
     ("program", "no_huge_pages"): ("no_huge_pages", _bool),
     ("determinism", "no_randomize_memory"): ("no_randomize_memory", _bool),
+    ("determinism", "deterministic_dirs"): ("deterministic_dirs", _bool),
+    ("limits", "num_cpus"): ("num_cpus", lambda c, v: _int_range(c, v, 1, 1024)),
     ("limits", "open_files"): ("max_open_files", lambda c, v: _int_range(c, v, 1, 0xFFFFFFFF)),
     ("limits", "cpu"): ("max_cpu", lambda c, v: _int_range(c, v, 1, 100)),
     ("limits", "cpu_cores"): ("cpu_cores", lambda c, v: [_int_range(c, x, 0, 1023)
@@ -216,12 +218,11 @@ _SCHEMA: Dict[Tuple[str, str], Any] = {
 }
 for _s, _keys in {
     "config": "http_ca http_key http_inject_ca http_ca_out fs_storage workdir",
-    "determinism": "deterministic_dirs",
     "program": "uid gid no_supervisor",
     "filesystem": "chroot mount on_exit on_error",
     "network": "port_remap",
     "http": "ports allow deny",
-    "limits": "disk num_cpus",
+    "limits": "disk",
 }.items():
     for _k in _keys.split():
         _SCHEMA[(_s, _k)] = _UNSUPPORTED

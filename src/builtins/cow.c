@@ -42,6 +42,7 @@
 #include "../childfd.h"
 #include "../compat.h"
 #include "../cow.h"
+#include "../dirsort.h"
 #include "../result.h"
 #include "builtin.h"
 
@@ -145,6 +146,7 @@ static const int k_cow_nrs[] = {
 struct cow_state {
 	struct sl_cow *cow;
 	int on_exit, on_error;
+	struct sl_dirsort *sorted; /* deterministic_dirs: listings sorted, else NULL */
 };
 
 /* ---------------- paths ---------------- */
@@ -272,10 +274,30 @@ static bool do_open(struct cow_state *s, const struct sl_call *call, const char 
 	return true;
 }
 
+/* One batch of the merged listing of rel from fd's offset (an index). */
+struct merged {
+	struct sl_cow *cow;
+	const char *rel;
+};
+
+static long merged_batch(void *ud, int fd, char *buf, size_t cap)
+{
+	const struct merged *m = ud;
+	off_t at = lseek(fd, 0, SEEK_CUR);
+	if (at < 0)
+		return -errno;
+	uint64_t pos = (uint64_t)at;
+	long r = sl_cow_getdents(m->cow, m->rel, &pos, buf, cap);
+	if (r >= 0 && lseek(fd, (off_t)pos, SEEK_SET) < 0)
+		r = -errno;
+	return r;
+}
+
 static bool do_dents(struct cow_state *s, const struct sl_call *call, sandlock_action_t *act)
 {
 	const sandlock_notif_t *n = call->n;
-	int fd = sl_child_getfd(call->listener, n, (int)(uint32_t)n->args[0]);
+	int cfd = (int)(uint32_t)n->args[0];
+	int fd = sl_child_getfd(call->listener, n, cfd);
 	if (fd < 0)
 		return false;
 	char link[64], real[PATH_MAX];
@@ -294,15 +316,14 @@ static bool do_dents(struct cow_state *s, const struct sl_call *call, sandlock_a
 	if (cap > MAX_DENTS)
 		cap = MAX_DENTS;
 	char *buf = malloc(cap ? cap : 1);
-	off_t at = lseek(fd, 0, SEEK_CUR);
-	long r = !buf ? -ENOMEM : at < 0 ? -errno : 0;
-	uint64_t pos = at < 0 ? 0 : (uint64_t)at;
-	if (!r)
-		r = sl_cow_getdents(s->cow, rel, &pos, buf, cap);
+	struct merged m = { s->cow, rel };
+	/* deterministic_dirs: the sort wraps the merge (dirsort.h). */
+	long r = !buf ? -ENOMEM
+	         : s->sorted ? sl_dirsort_getdents(s->sorted, (pid_t)n->pid, cfd, fd, true,
+	                                           merged_batch, &m, buf, cap)
+	                     : merged_batch(&m, fd, buf, cap);
 	if (r > 0 && sandlock_mem_write(call->mem, n->args[1], buf, (size_t)r) != 0)
 		r = -EFAULT;
-	if (r >= 0 && lseek(fd, (off_t)pos, SEEK_SET) < 0)
-		r = -errno;
 	free(buf);
 	close(fd);
 	return answer(act, r);
@@ -571,6 +592,12 @@ static int cow_init(const struct sandlock_sandbox *cfg, void **state, char **msg
 	}
 	s->on_exit = cfg->on_exit;
 	s->on_error = cfg->on_error;
+	if (cfg->deterministic_dirs && !(s->sorted = sl_dirsort_new())) {
+		sl_cow_free(s->cow, false);
+		free(s);
+		*msg = sl_strdup("out of memory");
+		return -1;
+	}
 	*state = s;
 	return 0;
 }
@@ -581,6 +608,7 @@ static void cow_free(void *state)
 	if (!s)
 		return;
 	sl_cow_free(s->cow, false);
+	sl_dirsort_free(s->sorted);
 	free(s);
 }
 

@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "../childfd.h"
+#include "../dirsort.h"
 #include "../opener.h"
 #include "../proctree.h"
 #include "builtin.h"
@@ -63,8 +64,9 @@ static const char *const k_deny[] = {
 	"sysvipc",    "bus",           "acpi",        "scsi",          "driver",
 	"irq",        "dynamic_debug", "pressure",
 };
-/* Per-process files that show the host's mount table. */
-static const char *const k_deny_pid[] = { "mounts", "mountinfo", "mountstats" };
+/* Per-process files that show the host's mount table unfiltered (mounts
+ * and mountinfo are served filtered by the opener: virtfiles.h). */
+static const char *const k_deny_pid[] = { "mountstats" };
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 #define PROC_ROOT_INO 1
@@ -165,26 +167,49 @@ int sl_proc_policy(int procfd, pid_t init, const char *real)
 
 struct proc_state {
 	int procfd; /* /proc, for sl_proc_stat */
+	struct sl_dirsort *sorted; /* deterministic_dirs, else NULL */
 };
+
+/* Opens go through the opener also for the views of other files
+ * (virtfiles.h: the CPU files, /dev/urandom), listings for the sort. */
+static bool opens_on_behalf(const struct sandlock_sandbox *cfg)
+{
+	return sl_proc_readable(cfg) || cfg->num_cpus || cfg->has_random_seed;
+}
+
+static bool lists_on_behalf(const struct sandlock_sandbox *cfg)
+{
+	return sl_proc_readable(cfg) || cfg->deterministic_dirs;
+}
 
 static int proc_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
 {
-	if (!sl_proc_readable(cfg))
-		return 0;
-	return sl_nrset_add_all(out, k_proc_nrs, N_OF(k_proc_nrs));
+	for (size_t i = 0; i < N_OF(k_proc_nrs); i++) {
+		bool open = sl_opener_handles(k_proc_nrs[i]);
+		if ((open ? opens_on_behalf(cfg) : lists_on_behalf(cfg)) &&
+		    sl_nrset_add(out, k_proc_nrs[i]) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 static int proc_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
 {
-	if (!sl_proc_readable(cfg))
+	if (!opens_on_behalf(cfg) && !lists_on_behalf(cfg))
 		return 0;
 	struct proc_state *s = calloc(1, sizeof(*s));
 	if (!s) {
 		*msg = sl_strdup("out of memory");
 		return -1;
 	}
+	if (cfg->deterministic_dirs && !(s->sorted = sl_dirsort_new())) {
+		free(s);
+		*msg = sl_strdup("out of memory");
+		return -1;
+	}
 	s->procfd = sl_fd_high(open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC)); /* off 0..2 */
 	if (s->procfd < 0) {
+		sl_dirsort_free(s->sorted);
 		free(s);
 		*msg = sl_strdup("cannot open /proc");
 		return -1;
@@ -199,6 +224,7 @@ static void proc_free(void *state)
 	if (!s)
 		return;
 	close(s->procfd);
+	sl_dirsort_free(s->sorted);
 	free(s);
 }
 
@@ -247,12 +273,42 @@ static size_t filter_dents(const struct proc_state *s, pid_t init, char *buf, si
 	return out;
 }
 
-/* getdents64/getdents on our duplicate of the caller's fd: 0 or an errno,
- * with *ret the byte count written into the caller's buffer. */
+/* One batch of getdents64 (or getdents: nr) on fd, the /proc root's
+ * foreign pids dropped; never an empty batch before the end. */
+struct producer {
+	const struct proc_state *s;
+	pid_t init;
+	int nr;
+	bool filter;
+};
+
+static long produce(void *ud, int fd, char *buf, size_t cap)
+{
+	const struct producer *p = ud;
+	size_t name_off = p->nr == __NR_getdents64 ? 19 : 18;
+	for (;;) {
+		long got = syscall(p->nr, fd, buf, cap);
+		if (got < 0)
+			return -errno;
+		size_t keep = p->filter ? filter_dents(p->s, p->init, buf, (size_t)got, name_off)
+		                        : (size_t)got;
+		/* Every entry of this batch hidden: read on, or the caller
+		 * would take an empty batch for the end of the directory. */
+		if (got > 0 && keep == 0)
+			continue;
+		return (long)keep;
+	}
+}
+
+/* getdents64/getdents on our duplicate of the caller's fd (which shares
+ * its offset): 0 or an errno, with *ret the byte count written into the
+ * caller's buffer.  deterministic_dirs: the whole listing, sorted
+ * (dirsort.h), always produced with getdents64. */
 static int dents_on_behalf(const struct proc_state *s, const struct sl_call *call, long *ret)
 {
 	const sandlock_notif_t *n = call->n;
-	int fd = sl_child_getfd(call->listener, n, (int)(uint32_t)n->args[0]);
+	int cfd = (int)(uint32_t)n->args[0];
+	int fd = sl_child_getfd(call->listener, n, cfd);
 	if (fd < 0)
 		return -fd;
 	size_t cap = (size_t)(uint32_t)n->args[2];
@@ -263,26 +319,19 @@ static int dents_on_behalf(const struct proc_state *s, const struct sl_call *cal
 		close(fd);
 		return ENOMEM;
 	}
-	bool filter = is_proc_root(fd);
-	size_t name_off = n->syscall_nr == __NR_getdents64 ? 19 : 18;
-	int e = 0;
-	for (;;) {
-		long got = syscall(n->syscall_nr, fd, buf, cap);
-		if (got < 0) {
-			e = errno;
-			break;
-		}
-		size_t keep = filter ? filter_dents(s, call->init, buf, (size_t)got, name_off)
-		                     : (size_t)got;
-		/* Every entry of this batch hidden: read on, or the caller
-		 * would take an empty batch for the end of the directory. */
-		if (got > 0 && keep == 0)
-			continue;
-		if (keep && sandlock_mem_write(call->mem, n->args[1], buf, keep) != 0)
-			e = EFAULT;
-		*ret = (long)keep;
-		break;
+	struct producer p = { s, call->init, n->syscall_nr, is_proc_root(fd) };
+	long got;
+	if (s->sorted) {
+		p.nr = __NR_getdents64;
+		got = sl_dirsort_getdents(s->sorted, (pid_t)n->pid, cfd, fd,
+		                          n->syscall_nr == __NR_getdents64, produce, &p, buf, cap);
+	} else {
+		got = produce(&p, fd, buf, cap);
 	}
+	int e = got < 0 ? (int)-got : 0;
+	if (got > 0 && sandlock_mem_write(call->mem, n->args[1], buf, (size_t)got) != 0)
+		e = EFAULT;
+	*ret = got;
 	free(buf);
 	close(fd);
 	return e;

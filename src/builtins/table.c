@@ -17,6 +17,7 @@ extern const struct sl_builtin sl_builtin_meta;
 extern const struct sl_builtin sl_builtin_proc;
 extern const struct sl_builtin sl_builtin_uts;
 extern const struct sl_builtin sl_builtin_netdest;
+extern const struct sl_builtin sl_builtin_cpus;
 
 const struct sl_builtin *const sl_builtin_table[] = {
 	&sl_builtin_args,  /* FIRST: the filter's argument rules, again */
@@ -29,6 +30,7 @@ const struct sl_builtin *const sl_builtin_table[] = {
 	&sl_builtin_proc,  /* LAST: opens and /proc listings on behalf, /proc filtered */
 	&sl_builtin_uts,   /* LAST: uname with the sandbox's name as nodename */
 	&sl_builtin_netdest, /* LAST: connect/send/bind destinations, performed on behalf */
+	&sl_builtin_cpus,  /* FIRST: num_cpus, sched_getaffinity answers N CPUs */
 };
 
 const size_t sl_builtin_count = sizeof(sl_builtin_table) / sizeof(sl_builtin_table[0]);

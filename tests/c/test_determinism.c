@@ -2,6 +2,7 @@
  * test_determinism.c — random_seed (getrandom from a seeded stream) and
  * time_start (a shifted wall clock, vDSO included), on real programs.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,4 +150,156 @@ TEST(time_start_before_epoch_is_refused)
 	CHECK(msg && strstr(msg, "time_start"));
 	sandlock_string_free(msg);
 	sandlock_sandbox_free(sb);
+}
+
+/* ================= num_cpus, deterministic_dirs (issue 10) ================= */
+
+TEST(num_cpus_from_c_and_bad_values)
+{
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_num_cpus(b, 3);
+	sandlock_sandbox_t *sb = tu_build(b);
+	REQUIRE(sb);
+	const char *argv[] = { "/usr/bin/nproc", NULL };
+	sandlock_result_t *r = tu_run(sb, argv);
+	sandlock_sandbox_free(sb);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "3\n"));
+	sandlock_result_free(r);
+	static const uint32_t bad[] = { 0, 1025 };
+	for (size_t i = 0; i < 2; i++) {
+		b = tu_system_builder();
+		sandlock_sandbox_builder_num_cpus(b, bad[i]);
+		int err = 0;
+		char *msg = NULL, num[16];
+		sb = sandlock_sandbox_build(b, &err, &msg);
+		snprintf(num, sizeof num, "%u", bad[i]);
+		CHECK(sb == NULL);
+		CHECK_EQ_INT(err, SANDLOCK_ERR_INVALID);
+		CHECK(msg && strstr(msg, "num_cpus") && strstr(msg, num));
+		sandlock_string_free(msg);
+		sandlock_sandbox_free(sb);
+	}
+}
+
+/* A guest reading getdents64 with a tiny buffer: every call returns what
+ * fits, the whole listing comes out sorted, a rewind starts over, and a
+ * buffer too small for the next entry is EINVAL (as in the kernel). */
+static const char *const SMALL_BUF =
+	"import ctypes, os, sys\n"
+	"libc = ctypes.CDLL(None, use_errno=True)\n"
+	"fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)\n"
+	"def names(size):\n"
+	"    buf = ctypes.create_string_buffer(size); out = []; calls = 0\n"
+	"    while True:\n"
+	"        n = libc.syscall(217, fd, buf, size)\n"
+	"        if n < 0: return ctypes.get_errno()\n"
+	"        if n == 0: return out, calls\n"
+	"        calls += 1; off = 0\n"
+	"        while off < n:\n"
+	"            rl = int.from_bytes(buf.raw[off + 16:off + 18], 'little')\n"
+	"            out.append(buf.raw[off + 19:off + rl].split(b'\\0')[0].decode()); off += rl\n"
+	"a, calls = names(64)\n"
+	"os.lseek(fd, 0, 0)\n"
+	"b, _ = names(4096)\n"
+	"os.lseek(fd, 0, 0)\n"
+	"print(a == b == sorted(a, key=lambda x: (x not in ('.', '..'), x != '.', x)), len(a), calls > 10, names(16))\n";
+
+static void make_names(const char *dir, int n)
+{
+	char p[128];
+	for (int i = n - 1; i >= 0; i--) { /* reverse order on disk */
+		snprintf(p, sizeof p, "%s/n%03d", dir, (i * 37) % n);
+		tu_write_file(p, "");
+	}
+}
+
+TEST(deterministic_dirs_small_buffers_rewind_and_einval)
+{
+	char dir[TU_TMPDIR_LEN];
+	REQUIRE(tu_mkdtemp(dir, "dsort"));
+	make_names(dir, 40);
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_fs_read(b, dir);
+	sandlock_sandbox_builder_deterministic_dirs(b, true);
+	sandlock_sandbox_t *sb = tu_build(b);
+	REQUIRE(sb);
+	const char *argv[] = { TU_PY, "-c", SMALL_BUF, dir, NULL };
+	sandlock_result_t *r = tu_run(sb, argv);
+	sandlock_sandbox_free(sb);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "True 42 True 22\n")); /* 22 = EINVAL */
+	sandlock_result_free(r);
+	tu_rm_rf(dir);
+}
+
+/* With a COW workdir the sort wraps the merged listing (upper + lower). */
+TEST(deterministic_dirs_sorts_the_cow_merged_listing)
+{
+	char dir[TU_TMPDIR_LEN];
+	REQUIRE(tu_mkdtemp(dir, "dsortcow"));
+	make_names(dir, 5);
+	const char *script = "touch n009 n005 n000b; rm n003; ls -f | tr '\\n' ' '";
+	const char *want = ". .. n000 n000b n001 n002 n004 n005 n009 ";
+	char *outs[2] = { NULL, NULL };
+	for (int sorted = 0; sorted < 2; sorted++) {
+		sandlock_builder_t *b = tu_system_builder();
+		sandlock_sandbox_builder_workdir(b, dir);
+		sandlock_sandbox_builder_on_exit(b, SANDLOCK_BRANCH_ABORT);
+		sandlock_sandbox_builder_cwd(b, dir);
+		sandlock_sandbox_builder_max_processes(b, 0); /* a pipeline: see test_procvirt.py */
+		sandlock_sandbox_builder_deterministic_dirs(b, sorted);
+		sandlock_sandbox_t *sb = tu_build(b);
+		REQUIRE(sb);
+		const char *argv[] = { "/bin/sh", "-c", script, NULL };
+		sandlock_result_t *r = tu_run(sb, argv);
+		sandlock_sandbox_free(sb);
+		REQUIRE(r);
+		outs[sorted] = sandlock_result_stdout(r);
+		sandlock_result_free(r);
+	}
+	CHECK(outs[0] && strcmp(outs[0], want) != 0); /* control: merge order */
+	CHECK(outs[1] && strcmp(outs[1], want) == 0);
+	if (outs[1] && strcmp(outs[1], want) != 0)
+		fprintf(stderr, "  got '%s'\n", outs[1]);
+	sandlock_string_free(outs[0]);
+	sandlock_string_free(outs[1]);
+	tu_rm_rf(dir);
+}
+
+/* The opener's views from C: cpuinfo and the CPU list (num_cpus), meminfo
+ * (max_memory), a seeded /dev/urandom that repeats across runs. */
+static char *views_out(uint64_t seed)
+{
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_fs_read(b, "/proc");
+	sandlock_sandbox_builder_fs_read(b, "/sys/devices/system/cpu");
+	sandlock_sandbox_builder_fs_read(b, "/dev/urandom");
+	sandlock_sandbox_builder_num_cpus(b, 3);
+	sandlock_sandbox_builder_max_memory(b, 300ull << 20);
+	sandlock_sandbox_builder_random_seed(b, seed);
+	sandlock_sandbox_builder_max_processes(b, 0); /* pipelines: see test_procvirt.py */
+	sandlock_sandbox_t *sb = tu_build(b);
+	if (!sb)
+		return NULL;
+	const char *argv[] = { "/bin/sh", "-c",
+		"grep -c ^processor /proc/cpuinfo; cat /sys/devices/system/cpu/online; "
+		"grep -c '^cpu[0-9]' /proc/stat; "
+		"head -1 /proc/meminfo | tr -s ' '; head -c 12 /dev/urandom | od -An -tx1", NULL };
+	sandlock_result_t *r = tu_run(sb, argv);
+	sandlock_sandbox_free(sb);
+	char *out = r ? sandlock_result_stdout(r) : NULL;
+	sandlock_result_free(r);
+	return out;
+}
+
+TEST(views_of_cpus_memory_and_urandom)
+{
+	char *a = views_out(1), *b = views_out(1), *c = views_out(2);
+	REQUIRE(a && b && c);
+	CHECK(strncmp(a, "3\n0-2\n3\nMemTotal: 307200 kB\n", 28) == 0);
+	CHECK(strlen(a) > 32 && strcmp(a, b) == 0 && strcmp(a, c) != 0);
+	sandlock_string_free(a);
+	sandlock_string_free(b);
+	sandlock_string_free(c);
 }

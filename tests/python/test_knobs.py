@@ -486,7 +486,8 @@ def test_confine_applies_extra_denies_and_refuses_supervisor_settings(tmpdir_pat
         sys.path.insert(0, %r)
         import sandlock
         for kw in ({'cwd': '/tmp'}, {'max_memory': '1G'}, {'max_processes': 3},
-                   {'timeout': 5}, {'env': {'A': '1'}}, {'max_cpu': 10}):
+                   {'timeout': 5}, {'env': {'A': '1'}}, {'max_cpu': 10}, {'num_cpus': 2},
+                   {'deterministic_dirs': True}):
             try:
                 sandlock.confine(sandlock.Sandbox(fs_readable=%r, **kw))
                 print('accepted', kw)
