@@ -27,7 +27,7 @@ import re
 import signal as _signal
 import threading
 from collections.abc import Iterable as _IterableABC, Mapping as _MappingABC
-from typing import Iterable, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
 from . import _knobs
@@ -74,6 +74,7 @@ __all__ = [
     "ExceptionPolicy",
     "ExitReason",
     "ForkError",
+    "ForkResult",
     "Gather",
     "GatherPipeline",
     "Handler",
@@ -505,6 +506,12 @@ def _name(name, value) -> Optional[str]:
     return value
 
 
+def _callable(name, fn):
+    if fn is not None and not callable(fn):
+        raise PolicyTypeError("%s must be callable, not %s" % (name, type(fn).__name__))
+    return fn
+
+
 def _argv(cmd) -> Tuple[bytes, ...]:
     if isinstance(cmd, (str, bytes)):
         raise TypeError("cmd must be a list of str (e.g. ['/bin/ls', '-l']), not a single string")
@@ -769,6 +776,8 @@ class Sandbox:
         net_allow_unix: Iterable = (),
         net_unix_readable: bool = False,
         max_output: Optional[int] = None,
+        init_fn: Optional[Callable[[], object]] = None,
+        work_fn: Optional[Callable[[int], object]] = None,
     ) -> None:
         self._cfg = {}
         self._lock = threading.Lock()
@@ -802,6 +811,9 @@ class Sandbox:
         self.allow_degraded = allow_degraded
         self.disable = disable
         self.max_output = max_output
+        # Runtime kwargs of fork(), not configuration (never in a snapshot).
+        self.init_fn = _callable("init_fn", init_fn)
+        self.work_fn = _callable("work_fn", work_fn)
         # Build once now so a bad configuration fails here, not at run().
         self._native_for(None)
 
@@ -982,6 +994,30 @@ class Sandbox:
         pipeline runs (see sandlock.Pipeline)."""
         return Stage(self, args)
 
+    def fork(self, n: int) -> "ForkResult":
+        """COW fork mode (README "Fork and reduce"): a template process
+        confines itself with this sandbox's policy, runs init_fn once, then
+        forks n copy-on-write clones; clone i runs work_fn(i) with
+        CLONE_ID=i in its environment and its stdout on a pipe of its own.
+        Returns at once with the clones running: a ForkResult (``pids``,
+        ``wait()`` -> one Result per clone, ``kill()``; a context manager).
+        ``timeout`` covers init_fn and the clones.  Settings that need a
+        supervisor are refused as by confine(); clones are not counted in
+        max_processes.  ConfinementError / ForkError (init_fn raised) /
+        TimeoutError if the template fails."""
+        from . import _fork
+
+        return _fork.start(self, n, self.init_fn, self.work_fn)
+
+    def reduce(self, cmd: Sequence[str], clones: "ForkResult",
+               timeout: Optional[float] = None) -> Result:
+        """Run cmd in this sandbox with the stdout of every clone of
+        ``clones`` (a ForkResult, waited for here), in clone-id order, on
+        its stdin; return cmd's Result."""
+        from . import _fork
+
+        return _fork.reduce(self, cmd, clones, timeout)
+
     def __enter__(self):
         return self
 
@@ -1094,6 +1130,7 @@ from . import _process  # noqa: E402  (needs Result, _Registrations above)
 from ._process import Process, StdioMode  # noqa: E402
 from ._pipeline import Gather, GatherPipeline, NamedStage, Pipeline, Stage  # noqa: E402
 from ._inputs import inputs  # noqa: E402
+from ._fork import ForkResult  # noqa: E402
 
 
 def landlock_abi_version() -> int:
