@@ -1,0 +1,306 @@
+"""COW fork mode: Sandbox(init_fn=, work_fn=).fork(n) and reduce().
+
+Every test checks what the clones themselves saw (their stdout), and
+that nothing of the fork is left running afterwards."""
+import faulthandler
+import os
+import signal
+import socket
+import sys
+import time
+
+import pytest
+
+import sandlock
+from conftest import PY, SYSTEM, alive
+
+SUM_STDIN = "import sys; print(sum(int(l) for l in sys.stdin))"
+
+
+def descendants():
+    """Pids of every live descendant of this test process."""
+    out, todo = set(), [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        try:
+            tasks = os.listdir("/proc/%d/task" % pid)
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                with open("/proc/%d/task/%s/children" % (pid, t)) as f:
+                    kids = [int(x) for x in f.read().split()]
+            except OSError:
+                continue
+            for k in kids:
+                if alive(k):
+                    out.add(k)
+                todo.append(k)
+    return out
+
+
+@pytest.fixture(autouse=True)
+def nothing_left():
+    before = descendants()
+    yield
+    assert descendants() - before == set()
+
+
+def box(**kw):
+    kw.setdefault("fs_readable", SYSTEM)
+    kw.setdefault("timeout", 60)
+    return sandlock.Sandbox(**kw)
+
+
+def square(i):
+    assert os.environ["CLONE_ID"] == str(i)
+    print(i * i)
+
+
+def test_fork_8_and_reduce_compute_a_known_sum():
+    mapper = box(work_fn=square)
+    clones = mapper.fork(8)
+    assert len(clones.pids) == 8 and len(set(clones.pids)) == 8
+    reducer = box()
+    res = reducer.reduce([PY, "-c", SUM_STDIN], clones)
+    assert res.success, res
+    assert res.stdout == b"%d\n" % sum(i * i for i in range(8))
+    per_clone = clones.wait()
+    assert [r.stdout for r in per_clone] == [b"%d\n" % (i * i) for i in range(8)]
+    assert all(r.success and r.reason == sandlock.ExitReason.EXITED for r in per_clone)
+
+
+def test_clone_id_is_in_the_environment_and_the_argument():
+    def work(i):
+        print(os.environ["CLONE_ID"], i)
+
+    with box(work_fn=work).fork(5) as clones:
+        outs = [r.stdout for r in clones.wait()]
+    assert outs == [b"%d %d\n" % (i, i) for i in range(5)]
+
+
+def test_clones_cannot_read_outside_fs_readable(tmpdir_path):
+    secret = os.path.join(tmpdir_path, "secret")
+    with open(secret, "w") as f:
+        f.write("top secret")
+    with open(secret) as f:  # the probe works outside the sandbox
+        assert f.read() == "top secret"
+
+    def work(i):
+        try:
+            with open(secret) as f:
+                print("read", f.read())
+        except PermissionError:
+            print("denied")
+
+    with box(work_fn=work).fork(3) as clones:
+        assert [r.stdout for r in clones.wait()] == [b"denied\n"] * 3
+
+
+def test_clones_cannot_connect():
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    port = srv.getsockname()[1]
+    try:
+        probe = socket.create_connection(("127.0.0.1", port))  # reachable outside
+        probe.close()
+        srv.accept()[0].close()
+
+        def work(i):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=5).close()
+                print("connected")
+            except OSError as e:
+                print("refused", e.errno)
+
+        with box(work_fn=work).fork(3) as clones:
+            outs = [r.stdout for r in clones.wait()]
+    finally:
+        srv.close()
+    assert all(o.startswith(b"refused") for o in outs), outs
+
+
+_STATE = {}
+
+
+def _build_state():
+    _STATE["data"] = list(range(200000))
+    _STATE["where"] = os.getpid()
+
+
+def test_init_fn_state_is_shared_copy_on_write():
+    def work(i):
+        data = _STATE["data"]
+        first = data[0]
+        data[0] = 1000 + i      # seen by this clone only
+        print(len(data), first, data[0], sum(data[1:10]))
+
+    caller = os.getpid()
+    with box(init_fn=_build_state, work_fn=work).fork(6) as clones:
+        outs = [r.stdout for r in clones.wait()]
+    # Each clone saw the template's list untouched by its siblings.
+    assert outs == [b"200000 0 %d 45\n" % (1000 + i) for i in range(6)]
+    # init_fn ran in the template, not in this process.
+    assert "data" not in _STATE and caller == os.getpid()
+
+
+def test_init_fn_runs_once_and_confined(tmpdir_path):
+    log = os.path.join(tmpdir_path, "log")
+    outside = os.path.join(tmpdir_path, "..", os.path.basename(tmpdir_path) + "-x")
+
+    def init():
+        with open(log, "a") as f:
+            f.write("init\n")
+        try:
+            open(outside, "w").close()
+            print("escaped", file=sys.stderr)
+        except PermissionError:
+            with open(log, "a") as f:
+                f.write("denied\n")
+
+    with box(fs_writable=[tmpdir_path], init_fn=init, work_fn=print).fork(4) as clones:
+        assert [r.stdout for r in clones.wait()] == [b"%d\n" % i for i in range(4)]
+    with open(log) as f:
+        assert f.read() == "init\ndenied\n"
+    assert not os.path.exists(outside)
+
+
+def test_a_crashing_clone_does_not_break_the_others():
+    def work(i):
+        if i == 2:
+            faulthandler.disable()  # pytest's would print a dump first
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if i == 4:
+            raise ValueError("clone 4 fails")
+        if i == 5:
+            sys.exit(7)
+        print("ok", i)
+
+    with box(work_fn=work).fork(7) as clones:
+        res = clones.wait()
+    assert res[2].reason == sandlock.ExitReason.SIGNALED and res[2].signal == signal.SIGSEGV
+    assert not res[2].success and res[2].exit_code == 128 + signal.SIGSEGV
+    assert res[4].exit_code == 1 and not res[4].success
+    assert res[5].exit_code == 7
+    for i in (0, 1, 3, 6):
+        assert res[i].success and res[i].stdout == b"ok %d\n" % i
+
+
+def _hang(i):
+    """Report this clone's pid and a grandchild's, then hang."""
+    kid = os.fork()
+    if kid == 0:
+        time.sleep(1000)
+        os._exit(0)
+    print(os.getpid(), kid, flush=True)
+    time.sleep(1000)
+
+
+def _reported_pids(results):
+    pids = []
+    for r in results:
+        pids.extend(int(x) for x in r.stdout.split())
+    return pids
+
+
+def test_timeout_kills_hanging_clones_and_their_children():
+    with box(timeout=0.5, work_fn=_hang).fork(3) as clones:
+        res = clones.wait()
+    assert [r.reason for r in res] == [sandlock.ExitReason.TIMEOUT] * 3
+    assert all(r.exit_code == 124 and not r.success for r in res)
+    pids = _reported_pids(res)
+    assert len(pids) == 6 and not any(alive(p) for p in pids)
+
+
+def test_caller_raising_inside_the_with_block_ends_everything():
+    with pytest.raises(RuntimeError):
+        with box(work_fn=_hang).fork(3) as clones:
+            pids = list(clones.pids)
+            assert all(alive(p) for p in pids)
+            raise RuntimeError("the caller's code fails")
+    assert not any(alive(p) for p in pids)
+
+
+def test_kill_then_wait_reports_killed():
+    clones = box(work_fn=_hang).fork(2)
+    clones.kill()
+    res = clones.wait()
+    assert [r.reason for r in res] == [sandlock.ExitReason.KILLED] * 2
+
+
+def test_background_children_end_with_the_last_clone():
+    def work(i):
+        kid = os.fork()
+        if kid == 0:            # keeps the clone's stdout open, forever
+            time.sleep(1000)
+            os._exit(0)
+        print(kid)
+
+    with box(work_fn=work).fork(2) as clones:
+        res = clones.wait()
+    assert all(r.success for r in res)
+    assert not any(alive(p) for p in _reported_pids(res))
+
+
+def test_a_dropped_fork_result_leaves_nothing():
+    clones = box(work_fn=_hang).fork(2)
+    pids = list(clones.pids)
+    del clones
+    assert not any(alive(p) for p in pids)
+
+
+def test_fork_100_clones():
+    with box(work_fn=print).fork(100) as clones:
+        res = clones.wait()
+    assert [r.stdout for r in res] == [b"%d\n" % i for i in range(100)]
+
+
+def test_max_output_caps_each_clone():
+    def work(i):
+        sys.stdout.write("x" * 5000)
+
+    with box(max_output=1000, work_fn=work).fork(2) as clones:
+        res = clones.wait()
+    assert [(len(r.stdout), r.stdout_truncated) for r in res] == [(1000, 4000)] * 2
+
+
+def test_cwd_and_env_apply_to_clones(tmpdir_path):
+    def work(i):
+        print(os.getcwd(), os.environ.get("GREETING"))
+
+    sb = box(cwd=tmpdir_path, env={"GREETING": "hi"}, fs_readable=SYSTEM + [tmpdir_path],
+             work_fn=work)
+    with sb.fork(2) as clones:
+        res = clones.wait()
+    assert [r.stdout for r in res] == [("%s hi\n" % tmpdir_path).encode()] * 2
+
+
+def test_init_fn_raising_is_a_fork_error():
+    def init():
+        raise KeyError("no model")
+
+    with pytest.raises(sandlock.ForkError, match="no model"):
+        box(init_fn=init, work_fn=print).fork(2)
+
+
+def test_init_fn_past_the_timeout_is_a_timeout_error():
+    with pytest.raises(TimeoutError):
+        box(timeout=0.3, init_fn=lambda: time.sleep(1000), work_fn=print).fork(2)
+
+
+def test_bad_arguments_are_clear_errors():
+    with pytest.raises(sandlock.PolicyValueError, match="work_fn"):
+        box().fork(2)
+    with pytest.raises(sandlock.PolicyValueError, match="at least 1, got 0"):
+        box(work_fn=print).fork(0)
+    with pytest.raises(sandlock.PolicyTypeError, match="n must be an int"):
+        box(work_fn=print).fork("3")
+    with pytest.raises(sandlock.PolicyTypeError, match="init_fn must be callable"):
+        box(init_fn=42, work_fn=print)
+    with pytest.raises(sandlock.PolicyValueError, match="max_memory"):
+        box(max_memory="64M", work_fn=print).fork(2)
+    with pytest.raises(sandlock.PolicyValueError, match="max_processes"):
+        box(max_processes=10, work_fn=print).fork(2)
+    with pytest.raises(sandlock.PolicyTypeError, match="ForkResult"):
+        box().reduce([PY, "-c", SUM_STDIN], [b"1\n"])
