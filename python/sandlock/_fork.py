@@ -45,6 +45,7 @@ from .exceptions import ConfinementError, ForkError, PolicyTypeError, PolicyValu
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _PR_SET_CHILD_SUBREAPER = 36
+_CMSG_CLOEXEC = getattr(socket, "MSG_CMSG_CLOEXEC", 0x40000000)  # received fds: close-on-exec
 
 _REC = struct.Struct("=iii")       # keeper -> caller: pid, wait status, how it ended
 _HOW_OWN, _HOW_TIMEOUT, _HOW_KILLED = 0, 1, 2
@@ -512,7 +513,7 @@ class ForkResult:
         try:
             while len(self.pids) < self.n:
                 msg, anc, _, _ = self._sock.recvmsg(
-                    65536, socket.CMSG_SPACE(_BATCH * 4), socket.MSG_CMSG_CLOEXEC)
+                    65536, socket.CMSG_SPACE(_BATCH * 4), _CMSG_CLOEXEC)
                 fds = array.array("i")
                 for level, typ, data in anc:
                     if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
