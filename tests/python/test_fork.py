@@ -218,6 +218,12 @@ def test_caller_raising_inside_the_with_block_ends_everything():
         with box(work_fn=_hang).fork(3) as clones:
             pids = list(clones.pids)
             assert all(alive(p) for p in pids)
+            for pid in pids:  # what the kernel says of each clone
+                with open("/proc/%d/status" % pid) as f:
+                    status = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+                assert status["NoNewPrivs"].strip() == "1"
+                assert status["Seccomp"].strip() == "2"       # a filter is installed
+                assert int(status["CapEff"], 16) == 0
             raise RuntimeError("the caller's code fails")
     assert not any(alive(p) for p in pids)
 
