@@ -171,7 +171,10 @@ def _keeper_main(others, callers, cr, rw, pr, pw, s_tmpl, ptr, cwd, env, init_fn
             except OSError:
                 pass
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides, not ^C
-        _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        for sig in (signal.SIGTERM, signal.SIGHUP):   # end the fork, then go
+            signal.signal(sig, _exit_on_signal)
+        if _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
         tpid = os.fork()
         if tpid == 0:
             os.close(cr)
@@ -182,10 +185,16 @@ def _keeper_main(others, callers, cr, rw, pr, pw, s_tmpl, ptr, cwd, env, init_fn
         s_tmpl.close()
         _Keeper(cr, rw, pr, tpid, timeout).run()
         code = 0
-    except BaseException:
-        traceback.print_exc()
+    except BaseException as e:
+        if not isinstance(e, SystemExit):
+            traceback.print_exc()
+        _kill_tree()  # whatever went wrong, the clones do not outlive the keeper
     finally:
         os._exit(code)
+
+
+def _exit_on_signal(sig, frame):
+    raise SystemExit(128 + sig)
 
 
 class _Keeper:
@@ -499,7 +508,8 @@ class ForkResult:
         self._status = {}        # pid -> (wait status, how)
         self._tmpl = None        # (wait status, how) of the template
         self._ended = False      # the keeper's last record arrived
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()      # wait / close
+        self._cw_lock = threading.Lock()   # the control pipe: kill() vs close()
 
     def __repr__(self):
         return "ForkResult(n=%d, pids=%r)" % (self.n, self.pids[:8])
@@ -644,12 +654,14 @@ class ForkResult:
     # -- ending --
 
     def kill(self) -> None:
-        """End every clone still running (their Results say KILLED)."""
-        if self._cw >= 0:
-            try:
-                os.write(self._cw, b"k")
-            except OSError:
-                pass
+        """End every clone still running (their Results say KILLED).  May
+        be called from another thread while wait() blocks."""
+        with self._cw_lock:
+            if self._cw >= 0:
+                try:
+                    os.write(self._cw, b"k")
+                except OSError:   # the keeper is already gone
+                    pass
 
     def close(self) -> None:
         """Kill what still runs, wait for the keeper, release every fd."""
@@ -657,9 +669,10 @@ class ForkResult:
             self._release()
 
     def _release(self):
-        if self._cw >= 0:
-            self._close_fd(self._cw)   # hang-up: the keeper kills what is left
-            self._cw = -1
+        with self._cw_lock:
+            if self._cw >= 0:
+                self._close_fd(self._cw)   # hang-up: the keeper kills what is left
+                self._cw = -1
         self._close_sock()
         for i, fd in enumerate(self._fds):
             if fd >= 0:

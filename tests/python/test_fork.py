@@ -39,11 +39,27 @@ def descendants():
     return out
 
 
+def open_fds():
+    return set(os.listdir("/proc/self/fd"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm_library():
+    """One plain run first: the library keeps a few fds of its own from
+    its first run (the cgroup root), which are not the fork's."""
+    sandlock.Sandbox(fs_readable=SYSTEM).run(["/bin/true"])
+
+
 @pytest.fixture(autouse=True)
-def nothing_left():
-    before = descendants()
+def nothing_left(warm_library):
+    """No process of the fork survives a test, and no fd of it leaks."""
+    import gc
+
+    before, fds = descendants(), open_fds()
     yield
+    gc.collect()  # a ForkResult dropped by the test closes now
     assert descendants() - before == set()
+    assert open_fds() - fds == set()
 
 
 def box(**kw):
@@ -310,3 +326,49 @@ def test_bad_arguments_are_clear_errors():
         box(max_processes=10, work_fn=print).fork(2)
     with pytest.raises(sandlock.PolicyTypeError, match="ForkResult"):
         box().reduce([PY, "-c", SUM_STDIN], [b"1\n"])
+
+
+CALLER = r"""
+import os, sys, time
+sys.path.insert(0, sys.argv[1])
+import sandlock
+
+def hang(i):
+    time.sleep(1000)
+
+clones = sandlock.Sandbox(fs_readable=["/usr"], work_fn=hang).fork(3)
+print(" ".join(map(str, clones.pids)), flush=True)
+time.sleep(1000)
+"""
+
+
+def test_the_callers_death_ends_the_clones():
+    import select
+    import subprocess
+
+    here = os.path.dirname(os.path.abspath(sandlock.__file__))
+    caller = subprocess.Popen([PY, "-c", CALLER, os.path.dirname(here)],
+                              stdout=subprocess.PIPE)
+    try:
+        pids = [int(p) for p in caller.stdout.readline().split()]
+        assert len(pids) == 3 and all(alive(p) for p in pids)
+        pidfds = [os.pidfd_open(p) for p in pids]
+    finally:
+        caller.kill()
+        caller.wait()
+        caller.stdout.close()
+    try:
+        poller = select.poll()
+        for fd in pidfds:
+            poller.register(fd, select.POLLIN)
+        ended = set()
+        while len(ended) < 3:  # the bound is for a hang, not a speed check
+            ready = poller.poll(30000)
+            assert ready, "clones still alive after their caller died"
+            for fd, _ in ready:
+                ended.add(fd)
+                poller.unregister(fd)
+    finally:
+        for fd in pidfds:
+            os.close(fd)
+    assert not any(alive(p) for p in pids)
