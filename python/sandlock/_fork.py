@@ -107,6 +107,7 @@ def start(sb, n, init_fn, work_fn) -> "ForkResult":
     ptr = sb._build(tuple(sorted(cfg.items())))  # in the caller: bad settings raise here
     env = _template_env(here)
     cap = sb.max_output
+    _flush_std()  # or the template would write this process's buffered output again
     try:
         fr = _launch(n, ptr, here["cwd"], env, init_fn, work_fn, here["timeout"])
     finally:

@@ -372,3 +372,16 @@ def test_the_callers_death_ends_the_clones():
         for fd in pidfds:
             os.close(fd)
     assert not any(alive(p) for p in pids)
+
+
+def test_the_callers_buffered_output_is_not_repeated(capfd, monkeypatch):
+    import io
+
+    out = io.TextIOWrapper(io.FileIO(os.dup(1), "w"), write_through=False)
+    monkeypatch.setattr(sys, "stdout", out)
+    print("caller-text", end="")          # still in the buffer at fork time
+    with box(init_fn=lambda: None, work_fn=lambda i: None).fork(2) as clones:
+        assert all(r.success for r in clones.wait())
+    out.flush()
+    assert capfd.readouterr().out.count("caller-text") == 1
+    out.close()
