@@ -225,16 +225,20 @@ class _Keeper:
             if self.deadline is not None and self.how == _HOW_OWN:
                 left = max(0.0, self.deadline - time.monotonic())
                 wait = left if wait is None else min(wait, left)
-            rd = [self.cr, wake_r] + ([] if self.pids_eof else [self.pr])
-            wr = [self.rw] if self.out else []
-            r, w, _ = select.select(rd, wr, [], wait)
-            if wake_r in r:
+            # poll, not select: the caller may hold fds above FD_SETSIZE.
+            p = select.poll()
+            for fd in [self.cr, wake_r] + ([] if self.pids_eof else [self.pr]):
+                p.register(fd, select.POLLIN)
+            if self.out:
+                p.register(self.rw, select.POLLOUT)
+            ready = dict(p.poll(None if wait is None else int(wait * 1000) + 1))
+            if wake_r in ready:
                 _drain(wake_r)
-            if self.pr in r:
+            if self.pr in ready:
                 self.read_pids()
-            if self.rw in w:
+            if self.rw in ready:
                 self.flush(block=False)
-            if self.cr in r:
+            if self.cr in ready:
                 self.kill_all(_HOW_KILLED)
             if (self.deadline is not None and self.how == _HOW_OWN
                     and time.monotonic() >= self.deadline):

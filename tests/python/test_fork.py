@@ -385,3 +385,22 @@ def test_the_callers_buffered_output_is_not_repeated(capfd, monkeypatch):
     out.flush()
     assert capfd.readouterr().out.count("caller-text") == 1
     out.close()
+
+
+def test_fork_with_many_fds_open_in_the_caller():
+    """Every fd of a fork lands above 1024 here (no select() limit)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip("RLIMIT_NOFILE hard limit %d is below 1200" % hard)
+    if soft != resource.RLIM_INFINITY and soft < 1200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1200, hard))
+    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1030)]
+    try:
+        with box(work_fn=print).fork(3) as clones:
+            assert [r.stdout for r in clones.wait()] == [b"0\n", b"1\n", b"2\n"]
+    finally:
+        for fd in filler:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
