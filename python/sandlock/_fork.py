@@ -27,6 +27,7 @@ max_processes.
 
 import array
 import ctypes
+import errno
 import io
 import os
 import resource
@@ -57,7 +58,19 @@ _END_PID = 0                       # record: the fork's whole tree is gone
 # Caller-side fds of live forks: a new keeper closes them, so no fork's
 # processes keep another fork's control pipe (or clone pipes) open.
 _live_fds = set()
-_live_lock = threading.Lock()
+_live_lock = threading.Lock()   # held across the keeper's fork: see _launch
+
+
+def _forget_live():
+    """In any forked child: the parent's registry means nothing there, and
+    its lock may have been copied held (a fork() from inside a clone must
+    not deadlock on it)."""
+    global _live_lock
+    _live_lock = threading.Lock()
+    _live_fds.clear()
+
+
+os.register_at_fork(after_in_child=_forget_live)
 
 # Settings the template and keeper apply themselves (not sandlock_confine).
 _APPLIED_HERE = (("cwd", None), ("env", ()), ("clean_env", False), ("timeout", None))
@@ -89,7 +102,11 @@ def _clone_count(n):
 def _room_for_fds(n):
     """Raise this process's soft RLIMIT_NOFILE when n clone pipes would not
     fit under it; PolicyValueError when even the hard limit is too low."""
-    need = n + 64 + len(os.listdir("/proc/self/fd"))
+    try:
+        used = len(os.listdir("/proc/self/fd"))
+    except OSError:   # no /proc (inside a sandbox): a guess, checked on receipt
+        used = 64
+    need = n + 64 + used
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < need:
         if hard != resource.RLIM_INFINITY and hard < need:
@@ -383,9 +400,12 @@ def _template_main(sock, pw, ptr, cwd, env, init_fn, work_fn, n):
     code = 1
     try:
         os.setpgid(0, 0)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
+        # stdin at EOF: a pipe with no writer (no path needed, unlike
+        # /dev/null, which a fork from inside a sandbox may not open).
+        r, w = os.pipe()
+        os.close(w)
+        os.dup2(r, 0)
+        os.close(r)
         if cwd is not None:
             os.chdir(cwd)
         os.environ.clear()
@@ -405,7 +425,7 @@ def _template_main(sock, pw, ptr, cwd, env, init_fn, work_fn, n):
         _fork_clones(sock, pw, work_fn, n)
         code = 0
     except BaseException:
-        traceback.print_exc()
+        _send_error(sock, b"T", 0, traceback.format_exc().encode(errors="replace"))
     finally:
         os._exit(code)
 
@@ -429,7 +449,13 @@ def _send_error(sock, kind, num, text):
 def _fork_clones(sock, pw, work_fn, n):
     pids, fds = [], []
     for i in range(n):
-        r, w = os.pipe()
+        try:
+            r, w = os.pipe()
+        except OSError as e:   # a small max_open_files: hand over what we hold
+            if e.errno != errno.EMFILE or not fds:
+                raise
+            _send_batch(sock, pw, pids, fds)
+            r, w = os.pipe()
         pid = os.fork()
         if pid == 0:
             _clone_main(i, r, w, sock, pw, fds, work_fn)
@@ -437,13 +463,18 @@ def _fork_clones(sock, pw, work_fn, n):
         pids.append(pid)
         fds.append(r)
         if len(fds) == _BATCH or i == n - 1:
-            # The keeper first, so it knows a clone before it can reap it.
-            os.write(pw, b"".join(_PID.pack(p) for p in pids))
-            sock.sendmsg([b"P" + array.array("i", pids).tobytes()],
-                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
-            for fd in fds:
-                os.close(fd)
-            pids, fds = [], []
+            _send_batch(sock, pw, pids, fds)
+
+
+def _send_batch(sock, pw, pids, fds):
+    """Name the clones to the keeper first (so it knows a clone before it
+    can reap it), then send their pids and pipes to the caller."""
+    os.write(pw, b"".join(_PID.pack(p) for p in pids))
+    sock.sendmsg([b"P" + array.array("i", pids).tobytes()],
+                 [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+    for fd in fds:
+        os.close(fd)
+    del pids[:], fds[:]
 
 
 def _clone_main(i, r, w, sock, pw, batch_fds, work_fn):
@@ -527,7 +558,7 @@ class ForkResult:
     def _receive(self):
         try:
             while len(self.pids) < self.n:
-                msg, anc, _, _ = self._sock.recvmsg(
+                msg, anc, flags, _ = self._sock.recvmsg(
                     65536, socket.CMSG_SPACE(_BATCH * 4), _CMSG_CLOEXEC)
                 fds = array.array("i")
                 for level, typ, data in anc:
@@ -540,7 +571,12 @@ class ForkResult:
                     self._template_failed()
                 if msg[:1] == b"E":
                     self._template_error(msg)
-                self.pids.extend(array.array("i", msg[1:]))
+                pids = array.array("i", msg[1:])
+                if flags & socket.MSG_CTRUNC or len(pids) != len(fds):
+                    raise ForkError("fork: the clones' pipes could not all be received "
+                                    "(%d clones so far; RLIMIT_NOFILE too low?)"
+                                    % len(self.pids))
+                self.pids.extend(pids)
         except BaseException:
             self.close()
             raise
@@ -552,7 +588,10 @@ class ForkResult:
         self.close()
         if kind == b"C":
             raise ConfinementError(num or 7, text)
-        raise ForkError("fork: init_fn raised in the template:\n" + text)
+        if kind == b"I":
+            raise ForkError("fork: init_fn raised in the template:\n" + text)
+        raise ForkError("fork: the template failed after %d of %d clones:\n%s"
+                        % (len(self.pids), self.n, text))
 
     def _template_failed(self):
         self.close()

@@ -404,3 +404,22 @@ def test_fork_with_many_fds_open_in_the_caller():
         for fd in filler:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_a_small_max_open_files_still_makes_every_clone():
+    with box(max_open_files=16, work_fn=print).fork(40) as clones:
+        assert [r.stdout for r in clones.wait()] == [b"%d\n" % i for i in range(40)]
+
+
+def test_a_clone_can_fork_again_inside_its_confinement():
+    def inner(j):
+        print("inner", j)
+
+    def work(i):
+        sub = sandlock.Sandbox(fs_readable=SYSTEM, work_fn=inner).fork(2)
+        print(b"".join(r.stdout for r in sub.wait()).decode(), end="")
+        sub.close()
+
+    # confine() counts the template's threads in /proc/self/status.
+    with box(fs_readable=SYSTEM + ["/proc"], work_fn=work).fork(2) as clones:
+        assert [r.stdout for r in clones.wait()] == [b"inner 0\ninner 1\n"] * 2
