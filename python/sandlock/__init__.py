@@ -178,26 +178,32 @@ def _reason(c_reason, sig):
     return ExitReason.SIGNALED
 
 
-def _take_result(r) -> Result:
-    try:
-        def grab(fn):
-            n = ctypes.c_size_t(0)
-            p = fn(r, ctypes.byref(n))
-            return _bytes_at(p, n.value)
+def _read_result(r) -> Result:
+    """A Result from native result r (borrowed: not freed here)."""
+    def grab(fn):
+        n = ctypes.c_size_t(0)
+        p = fn(r, ctypes.byref(n))
+        return _bytes_at(p, n.value)
 
-        code = int(_lib.sandlock_result_reason(r))
-        sig = int(_lib.sandlock_result_signal(r)) if code != _C_EXITED else 0
-        return Result(
-            success=bool(_lib.sandlock_result_success(r)),
-            exit_code=int(_lib.sandlock_result_exit_code(r)),
-            reason=_reason(code, sig),
-            signal=sig if sig > 0 else -1,
-            stdout=grab(_lib.sandlock_result_stdout_bytes),
-            stderr=grab(_lib.sandlock_result_stderr_bytes),
-            killed_by_handler=code == _C_KILLED,
-            stdout_truncated=int(_lib.sandlock_result_stdout_truncated(r)),
-            stderr_truncated=int(_lib.sandlock_result_stderr_truncated(r)),
-        )
+    code = int(_lib.sandlock_result_reason(r))
+    sig = int(_lib.sandlock_result_signal(r)) if code != _C_EXITED else 0
+    return Result(
+        success=bool(_lib.sandlock_result_success(r)),
+        exit_code=int(_lib.sandlock_result_exit_code(r)),
+        reason=_reason(code, sig),
+        signal=sig if sig > 0 else -1,
+        stdout=grab(_lib.sandlock_result_stdout_bytes),
+        stderr=grab(_lib.sandlock_result_stderr_bytes),
+        killed_by_handler=code == _C_KILLED,
+        stdout_truncated=int(_lib.sandlock_result_stdout_truncated(r)),
+        stderr_truncated=int(_lib.sandlock_result_stderr_truncated(r)),
+    )
+
+
+def _take_result(r) -> Result:
+    """A Result from native result r, which is freed."""
+    try:
+        return _read_result(r)
     finally:
         _lib.sandlock_result_free(r)
 
