@@ -16,6 +16,10 @@ Figures:
   connect   ns per TCP connect+close to a local listener: bare, with an IP
             rule and with a port rule (both performed on the caller's behalf)
   procvirt  the /proc views and determinism knobs vs bare (bench/procvirt.py)
+  fork      us per clone of Sandbox.fork(N) (work_fn prints its id; fork to
+            the last clone's Result), vs a bare os.fork() loop doing the same
+            (a pipe per child, read to the end, reaped) and vs the reference's
+            published ~530 us per clone
 Each figure is a median over a few repetitions; each ratio is against the
 figure it is compared with, all measured in this one invocation.  Nothing
 here asserts on timing: the numbers are for reading.
@@ -140,6 +144,59 @@ def connect_figures():
     return {k: statistics.median(one(v) for _ in range(REPS)) for k, v in variants.items()}
 
 
+FORK_N = int(os.environ.get("BENCH_FORK_N", "1000"))
+REFERENCE_FORK_US = 530.0  # upstream README: 1000 clones in ~530 ms
+
+
+def bare_fork_loop(n):
+    """What fork(n) does, minus the sandbox: n os.fork() children, each
+    writing its id to its own pipe; read every pipe to its end, reap."""
+    kids = []
+    for i in range(n):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.write(w, b"%d\n" % i)
+            os._exit(0)
+        os.close(w)
+        kids.append((pid, r))
+    outs = []
+    for pid, r in kids:
+        chunks = []
+        while True:
+            b = os.read(r, 65536)
+            if not b:
+                break
+            chunks.append(b)
+        os.close(r)
+        os.waitpid(pid, 0)
+        outs.append(b"".join(chunks))
+    return outs
+
+
+def fork_figures():
+    """us per clone: Sandbox.fork(FORK_N) to every Result, and the bare
+    loop, interleaved so both see the same machine load."""
+    sys.path.insert(0, str(REPO / "python"))
+    import sandlock
+
+    sb = sandlock.Sandbox(fs_readable=SYS_RO, work_fn=print)
+    want = [b"%d\n" % i for i in range(FORK_N)]
+    sandboxed, bare = [], []
+    for _ in range(REPS):
+        t0 = time.perf_counter_ns()
+        with sb.fork(FORK_N) as clones:
+            got = [r.stdout for r in clones.wait()]
+        sandboxed.append((time.perf_counter_ns() - t0) / 1e3 / FORK_N)
+        t0 = time.perf_counter_ns()
+        got_bare = bare_fork_loop(FORK_N)
+        bare.append((time.perf_counter_ns() - t0) / 1e3 / FORK_N)
+        if got != want or got_bare != want:
+            raise RuntimeError("fork bench: wrong clone output")
+    return {"fork_clone_us": statistics.median(sandboxed),
+            "fork_bare_us": statistics.median(bare)}
+
+
 def row(label, value, unit, *bases):
     """One figure and its ratio against each (name, value) in bases."""
     ratios = "  ".join(f"{value / b:6.2f}x {name}" for name, b in bases if b)
@@ -164,6 +221,11 @@ def main():
         fig.update(procvirt.figures())
     except Exception as e:
         print(f"procvirt figures failed: {type(e).__name__}: {e}", file=sys.stderr)
+
+    try:
+        fig.update(fork_figures())
+    except Exception as e:
+        print(f"fork figures failed: {type(e).__name__}: {e}", file=sys.stderr)
 
     print(f"sandlock benchmarks (median of {REPS} runs for openat, "
           f"{STARTUP_RUNS} for startup)")
@@ -214,6 +276,12 @@ def main():
             if key in fig:
                 print(row(label, fig[key], "ns", *(() if key == "connect_bare_ns" else (bare,))))
     procvirt.report(fig, row)
+    if "fork_clone_us" in fig:
+        print(f"COW fork: time per clone of Sandbox.fork({FORK_N}) to every Result")
+        bare = ("vs bare", fig["fork_bare_us"])
+        print(row("bare os.fork() loop (pipe per child)", fig["fork_bare_us"], "us"))
+        print(row("Sandbox.fork (confined clones)", fig["fork_clone_us"], "us", bare,
+                  ("vs reference 530 us", REFERENCE_FORK_US)))
     if "openat_py_handler_ns" not in fig:
         return 1
     return 0

@@ -449,6 +449,59 @@ sandlock_result_t *sandlock_handle_wait(sandlock_handle_t *h, int64_t timeout_ms
 /* Ends the run if it still runs (nothing of it is left running after
  * this returns), releases its handlers and frees everything.  NULL is ok. */
 void sandlock_handle_free(sandlock_handle_t *h);
+/* ================= COW fork: clones of an initialized template ================= */
+/*
+ * sandlock_fork makes a template process that confines itself with sb
+ * (as sandlock_confine does: no supervisor), runs init once, then forks n
+ * copy-on-write clones; clone i runs work(ud, i) with CLONE_ID=i in its
+ * environment and its stdout on a pipe of its own, and exits with what
+ * work returns.  A keeper process outside the sandbox reaps the clones,
+ * enforces sb's timeout and, once every clone has exited (or on a timeout,
+ * sandlock_fork_kill, sandlock_fork_free or the caller's death), kills
+ * whatever is left.  sb's cwd, env and clean_env apply; what confine
+ * refuses for other reasons is refused (SANDLOCK_ERR_CONFLICT); clones are
+ * not counted in max_processes.  init and work run in forked children of
+ * the caller: in a multi-threaded caller only what is safe after fork.
+ */
+typedef struct sandlock_fork sandlock_fork_t;
+/* 0, or non-zero with a NUL-terminated reason in err (errlen bytes) to fail the fork. */
+typedef int (*sandlock_fork_init_fn)(void *ud, char *err, size_t errlen);
+typedef int (*sandlock_fork_work_fn)(void *ud, uint32_t clone_id);
+/* Makes a child like fork(2): 0 in it, its pid in the parent, -1 on failure. */
+typedef int32_t (*sandlock_fork_fn)(void *ud);
+
+typedef struct sandlock_fork_opts {
+	size_t size;                  /* sizeof(sandlock_fork_opts_t) */
+	sandlock_fork_init_fn init;   /* NULL: nothing to initialize */
+	sandlock_fork_work_fn work;   /* required */
+	/* NULL: fork(2).  A language runtime passes its own fork (Python's
+	 * os.fork keeps the interpreter consistent in the child). */
+	sandlock_fork_fn fork_fn;
+	void *ud;                     /* passed to all three */
+} sandlock_fork_opts_t;
+
+/* The running clones, or NULL (init failed: SANDLOCK_ERR_CHILD with its reason). */
+sandlock_fork_t *sandlock_fork(const sandlock_sandbox_t *sb, uint32_t n,
+                               const sandlock_fork_opts_t *opts, int *err, char **err_msg);
+uint32_t sandlock_fork_count(const sandlock_fork_t *f);
+int32_t sandlock_fork_pid(const sandlock_fork_t *f, uint32_t clone_id); /* -1: no such clone */
+/* End every clone still running (their results say KILLED).  Thread-safe. */
+void sandlock_fork_kill(sandlock_fork_t *f);
+/* Read every clone's stdout to its end and reap them all: 0, or -1 with
+ * SANDLOCK_ERR_RUNNING if some still run after timeout_ms (-1: no limit). */
+int sandlock_fork_wait(sandlock_fork_t *f, int64_t timeout_ms, int *err, char **err_msg);
+/* Clone clone_id's result after a successful wait (stdout captured, capped
+ * by max_output; stderr is the caller's, not captured); borrowed, valid
+ * until sandlock_fork_free.  NULL before the wait or for a bad id. */
+const sandlock_result_t *sandlock_fork_result(const sandlock_fork_t *f, uint32_t clone_id);
+/* Kills what still runs, reaps the keeper, frees. */
+void sandlock_fork_free(sandlock_fork_t *f);
+/* Wait for f's clones, then run argv in sb with all their stdout, in clone
+ * order, on its stdin; its result (owned by the caller) or NULL. */
+sandlock_result_t *sandlock_reduce(const sandlock_sandbox_t *sb, const char *const *argv,
+                                   uint32_t argc, sandlock_fork_t *f, int *err,
+                                   char **err_msg);
+
 /* ================= copy-on-write workdir ================= */
 enum { SANDLOCK_BRANCH_COMMIT = 0, SANDLOCK_BRANCH_ABORT = 1, SANDLOCK_BRANCH_KEEP = 2 };
 /* Writes under dir are staged, never applied to it during the run. */

@@ -12,17 +12,19 @@
 
 #include "caps.h"
 #include "cglimits.h"
+#include "confine.h"
 #include "filter.h"
 #include "landlock.h"
 
-/* The first setting of sb that confine cannot honour, or NULL. */
-static const char *needs_child(const struct sandlock_sandbox *sb)
+/* The first setting of sb that confine cannot honour, or NULL.  A fork
+ * (fork.c) applies cwd, env and timeout itself: for_fork skips them. */
+const char *sl_confine_refusal(const struct sandlock_sandbox *sb, bool for_fork)
 {
-	if (sb->cwd)
+	if (sb->cwd && !for_fork)
 		return "cwd";
-	if (sb->env.n || sb->clean_env)
+	if ((sb->env.n || sb->clean_env) && !for_fork)
 		return "env / clean_env";
-	if (sb->timeout_ms)
+	if (sb->timeout_ms && !for_fork)
 		return "timeout";
 	if (sb->max_memory)
 		return "max_memory";
@@ -42,7 +44,7 @@ static const char *needs_child(const struct sandlock_sandbox *sb)
 }
 
 /* Number of threads of this process (-1: cannot tell). */
-static int thread_count(void)
+int sl_thread_count(void)
 {
 	FILE *f = fopen("/proc/self/status", "re");
 	char line[256];
@@ -55,8 +57,8 @@ static int thread_count(void)
 	return n;
 }
 
-static int apply(const struct sandlock_sandbox *sb, int rs, struct sock_fprog *prog, int *err,
-                 char **msg)
+int sl_confine_apply(const struct sandlock_sandbox *sb, int rs, struct sock_fprog *prog,
+                     int *err, char **msg)
 {
 	struct sl_cglimits none;
 	sl_cg_init(&none);
@@ -89,11 +91,11 @@ SL_EXPORT int sandlock_confine(const sandlock_sandbox_t *sb, int *err, char **er
 		*err_msg = NULL;
 	if (!sb)
 		return sl_fail(err, err_msg, SANDLOCK_ERR_INVALID, "NULL sandbox");
-	const char *what = needs_child(sb);
+	const char *what = sl_confine_refusal(sb, false);
 	if (what)
 		return sl_fail(err, err_msg, SANDLOCK_ERR_CONFLICT,
 		               "confine: %s cannot be applied to the calling process", what);
-	int threads = thread_count();
+	int threads = sl_thread_count();
 	if (threads != 1)
 		return sl_fail(err, err_msg, SANDLOCK_ERR_CONFLICT,
 		               "confine: the process has %d threads; Landlock would confine only "
@@ -110,7 +112,7 @@ SL_EXPORT int sandlock_confine(const sandlock_sandbox_t *sb, int *err, char **er
 	struct sock_fprog prog = { 0, NULL };
 	rc = sl_filter_build(sb, NULL, 0, &prog, err, err_msg);
 	if (rc == 0)
-		rc = apply(sb, rs, &prog, err, err_msg);
+		rc = sl_confine_apply(sb, rs, &prog, err, err_msg);
 	sl_filter_free(&prog);
 	close(rs);
 	return rc;

@@ -61,6 +61,9 @@ struct sl_launch {
 };
 /* Resolve argv[0], build argv/envp and the Landlock ruleset; remember
  * trapped[] (which must outlive the run) for the BPF program. */
+/* cfg's environment (inherited or clean, then its overrides) into env,
+ * NULL-terminated; also used by the fork mode's template (fork.c). */
+int sl_launch_build_env(const struct sandlock_sandbox *cfg, sl_strvec *env);
 int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
                       const char *const *argv, uint32_t argc, const int *trapped,
                       size_t ntrapped, int *err, char **msg);

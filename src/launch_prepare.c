@@ -62,7 +62,7 @@ static int push_minimal_env(sl_strvec *env)
 }
 
 /* The sandbox environment: inherited or clean, then the overrides. */
-static int build_env(const struct sandlock_sandbox *cfg, sl_strvec *env)
+int sl_launch_build_env(const struct sandlock_sandbox *cfg, sl_strvec *env)
 {
 	if (cfg->clean_env) {
 		if (push_minimal_env(env) < 0)
@@ -329,7 +329,7 @@ int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
 {
 	launch_init(L, cfg);
 	sl_strvec env = { 0 };
-	if (build_env(cfg, &env) < 0 || copy_argv(L, argv, argc) < 0) {
+	if (sl_launch_build_env(cfg, &env) < 0 || copy_argv(L, argv, argc) < 0) {
 		sl_strvec_free(&env);
 		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 	}

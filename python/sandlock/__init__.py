@@ -75,6 +75,7 @@ __all__ = [
     "ExceptionPolicy",
     "ExitReason",
     "ForkError",
+    "ForkResult",
     "Gather",
     "GatherPipeline",
     "Handler",
@@ -178,26 +179,32 @@ def _reason(c_reason, sig):
     return ExitReason.SIGNALED
 
 
-def _take_result(r) -> Result:
-    try:
-        def grab(fn):
-            n = ctypes.c_size_t(0)
-            p = fn(r, ctypes.byref(n))
-            return _bytes_at(p, n.value)
+def _read_result(r) -> Result:
+    """A Result from native result r (borrowed: not freed here)."""
+    def grab(fn):
+        n = ctypes.c_size_t(0)
+        p = fn(r, ctypes.byref(n))
+        return _bytes_at(p, n.value)
 
-        code = int(_lib.sandlock_result_reason(r))
-        sig = int(_lib.sandlock_result_signal(r)) if code != _C_EXITED else 0
-        return Result(
-            success=bool(_lib.sandlock_result_success(r)),
-            exit_code=int(_lib.sandlock_result_exit_code(r)),
-            reason=_reason(code, sig),
-            signal=sig if sig > 0 else -1,
-            stdout=grab(_lib.sandlock_result_stdout_bytes),
-            stderr=grab(_lib.sandlock_result_stderr_bytes),
-            killed_by_handler=code == _C_KILLED,
-            stdout_truncated=int(_lib.sandlock_result_stdout_truncated(r)),
-            stderr_truncated=int(_lib.sandlock_result_stderr_truncated(r)),
-        )
+    code = int(_lib.sandlock_result_reason(r))
+    sig = int(_lib.sandlock_result_signal(r)) if code != _C_EXITED else 0
+    return Result(
+        success=bool(_lib.sandlock_result_success(r)),
+        exit_code=int(_lib.sandlock_result_exit_code(r)),
+        reason=_reason(code, sig),
+        signal=sig if sig > 0 else -1,
+        stdout=grab(_lib.sandlock_result_stdout_bytes),
+        stderr=grab(_lib.sandlock_result_stderr_bytes),
+        killed_by_handler=code == _C_KILLED,
+        stdout_truncated=int(_lib.sandlock_result_stdout_truncated(r)),
+        stderr_truncated=int(_lib.sandlock_result_stderr_truncated(r)),
+    )
+
+
+def _take_result(r) -> Result:
+    """A Result from native result r, which is freed."""
+    try:
+        return _read_result(r)
     finally:
         _lib.sandlock_result_free(r)
 
@@ -506,6 +513,12 @@ def _name(name, value) -> Optional[str]:
     return value
 
 
+def _callable(name, fn):
+    if fn is not None and not callable(fn):
+        raise PolicyTypeError("%s must be callable, not %s" % (name, type(fn).__name__))
+    return fn
+
+
 def _argv(cmd) -> Tuple[bytes, ...]:
     if isinstance(cmd, (str, bytes)):
         raise TypeError("cmd must be a list of str (e.g. ['/bin/ls', '-l']), not a single string")
@@ -787,6 +800,8 @@ class Sandbox:
         trace: Optional[Callable[[dict], None]] = None,
         num_cpus: Optional[int] = None,
         deterministic_dirs: bool = False,
+        init_fn: Optional[Callable[[], object]] = None,
+        work_fn: Optional[Callable[[int], object]] = None,
     ) -> None:
         self._cfg = {}
         self._lock = threading.Lock()
@@ -823,6 +838,9 @@ class Sandbox:
         self.trace = trace
         self.num_cpus = num_cpus
         self.deterministic_dirs = deterministic_dirs
+        # Runtime kwargs of fork(), not configuration (never in a snapshot).
+        self.init_fn = _callable("init_fn", init_fn)
+        self.work_fn = _callable("work_fn", work_fn)
         # Build once now so a bad configuration fails here, not at run().
         self._native_for(None)
 
@@ -1025,6 +1043,30 @@ class Sandbox:
         pipeline runs (see sandlock.Pipeline)."""
         return Stage(self, args)
 
+    def fork(self, n: int) -> "ForkResult":
+        """COW fork mode (README "Fork and reduce"): a template process
+        confines itself with this sandbox's policy, runs init_fn once, then
+        forks n copy-on-write clones; clone i runs work_fn(i) with
+        CLONE_ID=i in its environment and its stdout on a pipe of its own.
+        Returns at once with the clones running: a ForkResult (``pids``,
+        ``wait()`` -> one Result per clone, ``kill()``; a context manager).
+        ``timeout`` covers init_fn and the clones.  Settings that need a
+        supervisor are refused as by confine(); clones are not counted in
+        max_processes.  ConfinementError / ForkError (init_fn raised) /
+        TimeoutError if the template fails."""
+        from . import _fork
+
+        return _fork.start(self, n, self.init_fn, self.work_fn)
+
+    def reduce(self, cmd: Sequence[str], clones: "ForkResult",
+               timeout: Optional[float] = None) -> Result:
+        """Run cmd in this sandbox with the stdout of every clone of
+        ``clones`` (a ForkResult, waited for here), in clone-id order, on
+        its stdin; return cmd's Result."""
+        from . import _fork
+
+        return _fork.reduce(self, cmd, clones, timeout)
+
     def __enter__(self):
         return self
 
@@ -1140,6 +1182,7 @@ from . import _process  # noqa: E402  (needs Result, _Registrations above)
 from ._process import Process, StdioMode  # noqa: E402
 from ._pipeline import Gather, GatherPipeline, NamedStage, Pipeline, Stage  # noqa: E402
 from ._inputs import inputs  # noqa: E402
+from ._fork import ForkResult  # noqa: E402
 
 
 def landlock_abi_version() -> int:

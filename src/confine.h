@@ -1,0 +1,25 @@
+/*
+ * confine.h — the calling process confines itself (confine.c): what
+ * sandlock_confine and the fork mode's template (fork_child.c) share.
+ */
+#ifndef SANDLOCK_CONFINE_H
+#define SANDLOCK_CONFINE_H
+
+#include <stdbool.h>
+
+#include <linux/filter.h>
+
+#include "config.h"
+
+/* The first setting of sb a process cannot apply to itself, or NULL;
+ * for_fork: cwd, env and timeout are applied by the fork mode itself. */
+const char *sl_confine_refusal(const struct sandlock_sandbox *sb, bool for_fork);
+/* Limits, NO_NEW_PRIVS, capabilities dropped, Landlock ruleset rs, seccomp
+ * program prog, on the calling thread (the process must have only it).
+ * 0, or -1 with *err, *msg. */
+int sl_confine_apply(const struct sandlock_sandbox *sb, int rs, struct sock_fprog *prog,
+                     int *err, char **msg);
+/* Threads of this process from /proc/self/status; -1 when it cannot tell. */
+int sl_thread_count(void);
+
+#endif /* SANDLOCK_CONFINE_H */
