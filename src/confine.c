@@ -32,6 +32,8 @@ static const char *needs_child(const struct sandlock_sandbox *sb)
 		return "max_processes (needs the supervisor)";
 	if (sb->no_randomize_memory)
 		return "no_randomize_memory (takes effect at exec only)";
+	if (sb->workdir)
+		return "workdir (the copy-on-write layer needs the supervisor)";
 	return NULL;
 }
 

@@ -189,7 +189,7 @@ def check_report() -> str:
 _CONFINE_REFUSED = (("cwd", None), ("env", ()), ("clean_env", False), ("max_memory", None),
                     ("timeout", None), ("max_cpu", None),
                     ("max_processes", DEFAULT_MAX_PROCESSES),
-                    ("no_randomize_memory", False))
+                    ("no_randomize_memory", False), ("workdir", None))
 
 
 def confine_refusal(cfg) -> Optional[str]:
