@@ -51,6 +51,14 @@ struct sl_cow {
 	char *lower, *upper; /* absolute paths */
 	int lower_fd, upper_fd;
 	uint64_t max_disk;   /* bytes; 0 = unlimited */
+	/* With max_disk: upper files the guest deletes are moved here instead
+	 * (a process may still hold them open and write), so they keep
+	 * counting until the run ends.  NULL without a quota. */
+	char *trash;
+	int trash_fd;
+	uint64_t ntrash;
+	uint64_t used; /* an upper bound of bytes_used(), see sl_cow_charge */
+	dev_t upper_dev;
 	sl_strvec whiteouts;
 	struct record *rec;
 	size_t nrec, caprec;
@@ -194,7 +202,9 @@ static bool lower_visible(struct sl_cow *c, const char *rel, struct stat *st)
 	return !hidden(c, rel) && layer_stat(c->lower_fd, rel, false, st ? st : &tmp) == 0;
 }
 
-/* Bytes the upper layer holds (for max_disk). */
+/* Bytes the files of a tree hold (for max_disk): each non-directory
+ * counts its size or its allocated blocks, whichever is larger, so
+ * neither a sparse file nor a preallocation escapes. */
 static uint64_t tree_bytes(int root)
 {
 	int fd = openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -212,7 +222,9 @@ static uint64_t tree_bytes(int root)
 		struct stat st;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
-		sum += (uint64_t)st.st_blocks * 512;
+		uint64_t blocks = (uint64_t)st.st_blocks * 512, size = (uint64_t)st.st_size;
+		if (!S_ISDIR(st.st_mode))
+			sum += blocks > size ? blocks : size;
 		if (S_ISDIR(st.st_mode)) {
 			int sub = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_CLOEXEC);
 			if (sub >= 0) {
@@ -225,9 +237,63 @@ static uint64_t tree_bytes(int root)
 	return sum;
 }
 
-static bool over_quota(const struct sl_cow *c, uint64_t adding)
+/*
+ * The quota.  Every way a staged file can grow goes through here first
+ * (copy-up, and the guest's writes, which builtins/cowwrite.c performs
+ * itself), and c->used only ever adds what was charged, so it is an upper
+ * bound of what the layer holds.  Only when it would pass max_disk is the
+ * layer measured (upper + trash: shrinking and truncation give space
+ * back, deletion does not until the run ends).  The supervisor is one
+ * thread and performs the growth itself, so no growth is in flight while
+ * it measures.
+ */
+int sl_cow_charge(struct sl_cow *c, uint64_t bytes)
 {
-	return c->max_disk && tree_bytes(c->upper_fd) + adding > c->max_disk;
+	if (!c->max_disk)
+		return 0;
+	if (c->used + bytes > c->max_disk) {
+		c->used = tree_bytes(c->upper_fd) + (c->trash_fd >= 0 ? tree_bytes(c->trash_fd) : 0);
+		if (c->used + bytes > c->max_disk || c->used + bytes < c->used)
+			return -ENOSPC;
+	}
+	c->used += bytes;
+	return 0;
+}
+
+uint64_t sl_cow_room(struct sl_cow *c)
+{
+	if (!c->max_disk)
+		return UINT64_MAX;
+	if (sl_cow_charge(c, 0) < 0)
+		return 0;
+	c->used = tree_bytes(c->upper_fd) + (c->trash_fd >= 0 ? tree_bytes(c->trash_fd) : 0);
+	return c->used >= c->max_disk ? 0 : c->max_disk - c->used;
+}
+
+bool sl_cow_owns(const struct sl_cow *c, const char *path, const struct stat *st)
+{
+	if (st->st_dev != c->upper_dev)
+		return false;
+	return sl_path_under(path, c->upper) || (c->trash && sl_path_under(path, c->trash));
+}
+
+static bool over_quota(struct sl_cow *c, uint64_t adding)
+{
+	return sl_cow_charge(c, adding) < 0;
+}
+
+/* Before the upper name rel goes away (unlink, rename over it): with a
+ * quota, its last link is moved to the trash rather than freed, since an
+ * fd the guest holds may keep writing to it (see sl_cow_charge). */
+static int discard_upper(struct sl_cow *c, const char *rel)
+{
+	struct stat st;
+	if (c->trash_fd < 0 || layer_stat(c->upper_fd, rel, false, &st) != 0 ||
+	    !S_ISREG(st.st_mode) || st.st_nlink != 1)
+		return 0;
+	char name[32];
+	snprintf(name, sizeof name, "%llu", (unsigned long long)c->ntrash++);
+	return renameat(c->upper_fd, rel, c->trash_fd, name) == 0 ? 0 : -errno;
 }
 
 /* ---------------- lifecycle ---------------- */
@@ -242,7 +308,7 @@ struct sl_cow *sl_cow_new(const char *workdir, const char *storage, uint64_t max
 		*msg = sl_strdup("out of memory or storage path too long");
 		return NULL;
 	}
-	c->lower_fd = c->upper_fd = -1;
+	c->lower_fd = c->upper_fd = c->trash_fd = -1;
 	c->max_disk = max_disk;
 	c->lower = sl_strdup(workdir);
 	if (!mkdtemp(tmpl)) {
@@ -255,6 +321,20 @@ struct sl_cow *sl_cow_new(const char *workdir, const char *storage, uint64_t max
 	if (c->lower_fd < 0 || c->upper_fd < 0 || !c->lower || !c->upper) {
 		sl_fail(NULL, msg, 0, "workdir '%s': %s", workdir, strerror(errno));
 		goto fail;
+	}
+	struct stat st;
+	if (fstat(c->upper_fd, &st) < 0) {
+		sl_fail(NULL, msg, 0, "workdir storage '%s': %s", tmpl, strerror(errno));
+		goto fail;
+	}
+	c->upper_dev = st.st_dev;
+	if (max_disk) {
+		c->trash = sl_asprintf("%s.trash", tmpl);
+		if (!c->trash || mkdir(c->trash, 0700) < 0 ||
+		    (c->trash_fd = open(c->trash, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+			sl_fail(NULL, msg, 0, "workdir storage '%s': %s", storage, strerror(errno));
+			goto fail;
+		}
 	}
 	return c;
 fail:
@@ -296,6 +376,12 @@ void sl_cow_free(struct sl_cow *c, bool keep)
 		remove_tree(c->upper_fd);
 		rmdir(c->upper);
 	}
+	if (c->trash_fd >= 0) { /* what the guest deleted: never kept */
+		remove_tree(c->trash_fd);
+		rmdir(c->trash);
+		close(c->trash_fd);
+	}
+	free(c->trash);
 	if (c->lower_fd >= 0)
 		close(c->lower_fd);
 	if (c->upper_fd >= 0)
@@ -634,7 +720,10 @@ int sl_cow_unlink(struct sl_cow *c, const char *rel, bool dir)
 	}
 	if ((e = remember(c, rel)))
 		return e;
-	if (w == SL_COW_UPPER && unlinkat(c->upper_fd, rel, dir ? AT_REMOVEDIR : 0) < 0)
+	if (w == SL_COW_UPPER && !dir && (e = discard_upper(c, rel)))
+		return e;
+	if (w == SL_COW_UPPER && unlinkat(c->upper_fd, rel, dir ? AT_REMOVEDIR : 0) < 0 &&
+	    errno != ENOENT)
 		return -errno;
 	struct stat lst;
 	if (lower_visible(c, rel, &lst))
@@ -669,6 +758,67 @@ static int prepare_target(struct sl_cow *c, const char *to)
 	return over_quota(c, 0) ? -ENOSPC : 0;
 }
 
+/* Make the whole merged tree at rel upper (real entries copied up). */
+static int copy_up_tree(struct sl_cow *c, const char *rel)
+{
+	struct stat st;
+	int e = 0;
+	enum sl_cow_where w = sl_cow_lookup(c, rel, false, &st, &e);
+	if (w == SL_COW_NONE)
+		return -e;
+	if (w == SL_COW_LOWER && (e = copy_up(c, rel, false)))
+		return e;
+	if (!S_ISDIR(st.st_mode))
+		return 0;
+	struct ents l;
+	if ((e = merged_list(c, rel, &l)))
+		return e;
+	char child[4096];
+	for (size_t i = 0; !e && i < l.n; i++) {
+		const char *name = l.v[i].name;
+		if (!strcmp(name, ".") || !strcmp(name, ".."))
+			continue;
+		if (snprintf(child, sizeof child, "%s%s%s", rel, rel[0] ? "/" : "", name) >=
+		    (int)sizeof child)
+			e = -ENAMETOOLONG;
+		else
+			e = copy_up_tree(c, child);
+	}
+	ents_free(&l);
+	return e;
+}
+
+/* Hide every real name at and under rel, each by its own whiteout, so
+ * that recreating rel later does not bring its old children back. */
+static int whiteout_tree(struct sl_cow *c, const char *rel)
+{
+	struct stat st;
+	if (!lower_visible(c, rel, &st))
+		return 0;
+	int e = 0;
+	if (S_ISDIR(st.st_mode)) {
+		int fd = open_beneath(c->lower_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+		if (!d) {
+			if (fd >= 0)
+				close(fd);
+			return fd < 0 ? fd : -errno;
+		}
+		struct dirent *de;
+		char child[4096];
+		while (!e && (de = readdir(d))) {
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			if (snprintf(child, sizeof child, "%s/%s", rel, de->d_name) >= (int)sizeof child)
+				e = -ENAMETOOLONG;
+			else
+				e = whiteout_tree(c, child);
+		}
+		closedir(d);
+	}
+	return e ? e : whiteout(c, rel);
+}
+
 int sl_cow_rename(struct sl_cow *c, const char *from, const char *to, unsigned flags)
 {
 	struct stat sf, stt;
@@ -699,11 +849,6 @@ int sl_cow_rename(struct sl_cow *c, const char *from, const char *to, unsigned f
 		return renameat2(c->upper_fd, from, c->upper_fd, to, RENAME_EXCHANGE) == 0 ? 0 : -errno;
 	}
 	if (S_ISDIR(sf.st_mode)) {
-		/* A directory with real contents would have to be copied up
-		 * whole: EXDEV makes mv(1) and friends copy it instead, which
-		 * the layer then stages file by file. */
-		if (layer_stat(c->lower_fd, from, false, &lst) == 0)
-			return -EXDEV;
 		if (sl_path_under(to, from))
 			return -EINVAL;
 		if (wt != SL_COW_NONE) {
@@ -722,13 +867,21 @@ int sl_cow_rename(struct sl_cow *c, const char *from, const char *to, unsigned f
 	}
 	if ((e = prepare_target(c, to)))
 		return e;
-	if (wf == SL_COW_LOWER && (e = copy_up(c, from, false)))
+	/* A directory moves with its merged contents: what the real tree
+	 * holds under it is staged first, then every real name under the old
+	 * path is whited out (children first, see whiteout_tree). */
+	if (S_ISDIR(sf.st_mode) ? (e = copy_up_tree(c, from))
+	                        : (wf == SL_COW_LOWER && (e = copy_up(c, from, false))))
 		return e;
 	if (wt == SL_COW_UPPER && S_ISDIR(stt.st_mode) && unlinkat(c->upper_fd, to, AT_REMOVEDIR) < 0)
 		return -errno;
+	if (wt == SL_COW_UPPER && !S_ISDIR(stt.st_mode) && (e = discard_upper(c, to)))
+		return e;
 	if (renameat(c->upper_fd, from, c->upper_fd, to) < 0)
 		return -errno;
 	unwhite(c, to);
+	if (S_ISDIR(sf.st_mode))
+		return whiteout_tree(c, from);
 	if (lower_visible(c, from, &lst))
 		return whiteout(c, from);
 	return 0;

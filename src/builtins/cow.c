@@ -18,7 +18,10 @@
  *     hidden, written into the caller's buffer (its fd's offset counts
  *     entries);
  *   - the stat family, access, readlink: answered from the upper copy when
- *     there is one, ENOENT for a deleted path, else passed on.
+ *     there is one, ENOENT for a deleted path, else passed on;
+ *   - with max_disk, the fd calls that can grow a file (write family,
+ *     fallocate, ftruncate, ...): performed and charged by cowwrite.c when
+ *     the fd is a staged file, passed on otherwise.
  *
  * FAIL CLOSED: Landlock grants workdir read-only and the storage not at
  * all (builder.c), so a call this builtin misses (or a path spelled so
@@ -42,6 +45,7 @@
 #include "../childfd.h"
 #include "../compat.h"
 #include "../cow.h"
+#include "../cowwrite.h"
 #include "../result.h"
 #include "builtin.h"
 
@@ -479,12 +483,20 @@ static bool decide_rel(struct cow_state *s, const struct sl_call *call, const ch
 		return answer(act, r);
 	}
 	case __NR_truncate: {
+		if ((int64_t)a[1] < 0)
+			return answer(act, -EINVAL);
 		int fd = sl_cow_open(s->cow, rel, O_WRONLY, 0);
 		long r = fd;
-		if (fd >= 0) {
+		struct stat st;
+		if (fd >= 0 && fstat(fd, &st) < 0)
+			r = -errno;
+		else if (fd >= 0 && a[1] > (uint64_t)st.st_size &&
+		         sl_cow_charge(s->cow, a[1] - (uint64_t)st.st_size) < 0)
+			r = -ENOSPC;
+		else if (fd >= 0)
 			r = ftruncate(fd, (off_t)a[1]) == 0 ? 0 : -errno;
+		if (fd >= 0)
 			close(fd);
-		}
 		return answer(act, r);
 	}
 	case SLC_stat: case SLC_access: case SLC_readlink: case __NR_faccessat:
@@ -522,6 +534,10 @@ static bool cow_decide(void *state, const struct sl_call *call, sandlock_action_
 	int nr = call->n->syscall_nr;
 	if (nr == __NR_getdents64)
 		return do_dents(s, call, act);
+	long ret;
+	if (sl_cowwrite_is(nr))
+		return sl_cowwrite(s->cow, call->listener, call->n, call->mem, &ret) &&
+		       answer(act, ret);
 	if (nr == SLC_rename)
 		return do_pair(s, call, AT_FDCWD, a[0], AT_FDCWD, a[1], act);
 	if (nr == __NR_renameat || nr == __NR_renameat2)
@@ -552,6 +568,8 @@ static int cow_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out
 	for (size_t i = 0; i < sizeof k_cow_nrs / sizeof k_cow_nrs[0]; i++)
 		if (k_cow_nrs[i] >= 0 && sl_nrset_add(out, k_cow_nrs[i]) < 0)
 			return -1;
+	if (cfg->max_disk && sl_nrset_add_all(out, sl_cowwrite_nrs, sl_cowwrite_nrs_count) < 0)
+		return -1;
 	return 0;
 }
 
