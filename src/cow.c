@@ -416,7 +416,8 @@ const char *sl_cow_rel(const struct sl_cow *c, const char *abs)
 enum sl_cow_where sl_cow_lookup(struct sl_cow *c, const char *rel, bool follow, struct stat *st,
                                 int *e)
 {
-	int r = layer_stat(c->upper_fd, rel, follow, st);
+	/* workdir itself is the real directory (the upper root is ours). */
+	int r = rel[0] ? layer_stat(c->upper_fd, rel, follow, st) : -ENOENT;
 	if (r == 0)
 		return SL_COW_UPPER;
 	if (r != -ENOENT && r != -ENOTDIR) {
@@ -432,6 +433,11 @@ enum sl_cow_where sl_cow_lookup(struct sl_cow *c, const char *rel, bool follow, 
 		return SL_COW_LOWER;
 	*e = -r;
 	return SL_COW_NONE;
+}
+
+bool sl_cow_lower_dir(struct sl_cow *c, const char *rel, struct stat *st)
+{
+	return !hidden(c, rel) && layer_stat(c->lower_fd, rel, true, st) == 0 && S_ISDIR(st->st_mode);
 }
 
 /* The parent of rel must be a directory in the merged view. */

@@ -48,6 +48,9 @@ enum sl_cow_where { SL_COW_NONE, SL_COW_UPPER, SL_COW_LOWER };
 enum sl_cow_where sl_cow_lookup(struct sl_cow *c, const char *rel, bool follow, struct stat *st,
                                 int *e);
 
+/* True if the real tree shows a directory at rel (not whited out). */
+bool sl_cow_lower_dir(struct sl_cow *c, const char *rel, struct stat *st);
+
 /* The operations; each returns an fd / 0, or -errno, as the syscall would. */
 int sl_cow_open(struct sl_cow *c, const char *rel, int flags, mode_t mode);
 int sl_cow_open_upper(struct sl_cow *c, const char *rel, int flags); /* O_PATH lookups */

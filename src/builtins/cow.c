@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -144,6 +145,7 @@ static const int k_cow_nrs[] = {
 	SLC_stat,       SLC_lstat,      __NR_statx,      SLC_access,    __NR_faccessat,
 	__NR_faccessat2, SLC_readlink,   __NR_readlinkat, SLC_chmod,     __NR_fchmodat,
 	SLC_chown,      SLC_lchown,     __NR_fchownat,   __NR_utimensat,
+	__NR_getxattr,  __NR_lgetxattr, __NR_listxattr,  __NR_llistxattr,
 };
 
 struct cow_state {
@@ -266,6 +268,13 @@ static bool do_open(struct cow_state *s, const struct sl_call *call, const char 
 		enum sl_cow_where w = sl_cow_lookup(s->cow, rel, follow, &st, &e);
 		if (w == SL_COW_LOWER)
 			return false; /* the real, untouched file: read it as usual */
+		/* A directory the real tree has too is opened there, never in the
+		 * upper layer: lookups relative to the guest's fd then name real
+		 * paths, which this builtin resolves in the merged view (and
+		 * getdents on it is merged). */
+		struct stat lst;
+		if (w == SL_COW_UPPER && S_ISDIR(st.st_mode) && sl_cow_lower_dir(s->cow, rel, &lst))
+			return false;
 		if (w == SL_COW_NONE && e == ENOENT && !rel[0])
 			return false;
 	}
@@ -312,6 +321,38 @@ static bool do_dents(struct cow_state *s, const struct sl_call *call, sandlock_a
 	return answer(act, r);
 }
 
+/* getxattr/listxattr of a staged file (fd: its O_PATH fd): through the
+ * magic link, which xattr calls follow; a symlink's own has none. */
+static long do_xattr(int fd, const struct sl_call *call, bool follow)
+{
+	const sandlock_notif_t *n = call->n;
+	bool list = n->syscall_nr == __NR_listxattr || n->syscall_nr == __NR_llistxattr;
+	struct stat st;
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH) < 0)
+		return -errno;
+	if (!follow && S_ISLNK(st.st_mode))
+		return list ? 0 : -ENODATA;
+	char p[64], *name = NULL;
+	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	size_t cap = (size_t)(list ? n->args[2] : n->args[3]);
+	if (cap > 65536)
+		cap = 65536;
+	char *buf = malloc(cap ? cap : 1);
+	if (!list)
+		name = sandlock_mem_read_cstr(call->mem, n->args[1], 256);
+	long r = !buf || (!list && !name) ? -EFAULT : 0;
+	if (!r) {
+		ssize_t len = list ? listxattr(p, buf, cap) : getxattr(p, name, buf, cap);
+		r = len < 0 ? -errno : (long)len;
+	}
+	uint64_t dst = list ? n->args[1] : n->args[2];
+	if (r > 0 && cap && sandlock_mem_write(call->mem, dst, buf, (size_t)r) != 0)
+		r = -EFAULT;
+	free(buf);
+	sandlock_string_free(name);
+	return r;
+}
+
 /* stat/statx/access/readlink of rel from the upper copy. */
 static bool do_stat(struct cow_state *s, const struct sl_call *call, const char *rel,
                     bool follow, sandlock_action_t *act)
@@ -352,6 +393,9 @@ static bool do_stat(struct cow_state *s, const struct sl_call *call, const char 
 				len = (ssize_t)cap;
 			r = sandlock_mem_write(call->mem, buf, t, (size_t)len) == 0 ? len : -EFAULT;
 		}
+	} else if (nr == __NR_getxattr || nr == __NR_lgetxattr || nr == __NR_listxattr ||
+	           nr == __NR_llistxattr) {
+		r = do_xattr(fd, call, follow);
 	} else { /* access family: the caller has no capabilities, check bits */
 		int mode = (int)(nr == SLC_access ? n->args[1] : n->args[2]);
 		r = fstatat(fd, "", &st, AT_EMPTY_PATH) == 0 ? 0 : -errno;
@@ -424,6 +468,7 @@ static bool path_args(int nr, const uint64_t *a, int *dirfd, uint64_t *path)
 	case SLC_open: case SLC_creat: case SLC_unlink: case SLC_rmdir: case SLC_mkdir:
 	case SLC_mknod: case __NR_truncate: case SLC_stat: case SLC_lstat: case SLC_access:
 	case SLC_readlink: case SLC_chmod: case SLC_chown: case SLC_lchown:
+	case __NR_getxattr: case __NR_lgetxattr: case __NR_listxattr: case __NR_llistxattr:
 		*dirfd = AT_FDCWD;
 		*path = a[0];
 		return true;
@@ -499,6 +544,10 @@ static bool decide_rel(struct cow_state *s, const struct sl_call *call, const ch
 			close(fd);
 		return answer(act, r);
 	}
+	case __NR_getxattr: case __NR_listxattr:
+		return do_stat(s, call, rel, true, act);
+	case __NR_lgetxattr: case __NR_llistxattr:
+		return do_stat(s, call, rel, false, act);
 	case SLC_stat: case SLC_access: case SLC_readlink: case __NR_faccessat:
 		return do_stat(s, call, rel, nr != SLC_readlink, act);
 	case SLC_lstat:
