@@ -435,6 +435,11 @@ enum sl_cow_where sl_cow_lookup(struct sl_cow *c, const char *rel, bool follow, 
 	return SL_COW_NONE;
 }
 
+bool sl_cow_untouched(const struct sl_cow *c)
+{
+	return c->nrec == 0; /* remember() runs before anything is shadowed */
+}
+
 bool sl_cow_lower_dir(struct sl_cow *c, const char *rel, struct stat *st)
 {
 	return !hidden(c, rel) && layer_stat(c->lower_fd, rel, true, st) == 0 && S_ISDIR(st->st_mode);

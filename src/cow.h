@@ -48,6 +48,9 @@ enum sl_cow_where { SL_COW_NONE, SL_COW_UPPER, SL_COW_LOWER };
 enum sl_cow_where sl_cow_lookup(struct sl_cow *c, const char *rel, bool follow, struct stat *st,
                                 int *e);
 
+/* True while nothing is staged (no path shadowed yet): every read then
+ * sees the real tree as it is. */
+bool sl_cow_untouched(const struct sl_cow *c);
 /* True if the real tree shows a directory at rel (not whited out). */
 bool sl_cow_lower_dir(struct sl_cow *c, const char *rel, struct stat *st);
 

@@ -574,6 +574,25 @@ static bool decide_rel(struct cow_state *s, const struct sl_call *call, const ch
 	}
 }
 
+/* A call that only reads (lookups, listings, opens without write flags). */
+static bool reads_only(int nr, const uint64_t *a)
+{
+	if (nr == SLC_open || nr == __NR_openat) {
+		int flags = (int)a[nr == SLC_open ? 1 : 2];
+		return ((flags & O_ACCMODE) == O_RDONLY && !(flags & (O_CREAT | O_TRUNC)) &&
+		        (flags & O_TMPFILE) != O_TMPFILE) || (flags & O_PATH);
+	}
+	switch (nr) {
+	case __NR_getdents64: case __NR_newfstatat: case SLC_stat: case SLC_lstat: case __NR_statx:
+	case SLC_access: case __NR_faccessat: case __NR_faccessat2: case SLC_readlink:
+	case __NR_readlinkat: case __NR_getxattr: case __NR_lgetxattr: case __NR_listxattr:
+	case __NR_llistxattr:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static bool cow_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
 {
 	struct cow_state *s = state;
@@ -581,6 +600,9 @@ static bool cow_decide(void *state, const struct sl_call *call, sandlock_action_
 		return false;
 	const uint64_t *a = call->n->args;
 	int nr = call->n->syscall_nr;
+	/* Nothing staged yet: a read sees the real tree, no need to look. */
+	if (sl_cow_untouched(s->cow) && reads_only(nr, a))
+		return false;
 	if (nr == __NR_getdents64)
 		return do_dents(s, call, act);
 	long ret;
