@@ -89,6 +89,8 @@ static int fit(struct sl_cow *c, const struct stat *st, off_t pos, size_t *want)
 	if (!grow || sl_cow_charge(c, grow) == 0)
 		return 0;
 	uint64_t room = sl_cow_room(c);
+	if (room >= grow)
+		return sl_cow_charge(c, grow);
 	if (grow - room >= *want)
 		return -ENOSPC;
 	*want -= (size_t)(grow - room);
@@ -108,7 +110,8 @@ static long put(struct sl_cow *c, int fd, sandlock_mem_t *mem, const struct iove
 		return -errno;
 	if ((fl & O_ACCMODE) == O_RDONLY)
 		return -EBADF;
-	append |= (fl & O_APPEND) != 0;
+	bool o_append = (fl & O_APPEND) != 0;
+	append |= o_append;
 	char *buf = malloc(CHUNK);
 	if (!buf)
 		return -ENOMEM;
@@ -130,8 +133,11 @@ static long put(struct sl_cow *c, int fd, sandlock_mem_t *mem, const struct iove
 				err = -EFAULT;
 			if (err)
 				break;
-			/* pwrite keeps the file position (and appends on O_APPEND). */
-			ssize_t w = off >= 0 || append ? pwrite(fd, buf, want, pos) : write(fd, buf, want);
+			/* write() moves the shared file position (to the end on
+			 * O_APPEND); pwrite keeps it (and appends on O_APPEND too);
+			 * RWF_APPEND on a plain fd writes at the size. */
+			bool positioned = off >= 0 || (append && !o_append);
+			ssize_t w = positioned ? pwrite(fd, buf, want, pos) : write(fd, buf, want);
 			if (w < 0) {
 				err = -errno;
 				break;

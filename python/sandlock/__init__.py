@@ -1013,7 +1013,11 @@ class Sandbox:
         """Wait for the spawn()ed command and return its Result (with its
         captured output); the Sandbox is then free for the next one.
         timeout (seconds): TimeoutError if it is still running then."""
-        res = _process.current(self, "wait").wait(timeout)
+        try:
+            res = _process.current(self, "wait").wait(timeout)
+        except BranchError:  # the run is over; only its commit failed
+            _process.detach(self)
+            raise
         _process.detach(self)
         return res
 
