@@ -311,3 +311,18 @@ def test_cli_and_python_profiles_take_the_cow_keys(work):
         assert [(c.kind, c.path) for c in res.changes] == [("A", "a")]
     finally:
         os.unlink(prof)
+
+
+def test_keep_leaves_the_staged_layer_in_fs_storage(work):
+    store = tempfile.mkdtemp(prefix="sandlock-cow-store-", dir="/tmp")
+    try:
+        before = digest(work)
+        r = box(work, fs_storage=store, on_exit=sandlock.BranchAction.KEEP).run(
+            ["sh", "-c", "echo staged > f"])
+        assert r.success
+        assert digest(work) == before
+        layers = [d for d in os.listdir(store) if d.startswith("upper-")]
+        assert len(layers) == 1
+        assert open(os.path.join(store, layers[0], "f")).read() == "staged\n"
+    finally:
+        shutil.rmtree(store, ignore_errors=True)
