@@ -1085,18 +1085,25 @@ static int real_parent(struct sl_cow *c, const char *rel, const char **name)
 	return open_beneath(c->lower_fd, p, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
 }
 
-/* Stage the upper rel next to its real target under a temporary name,
- * synced; then rename it into place (NOREPLACE for an added file). */
-static int install_file(struct sl_cow *c, const char *rel, const struct stat *u, bool replace)
+/* A file written next to its real target under a temporary name, waiting
+ * for the rename that puts it in place (see sl_cow_commit). */
+struct pending {
+	const struct sl_change *x;
+	char tmp[40];
+	bool replace;
+};
+
+/* Write the upper rel next to its real target as p->tmp (not synced yet). */
+static int stage_file(struct sl_cow *c, const char *rel, const struct stat *u, struct pending *p)
 {
 	const char *name;
 	int dir = real_parent(c, rel, &name);
 	if (dir < 0)
 		return dir;
-	char tmp[64];
+	char *tmp = p->tmp;
 	uint32_t rnd = 0;
 	(void)!getrandom(&rnd, sizeof rnd, 0);
-	snprintf(tmp, sizeof tmp, ".sandlock-commit-%08x", rnd);
+	snprintf(tmp, sizeof p->tmp, ".sandlock-commit-%08x", rnd);
 	int e = 0;
 	if (S_ISLNK(u->st_mode)) {
 		char target[4096];
@@ -1115,17 +1122,33 @@ static int install_file(struct sl_cow *c, const char *rel, const struct stat *u,
 		int out = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		                 u->st_mode & 07777);
 		e = in < 0 ? in : out < 0 ? -errno : copy_data(in, out);
-		if (!e && (fchmod(out, u->st_mode & 07777) < 0 || fsync(out) < 0))
+		if (!e && fchmod(out, u->st_mode & 07777) < 0)
 			e = -errno;
 		if (in >= 0)
 			close(in);
 		if (out >= 0)
 			close(out);
 	}
-	if (!e && renameat2(dir, tmp, dir, name, replace ? 0 : RENAME_NOREPLACE) < 0)
-		e = -errno;
 	if (e)
 		unlinkat(dir, tmp, 0);
+	close(dir);
+	return e;
+}
+
+/* Rename a staged temporary into place (NOREPLACE for an added file),
+ * unless the real file moved on since the check: then it is a conflict
+ * (-EBUSY) and the temporary is removed. */
+static int put_in_place(struct sl_cow *c, const struct pending *p)
+{
+	const char *name;
+	int dir = real_parent(c, p->x->path, &name);
+	if (dir < 0)
+		return dir;
+	int e = moved_on(c, p->x->path) ? -EBUSY : 0;
+	if (!e && renameat2(dir, p->tmp, dir, name, p->replace ? 0 : RENAME_NOREPLACE) < 0)
+		e = -errno;
+	if (e)
+		unlinkat(dir, p->tmp, 0);
 	close(dir);
 	return e;
 }
@@ -1170,6 +1193,13 @@ int sl_cow_commit(struct sl_cow *c, const struct sl_changes *ch, struct sl_chang
 			e = r;
 	}
 	free(dels);
+	/* Files are written as temporaries first, all synced at once (one
+	 * syncfs instead of an fsync each), then renamed into place: each
+	 * file is replaced atomically, and only by complete contents. */
+	struct pending *pend = calloc(ch->n + 1, sizeof(*pend));
+	size_t np = 0;
+	if (!pend)
+		return -ENOMEM;
 	/* Sorted by path: a directory comes before what it holds. */
 	for (size_t i = 0; !e && i < ch->n; i++) {
 		const struct sl_change *x = &ch->v[i];
@@ -1202,13 +1232,37 @@ int sl_cow_commit(struct sl_cow *c, const struct sl_changes *ch, struct sl_chang
 		} else {
 			if (real && S_ISDIR(l.st_mode))
 				r = apply_delete(c, x->path);
-			if (!r)
-				r = install_file(c, x->path, &u, real && !S_ISDIR(l.st_mode));
+			pend[np].x = x;
+			pend[np].replace = real && !S_ISDIR(l.st_mode);
+			if (!r && (r = stage_file(c, x->path, &u, &pend[np])) == 0)
+				np++;
 		}
 		if (r == -EEXIST || r == -ENOTEMPTY)
 			e = push_change(conflicts, x->kind, x->path);
 		else
 			e = r;
 	}
+	if (!e && np) { /* syncfs needs a real fd; lower_fd is O_PATH */
+		int sfd = open_beneath(c->lower_fd, "", O_RDONLY | O_DIRECTORY, 0);
+		e = sfd < 0 ? sfd : syncfs(sfd) < 0 ? -errno : 0;
+		if (sfd >= 0)
+			close(sfd);
+	}
+	for (size_t i = 0; i < np; i++) {
+		int r = e ? -ECANCELED : put_in_place(c, &pend[i]);
+		if (r == -ECANCELED) {
+			const char *name;
+			int dir = real_parent(c, pend[i].x->path, &name);
+			if (dir >= 0) {
+				unlinkat(dir, pend[i].tmp, 0);
+				close(dir);
+			}
+		} else if (r == -EBUSY || r == -EEXIST) {
+			e = push_change(conflicts, pend[i].x->kind, pend[i].x->path);
+		} else if (r) {
+			e = r;
+		}
+	}
+	free(pend);
 	return e;
 }

@@ -278,7 +278,8 @@ static bool do_open(struct cow_state *s, const struct sl_call *call, const char 
 		if (w == SL_COW_NONE && e == ENOENT && !rel[0])
 			return false;
 	}
-	int fd = sl_cow_open(s->cow, rel, flags, mode & ~child_umask(call));
+	bool creates = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+	int fd = sl_cow_open(s->cow, rel, flags, creates ? mode & ~child_umask(call) : 0);
 	if (fd < 0)
 		return answer(act, fd);
 	sandlock_action_set_inject_fd_send(act, fd, (flags & O_CLOEXEC) ? O_CLOEXEC : 0);
