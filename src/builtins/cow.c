@@ -277,6 +277,14 @@ static bool do_open(struct cow_state *s, const struct sl_call *call, const char 
 			return false;
 		if (w == SL_COW_NONE && e == ENOENT && !rel[0])
 			return false;
+		if (w == SL_COW_NONE)
+			return answer(act, -e);
+		/* A read of a staged file: opened there at once (looked up above). */
+		int fd = sl_cow_open_upper(s->cow, rel, flags);
+		if (fd < 0)
+			return answer(act, fd);
+		sandlock_action_set_inject_fd_send(act, fd, (flags & O_CLOEXEC) ? O_CLOEXEC : 0);
+		return true;
 	}
 	bool creates = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
 	int fd = sl_cow_open(s->cow, rel, flags, creates ? mode & ~child_umask(call) : 0);
