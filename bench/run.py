@@ -20,6 +20,12 @@ Figures:
             the last clone's Result), vs a bare os.fork() loop doing the same
             (a pipe per child, read to the end, reaped) and vs the reference's
             published ~530 us per clone
+  cow       the copy-on-write workdir: ns per openat+close of a file in a
+            workdir (bare; sandboxed without COW; COW, untouched real file,
+            passed to the kernel; COW, staged file, opened in the upper layer
+            and injected), and ms for `tar x` of UNTAR_FILES small files
+            (bare; sandboxed into an fs_writable dir; COW workdir, aborted)
+            plus the commit of that tree (COMMIT run minus ABORT run)
 Each figure is a median over a few repetitions; each ratio is against the
 figure it is compared with, all measured in this one invocation.  Nothing
 here asserts on timing: the numbers are for reading.
@@ -195,6 +201,80 @@ def fork_figures():
             raise RuntimeError("fork bench: wrong clone output")
     return {"fork_clone_us": statistics.median(sandboxed),
             "fork_bare_us": statistics.median(bare)}
+UNTAR_FILES = int(os.environ.get("BENCH_UNTAR_FILES", "2000"))
+
+
+def cow_figures():
+    """The COW workdir's cost: an openat loop and an untar, bare vs COW."""
+    import io
+    import shutil
+    import tarfile
+    import tempfile
+    sys.path.insert(0, str(REPO / "python"))
+    import sandlock
+
+    top = tempfile.mkdtemp(prefix="sandlock-bench-cow-", dir="/tmp")
+    try:
+        work = os.path.join(top, "work")
+        os.mkdir(work)
+        target = os.path.join(work, "file")
+        with open(target, "w") as f:
+            f.write("x\n")
+        tarball = os.path.join(top, "tree.tar")
+        with tarfile.open(tarball, "w") as t:
+            for i in range(UNTAR_FILES):
+                data = b"int x%d;\n" % i
+                info = tarfile.TarInfo("src/d%02d/f%04d.c" % (i % 40, i))
+                info.size, info.mode = len(data), 0o644
+                t.addfile(info, io.BytesIO(data))
+        loop = [str(BENCH / "loop_open"), str(OPENAT_N)]
+        ro = SYS_RO + [str(BENCH), tarball]
+        plain = sandlock.Sandbox(fs_readable=ro + [work], cwd=work)
+        cow = sandlock.Sandbox(fs_readable=ro, workdir=work, cwd=work, on_exit="abort")
+        staged = ["/bin/sh", "-c", 'echo y >> file && exec "$0" "$1" file'] + loop
+
+        def ns(box, argv):
+            if box is None:
+                return float(subprocess.run(argv, capture_output=True, check=True,
+                                            text=True, cwd=work).stdout)
+            r = box.run(argv)
+            assert r.success, r.stderr
+            return float(as_text(r.stdout))
+
+        def untar_ms(box):
+            dest = tempfile.mkdtemp(dir=top)
+            argv = ["/bin/tar", "xf", tarball]
+            t0 = time.perf_counter()
+            if box is None:
+                subprocess.run(argv, cwd=dest, check=True)
+            else:
+                r = box(dest).run(argv)
+                assert r.success, r.stderr
+            ms = (time.perf_counter() - t0) * 1e3
+            shutil.rmtree(dest)
+            return ms
+
+        def writable(d):
+            return sandlock.Sandbox(fs_readable=ro, fs_writable=[d], cwd=d)
+
+        def cow_box(action):
+            return lambda d: sandlock.Sandbox(fs_readable=ro, workdir=d, cwd=d, on_exit=action)
+
+        runs = {k: [] for k in ("cow_open_bare_ns", "cow_open_plain_ns", "cow_open_lower_ns",
+                                "cow_open_upper_ns", "cow_untar_bare_ms", "cow_untar_plain_ms",
+                                "cow_untar_abort_ms", "cow_untar_commit_ms")}
+        for _ in range(REPS):  # interleaved: every variant sees the same load
+            runs["cow_open_bare_ns"].append(ns(None, loop + ["file"]))
+            runs["cow_open_plain_ns"].append(ns(plain, loop + ["file"]))
+            runs["cow_open_lower_ns"].append(ns(cow, loop + ["file"]))
+            runs["cow_open_upper_ns"].append(ns(cow, staged))
+            runs["cow_untar_bare_ms"].append(untar_ms(None))
+            runs["cow_untar_plain_ms"].append(untar_ms(writable))
+            runs["cow_untar_abort_ms"].append(untar_ms(cow_box("abort")))
+            runs["cow_untar_commit_ms"].append(untar_ms(cow_box("commit")))
+        return {k: statistics.median(v) for k, v in runs.items()}
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def row(label, value, unit, *bases):
@@ -226,6 +306,11 @@ def main():
         fig.update(fork_figures())
     except Exception as e:
         print(f"fork figures failed: {type(e).__name__}: {e}", file=sys.stderr)
+
+    try:
+        fig.update(cow_figures())
+    except Exception as e:
+        print(f"cow figures failed: {type(e).__name__}: {e}", file=sys.stderr)
 
     print(f"sandlock benchmarks (median of {REPS} runs for openat, "
           f"{STARTUP_RUNS} for startup)")
@@ -282,6 +367,27 @@ def main():
         print(row("bare os.fork() loop (pipe per child)", fig["fork_bare_us"], "us"))
         print(row("Sandbox.fork (confined clones)", fig["fork_clone_us"], "us", bare,
                   ("vs reference 530 us", REFERENCE_FORK_US)))
+    if "cow_open_bare_ns" in fig:
+        print(f"copy-on-write workdir: openat+close of a workdir file (loop of {OPENAT_N})")
+        bare = ("vs bare", fig["cow_open_bare_ns"])
+        plain = ("vs no COW", fig["cow_open_plain_ns"])
+        for key, label, bases in (
+                ("cow_open_bare_ns", "bare, no sandbox", ()),
+                ("cow_open_plain_ns", "sandboxed, no workdir", (bare,)),
+                ("cow_open_lower_ns", "COW, real file (passed on)", (plain, bare)),
+                ("cow_open_upper_ns", "COW, staged file (upper, injected)", (plain, bare))):
+            print(row(label, fig[key], "ns", *bases))
+        print(f"copy-on-write workdir: tar x of {UNTAR_FILES} small files (whole run)")
+        bare = ("vs bare", fig["cow_untar_bare_ms"])
+        plain = ("vs no COW", fig["cow_untar_plain_ms"])
+        for key, label, bases in (
+                ("cow_untar_bare_ms", "bare, no sandbox", ()),
+                ("cow_untar_plain_ms", "sandboxed, fs_writable dir", (bare,)),
+                ("cow_untar_abort_ms", "COW workdir, ABORT", (plain, bare)),
+                ("cow_untar_commit_ms", "COW workdir, COMMIT", (plain, bare))):
+            print(row(label, fig[key], "ms", *bases))
+        print(f"  commit of the {UNTAR_FILES}-file tree (COMMIT - ABORT): "
+              f"{fig['cow_untar_commit_ms'] - fig['cow_untar_abort_ms']:.1f} ms")
     if "openat_py_handler_ns" not in fig:
         return 1
     return 0

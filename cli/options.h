@@ -51,6 +51,12 @@ enum cli_opt_id {
 	OPT_STATUS_FD,
 	OPT_NUM_CPUS,
 	OPT_DETERMINISTIC_DIRS,
+	OPT_WORKDIR,
+	OPT_FS_STORAGE,
+	OPT_ON_EXIT,
+	OPT_ON_ERROR,
+	OPT_MAX_DISK,
+	OPT_DRY_RUN,
 	OPT_HELP,
 	/* getopt's val for the i-th entry of cli_unsupported[] */
 	OPT_UNSUPPORTED_BASE = 1024,

@@ -354,6 +354,62 @@ static int k_extra_deny(struct pctx *c, const struct toml_value *v)
 	return 0;
 }
 
+/* The COW workdir keys: handed over as the matching flags' values. */
+static int string_op(struct pctx *c, const struct toml_value *v, int id)
+{
+	if (want(c, v, TOML_STRING) < 0)
+		return -1;
+	if (!v->u.s[0])
+		return perr(c, v, "empty path");
+	return op(c, v, id, v->u.s);
+}
+
+static int k_workdir(struct pctx *c, const struct toml_value *v)
+{
+	return string_op(c, v, OPT_WORKDIR);
+}
+
+static int k_fs_storage(struct pctx *c, const struct toml_value *v)
+{
+	return string_op(c, v, OPT_FS_STORAGE);
+}
+
+static int branch_op(struct pctx *c, const struct toml_value *v, int id)
+{
+	if (want(c, v, TOML_STRING) < 0)
+		return -1;
+	if (strcmp(v->u.s, "commit") && strcmp(v->u.s, "abort") && strcmp(v->u.s, "keep"))
+		return perr(c, v, "'%s' is not a branch action (commit, abort or keep)", v->u.s);
+	return op(c, v, id, v->u.s);
+}
+
+static int k_on_exit(struct pctx *c, const struct toml_value *v)
+{
+	return branch_op(c, v, OPT_ON_EXIT);
+}
+
+static int k_on_error(struct pctx *c, const struct toml_value *v)
+{
+	return branch_op(c, v, OPT_ON_ERROR);
+}
+
+static int k_disk(struct pctx *c, const struct toml_value *v)
+{
+	char num[32];
+	uint64_t bytes = 0;
+	if (v->type == TOML_INT) {
+		if (v->u.i <= 0)
+			return perr(c, v, "must be greater than zero");
+		snprintf(num, sizeof num, "%lld", (long long)v->u.i);
+		return op(c, v, OPT_MAX_DISK, num);
+	}
+	if (want(c, v, TOML_STRING) < 0)
+		return -1;
+	if (sandlock_parse_memory_size(v->u.s, &bytes) < 0)
+		return perr(c, v, "'%s': expected a size such as 4096, 100M or 1G", v->u.s);
+	return op(c, v, OPT_MAX_DISK, v->u.s);
+}
+
 /* A value that asks for nothing: what omitting the key would mean. */
 static bool asks_nothing(const struct toml_value *v)
 {
@@ -387,8 +443,8 @@ static const struct key_spec schema[] = {
 	{ "config", "http_key", k_unsupported },
 	{ "config", "http_inject_ca", k_unsupported },
 	{ "config", "http_ca_out", k_unsupported },
-	{ "config", "fs_storage", k_unsupported },
-	{ "config", "workdir", k_unsupported },
+	{ "config", "fs_storage", k_fs_storage },
+	{ "config", "workdir", k_workdir },
 	{ "determinism", "random_seed", k_random_seed },
 	{ "determinism", "time_start", k_time_start },
 	{ "determinism", "deterministic_dirs", k_deterministic_dirs },
@@ -408,8 +464,8 @@ static const struct key_spec schema[] = {
 	{ "filesystem", "deny", k_deny },
 	{ "filesystem", "chroot", k_unsupported },
 	{ "filesystem", "mount", k_unsupported },
-	{ "filesystem", "on_exit", k_unsupported },
-	{ "filesystem", "on_error", k_unsupported },
+	{ "filesystem", "on_exit", k_on_exit },
+	{ "filesystem", "on_error", k_on_error },
 	{ "network", "allow", k_net_allow },
 	{ "network", "allow_bind", k_net_bind },
 	{ "network", "deny_bind", k_net_deny_bind },
@@ -423,7 +479,7 @@ static const struct key_spec schema[] = {
 	{ "limits", "processes", k_processes },
 	{ "limits", "open_files", k_open_files },
 	{ "limits", "cpu", k_cpu },
-	{ "limits", "disk", k_unsupported },
+	{ "limits", "disk", k_disk },
 	{ "limits", "gpu_devices", k_never },
 	{ "limits", "cpu_cores", k_cpu_cores },
 	{ "limits", "num_cpus", k_num_cpus },

@@ -143,12 +143,68 @@ static json_t *result_object(const struct cli_report *rep, const sandlock_result
 	return o;
 }
 
+/* The change list (or the conflicts) as [{"kind", "path"}]. */
+static json_t *changes_array(const sandlock_result_t *r, bool conflicts)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < sandlock_result_change_count(r, conflicts); i++) {
+		char k[2] = { 0, 0 };
+		const char *p = sandlock_result_change(r, conflicts, i, &k[0]);
+		json_t *path = json_string(p);
+		json_array_append_new(a, json_pack("{s:s, s:o}", "kind", k, "path",
+		                                   path ? path : json_string("(path is not UTF-8)")));
+	}
+	return a;
+}
+
+static void add_changes(json_t *o, const sandlock_result_t *r)
+{
+	json_object_set_new(o, "changes", changes_array(r, false));
+	if (sandlock_result_change_count(r, true))
+		json_object_set_new(o, "conflicts", changes_array(r, true));
+	const char *kept = sandlock_result_cow_kept(r);
+	if (kept)
+		json_object_set_new(o, "kept", json_string(kept));
+	const char *e = sandlock_result_cow_error(r);
+	if (e)
+		json_object_set_new(o, "workdir_error", json_string(e));
+}
+
+/* What a commit could not do, said on stderr (the work is kept). */
+static void warn_branch(const sandlock_result_t *r)
+{
+	const char *e = sandlock_result_cow_error(r), *kept = sandlock_result_cow_kept(r);
+	size_t n = sandlock_result_change_count(r, true);
+	if (e)
+		fprintf(stderr, "sandlock: workdir: %s\n", e);
+	for (size_t i = 0; i < n; i++) {
+		char k;
+		const char *p = sandlock_result_change(r, true, i, &k);
+		fprintf(stderr, "sandlock: workdir: not committed (changed meanwhile): %c %s\n", k, p);
+	}
+	if (kept && (e || n))
+		fprintf(stderr, "sandlock: workdir: staged changes kept in %s\n", kept);
+}
+
 void cli_report_end(struct cli_report *rep, const sandlock_result_t *r, int status,
                     const char *msg)
 {
+	if (r && rep->workdir)
+		warn_branch(r);
+	if (r && rep->dry_run && !rep->json) {
+		for (size_t i = 0; i < sandlock_result_change_count(r, false); i++) {
+			char k;
+			const char *p = sandlock_result_change(r, false, i, &k);
+			printf("%c %s\n", k, p);
+		}
+		fflush(stdout);
+	}
 	if (rep->json) {
 		fflush(stdout);
-		emit(STDOUT_FILENO, result_object(rep, r, status, msg));
+		json_t *o = result_object(rep, r, status, msg);
+		if (o && r && rep->workdir)
+			add_changes(o, r);
+		emit(STDOUT_FILENO, o);
 	}
 	if (rep->status_fd >= 0) {
 		json_t *o = result_object(rep, r, status, msg);

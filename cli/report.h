@@ -5,6 +5,10 @@
  *                   {"exit_code", "reason", "signal", "duration_ms"}, or
  *                   {"exit_code", "reason": "error", "error"} when sandlock
  *                   could not run it.
+ *                   With --workdir, also "changes" [{"kind", "path"}], and
+ *                   "conflicts" / "kept" when a commit left changes out.
+ *   --dry-run       without --json, the change list as "K path" lines on
+ *                   stdout after the command's own output.
  *   --status-fd FD  JSON lines on FD: {"event": "started", "child_pid"}
  *                   once the sandbox runs, then the same object as --json
  *                   with "event": "exited".
@@ -21,6 +25,8 @@ struct cli_report {
 	bool json;
 	int status_fd; /* -1: none */
 	uint64_t start_ms;
+	bool workdir; /* a COW workdir: report its changes */
+	bool dry_run; /* --dry-run: print the change list */
 };
 
 /* Check FD is open for writing and keep it out of the sandbox.

@@ -259,7 +259,15 @@ static int apply_option(struct run_args *ra, int id, const char *arg)
 	case OPT_EXTRA_DENY:
 	case OPT_ALLOW_DEGRADED:
 	case OPT_DISABLE:
+	case OPT_WORKDIR:
+	case OPT_FS_STORAGE:
+	case OPT_ON_EXIT:
+	case OPT_ON_ERROR:
+	case OPT_MAX_DISK:
 		return cli_ops_add(&c->ops, id, arg) < 0 ? out_of_memory() : 0;
+	case OPT_DRY_RUN:
+		ra->rep.dry_run = true;
+		return 0;
 	case OPT_PROFILE:
 		ra->profile = arg;
 		return 0;
@@ -491,6 +499,32 @@ static int apply_protection(sandlock_builder_t *b, int id, const char *arg)
 	return bad_value(id, arg, "unknown protection (see 'sandlock run --help')");
 }
 
+/* --on-exit / --on-error ACTION, --max-disk SIZE. */
+static int apply_branch(sandlock_builder_t *b, const struct cli_op *op)
+{
+	static const char *const names[] = { "commit", "abort", "keep" };
+	if (op->id == OPT_MAX_DISK) {
+		uint64_t v = 0;
+		int pr = sandlock_parse_memory_size(op->arg, &v);
+		if (pr < 0)
+			return bad_value(op->id, op->arg, pr == -2   ? "must be greater than zero"
+			                                  : pr == -3 ? "number too large"
+			                                             : "expected a size such as 4096, 100M or 1G");
+		sandlock_sandbox_builder_max_disk(b, v);
+		return 0;
+	}
+	for (int a = SANDLOCK_BRANCH_COMMIT; a <= SANDLOCK_BRANCH_KEEP; a++) {
+		if (strcmp(op->arg, names[a]) != 0)
+			continue;
+		if (op->id == OPT_ON_EXIT)
+			sandlock_sandbox_builder_on_exit(b, a);
+		else
+			sandlock_sandbox_builder_on_error(b, a);
+		return 0;
+	}
+	return bad_value(op->id, op->arg, "expected commit, abort or keep");
+}
+
 static int apply_knob(sandlock_builder_t *b, const struct cli_op *op)
 {
 	uint64_t v = 0;
@@ -545,6 +579,16 @@ static int apply_knob(sandlock_builder_t *b, const struct cli_op *op)
 	case OPT_UNIX_READABLE:
 		sandlock_sandbox_builder_net_unix_readable(b, true);
 		return 0;
+	case OPT_WORKDIR:
+		sandlock_sandbox_builder_workdir(b, op->arg);
+		return 0;
+	case OPT_FS_STORAGE:
+		sandlock_sandbox_builder_fs_storage(b, op->arg);
+		return 0;
+	case OPT_ON_EXIT:
+	case OPT_ON_ERROR:
+	case OPT_MAX_DISK:
+		return apply_branch(b, op);
 	default: /* OPT_ALLOW_DEGRADED, OPT_DISABLE */
 		return apply_protection(b, op->id, op->arg);
 	}
@@ -632,6 +676,16 @@ static int run_config(const struct cli_cfg *cfg, struct cli_report *rep, struct 
 			sandlock_sandbox_builder_free(b);
 			return run_failed(rep, rc, "invalid option value");
 		}
+		rep->workdir |= cfg->ops.v[i].id == OPT_WORKDIR;
+	}
+	if (rep->dry_run && !rep->workdir) {
+		sandlock_sandbox_builder_free(b);
+		fprintf(stderr, "sandlock: --dry-run needs --workdir DIR\n");
+		return run_failed(rep, EXIT_SANDLOCK, "--dry-run needs --workdir DIR");
+	}
+	if (rep->dry_run) { /* whatever a profile or flag asked: nothing is applied */
+		sandlock_sandbox_builder_on_exit(b, SANDLOCK_BRANCH_ABORT);
+		sandlock_sandbox_builder_on_error(b, SANDLOCK_BRANCH_ABORT);
 	}
 	/* Stream the command's output live instead of capturing it. */
 	sandlock_sandbox_builder_inherit_stdio(b, !learn);

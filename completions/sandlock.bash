@@ -37,7 +37,7 @@ _sandlock()
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return
 		;;
-	-C | --cwd)
+	-C | --cwd | --workdir | --fs-storage)
 		COMPREPLY=($(compgen -d -- "$cur"))
 		return
 		;;
@@ -56,12 +56,19 @@ _sandlock()
 		COMPREPLY=($(compgen -W 'sysv_ipc' -- "$cur"))
 		return
 		;;
+	--on-exit | --on-error)
+		COMPREPLY=($(compgen -W 'commit abort keep' -- "$cur"))
+		return
+		;;
+	--max-disk)
+		return
+		;;
 	esac
 	COMPREPLY=($(compgen -W '--fs-read --fs-write --fs-deny --max-memory
 		--max-processes --timeout --net-allow --net-allow-bind --clean-env --env
 		--net-deny --net-deny-bind --allow-unix --net-unix-readable
 		--max-open-files --max-cpu --cpu-cores --num-cpus --no-coredump --no-huge-pages
 		--no-randomize-memory --extra-deny-syscalls --allow-degraded --disable
-		--extra-allow-syscalls --cwd --name --interactive --random-seed --time-start --deterministic-dirs --profile --profile-file --json --trace --status-fd --help --' -- "$cur"))
+		--extra-allow-syscalls --cwd --name --interactive --random-seed --time-start --deterministic-dirs --workdir --fs-storage --on-exit --on-error --max-disk --dry-run --profile --profile-file --json --trace --status-fd --help --' -- "$cur"))
 }
 complete -F _sandlock sandlock

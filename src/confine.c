@@ -40,6 +40,8 @@ const char *sl_confine_refusal(const struct sandlock_sandbox *sb, bool for_fork)
 		return "num_cpus (needs the supervisor)";
 	if (sb->deterministic_dirs)
 		return "deterministic_dirs (needs the supervisor)";
+	if (sb->workdir)
+		return "workdir (the copy-on-write layer needs the supervisor)";
 	return NULL;
 }
 

@@ -51,6 +51,14 @@ struct sl_cow {
 	char *lower, *upper; /* absolute paths */
 	int lower_fd, upper_fd;
 	uint64_t max_disk;   /* bytes; 0 = unlimited */
+	/* With max_disk: upper files the guest deletes are moved here instead
+	 * (a process may still hold them open and write), so they keep
+	 * counting until the run ends.  NULL without a quota. */
+	char *trash;
+	int trash_fd;
+	uint64_t ntrash;
+	uint64_t used; /* an upper bound of bytes_used(), see sl_cow_charge */
+	dev_t upper_dev;
 	sl_strvec whiteouts;
 	struct record *rec;
 	size_t nrec, caprec;
@@ -194,7 +202,9 @@ static bool lower_visible(struct sl_cow *c, const char *rel, struct stat *st)
 	return !hidden(c, rel) && layer_stat(c->lower_fd, rel, false, st ? st : &tmp) == 0;
 }
 
-/* Bytes the upper layer holds (for max_disk). */
+/* Bytes the files of a tree hold (for max_disk): each non-directory
+ * counts its size or its allocated blocks, whichever is larger, so
+ * neither a sparse file nor a preallocation escapes. */
 static uint64_t tree_bytes(int root)
 {
 	int fd = openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -212,7 +222,9 @@ static uint64_t tree_bytes(int root)
 		struct stat st;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
-		sum += (uint64_t)st.st_blocks * 512;
+		uint64_t blocks = (uint64_t)st.st_blocks * 512, size = (uint64_t)st.st_size;
+		if (!S_ISDIR(st.st_mode))
+			sum += blocks > size ? blocks : size;
 		if (S_ISDIR(st.st_mode)) {
 			int sub = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_CLOEXEC);
 			if (sub >= 0) {
@@ -225,9 +237,63 @@ static uint64_t tree_bytes(int root)
 	return sum;
 }
 
-static bool over_quota(const struct sl_cow *c, uint64_t adding)
+/*
+ * The quota.  Every way a staged file can grow goes through here first
+ * (copy-up, and the guest's writes, which builtins/cowwrite.c performs
+ * itself), and c->used only ever adds what was charged, so it is an upper
+ * bound of what the layer holds.  Only when it would pass max_disk is the
+ * layer measured (upper + trash: shrinking and truncation give space
+ * back, deletion does not until the run ends).  The supervisor is one
+ * thread and performs the growth itself, so no growth is in flight while
+ * it measures.
+ */
+int sl_cow_charge(struct sl_cow *c, uint64_t bytes)
 {
-	return c->max_disk && tree_bytes(c->upper_fd) + adding > c->max_disk;
+	if (!c->max_disk)
+		return 0;
+	if (c->used + bytes > c->max_disk) {
+		c->used = tree_bytes(c->upper_fd) + (c->trash_fd >= 0 ? tree_bytes(c->trash_fd) : 0);
+		if (c->used + bytes > c->max_disk || c->used + bytes < c->used)
+			return -ENOSPC;
+	}
+	c->used += bytes;
+	return 0;
+}
+
+uint64_t sl_cow_room(struct sl_cow *c)
+{
+	if (!c->max_disk)
+		return UINT64_MAX;
+	if (sl_cow_charge(c, 0) < 0)
+		return 0;
+	c->used = tree_bytes(c->upper_fd) + (c->trash_fd >= 0 ? tree_bytes(c->trash_fd) : 0);
+	return c->used >= c->max_disk ? 0 : c->max_disk - c->used;
+}
+
+bool sl_cow_owns(const struct sl_cow *c, const char *path, const struct stat *st)
+{
+	if (st->st_dev != c->upper_dev)
+		return false;
+	return sl_path_under(path, c->upper) || (c->trash && sl_path_under(path, c->trash));
+}
+
+static bool over_quota(struct sl_cow *c, uint64_t adding)
+{
+	return sl_cow_charge(c, adding) < 0;
+}
+
+/* Before the upper name rel goes away (unlink, rename over it): with a
+ * quota, its last link is moved to the trash rather than freed, since an
+ * fd the guest holds may keep writing to it (see sl_cow_charge). */
+static int discard_upper(struct sl_cow *c, const char *rel)
+{
+	struct stat st;
+	if (c->trash_fd < 0 || layer_stat(c->upper_fd, rel, false, &st) != 0 ||
+	    !S_ISREG(st.st_mode) || st.st_nlink != 1)
+		return 0;
+	char name[32];
+	snprintf(name, sizeof name, "%llu", (unsigned long long)c->ntrash++);
+	return renameat(c->upper_fd, rel, c->trash_fd, name) == 0 ? 0 : -errno;
 }
 
 /* ---------------- lifecycle ---------------- */
@@ -242,7 +308,7 @@ struct sl_cow *sl_cow_new(const char *workdir, const char *storage, uint64_t max
 		*msg = sl_strdup("out of memory or storage path too long");
 		return NULL;
 	}
-	c->lower_fd = c->upper_fd = -1;
+	c->lower_fd = c->upper_fd = c->trash_fd = -1;
 	c->max_disk = max_disk;
 	c->lower = sl_strdup(workdir);
 	if (!mkdtemp(tmpl)) {
@@ -255,6 +321,20 @@ struct sl_cow *sl_cow_new(const char *workdir, const char *storage, uint64_t max
 	if (c->lower_fd < 0 || c->upper_fd < 0 || !c->lower || !c->upper) {
 		sl_fail(NULL, msg, 0, "workdir '%s': %s", workdir, strerror(errno));
 		goto fail;
+	}
+	struct stat st;
+	if (fstat(c->upper_fd, &st) < 0) {
+		sl_fail(NULL, msg, 0, "workdir storage '%s': %s", tmpl, strerror(errno));
+		goto fail;
+	}
+	c->upper_dev = st.st_dev;
+	if (max_disk) {
+		c->trash = sl_asprintf("%s.trash", tmpl);
+		if (!c->trash || mkdir(c->trash, 0700) < 0 ||
+		    (c->trash_fd = open(c->trash, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+			sl_fail(NULL, msg, 0, "workdir storage '%s': %s", storage, strerror(errno));
+			goto fail;
+		}
 	}
 	return c;
 fail:
@@ -296,6 +376,12 @@ void sl_cow_free(struct sl_cow *c, bool keep)
 		remove_tree(c->upper_fd);
 		rmdir(c->upper);
 	}
+	if (c->trash_fd >= 0) { /* what the guest deleted: never kept */
+		remove_tree(c->trash_fd);
+		rmdir(c->trash);
+		close(c->trash_fd);
+	}
+	free(c->trash);
 	if (c->lower_fd >= 0)
 		close(c->lower_fd);
 	if (c->upper_fd >= 0)
@@ -330,7 +416,8 @@ const char *sl_cow_rel(const struct sl_cow *c, const char *abs)
 enum sl_cow_where sl_cow_lookup(struct sl_cow *c, const char *rel, bool follow, struct stat *st,
                                 int *e)
 {
-	int r = layer_stat(c->upper_fd, rel, follow, st);
+	/* workdir itself is the real directory (the upper root is ours). */
+	int r = rel[0] ? layer_stat(c->upper_fd, rel, follow, st) : -ENOENT;
 	if (r == 0)
 		return SL_COW_UPPER;
 	if (r != -ENOENT && r != -ENOTDIR) {
@@ -346,6 +433,16 @@ enum sl_cow_where sl_cow_lookup(struct sl_cow *c, const char *rel, bool follow, 
 		return SL_COW_LOWER;
 	*e = -r;
 	return SL_COW_NONE;
+}
+
+bool sl_cow_untouched(const struct sl_cow *c)
+{
+	return c->nrec == 0; /* remember() runs before anything is shadowed */
+}
+
+bool sl_cow_lower_dir(struct sl_cow *c, const char *rel, struct stat *st)
+{
+	return !hidden(c, rel) && layer_stat(c->lower_fd, rel, true, st) == 0 && S_ISDIR(st->st_mode);
 }
 
 /* The parent of rel must be a directory in the merged view. */
@@ -634,7 +731,10 @@ int sl_cow_unlink(struct sl_cow *c, const char *rel, bool dir)
 	}
 	if ((e = remember(c, rel)))
 		return e;
-	if (w == SL_COW_UPPER && unlinkat(c->upper_fd, rel, dir ? AT_REMOVEDIR : 0) < 0)
+	if (w == SL_COW_UPPER && !dir && (e = discard_upper(c, rel)))
+		return e;
+	if (w == SL_COW_UPPER && unlinkat(c->upper_fd, rel, dir ? AT_REMOVEDIR : 0) < 0 &&
+	    errno != ENOENT)
 		return -errno;
 	struct stat lst;
 	if (lower_visible(c, rel, &lst))
@@ -669,6 +769,67 @@ static int prepare_target(struct sl_cow *c, const char *to)
 	return over_quota(c, 0) ? -ENOSPC : 0;
 }
 
+/* Make the whole merged tree at rel upper (real entries copied up). */
+static int copy_up_tree(struct sl_cow *c, const char *rel)
+{
+	struct stat st;
+	int e = 0;
+	enum sl_cow_where w = sl_cow_lookup(c, rel, false, &st, &e);
+	if (w == SL_COW_NONE)
+		return -e;
+	if (w == SL_COW_LOWER && (e = copy_up(c, rel, false)))
+		return e;
+	if (!S_ISDIR(st.st_mode))
+		return 0;
+	struct ents l;
+	if ((e = merged_list(c, rel, &l)))
+		return e;
+	char child[4096];
+	for (size_t i = 0; !e && i < l.n; i++) {
+		const char *name = l.v[i].name;
+		if (!strcmp(name, ".") || !strcmp(name, ".."))
+			continue;
+		if (snprintf(child, sizeof child, "%s%s%s", rel, rel[0] ? "/" : "", name) >=
+		    (int)sizeof child)
+			e = -ENAMETOOLONG;
+		else
+			e = copy_up_tree(c, child);
+	}
+	ents_free(&l);
+	return e;
+}
+
+/* Hide every real name at and under rel, each by its own whiteout, so
+ * that recreating rel later does not bring its old children back. */
+static int whiteout_tree(struct sl_cow *c, const char *rel)
+{
+	struct stat st;
+	if (!lower_visible(c, rel, &st))
+		return 0;
+	int e = 0;
+	if (S_ISDIR(st.st_mode)) {
+		int fd = open_beneath(c->lower_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+		if (!d) {
+			if (fd >= 0)
+				close(fd);
+			return fd < 0 ? fd : -errno;
+		}
+		struct dirent *de;
+		char child[4096];
+		while (!e && (de = readdir(d))) {
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			if (snprintf(child, sizeof child, "%s/%s", rel, de->d_name) >= (int)sizeof child)
+				e = -ENAMETOOLONG;
+			else
+				e = whiteout_tree(c, child);
+		}
+		closedir(d);
+	}
+	return e ? e : whiteout(c, rel);
+}
+
 int sl_cow_rename(struct sl_cow *c, const char *from, const char *to, unsigned flags)
 {
 	struct stat sf, stt;
@@ -699,11 +860,6 @@ int sl_cow_rename(struct sl_cow *c, const char *from, const char *to, unsigned f
 		return renameat2(c->upper_fd, from, c->upper_fd, to, RENAME_EXCHANGE) == 0 ? 0 : -errno;
 	}
 	if (S_ISDIR(sf.st_mode)) {
-		/* A directory with real contents would have to be copied up
-		 * whole: EXDEV makes mv(1) and friends copy it instead, which
-		 * the layer then stages file by file. */
-		if (layer_stat(c->lower_fd, from, false, &lst) == 0)
-			return -EXDEV;
 		if (sl_path_under(to, from))
 			return -EINVAL;
 		if (wt != SL_COW_NONE) {
@@ -722,13 +878,21 @@ int sl_cow_rename(struct sl_cow *c, const char *from, const char *to, unsigned f
 	}
 	if ((e = prepare_target(c, to)))
 		return e;
-	if (wf == SL_COW_LOWER && (e = copy_up(c, from, false)))
+	/* A directory moves with its merged contents: what the real tree
+	 * holds under it is staged first, then every real name under the old
+	 * path is whited out (children first, see whiteout_tree). */
+	if (S_ISDIR(sf.st_mode) ? (e = copy_up_tree(c, from))
+	                        : (wf == SL_COW_LOWER && (e = copy_up(c, from, false))))
 		return e;
 	if (wt == SL_COW_UPPER && S_ISDIR(stt.st_mode) && unlinkat(c->upper_fd, to, AT_REMOVEDIR) < 0)
 		return -errno;
+	if (wt == SL_COW_UPPER && !S_ISDIR(stt.st_mode) && (e = discard_upper(c, to)))
+		return e;
 	if (renameat(c->upper_fd, from, c->upper_fd, to) < 0)
 		return -errno;
 	unwhite(c, to);
+	if (S_ISDIR(sf.st_mode))
+		return whiteout_tree(c, from);
 	if (lower_visible(c, from, &lst))
 		return whiteout(c, from);
 	return 0;
@@ -921,18 +1085,25 @@ static int real_parent(struct sl_cow *c, const char *rel, const char **name)
 	return open_beneath(c->lower_fd, p, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
 }
 
-/* Stage the upper rel next to its real target under a temporary name,
- * synced; then rename it into place (NOREPLACE for an added file). */
-static int install_file(struct sl_cow *c, const char *rel, const struct stat *u, bool replace)
+/* A file written next to its real target under a temporary name, waiting
+ * for the rename that puts it in place (see sl_cow_commit). */
+struct pending {
+	const struct sl_change *x;
+	char tmp[40];
+	bool replace;
+};
+
+/* Write the upper rel next to its real target as p->tmp (not synced yet). */
+static int stage_file(struct sl_cow *c, const char *rel, const struct stat *u, struct pending *p)
 {
 	const char *name;
 	int dir = real_parent(c, rel, &name);
 	if (dir < 0)
 		return dir;
-	char tmp[64];
+	char *tmp = p->tmp;
 	uint32_t rnd = 0;
 	(void)!getrandom(&rnd, sizeof rnd, 0);
-	snprintf(tmp, sizeof tmp, ".sandlock-commit-%08x", rnd);
+	snprintf(tmp, sizeof p->tmp, ".sandlock-commit-%08x", rnd);
 	int e = 0;
 	if (S_ISLNK(u->st_mode)) {
 		char target[4096];
@@ -951,17 +1122,33 @@ static int install_file(struct sl_cow *c, const char *rel, const struct stat *u,
 		int out = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		                 u->st_mode & 07777);
 		e = in < 0 ? in : out < 0 ? -errno : copy_data(in, out);
-		if (!e && (fchmod(out, u->st_mode & 07777) < 0 || fsync(out) < 0))
+		if (!e && fchmod(out, u->st_mode & 07777) < 0)
 			e = -errno;
 		if (in >= 0)
 			close(in);
 		if (out >= 0)
 			close(out);
 	}
-	if (!e && renameat2(dir, tmp, dir, name, replace ? 0 : RENAME_NOREPLACE) < 0)
-		e = -errno;
 	if (e)
 		unlinkat(dir, tmp, 0);
+	close(dir);
+	return e;
+}
+
+/* Rename a staged temporary into place (NOREPLACE for an added file),
+ * unless the real file moved on since the check: then it is a conflict
+ * (-EBUSY) and the temporary is removed. */
+static int put_in_place(struct sl_cow *c, const struct pending *p)
+{
+	const char *name;
+	int dir = real_parent(c, p->x->path, &name);
+	if (dir < 0)
+		return dir;
+	int e = moved_on(c, p->x->path) ? -EBUSY : 0;
+	if (!e && renameat2(dir, p->tmp, dir, name, p->replace ? 0 : RENAME_NOREPLACE) < 0)
+		e = -errno;
+	if (e)
+		unlinkat(dir, p->tmp, 0);
 	close(dir);
 	return e;
 }
@@ -1006,6 +1193,13 @@ int sl_cow_commit(struct sl_cow *c, const struct sl_changes *ch, struct sl_chang
 			e = r;
 	}
 	free(dels);
+	/* Files are written as temporaries first, all synced at once (one
+	 * syncfs instead of an fsync each), then renamed into place: each
+	 * file is replaced atomically, and only by complete contents. */
+	struct pending *pend = calloc(ch->n + 1, sizeof(*pend));
+	size_t np = 0;
+	if (!pend)
+		return -ENOMEM;
 	/* Sorted by path: a directory comes before what it holds. */
 	for (size_t i = 0; !e && i < ch->n; i++) {
 		const struct sl_change *x = &ch->v[i];
@@ -1038,13 +1232,37 @@ int sl_cow_commit(struct sl_cow *c, const struct sl_changes *ch, struct sl_chang
 		} else {
 			if (real && S_ISDIR(l.st_mode))
 				r = apply_delete(c, x->path);
-			if (!r)
-				r = install_file(c, x->path, &u, real && !S_ISDIR(l.st_mode));
+			pend[np].x = x;
+			pend[np].replace = real && !S_ISDIR(l.st_mode);
+			if (!r && (r = stage_file(c, x->path, &u, &pend[np])) == 0)
+				np++;
 		}
 		if (r == -EEXIST || r == -ENOTEMPTY)
 			e = push_change(conflicts, x->kind, x->path);
 		else
 			e = r;
 	}
+	if (!e && np) { /* syncfs needs a real fd; lower_fd is O_PATH */
+		int sfd = open_beneath(c->lower_fd, "", O_RDONLY | O_DIRECTORY, 0);
+		e = sfd < 0 ? sfd : syncfs(sfd) < 0 ? -errno : 0;
+		if (sfd >= 0)
+			close(sfd);
+	}
+	for (size_t i = 0; i < np; i++) {
+		int r = e ? -ECANCELED : put_in_place(c, &pend[i]);
+		if (r == -ECANCELED) {
+			const char *name;
+			int dir = real_parent(c, pend[i].x->path, &name);
+			if (dir >= 0) {
+				unlinkat(dir, pend[i].tmp, 0);
+				close(dir);
+			}
+		} else if (r == -EBUSY || r == -EEXIST) {
+			e = push_change(conflicts, pend[i].x->kind, pend[i].x->path);
+		} else if (r) {
+			e = r;
+		}
+	}
+	free(pend);
 	return e;
 }

@@ -48,6 +48,12 @@ enum sl_cow_where { SL_COW_NONE, SL_COW_UPPER, SL_COW_LOWER };
 enum sl_cow_where sl_cow_lookup(struct sl_cow *c, const char *rel, bool follow, struct stat *st,
                                 int *e);
 
+/* True while nothing is staged (no path shadowed yet): every read then
+ * sees the real tree as it is. */
+bool sl_cow_untouched(const struct sl_cow *c);
+/* True if the real tree shows a directory at rel (not whited out). */
+bool sl_cow_lower_dir(struct sl_cow *c, const char *rel, struct stat *st);
+
 /* The operations; each returns an fd / 0, or -errno, as the syscall would. */
 int sl_cow_open(struct sl_cow *c, const char *rel, int flags, mode_t mode);
 int sl_cow_open_upper(struct sl_cow *c, const char *rel, int flags); /* O_PATH lookups */
@@ -61,8 +67,20 @@ int sl_cow_mknod(struct sl_cow *c, const char *rel, mode_t mode, dev_t dev);
  * an O_PATH fd of the upper copy (follow: through a final symlink). */
 int sl_cow_copy_up_fd(struct sl_cow *c, const char *rel, bool follow);
 
+/* max_disk.  Charge bytes about to be added to a staged file: 0, or
+ * -ENOSPC when the layer would then hold more than max_disk (nothing is
+ * charged then).  Always 0 without a quota. */
+int sl_cow_charge(struct sl_cow *c, uint64_t bytes);
+/* Bytes that may still be added (UINT64_MAX without a quota). */
+uint64_t sl_cow_room(struct sl_cow *c);
+/* True if an open file (path: its /proc/self/fd link, st: its fstat) is
+ * one of the layer's own staged files: writes to it must be charged. */
+bool sl_cow_owns(const struct sl_cow *c, const char *path, const struct stat *st);
+
 /* Fill buf[0..cap) with linux_dirent64 records of the merged listing of
- * directory rel starting at entry *pos; advance *pos.  Bytes written, 0
+ * directory rel starting at entry *pos; advance *pos.  The listing is
+ * built by merged_list() in cow.c (upper first, then the real entries not
+ * whited out): the one place to sort it for deterministic listings.  Bytes written, 0
  * at the end, or -errno (-EINVAL: cap too small for one entry). */
 long sl_cow_getdents(struct sl_cow *c, const char *rel, uint64_t *pos, char *buf, size_t cap);
 

@@ -27,11 +27,13 @@ import re
 import signal as _signal
 import threading
 from collections.abc import Iterable as _IterableABC, Mapping as _MappingABC
-from typing import Callable, Iterable, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
 from . import _knobs
 from . import _trace
+from . import _cow
+from ._cow import BranchAction, Change
 from ._knobs import Protection, ProtectionStatus, min_landlock_abi
 from .exceptions import (
     BranchConflictError,
@@ -68,6 +70,9 @@ from .handler import (
 __version__: str = _native.lib.sandlock_version().decode()
 
 __all__ = [
+    "BranchAction",
+    "Change",
+    "DryRunResult",
     "BranchConflictError",
     "BranchError",
     "ChildError",
@@ -159,6 +164,15 @@ class Result:
     stderr_truncated: int = 0
 
 
+@dataclasses.dataclass(frozen=True)
+class DryRunResult(Result):
+    """Outcome of ``Sandbox.dry_run``: the run's Result fields, plus
+    ``changes``, what the run would have done to the workdir (a list of
+    ``Change``, sorted by path); nothing of it was applied."""
+
+    changes: List[Change] = dataclasses.field(default_factory=list)
+
+
 def _bytes_at(p, n) -> bytes:
     """n bytes at address p.  ctypes.string_at takes a C int size, so it
     fails beyond 2 GiB; a sized array view has no such limit."""
@@ -179,8 +193,9 @@ def _reason(c_reason, sig):
     return ExitReason.SIGNALED
 
 
-def _read_result(r) -> Result:
-    """A Result from native result r (borrowed: not freed here)."""
+def _read_fields(r, dry_run=False):
+    """(Result or DryRunResult, the workdir's branch report) of native
+    result r (borrowed: not freed here)."""
     def grab(fn):
         n = ctypes.c_size_t(0)
         p = fn(r, ctypes.byref(n))
@@ -188,7 +203,9 @@ def _read_result(r) -> Result:
 
     code = int(_lib.sandlock_result_reason(r))
     sig = int(_lib.sandlock_result_signal(r)) if code != _C_EXITED else 0
-    return Result(
+    branch = _cow.report(r)
+    more = {"changes": branch.changes} if dry_run else {}
+    return (DryRunResult if dry_run else Result)(
         success=bool(_lib.sandlock_result_success(r)),
         exit_code=int(_lib.sandlock_result_exit_code(r)),
         reason=_reason(code, sig),
@@ -198,15 +215,26 @@ def _read_result(r) -> Result:
         killed_by_handler=code == _C_KILLED,
         stdout_truncated=int(_lib.sandlock_result_stdout_truncated(r)),
         stderr_truncated=int(_lib.sandlock_result_stderr_truncated(r)),
-    )
+        **more
+    ), branch
 
 
-def _take_result(r) -> Result:
-    """A Result from native result r, which is freed."""
+def _read_result(r) -> Result:
+    """A Result from native result r (borrowed: not freed here)."""
+    return _read_fields(r)[0]
+
+
+def _take_result(r, dry_run=False) -> Result:
+    """The Result of native result r (freed here).  A workdir commit that
+    failed or hit conflicts raises BranchError / BranchConflictError
+    (with ``.result``); a dry run returns a DryRunResult instead."""
     try:
-        return _read_result(r)
+        res, branch = _read_fields(r, dry_run)
     finally:
         _lib.sandlock_result_free(r)
+    if not dry_run:
+        branch.raise_if_failed(res)
+    return res
 
 
 def _not_found_result(text) -> Result:
@@ -652,7 +680,7 @@ def _step_syscalls(b, c):
 
 
 _BUILDER_STEPS = [_step_paths, _step_env, _step_limits, _step_net, _step_determinism,
-                  _step_syscalls, _knobs.step, _trace.step]
+                  _step_syscalls, _knobs.step, _trace.step, _cow.step]
 
 _CACHE_SIZE = 4  # native policies kept per Sandbox (e.g. per timeout override)
 
@@ -731,7 +759,20 @@ class Sandbox:
     configuration changed since the last run, and reused otherwise).
     ``env`` changed in place takes effect too.  Runs may share an instance
     between threads; a run uses the configuration as it was when it
-    started."""
+    started.
+
+    Copy-on-write workdir (README "Copy-on-write workdir"): with
+    ``workdir`` (a directory) every write of the command under it is
+    staged in an upper layer (a private directory made in ``fs_storage``,
+    default a temporary directory) and the real tree is not touched during
+    the run; at the end the changes are committed (``on_exit``, default
+    ``BranchAction.COMMIT``, after a successful run), thrown away
+    (``on_error``, default ``BranchAction.ABORT``) or kept.  ``max_disk``
+    (bytes or a size string) caps the bytes staged: writes past it fail
+    with ENOSPC.  ``dry_run(cmd)`` runs and reports the changes without
+    applying them.  ``workdir`` does not set the command's cwd.  A commit
+    that finds a real file changed meanwhile leaves that change out and
+    raises BranchConflictError (the staged layer is kept)."""
 
     fs_readable = _Field(_path_list)
     fs_writable = _Field(_path_list)
@@ -765,6 +806,11 @@ class Sandbox:
     allow_degraded = _Field(_knobs.protections)
     disable = _Field(_knobs.protections)
     trace = _Field(_trace.check)
+    workdir = _Field(_opt_path)
+    fs_storage = _Field(_opt_path)
+    on_exit = _Field(_cow.action)
+    on_error = _Field(_cow.action)
+    max_disk = _Field(_cow.max_disk)
 
     def __init__(
         self,
@@ -802,6 +848,11 @@ class Sandbox:
         deterministic_dirs: bool = False,
         init_fn: Optional[Callable[[], object]] = None,
         work_fn: Optional[Callable[[int], object]] = None,
+        workdir: Optional[Union[str, "os.PathLike[str]"]] = None,
+        fs_storage: Optional[Union[str, "os.PathLike[str]"]] = None,
+        on_exit: Union[BranchAction, str] = BranchAction.COMMIT,
+        on_error: Union[BranchAction, str] = BranchAction.ABORT,
+        max_disk: Optional[Union[int, str]] = None,
     ) -> None:
         self._cfg = {}
         self._lock = threading.Lock()
@@ -841,6 +892,11 @@ class Sandbox:
         # Runtime kwargs of fork(), not configuration (never in a snapshot).
         self.init_fn = _callable("init_fn", init_fn)
         self.work_fn = _callable("work_fn", work_fn)
+        self.workdir = workdir
+        self.fs_storage = fs_storage
+        self.on_exit = on_exit
+        self.on_error = on_error
+        self.max_disk = max_disk
         # Build once now so a bad configuration fails here, not at run().
         self._native_for(None)
 
@@ -848,7 +904,7 @@ class Sandbox:
         return "Sandbox(fs_readable=%r, fs_writable=%r, timeout=%r)" % (
             list(self.fs_readable), list(self.fs_writable), self.timeout)
 
-    def _snapshot(self, timeout):
+    def _snapshot(self, timeout, overrides=None):
         """The configuration a run uses, as a hashable tuple of (field,
         value) pairs (the cache key).  ``env`` is re-validated: it is the
         one field that can change in place."""
@@ -856,7 +912,8 @@ class Sandbox:
         c["env"] = tuple(sorted(_env("env", c["env"]).items()))
         if timeout is not None:
             c["timeout"] = timeout
-        return tuple(sorted(c.items()))
+        c.update(overrides or {})
+        return tuple(sorted(c.items(), key=lambda kv: kv[0]))
 
     @staticmethod
     def _build(snap):
@@ -872,12 +929,12 @@ class Sandbox:
             _raise_from(err, msg, "sandlock_sandbox_build", building=True)
         return sb
 
-    def _native_for(self, timeout):
+    def _native_for(self, timeout, overrides=None):
         """The native sandbox for the current configuration (and this
         timeout override): cached, rebuilt only when the snapshot changed.
         The caller keeps the returned object alive for its run; an entry
         evicted meanwhile is freed when the last run using it drops it."""
-        key = self._snapshot(_timeout("timeout", timeout))
+        key = self._snapshot(_timeout("timeout", timeout), overrides)
         with self._lock:
             nsb = self._natives.get(key)
             if nsb is not None:
@@ -918,6 +975,25 @@ class Sandbox:
         if not r:
             return _run_failure(err, msg, "sandlock_run")
         return _take_result(r)
+
+    def dry_run(self, cmd: Sequence[str], timeout: Optional[float] = None) -> DryRunResult:
+        """Run cmd with the workdir's writes staged, then throw them away
+        (on_exit and on_error are ABORT for this run): ``changes`` lists
+        what the run would have changed (A/M/D, paths relative to
+        workdir).  The real workdir is left as it was.  PolicyValueError
+        if the sandbox has no workdir."""
+        if self.workdir is None:
+            raise PolicyValueError("dry_run needs a workdir (Sandbox(workdir=...))")
+        argv = _argv(cmd)
+        abort = {"on_exit": BranchAction.ABORT, "on_error": BranchAction.ABORT}
+        nsb = self._native_for(timeout, abort)
+        arr = (ctypes.c_char_p * len(argv))(*argv)
+        err, msg = _native.error_out()
+        r = _lib.sandlock_run(nsb.ptr, arr, len(argv), ctypes.byref(err), ctypes.byref(msg))
+        if not r:
+            res = _run_failure(err, msg, "sandlock_run")
+            return DryRunResult(**dict(dataclasses.asdict(res), changes=[]))
+        return _take_result(r, dry_run=True)
 
     def run_with_handlers(
         self,
@@ -988,7 +1064,11 @@ class Sandbox:
         """Wait for the spawn()ed command and return its Result (with its
         captured output); the Sandbox is then free for the next one.
         timeout (seconds): TimeoutError if it is still running then."""
-        res = _process.current(self, "wait").wait(timeout)
+        try:
+            res = _process.current(self, "wait").wait(timeout)
+        except BranchError:  # the run is over; only its commit failed
+            _process.detach(self)
+            raise
         _process.detach(self)
         return res
 

@@ -198,7 +198,7 @@ _CONFINE_REFUSED = (("cwd", None), ("env", ()), ("clean_env", False), ("max_memo
                     ("timeout", None), ("max_cpu", None),
                     ("max_processes", DEFAULT_MAX_PROCESSES),
                     ("no_randomize_memory", False), ("trace", None), ("num_cpus", None),
-                    ("deterministic_dirs", False))
+                    ("deterministic_dirs", False), ("workdir", None))
 
 
 def confine_refusal(cfg) -> Optional[str]:

@@ -229,7 +229,7 @@ class Process:
     def wait(self, timeout: Optional[float] = None):
         """Wait for the end of the run and return its Result.  timeout in
         seconds (None: forever): TimeoutError if it still runs then."""
-        from . import _take_result
+        from . import _take_fields
 
         with self._lock:
             if self._result is not None:
@@ -252,12 +252,13 @@ class Process:
             if deadline is not None and _now() >= deadline:
                 raise TimeoutError("the sandboxed command is still running")
         self._abandoned = bool(_lib.sandlock_result_handlers_abandoned(r))
-        res = _take_result(r)
+        res, branch = _take_fields(r, False)
         if self._killed:  # our kill, not a handler's
             res = dataclasses.replace(res, killed_by_handler=False)
         with self._lock:
             self._result = res
         self._free_handle()
+        branch.raise_if_failed(res)  # a workdir commit left changes out
         return res
 
     def communicate(self, input: Optional[bytes] = None, timeout: Optional[float] = None):

@@ -183,6 +183,13 @@ def _string(c: _Ctx, v: Any) -> str:
     return _want(c, v, str)
 
 
+def _branch_action(c: _Ctx, v: Any) -> str:
+    s = _want(c, v, str)
+    if s not in ("commit", "abort", "keep"):
+        raise c.fail("%r is not a branch action (commit, abort or keep)" % s)
+    return s
+
+
 _UNSUPPORTED = "unsupported"
 _NEVER = "never"  # gpu_devices = [] would mean "every GPU": no value asks nothing
 
@@ -215,14 +222,18 @@ _SCHEMA: Dict[Tuple[str, str], Any] = {
     ("limits", "memory"): ("max_memory", _memory),
     ("limits", "processes"): ("max_processes", _processes),
     ("limits", "gpu_devices"): _NEVER,
+    ("config", "workdir"): ("workdir", _string),
+    ("config", "fs_storage"): ("fs_storage", _string),
+    ("filesystem", "on_exit"): ("on_exit", _branch_action),
+    ("filesystem", "on_error"): ("on_error", _branch_action),
+    ("limits", "disk"): ("max_disk", _memory),
 }
 for _s, _keys in {
-    "config": "http_ca http_key http_inject_ca http_ca_out fs_storage workdir",
+    "config": "http_ca http_key http_inject_ca http_ca_out",
     "program": "uid gid no_supervisor",
-    "filesystem": "chroot mount on_exit on_error",
+    "filesystem": "chroot mount",
     "network": "port_remap",
     "http": "ports allow deny",
-    "limits": "disk",
 }.items():
     for _k in _keys.split():
         _SCHEMA[(_s, _k)] = _UNSUPPORTED

@@ -18,7 +18,10 @@
  *     hidden, written into the caller's buffer (its fd's offset counts
  *     entries);
  *   - the stat family, access, readlink: answered from the upper copy when
- *     there is one, ENOENT for a deleted path, else passed on.
+ *     there is one, ENOENT for a deleted path, else passed on;
+ *   - with max_disk, the fd calls that can grow a file (write family,
+ *     fallocate, ftruncate, ...): performed and charged by cowwrite.c when
+ *     the fd is a staged file, passed on otherwise.
  *
  * FAIL CLOSED: Landlock grants workdir read-only and the storage not at
  * all (builder.c), so a call this builtin misses (or a path spelled so
@@ -36,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -43,6 +47,7 @@
 #include "../compat.h"
 #include "../cow.h"
 #include "../dirsort.h"
+#include "../cowwrite.h"
 #include "../result.h"
 #include "builtin.h"
 
@@ -141,6 +146,7 @@ static const int k_cow_nrs[] = {
 	SLC_stat,       SLC_lstat,      __NR_statx,      SLC_access,    __NR_faccessat,
 	__NR_faccessat2, SLC_readlink,   __NR_readlinkat, SLC_chmod,     __NR_fchmodat,
 	SLC_chown,      SLC_lchown,     __NR_fchownat,   __NR_utimensat,
+	__NR_getxattr,  __NR_lgetxattr, __NR_listxattr,  __NR_llistxattr,
 };
 
 struct cow_state {
@@ -264,10 +270,26 @@ static bool do_open(struct cow_state *s, const struct sl_call *call, const char 
 		enum sl_cow_where w = sl_cow_lookup(s->cow, rel, follow, &st, &e);
 		if (w == SL_COW_LOWER)
 			return false; /* the real, untouched file: read it as usual */
+		/* A directory the real tree has too is opened there, never in the
+		 * upper layer: lookups relative to the guest's fd then name real
+		 * paths, which this builtin resolves in the merged view (and
+		 * getdents on it is merged). */
+		struct stat lst;
+		if (w == SL_COW_UPPER && S_ISDIR(st.st_mode) && sl_cow_lower_dir(s->cow, rel, &lst))
+			return false;
 		if (w == SL_COW_NONE && e == ENOENT && !rel[0])
 			return false;
+		if (w == SL_COW_NONE)
+			return answer(act, -e);
+		/* A read of a staged file: opened there at once (looked up above). */
+		int fd = sl_cow_open_upper(s->cow, rel, flags);
+		if (fd < 0)
+			return answer(act, fd);
+		sandlock_action_set_inject_fd_send(act, fd, (flags & O_CLOEXEC) ? O_CLOEXEC : 0);
+		return true;
 	}
-	int fd = sl_cow_open(s->cow, rel, flags, mode & ~child_umask(call));
+	bool creates = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+	int fd = sl_cow_open(s->cow, rel, flags, creates ? mode & ~child_umask(call) : 0);
 	if (fd < 0)
 		return answer(act, fd);
 	sandlock_action_set_inject_fd_send(act, fd, (flags & O_CLOEXEC) ? O_CLOEXEC : 0);
@@ -329,6 +351,38 @@ static bool do_dents(struct cow_state *s, const struct sl_call *call, sandlock_a
 	return answer(act, r);
 }
 
+/* getxattr/listxattr of a staged file (fd: its O_PATH fd): through the
+ * magic link, which xattr calls follow; a symlink's own has none. */
+static long do_xattr(int fd, const struct sl_call *call, bool follow)
+{
+	const sandlock_notif_t *n = call->n;
+	bool list = n->syscall_nr == __NR_listxattr || n->syscall_nr == __NR_llistxattr;
+	struct stat st;
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH) < 0)
+		return -errno;
+	if (!follow && S_ISLNK(st.st_mode))
+		return list ? 0 : -ENODATA;
+	char p[64], *name = NULL;
+	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	size_t cap = (size_t)(list ? n->args[2] : n->args[3]);
+	if (cap > 65536)
+		cap = 65536;
+	char *buf = malloc(cap ? cap : 1);
+	if (!list)
+		name = sandlock_mem_read_cstr(call->mem, n->args[1], 256);
+	long r = !buf || (!list && !name) ? -EFAULT : 0;
+	if (!r) {
+		ssize_t len = list ? listxattr(p, buf, cap) : getxattr(p, name, buf, cap);
+		r = len < 0 ? -errno : (long)len;
+	}
+	uint64_t dst = list ? n->args[1] : n->args[2];
+	if (r > 0 && cap && sandlock_mem_write(call->mem, dst, buf, (size_t)r) != 0)
+		r = -EFAULT;
+	free(buf);
+	sandlock_string_free(name);
+	return r;
+}
+
 /* stat/statx/access/readlink of rel from the upper copy. */
 static bool do_stat(struct cow_state *s, const struct sl_call *call, const char *rel,
                     bool follow, sandlock_action_t *act)
@@ -369,6 +423,9 @@ static bool do_stat(struct cow_state *s, const struct sl_call *call, const char 
 				len = (ssize_t)cap;
 			r = sandlock_mem_write(call->mem, buf, t, (size_t)len) == 0 ? len : -EFAULT;
 		}
+	} else if (nr == __NR_getxattr || nr == __NR_lgetxattr || nr == __NR_listxattr ||
+	           nr == __NR_llistxattr) {
+		r = do_xattr(fd, call, follow);
 	} else { /* access family: the caller has no capabilities, check bits */
 		int mode = (int)(nr == SLC_access ? n->args[1] : n->args[2]);
 		r = fstatat(fd, "", &st, AT_EMPTY_PATH) == 0 ? 0 : -errno;
@@ -441,6 +498,7 @@ static bool path_args(int nr, const uint64_t *a, int *dirfd, uint64_t *path)
 	case SLC_open: case SLC_creat: case SLC_unlink: case SLC_rmdir: case SLC_mkdir:
 	case SLC_mknod: case __NR_truncate: case SLC_stat: case SLC_lstat: case SLC_access:
 	case SLC_readlink: case SLC_chmod: case SLC_chown: case SLC_lchown:
+	case __NR_getxattr: case __NR_lgetxattr: case __NR_listxattr: case __NR_llistxattr:
 		*dirfd = AT_FDCWD;
 		*path = a[0];
 		return true;
@@ -500,14 +558,26 @@ static bool decide_rel(struct cow_state *s, const struct sl_call *call, const ch
 		return answer(act, r);
 	}
 	case __NR_truncate: {
+		if ((int64_t)a[1] < 0)
+			return answer(act, -EINVAL);
 		int fd = sl_cow_open(s->cow, rel, O_WRONLY, 0);
 		long r = fd;
-		if (fd >= 0) {
+		struct stat st;
+		if (fd >= 0 && fstat(fd, &st) < 0)
+			r = -errno;
+		else if (fd >= 0 && a[1] > (uint64_t)st.st_size &&
+		         sl_cow_charge(s->cow, a[1] - (uint64_t)st.st_size) < 0)
+			r = -ENOSPC;
+		else if (fd >= 0)
 			r = ftruncate(fd, (off_t)a[1]) == 0 ? 0 : -errno;
+		if (fd >= 0)
 			close(fd);
-		}
 		return answer(act, r);
 	}
+	case __NR_getxattr: case __NR_listxattr:
+		return do_stat(s, call, rel, true, act);
+	case __NR_lgetxattr: case __NR_llistxattr:
+		return do_stat(s, call, rel, false, act);
 	case SLC_stat: case SLC_access: case SLC_readlink: case __NR_faccessat:
 		return do_stat(s, call, rel, nr != SLC_readlink, act);
 	case SLC_lstat:
@@ -534,6 +604,25 @@ static bool decide_rel(struct cow_state *s, const struct sl_call *call, const ch
 	}
 }
 
+/* A call that only reads (lookups, listings, opens without write flags). */
+static bool reads_only(int nr, const uint64_t *a)
+{
+	if (nr == SLC_open || nr == __NR_openat) {
+		int flags = (int)a[nr == SLC_open ? 1 : 2];
+		return ((flags & O_ACCMODE) == O_RDONLY && !(flags & (O_CREAT | O_TRUNC)) &&
+		        (flags & O_TMPFILE) != O_TMPFILE) || (flags & O_PATH);
+	}
+	switch (nr) {
+	case __NR_getdents64: case __NR_newfstatat: case SLC_stat: case SLC_lstat: case __NR_statx:
+	case SLC_access: case __NR_faccessat: case __NR_faccessat2: case SLC_readlink:
+	case __NR_readlinkat: case __NR_getxattr: case __NR_lgetxattr: case __NR_listxattr:
+	case __NR_llistxattr:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static bool cow_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
 {
 	struct cow_state *s = state;
@@ -541,8 +630,15 @@ static bool cow_decide(void *state, const struct sl_call *call, sandlock_action_
 		return false;
 	const uint64_t *a = call->n->args;
 	int nr = call->n->syscall_nr;
+	/* Nothing staged yet: a read sees the real tree, no need to look. */
+	if (sl_cow_untouched(s->cow) && reads_only(nr, a))
+		return false;
 	if (nr == __NR_getdents64)
 		return do_dents(s, call, act);
+	long ret;
+	if (sl_cowwrite_is(nr))
+		return sl_cowwrite(s->cow, call->listener, call->n, call->mem, &ret) &&
+		       answer(act, ret);
 	if (nr == SLC_rename)
 		return do_pair(s, call, AT_FDCWD, a[0], AT_FDCWD, a[1], act);
 	if (nr == __NR_renameat || nr == __NR_renameat2)
@@ -573,6 +669,8 @@ static int cow_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out
 	for (size_t i = 0; i < sizeof k_cow_nrs / sizeof k_cow_nrs[0]; i++)
 		if (k_cow_nrs[i] >= 0 && sl_nrset_add(out, k_cow_nrs[i]) < 0)
 			return -1;
+	if (cfg->max_disk && sl_nrset_add_all(out, sl_cowwrite_nrs, sl_cowwrite_nrs_count) < 0)
+		return -1;
 	return 0;
 }
 

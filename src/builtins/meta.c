@@ -109,6 +109,10 @@ static const int k_meta_nrs[] = {
 struct meta_state {
 	sl_strvec write; /* fs_write roots */
 	sl_strvec deny;  /* fs_deny paths: never */
+	/* The COW workdir's storage: its staged files are the guest's own
+	 * (tar's fchmod/futimens on a file it just extracted), even though
+	 * Landlock (and fs_deny) keep the guest from naming them by path. */
+	sl_strvec staged;
 };
 
 /* ---------------- decoding a call ---------------- */
@@ -447,6 +451,9 @@ static int open_child_fd(int piddir, int fdnum, int *out)
 /* Inside some fs_write root and no fs_deny path. */
 static bool path_allowed(const struct meta_state *s, const char *path)
 {
+	for (size_t i = 0; i < s->staged.n; i++)
+		if (sl_path_under(path, s->staged.v[i]))
+			return true;
 	for (size_t i = 0; i < s->deny.n; i++)
 		if (sl_path_under(path, s->deny.v[i]))
 			return false;
@@ -707,6 +714,7 @@ static void meta_free(void *state)
 		return;
 	sl_strvec_free(&s->write);
 	sl_strvec_free(&s->deny);
+	sl_strvec_free(&s->staged);
 	free(s);
 }
 
@@ -718,6 +726,8 @@ static int meta_init(const struct sandlock_sandbox *cfg, void **state, char **ms
 		ok = sl_strvec_push(&s->write, cfg->fs_write.v[i]) == 0;
 	for (size_t i = 0; ok && i < cfg->fs_deny.n; i++)
 		ok = sl_strvec_push(&s->deny, cfg->fs_deny.v[i]) == 0;
+	if (ok && cfg->workdir && cfg->fs_storage)
+		ok = sl_strvec_push(&s->staged, cfg->fs_storage) == 0;
 	if (!ok) {
 		meta_free(s);
 		*msg = sl_strdup("out of memory");

@@ -44,8 +44,7 @@ def test_run_help_lists_every_table_option_once_per_line():
 
 
 @pytest.mark.parametrize("opt", [["--chroot", "/"], ["--port-remap"],
-                                 ["--no-supervisor"], ["--workdir", "/tmp"],
-                                 ["--gpu", "0"]])
+                                 ["--no-supervisor"], ["--gpu", "0"]])
 def test_unsupported_reference_options_are_refused(opt):
     r = run_in_sandbox(*opt, "--", "/bin/echo", "ran")
     assert r.returncode == 125

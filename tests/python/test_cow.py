@@ -1,0 +1,328 @@
+"""The copy-on-write workdir from Python and the CLI: real programs (tar,
+git, dd, sh, python3) run against a workdir; ABORT leaves the tree
+byte-identical, COMMIT applies exactly the dry run's change list, max_disk
+gives ENOSPC, and hostile probes (shown to work outside first) never reach
+the real tree before commit."""
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+
+import pytest
+
+import sandlock
+from conftest import PY, REPO, SYSTEM
+
+SANDLOCK = os.path.join(os.environ.get("SANDLOCK_BUILD", os.path.join(REPO, "build")), "sandlock")
+READ = SYSTEM + ["/dev/zero", "/dev/null", "/dev/urandom"]
+
+
+def digest(root):
+    """Every entry under root: path -> (type, mode, sha256 / link target)."""
+    out = {}
+    for d, dirs, files in os.walk(root):
+        for name in dirs + files:
+            p = os.path.join(d, name)
+            rel = os.path.relpath(p, root)
+            st = os.lstat(p)
+            if os.path.islink(p):
+                out[rel] = ("l", st.st_mode, os.readlink(p))
+            elif os.path.isdir(p):
+                out[rel] = ("d", st.st_mode, "")
+            else:
+                with open(p, "rb") as f:
+                    out[rel] = ("f", st.st_mode, hashlib.sha256(f.read()).hexdigest())
+    return out
+
+
+def diff(before, after):
+    """The A/M/D set that turns tree digest before into after."""
+    ch = {("A", p) for p in after if p not in before}
+    ch |= {("D", p) for p in before if p not in after}
+    ch |= {("M", p) for p in after if p in before and after[p] != before[p]}
+    return ch
+
+
+@pytest.fixture
+def work():
+    d = tempfile.mkdtemp(prefix="sandlock-cow-", dir="/tmp")
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def box(workdir, **kw):
+    kw.setdefault("timeout", 60)
+    return sandlock.Sandbox(fs_readable=READ + kw.pop("extra_read", []), workdir=workdir,
+                            cwd=workdir, **kw)
+
+
+def seed(work):
+    os.makedirs(os.path.join(work, "src", "deep"))
+    for i in range(5):
+        with open(os.path.join(work, "src", "f%d.txt" % i), "w") as f:
+            f.write("original %d\n" % i)
+    with open(os.path.join(work, "src", "deep", "keep"), "w") as f:
+        f.write("keep\n")
+    os.symlink("src/f0.txt", os.path.join(work, "link"))
+
+
+def make_tarball(path, n=200):
+    """~n small files in nested dirs, some overwriting seed()'s files."""
+    with tarfile.open(path, "w") as t:
+        def add(name, data):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            t.addfile(info, io.BytesIO(data))
+        for i in range(n):
+            add("pkg/d%d/file%03d.c" % (i % 10, i), ("int x%d = %d;\n" % (i, i)).encode())
+        add("src/f1.txt", b"from the tarball\n")
+
+
+@pytest.fixture
+def tarball():
+    fd, p = tempfile.mkstemp(prefix="sandlock-cow-", suffix=".tar", dir="/tmp")
+    os.close(fd)
+    make_tarball(p)
+    try:
+        yield p
+    finally:
+        os.unlink(p)
+
+
+UNTAR_AND_EDIT = ("tar xf {t} && rm src/f2.txt && mv src/f3.txt src/moved.txt && "
+                  "echo more >> src/f4.txt && find . -type f | wc -l")
+
+
+def test_untar_abort_leaves_the_tree_byte_identical(work, tarball):
+    seed(work)
+    before = digest(work)
+    r = box(work, on_exit=sandlock.BranchAction.ABORT, extra_read=[tarball]).run(
+        ["sh", "-c", UNTAR_AND_EDIT.format(t=tarball)])
+    assert r.success, r.stderr
+    assert int(r.stdout) == 205  # the guest saw its 200 files, next to the seeded ones
+    assert digest(work) == before
+
+
+def test_untar_commit_applies_exactly_the_dry_run_changes(work, tarball):
+    seed(work)
+    before = digest(work)
+    sb = box(work, extra_read=[tarball])
+    cmd = ["sh", "-c", UNTAR_AND_EDIT.format(t=tarball)]
+    dry = sb.dry_run(cmd)
+    assert isinstance(dry, sandlock.DryRunResult) and dry.success, dry.stderr
+    assert digest(work) == before  # a dry run applies nothing
+    listed = {(c.kind, c.path) for c in dry.changes}
+    assert ("D", "src/f2.txt") in listed and ("M", "src/f1.txt") in listed
+    assert ("A", "src/moved.txt") in listed and ("D", "src/f3.txt") in listed
+    assert len([c for c in dry.changes if c.kind == "A"]) == 200 + 11 + 1  # files, dirs, moved
+    r = sb.run(cmd)
+    assert r.success
+    assert diff(before, digest(work)) == listed
+
+
+GIT = ("git init -q . && git -c user.name=t -c user.email=t@example.com add -A && "
+       "git -c user.name=t -c user.email=t@example.com commit -q -m init && git log --oneline")
+
+
+def test_git_init_add_commit_abort_then_commit(work):
+    seed(work)
+    before = digest(work)
+    env = {"HOME": work, "GIT_CONFIG_NOSYSTEM": "1"}
+    sb = box(work, env=env, on_exit="abort", fs_writable=["/dev/null"])
+    r = sb.run(["sh", "-c", GIT])
+    assert r.success, r.stderr
+    assert b"init" in r.stdout
+    assert digest(work) == before
+    sb.on_exit = sandlock.BranchAction.COMMIT
+    dry = sb.dry_run(["sh", "-c", GIT])
+    assert dry.success and any(c.path.startswith(".git/objects/") for c in dry.changes)
+    assert digest(work) == before
+    assert sb.run(["sh", "-c", GIT]).success
+    after = digest(work)
+    # The same kinds of paths as the dry run (object names differ by time).
+    assert {p for k, p in diff(before, after) if not p.startswith(".git/objects/")} == \
+        {c.path for c in dry.changes if not c.path.startswith(".git/objects/")}
+    log = subprocess.run(["git", "-C", work, "log", "--oneline"], capture_output=True, text=True,
+                         env={"HOME": work, "PATH": "/usr/bin:/bin"})
+    assert "init" in log.stdout
+
+
+def test_a_second_sandbox_on_the_same_workdir_conflicts_instead_of_overwriting(work):
+    with open(os.path.join(work, "shared"), "w") as f:
+        f.write("host\n")
+    store = tempfile.mkdtemp(prefix="sandlock-cow-store-", dir="/tmp")
+    try:
+        script = "echo {0} > shared; echo {0} > only{0}; echo ready; read x || true"
+        pa = box(work, fs_storage=store).popen(["sh", "-c", script.format("a")],
+                                               stdin=sandlock.StdioMode.PIPE)
+        pb = box(work, fs_storage=store).popen(["sh", "-c", script.format("b")],
+                                               stdin=sandlock.StdioMode.PIPE)
+        assert pa.stdout.readline() == b"ready\n" and pb.stdout.readline() == b"ready\n"
+        pa.stdin.close()
+        assert pa.wait().success
+        assert open(os.path.join(work, "shared")).read() == "a\n"
+        pb.stdin.close()
+        with pytest.raises(sandlock.BranchConflictError) as ei:
+            pb.wait()
+        assert [c.path for c in ei.value.conflicts] == ["shared"]
+        assert ei.value.kept and os.path.exists(os.path.join(ei.value.kept, "shared"))
+        # b's other change went in; a's write was not overwritten.
+        assert open(os.path.join(work, "shared")).read() == "a\n"
+        assert sorted(os.listdir(work)) == ["onlya", "onlyb", "shared"]
+    finally:
+        shutil.rmtree(store, ignore_errors=True)
+
+
+def test_max_disk_hit_mid_write_gives_enospc_and_nothing_is_committed(work):
+    with open(os.path.join(work, "keep"), "w") as f:
+        f.write("keep\n")
+    before = digest(work)
+    r = box(work, max_disk="256K").run(
+        ["sh", "-c", "dd if=/dev/zero of=big bs=64k count=16 && echo done"])
+    assert not r.success and b"No space left on device" in r.stderr
+    assert b"done" not in r.stdout
+    assert digest(work) == before  # on_error ABORT: nothing of it reached the tree
+
+
+def test_max_disk_bounds_what_a_commit_can_bring(work):
+    r = box(work, max_disk="256K", on_error="commit").run(
+        ["sh", "-c", "dd if=/dev/zero of=big bs=64k count=16; echo more >> big; "
+                     "truncate -s 10M big2"])
+    assert not r.success
+    assert os.path.getsize(os.path.join(work, "big")) == 256 * 1024
+    assert os.path.getsize(os.path.join(work, "big2")) == 0
+    assert r.stderr.count(b"No space left on device") >= 2
+
+
+# Hostile probes: each writes the real file by a route a path check cannot
+# see.  Run outside the sandbox first (on a copy) to show it works there.
+PROBES = {
+    "fd_before_rename": (
+        "import os\n"
+        "fd = os.open('victim', os.O_WRONLY)\n"
+        "os.rename('victim', 'renamed')\n"
+        "os.write(fd, b'EVIL')\n"
+        "os.rename('renamed', 'victim')\n"
+        "print(open('victim').read()[:4])\n"),
+    "mmap_shared": (
+        "import mmap, os\n"
+        "fd = os.open('victim', os.O_RDWR)\n"
+        "m = mmap.mmap(fd, 4, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)\n"
+        "m[:4] = b'EVIL'\n"
+        "m.flush(); m.close()\n"
+        "print(open('victim').read()[:4])\n"),
+    "opath_reopen": (
+        "import os\n"
+        "p = os.open('victim', os.O_PATH)\n"
+        "try:\n"
+        "    fd = os.open('/proc/self/fd/%d' % p, os.O_WRONLY)\n"
+        "    os.write(fd, b'EVIL')\n"
+        "except OSError as e:\n"
+        "    print('refused', e.errno)\n"
+        "print(open('victim').read()[:4])\n"),
+    "rdonly_reopen": (
+        "import os\n"
+        "r = os.open('victim', os.O_RDONLY)\n"
+        "try:\n"
+        "    fd = os.open('/proc/self/fd/%d' % r, os.O_RDWR)\n"
+        "    os.write(fd, b'EVIL')\n"
+        "except OSError as e:\n"
+        "    print('refused', e.errno)\n"
+        "print(open('victim').read()[:4])\n"),
+}
+
+
+@pytest.mark.parametrize("probe", sorted(PROBES))
+def test_hostile_write_never_reaches_the_real_workdir(work, probe):
+    outside = tempfile.mkdtemp(prefix="sandlock-cow-probe-", dir="/tmp")
+    try:
+        for d in (work, outside):
+            with open(os.path.join(d, "victim"), "w") as f:
+                f.write("good content\n")
+        p = subprocess.run([PY, "-c", PROBES[probe]], cwd=outside, capture_output=True)
+        assert p.returncode == 0, p.stderr
+        assert open(os.path.join(outside, "victim")).read().startswith("EVIL")  # works outside
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+    before = digest(work)
+    r = box(work, on_exit="abort").run([PY, "-c", PROBES[probe]])
+    assert r.exit_code == 0, r.stderr
+    # The write went to the staged copy (the guest sees it), or was refused.
+    want = {"fd_before_rename": b"EVIL\n", "mmap_shared": b"EVIL\n",
+            "opath_reopen": b"refused 13\ngood\n", "rdonly_reopen": b"refused 13\ngood\n"}
+    assert r.stdout == want[probe]
+    assert digest(work) == before
+
+
+def test_bad_values_are_refused_naming_them(work):
+    with pytest.raises(sandlock.PolicyValueError, match="bogus"):
+        box(work, on_exit="bogus")
+    with pytest.raises(sandlock.PolicyValueError, match="max_disk"):
+        box(work, max_disk="lots")
+    with pytest.raises(sandlock.PolicyError, match="nowhere"):
+        box(os.path.join(work, "nowhere"))
+    with pytest.raises(sandlock.PolicyValueError, match="workdir"):
+        sandlock.Sandbox(fs_readable=READ).dry_run(["true"])
+
+
+def sandlock_cli(*args, cwd):
+    return subprocess.run([SANDLOCK, "run"] + [a for p in READ for a in ("-r", p)] + list(args),
+                          cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def test_cli_dry_run_lists_the_changes_and_applies_nothing(work):
+    seed(work)
+    before = digest(work)
+    r = sandlock_cli("--workdir", ".", "--dry-run", "--",
+                     "sh", "-c", "echo x > new; rm src/f0.txt; echo y >> src/f1.txt", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["M src/f1.txt", "D src/f0.txt", "A new"] or \
+        sorted(r.stdout.splitlines()) == ["A new", "D src/f0.txt", "M src/f1.txt"]
+    assert digest(work) == before
+    j = sandlock_cli("--workdir", ".", "--dry-run", "--json", "--", "sh", "-c", "echo x > new",
+                     cwd=work)
+    import json
+    assert json.loads(j.stdout)["changes"] == [{"kind": "A", "path": "new"}]
+    assert digest(work) == before
+    c = sandlock_cli("--workdir", ".", "--", "sh", "-c", "echo x > new", cwd=work)
+    assert c.returncode == 0 and open(os.path.join(work, "new")).read() == "x\n"
+
+
+def test_cli_and_python_profiles_take_the_cow_keys(work):
+    prof = work + "-profile.toml"
+    with open(prof, "w") as f:
+        f.write('[config]\nworkdir = "%s"\n[filesystem]\nread = %s\non_exit = "abort"\n'
+                '[limits]\ndisk = "64K"\n' % (work, str(READ).replace("'", '"')))
+    try:
+        r = subprocess.run([SANDLOCK, "run", "--profile-file", prof, "--", "sh", "-c",
+                            "echo x > a; dd if=/dev/zero of=b bs=64k count=2"],
+                           cwd=work, capture_output=True, text=True, timeout=60)
+        assert "No space left on device" in r.stderr
+        assert os.listdir(work) == []  # aborted
+        sb = sandlock.load_profile(path=prof, cwd=work)
+        assert sb.on_exit is sandlock.BranchAction.ABORT and sb.max_disk == 65536
+        res = sb.dry_run(["sh", "-c", "echo x > a"])
+        assert [(c.kind, c.path) for c in res.changes] == [("A", "a")]
+    finally:
+        os.unlink(prof)
+
+
+def test_keep_leaves_the_staged_layer_in_fs_storage(work):
+    store = tempfile.mkdtemp(prefix="sandlock-cow-store-", dir="/tmp")
+    try:
+        before = digest(work)
+        r = box(work, fs_storage=store, on_exit=sandlock.BranchAction.KEEP).run(
+            ["sh", "-c", "echo staged > f"])
+        assert r.success
+        assert digest(work) == before
+        layers = [d for d in os.listdir(store) if d.startswith("upper-")]
+        assert len(layers) == 1
+        assert open(os.path.join(store, layers[0], "f")).read() == "staged\n"
+    finally:
+        shutil.rmtree(store, ignore_errors=True)
