@@ -228,13 +228,18 @@ def _take_result(r, dry_run=False) -> Result:
     """The Result of native result r (freed here).  A workdir commit that
     failed or hit conflicts raises BranchError / BranchConflictError
     (with ``.result``); a dry run returns a DryRunResult instead."""
-    try:
-        res, branch = _read_fields(r, dry_run)
-    finally:
-        _lib.sandlock_result_free(r)
+    res, branch = _take_fields(r, dry_run)
     if not dry_run:
         branch.raise_if_failed(res)
     return res
+
+
+def _take_fields(r, dry_run):
+    """_read_fields of native result r, which is freed."""
+    try:
+        return _read_fields(r, dry_run)
+    finally:
+        _lib.sandlock_result_free(r)
 
 
 def _not_found_result(text) -> Result:
