@@ -87,6 +87,7 @@ struct sl_dispatch {
 	bool wants_opener;         /* handlers or builtins open on the caller's behalf */
 	bool proc_guard, proc_fast; /* /proc readable; nothing denied beneath it */
 	char *name;                 /* cfg->name copy (NULL: sandbox-<init>) */
+	char *hosts;                /* the synthetic /etc/hosts, NULL = the real one */
 	struct sl_opener *opener;  /* opener.h; NULL until sl_dispatch_use_ruleset */
 	struct sl_virt *virt;      /* its synthetic views until handed to it (virtfiles.h) */
 	atomic_int refs;
@@ -441,6 +442,12 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 		goto fail;
 	}
 	d->proc_fast = sl_proc_undenied(cfg);
+	bool oom_hosts;
+	d->hosts = sl_netrules_hosts_file(&cfg->net, &oom_hosts);
+	if (oom_hosts) {
+		oom(err, msg);
+		goto fail;
+	}
 	if (d->wants_opener && !(d->virt = sl_virt_new(cfg))) {
 		oom(err, msg);
 		goto fail;
@@ -466,6 +473,9 @@ int sl_dispatch_use_ruleset(struct sl_dispatch *d, int ruleset_fd, int *err, cha
 		return -1;
 	sl_opener_set_virt(d->opener, d->virt);
 	d->virt = NULL;
+	if (sl_opener_set_hosts(d->opener, d->hosts) < 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "cannot serve /etc/hosts: %s",
+		               strerror(errno));
 	return 0;
 }
 
@@ -616,6 +626,7 @@ static void destroy(struct sl_dispatch *d)
 	sl_opener_free(d->opener);     /* no handler can call it any more */
 	sl_virt_free(d->virt);
 	free(d->name);
+	free(d->hosts);
 	for (size_t i = 0; i < d->nchains; i++) {
 		free(d->chains[i].first);
 		free(d->chains[i].h);

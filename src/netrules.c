@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -253,7 +254,37 @@ static int push(struct sl_netrules *r, const struct sl_netrule *x)
 	return 0;
 }
 
-/* Every A/AAAA address of host, as one rule each. */
+/* Append "addr host\n" to the hosts text unless that line is there. */
+static int add_hosts_line(struct sl_netrules *r, int family, const void *addr, const char *host)
+{
+	char ip[INET6_ADDRSTRLEN], line[INET6_ADDRSTRLEN + 260];
+	if (!inet_ntop(family, addr, ip, sizeof ip))
+		return 0;
+	int n = snprintf(line, sizeof line, "%s %s\n", ip, host);
+	size_t len = (size_t)n;
+	for (size_t at = 0; at < r->hosts.len;) { /* line by line: exact duplicates only */
+		const char *nl = memchr(r->hosts.data + at, '\n', r->hosts.len - at);
+		size_t l = (size_t)(nl - (r->hosts.data + at)) + 1;
+		if (l == len && memcmp(r->hosts.data + at, line, len) == 0)
+			return 0;
+		at += l;
+	}
+	if (r->hosts.len + len + 1 > r->hosts.cap) {
+		size_t cap = r->hosts.cap ? r->hosts.cap * 2 : 256;
+		while (cap < r->hosts.len + len + 1)
+			cap *= 2;
+		char *d = realloc(r->hosts.data, cap);
+		if (!d)
+			return -1;
+		r->hosts.data = d;
+		r->hosts.cap = cap;
+	}
+	memcpy(r->hosts.data + r->hosts.len, line, len + 1);
+	r->hosts.len += len;
+	return 0;
+}
+
+/* Every A/AAAA address of host, as one rule each (and a hosts line). */
 static int resolve_host(struct sl_netrules *r, const struct parsed *p, char **why)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
@@ -277,6 +308,8 @@ static int resolve_host(struct sl_netrules *r, const struct parsed *p, char **wh
 			continue;
 		}
 		rc = push(r, &x);
+		if (rc == 0)
+			rc = add_hosts_line(r, x.family, x.addr, p->host);
 	}
 	freeaddrinfo(res);
 	return rc;
@@ -307,6 +340,26 @@ void sl_netrules_free(struct sl_netrules *r)
 	free(r->v);
 	r->v = NULL;
 	r->n = r->cap = 0;
+	free(r->hosts.data);
+	r->hosts.data = NULL;
+	r->hosts.len = r->hosts.cap = 0;
+}
+
+/* The loopback names every resolver expects, then the pinned hosts. */
+char *sl_netrules_hosts_file(const struct sl_netrules *r, bool *oom)
+{
+	static const char head[] = "127.0.0.1 localhost\n::1 localhost\n";
+	*oom = false;
+	if (r->hosts.len == 0)
+		return NULL;
+	char *s = malloc(sizeof head + r->hosts.len);
+	if (!s) {
+		*oom = true;
+		return NULL;
+	}
+	memcpy(s, head, sizeof head - 1);
+	memcpy(s + sizeof head - 1, r->hosts.data, r->hosts.len + 1);
+	return s;
 }
 
 /* ---------------- matching ---------------- */

@@ -37,6 +37,10 @@ struct sl_netrules {
 	struct sl_netrule *v;
 	size_t n, cap;
 	bool deny_mode; /* rules are net_deny: everything else is allowed */
+	/* "ADDR NAME\n" for every address a hostname rule resolved to, in
+	 * rule order, each line once: the body of the synthetic /etc/hosts.
+	 * len 0 = no rule names a host (the guest sees the real file). */
+	struct { char *data; size_t len, cap; } hosts;
 };
 
 /* Parse one SPEC; a hostname is resolved (all A/AAAA) into one rule per
@@ -46,6 +50,9 @@ int sl_netrules_add(struct sl_netrules *r, const char *spec, bool deny, char **w
 /* Only checks the syntax of SPEC (no resolution): NULL or a heap reason. */
 char *sl_netrules_check(const char *spec, bool deny);
 void sl_netrules_free(struct sl_netrules *r);
+/* The synthetic /etc/hosts for r (localhost lines, then r->hosts), as a
+ * heap string; NULL when no rule names a host (or on OOM, *oom set). */
+char *sl_netrules_hosts_file(const struct sl_netrules *r, bool *oom);
 
 /* True if proto (one SL_NP_*) to sa (AF_INET/AF_INET6; IPv4-mapped IPv6
  * counts as IPv4) is permitted by r: some rule matches (allow mode) or

@@ -113,6 +113,9 @@ struct sl_opener {
 	int procfd;          /* /proc, for sl_proc_policy; -1 */
 	char hostname[72];   /* served for the hostname files; "" = not */
 	struct sl_virt *virt; /* synthetic views (virtfiles.h), owned; NULL */
+	char *hosts;         /* served for /etc/hosts (hosts_dev/ino); NULL = not */
+	dev_t hosts_dev;
+	ino_t hosts_ino;
 };
 
 /*
@@ -222,6 +225,7 @@ static void opener_destroy(struct sl_opener *op)
 	pthread_cond_destroy(&op->cv);
 	pthread_mutex_destroy(&op->mu);
 	pthread_mutex_destroy(&op->call_lock);
+	free(op->hosts);
 	free(op);
 }
 
@@ -290,6 +294,25 @@ void sl_opener_set_virt(struct sl_opener *op, struct sl_virt *v)
 {
 	sl_virt_free(op->virt);
 	op->virt = v;
+}
+
+int sl_opener_set_hosts(struct sl_opener *op, const char *text)
+{
+	if (!text)
+		return 0;
+	struct stat st;
+	if (!(op->hosts = sl_strdup(text)))
+		return -1;
+	/* The file the guest would open: its identity, not its spelling.  No
+	 * /etc/hosts at all: nothing to serve, nothing of the host's to see. */
+	if (stat("/etc/hosts", &st) < 0) {
+		op->hosts_dev = 0;
+		op->hosts_ino = 0;
+		return errno == ENOENT ? 0 : -1;
+	}
+	op->hosts_dev = st.st_dev;
+	op->hosts_ino = st.st_ino;
+	return 0;
 }
 
 /* ---------------- finding a run's opener ---------------- */
@@ -799,18 +822,33 @@ static bool is_hostname_file(const char *real)
 	return strcmp(real, "/proc/sys/kernel/hostname") == 0 || strcmp(real, "/etc/hostname") == 0;
 }
 
-/* Replace *fd (a hostname file opened for reading) by a sealed memfd with
- * the sandbox's name.  0 or an errno. */
-static int serve_hostname(const struct sl_opener *op, int *fd)
+/* Replace *fd (a file opened for reading) by a sealed memfd holding
+ * text, so the guest reads what we serve and can never change it.
+ * 0 or an errno. */
+static int serve_text(const char *name, const char *text, int *fd)
 {
-	char line[80];
-	int len = snprintf(line, sizeof line, "%s\n", op->hostname);
-	int m = sl_virt_memfd("hostname", line, (size_t)len);
+	int m = sl_virt_memfd(name, text, strlen(text));
 	if (m < 0)
 		return EIO;
 	close(*fd);
 	*fd = m;
 	return 0;
+}
+
+/* The sandbox's name, as the hostname files hold it. */
+static int serve_hostname(const struct sl_opener *op, int *fd)
+{
+	char line[80];
+	snprintf(line, sizeof line, "%s\n", op->hostname);
+	return serve_text("hostname", line, fd);
+}
+
+/* Is fd the host's /etc/hosts (same device and inode)? */
+static bool is_hosts_file(const struct sl_opener *op, int fd)
+{
+	struct stat st;
+	return op->hosts && op->hosts_ino && fstat(fd, &st) == 0 && st.st_dev == op->hosts_dev &&
+	       st.st_ino == op->hosts_ino;
 }
 
 /* After the open: still pending, what it is, the check, the deferred
@@ -842,6 +880,8 @@ static int finish(struct sl_opener *op, int listener, const sandlock_notif_t *n,
 	bool reading = acc >= 0 && (acc & O_ACCMODE) == O_RDONLY && !(acc & O_PATH);
 	if (!e && reading && op->hostname[0] && is_hostname_file(out->path))
 		e = serve_hostname(op, fdp);
+	else if (!e && reading && is_hosts_file(op, fd))
+		e = serve_text("hosts", op->hosts, fdp);
 	else if (!e && reading)
 		e = sl_virt_serve(op->virt, out->path, (pid_t)n->pid, fdp);
 	return e;

@@ -39,6 +39,12 @@ void sl_opener_set_hostname(struct sl_opener *op, const char *name);
  * reading; the opener owns v from here (NULL: none). */
 struct sl_virt;
 void sl_opener_set_virt(struct sl_opener *op, struct sl_virt *v);
+/* Serve text (copied) for every read-only open of the file that is
+ * /etc/hosts now (by device and inode, whatever path or dirfd reached
+ * it): the pinned names of the network rules (netrules.h).  NULL: the
+ * real file.  0 or -1 (OOM, or /etc/hosts cannot be stat'ed: then every
+ * open of it is refused rather than served the host's file).  Before bind. */
+int sl_opener_set_hosts(struct sl_opener *op, const char *text);
 /* Make the opener the one sandlock_open_on_behalf finds for listener. */
 int sl_opener_bind(struct sl_opener *op, int listener);
 /* Unbind, stop and join the thread (NULL is fine). */

@@ -275,3 +275,72 @@ def test_bind_ranges_and_deny_bind():
     assert sandlock.parse_ports([80, "443", "8000-8002"]) == [80, 443, 8000, 8001, 8002]
     with pytest.raises(ValueError):
         sandlock.parse_ports(["9-1"])
+
+
+# ---------------- synthetic /etc/hosts ----------------
+
+HOSTS_PROBE = r'''
+import os, socket, sys
+def names(text):
+    return sorted(n for line in text.splitlines() if line.split()[:1] and not line.startswith("#")
+                  for n in line.split()[1:])
+out = [",".join(names(open("/etc/hosts").read())),
+       ",".join(names(open("/etc/../etc/hosts").read()))]
+d = os.open("/etc", os.O_RDONLY | os.O_DIRECTORY)
+fd = os.open("hosts", os.O_RDONLY, dir_fd=d)
+out.append(",".join(names(os.read(fd, 65536).decode())))
+for n in sys.argv[1:]:
+    try:
+        out.append(socket.gethostbyname(n))
+    except OSError:
+        out.append("unknown")
+print(" ".join(out))
+'''
+
+
+def host_names():
+    """Names of the host's /etc/hosts other than localhost, that resolve."""
+    try:
+        text = open("/etc/hosts").read()
+    except OSError:
+        return []
+    seen = []
+    for line in text.splitlines():
+        f = line.split("#")[0].split()
+        for n in f[1:]:
+            if n != "localhost" and n not in seen:
+                try:
+                    socket.getaddrinfo(n, None, socket.AF_INET)
+                    seen.append(n)
+                except OSError:
+                    pass
+    return seen
+
+
+def test_hosts_file_maps_only_the_allowed_names(tcp_server):
+    names = host_names()
+    if len(names) < 2:
+        pytest.skip("the host's /etc/hosts needs two names besides localhost")
+    allowed, other = names[0], names[1]
+    ip = socket.gethostbyname(allowed)
+    # outside, both names resolve from the real file
+    assert socket.gethostbyname(other)
+    for box in (sb(net_allow=["%s:%d" % (allowed, tcp_server)]),
+                sandlock.Sandbox(fs_readable=SYS + ["/proc"],
+                                 net_allow=["%s:%d" % (allowed, tcp_server)])):
+        r = box.run([PY, "-c", HOSTS_PROBE, allowed, other])
+        assert r.exit_code == 0, r.stderr
+        seen = r.stdout.decode().split()
+        want = ",".join(sorted(["localhost", "localhost", allowed]))
+        assert seen[:3] == [want] * 3  # every spelling, a dirfd of /etc too
+        assert seen[3:] == [ip, "unknown"]
+        # and the pinned address is reachable through the rule
+        assert probe(box, "tcp|%s|%d" % (ip, tcp_server)) == ["ok"]
+
+
+def test_hosts_file_is_the_real_one_without_a_host_rule(tcp_server):
+    real = open("/etc/hosts").read()
+    for rules in ([], ["127.0.0.1:%d" % tcp_server], ["*:%d" % tcp_server]):
+        r = sb(net_allow=rules).run(["/bin/cat", "/etc/hosts"])
+        assert r.exit_code == 0, r.stderr
+        assert r.stdout.decode() == real

@@ -1,0 +1,67 @@
+/*
+ * hosts.c — the synthetic /etc/hosts of a sandbox whose network rules
+ * name hosts (net_allow "api.example.com:443").
+ *
+ * WHY: a hostname rule is resolved once, when the sandbox is built, and
+ * pinned to those addresses (netrules.c).  The guest must find the same
+ * addresses without a DNS rule, and must not learn the host's other
+ * names: every read-only open of the file that is /etc/hosts (decided on
+ * the opened file's device and inode, so /etc/../etc/hosts, a dirfd of
+ * /etc or a link all count) gets a sealed memfd with the loopback lines
+ * and the pinned names only.  The opener serves it (opener.c); this
+ * builtin only makes sure every open goes through the opener when
+ * nothing else does: with /proc readable the /proc view (proc.c) already
+ * opens everything on behalf.  No hostname rule: nothing trapped, the
+ * guest sees the real file.
+ *
+ * Cost: every open of the guest becomes an on-behalf open (a round trip
+ * through the supervisor), only in sandboxes with a hostname rule.
+ */
+#include <errno.h>
+#include <sys/syscall.h>
+
+#include "../netrules.h"
+#include "../opener.h"
+#include "builtin.h"
+#include "proc.h"
+
+static const int k_open_nrs[] = {
+#ifdef __NR_open
+	__NR_open,
+#endif
+#ifdef __NR_creat
+	__NR_creat,
+#endif
+	__NR_openat, __NR_openat2,
+};
+
+static int hosts_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+{
+	if (cfg->net.hosts.len == 0 || sl_proc_readable(cfg))
+		return 0; /* the real file, or proc.c's opens serve it */
+	return sl_nrset_add_all(out, k_open_nrs, sizeof(k_open_nrs) / sizeof(k_open_nrs[0]));
+}
+
+static bool hosts_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
+{
+	(void)state;
+	struct sl_opener *op = sl_opener_find(call->listener);
+	sandlock_opened_t o;
+	int e = op ? sl_opener_open_call(op, call->listener, call->n, call->mem, NULL, NULL, &o)
+	           : EPERM; /* no opener: refuse rather than show the real file */
+	if (e) {
+		sandlock_action_set_errno(act, e);
+		return true;
+	}
+	sandlock_string_free(o.path);
+	sandlock_action_set_inject_fd_send(act, o.fd, o.newfd_flags);
+	return true;
+}
+
+const struct sl_builtin sl_builtin_hosts = {
+	.name = "synthetic /etc/hosts",
+	.phase = SL_PHASE_LAST,
+	.needs_opener = true,
+	.syscalls = hosts_syscalls,
+	.decide = hosts_decide,
+};
