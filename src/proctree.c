@@ -156,3 +156,38 @@ int sl_tree_list(pid_t root, struct sl_proc *out, size_t max)
 	free(v);
 	return (int)k;
 }
+
+/* Does process pid have an fd whose link is want ("socket:[ino]")? */
+static bool pid_holds(pid_t pid, const char *want)
+{
+	char path[48];
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return false;
+	bool found = false;
+	size_t wl = strlen(want);
+	for (struct dirent *e; !found && (e = readdir(d));) {
+		char link[64];
+		ssize_t n = readlinkat(dirfd(d), e->d_name, link, sizeof link);
+		found = n == (ssize_t)wl && memcmp(link, want, wl) == 0;
+	}
+	closedir(d);
+	return found;
+}
+
+bool sl_tree_holds_socket(pid_t root, unsigned long ino)
+{
+	enum { MAX = 4096 };
+	struct sl_proc *v = malloc(MAX * sizeof(*v));
+	if (!v)
+		return false;
+	int n = sl_tree_list(root, v, MAX);
+	char want[40];
+	snprintf(want, sizeof want, "socket:[%lu]", ino);
+	bool found = false;
+	for (int i = 0; !found && i < n && i < MAX; i++)
+		found = pid_holds(v[i].pid, want);
+	free(v);
+	return found;
+}

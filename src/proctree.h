@@ -24,4 +24,8 @@ struct sl_proc {
  * many there are (may exceed max), or -1.  Used by pause/resume (run.c). */
 int sl_tree_list(pid_t root, struct sl_proc *out, size_t max);
 
+/* True if some descendant of root (root excluded) holds an fd of the
+ * socket with inode ino (its /proc/PID/fd links read "socket:[ino]"). */
+bool sl_tree_holds_socket(pid_t root, unsigned long ino);
+
 #endif /* SANDLOCK_PROCTREE_H */

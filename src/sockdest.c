@@ -19,6 +19,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <netinet/tcp.h>
+
 #include "childfd.h"
 #include "sockdest.h"
 
@@ -60,6 +66,83 @@ bool sl_sd_unix_abstract(const struct sl_sockaddr *a)
 {
 	const struct sockaddr_un *u = (const void *)&a->ss;
 	return a->len > SUN_PATH_OFF && u->sun_family == AF_UNIX && u->sun_path[0] == '\0';
+}
+
+/* ---------------- abstract names: who is bound to one ---------------- */
+
+#define DIAG_BUF 32768
+
+/* Does the diag message m (one socket) hold name[0..len) and could a
+ * socket of type reach it? */
+static bool diag_match(const struct nlmsghdr *h, const char *name, size_t len, int type)
+{
+	const struct unix_diag_msg *m = NLMSG_DATA(h);
+	if (m->udiag_type != type)
+		return false;
+	/* A stream listener's accepted sockets carry its name too: only the
+	 * listener is what a connect reaches. */
+	if (type != SOCK_DGRAM && m->udiag_state != TCP_LISTEN)
+		return false;
+	size_t rem = h->nlmsg_len - NLMSG_LENGTH(sizeof(*m));
+	for (const struct rtattr *at = (const void *)(m + 1); RTA_OK(at, rem);
+	     at = RTA_NEXT(at, rem))
+		if (at->rta_type == UNIX_DIAG_NAME)
+			return RTA_PAYLOAD(at) == len && memcmp(RTA_DATA(at), name, len) == 0;
+	return false;
+}
+
+/* Read the dump's answers; 0 (with *ino when found) or an errno. */
+static int diag_read(int nl, const char *name, size_t len, int type, unsigned long *ino)
+{
+	char *buf = malloc(DIAG_BUF);
+	if (!buf)
+		return ENOMEM;
+	int e = 0;
+	for (bool done = false; !done && !e;) {
+		ssize_t n = recv(nl, buf, DIAG_BUF, 0);
+		if (n <= 0) {
+			e = n < 0 ? errno : EIO;
+			break;
+		}
+		size_t rem = (size_t)n;
+		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, rem); h = NLMSG_NEXT(h, rem)) {
+			if (h->nlmsg_type == NLMSG_DONE) {
+				done = true;
+				break;
+			}
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				e = EIO;
+				break;
+			}
+			if (!*ino && diag_match(h, name, len, type))
+				*ino = ((const struct unix_diag_msg *)NLMSG_DATA(h))->udiag_ino;
+		}
+	}
+	free(buf);
+	return e;
+}
+
+int sl_sd_abstract_inode(const struct sl_sockaddr *a, int type, unsigned long *ino)
+{
+	*ino = 0;
+	const struct sockaddr_un *u = (const void *)&a->ss;
+	size_t len = a->len - SUN_PATH_OFF; /* the name: every byte, NULs included */
+	int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (nl < 0)
+		return errno;
+	struct {
+		struct nlmsghdr h;
+		struct unix_diag_req r;
+	} req = {
+		.h = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+		       .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP },
+		.r = { .sdiag_family = AF_UNIX, .udiag_states = ~0u, .udiag_show = UDIAG_SHOW_NAME },
+	};
+	int e = send(nl, &req, sizeof req, 0) == (ssize_t)sizeof req
+	            ? diag_read(nl, u->sun_path, len, type, ino)
+	            : errno;
+	close(nl);
+	return e;
 }
 
 /* The path of a pathname address, NUL-terminated (the kernel stops at

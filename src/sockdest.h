@@ -44,6 +44,13 @@ int sl_sd_sockinfo(int fd, struct sl_sockinfo *si);
 bool sl_sd_unix_pathname(const struct sl_sockaddr *a);
 bool sl_sd_unix_abstract(const struct sl_sockaddr *a);
 
+/* The inode of the socket an abstract address a reaches from a socket
+ * of type (SOCK_STREAM/SOCK_SEQPACKET: the listener bound to the name;
+ * SOCK_DGRAM: the socket bound to it), found with sock_diag in our
+ * network namespace (the sandbox's).  0 with *ino (0: no such socket),
+ * or an errno. */
+int sl_sd_abstract_inode(const struct sl_sockaddr *a, int type, unsigned long *ino);
+
 /* Open the pathname socket of a as the caller reaches it (a relative
  * path from its cwd, /proc/self meaning the caller) with O_PATH, and give
  * its canonical path.  0 with *fd, or an errno (ENOENT, ENOTDIR, ...). */

@@ -8,12 +8,16 @@
  *    granted.  A pathname destination is allowed only when the socket
  *    file actually reached lies in an fs_write tree, at or below a
  *    net_allow_unix path, or (net_unix_readable) in an fs_read tree, and
- *    under no fs_deny path.  Abstract names are refused with EPERM: the
- *    kernel scopes them to the sandbox by Landlock (ABI 6) only for calls
- *    the sandbox makes itself, and a call it makes itself (CONTINUE)
- *    would re-read the address, which a second thread can turn into a
- *    path after the check.  Unnamed destinations (no address, AF_UNSPEC)
- *    pass.
+ *    under no fs_deny path.
+ *  - Abstract AF_UNIX names.  Landlock (ABI 6) scopes them to the
+ *    sandbox only for calls the sandbox makes itself, and such a call
+ *    (CONTINUE) would let the kernel re-read the address, which a second
+ *    thread can turn into a path after the check: Landlock (ABI <= 7)
+ *    does not check a connect to a socket file, so that path could be
+ *    docker.sock.  So the supervisor finds the socket bound to the name
+ *    (sock_diag) and allows it only when a process of the sandbox holds
+ *    it (its /proc/PID/fd), then connects or sends on behalf like for a
+ *    path.  Unnamed destinations (no address, AF_UNSPEC) pass.
  *  - IP endpoints (net_allow / net_deny, config.h): TCP, UDP and ICMP
  *    destinations must match a rule of the socket's protocol, learnt from
  *    the socket itself (SO_TYPE/SO_PROTOCOL), not from the caller.
@@ -58,6 +62,7 @@
 #include "../caps.h"
 #include "../childfd.h"
 #include "../netrules.h"
+#include "../proctree.h"
 #include "../sockdest.h"
 #include "builtin.h"
 
@@ -145,6 +150,22 @@ static int check_unix(const struct nd_state *st, const struct sl_call *call,
 	return 0;
 }
 
+/* An abstract name: only a socket held by a process of this sandbox, the
+ * scope Landlock gives the calls a sandboxed process makes itself.  The
+ * kernel's answers: ECONNREFUSED for a name nobody has bound, EPERM (the
+ * scope's) for a socket outside. */
+static int check_abstract(const struct sl_call *call, const struct nd_sock *s,
+                          const struct sl_sockaddr *a)
+{
+	unsigned long ino;
+	int e = sl_sd_abstract_inode(a, s->si.type, &ino);
+	if (e)
+		return EPERM; /* cannot tell where it leads: refused */
+	if (!ino)
+		return ECONNREFUSED;
+	return sl_tree_holds_socket(call->init, ino) ? 0 : EPERM;
+}
+
 /*
  * May socket s reach a?  0 (a possibly rewritten, *hold set for a unix
  * path) or the errno to deny with.  sending: the address of a send, where
@@ -158,7 +179,7 @@ static int check_dest(const struct nd_state *st, const struct sl_call *call,
 	switch (s->si.domain) {
 	case AF_UNIX:
 		if (sl_sd_unix_abstract(a))
-			return EPERM;
+			return check_abstract(call, s, a);
 		return sl_sd_unix_pathname(a) ? check_unix(st, call, a, hold) : 0;
 	case AF_INET:
 	case AF_INET6: {

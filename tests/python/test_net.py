@@ -2,7 +2,9 @@
 
 All traffic goes to servers these tests start on 127.0.0.0/8 or ::1.
 Denials are EACCES (README "Network policy")."""
+import os
 import socket
+import subprocess
 import threading
 
 import pytest
@@ -344,3 +346,62 @@ def test_hosts_file_is_the_real_one_without_a_host_rule(tcp_server):
         r = sb(net_allow=rules).run(["/bin/cat", "/etc/hosts"])
         assert r.exit_code == 0, r.stderr
         assert r.stdout.decode() == real
+
+
+# ---------------- abstract unix sockets ----------------
+
+ABSTRACT = r'''
+import errno, os, socket, sys
+name, host = sys.argv[1].encode(), sys.argv[2].encode()
+out = []
+for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+    srv = socket.socket(socket.AF_UNIX, kind)
+    srv.bind(b"\0" + name + str(kind).encode())
+    if kind == socket.SOCK_STREAM:
+        srv.listen(4)
+    pid = os.fork()
+    if pid == 0:  # a second process of the sandbox talks to the first
+        c = socket.socket(socket.AF_UNIX, kind)
+        try:
+            if kind == socket.SOCK_STREAM:
+                c.connect(b"\0" + name + str(kind).encode())
+                c.sendall(b"hi")
+            else:
+                c.sendto(b"hi", b"\0" + name + str(kind).encode())
+            os._exit(0)
+        except OSError:
+            os._exit(1)
+    if kind == socket.SOCK_STREAM:
+        conn, _ = srv.accept()
+        data = conn.recv(8)
+    else:
+        srv.settimeout(10)
+        data = srv.recv(8)
+    _, st = os.waitpid(pid, 0)
+    out.append("ok" if data == b"hi" and st == 0 else "fail")
+for addr in (b"\0" + host, b"\0sandlock-nobody-" + name):
+    c = socket.socket(socket.AF_UNIX)
+    try:
+        c.connect(addr)
+        out.append("ok")
+    except OSError as e:
+        out.append(errno.errorcode[e.errno])
+print(" ".join(out))
+'''
+
+
+def test_abstract_unix_inside_the_sandbox_only():
+    name = "sandlock-py-%d" % os.getpid()
+    host = socket.socket(socket.AF_UNIX)
+    host.bind(b"\0" + (name + "-host").encode())
+    host.listen(4)
+    try:
+        # the probe works outside: the host listener is reachable there
+        out = subprocess.run([PY, "-c", ABSTRACT, name + "-o", name + "-host"],
+                             capture_output=True, text=True).stdout.split()
+        assert out == ["ok", "ok", "ok", "ECONNREFUSED"]
+        r = sb().run([PY, "-c", ABSTRACT, name, name + "-host"])
+        assert r.exit_code == 0, r.stderr
+        assert r.stdout.decode().split() == ["ok", "ok", "EPERM", "ECONNREFUSED"]
+    finally:
+        host.close()
