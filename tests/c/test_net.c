@@ -334,8 +334,8 @@ TEST(tcp_port_race_never_reaches_denied_port)
 	int nb = 0, ng = 0;
 	CHECK(race_counts(tu_outside_line(argv), &nb, &ng));
 	CHECK(nb > 0);
-	/* an IP rule (on-behalf path) and a bare port rule (also on behalf,
-	 * with Landlock behind it) */
+	/* an IP rule (on-behalf path) and a bare port rule (continued: the
+	 * kernel's Landlock check reads whatever port the race left) */
 	char spec[64];
 	snprintf(spec, sizeof spec, "tcp://127.0.0.1:%d", gp);
 	CHECK(race_counts(run_line(sandlock_sandbox_builder_net_allow_spec(base(), spec), argv), &nb,
@@ -348,6 +348,61 @@ TEST(tcp_port_race_never_reaches_denied_port)
 	CHECK(nb == 0 && ng > 0);
 	if (th_failed_now)
 		fprintf(stderr, "  port rule: bad=%d good=%d\n", nb, ng);
+	acceptor_stop(&acc);
+	close(gs);
+	close(bs);
+}
+
+/* How the netdest builtin answered the connects of a run. */
+struct connect_log {
+	atomic_int continued, performed;
+};
+
+static void log_connect(void *ud, const sandlock_decision_t *d)
+{
+	struct connect_log *l = ud;
+	if (d->notif->syscall_nr != __NR_connect || !d->decided_by ||
+	    strcmp(d->decided_by, "socket destinations") != 0)
+		return;
+	if (d->action->kind == SANDLOCK_ACTION_CONTINUE)
+		atomic_fetch_add(&l->continued, 1);
+	else
+		atomic_fetch_add(&l->performed, 1);
+}
+
+TEST(port_rules_leave_tcp_connect_to_landlock)
+{
+	int gp, bp;
+	int gs = tu_tcp_listener(&gp), bs = tu_tcp_listener(&bp);
+	REQUIRE(gs >= 0 && bs >= 0);
+	struct acceptor acc;
+	acceptor_start(&acc, gs, bs);
+	char g[16], bstr[16], spec[64];
+	snprintf(g, sizeof g, "%d", gp);
+	snprintf(bstr, sizeof bstr, "%d", bp);
+	const char *argv[] = { netprobe(), "tcp-race", g, bstr, "50", NULL };
+	int nb = 0, ng = 0;
+	/* a `:port` rule: the kernel's Landlock check, no on-behalf connect
+	 * (the race test above shows the continued call stays safe) */
+	struct connect_log port = { 0, 0 }, ip = { 0, 0 };
+	CHECK(race_counts(run_line(sandlock_sandbox_builder_on_decision(
+	                               sandlock_sandbox_builder_net_allow(base(), (uint32_t)gp),
+	                               log_connect, &port),
+	                           argv),
+	                  &nb, &ng));
+	CHECK(nb == 0); /* which port each try meets is luck: only "never the bad one" */
+	CHECK(atomic_load(&port.continued) >= 50 && atomic_load(&port.performed) == 0);
+	/* an IP rule: every connect performed on behalf */
+	snprintf(spec, sizeof spec, "tcp://127.0.0.1:%d", gp);
+	CHECK(race_counts(run_line(sandlock_sandbox_builder_on_decision(
+	                               sandlock_sandbox_builder_net_allow_spec(base(), spec),
+	                               log_connect, &ip),
+	                           argv),
+	                  &nb, &ng));
+	CHECK(nb == 0);
+	if (th_failed_now)
+		fprintf(stderr, "  IP rule: bad=%d good=%d\n", nb, ng);
+	CHECK(atomic_load(&ip.continued) == 0 && atomic_load(&ip.performed) >= 50);
 	acceptor_stop(&acc);
 	close(gs);
 	close(bs);
