@@ -14,7 +14,11 @@ Figures:
             (sandlock_open_on_behalf), with a bare run of the same batch as
             the base
   connect   ns per TCP connect+close to a local listener: bare, with an IP
-            rule and with a port rule (both performed on the caller's behalf)
+            rule (performed on the caller's behalf) and with a port rule
+            (trapped, continued: Landlock checks it)
+  redis     redis-server inside `sandlock run --net-allow-bind PORT`, driven
+            by redis-benchmark from outside, vs a bare redis-server: SET and
+            GET requests/s and p99 latency (skipped without redis-server)
   procvirt  the /proc views and determinism knobs vs bare (bench/procvirt.py)
   fork      us per clone of Sandbox.fork(N) (work_fn prints its id; fork to
             the last clone's Result), vs a bare os.fork() loop doing the same
@@ -275,12 +279,82 @@ def cow_figures():
         return {k: statistics.median(v) for k, v in runs.items()}
     finally:
         shutil.rmtree(top, ignore_errors=True)
+REDIS_N = int(os.environ.get("BENCH_REDIS_N", "50000"))
+
+
+def free_port():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def redis_once(sandboxed):
+    """One redis-benchmark SET/GET run against a fresh server: {key: value}."""
+    import socket
+    port = free_port()
+    server = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+              "--appendonly", "no", "--protected-mode", "no", "--loglevel", "warning"]
+    if sandboxed:
+        ro = [a for d in SYS_RO for a in ("-r", d)]
+        server = [str(BUILD / "sandlock"), "run", *ro, "--net-allow-bind", str(port),
+                  "--", *server]
+    proc = subprocess.Popen(server, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(500):  # until it listens (not a measurement)
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.01)
+        out = subprocess.run(["redis-benchmark", "-p", str(port), "-t", "set,get", "-n",
+                              str(REDIS_N), "-q", "--csv"], capture_output=True, text=True,
+                             check=True).stdout
+    finally:
+        proc.terminate()
+        proc.wait()
+    fig = {}
+    for line in out.splitlines()[1:]:
+        f = [x.strip('"') for x in line.split(",")]
+        tag = "redis_%s_%s" % (f[0].lower(), "sandbox" if sandboxed else "bare")
+        fig[tag + "_rps"] = float(f[1])
+        fig[tag + "_p99_ms"] = float(f[6])
+    return fig
+
+
+def redis_figures():
+    """Bare and sandboxed runs interleaved, medians: {} without redis."""
+    import shutil
+    if not (shutil.which("redis-server") and shutil.which("redis-benchmark")):
+        print("redis figures skipped: no redis-server/redis-benchmark", file=sys.stderr)
+        return {}
+    runs = []
+    for _ in range(REPS):
+        runs.append(redis_once(False))
+        runs.append(redis_once(True))
+    keys = set().union(*runs)
+    return {k: statistics.median(r[k] for r in runs if k in r) for k in keys}
 
 
 def row(label, value, unit, *bases):
     """One figure and its ratio against each (name, value) in bases."""
     ratios = "  ".join(f"{value / b:6.2f}x {name}" for name, b in bases if b)
     return f"  {label:<40} {value:10.1f} {unit:<3} {ratios}"
+
+
+def print_redis(fig):
+    print(f"redis-server, redis-benchmark -t set,get -n {REDIS_N} from outside "
+          f"(sandbox: --net-allow-bind PORT)")
+    for op in ("set", "get"):
+        b, sb = "redis_%s_bare" % op, "redis_%s_sandbox" % op
+        print(row("%s bare" % op.upper(), fig[b + "_rps"], "r/s"))
+        print(row("%s sandboxed" % op.upper(), fig[sb + "_rps"], "r/s",
+                  ("of bare", fig[b + "_rps"])))
+        print(row("%s p99 bare" % op.upper(), fig[b + "_p99_ms"], "ms"))
+        print(row("%s p99 sandboxed" % op.upper(), fig[sb + "_p99_ms"], "ms",
+                  ("of bare", fig[b + "_p99_ms"])))
 
 
 def main():
@@ -311,6 +385,11 @@ def main():
         fig.update(cow_figures())
     except Exception as e:
         print(f"cow figures failed: {type(e).__name__}: {e}", file=sys.stderr)
+
+    try:
+        fig.update(redis_figures())
+    except Exception as e:
+        print(f"redis figures failed: {type(e).__name__}: {e}", file=sys.stderr)
 
     print(f"sandlock benchmarks (median of {REPS} runs for openat, "
           f"{STARTUP_RUNS} for startup)")
@@ -357,7 +436,7 @@ def main():
         bare = ("vs bare", fig["connect_bare_ns"])
         for key, label in (("connect_bare_ns", "bare, no sandbox"),
                            ("connect_ip_rule_ns", "IP rule: trapped, on behalf"),
-                           ("connect_port_rule_ns", "port rule: trapped, on behalf")):
+                           ("connect_port_rule_ns", "port rule: trapped, continued")):
             if key in fig:
                 print(row(label, fig[key], "ns", *(() if key == "connect_bare_ns" else (bare,))))
     procvirt.report(fig, row)
@@ -388,6 +467,8 @@ def main():
             print(row(label, fig[key], "ms", *bases))
         print(f"  commit of the {UNTAR_FILES}-file tree (COMMIT - ABORT): "
               f"{fig['cow_untar_commit_ms'] - fig['cow_untar_abort_ms']:.1f} ms")
+    if "redis_set_bare_rps" in fig:
+        print_redis(fig)
     if "openat_py_handler_ns" not in fig:
         return 1
     return 0
