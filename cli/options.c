@@ -24,6 +24,7 @@ const struct cli_opt cli_run_opts[] = {
 	{ OPT_NET_DENY_BIND, 0, "net-deny-bind", NULL, "PORTS", NULL, "deny TCP bind to these ports, allow the rest" },
 	{ OPT_ALLOW_UNIX, 0, "allow-unix", NULL, "PATH", NULL, "allow connecting to unix sockets at or below PATH" },
 	{ OPT_UNIX_READABLE, 0, "net-unix-readable", NULL, NULL, NULL, "also allow unix sockets inside -r trees" },
+	{ OPT_PORT_REMAP, 0, "port-remap", NULL, NULL, NULL, "own port space: a bind to a taken port gets another real one" },
 	{ OPT_EXTRA_ALLOW, 0, "extra-allow-syscalls", NULL, "GROUPS", "Syscalls and protections:", "re-allow syscall groups denied by default (sysv_ipc)" },
 	{ OPT_EXTRA_DENY, 0, "extra-deny-syscalls", NULL, "NAMES", NULL, "also deny these syscalls or groups with EPERM" },
 	{ OPT_ALLOW_DEGRADED, 0, "allow-degraded", NULL, "PROT", NULL, "run even if the kernel lacks protection PROT (repeatable)" },
@@ -57,7 +58,6 @@ const struct cli_opt cli_run_opts[] = {
 /* Reference CLI options whose feature sandlock does not have yet: refused
  * with "not supported yet", never ignored.  One per line. */
 const struct cli_unsupported cli_unsupported[] = {
-	{ "port-remap", no_argument },
 	{ "http-allow", required_argument },
 	{ "http-deny", required_argument },
 	{ "http-ports", required_argument },

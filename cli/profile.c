@@ -138,6 +138,15 @@ static int k_net_deny_bind(struct pctx *c, const struct toml_value *v)
 	return net_rules(c, v, OPT_NET_DENY_BIND);
 }
 
+static int k_port_remap(struct pctx *c, const struct toml_value *v)
+{
+	if (want(c, v, TOML_BOOL) < 0)
+		return -1;
+	if (v->u.b && cli_ops_add(&c->cfg->ops, OPT_PORT_REMAP, NULL) < 0)
+		return nomem(c, v);
+	return 0;
+}
+
 static int k_cwd(struct pctx *c, const struct toml_value *v)
 {
 	if (want(c, v, TOML_STRING) < 0)
@@ -469,7 +478,7 @@ static const struct key_spec schema[] = {
 	{ "network", "allow", k_net_allow },
 	{ "network", "allow_bind", k_net_bind },
 	{ "network", "deny_bind", k_net_deny_bind },
-	{ "network", "port_remap", k_unsupported },
+	{ "network", "port_remap", k_port_remap },
 	{ "http", "ports", k_unsupported },
 	{ "http", "allow", k_unsupported },
 	{ "http", "deny", k_unsupported },

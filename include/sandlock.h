@@ -195,6 +195,14 @@ sandlock_builder_t *sandlock_sandbox_builder_net_allow_unix(sandlock_builder_t *
                                                             const char *path);
 sandlock_builder_t *sandlock_sandbox_builder_net_unix_readable(sandlock_builder_t *b,
                                                                bool allow);
+/*
+ * port_remap: each run gets its own TCP/UDP port space.  An IP bind to
+ * port V is performed on the caller's behalf (after the bind rules, on V);
+ * when V is taken on the host, on a free port the kernel picks instead.
+ * getsockname/getpeername show V, and a connect from inside to V reaches
+ * the real port.  sandlock_handle_ports gives the remapped pairs.
+ */
+sandlock_builder_t *sandlock_sandbox_builder_port_remap(sandlock_builder_t *b, bool on);
 sandlock_builder_t *sandlock_sandbox_builder_timeout_ms(sandlock_builder_t *b, uint64_t ms);
 /* Deferred handler calls still running after this long are failed with EIO (default 30000). */
 sandlock_builder_t *sandlock_sandbox_builder_deferred_timeout_ms(sandlock_builder_t *b,
@@ -415,6 +423,11 @@ int sandlock_handle_start(sandlock_handle_t *h);
 int sandlock_handle_pid(const sandlock_handle_t *h);
 /* The sandbox's init: the caller's child and the parent of the command. */
 int sandlock_handle_init_pid(const sandlock_handle_t *h);
+/* port_remap: the virtual ports of this run bound on another real port,
+ * as pairs virt[i] -> real[i], the first max of them; returns how many
+ * there are (a port not listed is its own real port), -1 for a NULL h.
+ * Safe while the run runs, from any thread. */
+int sandlock_handle_ports(sandlock_handle_t *h, uint16_t *virt, uint16_t *real, size_t max);
 /* True until the command (and so the sandbox) has ended. */
 bool sandlock_handle_is_running(sandlock_handle_t *h);
 /* Stop / continue every process of the sandbox (all descendants of init,

@@ -305,6 +305,13 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_allow_unix(sandlock_b
 	return b_add_path(b, &b->raw_unix, path, "net_allow_unix");
 }
 
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_port_remap(sandlock_builder_t *b, bool on)
+{
+	if (b)
+		b->cfg.port_remap = on;
+	return b;
+}
+
 SL_EXPORT sandlock_builder_t *
 sandlock_sandbox_builder_net_unix_readable(sandlock_builder_t *b, bool allow)
 {

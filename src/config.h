@@ -49,6 +49,7 @@ struct sandlock_sandbox {
 	 * and fs_read trees when unix_readable; never under fs_deny. */
 	sl_strvec unix_allow;     /* canonical */
 	bool unix_readable;
+	bool port_remap;          /* own port space: binds performed on behalf (portmap.h) */
 	uint64_t timeout_ms;          /* 0 = none */
 	uint64_t deferred_timeout_ms; /* default 30000 */
 	bool inherit_stdio;

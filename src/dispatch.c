@@ -46,6 +46,7 @@
 #include "dispatch.h"
 #include "filter.h"
 #include "opener.h"
+#include "portmap.h"
 #include "respond.h"
 #include "syscalls.h"
 #include "virtfiles.h"
@@ -88,6 +89,7 @@ struct sl_dispatch {
 	bool proc_guard, proc_fast; /* /proc readable; nothing denied beneath it */
 	char *name;                 /* cfg->name copy (NULL: sandbox-<init>) */
 	char *hosts;                /* the synthetic /etc/hosts, NULL = the real one */
+	struct sl_portmap *ports;   /* port_remap: the run's port map, else NULL */
 	struct sl_opener *opener;  /* opener.h; NULL until sl_dispatch_use_ruleset */
 	struct sl_virt *virt;      /* its synthetic views until handed to it (virtfiles.h) */
 	atomic_int refs;
@@ -442,6 +444,10 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 		goto fail;
 	}
 	d->proc_fast = sl_proc_undenied(cfg);
+	if (cfg->port_remap && !(d->ports = sl_portmap_new())) {
+		oom(err, msg);
+		goto fail;
+	}
 	bool oom_hosts;
 	d->hosts = sl_netrules_hosts_file(&cfg->net, &oom_hosts);
 	if (oom_hosts) {
@@ -545,7 +551,7 @@ static bool run_chain(struct sl_dispatch *d, const struct sl_chain *c,
                       const sandlock_notif_t *n, sandlock_mem_t *mem, sandlock_action_t *act,
                       bool *deferred, const char **by)
 {
-	struct sl_call call = { n, mem, d->listener, d->init };
+	struct sl_call call = { n, mem, d->listener, d->init, d->ports };
 	for (size_t i = 0; i < c->nfirst; i++)
 		if (c->first[i]->b->decide(c->first[i]->state, &call, act)) {
 			*by = c->first[i]->b->name;
@@ -613,6 +619,11 @@ bool sl_dispatch_quiesce(struct sl_dispatch *d, const struct timespec *at)
 	return sl_deferred_stop(d->deferred, at);
 }
 
+struct sl_portmap *sl_dispatch_ports(struct sl_dispatch *d)
+{
+	return d->ports;
+}
+
 void sl_dispatch_finish(struct sl_dispatch *d, struct sandlock_result *r)
 {
 	for (size_t i = 0; i < d->ninsts; i++)
@@ -627,6 +638,7 @@ static void destroy(struct sl_dispatch *d)
 	sl_virt_free(d->virt);
 	free(d->name);
 	free(d->hosts);
+	sl_portmap_free(d->ports);
 	for (size_t i = 0; i < d->nchains; i++) {
 		free(d->chains[i].first);
 		free(d->chains[i].h);

@@ -31,6 +31,7 @@
 #include "init.h"
 #include "launch.h"
 #include "pause.h"
+#include "portmap.h"
 #include "proctree.h"
 #include "result.h"
 #include "supervisor.h"
@@ -670,6 +671,17 @@ SL_EXPORT int sandlock_handle_start(sandlock_handle_t *h)
 SL_EXPORT int sandlock_handle_pid(const sandlock_handle_t *h)
 {
 	return h ? (int)h->L.cmd_pid : -1;
+}
+
+SL_EXPORT int sandlock_handle_ports(sandlock_handle_t *h, uint16_t *virt, uint16_t *real,
+                                   size_t max)
+{
+	if (!h)
+		return -1;
+	struct sl_portmap *m = h->sup ? sl_supervisor_ports(h->sup) : NULL;
+	if (!m || ((!virt || !real) && max))
+		return m ? -1 : 0;
+	return (int)sl_portmap_remapped(m, virt, real, max);
 }
 
 SL_EXPORT int sandlock_handle_init_pid(const sandlock_handle_t *h)

@@ -272,6 +272,11 @@ void sl_supervisor_finish(struct sl_supervisor *s, struct sandlock_result *r)
 	sl_dispatch_finish(s->d, r);
 }
 
+struct sl_portmap *sl_supervisor_ports(struct sl_supervisor *s)
+{
+	return sl_dispatch_ports(s->d);
+}
+
 void sl_supervisor_free(struct sl_supervisor *s)
 {
 	if (!s)

@@ -667,6 +667,8 @@ def _step_net(b, c):
         b = _lib.sandlock_sandbox_builder_net_allow_unix(b, _enc(p))
     if c["net_unix_readable"]:
         b = _lib.sandlock_sandbox_builder_net_unix_readable(b, True)
+    if c["port_remap"]:
+        b = _lib.sandlock_sandbox_builder_port_remap(b, True)
     return b
 
 
@@ -793,6 +795,7 @@ class Sandbox:
     net_deny_bind = _Field(_bind_specs)
     net_allow_unix = _Field(_path_list)
     net_unix_readable = _Field(_bool)
+    port_remap = _Field(_bool)
     timeout = _Field(_timeout)
     max_output = _Field(_max_output)
     name = _Field(_name)
@@ -847,6 +850,7 @@ class Sandbox:
         net_deny_bind: Iterable = (),
         net_allow_unix: Iterable = (),
         net_unix_readable: bool = False,
+        port_remap: bool = False,
         max_output: Optional[int] = None,
         trace: Optional[Callable[[dict], None]] = None,
         num_cpus: Optional[int] = None,
@@ -876,6 +880,7 @@ class Sandbox:
         self.net_deny_bind = net_deny_bind
         self.net_allow_unix = net_allow_unix
         self.net_unix_readable = net_unix_readable
+        self.port_remap = port_remap
         self.timeout = timeout
         self.name = name
         self.random_seed = random_seed
@@ -1082,6 +1087,13 @@ class Sandbox:
         """The command's pid while one is running, else None."""
         p = getattr(self, "_proc", None)
         return p.pid if p is not None and p.is_running else None
+
+    def ports(self) -> dict:
+        """With ``port_remap=True``: ``{virtual port: real port}`` for the ports
+        the running command bound on another real port than it asked for
+        (a port not listed is its own real port).  {} when nothing runs."""
+        p = getattr(self, "_proc", None)
+        return p.ports() if p is not None else {}
 
     @property
     def is_running(self) -> bool:

@@ -212,6 +212,7 @@ _decl("sandlock_sandbox_builder_net_allow_bind_spec", _p, _p, ctypes.c_char_p)
 _decl("sandlock_sandbox_builder_net_deny_bind", _p, _p, ctypes.c_char_p)
 _decl("sandlock_sandbox_builder_net_allow_unix", _p, _p, ctypes.c_char_p)
 _decl("sandlock_sandbox_builder_net_unix_readable", _p, _p, ctypes.c_bool)
+_decl("sandlock_sandbox_builder_port_remap", _p, _p, ctypes.c_bool)
 _decl("sandlock_net_spec_error", _p, ctypes.c_char_p, ctypes.c_int)
 _decl("sandlock_sandbox_builder_timeout_ms", _p, _p, ctypes.c_uint64)
 _decl("sandlock_sandbox_builder_max_output", _p, _p, ctypes.c_uint64)
@@ -240,6 +241,8 @@ for _n in ("start", "pid", "init_pid", "pause", "resume", "kill",
 _decl("sandlock_handle_is_running", ctypes.c_bool, _p)
 _decl("sandlock_handle_cpu_time_ns", ctypes.c_int64, _p)
 _decl("sandlock_handle_memory_bytes", ctypes.c_int64, _p)
+_decl("sandlock_handle_ports", _int, _p, ctypes.POINTER(ctypes.c_uint16),
+      ctypes.POINTER(ctypes.c_uint16), ctypes.c_size_t)
 _decl("sandlock_handle_wait", _p, _p, ctypes.c_int64, _errp, _msgp)
 _decl("sandlock_handle_free", None, _p)
 

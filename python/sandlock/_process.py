@@ -170,6 +170,20 @@ class Process:
         """The exit code once wait() has returned, else None."""
         return None if self._result is None else self._result.exit_code
 
+    def ports(self) -> dict:
+        """port_remap: {virtual port: real port} of the ports this run bound
+        elsewhere than asked (a port not listed is its own real port)."""
+        with self._lock:
+            if not self._h:
+                return {}
+            n = 64
+            while True:
+                virt, real = (ctypes.c_uint16 * n)(), (ctypes.c_uint16 * n)()
+                k = int(_lib.sandlock_handle_ports(self._h, virt, real, n))
+                if k <= n:
+                    return {virt[i]: real[i] for i in range(max(k, 0))}
+                n = k
+
     def start(self) -> None:
         """Release a command made with create()."""
         with self._lock:

@@ -34,6 +34,7 @@ struct sl_call {
 	sandlock_mem_t *mem; /* the caller's memory (childmem.h) */
 	int listener;        /* for sl_notif_valid: pin a /proc object, then check */
 	pid_t init;          /* the sandbox's init; its pid is the sandbox's pgid */
+	struct sl_portmap *ports; /* port_remap: the run's port map (portmap.h), else NULL */
 };
 
 enum sl_phase {

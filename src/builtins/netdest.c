@@ -62,6 +62,7 @@
 #include "../caps.h"
 #include "../childfd.h"
 #include "../netrules.h"
+#include "../portmap.h"
 #include "../proctree.h"
 #include "../sockdest.h"
 #include "builtin.h"
@@ -76,6 +77,8 @@ struct nd_state {
 	bool tcp_by_landlock; /* TCP connects are continued: Landlock alone enforces them */
 	struct sl_netrules net;
 	struct sl_portranges bind_deny;
+	bool remap;                      /* port_remap: binds on behalf, ports virtual */
+	struct sl_portranges bind_allow; /* remap: what Landlock would allow a bind to */
 };
 
 /* The socket a call names, as our duplicate. */
@@ -228,6 +231,25 @@ static void pipe_signal(const struct sl_call *call, long r, int flags)
 	}
 }
 
+/* The port field of an IP address (NULL for other families or short ones). */
+static uint16_t *port_field(struct sl_sockaddr *a)
+{
+	if (a->ss.ss_family == AF_INET && a->len >= sizeof(struct sockaddr_in))
+		return &((struct sockaddr_in *)&a->ss)->sin_port;
+	if (a->ss.ss_family == AF_INET6 && a->len >= sizeof(struct sockaddr_in6))
+		return &((struct sockaddr_in6 *)&a->ss)->sin6_port;
+	return NULL;
+}
+
+/* port_remap: a virtual port of this sandbox becomes its real port. */
+static void to_real_port(struct sl_portmap *m, struct sl_sockaddr *a)
+{
+	uint16_t *p = port_field(a);
+	uint16_t real = p ? sl_portmap_real(m, ntohs(*p)) : 0;
+	if (real)
+		*p = htons(real);
+}
+
 static long do_connect(const struct nd_state *st, const struct sl_call *call)
 {
 	const uint64_t *a = call->n->args;
@@ -244,6 +266,8 @@ static long do_connect(const struct nd_state *st, const struct sl_call *call)
 	int hold = -1;
 	if (!e)
 		e = check_dest(st, call, &s, &sa, false, &hold);
+	if (!e && call->ports && proto_of(&s.si) == SL_NP_TCP)
+		to_real_port(call->ports, &sa); /* checked as the guest sees it */
 	long r = e ? -e : AS_CALLER(connect(s.fd, (struct sockaddr *)&sa.ss, sa.len));
 	if (hold >= 0)
 		close(hold);
@@ -355,8 +379,55 @@ static long do_sendmmsg(const struct nd_state *st, const struct sl_call *call)
 	return sent;
 }
 
-/* net_deny_bind: an IP bind is checked and performed; other families
- * (unix: Landlock checks the socket file it creates) go to the kernel. */
+/* The port our socket fd is bound to, 0 if unknown. */
+static uint16_t bound_port(int fd)
+{
+	struct sl_sockaddr a = { .len = sizeof a.ss };
+	if (getsockname(fd, (struct sockaddr *)&a.ss, &a.len) < 0)
+		return 0;
+	uint16_t *p = port_field(&a);
+	return p ? ntohs(*p) : 0;
+}
+
+/*
+ * port_remap: bind virtual port v on behalf.  On v itself when the host
+ * has it free; else, the first time, on a port the kernel picks.  A v
+ * this sandbox bound before goes to the same real port again, and when
+ * that one is taken (the sandbox's own socket still holds it) the guest
+ * gets the EADDRINUSE its own port space has.
+ */
+static long bind_remapped(struct sl_portmap *m, int fd, struct sl_sockaddr *sa, uint16_t v)
+{
+	uint16_t *p = port_field(sa);
+	uint16_t prev = sl_portmap_real(m, v);
+	if (prev)
+		*p = htons(prev);
+	long r = AS_CALLER(bind(fd, (struct sockaddr *)&sa->ss, sa->len));
+	if (r == -EADDRINUSE && !prev) {
+		*p = 0;
+		r = AS_CALLER(bind(fd, (struct sockaddr *)&sa->ss, sa->len));
+	}
+	uint16_t real = r == 0 ? bound_port(fd) : 0;
+	if (real && sl_portmap_add(m, v, real) < 0)
+		r = -ENOMEM;
+	return r;
+}
+
+/* What Landlock allows a bind to (landlock.c's ll_bind): with a deny
+ * list or `*` every port (the deny list is checked apart), else the
+ * net_allow_bind ports. */
+static bool bind_allowed(const struct nd_state *st, uint16_t port)
+{
+	if (st->tcp_disabled || st->bind_allow.all || st->bind_deny.n || st->bind_deny.all)
+		return true;
+	return sl_portranges_has(&st->bind_allow, port);
+}
+
+/* An IP bind: net_deny_bind, and with port_remap the bind rules (the
+ * bind is ours then, outside Landlock), checked on the port the guest
+ * names; performed on behalf.  Other families (unix: Landlock checks the
+ * socket file it creates), UDP without remap and port 0 under remap (the
+ * kernel picks, Landlock checks) go to the kernel. */
 static long do_bind(const struct nd_state *st, const struct sl_call *call)
 {
 	const uint64_t *a = call->n->args;
@@ -365,19 +436,59 @@ static long do_bind(const struct nd_state *st, const struct sl_call *call)
 	if (e)
 		return -e;
 	long r = ND_CONTINUE;
-	if (s.si.domain == AF_INET || s.si.domain == AF_INET6) {
-		struct sl_sockaddr sa;
+	bool ip = s.si.domain == AF_INET || s.si.domain == AF_INET6;
+	bool tcp = s.si.protocol == IPPROTO_TCP;
+	struct sl_sockaddr sa;
+	if (ip)
 		e = sl_sd_copy_addr(call->mem, a[1], (uint32_t)a[2], &sa);
-		int fam = sa.ss.ss_family;
-		uint16_t port = 0;
-		if (!e && fam == AF_INET && sa.len >= sizeof(struct sockaddr_in))
-			port = ntohs(((struct sockaddr_in *)&sa.ss)->sin_port);
-		else if (!e && fam == AF_INET6 && sa.len >= sizeof(struct sockaddr_in6))
-			port = ntohs(((struct sockaddr_in6 *)&sa.ss)->sin6_port);
-		if (!e && s.si.protocol == IPPROTO_TCP && (port || st->bind_deny.all) &&
-		    sl_portranges_has(&st->bind_deny, port))
-			e = EACCES;
-		r = e ? -e : AS_CALLER(bind(s.fd, (struct sockaddr *)&sa.ss, sa.len));
+	uint16_t *pf = ip && !e ? port_field(&sa) : NULL;
+	uint16_t port = pf ? ntohs(*pf) : 0;
+	bool remap = call->ports && tcp && port != 0;
+	if (ip && e) {
+		r = -e;
+	} else if (ip && (tcp || !call->ports) && (st->bind_deny.n || st->bind_deny.all || remap)) {
+		if (tcp && (port || st->bind_deny.all) && sl_portranges_has(&st->bind_deny, port))
+			r = -EACCES;
+		else if (remap && !bind_allowed(st, port))
+			r = -EACCES; /* what Landlock answers */
+		else if (remap)
+			r = bind_remapped(call->ports, s.fd, &sa, port);
+		else
+			r = AS_CALLER(bind(s.fd, (struct sockaddr *)&sa.ss, sa.len));
+	}
+	close(s.fd);
+	return r;
+}
+
+/* port_remap: getsockname/getpeername of a TCP socket show virtual
+ * ports.  Performed on our duplicate (the call only writes the caller's
+ * memory); anything else goes to the kernel. */
+static long do_sockname(const struct sl_call *call, bool peer)
+{
+	const uint64_t *a = call->n->args;
+	struct nd_sock s = { -1, { 0, 0, 0 } };
+	if (open_sock(call, a[0], &s) != 0)
+		return ND_CONTINUE; /* the kernel gives the errno */
+	long r = ND_CONTINUE;
+	if ((s.si.domain == AF_INET || s.si.domain == AF_INET6) && proto_of(&s.si) == SL_NP_TCP) {
+		int32_t cap;
+		struct sl_sockaddr sa = { .len = sizeof sa.ss };
+		if (sandlock_mem_read(call->mem, a[2], &cap, sizeof cap) != 0 || cap < 0)
+			r = cap < 0 ? -EINVAL : -EFAULT;
+		else if ((peer ? getpeername : getsockname)(s.fd, (struct sockaddr *)&sa.ss, &sa.len) < 0)
+			r = -errno;
+		else {
+			uint16_t *p = port_field(&sa);
+			uint16_t v = p ? sl_portmap_virt(call->ports, ntohs(*p)) : 0;
+			if (v)
+				*p = htons(v);
+			int32_t len = (int32_t)sa.len;
+			size_t n = (size_t)(len < cap ? len : cap);
+			r = (n && sandlock_mem_write(call->mem, a[1], &sa.ss, n) != 0) ||
+			            sandlock_mem_write(call->mem, a[2], &len, sizeof len) != 0
+			        ? -EFAULT
+			        : 0;
+		}
 	}
 	close(s.fd);
 	return r;
@@ -403,7 +514,13 @@ static bool nd_decide(void *state, const struct sl_call *call, sandlock_action_t
 		r = do_sendmmsg(st, call);
 		break;
 	case __NR_bind:
-		r = (st->bind_deny.n || st->bind_deny.all) ? do_bind(st, call) : ND_CONTINUE;
+		r = (st->bind_deny.n || st->bind_deny.all || call->ports) ? do_bind(st, call)
+		                                                           : ND_CONTINUE;
+		break;
+	case __NR_getsockname:
+	case __NR_getpeername:
+		r = call->ports ? do_sockname(call, call->n->syscall_nr == __NR_getpeername)
+		                : ND_CONTINUE;
 		break;
 	default:
 		return false;
@@ -428,6 +545,10 @@ static int nd_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
 	/* Always: pathname unix sockets are guarded by default. */
 	if (sl_nrset_add_all(out, k_send_nrs, sizeof(k_send_nrs) / sizeof(k_send_nrs[0])) < 0)
 		return -1;
+	if (cfg->port_remap) {
+		static const int k_remap_nrs[] = { __NR_bind, __NR_getsockname, __NR_getpeername };
+		return sl_nrset_add_all(out, k_remap_nrs, 3);
+	}
 	return (cfg->bind_deny.n || cfg->bind_deny.all) ? sl_nrset_add(out, __NR_bind) : 0;
 }
 
@@ -442,6 +563,7 @@ static void nd_free(void *state)
 	sl_strvec_free(&s->unix_allow);
 	sl_netrules_free(&s->net);
 	sl_portranges_free(&s->bind_deny);
+	sl_portranges_free(&s->bind_allow);
 	free(s);
 }
 
@@ -471,6 +593,14 @@ static bool copy_rules(struct nd_state *s, const struct sandlock_sandbox *cfg)
 		s->bind_deny.n = s->bind_deny.cap = cfg->bind_deny.n;
 	}
 	s->bind_deny.all = cfg->bind_deny.all;
+	if (cfg->bind_allow.n) {
+		s->bind_allow.v = malloc(cfg->bind_allow.n * sizeof(*s->bind_allow.v));
+		if (!s->bind_allow.v)
+			return false;
+		memcpy(s->bind_allow.v, cfg->bind_allow.v, cfg->bind_allow.n * sizeof(*s->bind_allow.v));
+		s->bind_allow.n = s->bind_allow.cap = cfg->bind_allow.n;
+	}
+	s->bind_allow.all = cfg->bind_allow.all;
 	return true;
 }
 
@@ -491,10 +621,11 @@ static int nd_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
 	 * there is to say, in the kernel, on the caller's own call, so a
 	 * thread racing the address can only pick another address that
 	 * Landlock checks.  Degraded (no ABI 4): checked here instead. */
-	s->tcp_by_landlock =
-	    s->tcp_disabled || (cfg->ll_connect && sl_netrules_landlock_only(&cfg->net) &&
+	s->remap = cfg->port_remap;
+	s->tcp_by_landlock = !cfg->port_remap && /* remap: connects go to real ports */
+	    (s->tcp_disabled || (cfg->ll_connect && sl_netrules_landlock_only(&cfg->net) &&
 	                        sandlock_sandbox_protection_status(cfg, SANDLOCK_PROTECTION_NET_TCP) ==
-	                            SANDLOCK_PROTECTION_ACTIVE);
+	                            SANDLOCK_PROTECTION_ACTIVE));
 	*state = s;
 	return 0;
 }

@@ -43,7 +43,7 @@ def test_run_help_lists_every_table_option_once_per_line():
     assert "--chroot" in r.stdout  # listed as not supported yet
 
 
-@pytest.mark.parametrize("opt", [["--chroot", "/"], ["--port-remap"],
+@pytest.mark.parametrize("opt", [["--chroot", "/"],
                                  ["--no-supervisor"], ["--gpu", "0"]])
 def test_unsupported_reference_options_are_refused(opt):
     r = run_in_sandbox(*opt, "--", "/bin/echo", "ran")

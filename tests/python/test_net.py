@@ -405,3 +405,74 @@ def test_abstract_unix_inside_the_sandbox_only():
         assert r.stdout.decode().split() == ["ok", "ok", "EPERM", "ECONNREFUSED"]
     finally:
         host.close()
+
+
+# ---------------- port_remap ----------------
+
+REMAP_SERVER = r'''
+import os, socket, sys
+port, name, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+srv = socket.socket()
+srv.bind(("127.0.0.1", port))
+srv.listen(8)
+c = socket.socket()  # a client of the same sandbox, by the virtual port
+c.connect(("127.0.0.1", port))
+conn, _ = srv.accept()
+seen = [srv.getsockname()[1], conn.getsockname()[1], c.getpeername()[1]]
+conn.close(), c.close()
+with open(out + ".tmp", "w") as f:
+    f.write(" ".join(map(str, seen)))
+os.rename(out + ".tmp", out)
+conn, _ = srv.accept()  # the test, from outside, through ports()
+conn.sendall(name.encode())
+conn.close()
+'''
+
+
+def wait_for_file(path, box):
+    import time
+    while not os.path.exists(path):  # a rendezvous, not a measurement
+        assert box.is_running, box.wait().stderr
+        time.sleep(0.02)
+    return open(path).read().split()
+
+
+def test_port_remap_two_sandboxes_bind_the_same_port(tmpdir_path):
+    (v,) = free_ports(1)
+    boxes = []
+    for name in ("first", "second"):
+        box = sandlock.Sandbox(fs_readable=SYS, fs_writable=[tmpdir_path], port_remap=True,
+                               net_allow_bind=[v], net_allow=["127.0.0.1:%d" % v], timeout=60)
+        box.spawn([PY, "-c", REMAP_SERVER, str(v), name, os.path.join(tmpdir_path, name)])
+        boxes.append((name, box))
+    try:
+        reals = []
+        for name, box in boxes:
+            # the guest sees its virtual port everywhere, its own connect to it works
+            assert wait_for_file(os.path.join(tmpdir_path, name), box) == [str(v)] * 3
+            reals.append(box.ports().get(v, v))
+        assert reals[0] != reals[1]  # both hold "v" at once
+        assert v in reals
+        for (name, box), real in zip(boxes, reals):
+            s = socket.create_connection(("127.0.0.1", real), timeout=30)
+            assert s.recv(16) == name.encode()
+            s.close()
+            r = box.wait()
+            assert r.exit_code == 0, r.stderr
+            assert box.ports() == {}
+    finally:
+        for _, box in boxes:
+            if box.is_running:
+                box.kill()
+                box.wait()
+
+
+def test_port_remap_keeps_the_bind_rules():
+    # the bind is the supervisor's under remap: the rules are checked there
+    a, b = free_ports(2)
+    box = sb(port_remap=True, net_allow_bind=[a])
+    got = box.run([PY, "-c", BIND, str(a), str(b)]).stdout.decode().split()
+    assert got == ["ok", "EACCES"]
+    box = sb(port_remap=True, net_deny_bind=[str(a)])
+    got = box.run([PY, "-c", BIND, str(a), str(b)]).stdout.decode().split()
+    assert got == ["EACCES", "ok"]
