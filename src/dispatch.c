@@ -501,6 +501,8 @@ int sl_dispatch_bind(struct sl_dispatch *d, int listener, pid_t init)
 		if (!d->name)
 			snprintf(name, sizeof name, "sandbox-%d", (int)init);
 		sl_opener_set_hostname(d->opener, name);
+		if (d->ports)
+			sl_opener_set_ports(d->opener, d->ports);
 	}
 	if (d->opener && sl_opener_bind(d->opener, d->listener) < 0)
 		sl_warn("too many concurrent runs: sandlock_open_on_behalf will fail (ENOSYS)");

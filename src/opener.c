@@ -64,6 +64,7 @@
 #include "compat.h"
 #include "builtins/proc.h"
 #include "opener.h"
+#include "portmap.h"
 #include "util.h"
 #include "virtfiles.h"
 
@@ -114,6 +115,7 @@ struct sl_opener {
 	char hostname[72];   /* served for the hostname files; "" = not */
 	struct sl_virt *virt; /* synthetic views (virtfiles.h), owned; NULL */
 	char *hosts;         /* served for /etc/hosts (hosts_dev/ino); NULL = not */
+	struct sl_portmap *ports; /* port_remap: /proc/net/tcp{,6} show virtual ports */
 	dev_t hosts_dev;
 	ino_t hosts_ino;
 };
@@ -315,6 +317,11 @@ int sl_opener_set_hosts(struct sl_opener *op, const char *text)
 	return 0;
 }
 
+void sl_opener_set_ports(struct sl_opener *op, struct sl_portmap *map)
+{
+	op->ports = map;
+}
+
 /* ---------------- finding a run's opener ---------------- */
 
 #define MAX_BOUND 64 /* concurrent runs in one process */
@@ -450,6 +457,7 @@ static bool rewrite_self(char *p, size_t cap, unsigned tid)
 		{ "/dev/fd", "/proc/%u/fd" },        { "/dev/stdin", "/proc/%u/fd/0" },
 		{ "/dev/stdout", "/proc/%u/fd/1" },  { "/dev/stderr", "/proc/%u/fd/2" },
 		{ "/proc/mounts", "/proc/%u/mounts" }, /* a link to self/mounts */
+		{ "/proc/net", "/proc/%u/net" }, /* a link to self/net: the caller's */
 	};
 	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
 		size_t k = strlen(map[i].from);
@@ -851,6 +859,38 @@ static bool is_hosts_file(const struct sl_opener *op, int fd)
 	       st.st_ino == op->hosts_ino;
 }
 
+/* A TCP socket table of procfs (/proc/PID/net/tcp, .../tcp6)? */
+static bool is_proc_net_tcp(int fd, const char *real)
+{
+	size_t n = strlen(real);
+	return strncmp(real, "/proc/", 6) == 0 &&
+	       ((n > 8 && strcmp(real + n - 8, "/net/tcp") == 0) ||
+	        (n > 9 && strcmp(real + n - 9, "/net/tcp6") == 0)) &&
+	       on_procfs(fd);
+}
+
+/* The table of *fd with virtual ports, served as a sealed memfd. */
+static int serve_proc_net(const struct sl_opener *op, int *fd)
+{
+	sl_buf b = { 0 };
+	char chunk[16384];
+	ssize_t n;
+	while ((n = read(*fd, chunk, sizeof chunk)) > 0)
+		if (b.len > (64u << 20) || sl_buf_append(&b, chunk, (size_t)n) < 0) {
+			sl_buf_free(&b);
+			return EIO;
+		}
+	int e = n < 0 ? errno : 0;
+	if (!e) {
+		if (!b.data)
+			return serve_text("tcp", "", fd);
+		sl_portmap_rewrite_proc_net(op->ports, (char *)b.data);
+		e = serve_text("tcp", (char *)b.data, fd);
+	}
+	sl_buf_free(&b);
+	return e;
+}
+
 /* After the open: still pending, what it is, the check, the deferred
  * truncation, the caller's O_NONBLOCK.  0 or an errno. */
 static int finish(struct sl_opener *op, int listener, const sandlock_notif_t *n, int *fdp,
@@ -882,6 +922,8 @@ static int finish(struct sl_opener *op, int listener, const sandlock_notif_t *n,
 		e = serve_hostname(op, fdp);
 	else if (!e && reading && is_hosts_file(op, fd))
 		e = serve_text("hosts", op->hosts, fdp);
+	else if (!e && reading && op->ports && is_proc_net_tcp(fd, out->path))
+		e = serve_proc_net(op, fdp);
 	else if (!e && reading)
 		e = sl_virt_serve(op->virt, out->path, (pid_t)n->pid, fdp);
 	return e;

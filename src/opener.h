@@ -45,6 +45,10 @@ void sl_opener_set_virt(struct sl_opener *op, struct sl_virt *v);
  * real file.  0 or -1 (OOM, or /etc/hosts cannot be stat'ed: then every
  * open of it is refused rather than served the host's file).  Before bind. */
 int sl_opener_set_hosts(struct sl_opener *op, const char *text);
+/* port_remap: serve /proc/PID/net/tcp and tcp6 with the virtual ports of
+ * map (borrowed: it outlives the opener).  Before bind. */
+struct sl_portmap;
+void sl_opener_set_ports(struct sl_opener *op, struct sl_portmap *map);
 /* Make the opener the one sandlock_open_on_behalf finds for listener. */
 int sl_opener_bind(struct sl_opener *op, int listener);
 /* Unbind, stop and join the thread (NULL is fine). */

@@ -4,7 +4,9 @@
  * bound again (after its socket closed) keeps its latest real port.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "portmap.h"
 
@@ -102,4 +104,43 @@ size_t sl_portmap_remapped(struct sl_portmap *m, uint16_t *virt, uint16_t *real,
 	}
 	pthread_mutex_unlock(&m->mu);
 	return k;
+}
+
+/* The port of one "ADDR:PORT" field at p (up to the next blank). */
+static void rewrite_field(struct sl_portmap *m, char *p)
+{
+	char *end = p + strcspn(p, " \t\n");
+	char *colon = memchr(p, ':', (size_t)(end - p));
+	if (!colon || end - colon != 5)
+		return;
+	char hex[5];
+	memcpy(hex, colon + 1, 4);
+	hex[4] = 0;
+	char *bad;
+	unsigned long real = strtoul(hex, &bad, 16);
+	uint16_t v = *bad == 0 ? sl_portmap_virt(m, (uint16_t)real) : 0;
+	if (v) {
+		char out[5];
+		snprintf(out, sizeof out, "%04X", v);
+		memcpy(colon + 1, out, 4); /* same width: the table stays aligned */
+	}
+}
+
+void sl_portmap_rewrite_proc_net(struct sl_portmap *m, char *text)
+{
+	char *line = strchr(text, '\n'); /* the header line has no ports */
+	while (line && *++line) {
+		char *sl = line + strspn(line, " ");
+		char *p = strchr(sl, ':'); /* "N:" then local, then remote */
+		char *nl = strchr(line, '\n');
+		if (p && (!nl || p < nl)) {
+			p++;
+			for (int col = 0; col < 2; col++) {
+				p += strspn(p, " ");
+				rewrite_field(m, p);
+				p += strcspn(p, " \n");
+			}
+		}
+		line = nl;
+	}
 }

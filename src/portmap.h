@@ -28,4 +28,9 @@ uint16_t sl_portmap_virt(struct sl_portmap *m, uint16_t real);
  * returns how many there are (may exceed max). */
 size_t sl_portmap_remapped(struct sl_portmap *m, uint16_t *virt, uint16_t *real, size_t max);
 
+/* Rewrite the real ports of text (a /proc/net/tcp or tcp6 table, NUL-
+ * terminated) to their virtual ports, in place: the local_address and
+ * rem_address columns, "ADDR:PORT" with PORT four hex digits. */
+void sl_portmap_rewrite_proc_net(struct sl_portmap *m, char *text);
+
 #endif /* SANDLOCK_PORTMAP_H */

@@ -419,6 +419,9 @@ c = socket.socket()  # a client of the same sandbox, by the virtual port
 c.connect(("127.0.0.1", port))
 conn, _ = srv.accept()
 seen = [srv.getsockname()[1], conn.getsockname()[1], c.getpeername()[1]]
+listening = [int(l.split()[1].split(":")[1], 16) for l in open("/proc/net/tcp").readlines()[1:]
+             if l.split()[3] == "0A"]  # st LISTEN
+seen.append(",".join(map(str, listening)))
 conn.close(), c.close()
 with open(out + ".tmp", "w") as f:
     f.write(" ".join(map(str, seen)))
@@ -441,7 +444,8 @@ def test_port_remap_two_sandboxes_bind_the_same_port(tmpdir_path):
     (v,) = free_ports(1)
     boxes = []
     for name in ("first", "second"):
-        box = sandlock.Sandbox(fs_readable=SYS, fs_writable=[tmpdir_path], port_remap=True,
+        box = sandlock.Sandbox(fs_readable=SYS + ["/proc"], fs_writable=[tmpdir_path],
+                               port_remap=True,
                                net_allow_bind=[v], net_allow=["127.0.0.1:%d" % v], timeout=60)
         box.spawn([PY, "-c", REMAP_SERVER, str(v), name, os.path.join(tmpdir_path, name)])
         boxes.append((name, box))
@@ -449,9 +453,14 @@ def test_port_remap_two_sandboxes_bind_the_same_port(tmpdir_path):
         reals = []
         for name, box in boxes:
             # the guest sees its virtual port everywhere, its own connect to it works
-            assert wait_for_file(os.path.join(tmpdir_path, name), box) == [str(v)] * 3
+            seen = wait_for_file(os.path.join(tmpdir_path, name), box)
+            assert seen[:3] == [str(v)] * 3
             reals.append(box.ports().get(v, v))
-        assert reals[0] != reals[1]  # both hold "v" at once
+            # /proc/net/tcp lists its listener on the virtual port, not the real one
+            listening = [int(p) for p in seen[3].split(",")]
+            assert v in listening
+            assert reals[-1] == v or reals[-1] not in listening
+        assert reals[0] != reals[1]  # both hold "v" at once (the second one remapped)
         assert v in reals
         for (name, box), real in zip(boxes, reals):
             s = socket.create_connection(("127.0.0.1", real), timeout=30)
