@@ -66,7 +66,7 @@ _sandlock()
 	esac
 	COMPREPLY=($(compgen -W '--fs-read --fs-write --fs-deny --max-memory
 		--max-processes --timeout --net-allow --net-allow-bind --clean-env --env
-		--net-deny --net-deny-bind --allow-unix --net-unix-readable
+		--net-deny --net-deny-bind --allow-unix --net-unix-readable --port-remap
 		--max-open-files --max-cpu --cpu-cores --num-cpus --no-coredump --no-huge-pages
 		--no-randomize-memory --extra-deny-syscalls --allow-degraded --disable
 		--extra-allow-syscalls --cwd --name --interactive --random-seed --time-start --deterministic-dirs --workdir --fs-storage --on-exit --on-error --max-disk --dry-run --profile --profile-file --json --trace --status-fd --help --' -- "$cur"))
