@@ -408,6 +408,58 @@ TEST(port_rules_leave_tcp_connect_to_landlock)
 	close(bs);
 }
 
+/* A guest server: bind port, listen, print its getsockname port, then
+ * answer one connection with "hi" and exit. */
+static const char k_remap_guest[] =
+    "import socket,sys\n"
+    "s=socket.socket(); s.bind(('127.0.0.1',int(sys.argv[1]))); s.listen(4)\n"
+    "print(s.getsockname()[1], flush=True)\n"
+    "c,_=s.accept(); c.sendall(b'hi'); c.close()\n";
+
+TEST(port_remap_moves_a_taken_port_and_reports_it)
+{
+	int v;
+	int host = tu_tcp_listener(&v); /* the host holds v for the whole test */
+	REQUIRE(host >= 0);
+	char vs[16];
+	snprintf(vs, sizeof vs, "%d", v);
+	sandlock_builder_t *b = sandlock_sandbox_builder_port_remap(
+	    sandlock_sandbox_builder_net_allow_bind(tu_system_builder(), (uint32_t)v), true);
+	sandlock_sandbox_t *sb = tu_build(b);
+	REQUIRE(sb);
+	sandlock_spawn_opts_t o = { .size = sizeof o };
+	o.stdio[1].mode = SANDLOCK_STDIO_PIPE;
+	const char *argv[] = { "/usr/bin/python3", "-c", k_remap_guest, vs, NULL };
+	int err = 0;
+	char *msg = NULL;
+	sandlock_handle_t *h = sandlock_spawn(sb, argv, 4, NULL, 0, &o, &err, &msg);
+	REQUIRE(h);
+	FILE *out = fdopen(sandlock_handle_stdout_fd(h), "r");
+	REQUIRE(out);
+	char line[32] = "";
+	CHECK(fgets(line, sizeof line, out) != NULL); /* it listens now */
+	CHECK(atoi(line) == v);                        /* and sees the port it asked for */
+	uint16_t virt[4], real[4];
+	CHECK(sandlock_handle_ports(h, virt, real, 4) == 1);
+	CHECK(virt[0] == v && real[0] != v && real[0] != 0);
+	CHECK(sandlock_handle_ports(h, NULL, NULL, 0) == 1); /* just the count */
+	/* reachable from outside at the real port */
+	int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(real[0]),
+		                     .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	CHECK(connect(c, (struct sockaddr *)&a, sizeof a) == 0);
+	char buf[4] = "";
+	CHECK(read(c, buf, sizeof buf) == 2 && memcmp(buf, "hi", 2) == 0);
+	close(c);
+	fclose(out);
+	sandlock_result_t *r = sandlock_handle_wait(h, -1, &err, &msg);
+	CHECK(r && sandlock_result_exit_code(r) == 0);
+	sandlock_result_free(r);
+	sandlock_handle_free(h);
+	sandlock_sandbox_free(sb);
+	close(host);
+}
+
 TEST(bad_rules_are_build_errors_naming_the_rule)
 {
 	const char *bad[] = { "x:99999", "1.2.3.4:0", "ftp://h", "icmp://1.2.3.4:80",
