@@ -300,6 +300,64 @@ typedef struct sandlock_decision {
 typedef void (*sandlock_decision_fn)(void *ud, const sandlock_decision_t *d);
 sandlock_builder_t *sandlock_sandbox_builder_on_decision(sandlock_builder_t *b,
                                                          sandlock_decision_fn fn, void *ud);
+/*
+ * Dynamic policy (builtins/policy.c): fn is called on the supervisor
+ * thread for each event of the sandbox's processes while the call is held:
+ *   "execve"/"execveat" (category "process"): argv read while every other
+ *       task of the sandbox is stopped; the exec then runs on exactly that
+ *       argv (nothing can rewrite it before the kernel copied it);
+ *   "connect", "bind", "sendto", "sendmsg" (category "network"): host and
+ *       port of the destination, from the address sandlock copied once and
+ *       then uses for the call it performs on the caller's behalf;
+ *   "clone", "clone3", "fork", "vfork" ("process"): before the new process
+ *       exists;  "exit_group" ("process"): the verdict is ignored but KILL.
+ * Path strings are never exposed (they could change after the check); use
+ * sandlock_policy_deny_path, which decides on the file actually opened.
+ * The return value is the verdict: SANDLOCK_VERDICT_ALLOW (0),
+ * _DENY (-1: EPERM), a positive errno (deny with it), _AUDIT (-2: allow),
+ * _KILL (-3: end the sandbox, reason SANDLOCK_EXIT_KILLED).  Pointers in
+ * ev are valid during the call only.  fn NULL removes it; ud is borrowed.
+ */
+enum {
+	SANDLOCK_VERDICT_ALLOW = 0,
+	SANDLOCK_VERDICT_DENY = -1,
+	SANDLOCK_VERDICT_AUDIT = -2,
+	SANDLOCK_VERDICT_KILL = -3,
+};
+typedef struct sandlock_policy_event {
+	const char *syscall;     /* "execve", "connect", ... */
+	const char *category;    /* "process" or "network" */
+	int32_t pid;             /* the calling thread */
+	int32_t parent_pid;      /* its process's parent */
+	const char *host;        /* numeric IP of a network event, else NULL */
+	uint16_t port;           /* its port, else 0 */
+	const char *const *argv; /* exec events: NULL-terminated, else NULL */
+	size_t argc;
+	bool denied;             /* the static policy already refused it */
+} sandlock_policy_event_t;
+typedef struct sandlock_policy_ctx sandlock_policy_ctx_t;
+typedef int32_t (*sandlock_policy_fn)(void *ud, const sandlock_policy_event_t *ev,
+                                      sandlock_policy_ctx_t *ctx);
+sandlock_builder_t *sandlock_sandbox_builder_policy_fn(sandlock_builder_t *b,
+                                                       sandlock_policy_fn fn, void *ud);
+/* Tighten the running sandbox (only inside fn).  0, or a negative errno
+ * (-EINVAL naming nothing: a relative or missing path, a bad address). */
+/* From now on, opening path or anything beneath it fails with EACCES
+ * (decided on the file actually opened, so a symlink, "..", a hard link
+ * or an fd-relative open reaching it is refused too). */
+int32_t sandlock_policy_deny_path(sandlock_policy_ctx_t *ctx, const char *path);
+/* Undo a deny_path of exactly that path. */
+int32_t sandlock_policy_allow_path(sandlock_policy_ctx_t *ctx, const char *path);
+/* From now on, IP destinations must be one of ips (numeric IPv4/IPv6);
+ * n 0 refuses every IP destination.  Repeated calls narrow further. */
+int32_t sandlock_policy_restrict_network(sandlock_policy_ctx_t *ctx, const char *const *ips,
+                                         size_t n);
+/* Let these IPs through a restrict_network again (the static net_allow
+ * rules still apply). */
+int32_t sandlock_policy_grant_network(sandlock_policy_ctx_t *ctx, const char *const *ips,
+                                      size_t n);
+/* End the sandbox once fn returns (whatever the verdict). */
+void sandlock_policy_kill(sandlock_policy_ctx_t *ctx);
 void sandlock_sandbox_builder_free(sandlock_builder_t *b);
 
 /* Consumes b.  NULL + *err, *err_msg on bad configuration. */

@@ -585,6 +585,16 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_on_decision(sandlock_buil
 	return b;
 }
 
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_policy_fn(sandlock_builder_t *b,
+                                                                 sandlock_policy_fn fn, void *ud)
+{
+	if (b) {
+		b->cfg.policy_fn = fn;
+		b->cfg.policy_ud = fn ? ud : NULL;
+	}
+	return b;
+}
+
 /* Free the members of a configuration (not the struct itself). */
 static void cfg_release(struct sandlock_sandbox *c)
 {

@@ -82,6 +82,8 @@ struct sandlock_sandbox {
 	void *on_start_ud;
 	sandlock_decision_fn on_decision; /* NULL = none; called by dispatch.c */
 	void *on_decision_ud;
+	sandlock_policy_fn policy_fn; /* NULL = none; builtins/policy.c */
+	void *policy_ud;
 };
 
 struct sandlock_builder {

@@ -576,6 +576,14 @@ static bool run_chain(struct sl_dispatch *d, const struct sl_chain *c,
 	return c->last ? run_last(c->last, &call, act, by) : false;
 }
 
+/* The FIRST builtins of the chain that want to know the call was answered. */
+static void after_answer(const struct sl_chain *c, const sandlock_notif_t *n)
+{
+	for (size_t i = 0; i < c->nfirst; i++)
+		if (c->first[i]->b->answered)
+			c->first[i]->b->answered(c->first[i]->state, n);
+}
+
 void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n)
 {
 	const struct sl_chain *c = find_chain(d, n->syscall_nr);
@@ -599,6 +607,8 @@ void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n)
 		}
 		report(d, n, &act, by);
 		answer(d, n, &act);
+		if (c)
+			after_answer(c, n);
 	}
 	/* After execve the pid has a new address space; a cached fd would
 	 * still read the old one (alive if shared with a vfork parent). */

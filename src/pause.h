@@ -17,4 +17,27 @@
  */
 int sl_pause_tree(pid_t init, bool stop);
 
+/*
+ * A freeze for one trapped call of thread `except` (builtins/policy.c):
+ * SIGSTOP every descendant of init, and wait until every THREAD of them
+ * but `except` is stopped (or dead, or in an uninterruptible wait), so no
+ * task of the sandbox can write memory the supervisor is about to read.
+ * `except` sits in its seccomp wait, which only a fatal signal ends: its
+ * own process is stopped too and it takes that stop when its call
+ * returns.  The processes stopped are remembered in f for the thaw.
+ * 0, or -1 with errno (ETIMEDOUT: some task would not stop; the processes
+ * stopped so far are in f and must be thawed).
+ */
+struct sl_freeze {
+	pid_t *pids; /* the processes we sent SIGSTOP */
+	size_t n, cap;
+};
+int sl_freeze_except(pid_t init, pid_t except, struct sl_freeze *f);
+/* SIGCONT every process of f and forget them. */
+void sl_freeze_thaw(struct sl_freeze *f);
+/* Wait (bounded: 2 s) until the frozen caller tid of process tgid has
+ * taken its stop, i.e. its trapped call is over (an exec then copied its
+ * arguments, or failed), or it is gone. */
+void sl_freeze_wait_stopped(pid_t tgid, pid_t tid);
+
 #endif /* SANDLOCK_PAUSE_H */

@@ -81,6 +81,10 @@ struct sl_builtin {
 	void (*free)(void *state);
 	/* true with *act set: decided.  false: did not intervene. */
 	bool (*decide)(void *state, const struct sl_call *call, sandlock_action_t *act);
+	/* Optional, FIRST only: the answer to a call of one of its syscalls
+	 * has just been sent, whoever decided (policy.c thaws here the tasks
+	 * it stopped to read the call's memory). */
+	void (*answered)(void *state, const sandlock_notif_t *n);
 	/* Optional: the run is over (r filled in), before free. */
 	void (*finish)(void *state, struct sandlock_result *r);
 };

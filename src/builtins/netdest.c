@@ -66,8 +66,10 @@
 #include "../proctree.h"
 #include "../sockdest.h"
 #include "builtin.h"
+#include "policy.h"
 
 #define ND_CONTINUE LONG_MIN /* let the kernel run the call */
+#define ND_KILL (LONG_MIN + 1) /* policy_fn's verdict: end the sandbox */
 #define ND_MAX_MMSG 1024     /* UIO_MAXIOV: the kernel's sendmmsg cap */
 
 struct nd_state {
@@ -79,6 +81,7 @@ struct nd_state {
 	struct sl_portranges bind_deny;
 	bool remap;                      /* port_remap: binds on behalf, ports virtual */
 	struct sl_portranges bind_allow; /* remap: what Landlock would allow a bind to */
+	bool policy; /* a policy_fn is set: binds are performed to show it the address */
 };
 
 /* The socket a call names, as our duplicate. */
@@ -265,10 +268,12 @@ static long do_connect(const struct nd_state *st, const struct sl_call *call)
 		e = sl_sd_copy_addr(call->mem, a[1], (uint32_t)a[2], &sa);
 	int hold = -1;
 	if (!e)
-		e = check_dest(st, call, &s, &sa, false, &hold);
+		e = sl_policy_net(call, "connect", &sa, check_dest(st, call, &s, &sa, false, &hold));
 	if (!e && call->ports && proto_of(&s.si) == SL_NP_TCP)
 		to_real_port(call->ports, &sa); /* checked as the guest sees it */
-	long r = e ? -e : AS_CALLER(connect(s.fd, (struct sockaddr *)&sa.ss, sa.len));
+	long r = e == SL_POLICY_KILL ? ND_KILL
+	         : e                 ? -e
+	                             : AS_CALLER(connect(s.fd, (struct sockaddr *)&sa.ss, sa.len));
 	if (hold >= 0)
 		close(hold);
 	if (s.fd >= 0)
@@ -278,11 +283,14 @@ static long do_connect(const struct nd_state *st, const struct sl_call *call)
 
 /* Send msg on s (the checks done), as sendmsg. */
 static long send_checked(const struct nd_state *st, const struct sl_call *call,
-                         const struct nd_sock *s, struct sl_sd_msg *msg, int flags)
+                         const char *syscall, const struct nd_sock *s, struct sl_sd_msg *msg,
+                         int flags)
 {
 	int hold = -1;
-	int e = msg->has_name ? check_dest(st, call, s, &msg->name, true, &hold) : 0;
-	long r = e ? -e : AS_CALLER(sl_sd_sendmsg(s->fd, msg, flags));
+	int e = msg->has_name ? sl_policy_net(call, syscall, &msg->name,
+	                                      check_dest(st, call, s, &msg->name, true, &hold))
+	                      : 0;
+	long r = e == SL_POLICY_KILL ? ND_KILL : e ? -e : AS_CALLER(sl_sd_sendmsg(s->fd, msg, flags));
 	if (hold >= 0)
 		close(hold);
 	return r;
@@ -307,7 +315,7 @@ static long do_sendto(const struct nd_state *st, const struct sl_call *call)
 		msg.name = keep;
 		msg.has_name = keep.len > 0;
 	}
-	long r = e ? -e : send_checked(st, call, &s, &msg, flags);
+	long r = e ? -e : send_checked(st, call, "sendto", &s, &msg, flags);
 	sl_sd_msg_free(&msg);
 	if (s.fd >= 0)
 		close(s.fd);
@@ -326,7 +334,7 @@ static long do_sendmsg(const struct nd_state *st, const struct sl_call *call)
 	if (!e)
 		e = sl_sd_copy_msg(call->mem, call->listener, call->n, a[1],
 		                   s.si.type == SOCK_STREAM, &msg);
-	long r = e ? -e : send_checked(st, call, &s, &msg, flags);
+	long r = e ? -e : send_checked(st, call, "sendmsg", &s, &msg, flags);
 	sl_sd_msg_free(&msg);
 	if (s.fd >= 0)
 		close(s.fd);
@@ -357,7 +365,7 @@ static long do_sendmmsg(const struct nd_state *st, const struct sl_call *call)
 		uint64_t at = a[1] + (uint64_t)i * MMSG_SIZE;
 		e = sl_sd_copy_msg(call->mem, call->listener, call->n, at, s.si.type == SOCK_STREAM,
 		                   msg);
-		r = e ? -e : send_checked(st, call, &s, msg, flags);
+		r = e ? -e : send_checked(st, call, "sendmmsg", &s, msg, flags);
 		sl_sd_msg_free(msg);
 		if (r < 0)
 			break;
@@ -446,11 +454,19 @@ static long do_bind(const struct nd_state *st, const struct sl_call *call)
 	bool remap = call->ports && tcp && port != 0;
 	if (ip && e) {
 		r = -e;
-	} else if (ip && (tcp || !call->ports) && (st->bind_deny.n || st->bind_deny.all || remap)) {
+	} else if (ip && (tcp || !call->ports) &&
+	           (st->bind_deny.n || st->bind_deny.all || remap || st->policy)) {
+		int d = 0;
 		if (tcp && (port || st->bind_deny.all) && sl_portranges_has(&st->bind_deny, port))
-			r = -EACCES;
+			d = EACCES;
 		else if (remap && !bind_allowed(st, port))
-			r = -EACCES; /* what Landlock answers */
+			d = EACCES; /* what Landlock answers */
+		if (st->policy) /* policy_fn sees the copied address, allowed or not */
+			d = sl_policy_net(call, "bind", &sa, d);
+		if (d == SL_POLICY_KILL)
+			r = ND_KILL;
+		else if (d)
+			r = -d;
 		else if (remap)
 			r = bind_remapped(call->ports, s.fd, &sa, port);
 		else
@@ -514,8 +530,9 @@ static bool nd_decide(void *state, const struct sl_call *call, sandlock_action_t
 		r = do_sendmmsg(st, call);
 		break;
 	case __NR_bind:
-		r = (st->bind_deny.n || st->bind_deny.all || call->ports) ? do_bind(st, call)
-		                                                           : ND_CONTINUE;
+		r = (st->bind_deny.n || st->bind_deny.all || call->ports || st->policy)
+		        ? do_bind(st, call)
+		        : ND_CONTINUE;
 		break;
 	case __NR_getsockname:
 	case __NR_getpeername:
@@ -525,7 +542,9 @@ static bool nd_decide(void *state, const struct sl_call *call, sandlock_action_t
 	default:
 		return false;
 	}
-	if (r == ND_CONTINUE)
+	if (r == ND_KILL)
+		sandlock_action_set_kill(act, SIGKILL, 0);
+	else if (r == ND_CONTINUE)
 		sandlock_action_set_continue(act);
 	else if (r < 0)
 		sandlock_action_set_errno(act, (int)-r);
@@ -549,7 +568,9 @@ static int nd_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
 		static const int k_remap_nrs[] = { __NR_bind, __NR_getsockname, __NR_getpeername };
 		return sl_nrset_add_all(out, k_remap_nrs, 3);
 	}
-	return (cfg->bind_deny.n || cfg->bind_deny.all) ? sl_nrset_add(out, __NR_bind) : 0;
+	/* bind: for net_deny_bind, and for policy_fn's bind events. */
+	bool bind = cfg->bind_deny.n || cfg->bind_deny.all || cfg->policy_fn;
+	return bind ? sl_nrset_add(out, __NR_bind) : 0;
 }
 
 static void nd_free(void *state)
@@ -622,7 +643,9 @@ static int nd_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
 	 * thread racing the address can only pick another address that
 	 * Landlock checks.  Degraded (no ABI 4): checked here instead. */
 	s->remap = cfg->port_remap;
+	s->policy = cfg->policy_fn != NULL;
 	s->tcp_by_landlock = !cfg->port_remap && /* remap: connects go to real ports */
+	    !s->policy && /* policy_fn: every connect is an event */
 	    (s->tcp_disabled || (cfg->ll_connect && sl_netrules_landlock_only(&cfg->net) &&
 	                        sandlock_sandbox_protection_status(cfg, SANDLOCK_PROTECTION_NET_TCP) ==
 	                            SANDLOCK_PROTECTION_ACTIVE));

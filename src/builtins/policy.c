@@ -1,0 +1,585 @@
+/*
+ * policy.c — policy_fn: a user callback deciding on events of the running
+ * sandbox, and the runtime restrictions it may add (sandlock.h, "Dynamic
+ * policy").  Trapped only when a policy_fn is set.
+ *
+ * Events and why each one is TOCTOU-safe:
+ *  - exec (execve, execveat): the callback sees argv.  A second thread (or
+ *    a process sharing the memory) could rewrite argv after we read it and
+ *    before the kernel copies it, and the kernel would run what was never
+ *    checked.  So before reading, every task of the sandbox but the
+ *    exec'ing thread is stopped (pause.c, sl_freeze_except: SIGSTOP each
+ *    process, then wait until each of their threads is stopped), and they
+ *    stay stopped until the answer has been sent and the exec'ing thread
+ *    has left execve (the kernel copied argv by then).  The cgroup
+ *    freezer cannot do this: it would freeze the exec'ing thread too,
+ *    which sits in a seccomp wait only a fatal signal interrupts, so the
+ *    group would never report frozen.  If the freeze cannot be completed
+ *    the exec is refused (EPERM): never decided on memory that can move.
+ *  - network (connect, bind, sendto/sendmsg with an address): netdest.c
+ *    copies the address once, asks sl_policy_net, and performs the call
+ *    itself with that copy.  This builtin only marks the call as seen
+ *    (FIRST phase) so that netdest knows which state to ask.
+ *  - fork/vfork/clone: no memory is read; "exit_group": only KILL counts.
+ *
+ * Runtime restrictions (the context):
+ *  - deny_path: from then on every open (open, creat, openat, openat2) is
+ *    performed on the caller's behalf by the opener (opener.c), and the
+ *    check below refuses a file whose real path (as the kernel reports it
+ *    for the opened fd) lies at or under a denied path, or which is the
+ *    very inode a denied path named (a hard link elsewhere).  The decision
+ *    is on the file opened, not on the path string.  Opens before the
+ *    first deny_path go their usual way.  Not covered: calls that use a
+ *    path without opening it (stat, unlink, rename, exec of the file).
+ *  - restrict_network / grant_network: an allow-list of IPs, checked in
+ *    sl_policy_net on the copied address.
+ *  - kill: the verdict becomes KILL.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../opener.h"
+#include "../pause.h"
+#include "../proctree.h"
+#include "../syscalls.h"
+#include "policy.h"
+
+#define POL_MAX_ARGS 4096          /* argv entries read for an event */
+#define POL_MAX_ARG_LEN (128 * 1024) /* bytes of one argument (MAX_ARG_STRLEN) */
+#define POL_MAX_ARGV_BYTES (1024 * 1024)
+
+bool sl_policy_freeze_disabled;
+
+struct sandlock_policy_ctx;
+/* The context of the call being dispatched on this (the supervisor)
+ * thread, for sl_policy_net; set by pol_decide, cleared once the call
+ * was answered.  Builtins of one chain run on one thread (calls with a
+ * LAST builtin are never deferred). */
+static __thread struct sandlock_policy_ctx *sl_policy_current;
+
+struct pol_ip {
+	int family;
+	unsigned char addr[16];
+};
+
+struct pol_denied {
+	char *path; /* canonical */
+	dev_t dev;  /* the inode it named when denied (ino 0: none) */
+	ino_t ino;
+};
+
+struct sandlock_policy_ctx {
+	sandlock_policy_fn fn;
+	void *ud;
+	pthread_mutex_t mu; /* the deny list is also read by the opener's check */
+	struct pol_denied *denied;
+	size_t ndenied;
+	bool net_restricted;
+	struct pol_ip *ips;
+	size_t nips;
+	bool kill;
+	/* the freeze of an exec waiting for its answer */
+	struct sl_freeze frozen;
+	bool frozen_active;
+	uint64_t frozen_id;
+	pid_t frozen_tgid; /* the caller's process */
+	/* the network call netdest may ask about (supervisor thread only) */
+	uint64_t net_id;
+	bool net_seen;
+};
+
+/* ---------------- the context's methods (sandlock.h) ---------------- */
+
+/* Canonical form of an absolute path that may not exist (yet): realpath of
+ * the path, else of its parent + the last component. */
+static char *canonical(const char *path)
+{
+	char *r = realpath(path, NULL);
+	if (r)
+		return r;
+	const char *slash = strrchr(path, '/');
+	if (!slash || !slash[1])
+		return NULL;
+	char *dir = strndup(path, (size_t)(slash - path) + (slash == path));
+	char *rd = dir ? realpath(dir, NULL) : NULL;
+	free(dir);
+	if (!rd)
+		return NULL;
+	char *out = sl_asprintf("%s%s%s", rd, strcmp(rd, "/") ? "/" : "", slash + 1);
+	free(rd);
+	return out;
+}
+
+SL_EXPORT int32_t sandlock_policy_deny_path(sandlock_policy_ctx_t *ctx, const char *path)
+{
+	if (!ctx || !path || path[0] != '/')
+		return -EINVAL;
+	char *canon = canonical(path);
+	if (!canon)
+		return -ENOENT;
+	struct stat sb;
+	bool exists = stat(canon, &sb) == 0;
+	pthread_mutex_lock(&ctx->mu);
+	struct pol_denied *v = realloc(ctx->denied, (ctx->ndenied + 1) * sizeof(*v));
+	if (!v) {
+		pthread_mutex_unlock(&ctx->mu);
+		free(canon);
+		return -ENOMEM;
+	}
+	ctx->denied = v;
+	v[ctx->ndenied].path = canon;
+	v[ctx->ndenied].dev = exists ? sb.st_dev : 0;
+	v[ctx->ndenied].ino = exists ? sb.st_ino : 0;
+	ctx->ndenied++;
+	pthread_mutex_unlock(&ctx->mu);
+	return 0;
+}
+
+SL_EXPORT int32_t sandlock_policy_allow_path(sandlock_policy_ctx_t *ctx, const char *path)
+{
+	if (!ctx || !path || path[0] != '/')
+		return -EINVAL;
+	char *canon = canonical(path);
+	if (!canon)
+		return -ENOENT;
+	pthread_mutex_lock(&ctx->mu);
+	size_t j = 0;
+	for (size_t i = 0; i < ctx->ndenied; i++) {
+		if (strcmp(ctx->denied[i].path, canon) == 0)
+			free(ctx->denied[i].path);
+		else
+			ctx->denied[j++] = ctx->denied[i];
+	}
+	ctx->ndenied = j;
+	pthread_mutex_unlock(&ctx->mu);
+	free(canon);
+	return 0;
+}
+
+static int parse_ip(const char *s, struct pol_ip *ip)
+{
+	memset(ip, 0, sizeof *ip);
+	if (s && inet_pton(AF_INET, s, ip->addr) == 1) {
+		ip->family = AF_INET;
+		return 0;
+	}
+	if (s && inet_pton(AF_INET6, s, ip->addr) == 1) {
+		ip->family = AF_INET6;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static bool ip_in(const struct pol_ip *v, size_t n, const struct pol_ip *ip)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].family == ip->family && memcmp(v[i].addr, ip->addr, 16) == 0)
+			return true;
+	return false;
+}
+
+/* Parse all of ips first: a bad entry changes nothing. */
+static struct pol_ip *parse_ips(const char *const *ips, size_t n, int32_t *err)
+{
+	struct pol_ip *v = calloc(n ? n : 1, sizeof(*v));
+	*err = v ? 0 : -ENOMEM;
+	for (size_t i = 0; v && i < n; i++)
+		if (parse_ip(ips[i], &v[i]) < 0) {
+			*err = -EINVAL;
+			free(v);
+			return NULL;
+		}
+	return v;
+}
+
+SL_EXPORT int32_t sandlock_policy_restrict_network(sandlock_policy_ctx_t *ctx,
+                                                   const char *const *ips, size_t n)
+{
+	int32_t err;
+	if (!ctx || (n && !ips))
+		return -EINVAL;
+	struct pol_ip *v = parse_ips(ips, n, &err);
+	if (!v)
+		return err;
+	/* Narrow only: keep what both the old and the new list allow. */
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!ctx->net_restricted || ip_in(ctx->ips, ctx->nips, &v[i]))
+			v[k++] = v[i];
+	free(ctx->ips);
+	ctx->ips = v;
+	ctx->nips = k;
+	ctx->net_restricted = true;
+	return 0;
+}
+
+SL_EXPORT int32_t sandlock_policy_grant_network(sandlock_policy_ctx_t *ctx,
+                                                const char *const *ips, size_t n)
+{
+	int32_t err;
+	if (!ctx || (n && !ips))
+		return -EINVAL;
+	struct pol_ip *add = parse_ips(ips, n, &err);
+	if (!add)
+		return err;
+	if (!ctx->net_restricted) {
+		free(add);
+		return 0; /* nothing restricted: the static rules alone decide */
+	}
+	struct pol_ip *v = realloc(ctx->ips, (ctx->nips + n + 1) * sizeof(*v));
+	if (!v) {
+		free(add);
+		return -ENOMEM;
+	}
+	ctx->ips = v;
+	for (size_t i = 0; i < n; i++)
+		if (!ip_in(ctx->ips, ctx->nips, &add[i]))
+			ctx->ips[ctx->nips++] = add[i];
+	free(add);
+	return 0;
+}
+
+SL_EXPORT void sandlock_policy_kill(sandlock_policy_ctx_t *ctx)
+{
+	if (ctx)
+		ctx->kill = true;
+}
+
+/* ---------------- calling the callback ---------------- */
+
+static pid_t parent_of(pid_t tid)
+{
+	char name[24], state;
+	long pp = 0, pg;
+	snprintf(name, sizeof name, "%d", (int)tid);
+	int procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (procfd < 0)
+		return 0;
+	if (!sl_proc_stat(procfd, name, &state, &pp, &pg))
+		pp = 0;
+	close(procfd);
+	return (pid_t)pp;
+}
+
+/* The process (thread group) of thread tid, or -1. */
+static pid_t tgid_of(pid_t tid)
+{
+	char path[48], line[128];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
+	FILE *f = fopen(path, "re");
+	long tgid = -1;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "Tgid: %ld", &tgid) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (pid_t)tgid;
+}
+
+/* The callback's answer: 0 allow, a positive errno, or SL_POLICY_KILL. */
+static int run_fn(sandlock_policy_ctx_t *ctx, sandlock_policy_event_t *ev)
+{
+	ev->parent_pid = parent_of(ev->pid);
+	int32_t v = ctx->fn(ctx->ud, ev, ctx);
+	if (ctx->kill || v == SANDLOCK_VERDICT_KILL)
+		return SL_POLICY_KILL;
+	if (v == SANDLOCK_VERDICT_ALLOW || v == SANDLOCK_VERDICT_AUDIT)
+		return 0;
+	if (v > 0 && v < 4096)
+		return v;
+	return EPERM; /* DENY, and any other value: refuse rather than guess */
+}
+
+static void set_verdict(sandlock_action_t *act, int v)
+{
+	if (v == SL_POLICY_KILL)
+		sandlock_action_set_kill(act, SIGKILL, 0);
+	else if (v)
+		sandlock_action_set_errno(act, v);
+	else
+		sandlock_action_set_continue(act);
+}
+
+/* ---------------- exec ---------------- */
+
+static void free_argv(char **argv, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sandlock_string_free(argv[i]);
+	free(argv);
+}
+
+/* Read the NULL-terminated argv array at addr.  0 or an errno. */
+static int read_argv(sandlock_mem_t *m, uint64_t addr, char ***out, size_t *argc)
+{
+	char **v = calloc(POL_MAX_ARGS + 1, sizeof(*v));
+	size_t n = 0, bytes = 0;
+	int e = v ? 0 : ENOMEM;
+	for (; !e && addr && n < POL_MAX_ARGS; n++) {
+		uint64_t p;
+		if (sandlock_mem_read(m, addr + n * sizeof p, &p, sizeof p) != 0)
+			e = EFAULT;
+		else if (!p)
+			break;
+		else if (!(v[n] = sandlock_mem_read_cstr(m, p, POL_MAX_ARG_LEN)))
+			e = EFAULT;
+		else if ((bytes += strlen(v[n]) + 1) > POL_MAX_ARGV_BYTES)
+			e = E2BIG;
+	}
+	if (!e && n == POL_MAX_ARGS)
+		e = E2BIG;
+	if (e) {
+		free_argv(v, n + 1);
+		return e;
+	}
+	*out = v;
+	*argc = n;
+	return 0;
+}
+
+static bool decide_exec(sandlock_policy_ctx_t *ctx, const struct sl_call *call,
+                        sandlock_action_t *act)
+{
+	const sandlock_notif_t *n = call->n;
+	/* From here until the answer went out (pol_answered), nothing of the
+	 * sandbox but the caller runs. */
+	if (!sl_policy_freeze_disabled) {
+		ctx->frozen_active = true;
+		ctx->frozen_id = n->id;
+		ctx->frozen_tgid = tgid_of((pid_t)n->pid);
+		if (ctx->frozen_tgid <= 0 ||
+		    sl_freeze_except(call->init, (pid_t)n->pid, &ctx->frozen) < 0) {
+			sandlock_action_set_errno(act, EPERM);
+			return true;
+		}
+	}
+	uint64_t argv_addr = n->syscall_nr == __NR_execveat ? n->args[2] : n->args[1];
+	char **argv = NULL;
+	size_t argc = 0;
+	int e = read_argv(call->mem, argv_addr, &argv, &argc);
+	if (e) {
+		sandlock_action_set_errno(act, e);
+		return true;
+	}
+	sandlock_policy_event_t ev;
+	memset(&ev, 0, sizeof ev);
+	ev.syscall = n->syscall_nr == __NR_execveat ? "execveat" : "execve";
+	ev.category = "process";
+	ev.pid = (int32_t)n->pid;
+	ev.argv = (const char *const *)argv;
+	ev.argc = argc;
+	set_verdict(act, run_fn(ctx, &ev));
+	free_argv(argv, argc);
+	return true;
+}
+
+static void pol_answered(void *state, const sandlock_notif_t *n)
+{
+	sandlock_policy_ctx_t *ctx = state;
+	sl_policy_current = NULL;
+	ctx->net_seen = false;
+	if (!ctx->frozen_active || ctx->frozen_id != n->id)
+		return;
+	/* A continued exec copies argv now: the others may run again only
+	 * once the caller took the stop pending for it, i.e. its execve is
+	 * over (done or failed). */
+	sl_freeze_wait_stopped(ctx->frozen_tgid, (pid_t)n->pid);
+	sl_freeze_thaw(&ctx->frozen);
+	ctx->frozen_active = false;
+}
+
+/* ---------------- network (asked by netdest.c) ---------------- */
+
+int sl_policy_net(const struct sl_call *call, const char *syscall, const struct sl_sockaddr *a,
+                  int static_err)
+{
+	sandlock_policy_ctx_t *ctx = sl_policy_current;
+	if (!ctx || !ctx->net_seen || ctx->net_id != call->n->id)
+		return static_err;
+	int fam = a->len >= sizeof(sa_family_t) ? a->ss.ss_family : AF_UNSPEC;
+	if (fam != AF_INET && fam != AF_INET6)
+		return static_err; /* unix paths: the static policy's business */
+	char host[INET6_ADDRSTRLEN] = "";
+	struct pol_ip ip;
+	memset(&ip, 0, sizeof ip);
+	ip.family = fam;
+	uint16_t port;
+	if (fam == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)&a->ss;
+		memcpy(ip.addr, &s4->sin_addr, 4);
+		port = ntohs(s4->sin_port);
+	} else {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&a->ss;
+		memcpy(ip.addr, &s6->sin6_addr, 16);
+		port = ntohs(s6->sin6_port);
+	}
+	inet_ntop(fam, ip.addr, host, sizeof host);
+	sandlock_policy_event_t ev;
+	memset(&ev, 0, sizeof ev);
+	ev.syscall = syscall;
+	ev.category = "network";
+	ev.pid = (int32_t)call->n->pid;
+	ev.host = host;
+	ev.port = port;
+	ev.denied = static_err != 0;
+	int v = run_fn(ctx, &ev);
+	if (v)
+		return v;
+	/* A restriction binds outgoing calls, not the address a server binds. */
+	if (!static_err && ctx->net_restricted && strcmp(syscall, "bind") != 0 &&
+	    !ip_in(ctx->ips, ctx->nips, &ip))
+		return EACCES;
+	return static_err;
+}
+
+/* ---------------- deny_path on opens ---------------- */
+
+static int32_t open_check(void *ud, const sandlock_opened_t *f)
+{
+	sandlock_policy_ctx_t *ctx = ud;
+	int32_t e = 0;
+	pthread_mutex_lock(&ctx->mu);
+	for (size_t i = 0; !e && i < ctx->ndenied; i++) {
+		const struct pol_denied *d = &ctx->denied[i];
+		if ((f->path && sl_path_under(f->path, d->path)) ||
+		    (d->ino && d->dev == f->dev && d->ino == f->ino))
+			e = EACCES;
+	}
+	pthread_mutex_unlock(&ctx->mu);
+	return e;
+}
+
+static bool decide_open(sandlock_policy_ctx_t *ctx, const struct sl_call *call,
+                        sandlock_action_t *act)
+{
+	pthread_mutex_lock(&ctx->mu);
+	bool any = ctx->ndenied > 0;
+	pthread_mutex_unlock(&ctx->mu);
+	if (!any)
+		return false; /* nothing denied yet: the usual way */
+	struct sl_opener *op = sl_opener_find(call->listener);
+	sandlock_opened_t o;
+	int e = op ? sl_opener_open_call(op, call->listener, call->n, call->mem, open_check, ctx,
+	                                 &o)
+	           : EPERM;
+	if (e) {
+		sandlock_action_set_errno(act, e);
+		return true;
+	}
+	sandlock_string_free(o.path);
+	sandlock_action_set_inject_fd_send(act, o.fd, o.newfd_flags);
+	return true;
+}
+
+/* ---------------- the builtin ---------------- */
+
+static const char *fork_name(int nr)
+{
+	switch (nr) {
+#ifdef __NR_fork
+	case __NR_fork:
+		return "fork";
+#endif
+#ifdef __NR_vfork
+	case __NR_vfork:
+		return "vfork";
+#endif
+	default:
+		return "clone";
+	}
+}
+
+static bool pol_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
+{
+	sandlock_policy_ctx_t *ctx = state;
+	int nr = call->n->syscall_nr;
+	sl_policy_current = ctx;
+	ctx->net_seen = false;
+	if (sl_sys_is_exec_like(nr))
+		return decide_exec(ctx, call, act);
+	if (sl_opener_handles(nr))
+		return decide_open(ctx, call, act);
+	if (nr == __NR_connect || nr == __NR_bind || nr == __NR_sendto || nr == __NR_sendmsg ||
+	    nr == __NR_sendmmsg) {
+		ctx->net_seen = true; /* decided by netdest with its copy */
+		ctx->net_id = call->n->id;
+		return false;
+	}
+	sandlock_policy_event_t ev;
+	memset(&ev, 0, sizeof ev);
+	ev.category = "process";
+	ev.pid = (int32_t)call->n->pid;
+	ev.syscall = nr == __NR_exit_group ? "exit_group" : fork_name(nr);
+	int v = run_fn(ctx, &ev);
+	if (nr == __NR_exit_group && v != SL_POLICY_KILL)
+		return false; /* an exit cannot be refused */
+	set_verdict(act, v);
+	return true;
+}
+
+static const int k_pol_nrs[] = { __NR_execve,  __NR_execveat, __NR_open,    __NR_creat,
+	                             __NR_openat,  __NR_openat2,  __NR_connect, __NR_bind,
+	                             __NR_exit_group };
+
+static int pol_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+{
+	if (!cfg->policy_fn)
+		return 0;
+	const int *nrs;
+	size_t n = sl_sys_fork_like(&nrs);
+	if (sl_nrset_add_all(out, nrs, n) < 0)
+		return -1;
+	/* sendto/sendmsg: netdest traps them already (with an address). */
+	return sl_nrset_add_all(out, k_pol_nrs, sizeof(k_pol_nrs) / sizeof(k_pol_nrs[0]));
+}
+
+static int pol_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+{
+	sandlock_policy_ctx_t *ctx = calloc(1, sizeof(*ctx));
+	if (!ctx) {
+		*msg = sl_strdup("out of memory");
+		return -1;
+	}
+	ctx->fn = cfg->policy_fn;
+	ctx->ud = cfg->policy_ud;
+	pthread_mutex_init(&ctx->mu, NULL);
+	*state = ctx;
+	return 0;
+}
+
+static void pol_free(void *state)
+{
+	sandlock_policy_ctx_t *ctx = state;
+	if (!ctx)
+		return;
+	if (ctx->frozen_active)
+		sl_freeze_thaw(&ctx->frozen);
+	for (size_t i = 0; i < ctx->ndenied; i++)
+		free(ctx->denied[i].path);
+	free(ctx->denied);
+	free(ctx->ips);
+	pthread_mutex_destroy(&ctx->mu);
+	free(ctx);
+}
+
+const struct sl_builtin sl_builtin_policy = {
+	.name = "policy_fn",
+	.phase = SL_PHASE_FIRST,
+	.needs_opener = true,
+	.syscalls = pol_syscalls,
+	.init = pol_init,
+	.free = pol_free,
+	.decide = pol_decide,
+	.answered = pol_answered,
+};
