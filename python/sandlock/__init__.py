@@ -34,6 +34,8 @@ from . import _knobs
 from . import _trace
 from . import _cow
 from ._cow import BranchAction, Change
+from . import _policy
+from ._policy import PolicyContext, SyscallEvent
 from ._knobs import Protection, ProtectionStatus, min_landlock_abi
 from .exceptions import (
     BranchConflictError,
@@ -91,6 +93,7 @@ __all__ = [
     "NamedStage",
     "NotifError",
     "Pipeline",
+    "PolicyContext",
     "PolicyError",
     "Protection",
     "ProtectionStatus",
@@ -103,6 +106,7 @@ __all__ = [
     "confine",
     "Stage",
     "StdioMode",
+    "SyscallEvent",
     "inputs",
     "landlock_abi_version",
     "min_landlock_abi",
@@ -687,7 +691,7 @@ def _step_syscalls(b, c):
 
 
 _BUILDER_STEPS = [_step_paths, _step_env, _step_limits, _step_net, _step_determinism,
-                  _step_syscalls, _knobs.step, _trace.step, _cow.step]
+                  _step_syscalls, _knobs.step, _trace.step, _cow.step, _policy.step]
 
 _CACHE_SIZE = 4  # native policies kept per Sandbox (e.g. per timeout override)
 
@@ -819,6 +823,7 @@ class Sandbox:
     on_exit = _Field(_cow.action)
     on_error = _Field(_cow.action)
     max_disk = _Field(_cow.max_disk)
+    policy_fn = _Field(_policy.check)
 
     def __init__(
         self,
@@ -862,6 +867,7 @@ class Sandbox:
         on_exit: Union[BranchAction, str] = BranchAction.COMMIT,
         on_error: Union[BranchAction, str] = BranchAction.ABORT,
         max_disk: Optional[Union[int, str]] = None,
+        policy_fn: Optional[Callable] = None,
     ) -> None:
         self._cfg = {}
         self._lock = threading.Lock()
@@ -907,6 +913,7 @@ class Sandbox:
         self.on_exit = on_exit
         self.on_error = on_error
         self.max_disk = max_disk
+        self.policy_fn = policy_fn
         # Build once now so a bad configuration fails here, not at run().
         self._native_for(None)
 
@@ -937,7 +944,7 @@ class Sandbox:
         sb = _lib.sandlock_sandbox_build(b, ctypes.byref(err), ctypes.byref(msg))
         if not sb:
             _raise_from(err, msg, "sandlock_sandbox_build", building=True)
-        return sb
+        return _BuiltPtr(sb, cfg.get("policy_fn"))
 
     def _native_for(self, timeout, overrides=None):
         """The native sandbox for the current configuration (and this
@@ -1222,11 +1229,24 @@ class _Registrations:
         self.run.close(abandoned)
 
 
+class _BuiltPtr(int):
+    """A built sandlock_sandbox_t address, with what its callbacks need
+    kept alive (the policy_fn trampoline) for as long as it is used."""
+
+    def __new__(cls, ptr, keep):
+        o = int.__new__(cls, ptr)
+        o.keep = keep
+        return o
+
+
 class _NativeSandbox:
     """Owns a sandlock_sandbox_t; freed on close() or garbage collection."""
 
     def __init__(self, ptr, snap=()):
         self.ptr = ptr
+    def __init__(self, ptr):
+        self.keep = getattr(ptr, "keep", None)  # freed after the sandbox (below)
+        self.ptr = int(ptr)
         self._lock = threading.Lock()
         # What the native policy points into: the trace= callback's C
         # function must outlive every run of it, cached or not.
@@ -1261,6 +1281,8 @@ def confine(sandbox: "Sandbox") -> None:
         raise PolicyTypeError("confine() takes a Sandbox, not %s" % type(sandbox).__name__)
     cfg = dict(sandbox._snapshot(None))
     refused = _knobs.confine_refusal(cfg)
+    if not refused and cfg.get("policy_fn") is not None:
+        refused = "policy_fn"
     if refused:
         raise PolicyValueError("confine: %s cannot be applied to the calling process "
                                "(it needs a supervisor or a fresh child)" % refused)

@@ -226,8 +226,8 @@ TEST(kill_verdict_ends_the_run)
 
 /*
  * The hostile race: python3 points argv[1] at a buffer that a second
- * thread rewrites from SAFE-ARG to EVIL-ARG 50 ms after starting, and
- * execs /bin/echo at once.  The callback sleeps 300 ms on an exec whose
+ * thread rewrites from SAFE-ARG to EVIL-ARG 300 ms after starting, and
+ * execs /bin/echo at once.  The callback sleeps 800 ms on an exec whose
  * argv says SAFE.  echo prints the argv the kernel really used.
  */
 static const char k_race[] =
@@ -235,7 +235,7 @@ static const char k_race[] =
 	"libc = ctypes.CDLL(None, use_errno=True)\n"
 	"buf = ctypes.create_string_buffer(b'SAFE' b'-ARG', 16)\n"
 	"def flip():\n"
-	"    time.sleep(0.05)\n"
+	"    time.sleep(0.3)\n"
 	"    ctypes.memmove(buf, b'EVIL' b'-ARG', 8)\n"
 	"threading.Thread(target=flip).start()\n"
 	"argv = (ctypes.c_char_p * 3)(b'/bin/echo', ctypes.cast(buf, ctypes.c_char_p), None)\n"
@@ -246,7 +246,7 @@ static void race(bool freeze, char *out, size_t len, struct seen **seen)
 {
 	sl_policy_freeze_disabled = !freeze;
 	struct seen *s = new_seen();
-	s->sleep_ms = 300;
+	s->sleep_ms = 800;
 	*seen = s;
 	sandlock_sandbox_t *sb = with_policy(tu_system_builder(), s);
 	const char *argv[] = { TU_PY, "-c", k_race, NULL };

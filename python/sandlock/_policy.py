@@ -1,0 +1,250 @@
+"""policy_fn: the dynamic policy callback (README, "Dynamic policy").
+
+The C side (src/builtins/policy.c) calls one trampoline per event on the
+supervisor thread while the guest's call is held; the trampoline builds a
+SyscallEvent and a PolicyContext, calls the user's function and turns its
+return value into a verdict.  Anything that goes wrong in the callback
+(an exception, a verdict that means nothing) refuses the call: a broken
+policy never silently allows.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno as _errno
+import os
+import sys
+import traceback
+from typing import Optional, Tuple
+
+from . import _native
+
+_lib = _native.lib
+
+ALLOW = 0
+DENY = -1
+AUDIT = -2
+KILL = -3
+
+
+class _Event(ctypes.Structure):
+    _fields_ = [
+        ("syscall", ctypes.c_char_p),
+        ("category", ctypes.c_char_p),
+        ("pid", ctypes.c_int32),
+        ("parent_pid", ctypes.c_int32),
+        ("host", ctypes.c_char_p),
+        ("port", ctypes.c_uint16),
+        ("argv", ctypes.POINTER(ctypes.c_char_p)),
+        ("argc", ctypes.c_size_t),
+        ("denied", ctypes.c_bool),
+    ]
+
+
+_POLICY_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(_Event),
+                              ctypes.c_void_p)
+
+
+def _decl(name, restype, *argtypes):
+    fn = getattr(_lib, name)
+    fn.restype = restype
+    fn.argtypes = list(argtypes)
+    return fn
+
+
+_decl("sandlock_sandbox_builder_policy_fn", ctypes.c_void_p, ctypes.c_void_p, _POLICY_FN,
+      ctypes.c_void_p)
+_decl("sandlock_policy_deny_path", ctypes.c_int32, ctypes.c_void_p, ctypes.c_char_p)
+_decl("sandlock_policy_allow_path", ctypes.c_int32, ctypes.c_void_p, ctypes.c_char_p)
+_decl("sandlock_policy_restrict_network", ctypes.c_int32, ctypes.c_void_p,
+      ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t)
+_decl("sandlock_policy_grant_network", ctypes.c_int32, ctypes.c_void_p,
+      ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t)
+_decl("sandlock_policy_kill", None, ctypes.c_void_p)
+
+
+class SyscallEvent:
+    """One event of the sandbox, seen while the guest's call waits.
+
+    ``syscall`` ("execve", "connect", ...), ``category`` ("process" or
+    "network"), ``pid`` (the calling thread), ``parent_pid``, ``host`` and
+    ``port`` (the destination of a network event, numeric IP), ``argv``
+    (a tuple of str for exec events: what the exec really runs), and
+    ``denied`` (the static policy already refused it; the verdict cannot
+    undo that).  ``path`` is always None: a path string read from the
+    guest could change after the check (use PolicyContext.deny_path)."""
+
+    __slots__ = ("syscall", "category", "pid", "parent_pid", "path", "host", "port", "argv",
+                 "denied")
+
+    def __init__(self, syscall, category, pid, parent_pid=0, host=None, port=0, argv=None,
+                 denied=False):
+        self.syscall = syscall
+        self.category = category
+        self.pid = pid
+        self.parent_pid = parent_pid
+        self.path = None
+        self.host = host
+        self.port = port
+        self.argv = argv
+        self.denied = denied
+
+    def path_contains(self, s: str) -> bool:
+        """Always False: paths are not exposed on events."""
+        return self.path is not None and s in self.path
+
+    def argv_contains(self, s: str) -> bool:
+        """True if any argv element contains s."""
+        return self.argv is not None and any(s in a for a in self.argv)
+
+    def __repr__(self):
+        return "SyscallEvent(syscall=%r, category=%r, pid=%r, host=%r, port=%r, argv=%r)" % (
+            self.syscall, self.category, self.pid, self.host, self.port, self.argv)
+
+
+def _ips(name, ips):
+    if isinstance(ips, (str, bytes)):
+        raise TypeError("%s: expected a list of IP addresses, got a single %s %r"
+                        % (name, type(ips).__name__, ips))
+    out = []
+    for ip in ips:
+        if not isinstance(ip, str):
+            raise TypeError("%s: an IP address must be a str, got %r" % (name, ip))
+        out.append(ip)
+    return out
+
+
+class PolicyContext:
+    """Tightens the running sandbox; valid only during the policy_fn call."""
+
+    def __init__(self, ptr):
+        self._ptr = ptr
+
+    def _live(self, what):
+        if not self._ptr:
+            raise RuntimeError("PolicyContext.%s: only valid inside the policy_fn call" % what)
+        return self._ptr
+
+    def deny_path(self, path) -> None:
+        """From now on, opening path or anything below it fails with
+        EACCES (decided on the file actually opened)."""
+        p = os.fspath(path)
+        if not isinstance(p, str) or not os.path.isabs(p) or "\0" in p:
+            raise ValueError("deny_path: %r is not an absolute path" % (path,))
+        rc = _lib.sandlock_policy_deny_path(self._live("deny_path"), os.fsencode(p))
+        if rc < 0:
+            raise ValueError("deny_path: cannot deny %r: %s" % (p, os.strerror(-rc)))
+
+    def allow_path(self, path) -> None:
+        """Undo a deny_path of exactly this path."""
+        p = os.fspath(path)
+        if not isinstance(p, str) or not os.path.isabs(p) or "\0" in p:
+            raise ValueError("allow_path: %r is not an absolute path" % (path,))
+        rc = _lib.sandlock_policy_allow_path(self._live("allow_path"), os.fsencode(p))
+        if rc < 0:
+            raise ValueError("allow_path: %r: %s" % (p, os.strerror(-rc)))
+
+    def _net(self, name, fn, ips):
+        v = _ips(name, ips)
+        arr = (ctypes.c_char_p * max(1, len(v)))(*[s.encode() for s in v])
+        rc = fn(self._live(name), arr, len(v))
+        if rc == -_errno.EINVAL:
+            raise ValueError("%s: not an IP address in %r" % (name, v))
+        if rc < 0:
+            raise OSError(-rc, "%s: %s" % (name, os.strerror(-rc)))
+
+    def restrict_network(self, ips) -> None:
+        """From now on only these IPs may be reached ([] blocks all)."""
+        self._net("restrict_network", _lib.sandlock_policy_restrict_network, ips)
+
+    def grant_network(self, ips) -> None:
+        """Let these IPs through an earlier restrict_network again."""
+        self._net("grant_network", _lib.sandlock_policy_grant_network, ips)
+
+    def kill(self) -> None:
+        """End the whole sandbox once policy_fn returns."""
+        _lib.sandlock_policy_kill(self._live("kill"))
+
+    def _unsupported(self, name):
+        raise NotImplementedError("PolicyContext.%s is not supported yet" % name)
+
+    def restrict_max_memory(self, n) -> None:
+        self._unsupported("restrict_max_memory")
+
+    def restrict_max_processes(self, n) -> None:
+        self._unsupported("restrict_max_processes")
+
+    def restrict_pid_network(self, pid, ips) -> None:
+        self._unsupported("restrict_pid_network")
+
+
+def verdict(v) -> Tuple[int, Optional[str]]:
+    """The C verdict of a policy_fn return value, and a complaint when
+    the value means nothing (then: deny with EPERM)."""
+    if v is None or v is False:
+        return ALLOW, None
+    if v is True:
+        return DENY, None
+    if isinstance(v, str):
+        w = {"allow": ALLOW, "deny": DENY, "audit": AUDIT, "kill": KILL}.get(v.lower())
+        if w is None:
+            return DENY, "policy_fn returned %r (expected allow/deny/audit/kill)" % (v,)
+        return w, None
+    if isinstance(v, int):
+        if v in (ALLOW, DENY, AUDIT, KILL) or 0 < v < 4096:
+            return int(v), None
+    return DENY, "policy_fn returned %r (expected a bool, an errno, a verdict)" % (v,)
+
+
+def _s(b):
+    return None if b is None else os.fsdecode(b)
+
+
+def _event(e) -> SyscallEvent:
+    argv = None
+    if e.argv:
+        argv = tuple(os.fsdecode(e.argv[i]) for i in range(e.argc))
+    return SyscallEvent(_s(e.syscall), _s(e.category), e.pid, e.parent_pid, _s(e.host),
+                        e.port, argv, bool(e.denied))
+
+
+class Hook:
+    """One policy_fn and the C trampoline calling it (kept alive by every
+    native sandbox built with it)."""
+
+    def __init__(self, fn):
+        if not callable(fn):
+            raise TypeError("policy_fn must be callable, got %r" % (fn,))
+        self.fn = fn
+        self.cfunc = _POLICY_FN(self._call)
+
+    def _call(self, ud, ev, ctxp):
+        ctx = PolicyContext(ctxp)
+        try:
+            w, complaint = verdict(self.fn(_event(ev.contents), ctx))
+            if complaint:
+                sys.stderr.write("sandlock: %s; the call is refused\n" % complaint)
+            return w
+        except BaseException:  # fail closed: a broken policy refuses
+            sys.stderr.write("sandlock: policy_fn raised; the call is refused:\n")
+            traceback.print_exc()
+            return DENY
+        finally:
+            ctx._ptr = None
+
+    def __repr__(self):
+        return "policy_fn(%r)" % (self.fn,)
+
+
+def check(name, value):
+    """The Sandbox field's validator: None or a callable (wrapped)."""
+    if value is None or isinstance(value, Hook):
+        return value
+    return Hook(value)
+
+
+def step(b, c):
+    """The builder step: hand the trampoline to the native builder."""
+    h = c.get("policy_fn")
+    if h is not None:
+        b = _lib.sandlock_sandbox_builder_policy_fn(b, h.cfunc, None)
+    return b
