@@ -944,7 +944,7 @@ class Sandbox:
         sb = _lib.sandlock_sandbox_build(b, ctypes.byref(err), ctypes.byref(msg))
         if not sb:
             _raise_from(err, msg, "sandlock_sandbox_build", building=True)
-        return _BuiltPtr(sb, cfg.get("policy_fn"))
+        return sb
 
     def _native_for(self, timeout, overrides=None):
         """The native sandbox for the current configuration (and this
@@ -1229,28 +1229,16 @@ class _Registrations:
         self.run.close(abandoned)
 
 
-class _BuiltPtr(int):
-    """A built sandlock_sandbox_t address, with what its callbacks need
-    kept alive (the policy_fn trampoline) for as long as it is used."""
-
-    def __new__(cls, ptr, keep):
-        o = int.__new__(cls, ptr)
-        o.keep = keep
-        return o
-
-
 class _NativeSandbox:
     """Owns a sandlock_sandbox_t; freed on close() or garbage collection."""
 
     def __init__(self, ptr, snap=()):
         self.ptr = ptr
-    def __init__(self, ptr):
-        self.keep = getattr(ptr, "keep", None)  # freed after the sandbox (below)
-        self.ptr = int(ptr)
         self._lock = threading.Lock()
-        # What the native policy points into: the trace= callback's C
-        # function must outlive every run of it, cached or not.
-        self._trace = dict(snap).get("trace")
+        # What the native policy points into: the C functions of the trace=
+        # and policy_fn= callbacks must outlive every run of it, cached or not.
+        cfg = dict(snap)
+        self._keep = (cfg.get("trace"), cfg.get("policy_fn"))
 
     def close(self):
         with self._lock:
