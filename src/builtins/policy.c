@@ -528,9 +528,16 @@ static bool pol_decide(void *state, const struct sl_call *call, sandlock_action_
 	return true;
 }
 
-static const int k_pol_nrs[] = { __NR_execve,  __NR_execveat, __NR_open,    __NR_creat,
-	                             __NR_openat,  __NR_openat2,  __NR_connect, __NR_bind,
-	                             __NR_exit_group };
+static const int k_pol_nrs[] = {
+	__NR_execve, __NR_execveat,
+#ifdef __NR_open /* not on aarch64: openat only */
+	__NR_open,
+#endif
+#ifdef __NR_creat
+	__NR_creat,
+#endif
+	__NR_openat, __NR_openat2, __NR_connect, __NR_bind, __NR_exit_group,
+};
 
 static int pol_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
 {
