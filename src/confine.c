@@ -42,6 +42,10 @@ const char *sl_confine_refusal(const struct sandlock_sandbox *sb, bool for_fork)
 		return "deterministic_dirs (needs the supervisor)";
 	if (sb->workdir)
 		return "workdir (the copy-on-write layer needs the supervisor)";
+	if (sb->policy_fn)
+		return "policy_fn (events come from the supervisor)";
+	if (sb->port_remap)
+		return "port_remap (binds are performed by the supervisor)";
 	return NULL;
 }
 

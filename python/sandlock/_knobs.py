@@ -198,7 +198,8 @@ _CONFINE_REFUSED = (("cwd", None), ("env", ()), ("clean_env", False), ("max_memo
                     ("timeout", None), ("max_cpu", None),
                     ("max_processes", DEFAULT_MAX_PROCESSES),
                     ("no_randomize_memory", False), ("trace", None), ("num_cpus", None),
-                    ("deterministic_dirs", False), ("workdir", None))
+                    ("deterministic_dirs", False), ("workdir", None),
+                    ("port_remap", False))
 
 
 def confine_refusal(cfg) -> Optional[str]:

@@ -694,6 +694,14 @@ static void ignore_decision(void *ud, const sandlock_decision_t *d)
 	(void)d;
 }
 
+static int32_t allow_all(void *ud, const sandlock_policy_event_t *ev, sandlock_policy_ctx_t *ctx)
+{
+	(void)ud;
+	(void)ev;
+	(void)ctx;
+	return SANDLOCK_VERDICT_ALLOW;
+}
+
 TEST(confine_refuses_what_needs_a_child_or_a_supervisor)
 {
 	struct {
@@ -708,6 +716,8 @@ TEST(confine_refuses_what_needs_a_child_or_a_supervisor)
 		{ sandlock_sandbox_builder_max_cpu(tu_system_builder(), 50), "max_cpu" },
 		{ sandlock_sandbox_builder_on_decision(tu_system_builder(), ignore_decision, NULL),
 		  "on_decision" },
+		{ sandlock_sandbox_builder_policy_fn(tu_system_builder(), allow_all, NULL), "policy_fn" },
+		{ sandlock_sandbox_builder_port_remap(tu_system_builder(), true), "port_remap" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		sandlock_sandbox_t *sb = tu_build(cases[i].b);
