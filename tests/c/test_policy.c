@@ -90,6 +90,12 @@ static struct seen *new_seen(void)
 	return s;
 }
 
+static void free_seen(struct seen *s)
+{
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}
+
 static sandlock_sandbox_t *with_policy(sandlock_builder_t *b, struct seen *s)
 {
 	b = sandlock_sandbox_builder_fs_write(b, "/dev/null");
@@ -125,6 +131,7 @@ TEST(exec_refused_by_argv)
 	CHECK(s->nfork >= 2);      /* sh forked for each command */
 	sandlock_result_free(r);
 	sandlock_sandbox_free(sb);
+	free_seen(s);
 }
 
 /* A python3 guest connecting to ports a and b, printing each outcome. */
@@ -176,6 +183,7 @@ TEST(connect_refused_by_address)
 	sandlock_result_free(r);
 	close(la);
 	close(lb);
+	free_seen(s);
 }
 
 TEST(deny_path_applies_to_later_opens)
@@ -205,6 +213,7 @@ TEST(deny_path_applies_to_later_opens)
 	sandlock_result_free(r);
 	sandlock_sandbox_free(sb);
 	tu_rm_rf(dir);
+	free_seen(s);
 }
 
 TEST(kill_verdict_ends_the_run)
@@ -222,6 +231,7 @@ TEST(kill_verdict_ends_the_run)
 	CHECK(tu_out_is(r, "before\n"));
 	sandlock_result_free(r);
 	sandlock_sandbox_free(sb);
+	free_seen(s);
 }
 
 /*
@@ -269,6 +279,7 @@ TEST(argv_race_works_without_freeze)
 	CHECK(strcmp(out, "EVIL-ARG\n") == 0);
 	if (strcmp(out, "EVIL-ARG\n") != 0)
 		fprintf(stderr, "  echo printed '%s'\n", out);
+	free_seen(s);
 }
 
 TEST(argv_race_blocked_by_freeze)
@@ -282,6 +293,7 @@ TEST(argv_race_blocked_by_freeze)
 	CHECK(strcmp(out, "SAFE-ARG\n") == 0);
 	if (strcmp(out, "SAFE-ARG\n") != 0)
 		fprintf(stderr, "  echo printed '%s'\n", out);
+	free_seen(s);
 }
 
 
