@@ -41,22 +41,6 @@ static sandlock_handle_t *spawn_sh(const sandlock_sandbox_t *sb, const char *scr
 	return h;
 }
 
-/* One line from fd (without the newline), or "" at EOF. */
-static void read_line(int fd, char *buf, size_t len)
-{
-	size_t n = 0;
-	while (n + 1 < len) {
-		char c;
-		ssize_t k = read(fd, &c, 1);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0 || c == '\n')
-			break;
-		buf[n++] = c;
-	}
-	buf[n] = 0;
-}
-
 /* True if no process has this pid any more (reaped, not a zombie). */
 static bool gone(pid_t pid)
 {
@@ -100,18 +84,12 @@ static char proc_state(pid_t pid)
 	return p && p[1] ? p[2] : 0;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-	nanosleep(&ts, NULL);
-}
-
 /* Wait (bounded by tries) until pid has used more CPU than before. */
 static bool cpu_advances(pid_t pid, int tries)
 {
 	long long t0 = cpu_ticks(pid);
 	for (int i = 0; i < tries && t0 >= 0; i++) {
-		sleep_ms(20);
+		tu_sleep_ms(20);
 		if (cpu_ticks(pid) > t0)
 			return true;
 	}
@@ -214,7 +192,7 @@ TEST(spawned_server_is_reachable_and_killed)
 	REQUIRE(h);
 	int out = sandlock_handle_stdout_fd(h);
 	char line[64];
-	read_line(out, line, sizeof line);
+	tu_read_line(out, line, sizeof line);
 	CHECK(strcmp(line, "ready") == 0);
 	pid_t pid = sandlock_handle_pid(h);
 	for (int i = 0; i < 2; i++) { /* twice: it keeps serving */
@@ -223,7 +201,7 @@ TEST(spawned_server_is_reachable_and_killed)
 		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 		REQUIRE(connect(c, (struct sockaddr *)&a, sizeof a) == 0);
 		char got[64] = { 0 };
-		read_line(c, got, sizeof got);
+		tu_read_line(c, got, sizeof got);
 		CHECK(strcmp(got, "hello from the sandbox") == 0);
 		close(c);
 	}
@@ -321,7 +299,7 @@ TEST(free_of_running_handle_ends_the_whole_sandbox)
 	pid_t pids[3];
 	for (int i = 0; i < 3; i++) {
 		char line[32];
-		read_line(out, line, sizeof line);
+		tu_read_line(out, line, sizeof line);
 		pids[i] = (pid_t)atoi(line);
 		CHECK(pids[i] > 0 && !gone(pids[i]));
 	}
@@ -349,8 +327,8 @@ TEST(pause_stops_the_whole_tree_and_resume_continues)
 	REQUIRE(h);
 	int out = sandlock_handle_stdout_fd(h);
 	char a[32], b[32];
-	read_line(out, a, sizeof a);
-	read_line(out, b, sizeof b);
+	tu_read_line(out, a, sizeof a);
+	tu_read_line(out, b, sizeof b);
 	pid_t grandchild = (pid_t)atoi(a), cmd = (pid_t)atoi(b);
 	REQUIRE(grandchild > 0 && cmd == sandlock_handle_pid(h));
 	/* Control: both really burn CPU before the pause. */
@@ -360,7 +338,7 @@ TEST(pause_stops_the_whole_tree_and_resume_continues)
 	CHECK_EQ_INT(proc_state(grandchild), 'T');
 	CHECK_EQ_INT(proc_state(cmd), 'T');
 	long long g0 = cpu_ticks(grandchild), c0 = cpu_ticks(cmd);
-	sleep_ms(300);
+	tu_sleep_ms(300);
 	CHECK_EQ_INT(cpu_ticks(grandchild), g0);
 	CHECK_EQ_INT(cpu_ticks(cmd), c0);
 	CHECK(sandlock_handle_is_running(h)); /* paused is not ended */

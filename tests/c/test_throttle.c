@@ -18,28 +18,6 @@ static sandlock_spawn_opts_t pipe_out(void)
 	return o;
 }
 
-/* One line from fd (without the newline), or "" at EOF. */
-static void read_line(int fd, char *buf, size_t len)
-{
-	size_t n = 0;
-	while (n + 1 < len) {
-		char c;
-		ssize_t k = read(fd, &c, 1);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0 || c == '\n')
-			break;
-		buf[n++] = c;
-	}
-	buf[n] = 0;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-	nanosleep(&ts, NULL);
-}
-
 static char proc_state(pid_t pid)
 {
 	char path[64], buf[512];
@@ -149,15 +127,15 @@ TEST(pause_during_throttling_stays_paused)
 	REQUIRE(h);
 	int out = sandlock_handle_stdout_fd(h);
 	char line[32];
-	read_line(out, line, sizeof line);
+	tu_read_line(out, line, sizeof line);
 	CHECK(strcmp(line, "up") == 0);
 	pid_t cmd = sandlock_handle_pid(h);
-	sleep_ms(150); /* a few throttle cycles: it is being stopped and continued */
+	tu_sleep_ms(150); /* a few throttle cycles: it is being stopped and continued */
 	CHECK_EQ_INT(sandlock_handle_pause(h), 0);
 	int64_t t0 = sandlock_handle_cpu_time_ns(h);
 	CHECK(t0 > 0);
 	/* many throttle periods later: still stopped, no CPU time used */
-	sleep_ms(600);
+	tu_sleep_ms(600);
 	CHECK(proc_state(cmd) == 'T');
 	int64_t t1 = sandlock_handle_cpu_time_ns(h);
 	CHECK(t1 == t0);
@@ -167,7 +145,7 @@ TEST(pause_during_throttling_stays_paused)
 	CHECK_EQ_INT(sandlock_handle_resume(h), 0);
 	bool ran = false;
 	for (int i = 0; i < 250 && !ran; i++) {
-		sleep_ms(20);
+		tu_sleep_ms(20);
 		ran = sandlock_handle_cpu_time_ns(h) > t1;
 	}
 	CHECK(ran);
@@ -198,7 +176,7 @@ static void usage_readings(bool cgroups)
 	REQUIRE(h);
 	int out = sandlock_handle_stdout_fd(h);
 	char line[32];
-	read_line(out, line, sizeof line);
+	tu_read_line(out, line, sizeof line);
 	CHECK(strcmp(line, "ready") == 0);
 	int64_t cpu = sandlock_handle_cpu_time_ns(h), mem = sandlock_handle_memory_bytes(h);
 	fprintf(stderr, "  cpu %lld ns, memory %lld bytes\n", (long long)cpu, (long long)mem);

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sandlock.h"
@@ -186,6 +187,28 @@ static inline const char *tu_helpers_dir(void)
 		free(abs);
 	}
 	return dir;
+}
+
+/* One line from fd (without the newline), or "" at EOF. */
+static inline void tu_read_line(int fd, char *buf, size_t len)
+{
+	size_t n = 0;
+	while (n + 1 < len) {
+		char c;
+		ssize_t k = read(fd, &c, 1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0 || c == '\n')
+			break;
+		buf[n++] = c;
+	}
+	buf[n] = 0;
+}
+
+static inline void tu_sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+	nanosleep(&ts, NULL);
 }
 
 /* Run argv without any sandbox (the control of a hostile probe); its
