@@ -184,7 +184,7 @@ def _raise(err, msg, what):
     _raise_from(err, msg, what)
 
 
-class ForkResult:
+class ForkResult(_native.Closing):
     """The clones of one ``Sandbox.fork(n)``: ``pids`` (index = clone id),
     ``wait()`` for their Results, ``kill()``, and a context manager whose
     exit (or ``close()``, or collection) ends every clone still running."""
@@ -251,19 +251,6 @@ class ForkResult:
 
     def _handle(self):
         return self._h
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def reduce(sb, cmd, clones, timeout=None):

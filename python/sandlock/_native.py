@@ -48,6 +48,24 @@ STDIO_DEFAULT, STDIO_CAPTURE, STDIO_INHERIT, STDIO_DEVNULL, STDIO_FD, STDIO_PIPE
 SPAWN_CREATE = 1
 
 
+class Closing:
+    """Mixin of the objects that own native resources through close():
+    a context manager that closes on exit, and closes when collected."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
 def _candidates():
     """(description, path) pairs in lookup order, minus the explicit env var."""
     yield "next to the package", os.path.join(_PKG_DIR, "libsandlock.so")

@@ -123,7 +123,7 @@ def spawn(sb, cmd, stdin, stdout, stderr, handlers=(), timeout=None, pass_fds=()
     return Process(h, nsb, hs, [m for m, _fd in modes])
 
 
-class Process:
+class Process(_native.Closing):
     """A command running in a sandbox (from Sandbox.popen).
 
     ``stdin`` / ``stdout`` / ``stderr`` are file objects for the streams
@@ -321,19 +321,6 @@ class Process:
                     f.close()
                 except (OSError, ValueError):
                     pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def _now():
