@@ -45,17 +45,7 @@ static int hosts_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *o
 static bool hosts_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
 {
 	(void)state;
-	struct sl_opener *op = sl_opener_find(call->listener);
-	sandlock_opened_t o;
-	int e = op ? sl_opener_open_call(op, call->listener, call->n, call->mem, NULL, NULL, &o)
-	           : EPERM; /* no opener: refuse rather than show the real file */
-	if (e) {
-		sandlock_action_set_errno(act, e);
-		return true;
-	}
-	sandlock_string_free(o.path);
-	sandlock_action_set_inject_fd_send(act, o.fd, o.newfd_flags);
-	return true;
+	return sl_open_on_behalf(call, NULL, NULL, act);
 }
 
 const struct sl_builtin sl_builtin_hosts = {

@@ -54,6 +54,7 @@
 #include "../proctree.h"
 #include "../syscalls.h"
 #include "policy.h"
+#include "proc.h"
 
 #define POL_MAX_ARGS 4096          /* argv entries read for an event */
 #define POL_MAX_ARG_LEN (128 * 1024) /* bytes of one argument (MAX_ARG_STRLEN) */
@@ -468,18 +469,7 @@ static bool decide_open(sandlock_policy_ctx_t *ctx, const struct sl_call *call,
 	pthread_mutex_unlock(&ctx->mu);
 	if (!any)
 		return false; /* nothing denied yet: the usual way */
-	struct sl_opener *op = sl_opener_find(call->listener);
-	sandlock_opened_t o;
-	int e = op ? sl_opener_open_call(op, call->listener, call->n, call->mem, open_check, ctx,
-	                                 &o)
-	           : EPERM;
-	if (e) {
-		sandlock_action_set_errno(act, e);
-		return true;
-	}
-	sandlock_string_free(o.path);
-	sandlock_action_set_inject_fd_send(act, o.fd, o.newfd_flags);
-	return true;
+	return sl_open_on_behalf(call, open_check, ctx, act);
 }
 
 /* ---------------- the builtin ---------------- */

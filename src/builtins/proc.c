@@ -228,12 +228,13 @@ static void proc_free(void *state)
 	free(s);
 }
 
-static bool open_on_behalf(const struct sl_call *call, sandlock_action_t *act)
+bool sl_open_on_behalf(const struct sl_call *call, sl_opener_check_fn check, void *ud,
+                       sandlock_action_t *act)
 {
 	struct sl_opener *op = sl_opener_find(call->listener);
 	sandlock_opened_t o;
-	int e = op ? sl_opener_open_call(op, call->listener, call->n, call->mem, NULL, NULL, &o)
-	           : EPERM;
+	int e = op ? sl_opener_open_call(op, call->listener, call->n, call->mem, check, ud, &o)
+	           : EPERM; /* no opener: refuse rather than let the kernel open it */
 	if (e) {
 		sandlock_action_set_errno(act, e);
 		return true;
@@ -346,7 +347,7 @@ static bool proc_decide(void *state, const struct sl_call *call, sandlock_action
 		return true;
 	}
 	if (sl_opener_handles(nr))
-		return open_on_behalf(call, act);
+		return sl_open_on_behalf(call, NULL, NULL, act);
 	long ret = 0;
 	int e = dents_on_behalf(s, call, &ret);
 	if (e)

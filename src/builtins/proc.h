@@ -9,6 +9,8 @@
 #include <sys/types.h>
 
 #include "../config.h"
+#include "../opener.h"
+#include "builtin.h"
 
 /* True when cfg lets the sandbox read /proc (the builtin is then on). */
 bool sl_proc_readable(const struct sandlock_sandbox *cfg);
@@ -22,5 +24,11 @@ bool sl_proc_in_sandbox(int procfd, pid_t init, long pid);
  * procfs), else the errno: ENOENT for another process's /proc/PID,
  * EACCES for the kernel files on the deny list. */
 int sl_proc_policy(int procfd, pid_t init, const char *real);
+
+/* The open call performed by the run's opener (the /proc policy and
+ * check, if any, applied to the file it opened) and its fd injected as
+ * the answer; an errno answer when it cannot be.  Always decides. */
+bool sl_open_on_behalf(const struct sl_call *call, sl_opener_check_fn check, void *ud,
+                       sandlock_action_t *act);
 
 #endif /* SANDLOCK_BUILTIN_PROC_H */
