@@ -7,9 +7,11 @@
  * owned by us (checked, not assumed: /tmp/sandlock-UID could have been
  * made by someone else first), and the server answers only a peer whose
  * SO_PEERCRED uid is ours.  A request is one line ("inspect" or "kill"),
- * the answer one line of JSON.
+ * the answer one line of JSON; "policy" is answered with the run's policy
+ * as a TOML profile, many lines, ended by closing the connection.
  */
 #include "control.h"
+#include "profile.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -38,6 +40,7 @@ struct cli_control {
 	sandlock_handle_t *h;
 	char **cmd;
 	int ncmd;
+	char *policy; /* TOML profile text, or NULL */
 	long long started;
 };
 
@@ -187,6 +190,8 @@ static void serve_client(struct cli_control *c, int fd)
 		char *j = info_json(c);
 		reply(fd, j ? j : "{\"error\":\"out of memory\"}\n");
 		free(j);
+	} else if (strcmp(line, "policy") == 0) {
+		reply(fd, c->policy ? c->policy : "{\"error\":\"policy not available\"}\n");
 	} else if (strcmp(line, "kill") == 0) {
 		reply(fd, sandlock_handle_kill(c->h) == 0 ? "{\"ok\":true}\n"
 		                                          : "{\"ok\":false,\"error\":\"not running\"}\n");
@@ -255,9 +260,11 @@ fail:
 	return NULL;
 }
 
-int cli_control_serve(struct cli_control *c, sandlock_handle_t *h, char **cmd, int ncmd)
+int cli_control_serve(struct cli_control *c, sandlock_handle_t *h, char **cmd, int ncmd,
+                      const char *policy)
 {
 	c->h = h;
+	c->policy = policy ? strdup(policy) : NULL;
 	c->cmd = cmd;
 	c->ncmd = ncmd;
 	c->started = (long long)time(NULL);
@@ -279,6 +286,7 @@ void cli_control_close(struct cli_control *c)
 	close(c->lfd);
 	close(c->stop[0]);
 	close(c->stop[1]);
+	free(c->policy);
 	free(c);
 }
 
@@ -346,6 +354,37 @@ static int ask_named(const char *name, const char *req, char *buf, size_t len)
 	return 0;
 }
 
+/* Send req to the named run; its whole answer (until it closes) on
+ * stdout, unless it is an error line.  0, or -1 after saying why. */
+static int request_all(const char *name, const char *req, char **text)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int fd = named_path(name, path, sizeof path) < 0 ? -1 : connect_path(path);
+	if (fd < 0) {
+		fprintf(stderr, "sandlock: no running sandbox named '%s'\n", name);
+		return -1;
+	}
+	reply(fd, req);
+	size_t len = 0;
+	FILE *f = open_memstream(text, &len);
+	char buf[4096];
+	ssize_t n;
+	while (f && (n = recv(fd, buf, sizeof buf, 0)) > 0)
+		fwrite(buf, 1, (size_t)n, f);
+	close(fd);
+	if (!f || fclose(f) != 0) {
+		fprintf(stderr, "sandlock: out of memory\n");
+		return -1;
+	}
+	if (len == 0 || strncmp(*text, "{\"error\"", 9) == 0) {
+		(*text)[strcspn(*text, "\n")] = 0;
+		fprintf(stderr, "sandlock: %s: %s\n", name, len ? *text : "no answer");
+		free(*text);
+		return -1;
+	}
+	return 0;
+}
+
 static void print_text(const char *j)
 {
 	const char *cmd = json_raw(j, "command");
@@ -360,24 +399,45 @@ static void print_text(const char *j)
 	printf("command:        %.*s\n", (int)(strlen(cmd) ? strlen(cmd) - 1 : 0), cmd);
 }
 
+/* --toml: the run's policy as a profile; a warning names what it cannot hold. */
+static int print_policy(const char *name)
+{
+	char *text = NULL;
+	if (request_all(name, "policy\n", &text) < 0)
+		return 1;
+	fputs(text, stdout);
+	if (strstr(text, CLI_PROFILE_LOST))
+		fprintf(stderr, "sandlock: warning: '%s' was started with options a profile cannot "
+		                "hold (listed as comments): a run from this profile is not the "
+		                "same sandbox\n", name);
+	free(text);
+	return 0;
+}
+
 int cli_cmd_inspect(int argc, char **argv)
 {
-	bool json = false;
+	static const char usage[] = "Usage: sandlock inspect NAME [--json|--toml]\n";
+	bool json = false, toml = false;
 	const char *name = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0)
 			json = true;
+		else if (strcmp(argv[i], "--toml") == 0)
+			toml = true;
 		else if (!name && argv[i][0] != '-')
 			name = argv[i];
 		else {
-			fprintf(stderr, "Usage: sandlock inspect NAME [--json]\n");
+			fprintf(stderr, "sandlock: inspect: unexpected argument '%s'\n%s", argv[i],
+			        usage);
 			return 125;
 		}
 	}
-	if (!name) {
-		fprintf(stderr, "Usage: sandlock inspect NAME [--json]\n");
+	if (!name || (json && toml)) {
+		fputs(usage, stderr);
 		return 125;
 	}
+	if (toml)
+		return print_policy(name);
 	char buf[REPLY_MAX];
 	if (ask_named(name, "inspect\n", buf, sizeof buf) < 0)
 		return 1;

@@ -16,8 +16,11 @@ struct cli_control;
 
 /* NULL (after printing why) if the name is invalid or in use. */
 struct cli_control *cli_control_open(const char *name);
-/* Serve inspect/kill for h on a thread until cli_control_close. */
-int cli_control_serve(struct cli_control *c, sandlock_handle_t *h, char **cmd, int ncmd);
+/* Serve inspect/kill for h on a thread until cli_control_close.  policy:
+ * the run's policy as a profile (cli_profile_print), answered to
+ * `inspect --toml`; copied here, NULL: not available. */
+int cli_control_serve(struct cli_control *c, sandlock_handle_t *h, char **cmd, int ncmd,
+                      const char *policy);
 /* Stop serving, remove the socket, free.  NULL is ok. */
 void cli_control_close(struct cli_control *c);
 

@@ -23,6 +23,16 @@ char *cli_profile_path(const char *name, char **err);
 /* Load PATH into *out (initialised here).  0, or -1 with a heap message
  * "PATH:LINE:COL: reason" in *err. */
 int cli_profile_load(const char *path, struct cli_cfg *out, char **err);
+/*
+ * Write cfg to out as a profile in the schema above, one that
+ * cli_profile_load reads back into the same policy (paths made absolute).
+ * Options no profile key can hold (--timeout, --net-deny, --allow-unix,
+ * --disable, ...) are written as comment lines starting with
+ * CLI_PROFILE_LOST and counted: the return value.  `sandlock inspect
+ * NAME --toml` prints a running sandbox's policy with it.
+ */
+#define CLI_PROFILE_LOST "# not expressible in a profile:"
+int cli_profile_print(const struct cli_cfg *cfg, FILE *out);
 /* `sandlock profile ...` (argv[0] is "profile"); returns the exit status. */
 int cli_profile_command(int argc, char **argv);
 

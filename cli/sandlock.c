@@ -37,7 +37,7 @@ static const char usage_main[] =
 	"       sandlock learn [OPTIONS] -- CMD [ARG]...\n"
 	"       sandlock profile list | show NAME\n"
 	"       sandlock check\n"
-	"       sandlock ps [--json] | inspect NAME [--json] | kill NAME\n"
+	"       sandlock ps [--json] | inspect NAME [--json|--toml] | kill NAME\n"
 	"       sandlock --help | --version\n"
 	"\n"
 	"Run CMD confined by Landlock, a seccomp-bpf blocklist and a seccomp\n"
@@ -50,7 +50,7 @@ static const char usage_main[] =
 	"  profile   list or show TOML profiles (see 'sandlock profile --help')\n"
 	"  check     report what this kernel and host give a sandbox\n"
 	"  ps        list the running sandboxes started with 'run --name'\n"
-	"  inspect   show one of them (pids, start time, command)\n"
+	"  inspect   show one of them (pids, start time, command; --toml: its policy as a profile)\n"
 	"  kill      end one of them, with every process in it\n"
 	"\n"
 	"Options:\n"
@@ -636,15 +636,25 @@ static sandlock_result_t *run_named(const sandlock_sandbox_t *sb, const struct c
 		*msg = NULL;
 		return NULL;
 	}
+	/* The policy as a profile, printed now: the cfg is ours only until we return. */
+	char *policy = NULL;
+	size_t plen = 0;
+	FILE *pf = open_memstream(&policy, &plen);
+	if (pf) {
+		cli_profile_print(cfg, pf);
+		if (fclose(pf) != 0)
+			policy = NULL;
+	}
 	sandlock_handle_t *h = sandlock_spawn(sb, (const char *const *)cfg->argv.v,
 	                                      (uint32_t)cfg->argv.n, regs, nregs, NULL, err, msg);
 	sandlock_result_t *r = NULL;
 	if (h) {
-		if (cli_control_serve(ctl, h, cfg->argv.v, (int)cfg->argv.n) < 0)
+		if (cli_control_serve(ctl, h, cfg->argv.v, (int)cfg->argv.n, policy) < 0)
 			fputs("sandlock: cannot serve the control socket\n", stderr);
 		r = sandlock_handle_wait(h, -1, err, msg);
 	}
 	cli_control_close(ctl); /* before the handle: the server uses it */
+	free(policy);
 	sandlock_handle_free(h);
 	return r;
 }

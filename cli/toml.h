@@ -19,6 +19,7 @@
 #define SANDLOCK_CLI_TOML_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,5 +65,8 @@ void toml_free(struct toml_table *t);
 const struct toml_value *toml_get(const struct toml_table *t, const char *key);
 /* "string", "integer", ... for messages. */
 const char *toml_type_name(enum toml_type t);
+/* Write s as a TOML basic string (quoted, escaped) to out: the one writer
+ * the profile printers (profile.c, trace.c) share. */
+void toml_write_str(FILE *out, const char *s);
 
 #endif

@@ -4,6 +4,7 @@
 #include "trace.h"
 
 #include "options.h"
+#include "toml.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -517,21 +518,6 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* A TOML basic string: quotes, backslashes and control characters escaped. */
-static void toml_str(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
-}
-
 /*
  * The sorted paths of l worth granting: /proc/PID/... of the run's own
  * processes become /proc, paths under another listed path are dropped, and
@@ -560,7 +546,7 @@ static void print_paths(FILE *out, const char *key, const struct cli_list *l, bo
 	for (size_t i = 0; i < n; i++) {
 		if (!last || !under(v[i], last)) {
 			fputs(first ? "\n    " : ",\n    ", out);
-			toml_str(out, v[i]);
+			toml_write_str(out, v[i]);
 			first = false;
 			last = v[i];
 		}
@@ -575,16 +561,16 @@ void cli_trace_print_profile(const struct cli_trace *t, const struct cli_cfg *cf
 {
 	fputs("# Written by `sandlock learn`: the files this run used, and its options.\n", out);
 	fputs("[program]\nexec = ", out);
-	toml_str(out, cfg->argv.v[0]);
+	toml_write_str(out, cfg->argv.v[0]);
 	fputs("\nargs = [", out);
 	for (size_t i = 1; i < cfg->argv.n; i++) {
 		fputs(i > 1 ? ", " : "", out);
-		toml_str(out, cfg->argv.v[i]);
+		toml_write_str(out, cfg->argv.v[i]);
 	}
 	fputs("]\n", out);
 	if (cfg->cwd) {
 		fputs("cwd = ", out);
-		toml_str(out, cfg->cwd);
+		toml_write_str(out, cfg->cwd);
 		fputc('\n', out);
 	}
 	if (cfg->clean_env > 0)
@@ -617,7 +603,7 @@ void cli_trace_print_profile(const struct cli_trace *t, const struct cli_cfg *cf
 				fprintf(out, "%s = [", net[k].key);
 			else
 				fputs(", ", out);
-			toml_str(out, cfg->ops.v[i].arg);
+			toml_write_str(out, cfg->ops.v[i].arg);
 		}
 		if (count)
 			fputs("]\n", out);

@@ -1,0 +1,129 @@
+"""`sandlock inspect NAME --toml`: a running sandbox's policy as a profile,
+which `run --profile-file` loads back into the same policy."""
+import json
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import alive
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
+SANDLOCK = str(BUILD / "sandlock")
+SYS_RO = [a for d in ("/usr", "/bin", "/lib", "/lib64", "/etc") if os.path.exists(d)
+          for a in ("-r", d)]
+
+
+@pytest.fixture
+def runtime():
+    """A private XDG_RUNTIME_DIR, so tests never see each other's runs."""
+    d = tempfile.mkdtemp(prefix="sandlock-xdg-")
+    os.chmod(d, 0o700)
+    yield dict(os.environ, XDG_RUNTIME_DIR=d)
+    subprocess.run(["rm", "-rf", d])
+
+
+@pytest.fixture
+def dirs():
+    """A readable dir with a file, a sibling dir not granted, a cwd elsewhere."""
+    root = tempfile.mkdtemp(prefix="sandlock-toml-")
+    for sub in ("granted", "other", "cwd"):
+        os.mkdir(os.path.join(root, sub))
+    for sub in ("granted", "other"):
+        with open(os.path.join(root, sub, "f.txt"), "w") as f:
+            f.write("in %s\n" % sub)
+    os.chmod(root, 0o755)
+    yield root
+    subprocess.run(["rm", "-rf", root])
+
+
+def cli(env, *args, cwd=None):
+    return subprocess.run([SANDLOCK, *args], env=env, capture_output=True, text=True,
+                          timeout=60, cwd=cwd)
+
+
+def start(env, name, flags, cmd, cwd):
+    p = subprocess.Popen([SANDLOCK, "run", "--name", name, *flags, "--", *cmd], env=env,
+                         cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for _ in range(1000):  # until its socket answers (bounded)
+        r = cli(env, "inspect", name, "--json")
+        if r.returncode == 0:
+            return p, json.loads(r.stdout)
+        if p.poll() is not None:
+            pytest.fail("run --name exited: %r" % (p.communicate(),))
+        time.sleep(0.01)
+    p.kill()
+    pytest.fail("the control socket never answered")
+
+
+def stop(env, name, p):
+    cli(env, "kill", name)
+    try:
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+def test_inspect_toml_round_trips_the_policy(runtime, dirs):
+    env = runtime
+    # a relative -r path: the profile must still mean it from another directory
+    flags = SYS_RO + ["-r", "granted", "--max-open-files", "37", "--env", "MARK=from-profile"]
+    p, info = start(env, "pol", flags, ["sleep", "1000"], cwd=dirs)
+    try:
+        r = cli(env, "inspect", "pol", "--toml")
+        assert r.returncode == 0, r.stderr
+        assert r.stderr == ""  # everything given has a profile key
+        text = r.stdout
+        assert "[filesystem]" in text and "[limits]" in text and "open_files = 37" in text
+        assert '"%s"' % os.path.join(dirs, "granted") in text
+        prof = os.path.join(dirs, "cwd", "p.toml")
+        with open(prof, "w") as f:
+            f.write(text)
+        probe = ("cat %s; ulimit -n; echo \"$MARK\"; cat %s || echo DENIED"
+                 % (os.path.join(dirs, "granted", "f.txt"), os.path.join(dirs, "other", "f.txt")))
+        # The control run, outside any sandbox, reads both files.
+        bare = subprocess.run(["sh", "-c", probe], capture_output=True, text=True)
+        assert "in other" in bare.stdout
+        run = cli(env, "run", "--profile-file", prof, "--", "sh", "-c", probe,
+                  cwd=os.path.join(dirs, "cwd"))
+        assert run.returncode == 0, run.stderr
+        lines = run.stdout.splitlines()
+        assert lines == ["in granted", "37", "from-profile", "DENIED"], run.stdout
+        # Loaded and printed again, it is the same profile (same policy).
+        q, _ = start(env, "pol2", ["--profile-file", prof], ["sleep", "1000"],
+                     cwd=os.path.join(dirs, "cwd"))
+        try:
+            again = cli(env, "inspect", "pol2", "--toml")
+            assert again.returncode == 0 and again.stdout == text
+        finally:
+            stop(env, "pol2", q)
+    finally:
+        stop(env, "pol", p)
+    assert not alive(info["pid"])
+
+
+def test_inspect_toml_names_what_a_profile_cannot_hold(runtime, dirs):
+    env = runtime
+    p, _ = start(env, "lossy", SYS_RO + ["--timeout", "500"], ["sleep", "1000"], cwd=dirs)
+    try:
+        r = cli(env, "inspect", "lossy", "--toml")
+        assert r.returncode == 0
+        assert "# not expressible in a profile: --timeout" in r.stdout
+        assert "warning" in r.stderr and "lossy" in r.stderr
+    finally:
+        stop(env, "lossy", p)
+
+
+def test_inspect_toml_bad_use(runtime):
+    r = cli(runtime, "inspect", "nobody-here", "--toml")
+    assert r.returncode == 1 and r.stdout == ""
+    assert "no running sandbox named 'nobody-here'" in r.stderr
+    r = cli(runtime, "inspect", "x", "--json", "--toml")
+    assert r.returncode == 125 and "Usage" in r.stderr
+    r = cli(runtime, "inspect", "x", "--yaml")
+    assert r.returncode == 125 and "'--yaml'" in r.stderr
