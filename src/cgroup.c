@@ -31,6 +31,8 @@ bool sl_cgroup_disabled;
 
 /* Waiting for a killed cgroup to empty: attempts x 1 ms. */
 #define SL_CG_EMPTY_ATTEMPTS 2000
+/* A freeze waits at most this many ms for "frozen 1". */
+#define SL_CG_FREEZE_ATTEMPTS 2000
 
 /* The cgroup2 mount point and its root, from /proc/self/mountinfo. */
 static bool find_mount(char *mnt, size_t mntsz, char *root, size_t rootsz)
@@ -254,4 +256,47 @@ void sl_cgroup_destroy(struct sl_cgroup *cg)
 		cg->parentfd = -1;
 	}
 	cg->name[0] = '\0';
+}
+
+/*
+ * The v2 freezer (pause.c's first choice).  WHY a freezer rather than
+ * SIGSTOP: a frozen task cannot notice it (no SIGCHLD to its parent, no
+ * job-control state a guest can see or undo with SIGCONT), and the whole
+ * group stops at once, however fast it forks.  cgroup.freeze exists in
+ * every non-root v2 group, controllers or not.
+ */
+bool sl_cgroup_frozen(int dirfd)
+{
+	int fd = openat(dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	char buf[256];
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return strstr(buf, "frozen 1") != NULL;
+}
+
+int sl_cgroup_freeze(const struct sl_cgroup *cg, bool freeze)
+{
+	if (cg->dirfd < 0 || faccessat(cg->dirfd, "cgroup.freeze", W_OK, 0) < 0) {
+		errno = ENOTSUP;
+		return -1;
+	}
+	if (write_str(cg->dirfd, "cgroup.freeze", freeze ? "1" : "0") < 0)
+		return -1;
+	if (!freeze)
+		return 0;
+	/* Frozen only once every task has left the kernel (cgroup.events). */
+	const struct timespec ms = { 0, 1000000 };
+	for (int i = 0; i < SL_CG_FREEZE_ATTEMPTS; i++) {
+		if (sl_cgroup_frozen(cg->dirfd))
+			return 0;
+		nanosleep(&ms, NULL);
+	}
+	(void)write_str(cg->dirfd, "cgroup.freeze", "0");
+	errno = ETIMEDOUT;
+	return -1;
 }

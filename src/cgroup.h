@@ -35,6 +35,13 @@ bool sl_cgroup_confirm(struct sl_cgroup *cg);
 void sl_cgroup_kill(struct sl_cgroup *cg);
 /* Kill what is left, remove the cgroup, close everything.  Idempotent. */
 void sl_cgroup_destroy(struct sl_cgroup *cg);
+/* freeze: write 1 to cgroup.freeze and wait (bounded: 2 s) until
+ * cgroup.events says "frozen 1"; at the timeout it is thawed again.
+ * !freeze: write 0.  Every task of the group, init included.  0, or -1
+ * with errno (ENOTSUP: no v2 group or no cgroup.freeze). */
+int sl_cgroup_freeze(const struct sl_cgroup *cg, bool freeze);
+/* Does cgroup.events of the group at dirfd say "frozen 1"? */
+bool sl_cgroup_frozen(int dirfd);
 /* Tests only: pretend no cgroup can be made (the fallback path). */
 extern bool sl_cgroup_disabled;
 

@@ -1,5 +1,7 @@
 /*
- * pause.c — pause/resume of a whole sandbox by signals.
+ * pause.c — pause/resume of a whole sandbox by signals: the fallback of
+ * a run without a cgroup v2 group (run.c freezes that group first,
+ * cgroup.c), the CPU throttle's stops, and policy_fn's per-thread freeze.
  *
  * The sandbox's processes are exactly init's descendants: init is a child
  * subreaper, so an orphan is reparented to it and stays in the tree.  A
@@ -21,6 +23,8 @@
 #include "compat.h"
 #include "pause.h"
 #include "proctree.h"
+
+bool sl_pause_freezer = true;
 
 /* A scan lists at most this many processes (max_processes is far lower). */
 #define SL_PAUSE_MAX_PROCS 4096

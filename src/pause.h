@@ -9,6 +9,14 @@
 #include <sys/types.h>
 
 /*
+ * A run's pause (run.c) freezes its cgroup v2 group where it has one
+ * (sl_cgroup_freeze, cgroup.c: init included, thawed before the sandbox is
+ * ended) and falls back to sl_pause_tree below without one, or when the
+ * freeze fails.  Tests set this false to force the fallback.
+ */
+extern bool sl_pause_freezer;
+
+/*
  * stop: SIGSTOP every descendant of init (init itself stays awake to reap
  * and to end the sandbox on request) until a scan finds all of them
  * stopped, so a process that forked just before its stop is caught too.

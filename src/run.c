@@ -176,6 +176,7 @@ static void end_sandbox(struct sl_launch *L, struct ending *e, bool ask)
 /* The CPU throttle of a handle (defined with the handle, below). */
 static int64_t throttle_wait_ms(sandlock_handle_t *h);
 static void throttle_tick(sandlock_handle_t *h);
+static void thaw_for_end(sandlock_handle_t *h);
 
 /* How long the loop may sleep (-1: until something happens). */
 static int loop_wait_ms(const struct sl_launch *L, int64_t deadline, const struct ending *e,
@@ -215,9 +216,12 @@ static int io_loop(sandlock_handle_t *h, struct sl_launch *L, const struct strea
 	for (;;) {
 		if (deadline && !e.asked_ms && sl_now_ms() >= deadline) {
 			*timed_out = true;
+			thaw_for_end(h);
 			end_sandbox(L, &e, true);
 		} else if (e.asked_ms || sl_supervisor_killed(sup, NULL) || atomic_load(caller_kill)) {
 			/* respond.c or sandlock_handle_kill already asked init */
+			if (!e.asked_ms)
+				thaw_for_end(h);
 			end_sandbox(L, &e, false);
 		}
 		int failed = sl_supervisor_failed(sup);
@@ -445,6 +449,7 @@ struct sandlock_handle {
 	 * paused: the caller's pause, which the throttle never undoes. */
 	struct sl_throttle thr;
 	bool paused;
+	bool frozen; /* the pause froze cg (cgroup.freeze), not the signal tree */
 	sandlock_result_t *r;
 };
 
@@ -755,6 +760,57 @@ static void throttle_tick(sandlock_handle_t *h)
 	handle_unlock(h);
 }
 
+/*
+ * Pause: the run's v2 group frozen where it has one (cgroup.c; init is
+ * frozen too, see thaw_locked), else every descendant of init SIGSTOPped
+ * (pause.c).  Under mu.
+ */
+static int pause_locked(sandlock_handle_t *h)
+{
+	if (h->frozen)
+		return 0;
+	/* Not before the release: a frozen init could not wake from vfork. */
+	if (sl_pause_freezer && h->state == H_RUNNING && sl_cgroup_freeze(&h->cg, true) == 0) {
+		h->frozen = true;
+		return 0;
+	}
+	return sl_pause_tree(h->L.pid, true);
+}
+
+/*
+ * Resume.  The throttle may still hold the tree SIGSTOPped: then it
+ * continues it at its time; a throttle that let go while the sandbox was
+ * paused left its stop in place (throttle.c never continues a paused
+ * sandbox), so the thaw sends that SIGCONT.  Under mu.
+ */
+static int resume_locked(sandlock_handle_t *h)
+{
+	if (h->frozen) {
+		if (sl_cgroup_freeze(&h->cg, false) < 0)
+			return -1;
+		h->frozen = false;
+		return h->thr.pct && !h->thr.stopped ? sl_pause_tree(h->L.pid, false) : 0;
+	}
+	if (h->thr.stopped)
+		return 0; /* the throttle holds it stopped and continues it at its time */
+	return sl_pause_tree(h->L.pid, false);
+}
+
+/* Before ending a frozen sandbox: init must run to end its tree (and a
+ * timeout to be noticed), so the group is thawed first.  Under mu. */
+static void thaw_locked(sandlock_handle_t *h)
+{
+	if (h->frozen && sl_cgroup_freeze(&h->cg, false) == 0)
+		h->frozen = false;
+}
+
+static void thaw_for_end(sandlock_handle_t *h)
+{
+	handle_lock(h);
+	thaw_locked(h);
+	handle_unlock(h);
+}
+
 static int tree_signal(sandlock_handle_t *h, bool stop)
 {
 	if (!h) {
@@ -767,10 +823,8 @@ static int tree_signal(sandlock_handle_t *h, bool stop)
 		wait_exec(h);
 	if (!signalable(h))
 		errno = ESRCH;
-	else if (!stop && h->thr.stopped)
-		rc = 0; /* the throttle holds it stopped and continues it at its time */
 	else
-		rc = sl_pause_tree(h->L.pid, stop);
+		rc = stop ? pause_locked(h) : resume_locked(h);
 	if (rc == 0)
 		h->paused = stop;
 	handle_unlock(h);
@@ -842,6 +896,7 @@ SL_EXPORT int sandlock_handle_kill(sandlock_handle_t *h)
 		(void)start_locked(h, false);
 	} else if (signalable(h)) {
 		atomic_store(&h->caller_kill, true);
+		thaw_locked(h);
 		sl_init_request_kill(h->L.pid);
 	} else {
 		errno = ESRCH;

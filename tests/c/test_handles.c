@@ -68,22 +68,6 @@ static long long cpu_ticks(pid_t pid)
 	return (long long)(ut + st);
 }
 
-static char proc_state(pid_t pid)
-{
-	char path[64], buf[512];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	return p && p[1] ? p[2] : 0;
-}
-
 /* Wait (bounded by tries) until pid has used more CPU than before. */
 static bool cpu_advances(pid_t pid, int tries)
 {
@@ -335,8 +319,8 @@ TEST(pause_stops_the_whole_tree_and_resume_continues)
 	CHECK(cpu_advances(grandchild, 200));
 	CHECK(cpu_advances(cmd, 200));
 	CHECK_EQ_INT(sandlock_handle_pause(h), 0);
-	CHECK_EQ_INT(proc_state(grandchild), 'T');
-	CHECK_EQ_INT(proc_state(cmd), 'T');
+	CHECK(tu_paused(grandchild));
+	CHECK(tu_paused(cmd));
 	long long g0 = cpu_ticks(grandchild), c0 = cpu_ticks(cmd);
 	tu_sleep_ms(300);
 	CHECK_EQ_INT(cpu_ticks(grandchild), g0);

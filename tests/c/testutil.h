@@ -332,4 +332,74 @@ static inline int tu_tcp_listener(int *port)
 	return s;
 }
 
+/* The cgroup v2 directory pid is in (dir, len), or false: no v2 mount,
+ * the root group, or no cgroup.freeze there. */
+static inline bool tu_v2_group(pid_t pid, char *dir, size_t len)
+{
+	char line[1024], mnt[512] = "", rel[512] = "";
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	while (f && !mnt[0] && fgets(line, sizeof line, f)) {
+		char *sep = strstr(line, " - cgroup2 ");
+		char m[512];
+		if (sep && sscanf(line, "%*s %*s %*s %*s %511s", m) == 1)
+			snprintf(mnt, sizeof mnt, "%s", m);
+	}
+	if (f)
+		fclose(f);
+	snprintf(line, sizeof line, "/proc/%d/cgroup", (int)pid);
+	f = fopen(line, "re");
+	while (f && !rel[0] && fgets(line, sizeof line, f))
+		if (strncmp(line, "0::", 3) == 0)
+			snprintf(rel, sizeof rel, "%.*s", (int)strcspn(line + 3, "\n"), line + 3);
+	if (f)
+		fclose(f);
+	if (!mnt[0] || !rel[0] || strcmp(rel, "/") == 0)
+		return false;
+	char path[1100];
+	if ((size_t)snprintf(dir, len, "%s%s", mnt, rel) >= len ||
+	    (size_t)snprintf(path, sizeof path, "%s/cgroup.freeze", dir) >= sizeof path)
+		return false;
+	return access(path, F_OK) == 0;
+}
+
+/* Does the v2 group dir say "frozen 1" in its cgroup.events? */
+static inline bool tu_group_frozen(const char *dir)
+{
+	char path[1100], buf[256];
+	snprintf(path, sizeof path, "%s/cgroup.events", dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	return strstr(buf, "frozen 1") != NULL;
+}
+
+/* The one-letter state of pid in /proc/PID/stat (0: gone). */
+static inline char tu_proc_state(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	return p && p[1] ? p[2] : 0;
+}
+
+/* pause() took hold of pid: its v2 group is frozen, or it is stopped. */
+static inline bool tu_paused(pid_t pid)
+{
+	char dir[1024];
+	if (tu_v2_group(pid, dir, sizeof dir) && tu_group_frozen(dir))
+		return true;
+	return tu_proc_state(pid) == 'T';
+}
+
 #endif /* SANDLOCK_TEST_UTIL_H */

@@ -44,3 +44,39 @@ def sb():
 def host_hostname():
     with open("/etc/hostname", "rb") as f:
         return f.read()
+
+
+# ---- pause by the cgroup v2 freezer (test_freezer.py, test_handles.py) ----
+
+def _v2_mount():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, right = line.split(" - ", 1)
+            if right.split()[0] == "cgroup2":
+                return left.split()[4]
+    return None
+
+
+def v2_group_dir(pid):
+    """The v2 cgroup directory pid is in, or None (root group, no v2, no freezer)."""
+    mnt = _v2_mount()
+    with open("/proc/%d/cgroup" % pid) as f:
+        rel = [l.strip()[3:] for l in f if l.startswith("0::")]
+    if not mnt or not rel or rel[0] == "/":
+        return None
+    d = mnt + rel[0]
+    return d if os.path.exists(os.path.join(d, "cgroup.freeze")) else None
+
+
+def cgroup_frozen(d):
+    with open(os.path.join(d, "cgroup.events")) as f:
+        return "frozen 1" in f.read().split("\n")
+
+
+def paused(pid):
+    """pause() took hold of pid: its v2 group frozen, else a SIGSTOP ('T')."""
+    d = v2_group_dir(pid)
+    if d is not None and cgroup_frozen(d):
+        return True
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "T"
