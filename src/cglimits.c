@@ -26,6 +26,8 @@
 #include "cglimits.h"
 #include "cgroup.h" /* sl_cgroup_disabled */
 
+bool sl_cglimits_no_cpu_group;
+
 #define SL_CPU_PERIOD_US 100000
 
 static atomic_uint g_seq;
@@ -233,6 +235,8 @@ int sl_cg_prepare(const struct sandlock_sandbox *cfg, struct sl_cglimits *cg, in
 	bool mem = false, cpu = false;
 	if (!sl_cgroup_disabled)
 		v2_group(cfg, &v, cg, &mem, &cpu);
+	if (cpu && sl_cglimits_no_cpu_group)
+		cpu = false; /* the v2 group stays (memory, the freezer); max_cpu is throttled */
 	if (mem)
 		cg->mem_dir = cg->v2.dir;
 	if (cfg->max_memory && !mem && !sl_cgroup_disabled) {
@@ -244,7 +248,7 @@ int sl_cg_prepare(const struct sandlock_sandbox *cfg, struct sl_cglimits *cg, in
 			cg->mem_dir = cg->mem_v1.dir;
 		}
 	}
-	if (cfg->max_cpu && !cpu && !sl_cgroup_disabled) {
+	if (cfg->max_cpu && !cpu && !sl_cgroup_disabled && !sl_cglimits_no_cpu_group) {
 		const char *files[] = { "cpu.cfs_period_us", "cpu.cfs_quota_us" };
 		const char *vals[] = { v.period, v.quota };
 		cpu = v1_group(&cg->cpu_v1, "cpu", files, vals, 2);

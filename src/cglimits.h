@@ -63,4 +63,8 @@ int sl_limits_child(const struct sandlock_sandbox *cfg, const struct sl_cglimits
  * so it is not lowered for init).  0 or an errno. */
 int sl_limits_command(const struct sandlock_sandbox *cfg);
 
+/* Tests only: make no CPU group (max_cpu then takes the throttle), the
+ * rest as usual: the throttle alongside a run's v2 group and its freezer. */
+extern bool sl_cglimits_no_cpu_group;
+
 #endif /* SANDLOCK_CGLIMITS_H */

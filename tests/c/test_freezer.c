@@ -9,6 +9,7 @@
 
 #include <time.h>
 
+#include "cglimits.h" /* sl_cglimits_no_cpu_group: max_cpu by the throttle */
 #include "pause.h" /* sl_pause_freezer: force the fallback */
 
 /* utime + stime of pid in clock ticks, or -1. */
@@ -157,4 +158,40 @@ TEST(a_frozen_sandbox_still_times_out)
 	sandlock_result_free(r);
 	sandlock_handle_free(h);
 	sandlock_sandbox_free(sb);
+}
+
+/*
+ * The freezer with the max_cpu throttle (no CPU group): a user pause wins
+ * (no CPU time for many throttle periods), and resume hands the sandbox
+ * back to the throttle, which lets it run again: a stop the throttle left
+ * in place while it was paused is continued by the resume.
+ */
+TEST(a_frozen_sandbox_stays_frozen_under_the_throttle)
+{
+	sl_cglimits_no_cpu_group = true;
+	sandlock_sandbox_t *sb = tu_build(sandlock_sandbox_builder_max_cpu(tu_system_builder(), 20));
+	REQUIRE(sb);
+	const char *argv[] = { "/bin/sh", "-c", "while :; do :; done", NULL };
+	sandlock_handle_t *h = sandlock_spawn(sb, argv, 3, NULL, 0, NULL, NULL, NULL);
+	REQUIRE(h);
+	pid_t pid = sandlock_handle_pid(h);
+	char dir[1024];
+	if (!tu_v2_group(pid, dir, sizeof dir)) {
+		end(h, sb, pid);
+		SKIP("the run has no cgroup v2 group here");
+	}
+	for (int round = 0; round < 3; round++) {
+		CHECK(cpu_advances(pid)); /* throttled, but running */
+		sleep_ms(130); /* some throttle cycles, so it may be mid-stop */
+		CHECK_EQ_INT(sandlock_handle_pause(h), 0);
+		CHECK(tu_group_frozen(dir));
+		int64_t t0 = sandlock_handle_cpu_time_ns(h);
+		sleep_ms(450); /* several throttle periods */
+		CHECK(tu_group_frozen(dir));
+		CHECK(sandlock_handle_cpu_time_ns(h) == t0);
+		CHECK_EQ_INT(sandlock_handle_resume(h), 0);
+		CHECK(!tu_group_frozen(dir));
+	}
+	CHECK(cpu_advances(pid));
+	end(h, sb, pid);
 }
