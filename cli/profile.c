@@ -833,17 +833,21 @@ static void key(struct printer *p, const char *section, const char *k)
 	fprintf(p->out, "%s = ", k);
 }
 
+/* Up to three items on the key's line, more one per line. */
 static void str_array(FILE *out, const struct cli_list *l, bool resolve)
 {
+	bool tall = l->n > 3;
 	fputc('[', out);
 	for (size_t i = 0; i < l->n; i++) {
 		/* absolute, so the profile means the same from any directory */
 		char *abs = resolve ? realpath(l->v[i], NULL) : NULL;
-		fputs(i ? ", " : "", out);
+		fputs(tall ? "\n    " : i ? ", " : "", out);
 		toml_write_str(out, abs ? abs : l->v[i]);
+		if (tall)
+			fputc(',', out);
 		free(abs);
 	}
-	fputs("]\n", out);
+	fputs(tall ? "\n]\n" : "]\n", out);
 }
 
 /* The section's knobs (ops), each key once, in the order of op_keys. */

@@ -4,6 +4,7 @@
 #include "trace.h"
 
 #include "options.h"
+#include "profile.h"
 #include "toml.h"
 
 #include <elf.h>
@@ -517,13 +518,13 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* A TOML basic string: quotes, backslashes and control characters escaped. */
 /*
- * The sorted paths of l worth granting: /proc/PID/... of the run's own
- * processes become /proc, paths under another listed path are dropped, and
- * so are paths that no longer exist (a profile naming them would not build).
+ * The sorted paths of l worth granting, into *g: /proc/PID/... of the
+ * run's own processes become /proc, paths under another listed path are
+ * dropped, and so are paths that no longer exist (a profile naming them
+ * would not build).
  */
-static void print_paths(FILE *out, const char *key, const struct cli_list *l, bool writing)
+static void grant_paths(struct cli_list *g, const struct cli_list *l, bool writing)
 {
 	char **v = calloc(l->n ? l->n : 1, sizeof(*v));
 	size_t n = 0;
@@ -540,79 +541,35 @@ static void print_paths(FILE *out, const char *key, const struct cli_list *l, bo
 	}
 	if (n)
 		qsort(v, n, sizeof(*v), cmp_str);
-	fprintf(out, "%s = [", key);
 	const char *last = NULL;
-	bool first = true;
 	for (size_t i = 0; i < n; i++) {
 		if (!last || !under(v[i], last)) {
-			fputs(first ? "\n    " : ",\n    ", out);
-			toml_write_str(out, v[i]);
-			first = false;
+			(void)cli_list_add(g, v[i]);
 			last = v[i];
 		}
 	}
-	fputs(first ? "]\n" : ",\n]\n", out);
 	for (size_t i = 0; i < n; i++)
 		free(v[i]);
 	free(v);
 }
 
+/* The run's options with the files it used as its [filesystem] grants,
+ * printed by the profile printer (profile.c) that inspect --toml uses. */
 void cli_trace_print_profile(const struct cli_trace *t, const struct cli_cfg *cfg, FILE *out)
 {
 	fputs("# Written by `sandlock learn`: the files this run used, and its options.\n", out);
-	fputs("[program]\nexec = ", out);
-	toml_write_str(out, cfg->argv.v[0]);
-	fputs("\nargs = [", out);
-	for (size_t i = 1; i < cfg->argv.n; i++) {
-		fputs(i > 1 ? ", " : "", out);
-		toml_write_str(out, cfg->argv.v[i]);
-	}
-	fputs("]\n", out);
-	if (cfg->cwd) {
-		fputs("cwd = ", out);
-		toml_write_str(out, cfg->cwd);
-		fputc('\n', out);
-	}
-	if (cfg->clean_env > 0)
-		fputs("clean_env = true\n", out);
-	fputs("\n[filesystem]\n", out);
 	/* What was written is listed once, as writable (that covers reading). */
 	struct cli_list reads = { 0 };
 	for (size_t i = 0; i < t->used_read.n; i++)
 		if (!first_under(&t->used_write, t->used_read.v[i]))
 			(void)cli_list_add(&reads, t->used_read.v[i]);
-	print_paths(out, "read", &reads, false);
-	print_paths(out, "write", &t->used_write, true);
+	struct cli_cfg learned = *cfg; /* borrowed: only read/write are ours */
+	memset(&learned.read, 0, sizeof learned.read);
+	memset(&learned.write, 0, sizeof learned.write);
+	grant_paths(&learned.read, &reads, false);
+	grant_paths(&learned.write, &t->used_write, true);
+	cli_profile_print(&learned, out);
 	list_release(&reads);
-	/* The run's network rules, as given (flags or profile). */
-	static const struct {
-		int id;
-		const char *key;
-	} net[] = { { OPT_NET_ALLOW, "allow" }, { OPT_NET_ALLOW_BIND, "allow_bind" },
-		    { OPT_NET_DENY_BIND, "deny_bind" } };
-	bool header = false;
-	for (size_t k = 0; k < sizeof(net) / sizeof(net[0]); k++) {
-		size_t count = 0;
-		for (size_t i = 0; i < cfg->ops.n; i++) {
-			if (cfg->ops.v[i].id != net[k].id)
-				continue;
-			if (!header)
-				fputs("\n[network]\n", out);
-			header = true;
-			if (count++ == 0)
-				fprintf(out, "%s = [", net[k].key);
-			else
-				fputs(", ", out);
-			toml_write_str(out, cfg->ops.v[i].arg);
-		}
-		if (count)
-			fputs("]\n", out);
-	}
-	if (cfg->has_max_memory || cfg->has_max_processes) {
-		fputs("\n[limits]\n", out);
-		if (cfg->has_max_memory)
-			fprintf(out, "memory = %llu\n", (unsigned long long)cfg->max_memory);
-		if (cfg->has_max_processes)
-			fprintf(out, "processes = %u\n", cfg->max_processes);
-	}
+	list_release(&learned.read);
+	list_release(&learned.write);
 }
