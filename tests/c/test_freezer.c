@@ -182,11 +182,11 @@ TEST(a_frozen_sandbox_stays_frozen_under_the_throttle)
 	}
 	for (int round = 0; round < 3; round++) {
 		CHECK(cpu_advances(pid)); /* throttled, but running */
-		sleep_ms(130); /* some throttle cycles, so it may be mid-stop */
+		tu_sleep_ms(130); /* some throttle cycles, so it may be mid-stop */
 		CHECK_EQ_INT(sandlock_handle_pause(h), 0);
 		CHECK(tu_group_frozen(dir));
 		int64_t t0 = sandlock_handle_cpu_time_ns(h);
-		sleep_ms(450); /* several throttle periods */
+		tu_sleep_ms(450); /* several throttle periods */
 		CHECK(tu_group_frozen(dir));
 		CHECK(sandlock_handle_cpu_time_ns(h) == t0);
 		CHECK_EQ_INT(sandlock_handle_resume(h), 0);
