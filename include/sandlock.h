@@ -489,7 +489,9 @@ int sandlock_handle_ports(sandlock_handle_t *h, uint16_t *virt, uint16_t *real, 
 /* True until the command (and so the sandbox) has ended. */
 bool sandlock_handle_is_running(sandlock_handle_t *h);
 /* Stop / continue every process of the sandbox (all descendants of init,
- * also those started meanwhile).  0, or -1 with errno (ESRCH: not running). */
+ * also those started meanwhile): the run's cgroup v2 group is frozen where
+ * it has one (init too; a kill or the timeout thaws it first), else each
+ * process gets SIGSTOP / SIGCONT.  0, or -1 with errno (ESRCH: not running). */
 int sandlock_handle_pause(sandlock_handle_t *h);
 int sandlock_handle_resume(sandlock_handle_t *h);
 /* CPU time (ns, user + system, every process and thread) the sandbox has

@@ -1109,7 +1109,8 @@ class Sandbox:
         return p is not None and p.is_running
 
     def pause(self) -> None:
-        """Stop every process of the sandbox (SIGSTOP to the whole tree)."""
+        """Stop every process of the sandbox: its cgroup v2 group frozen where
+        it has one, else SIGSTOP to the whole tree."""
         _process.current(self, "pause").pause()
 
     def resume(self) -> None:
