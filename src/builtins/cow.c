@@ -157,33 +157,6 @@ struct cow_state {
 
 /* ---------------- paths ---------------- */
 
-/* Collapse "//", "." and ".." of an absolute path in place. */
-static void normalize(char *p)
-{
-	char *out = p, *in = p;
-	while (*in) {
-		while (*in == '/')
-			in++;
-		char *seg = in;
-		while (*in && *in != '/')
-			in++;
-		size_t n = (size_t)(in - seg);
-		if (n == 0 || (n == 1 && seg[0] == '.'))
-			continue;
-		if (n == 2 && seg[0] == '.' && seg[1] == '.') {
-			while (out > p && *--out != '/')
-				;
-			continue;
-		}
-		*out++ = '/';
-		memmove(out, seg, n);
-		out += n;
-	}
-	if (out == p)
-		*out++ = '/';
-	*out = '\0';
-}
-
 /*
  * The absolute path a call names: path relative to dirfd (the caller's
  * cwd for AT_FDCWD).  NULL when it cannot be told (the call then passes:
@@ -221,7 +194,7 @@ static char *abs_path(const struct sl_call *call, int dirfd, uint64_t addr)
 		snprintf(out, 2 * PATH_MAX + 2, "%s/%s", base, p);
 	}
 	sandlock_string_free(p);
-	normalize(out);
+	sl_path_normalize(out);
 	return out;
 }
 
