@@ -837,7 +837,7 @@ static int chroot_cwd(sandlock_builder_t *b, int *err, char **msg)
 	if (!v)
 		return sl_fail(err, NULL, SANDLOCK_ERR_SYSTEM, "%s", "view");
 	bool ro;
-	int fd = sl_view_open_path(v, b->raw_cwd, O_DIRECTORY, &ro);
+	int fd = sl_view_open(v, b->raw_cwd, O_PATH | O_DIRECTORY, &ro);
 	sl_view_free(v);
 	char link[64], host[PATH_MAX];
 	ssize_t n = -1;

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "childfd.h"
 #include "chroot.h"
 #include "util.h"
 
@@ -152,7 +153,7 @@ bool sl_view_guest(const struct sl_view *v, const char *host, char *out, size_t 
 	return snprintf(out, cap, "%s", *rest ? rest : "/") < (int)cap;
 }
 
-int sl_view_open_path(const struct sl_view *v, const char *guest, int extra_flags, bool *ro)
+int sl_view_open(const struct sl_view *v, const char *guest, int flags, bool *ro)
 {
 	char rel[PATH_MAX];
 	int base;
@@ -160,7 +161,7 @@ int sl_view_open_path(const struct sl_view *v, const char *guest, int extra_flag
 	if (e)
 		return -e;
 	struct open_how how = {
-		.flags = (uint64_t)(O_PATH | O_CLOEXEC | extra_flags),
+		.flags = (uint64_t)(O_CLOEXEC | flags),
 		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
 	};
 	struct sl_caps_saved sv;
@@ -187,4 +188,33 @@ bool sl_view_writable(const struct sl_view *v, const char *host)
 		if (sl_path_under(host, v->write.v[i]))
 			return true;
 	return false;
+}
+
+bool sl_view_fd_guest(const struct sl_view *v, int fd, char *out, size_t cap)
+{
+	char link[64], host[PATH_MAX];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, host, sizeof host - 1);
+	if (n <= 0 || host[0] != '/')
+		return false;
+	host[n] = '\0';
+	return sl_view_guest(v, host, out, cap);
+}
+
+int sl_view_call_path(const struct sl_view *v, int listener, const sandlock_notif_t *n, int dirfd,
+                      const char *path, char *out, size_t cap)
+{
+	if (path[0] == '/')
+		return snprintf(out, cap, "%s", path) < (int)cap ? 0 : ENAMETOOLONG;
+	int fd = sl_child_dirfd(listener, n, dirfd);
+	if (fd < 0)
+		return -fd;
+	char dir[PATH_MAX];
+	bool in = sl_view_fd_guest(v, fd, dir, sizeof dir);
+	close(fd);
+	if (!in)
+		return EACCES; /* a starting point outside the guest's tree */
+	if (snprintf(out, cap, "%s/%s", dir, path) >= (int)cap)
+		return ENAMETOOLONG;
+	return 0;
 }

@@ -30,10 +30,19 @@ int sl_view_map(const struct sl_view *v, const char *guest, int *base, char *out
 /* The guest path of a canonical host path (into out), false when the host
  * path is outside the view. */
 bool sl_view_guest(const struct sl_view *v, const char *host, char *out, size_t cap);
-/* Open an absolute guest path as O_PATH (plus extra flags, e.g.
- * O_NOFOLLOW | O_DIRECTORY) inside the view, with the calling thread's
- * capabilities lowered (the caller's DAC rights).  fd or -errno. */
-int sl_view_open_path(const struct sl_view *v, const char *guest, int extra_flags, bool *ro);
+/* The absolute guest path a call names: path (read from the caller)
+ * relative to its dirfd (AT_FDCWD: its cwd), into out.  EACCES when the
+ * starting point is outside the view.  0 or an errno. */
+int sl_view_call_path(const struct sl_view *v, int listener, const sandlock_notif_t *n, int dirfd,
+                      const char *path, char *out, size_t cap);
+/* The guest path of one of our fds (its /proc/self/fd link), false if
+ * outside the view. */
+bool sl_view_fd_guest(const struct sl_view *v, int fd, char *out, size_t cap);
+/* Open an absolute guest path with flags (e.g. O_PATH | O_NOFOLLOW)
+ * inside the view, by the calling thread with its capabilities lowered
+ * (the caller's DAC rights, but not its Landlock domain: for O_PATH
+ * lookups and files the view's own checks allow).  fd or -errno. */
+int sl_view_open(const struct sl_view *v, const char *guest, int flags, bool *ro);
 /* True if the canonical host path may be written: under a read-write
  * mount or an fs_write tree of cfg, and not under fs_deny. */
 bool sl_view_writable(const struct sl_view *v, const char *host);

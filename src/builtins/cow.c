@@ -198,26 +198,6 @@ static char *abs_path(const struct sl_call *call, int dirfd, uint64_t addr)
 	return out;
 }
 
-/* The caller's umask (022 if it cannot be read). */
-static mode_t child_umask(const struct sl_call *call)
-{
-	int dir = sl_child_procdir(call->listener, call->n);
-	if (dir < 0)
-		return 022;
-	int fd = openat(dir, "status", O_RDONLY | O_CLOEXEC);
-	close(dir);
-	if (fd < 0)
-		return 022;
-	char buf[4096];
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 022;
-	buf[n] = '\0';
-	char *u = strstr(buf, "Umask:");
-	return u ? (mode_t)strtoul(u + 6, NULL, 8) & 0777 : 022;
-}
-
 /* ---------------- deciding ---------------- */
 
 static bool answer(sandlock_action_t *act, long r)
@@ -262,7 +242,7 @@ static bool do_open(struct cow_state *s, const struct sl_call *call, const char 
 		return true;
 	}
 	bool creates = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
-	int fd = sl_cow_open(s->cow, rel, flags, creates ? mode & ~child_umask(call) : 0);
+	int fd = sl_cow_open(s->cow, rel, flags, creates ? mode & ~sl_child_umask(call->listener, call->n) : 0);
 	if (fd < 0)
 		return answer(act, fd);
 	sandlock_action_set_inject_fd_send(act, fd, (flags & O_CLOEXEC) ? O_CLOEXEC : 0);
@@ -515,12 +495,12 @@ static bool decide_rel(struct cow_state *s, const struct sl_call *call, const ch
 	case SLC_mkdir:
 	case __NR_mkdirat:
 		return answer(act, sl_cow_mkdir(s->cow, rel, (mode_t)a[nr == SLC_mkdir ? 1 : 2] &
-		                                               07777 & ~child_umask(call)));
+		                                               07777 & ~sl_child_umask(call->listener, call->n)));
 	case SLC_mknod:
 	case __NR_mknodat: {
 		int i = nr == SLC_mknod ? 1 : 2;
 		mode_t m = (mode_t)a[i];
-		return answer(act, sl_cow_mknod(s->cow, rel, (m & S_IFMT) | (m & 07777 & ~child_umask(call)),
+		return answer(act, sl_cow_mknod(s->cow, rel, (m & S_IFMT) | (m & 07777 & ~sl_child_umask(call->listener, call->n)),
 		                                (dev_t)a[i + 1]));
 	}
 	case SLC_symlink:
