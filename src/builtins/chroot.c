@@ -217,14 +217,316 @@ static int open_parent(const struct chroot_state *s, const struct sl_call *call,
 	return e;
 }
 
-/* Run f with our capabilities lowered: the caller's DAC rights. */
-#define AS_CALLER(expr)                                                    \
-	({                                                                 \
-		struct sl_caps_saved sv_;                                  \
-		long r_ = -EPERM;                                          \
-		if (sl_caps_lower(&sv_) == 0) {                            \
-			r_ = (expr) == 0 ? 0 : -errno;                     \
-			sl_caps_restore(&sv_);                             \
-		}                                                          \
-		r_;                                                        \
-	})
+/* The result of a libc call: 0 or -errno. */
+static long rc(int r)
+{
+	return r == 0 ? 0 : -errno;
+}
+
+/* ---------------- write-side calls ---------------- */
+
+static long do_mkdir(const struct chroot_state *s, const struct sl_call *call, int dirfd,
+                     uint64_t addr, mode_t mode)
+{
+	struct parent p;
+	int e = open_parent(s, call, dirfd, addr, &p);
+	if (e)
+		return -e;
+	mode_t um = sl_child_umask(call->listener, call->n);
+	struct sl_caps_saved sv;
+	long r = -EPERM;
+	if (sl_caps_lower(&sv) == 0) {
+		r = rc(mkdirat(p.fd, p.name, mode & 07777 & ~um));
+		sl_caps_restore(&sv);
+	}
+	close(p.fd);
+	return r;
+}
+
+static long do_unlink(const struct chroot_state *s, const struct sl_call *call, int dirfd,
+                      uint64_t addr, int flags)
+{
+	struct parent p;
+	int e = open_parent(s, call, dirfd, addr, &p);
+	if (e)
+		return -e;
+	struct sl_caps_saved sv;
+	long r = -EPERM;
+	if (sl_caps_lower(&sv) == 0) {
+		r = rc(unlinkat(p.fd, p.name, flags & AT_REMOVEDIR));
+		sl_caps_restore(&sv);
+	}
+	close(p.fd);
+	return r;
+}
+
+static long do_symlink(const struct chroot_state *s, const struct sl_call *call,
+                       uint64_t target, int dirfd, uint64_t addr)
+{
+	char *t = sandlock_mem_read_cstr(call->mem, target, PATH_MAX);
+	if (!t)
+		return -EFAULT;
+	struct parent p;
+	int e = open_parent(s, call, dirfd, addr, &p);
+	long r = -e;
+	struct sl_caps_saved sv;
+	if (!e && sl_caps_lower(&sv) == 0) {
+		r = rc(symlinkat(t, p.fd, p.name)); /* the target stays a guest path */
+		sl_caps_restore(&sv);
+	} else if (!e) {
+		r = -EPERM;
+	}
+	if (p.fd >= 0)
+		close(p.fd);
+	sandlock_string_free(t);
+	return r;
+}
+
+/* rename* and link*: both parents in the view and writable. */
+static long do_pair(const struct chroot_state *s, const struct sl_call *call, int d1,
+                    uint64_t p1, int d2, uint64_t p2, unsigned flags, bool link)
+{
+	struct parent a, b;
+	int e = open_parent(s, call, d1, p1, &a);
+	if (e)
+		return -e;
+	e = open_parent(s, call, d2, p2, &b);
+	if (e) {
+		close(a.fd);
+		return -e;
+	}
+	struct sl_caps_saved sv;
+	long r = -EPERM;
+	if (sl_caps_lower(&sv) == 0) {
+		r = link ? rc(linkat(a.fd, a.name, b.fd, b.name, 0))
+		         : (syscall(SYS_renameat2, a.fd, a.name, b.fd, b.name, flags) == 0 ? 0 : -errno);
+		sl_caps_restore(&sv);
+	}
+	close(a.fd);
+	close(b.fd);
+	return r;
+}
+
+/* chmod/chown/utimensat/truncate on the file itself, where writable. */
+static long do_meta(const struct chroot_state *s, const struct sl_call *call, int dirfd,
+                    uint64_t addr, bool follow)
+{
+	const uint64_t *a = call->n->args;
+	int nr = call->n->syscall_nr;
+	bool ro = false;
+	int fd = open_call_path(s, call, dirfd, addr, follow ? 0 : O_NOFOLLOW, &ro);
+	if (fd < 0)
+		return fd;
+	char host[PATH_MAX], p[64];
+	long r = 0;
+	if (ro)
+		r = -EROFS;
+	else if (!fd_host(fd, host, sizeof host) || !sl_view_writable(s->view, host))
+		r = -EACCES;
+	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	struct sl_caps_saved sv;
+	if (!r && sl_caps_lower(&sv) < 0)
+		r = -EPERM;
+	else if (!r) {
+		if (nr == C_chmod || nr == __NR_fchmodat || nr == __NR_fchmodat2) {
+			mode_t m = (mode_t)(nr == C_chmod ? a[1] : a[2]);
+			r = rc(chmod(p, m & 07777));
+		} else if (nr == C_chown || nr == C_lchown || nr == __NR_fchownat) {
+			int i = nr == __NR_fchownat ? 2 : 1;
+			r = rc(fchownat(fd, "", (uid_t)a[i], (gid_t)a[i + 1], AT_EMPTY_PATH));
+		} else if (nr == __NR_utimensat) {
+			struct timespec ts[2];
+			if (a[2] && sandlock_mem_read(call->mem, a[2], ts, sizeof ts) != 0)
+				r = -EFAULT;
+			else
+				r = rc(utimensat(AT_FDCWD, p, a[2] ? ts : NULL, 0));
+		} else { /* truncate */
+			int w = open(p, O_WRONLY | O_CLOEXEC);
+			r = w < 0 ? -errno : rc(ftruncate(w, (off_t)a[1]));
+			if (w >= 0)
+				close(w);
+		}
+		sl_caps_restore(&sv);
+	}
+	close(fd);
+	return r;
+}
+
+/* ---------------- lookups ---------------- */
+
+/* access/faccessat*: as the caller (effective ids), EROFS/EACCES for a
+ * write check where the view is not writable. */
+static long access_fd(const struct chroot_state *s, int fd, int mode, bool ro)
+{
+	char host[PATH_MAX], p[64];
+	if ((mode & W_OK) && ro)
+		return -EROFS;
+	if ((mode & W_OK) && (!fd_host(fd, host, sizeof host) || !sl_view_writable(s->view, host)))
+		return -EACCES;
+	if (mode == F_OK)
+		return 0;
+	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	struct sl_caps_saved sv;
+	if (sl_caps_lower(&sv) < 0)
+		return -EPERM;
+	long r = rc(faccessat(AT_FDCWD, p, mode, AT_EACCESS));
+	sl_caps_restore(&sv);
+	return r;
+}
+
+/* readlink: a link of the guest's /proc (a mount of the host's) names a
+ * host path: shown as its guest path when it lies in the view. */
+static long readlink_fd(const struct chroot_state *s, const struct sl_call *call, int fd,
+                        uint64_t buf, size_t cap)
+{
+	char t[PATH_MAX];
+	ssize_t len = readlinkat(fd, "", t, sizeof t - 1);
+	if (len < 0)
+		return -errno;
+	t[len] = '\0';
+	struct statfs sf;
+	char g[PATH_MAX];
+	if (t[0] == '/' && fstatfs(fd, &sf) == 0 && sf.f_type == 0x9fa0 /* PROC_SUPER_MAGIC */ &&
+	    sl_view_guest(s->view, t, g, sizeof g)) {
+		snprintf(t, sizeof t, "%s", g);
+		len = (ssize_t)strlen(t);
+	}
+	if ((size_t)len > cap)
+		len = (ssize_t)cap;
+	return sandlock_mem_write(call->mem, buf, t, (size_t)len) == 0 ? len : -EFAULT;
+}
+
+static long do_lookup(const struct chroot_state *s, const struct sl_call *call, int dirfd,
+                      uint64_t addr, bool follow, bool *pass)
+{
+	const uint64_t *a = call->n->args;
+	int nr = call->n->syscall_nr;
+	bool ro = false;
+	int fd = open_call_path(s, call, dirfd, addr, follow ? 0 : O_NOFOLLOW, &ro);
+	if (fd == -ENOTEMPTY) {
+		*pass = true; /* "" with AT_EMPTY_PATH: the caller's own fd */
+		return 0;
+	}
+	if (fd < 0)
+		return fd;
+	long r;
+	struct stat st;
+	if (nr == __NR_newfstatat || nr == C_stat || nr == C_lstat) {
+		r = rc(fstatat(fd, "", &st, AT_EMPTY_PATH));
+		if (!r && sandlock_mem_write(call->mem, nr == __NR_newfstatat ? a[2] : a[1], &st,
+		                             sizeof st) != 0)
+			r = -EFAULT;
+	} else if (nr == __NR_statx) {
+		struct statx sx;
+		int fl = ((int)a[2] & ~AT_SYMLINK_NOFOLLOW) | AT_EMPTY_PATH;
+		r = rc(statx(fd, "", fl, (unsigned)a[3], &sx));
+		if (!r && sandlock_mem_write(call->mem, a[4], &sx, sizeof sx) != 0)
+			r = -EFAULT;
+	} else if (nr == __NR_statfs) {
+		struct statfs sf;
+		r = rc(fstatfs(fd, &sf));
+		if (!r && sandlock_mem_write(call->mem, a[1], &sf, sizeof sf) != 0)
+			r = -EFAULT;
+	} else if (nr == C_readlink) {
+		r = readlink_fd(s, call, fd, a[1], (size_t)a[2]);
+	} else if (nr == __NR_readlinkat) {
+		r = readlink_fd(s, call, fd, a[2], (size_t)a[3]);
+	} else { /* access family */
+		r = access_fd(s, fd, (int)(nr == C_access ? a[1] : a[2]), ro);
+	}
+	close(fd);
+	return r;
+}
+
+static long do_getcwd(const struct chroot_state *s, const struct sl_call *call)
+{
+	int fd = sl_child_dirfd(call->listener, call->n, AT_FDCWD);
+	if (fd < 0)
+		return fd;
+	char g[PATH_MAX];
+	bool in = sl_view_fd_guest(s->view, fd, g, sizeof g);
+	close(fd);
+	if (!in)
+		return -ENOENT; /* a cwd outside the guest's tree has no guest name */
+	size_t len = strlen(g) + 1;
+	if (len > (size_t)call->n->args[1])
+		return -ERANGE;
+	return sandlock_mem_write(call->mem, call->n->args[0], g, len) == 0 ? (long)len : -EFAULT;
+}
+
+/* ---------------- chdir ---------------- */
+
+/* The relative path from canonical directory from to canonical to. */
+static bool relpath(const char *from, const char *to, char *out, size_t cap)
+{
+	size_t common = 0, i = 0;
+	for (; from[i] && from[i] == to[i]; i++)
+		if (from[i] == '/')
+			common = i;
+	if ((!from[i] || from[i] == '/') && (!to[i] || to[i] == '/'))
+		common = i;
+	if (strcmp(from, "/") == 0)
+		common = 0;
+	size_t o = 0;
+	out[0] = '\0';
+	for (const char *q = from + common; *q; q++)
+		if (*q == '/' && (o += (size_t)snprintf(out + o, cap - o, o ? "/.." : "..")) >= cap)
+			return false;
+	const char *rest = to + common;
+	while (*rest == '/')
+		rest++;
+	if (*rest && (o += (size_t)snprintf(out + o, cap - o, "%s%s", o ? "/" : "", rest)) >= cap)
+		return false;
+	if (!o)
+		snprintf(out, cap, ".");
+	return true;
+}
+
+static bool same_file(int a, int b)
+{
+	struct stat x, y;
+	return fstat(a, &x) == 0 && fstat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+static bool do_chdir(const struct chroot_state *s, const struct sl_call *call,
+                     sandlock_action_t *act)
+{
+	uint64_t addr = call->n->args[0];
+	char *orig = addr ? sandlock_mem_read_cstr(call->mem, addr, PATH_MAX) : NULL;
+	if (!orig)
+		return answer(act, -EFAULT);
+	bool ro;
+	int want = open_call_path(s, call, AT_FDCWD, addr, O_DIRECTORY, &ro);
+	if (want == -ENOTEMPTY)
+		want = -ENOENT;
+	if (want < 0) {
+		sandlock_string_free(orig);
+		return answer(act, want);
+	}
+	int cwd = sl_child_dirfd(call->listener, call->n, AT_FDCWD);
+	int kern = cwd < 0 ? -1 : openat(cwd, orig, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	bool same = kern >= 0 && same_file(kern, want);
+	char from[PATH_MAX], to[PATH_MAX], rel[PATH_MAX];
+	long r = 0;
+	if (!same) {
+		/* The kernel would land elsewhere: give it a path from the
+		 * caller's cwd that reaches the directory, in place. */
+		if (cwd < 0 || !fd_host(cwd, from, sizeof from) || !fd_host(want, to, sizeof to) ||
+		    !relpath(from, to, rel, sizeof rel))
+			r = -ENOENT;
+		else if (strlen(rel) > strlen(orig))
+			r = -ENAMETOOLONG;
+		else if (sandlock_mem_write(call->mem, addr, rel, strlen(rel) + 1) != 0)
+			r = -EFAULT;
+	}
+	if (kern >= 0)
+		close(kern);
+	if (cwd >= 0)
+		close(cwd);
+	close(want);
+	sandlock_string_free(orig);
+	if (r)
+		return answer(act, r);
+	sandlock_action_set_continue(act);
+	return true;
+}
