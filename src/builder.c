@@ -828,8 +828,11 @@ static int resolve_mount(const struct sl_mount *raw, struct sl_mount *m, int *er
 static int chroot_cwd(sandlock_builder_t *b, int *err, char **msg)
 {
 	struct sandlock_sandbox *c = &b->cfg;
-	if (!b->raw_cwd)
-		return 0;
+	if (!b->raw_cwd) { /* the guest starts at its "/" */
+		free(c->cwd);
+		c->cwd = sl_strdup(c->chroot);
+		return c->cwd ? 0 : sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	}
 	if (b->raw_cwd[0] != '/')
 		return sl_fail(err, msg, SANDLOCK_ERR_INVALID,
 		               "cwd '%s': under chroot it must be an absolute guest path", b->raw_cwd);
@@ -887,13 +890,7 @@ static int setup_chroot(sandlock_builder_t *b, int *err, char **msg)
 		if (sl_strvec_push(m->ro ? &c->fs_read : &c->fs_write, m->host) < 0)
 			return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 	}
-	if (chroot_cwd(b, err, msg) < 0)
-		return -1;
-	/* The builtin that maps the guest's path syscalls into the view is
-	 * not finished (wip/chroot_builtin.c.wip): without it the guest would
-	 * see host paths, a silently weaker sandbox.  Refused until then. */
-	return sl_fail(err, msg, SANDLOCK_ERR_UNSUPPORTED, "chroot '%s': not supported yet",
-	               b->raw_chroot);
+	return chroot_cwd(b, err, msg);
 }
 
 /* A path both allowed and denied is ambiguous: refuse it. */

@@ -705,7 +705,7 @@ static bool op_fast(const struct sl_opener *op)
 /* Our flags and starting point for the request.  0 or an errno. */
 static bool wants_write(uint64_t f)
 {
-	return (f & O_ACCMODE) != O_RDONLY || (f & (O_CREAT | O_TRUNC | __O_TMPFILE));
+	return (f & O_ACCMODE) != O_RDONLY || (f & (O_CREAT | O_TRUNC)) || (f & O_TMPFILE) == O_TMPFILE;
 }
 
 /*

@@ -106,7 +106,7 @@ static const int k_nrs[] = {
 	__NR_fchownat, __NR_utimensat, __NR_truncate, C_mknod, __NR_mknodat, C_utime, C_utimes,
 	C_futimesat, __NR_setxattr, __NR_lsetxattr, __NR_getxattr, __NR_lgetxattr,
 	__NR_listxattr, __NR_llistxattr, __NR_removexattr, __NR_lremovexattr,
-	__NR_inotify_add_watch, __NR_name_to_handle_at, __NR_chroot,
+	__NR_inotify_add_watch,
 };
 
 struct chroot_state {
@@ -530,3 +530,323 @@ static bool do_chdir(const struct chroot_state *s, const struct sl_call *call,
 	sandlock_action_set_continue(act);
 	return true;
 }
+
+/* ---------------- exec ---------------- */
+
+/*
+ * The interpreter the kernel will load for our fd (a #! line's program or
+ * an ELF's PT_INTERP), into out ("" for a static ELF).  The kernel looks it
+ * up by host path, so exec is allowed only when that host path and the
+ * same guest path in the view are one file (a mount of the host's /lib,
+ * or an identical tree): never a host program the guest cannot name.
+ */
+static int interp_of(int fd, char *out, size_t cap)
+{
+	char buf[256];
+	out[0] = '\0';
+	ssize_t len = pread(fd, buf, sizeof buf - 1, 0);
+	if (len < 0)
+		return errno;
+	buf[len] = '\0';
+	if (len >= 2 && buf[0] == '#' && buf[1] == '!') {
+		char *p = buf + 2;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		size_t k = strcspn(p, " \t\n");
+		if (!k || k >= cap || p[k] == '\0')
+			return ENOEXEC;
+		memcpy(out, p, k);
+		out[k] = '\0';
+		return 0;
+	}
+	if (len < (ssize_t)sizeof(Elf64_Ehdr) || memcmp(buf, ELFMAG, SELFMAG) != 0)
+		return ENOEXEC;
+	Elf64_Ehdr eh;
+	memcpy(&eh, buf, sizeof eh);
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr))
+		return ENOEXEC;
+	for (unsigned i = 0; i < eh.e_phnum && i < 64; i++) {
+		Elf64_Phdr ph;
+		if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != sizeof ph)
+			return ENOEXEC;
+		if (ph.p_type != PT_INTERP)
+			continue;
+		if (!ph.p_filesz || ph.p_filesz >= cap)
+			return ENOEXEC;
+		if (pread(fd, out, ph.p_filesz, (off_t)ph.p_offset) != (ssize_t)ph.p_filesz)
+			return ENOEXEC;
+		out[ph.p_filesz] = '\0';
+		return 0;
+	}
+	return 0;
+}
+
+/* The interpreter path names one file on the host and in the view. */
+static int interp_same(const struct chroot_state *s, const char *interp)
+{
+	if (!interp[0])
+		return 0;
+	if (interp[0] != '/')
+		return ENOEXEC;
+	bool ro;
+	int in = sl_view_open(s->view, interp, O_PATH, &ro);
+	if (in < 0)
+		return ENOENT;
+	int host = open(interp, O_PATH | O_CLOEXEC);
+	bool same = host >= 0 && same_file(in, host);
+	close(in);
+	if (host >= 0)
+		close(host);
+	return same ? 0 : EACCES;
+}
+
+/* True if [lo, hi) meets the pointer array at arr (NULL-terminated, at
+ * most 4096 entries) or one of the strings it points to.  Unreadable:
+ * true (never overwrite what we cannot check). */
+static bool meets_vec(const struct sl_call *call, uint64_t arr, uint64_t lo, uint64_t hi)
+{
+	for (unsigned i = 0; arr && i < 4096; i++) {
+		uint64_t p;
+		if (sandlock_mem_read(call->mem, arr + i * 8, &p, sizeof p) != 0)
+			return true;
+		if (arr + i * 8 + 8 > lo && arr + i * 8 < hi)
+			return true;
+		if (!p)
+			return false;
+		char *str = sandlock_mem_read_cstr(call->mem, p, 1 << 17);
+		if (!str)
+			return true;
+		uint64_t end = p + strlen(str) + 1;
+		sandlock_string_free(str);
+		if (end > lo && p < hi)
+			return true;
+	}
+	return arr != 0;
+}
+
+/*
+ * execve/execveat(AT_FDCWD or a dirfd, path): resolved in the view, then
+ * the caller's string is overwritten in place by a path the kernel
+ * resolves to the same file: the host path, or the shorter relative one
+ * from the caller's cwd.  A longer one runs on past the guest's string.
+ * Only when neither the string nor those bytes are argv's or envp's (the kernel reads
+ * them after the path; else ENAMETOOLONG), and harmless once the exec
+ * succeeds (the image is replaced; every failure we can foresee is
+ * answered before the write).
+ * A racing rewrite of the string reaches only what Landlock grants.
+ * The fd form (AT_EMPTY_PATH) continues: the fd was opened in the view.
+ */
+static bool do_exec(const struct chroot_state *s, const struct sl_call *call,
+                    sandlock_action_t *act)
+{
+	const uint64_t *a = call->n->args;
+	bool at = call->n->syscall_nr == __NR_execveat;
+	int dirfd = at ? (int)a[0] : AT_FDCWD;
+	uint64_t addr = at ? a[1] : a[0];
+	char *orig = addr ? sandlock_mem_read_cstr(call->mem, addr, PATH_MAX) : NULL;
+	if (!orig)
+		return answer(act, -EFAULT);
+	if (!orig[0]) {
+		sandlock_string_free(orig);
+		if (at && ((int)a[4] & AT_EMPTY_PATH)) {
+			sandlock_action_set_continue(act);
+			return true;
+		}
+		return answer(act, -ENOENT);
+	}
+	bool ro;
+	int fd = open_call_path(s, call, dirfd, addr, 0, &ro);
+	long r = 0;
+	char host[PATH_MAX], from[PATH_MAX], rel[PATH_MAX], interp[PATH_MAX];
+	const char *use = host;
+	if (fd < 0) {
+		r = fd;
+	} else {
+		/* An O_PATH fd cannot be read: reopen it for the checks. */
+		char p[64];
+		snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+		struct stat st;
+		int rd = -1;
+		struct sl_caps_saved sv;
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+			r = -EACCES;
+		else if (!fd_host(fd, host, sizeof host))
+			r = -ENOENT;
+		else if (sl_caps_lower(&sv) < 0)
+			r = -EPERM;
+		else {
+			rd = open(p, O_RDONLY | O_CLOEXEC);
+			r = rd < 0 ? -errno : 0;
+			sl_caps_restore(&sv);
+		}
+		int e = r ? 0 : interp_of(rd, interp, sizeof interp);
+		if (!r && !e)
+			e = interp_same(s, interp);
+		if (!r && e)
+			r = -e;
+		if (rd >= 0)
+			close(rd);
+		close(fd);
+	}
+	int cwd = r ? -1 : sl_child_dirfd(call->listener, call->n, AT_FDCWD);
+	/* The relative form is the kernel's only from the cwd (not a dirfd). */
+	if (cwd >= 0 && dirfd == AT_FDCWD && fd_host(cwd, from, sizeof from) &&
+	    relpath(from, host, rel, sizeof rel) &&
+	    strlen(rel) < strlen(host))
+		use = rel;
+	if (cwd >= 0)
+		close(cwd);
+	/* The path string itself may be argv[0] (sh execs "/bin/x" so):
+	 * any rewrite would change what the program sees. */
+	uint64_t over_lo = addr, over_hi = addr + strlen(use) + 1;
+	if (!r && over_hi > over_lo &&
+	    (meets_vec(call, at ? a[2] : a[1], over_lo, over_hi) ||
+	     meets_vec(call, at ? a[3] : a[2], over_lo, over_hi)))
+		r = -ENAMETOOLONG;
+	if (!r && sandlock_mem_write(call->mem, addr, use, strlen(use) + 1) != 0)
+		r = -EFAULT;
+	sandlock_string_free(orig);
+	if (r)
+		return answer(act, r);
+	sandlock_action_set_continue(act);
+	return true;
+}
+
+/* ---------------- deciding ---------------- */
+
+static bool open_on_behalf(const struct sl_call *call, sandlock_action_t *act)
+{
+	struct sl_opener *op = sl_opener_find(call->listener);
+	sandlock_opened_t o;
+	int e = op ? sl_opener_open_call(op, call->listener, call->n, call->mem, NULL, NULL, &o)
+	           : EPERM;
+	if (e)
+		return answer(act, -e);
+	sandlock_string_free(o.path);
+	sandlock_action_set_inject_fd_send(act, o.fd, o.newfd_flags);
+	return true;
+}
+
+static bool lookup(const struct chroot_state *s, const struct sl_call *call, int dirfd,
+                   uint64_t addr, bool follow, sandlock_action_t *act)
+{
+	bool pass = false;
+	long r = do_lookup(s, call, dirfd, addr, follow, &pass);
+	return pass ? false : answer(act, r);
+}
+
+static bool chroot_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
+{
+	const struct chroot_state *s = state;
+	const uint64_t *a = call->n->args;
+	int nr = call->n->syscall_nr;
+	int d0 = (int)a[0];
+	if (nr == C_open || nr == __NR_openat || nr == __NR_openat2 || nr == C_creat)
+		return open_on_behalf(call, act);
+	if (nr == C_stat || nr == C_access || nr == C_readlink || nr == __NR_statfs)
+		return lookup(s, call, AT_FDCWD, a[0], nr != C_readlink, act);
+	if (nr == C_lstat)
+		return lookup(s, call, AT_FDCWD, a[0], false, act);
+	if (nr == __NR_newfstatat || nr == __NR_statx)
+		return lookup(s, call, d0, a[1], !((int)(nr == __NR_statx ? a[2] : a[3]) &
+		                                    AT_SYMLINK_NOFOLLOW), act);
+	if (nr == __NR_faccessat)
+		return lookup(s, call, d0, a[1], true, act);
+	if (nr == __NR_faccessat2)
+		return lookup(s, call, d0, a[1], !((int)a[3] & AT_SYMLINK_NOFOLLOW), act);
+	if (nr == __NR_readlinkat)
+		return lookup(s, call, d0, a[1], false, act);
+	if (nr == __NR_getcwd)
+		return answer(act, do_getcwd(s, call));
+	if (nr == __NR_chdir)
+		return do_chdir(s, call, act);
+	if (nr == __NR_execve || nr == __NR_execveat)
+		return do_exec(s, call, act);
+	if (nr == C_mkdir)
+		return answer(act, do_mkdir(s, call, AT_FDCWD, a[0], (mode_t)a[1]));
+	if (nr == __NR_mkdirat)
+		return answer(act, do_mkdir(s, call, d0, a[1], (mode_t)a[2]));
+	if (nr == C_rmdir)
+		return answer(act, do_unlink(s, call, AT_FDCWD, a[0], AT_REMOVEDIR));
+	if (nr == C_unlink)
+		return answer(act, do_unlink(s, call, AT_FDCWD, a[0], 0));
+	if (nr == __NR_unlinkat)
+		return answer(act, do_unlink(s, call, d0, a[1], (int)a[2]));
+	if (nr == C_symlink)
+		return answer(act, do_symlink(s, call, a[0], AT_FDCWD, a[1]));
+	if (nr == __NR_symlinkat)
+		return answer(act, do_symlink(s, call, a[0], (int)a[1], a[2]));
+	if (nr == C_rename)
+		return answer(act, do_pair(s, call, AT_FDCWD, a[0], AT_FDCWD, a[1], 0, false));
+	if (nr == __NR_renameat)
+		return answer(act, do_pair(s, call, d0, a[1], (int)a[2], a[3], 0, false));
+	if (nr == __NR_renameat2)
+		return answer(act, do_pair(s, call, d0, a[1], (int)a[2], a[3], (unsigned)a[4], false));
+	if (nr == C_link)
+		return answer(act, do_pair(s, call, AT_FDCWD, a[0], AT_FDCWD, a[1], 0, true));
+	if (nr == __NR_linkat) {
+		if ((int)a[4] & ~AT_SYMLINK_FOLLOW)
+			return answer(act, -EINVAL); /* AT_EMPTY_PATH: not supported under chroot yet */
+		return answer(act, do_pair(s, call, d0, a[1], (int)a[2], a[3], 0, true));
+	}
+	if (nr == C_chmod || nr == C_chown || nr == __NR_truncate)
+		return answer(act, do_meta(s, call, AT_FDCWD, a[0], true));
+	if (nr == C_lchown)
+		return answer(act, do_meta(s, call, AT_FDCWD, a[0], false));
+	if (nr == __NR_fchmodat || nr == __NR_fchmodat2 || nr == __NR_fchownat ||
+	    nr == __NR_utimensat) {
+		int fl = (int)(nr == __NR_fchmodat ? 0 : nr == __NR_fchownat ? a[4] : a[3]);
+		if (nr == __NR_utimensat && !a[1])
+			return false; /* futimens: the caller's own fd */
+		if ((fl & AT_EMPTY_PATH) && nr == __NR_fchownat)
+			return false;
+		return answer(act, do_meta(s, call, d0, a[1], !(fl & AT_SYMLINK_NOFOLLOW)));
+	}
+	/* mknod, xattrs by path, utime(s), inotify, handles, chroot: not
+	 * supported under chroot yet (they would name host paths). */
+	return answer(act, -ENOSYS);
+}
+
+static int chroot_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+{
+	if (!cfg->chroot)
+		return 0;
+	for (size_t i = 0; i < sizeof k_nrs / sizeof k_nrs[0]; i++)
+		if (k_nrs[i] >= 0 && sl_nrset_add(out, k_nrs[i]) < 0)
+			return -1;
+	return 0;
+}
+
+static int chroot_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+{
+	struct chroot_state *s = calloc(1, sizeof *s);
+	if (!s) {
+		*msg = strdup("out of memory");
+		return -1;
+	}
+	if (!(s->view = sl_view_new(cfg, msg))) {
+		free(s);
+		return -1;
+	}
+	*state = s;
+	return 0;
+}
+
+static void chroot_free(void *state)
+{
+	struct chroot_state *s = state;
+	if (!s)
+		return;
+	sl_view_free(s->view);
+	free(s);
+}
+
+const struct sl_builtin sl_builtin_chroot = {
+	.name = "chroot",
+	.phase = SL_PHASE_FIRST,
+	.needs_opener = true,
+	.syscalls = chroot_syscalls,
+	.init = chroot_init,
+	.free = chroot_free,
+	.decide = chroot_decide,
+};
