@@ -69,8 +69,6 @@ const struct cli_unsupported cli_unsupported[] = {
 	{ "http-ca-out", required_argument },
 	{ "http-auth", required_argument },
 	{ "credential", required_argument },
-	{ "chroot", required_argument },
-	{ "fs-mount", required_argument },
 	{ "no-supervisor", no_argument },
 	{ "uid", required_argument },
 	{ "gid", required_argument },
