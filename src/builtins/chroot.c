@@ -60,6 +60,7 @@
 #include "../compat.h"
 #include "../opener.h"
 #include "builtin.h"
+#include "proc.h" /* sl_open_on_behalf */
 
 #ifndef AT_EMPTY_PATH
 #define AT_EMPTY_PATH 0x1000
@@ -714,19 +715,6 @@ static bool do_exec(const struct chroot_state *s, const struct sl_call *call,
 
 /* ---------------- deciding ---------------- */
 
-static bool open_on_behalf(const struct sl_call *call, sandlock_action_t *act)
-{
-	struct sl_opener *op = sl_opener_find(call->listener);
-	sandlock_opened_t o;
-	int e = op ? sl_opener_open_call(op, call->listener, call->n, call->mem, NULL, NULL, &o)
-	           : EPERM;
-	if (e)
-		return answer(act, -e);
-	sandlock_string_free(o.path);
-	sandlock_action_set_inject_fd_send(act, o.fd, o.newfd_flags);
-	return true;
-}
-
 static bool lookup(const struct chroot_state *s, const struct sl_call *call, int dirfd,
                    uint64_t addr, bool follow, sandlock_action_t *act)
 {
@@ -742,7 +730,7 @@ static bool chroot_decide(void *state, const struct sl_call *call, sandlock_acti
 	int nr = call->n->syscall_nr;
 	int d0 = (int)a[0];
 	if (nr == C_open || nr == __NR_openat || nr == __NR_openat2 || nr == C_creat)
-		return open_on_behalf(call, act);
+		return sl_open_on_behalf(call, NULL, NULL, act); /* the opener maps it in the view */
 	if (nr == C_stat || nr == C_access || nr == C_readlink || nr == __NR_statfs)
 		return lookup(s, call, AT_FDCWD, a[0], nr != C_readlink, act);
 	if (nr == C_lstat)
