@@ -378,6 +378,22 @@ static int k_workdir(struct pctx *c, const struct toml_value *v)
 	return string_op(c, v, OPT_WORKDIR);
 }
 
+static int k_chroot(struct pctx *c, const struct toml_value *v)
+{
+	return string_op(c, v, OPT_CHROOT);
+}
+
+/* mount = ["VIRTUAL:HOST[:ro]", ...]: each as one --fs-mount. */
+static int k_mount(struct pctx *c, const struct toml_value *v)
+{
+	if (want(c, v, TOML_ARRAY) < 0)
+		return -1;
+	for (size_t i = 0; i < v->u.arr.n; i++)
+		if (string_op(c, &v->u.arr.items[i], OPT_FS_MOUNT) < 0)
+			return -1;
+	return 0;
+}
+
 static int k_fs_storage(struct pctx *c, const struct toml_value *v)
 {
 	return string_op(c, v, OPT_FS_STORAGE);
@@ -471,8 +487,8 @@ static const struct key_spec schema[] = {
 	{ "filesystem", "read", k_read },
 	{ "filesystem", "write", k_write },
 	{ "filesystem", "deny", k_deny },
-	{ "filesystem", "chroot", k_unsupported },
-	{ "filesystem", "mount", k_unsupported },
+	{ "filesystem", "chroot", k_chroot },
+	{ "filesystem", "mount", k_mount },
 	{ "filesystem", "on_exit", k_on_exit },
 	{ "filesystem", "on_error", k_on_error },
 	{ "network", "allow", k_net_allow },

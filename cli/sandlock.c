@@ -261,6 +261,8 @@ static int apply_option(struct run_args *ra, int id, const char *arg)
 	case OPT_ALLOW_DEGRADED:
 	case OPT_DISABLE:
 	case OPT_WORKDIR:
+	case OPT_CHROOT:
+	case OPT_FS_MOUNT:
 	case OPT_FS_STORAGE:
 	case OPT_ON_EXIT:
 	case OPT_ON_ERROR:
@@ -526,6 +528,34 @@ static int apply_branch(sandlock_builder_t *b, const struct cli_op *op)
 	return bad_value(op->id, op->arg, "expected commit, abort or keep");
 }
 
+/* --fs-mount VIRT:HOST[:ro] (":rw" is the default, also accepted). */
+static int apply_fs_mount(sandlock_builder_t *b, const char *arg)
+{
+	const char *colon = strchr(arg, ':');
+	if (!colon || colon == arg || !colon[1]) {
+		fprintf(stderr, "sandlock: --fs-mount '%s': expected VIRTUAL:HOST[:ro]\n", arg);
+		return -1;
+	}
+	char *virt = strndup(arg, (size_t)(colon - arg));
+	char *host = strdup(colon + 1);
+	if (!virt || !host) {
+		free(virt);
+		free(host);
+		return out_of_memory();
+	}
+	size_t n = strlen(host);
+	bool ro = n > 3 && strcmp(host + n - 3, ":ro") == 0;
+	if (ro || (n > 3 && strcmp(host + n - 3, ":rw") == 0))
+		host[n - 3] = '\0';
+	if (ro)
+		sandlock_sandbox_builder_fs_mount_ro(b, virt, host);
+	else
+		sandlock_sandbox_builder_fs_mount(b, virt, host);
+	free(virt);
+	free(host);
+	return 0;
+}
+
 static int apply_knob(sandlock_builder_t *b, const struct cli_op *op)
 {
 	uint64_t v = 0;
@@ -583,6 +613,11 @@ static int apply_knob(sandlock_builder_t *b, const struct cli_op *op)
 	case OPT_WORKDIR:
 		sandlock_sandbox_builder_workdir(b, op->arg);
 		return 0;
+	case OPT_CHROOT:
+		sandlock_sandbox_builder_chroot(b, op->arg);
+		return 0;
+	case OPT_FS_MOUNT:
+		return apply_fs_mount(b, op->arg);
 	case OPT_FS_STORAGE:
 		sandlock_sandbox_builder_fs_storage(b, op->arg);
 		return 0;

@@ -37,7 +37,7 @@ _sandlock()
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return
 		;;
-	-C | --cwd | --workdir | --fs-storage)
+	-C | --cwd | --workdir | --fs-storage | --chroot)
 		COMPREPLY=($(compgen -d -- "$cur"))
 		return
 		;;
@@ -69,6 +69,6 @@ _sandlock()
 		--net-deny --net-deny-bind --allow-unix --net-unix-readable --port-remap
 		--max-open-files --max-cpu --cpu-cores --num-cpus --no-coredump --no-huge-pages
 		--no-randomize-memory --extra-deny-syscalls --allow-degraded --disable
-		--extra-allow-syscalls --cwd --name --interactive --random-seed --time-start --deterministic-dirs --workdir --fs-storage --on-exit --on-error --max-disk --dry-run --profile --profile-file --json --trace --status-fd --help --' -- "$cur"))
+		--extra-allow-syscalls --cwd --name --interactive --random-seed --time-start --deterministic-dirs --chroot --fs-mount --workdir --fs-storage --on-exit --on-error --max-disk --dry-run --profile --profile-file --json --trace --status-fd --help --' -- "$cur"))
 }
 complete -F _sandlock sandlock

@@ -587,6 +587,19 @@ sandlock_builder_t *sandlock_sandbox_builder_on_error(sandlock_builder_t *b, int
 /* Bytes the upper layer may hold (0: unlimited); ENOSPC past it. */
 sandlock_builder_t *sandlock_sandbox_builder_max_disk(sandlock_builder_t *b, uint64_t bytes);
 
+/* ================= virtual chroot ================= */
+/* The guest sees rootfs as "/" for every path syscall and exec (paths are
+ * resolved inside it by the supervisor; ".." and symlinks cannot leave
+ * it).  The rootfs is readable (and executable), never writable unless a
+ * host path of it is in fs_write.  cwd is then a guest path. */
+sandlock_builder_t *sandlock_sandbox_builder_chroot(sandlock_builder_t *b, const char *rootfs);
+/* Map the host directory host at the absolute guest path virt (needs
+ * chroot): read-write, or read-only (writes fail with EROFS). */
+sandlock_builder_t *sandlock_sandbox_builder_fs_mount(sandlock_builder_t *b, const char *virt,
+                                                      const char *host);
+sandlock_builder_t *sandlock_sandbox_builder_fs_mount_ro(sandlock_builder_t *b, const char *virt,
+                                                         const char *host);
+
 /* ================= results ================= */
 /* Exit status if EXITED; 128+signal if SIGNALED/KILLED; 124 on TIMEOUT. */
 int sandlock_result_exit_code(const sandlock_result_t *r);

@@ -6,6 +6,7 @@
  * so the reported error is deterministic and the builder never half-fails.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chroot.h"
 #include "config.h"
 #include "filter.h"
 #include "launch.h"
@@ -74,6 +76,49 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_fs_storage(sandlock_build
                                                                   const char *dir)
 {
 	return b_raw_path(b, b ? &b->raw_storage : NULL, dir, "fs_storage");
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_chroot(sandlock_builder_t *b,
+                                                              const char *rootfs)
+{
+	return b_raw_path(b, b ? &b->raw_chroot : NULL, rootfs, "chroot");
+}
+
+static sandlock_builder_t *b_mount(sandlock_builder_t *b, const char *virt, const char *host,
+                                   bool ro)
+{
+	if (!b)
+		return NULL;
+	if (!virt || !*virt || !host || !*host) {
+		b_error(b, SANDLOCK_ERR_INVALID, "fs_mount: empty or NULL path%s", "");
+		return b;
+	}
+	if (b->n_raw_mounts == SL_MAX_MOUNTS) {
+		b_error(b, SANDLOCK_ERR_INVALID, "fs_mount '%s': more than 32 mounts", virt);
+		return b;
+	}
+	struct sl_mount *m = &b->raw_mounts[b->n_raw_mounts];
+	m->virt = sl_strdup(virt);
+	m->host = sl_strdup(host);
+	m->ro = ro;
+	b->n_raw_mounts++;
+	if (!m->virt || !m->host)
+		b_oom(b);
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_fs_mount(sandlock_builder_t *b,
+                                                                const char *virt,
+                                                                const char *host)
+{
+	return b_mount(b, virt, host, false);
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_fs_mount_ro(sandlock_builder_t *b,
+                                                                   const char *virt,
+                                                                   const char *host)
+{
+	return b_mount(b, virt, host, true);
 }
 
 static sandlock_builder_t *b_action(sandlock_builder_t *b, int *slot, int action,
@@ -615,6 +660,13 @@ static void cfg_release(struct sandlock_sandbox *c)
 	free(c->workdir);
 	free(c->fs_storage);
 	c->workdir = c->fs_storage = NULL;
+	free(c->chroot);
+	c->chroot = NULL;
+	for (size_t i = 0; i < c->n_mounts; i++) {
+		free(c->mounts[i].virt);
+		free(c->mounts[i].host);
+	}
+	c->n_mounts = 0;
 }
 
 SL_EXPORT void sandlock_sandbox_builder_free(sandlock_builder_t *b)
@@ -633,6 +685,11 @@ SL_EXPORT void sandlock_sandbox_builder_free(sandlock_builder_t *b)
 	free(b->raw_cwd);
 	free(b->raw_workdir);
 	free(b->raw_storage);
+	free(b->raw_chroot);
+	for (size_t i = 0; i < b->n_raw_mounts; i++) {
+		free(b->raw_mounts[i].virt);
+		free(b->raw_mounts[i].host);
+	}
 	free(b->errmsg);
 	free(b);
 }
@@ -744,6 +801,98 @@ static int setup_workdir(sandlock_builder_t *b, int *err, char **msg)
 	return 0;
 }
 
+/* One fs_mount entry: an absolute virtual path other than "/", an
+ * existing host directory. */
+static int resolve_mount(const struct sl_mount *raw, struct sl_mount *m, int *err, char **msg)
+{
+	if (raw->virt[0] != '/')
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID,
+		               "fs_mount '%s': the virtual path must be absolute", raw->virt);
+	m->virt = sl_strdup(raw->virt);
+	if (!m->virt)
+		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	sl_path_normalize(m->virt);
+	if (strcmp(m->virt, "/") == 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID,
+		               "fs_mount '%s': cannot mount over the root; use chroot", raw->virt);
+	m->host = realpath(raw->host, NULL);
+	struct stat st;
+	if (!m->host || stat(m->host, &st) < 0 || !S_ISDIR(st.st_mode))
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "fs_mount '%s': host '%s' is not a directory",
+		               raw->virt, raw->host);
+	m->ro = raw->ro;
+	return 0;
+}
+
+/* The guest's cwd (a guest path) as the host directory behind it. */
+static int chroot_cwd(sandlock_builder_t *b, int *err, char **msg)
+{
+	struct sandlock_sandbox *c = &b->cfg;
+	if (!b->raw_cwd) { /* the guest starts at its "/" */
+		free(c->cwd);
+		c->cwd = sl_strdup(c->chroot);
+		return c->cwd ? 0 : sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	}
+	if (b->raw_cwd[0] != '/')
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID,
+		               "cwd '%s': under chroot it must be an absolute guest path", b->raw_cwd);
+	struct sl_view *v = sl_view_new(c, msg);
+	if (!v)
+		return sl_fail(err, NULL, SANDLOCK_ERR_SYSTEM, "%s", "view");
+	bool ro;
+	int fd = sl_view_open(v, b->raw_cwd, O_PATH | O_DIRECTORY, &ro);
+	sl_view_free(v);
+	char link[64], host[PATH_MAX];
+	ssize_t n = -1;
+	if (fd >= 0) {
+		snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+		n = readlink(link, host, sizeof host - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_NOT_FOUND, "cwd '%s': not a directory in chroot '%s'",
+		               b->raw_cwd, c->chroot);
+	host[n] = '\0';
+	c->cwd = sl_strdup(host);
+	return c->cwd ? 0 : sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+}
+
+/*
+ * The virtual chroot: the rootfs is granted read (+exec) to Landlock, each
+ * mount's host directory read or read-write; fs_read/fs_write/fs_deny stay
+ * host paths.  The COW layer over the rootfs is not there yet: refused.
+ */
+static int setup_chroot(sandlock_builder_t *b, int *err, char **msg)
+{
+	struct sandlock_sandbox *c = &b->cfg;
+	if (!b->raw_chroot)
+		return b->n_raw_mounts ? sl_fail(err, msg, SANDLOCK_ERR_INVALID,
+		                                 "fs_mount '%s' needs chroot", b->raw_mounts[0].virt) : 0;
+	if (b->raw_workdir)
+		return sl_fail(err, msg, SANDLOCK_ERR_UNSUPPORTED,
+		               "chroot with workdir (COW over the rootfs) is not supported yet");
+	c->chroot = realpath(b->raw_chroot, NULL);
+	struct stat st;
+	if (!c->chroot || stat(c->chroot, &st) < 0 || !S_ISDIR(st.st_mode))
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "chroot '%s': not a directory",
+		               b->raw_chroot);
+	if (sl_strvec_push(&c->fs_read, c->chroot) < 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < b->n_raw_mounts; i++) {
+		struct sl_mount *m = &c->mounts[c->n_mounts++];
+		if (resolve_mount(&b->raw_mounts[i], m, err, msg) < 0)
+			return -1;
+		for (size_t k = 0; m->ro && k < c->fs_write.n; k++)
+			if (sl_path_under(m->host, c->fs_write.v[k]))
+				return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
+				               "fs_mount '%s' is read-only but '%s' is in fs_write",
+				               m->virt, m->host);
+		if (sl_strvec_push(m->ro ? &c->fs_read : &c->fs_write, m->host) < 0)
+			return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	}
+	return chroot_cwd(b, err, msg);
+}
+
 /* A path both allowed and denied is ambiguous: refuse it. */
 static int check_deny_conflicts(const struct sandlock_sandbox *c, int *err, char **msg)
 {
@@ -843,7 +992,7 @@ static int resolve_paths(sandlock_builder_t *b, int *err, char **msg)
 	    resolve_all(&b->raw_deny, &b->cfg.fs_deny, err, msg) < 0 ||
 	    resolve_all(&b->raw_unix, &b->cfg.unix_allow, err, msg) < 0)
 		return -1;
-	if (b->raw_cwd) {
+	if (b->raw_cwd && !b->raw_chroot) {
 		b->cfg.cwd = realpath(b->raw_cwd, NULL);
 		if (!b->cfg.cwd)
 			return sl_fail(err, msg, SANDLOCK_ERR_NOT_FOUND, "cannot resolve cwd '%s': %s",
@@ -868,7 +1017,8 @@ SL_EXPORT sandlock_sandbox_t *sandlock_sandbox_build(sandlock_builder_t *b, int 
 		sandlock_sandbox_builder_free(b);
 		return NULL;
 	}
-	if (resolve_paths(b, err, err_msg) < 0 || check_writable(&b->cfg, err, err_msg) < 0 ||
+	if (resolve_paths(b, err, err_msg) < 0 || setup_chroot(b, err, err_msg) < 0 ||
+	    check_writable(&b->cfg, err, err_msg) < 0 ||
 	    setup_workdir(b, err, err_msg) < 0 ||
 	    check_deny_conflicts(&b->cfg, err, err_msg) < 0 || parse_net(b, err, err_msg) < 0) {
 		sandlock_sandbox_builder_free(b);

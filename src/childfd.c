@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -75,4 +77,23 @@ int sl_child_dirfd(int listener, const sandlock_notif_t *n, int dirfd)
 	if (fd < 0)
 		return errno == ENOENT && dirfd != AT_FDCWD ? -EBADF : neg_errno();
 	return confirmed(listener, n, fd);
+}
+
+mode_t sl_child_umask(int listener, const sandlock_notif_t *n)
+{
+	int dir = sl_child_procdir(listener, n);
+	if (dir < 0)
+		return 022;
+	int fd = openat(dir, "status", O_RDONLY | O_CLOEXEC);
+	close(dir);
+	if (fd < 0)
+		return 022;
+	char buf[4096];
+	ssize_t len = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (len <= 0)
+		return 022;
+	buf[len] = '\0';
+	char *u = strstr(buf, "Umask:");
+	return u ? (mode_t)strtoul(u + 6, NULL, 8) & 0777 : 022;
 }

@@ -22,4 +22,8 @@ int sl_child_procdir(int listener, const sandlock_notif_t *n);
  * else its fd dirfd, as our own O_PATH fd. */
 int sl_child_dirfd(int listener, const sandlock_notif_t *n, int dirfd);
 
+/* The caller's umask (from /proc/TID/status; 022 if it cannot be read). */
+#include <sys/types.h>
+mode_t sl_child_umask(int listener, const sandlock_notif_t *n);
+
 #endif /* SANDLOCK_CHILDFD_H */

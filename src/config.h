@@ -26,6 +26,13 @@ struct sl_filter_policy {
 #define SL_DEFAULT_MAX_PROCESSES 64
 enum { SL_PROT_STRICT = 0, SL_PROT_DEGRADED = 1, SL_PROT_DISABLED = 2 };
 
+#define SL_MAX_MOUNTS 32
+struct sl_mount {
+	char *virt; /* absolute guest path, normalized, never "/" */
+	char *host; /* canonical host directory */
+	bool ro;
+};
+
 struct sandlock_sandbox {
 	struct sl_filter_policy filter;
 	sl_strvec fs_read;  /* canonical absolute paths (realpath) */
@@ -76,6 +83,11 @@ struct sandlock_sandbox {
 	bool storage_owned; /* we made fs_storage: rmdir at free */
 	int on_exit, on_error; /* SANDLOCK_BRANCH_* */
 	uint64_t max_disk;
+	/* Virtual chroot (builtins/chroot.c, chroot.c): the guest sees chroot
+	 * as "/", with the mounts' host directories at their virtual paths. */
+	char *chroot;                      /* canonical, or NULL = off */
+	struct sl_mount mounts[SL_MAX_MOUNTS]; /* virt normalized, host canonical */
+	size_t n_mounts;
 	uint8_t protection[SANDLOCK_PROTECTION_COUNT]; /* SL_PROT_STRICT/DEGRADED/DISABLED */
 	uint64_t max_output; /* bytes kept per captured stream; 0 = unlimited */
 	sandlock_start_fn on_start; /* NULL = none; see sandlock.h */
@@ -96,6 +108,9 @@ struct sandlock_builder {
 	sl_strvec raw_bind_allow, raw_bind_deny; /* bind port specs */
 	char *raw_cwd;
 	char *raw_workdir, *raw_storage;
+	char *raw_chroot;
+	struct sl_mount raw_mounts[SL_MAX_MOUNTS]; /* as given; resolved at build */
+	size_t n_raw_mounts;
 };
 
 #endif /* SANDLOCK_CONFIG_H */

@@ -42,6 +42,7 @@
 #include "builtins/proc.h"
 #include "builtins/uts.h"
 #include "childmem.h"
+#include "chroot.h"
 #include "deferred.h"
 #include "dispatch.h"
 #include "filter.h"
@@ -70,6 +71,7 @@ struct sl_chain {
 };
 
 struct sl_dispatch {
+	struct sl_view *view; /* virtual chroot (chroot.h), for the opener; NULL */
 	struct inst *insts;
 	size_t ninsts;
 	struct sl_chain *chains; /* sorted by nr */
@@ -454,6 +456,12 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 		oom(err, msg);
 		goto fail;
 	}
+	/* Virtual chroot: the opener's opens are guest paths in this view. */
+	if (cfg->chroot && !(d->view = sl_view_new(cfg, msg))) {
+		if (err)
+			*err = SANDLOCK_ERR_SYSTEM;
+		goto fail;
+	}
 	if (d->wants_opener && !(d->virt = sl_virt_new(cfg))) {
 		oom(err, msg);
 		goto fail;
@@ -479,6 +487,8 @@ int sl_dispatch_use_ruleset(struct sl_dispatch *d, int ruleset_fd, int *err, cha
 		return -1;
 	sl_opener_set_virt(d->opener, d->virt);
 	d->virt = NULL;
+	if (d->view)
+		sl_opener_set_view(d->opener, d->view);
 	if (sl_opener_set_hosts(d->opener, d->hosts) < 0)
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "cannot serve /etc/hosts: %s",
 		               strerror(errno));
@@ -647,6 +657,7 @@ static void destroy(struct sl_dispatch *d)
 {
 	sl_deferred_free(d->deferred); /* no worker left: each held a reference */
 	sl_opener_free(d->opener);     /* no handler can call it any more */
+	sl_view_free(d->view);         /* the opener's, freed after it */
 	sl_virt_free(d->virt);
 	free(d->name);
 	free(d->hosts);

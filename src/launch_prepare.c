@@ -7,12 +7,16 @@
  * (sl_launch_build_prog), and sent to the child.
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "chroot.h"
 #include "filter.h"
 #include "landlock.h"
 #include "launch.h"
@@ -107,6 +111,48 @@ static char *resolve_exe(const char *name, const sl_strvec *env)
 			free(cand);
 	}
 	free(dup);
+	return found;
+}
+
+/* A PATH_MAX buffer holding name: the chroot builtin overwrites it with
+ * the host path of the exec, which may be longer. */
+static char *guest_exe_buf(const char *name)
+{
+	char *b = calloc(1, PATH_MAX);
+	if (b)
+		snprintf(b, PATH_MAX, "%s", name);
+	return b;
+}
+
+/*
+ * Under chroot: the command is a guest path (the chroot builtin rewrites
+ * the exec), found on PATH inside the view.  NULL if not found there.
+ */
+static char *resolve_guest_exe(const struct sandlock_sandbox *cfg, const char *name,
+                               const sl_strvec *env)
+{
+	if (strchr(name, '/'))
+		return guest_exe_buf(name);
+	char *msg = NULL;
+	struct sl_view *v = sl_view_new(cfg, &msg);
+	free(msg);
+	const char *path = env_get(env, "PATH");
+	char *dup = v ? sl_strdup(path && *path ? path : SL_DEFAULT_PATH) : NULL;
+	char *save = NULL, *found = NULL;
+	for (char *dir = dup ? strtok_r(dup, ":", &save) : NULL; dir && !found;
+	     dir = strtok_r(NULL, ":", &save)) {
+		char *cand = dir[0] == '/' ? sl_asprintf("%s/%s", dir, name) : NULL;
+		bool ro;
+		int fd = cand ? sl_view_open(v, cand, O_PATH, &ro) : -1;
+		struct stat st;
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+			found = guest_exe_buf(cand);
+		free(cand);
+		if (fd >= 0)
+			close(fd);
+	}
+	free(dup);
+	sl_view_free(v);
 	return found;
 }
 
@@ -333,7 +379,7 @@ int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
 		sl_strvec_free(&env);
 		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 	}
-	L->exe = resolve_exe(argv[0], &env);
+	L->exe = cfg->chroot ? resolve_guest_exe(cfg, argv[0], &env) : resolve_exe(argv[0], &env);
 	if (!L->exe) {
 		sl_strvec_free(&env);
 		return sl_fail(err, msg, SANDLOCK_ERR_NOT_FOUND, "command not found: %s", argv[0]);

@@ -60,6 +60,7 @@
 
 #include "caps.h"
 #include "childfd.h"
+#include "chroot.h"
 #include "childmem.h"
 #include "compat.h"
 #include "builtins/proc.h"
@@ -118,6 +119,7 @@ struct sl_opener {
 	struct sl_portmap *ports; /* port_remap: /proc/net/tcp{,6} show virtual ports */
 	dev_t hosts_dev;
 	ino_t hosts_ino;
+	const struct sl_view *view; /* virtual chroot: paths are guest paths; NULL */
 };
 
 /*
@@ -320,6 +322,11 @@ int sl_opener_set_hosts(struct sl_opener *op, const char *text)
 void sl_opener_set_ports(struct sl_opener *op, struct sl_portmap *map)
 {
 	op->ports = map;
+}
+
+void sl_opener_set_view(struct sl_opener *op, const struct sl_view *v)
+{
+	op->view = v;
 }
 
 /* ---------------- finding a run's opener ---------------- */
@@ -696,9 +703,58 @@ static bool op_fast(const struct sl_opener *op)
 }
 
 /* Our flags and starting point for the request.  0 or an errno. */
+static bool wants_write(uint64_t f)
+{
+	return (f & O_ACCMODE) != O_RDONLY || (f & (O_CREAT | O_TRUNC)) || (f & O_TMPFILE) == O_TMPFILE;
+}
+
+/*
+ * Under a virtual chroot: the guest path becomes (view directory, path
+ * inside it) resolved with RESOLVE_IN_ROOT.  A caller's own
+ * RESOLVE_BENEATH / RESOLVE_IN_ROOT is relative to its dirfd, which must
+ * lie inside the view; the kernel then keeps the lookup beneath it.
+ */
+static int prepare_in_view(const struct sl_view *v, int listener, const sandlock_notif_t *n,
+                           const struct open_call *c, const char *path, struct req *r,
+                           char *rel, size_t relcap)
+{
+	uint64_t caller_resolve = r->how.resolve;
+	r->how.resolve |= RESOLVE_NO_MAGICLINKS;
+	if (caller_resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT)) {
+		if (path[0] == '/' && (caller_resolve & RESOLVE_BENEATH))
+			return EXDEV;
+		int base = sl_child_dirfd(listener, n, c->dirfd);
+		if (base < 0)
+			return -base;
+		if (!sl_view_fd_guest(v, base, rel, relcap)) {
+			close(base);
+			return EACCES;
+		}
+		r->base = base;
+		r->path = path;
+		return 0;
+	}
+	char guest[PATH_MAX];
+	int e = sl_view_call_path(v, listener, n, c->dirfd, path, guest, sizeof guest);
+	bool ro = false;
+	int base = -1;
+	if (!e)
+		e = sl_view_map(v, guest, &base, rel, relcap, &ro);
+	if (e)
+		return e;
+	if (ro && wants_write(r->how.flags) && !(r->how.flags & O_PATH))
+		return EROFS;
+	r->base = fcntl(base, F_DUPFD_CLOEXEC, 3); /* closed by the caller of prepare */
+	if (r->base < 0)
+		return EMFILE;
+	r->path = rel;
+	r->how.resolve |= RESOLVE_IN_ROOT;
+	return 0;
+}
+
 static int prepare(const struct sl_opener *op, int listener, const sandlock_notif_t *n,
                    const struct open_call *c, const char *path, struct req *r, char *reopen,
-                   size_t cap)
+                   size_t cap, char *rel, size_t relcap)
 {
 	uint64_t caller_resolve = r->how.resolve;
 	int own = caller_resolve ? -1 : own_fd_reopen(path, n->pid);
@@ -713,6 +769,8 @@ static int prepare(const struct sl_opener *op, int listener, const sandlock_noti
 		r->path = reopen;
 		return 0;
 	}
+	if (op->view)
+		return prepare_in_view(op->view, listener, n, c, path, r, rel, relcap);
 	long pid = 0;
 	const char *rest = own < 0 && !caller_resolve && op_fast(op) && read_only(r->how.flags)
 	                           ? own_proc_rest(path, &pid) : NULL;
@@ -956,8 +1014,11 @@ int sl_opener_open_call(struct sl_opener *op, int listener, const sandlock_notif
 		close(piddir);
 	}
 	char reopen[48];
+	char *rel = op->view ? malloc(PATH_MAX) : NULL;
+	if (!e && op->view && !rel)
+		e = ENOMEM;
 	if (!e)
-		e = prepare(op, listener, n, &c, path, &r, reopen, sizeof reopen);
+		e = prepare(op, listener, n, &c, path, &r, reopen, sizeof reopen, rel, PATH_MAX);
 	uint64_t f = c.how.flags;
 	/* O_RDONLY|O_TRUNC truncates in the kernel but not through ftruncate:
 	 * left to the open itself. */
@@ -970,6 +1031,7 @@ int sl_opener_open_call(struct sl_opener *op, int listener, const sandlock_notif
 	if (r.base >= 0)
 		close(r.base);
 	free(path);
+	free(rel);
 	if (e)
 		return e;
 	e = finish(op, listener, n, &fd, trunc, created, clear_nb, check, ud, out);

@@ -49,6 +49,10 @@ int sl_opener_set_hosts(struct sl_opener *op, const char *text);
  * map (borrowed: it outlives the opener).  Before bind. */
 struct sl_portmap;
 void sl_opener_set_ports(struct sl_opener *op, struct sl_portmap *map);
+/* Under a virtual chroot: every path is a guest path, opened inside the
+ * view v (chroot.h; not owned, outlives the opener).  Before bind. */
+struct sl_view;
+void sl_opener_set_view(struct sl_opener *op, const struct sl_view *v);
 /* Make the opener the one sandlock_open_on_behalf finds for listener. */
 int sl_opener_bind(struct sl_opener *op, int listener);
 /* Unbind, stop and join the thread (NULL is fine). */

@@ -142,3 +142,29 @@ bool sl_path_under(const char *path, const char *root)
 		return path[0] == '/';
 	return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
+
+void sl_path_normalize(char *p)
+{
+	char *out = p, *in = p;
+	while (*in) {
+		while (*in == '/')
+			in++;
+		char *seg = in;
+		while (*in && *in != '/')
+			in++;
+		size_t n = (size_t)(in - seg);
+		if (n == 0 || (n == 1 && seg[0] == '.'))
+			continue;
+		if (n == 2 && seg[0] == '.' && seg[1] == '.') {
+			while (out > p && *--out != '/')
+				;
+			continue;
+		}
+		*out++ = '/';
+		memmove(out, seg, n);
+		out += n;
+	}
+	if (out == p)
+		*out++ = '/';
+	*out = '\0';
+}

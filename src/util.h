@@ -40,6 +40,9 @@ int sl_fd_high(int fd);
 /* True if the canonical path is root or lies below it, compared
  * component-wise (/tmp/ab is not below /tmp/a). */
 bool sl_path_under(const char *path, const char *root);
+/* Collapse "//", "." and ".." of an absolute path in place, lexically
+ * (".." of "/" is "/"). */
+void sl_path_normalize(char *p);
 
 typedef struct sl_strvec {
 	char **v;

@@ -27,11 +27,12 @@ import re
 import signal as _signal
 import threading
 from collections.abc import Iterable as _IterableABC, Mapping as _MappingABC
-from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
 from . import _knobs
 from . import _trace
+from . import _chroot
 from . import _cow
 from ._cow import BranchAction, Change
 from . import _policy
@@ -691,7 +692,8 @@ def _step_syscalls(b, c):
 
 
 _BUILDER_STEPS = [_step_paths, _step_env, _step_limits, _step_net, _step_determinism,
-                  _step_syscalls, _knobs.step, _trace.step, _cow.step, _policy.step]
+                  _step_syscalls, _knobs.step, _trace.step, _cow.step, _policy.step,
+                  _chroot.step]
 
 _CACHE_SIZE = 4  # native policies kept per Sandbox (e.g. per timeout override)
 
@@ -824,6 +826,8 @@ class Sandbox:
     on_error = _Field(_cow.action)
     max_disk = _Field(_cow.max_disk)
     policy_fn = _Field(_policy.check)
+    chroot = _Field(_opt_path)
+    fs_mount = _Field(_chroot.mounts)
 
     def __init__(
         self,
@@ -868,6 +872,8 @@ class Sandbox:
         on_error: Union[BranchAction, str] = BranchAction.ABORT,
         max_disk: Optional[Union[int, str]] = None,
         policy_fn: Optional[Callable] = None,
+        chroot: Optional[Union[str, "os.PathLike[str]"]] = None,
+        fs_mount: Optional[Dict[str, str]] = None,
     ) -> None:
         self._cfg = {}
         self._lock = threading.Lock()
@@ -914,6 +920,8 @@ class Sandbox:
         self.on_error = on_error
         self.max_disk = max_disk
         self.policy_fn = policy_fn
+        self.chroot = chroot
+        self.fs_mount = fs_mount
         # Build once now so a bad configuration fails here, not at run().
         self._native_for(None)
 
@@ -927,6 +935,7 @@ class Sandbox:
         one field that can change in place."""
         c = dict(self._cfg)
         c["env"] = tuple(sorted(_env("env", c["env"]).items()))
+        c["fs_mount"] = tuple(sorted(_chroot.mounts("fs_mount", c["fs_mount"]).items()))
         if timeout is not None:
             c["timeout"] = timeout
         c.update(overrides or {})

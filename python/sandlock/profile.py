@@ -183,6 +183,21 @@ def _string(c: _Ctx, v: Any) -> str:
     return _want(c, v, str)
 
 
+def _mounts(c: _Ctx, v: Any) -> Dict[str, str]:
+    """["VIRTUAL:HOST", ...] as fs_mount's mapping; ":ro" cannot be said
+    in the mapping (the CLI honours it): refused, never dropped."""
+    out = {}
+    for item in _str_list(c, v):
+        virt, sep, host = item.partition(":")
+        if not sep or not virt or not host:
+            raise c.fail("%r: expected VIRTUAL:HOST" % (item,))
+        if host.endswith(":ro"):
+            raise c.fail("%r: a read-only mount is not supported by the Python SDK "
+                         "(use sandlock run --profile-file)" % (item,))
+        out[virt] = host[:-3] if host.endswith(":rw") else host
+    return out
+
+
 def _branch_action(c: _Ctx, v: Any) -> str:
     s = _want(c, v, str)
     if s not in ("commit", "abort", "keep"):
@@ -224,6 +239,8 @@ _SCHEMA: Dict[Tuple[str, str], Any] = {
     ("limits", "gpu_devices"): _NEVER,
     ("config", "workdir"): ("workdir", _string),
     ("config", "fs_storage"): ("fs_storage", _string),
+    ("filesystem", "chroot"): ("chroot", _string),
+    ("filesystem", "mount"): ("fs_mount", _mounts),
     ("filesystem", "on_exit"): ("on_exit", _branch_action),
     ("filesystem", "on_error"): ("on_error", _branch_action),
     ("limits", "disk"): ("max_disk", _memory),
@@ -231,7 +248,6 @@ _SCHEMA: Dict[Tuple[str, str], Any] = {
 for _s, _keys in {
     "config": "http_ca http_key http_inject_ca http_ca_out",
     "program": "uid gid no_supervisor",
-    "filesystem": "chroot mount",
     "network": "port_remap",
     "http": "ports allow deny",
 }.items():

@@ -157,33 +157,6 @@ struct cow_state {
 
 /* ---------------- paths ---------------- */
 
-/* Collapse "//", "." and ".." of an absolute path in place. */
-static void normalize(char *p)
-{
-	char *out = p, *in = p;
-	while (*in) {
-		while (*in == '/')
-			in++;
-		char *seg = in;
-		while (*in && *in != '/')
-			in++;
-		size_t n = (size_t)(in - seg);
-		if (n == 0 || (n == 1 && seg[0] == '.'))
-			continue;
-		if (n == 2 && seg[0] == '.' && seg[1] == '.') {
-			while (out > p && *--out != '/')
-				;
-			continue;
-		}
-		*out++ = '/';
-		memmove(out, seg, n);
-		out += n;
-	}
-	if (out == p)
-		*out++ = '/';
-	*out = '\0';
-}
-
 /*
  * The absolute path a call names: path relative to dirfd (the caller's
  * cwd for AT_FDCWD).  NULL when it cannot be told (the call then passes:
@@ -221,28 +194,8 @@ static char *abs_path(const struct sl_call *call, int dirfd, uint64_t addr)
 		snprintf(out, 2 * PATH_MAX + 2, "%s/%s", base, p);
 	}
 	sandlock_string_free(p);
-	normalize(out);
+	sl_path_normalize(out);
 	return out;
-}
-
-/* The caller's umask (022 if it cannot be read). */
-static mode_t child_umask(const struct sl_call *call)
-{
-	int dir = sl_child_procdir(call->listener, call->n);
-	if (dir < 0)
-		return 022;
-	int fd = openat(dir, "status", O_RDONLY | O_CLOEXEC);
-	close(dir);
-	if (fd < 0)
-		return 022;
-	char buf[4096];
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 022;
-	buf[n] = '\0';
-	char *u = strstr(buf, "Umask:");
-	return u ? (mode_t)strtoul(u + 6, NULL, 8) & 0777 : 022;
 }
 
 /* ---------------- deciding ---------------- */
@@ -289,7 +242,7 @@ static bool do_open(struct cow_state *s, const struct sl_call *call, const char 
 		return true;
 	}
 	bool creates = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
-	int fd = sl_cow_open(s->cow, rel, flags, creates ? mode & ~child_umask(call) : 0);
+	int fd = sl_cow_open(s->cow, rel, flags, creates ? mode & ~sl_child_umask(call->listener, call->n) : 0);
 	if (fd < 0)
 		return answer(act, fd);
 	sandlock_action_set_inject_fd_send(act, fd, (flags & O_CLOEXEC) ? O_CLOEXEC : 0);
@@ -542,12 +495,12 @@ static bool decide_rel(struct cow_state *s, const struct sl_call *call, const ch
 	case SLC_mkdir:
 	case __NR_mkdirat:
 		return answer(act, sl_cow_mkdir(s->cow, rel, (mode_t)a[nr == SLC_mkdir ? 1 : 2] &
-		                                               07777 & ~child_umask(call)));
+		                                               07777 & ~sl_child_umask(call->listener, call->n)));
 	case SLC_mknod:
 	case __NR_mknodat: {
 		int i = nr == SLC_mknod ? 1 : 2;
 		mode_t m = (mode_t)a[i];
-		return answer(act, sl_cow_mknod(s->cow, rel, (m & S_IFMT) | (m & 07777 & ~child_umask(call)),
+		return answer(act, sl_cow_mknod(s->cow, rel, (m & S_IFMT) | (m & 07777 & ~sl_child_umask(call->listener, call->n)),
 		                                (dev_t)a[i + 1]));
 	}
 	case SLC_symlink:

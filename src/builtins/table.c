@@ -13,6 +13,7 @@ extern const struct sl_builtin sl_builtin_random;
 extern const struct sl_builtin sl_builtin_clock;
 extern const struct sl_builtin sl_builtin_pids;
 extern const struct sl_builtin sl_builtin_cow;
+extern const struct sl_builtin sl_builtin_chroot;
 extern const struct sl_builtin sl_builtin_policy;
 extern const struct sl_builtin sl_builtin_meta;
 extern const struct sl_builtin sl_builtin_proc;
@@ -28,6 +29,7 @@ const struct sl_builtin *const sl_builtin_table[] = {
 	&sl_builtin_clock,  /* FIRST: time_start, realtime clock reads shifted */
 	&sl_builtin_pids,  /* FIRST: calls naming another process stay inside */
 	&sl_builtin_cow,   /* FIRST: workdir writes staged in the COW layer */
+	&sl_builtin_chroot, /* FIRST: chroot, path syscalls resolved in the guest's view */
 	&sl_builtin_policy, /* FIRST: policy_fn events, runtime deny_path/network */
 	&sl_builtin_meta,  /* LAST: chmod/chown/xattr/utimes performed on behalf */
 	&sl_builtin_proc,  /* LAST: opens and /proc listings on behalf, /proc filtered */

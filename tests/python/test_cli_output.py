@@ -40,10 +40,10 @@ def test_run_help_lists_every_table_option_once_per_line():
                 "--cwd", "--profile", "--profile-file", "--json", "--status-fd"):
         lines = [l for l in r.stdout.splitlines() if f" {opt} " in l or l.endswith(f" {opt}")]
         assert len(lines) == 1, (opt, lines)
-    assert "--chroot" in r.stdout  # listed as not supported yet
+    assert "--uid" in r.stdout  # listed as not supported yet
 
 
-@pytest.mark.parametrize("opt", [["--chroot", "/"],
+@pytest.mark.parametrize("opt", [["--uid", "0"],
                                  ["--no-supervisor"], ["--gpu", "0"]])
 def test_unsupported_reference_options_are_refused(opt):
     r = run_in_sandbox(*opt, "--", "/bin/echo", "ran")
@@ -279,7 +279,7 @@ PROFILE_ERRORS = [
     ('fs_readable = ["/usr"]\n', "1:1: top-level key 'fs_readable'"),
     ("[filesytem]\nread = []\n", "1:1: unknown section [filesytem]"),
     ('[filesystem]\nreed = ["/usr"]\n', "2:1: unknown key 'reed' in [filesystem]"),
-    ('[filesystem]\nchroot = "/opt"\n', "2:10: [filesystem] chroot: not supported yet"),
+    ('[program]\nuid = 5\n', "2:7: [program] uid: not supported yet"),
     ('[network]\nallow = ["tcp://[::1"]\n', "2:10: [network] allow: 'tcp://[::1'"),
     ('[limits]\ngpu_devices = []\n', "gpu_devices: not supported yet"),
     ('[limits]\nprocesses = "many"\n', "2:13: [limits] processes: expected an integer, got string"),

@@ -162,7 +162,7 @@ def test_bash_completion(destdir):
                                                    "--version"]
     assert "--trace" in complete(destdir, ["sandlock", "learn", "--tr"])
     assert complete(destdir, ["sandlock", "run", "--fs-"]) == \
-        ["--fs-read", "--fs-write", "--fs-deny", "--fs-storage"]
+        ["--fs-read", "--fs-write", "--fs-deny", "--fs-mount", "--fs-storage"]
     assert "--status-fd" in complete(destdir, ["sandlock", "run", "--st"])
     assert complete(destdir, ["sandlock", "profile", ""]) == ["list", "show"]
 

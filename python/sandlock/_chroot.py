@@ -1,0 +1,47 @@
+"""The virtual chroot from Python: the ``chroot`` and ``fs_mount`` fields
+of Sandbox (validators and builder step).  The view itself is the C
+library's (src/chroot.c, src/builtins/chroot.c)."""
+
+import ctypes
+import os
+from typing import Dict
+
+from . import _native
+from .exceptions import PolicyTypeError, PolicyValueError
+
+_lib = _native.lib
+_p, _cs = ctypes.c_void_p, ctypes.c_char_p
+_native._decl("sandlock_sandbox_builder_chroot", _p, _p, _cs)
+_native._decl("sandlock_sandbox_builder_fs_mount", _p, _p, _cs, _cs)
+
+
+def mounts(name, value) -> Dict[str, str]:
+    """{virtual path: host directory}; a read-only mount cannot be said
+    here (the reference's mapping has no room for it): use the CLI's
+    ``--fs-mount V:H:ro`` or the C ABI's sandlock_sandbox_builder_fs_mount_ro."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise PolicyTypeError("%s must be a mapping {virtual: host}, not %s"
+                              % (name, type(value).__name__))
+    out = {}
+    for virt, host in value.items():
+        if not isinstance(virt, str) or not isinstance(host, (str, os.PathLike)):
+            raise PolicyTypeError("%s: %r: %r: paths must be strings" % (name, virt, host))
+        host = os.fspath(host)
+        if host.endswith(":ro") or host.endswith(":rw"):
+            raise PolicyValueError("%s %r: a ':ro'/':rw' suffix is not supported in the "
+                                   "mapping (use the CLI's --fs-mount)" % (name, virt))
+        if not virt.startswith("/"):
+            raise PolicyValueError("%s %r: the virtual path must be absolute" % (name, virt))
+        out[virt] = host
+    return out
+
+
+def step(b, c):
+    """The builder step of the chroot fields (``c``: the config snapshot)."""
+    if c["chroot"] is not None:
+        b = _lib.sandlock_sandbox_builder_chroot(b, os.fsencode(c["chroot"]))
+    for virt, host in c["fs_mount"]:  # (virtual, host) pairs in the snapshot
+        b = _lib.sandlock_sandbox_builder_fs_mount(b, os.fsencode(virt), os.fsencode(host))
+    return b

@@ -1,0 +1,843 @@
+/*
+ * chroot.c — the virtual chroot (issue 10): the guest sees cfg->chroot as
+ * "/" (with cfg->mounts' host directories at their virtual paths) for
+ * every path syscall and exec.  No mount, namespace or privilege: each
+ * call naming a path is performed here, on the caller's behalf, on the
+ * file the guest path names inside the view (src/chroot.c: resolved with
+ * openat2(RESOLVE_IN_ROOT) from the rootfs or mount fd, so ".." and
+ * absolute or climbing symlinks cannot leave it).
+ *
+ * ON when chroot is set.  FIRST phase: it decides every call it traps
+ * (the /proc view and the metadata guard, LAST, never see them: they
+ * would read the guest path as a host path).  User handlers after it see
+ * only the calls it passes (fd-based forms: AT_EMPTY_PATH, futimens).
+ *
+ *   - open family: through the opener, which maps the path in the view
+ *     (opener.c, prepare_in_view) and opens it under the run's Landlock
+ *     domain; the fd is injected;
+ *   - stat family, access, readlink, statfs: on an O_PATH fd opened in the
+ *     view, results written to the caller;
+ *   - mkdir, unlink, rmdir, rename, link, symlink, chmod, chown,
+ *     utimensat, truncate: performed here with our capabilities lowered
+ *     (the caller's DAC rights) on the parent directory opened in the
+ *     view, only where the view is writable (chroot.h, sl_view_writable:
+ *     a read-write mount or an fs_write tree; EROFS in a read-only mount,
+ *     EACCES elsewhere);
+ *   - getcwd: the host cwd mapped back to its guest path;
+ *   - chdir and exec: the kernel must do them, so the call continues.
+ *     chdir continues unchanged when the kernel's own lookup reaches the
+ *     same directory; otherwise the caller's path string is overwritten
+ *     in place by a relative path from its cwd that reaches it, when that
+ *     fits (else ENAMETOOLONG).  exec: the file is resolved in the view
+ *     and checked (regular, executable, a #! or ELF interpreter that the
+ *     kernel will find at the same host path, see exec_interp), then the
+ *     caller's path string is replaced by the host path.  The guest's
+ *     memory beyond its string is overwritten for a longer host path:
+ *     harmless when exec succeeds (the image is replaced), and every
+ *     failure we can foresee is answered before the rewrite.
+ *
+ * FAIL CLOSED: Landlock grants only the rootfs (read, exec), the mounts
+ * and the configured host trees, so a call this builtin misses, or a
+ * racing thread that rewrites a path after our check, reaches nothing
+ * else.  Refused outright: mknod, xattr by path, utime/utimes/futimesat,
+ * inotify_add_watch, name_to_handle_at (not supported under chroot yet).
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../caps.h"
+#include "../childfd.h"
+#include "../chroot.h"
+#include "../compat.h"
+#include "../opener.h"
+#include "builtin.h"
+#include "proc.h" /* sl_open_on_behalf */
+
+#ifndef AT_EMPTY_PATH
+#define AT_EMPTY_PATH 0x1000
+#endif
+/* Legacy path syscalls exist on x86_64, not on aarch64: a negative
+ * number there (never trapped, never matched). */
+#define LEG(name, k) (k)
+#ifdef __NR_open
+#define C_open __NR_open
+#define C_creat __NR_creat
+#define C_stat __NR_stat
+#define C_lstat __NR_lstat
+#define C_access __NR_access
+#define C_readlink __NR_readlink
+#define C_mkdir __NR_mkdir
+#define C_rmdir __NR_rmdir
+#define C_unlink __NR_unlink
+#define C_rename __NR_rename
+#define C_link __NR_link
+#define C_symlink __NR_symlink
+#define C_chmod __NR_chmod
+#define C_chown __NR_chown
+#define C_lchown __NR_lchown
+#define C_mknod __NR_mknod
+#define C_utime __NR_utime
+#define C_utimes __NR_utimes
+#define C_futimesat __NR_futimesat
+#else
+enum { C_open = -1, C_creat = -2, C_stat = -3, C_lstat = -4, C_access = -5, C_readlink = -6,
+       C_mkdir = -7, C_rmdir = -8, C_unlink = -9, C_rename = -10, C_link = -11,
+       C_symlink = -12, C_chmod = -13, C_chown = -14, C_lchown = -15, C_mknod = -16,
+       C_utime = -17, C_utimes = -18, C_futimesat = -19 };
+#endif
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452
+#endif
+
+static const int k_nrs[] = {
+	C_open, __NR_openat, __NR_openat2, C_creat, C_stat, C_lstat, __NR_newfstatat, __NR_statx,
+	C_access, __NR_faccessat, __NR_faccessat2, C_readlink, __NR_readlinkat, __NR_statfs,
+	__NR_getcwd, __NR_chdir, __NR_execve, __NR_execveat, C_mkdir, __NR_mkdirat, C_rmdir,
+	C_unlink, __NR_unlinkat, C_rename, __NR_renameat, __NR_renameat2, C_link, __NR_linkat,
+	C_symlink, __NR_symlinkat, C_chmod, __NR_fchmodat, __NR_fchmodat2, C_chown, C_lchown,
+	__NR_fchownat, __NR_utimensat, __NR_truncate, C_mknod, __NR_mknodat, C_utime, C_utimes,
+	C_futimesat, __NR_setxattr, __NR_lsetxattr, __NR_getxattr, __NR_lgetxattr,
+	__NR_listxattr, __NR_llistxattr, __NR_removexattr, __NR_lremovexattr,
+	__NR_inotify_add_watch,
+};
+
+struct chroot_state {
+	struct sl_view *view;
+};
+
+static bool answer(sandlock_action_t *act, long r)
+{
+	if (r < 0)
+		sandlock_action_set_errno(act, (int32_t)-r);
+	else
+		sandlock_action_set_return_value(act, r);
+	return true;
+}
+
+/* ---------------- paths ---------------- */
+
+/* The guest path of the call's (dirfd, addr), read once.  0 or an errno;
+ * *empty when the path is "" (an fd-based form). */
+static int guest_path(const struct chroot_state *s, const struct sl_call *call, int dirfd,
+                      uint64_t addr, char *out, size_t cap, bool *empty)
+{
+	*empty = false;
+	if (!addr)
+		return EFAULT;
+	char *p = sandlock_mem_read_cstr(call->mem, addr, PATH_MAX);
+	if (!p)
+		return ENAMETOOLONG; /* unreadable or unterminated */
+	if (!p[0]) {
+		*empty = true;
+		sandlock_string_free(p);
+		return 0;
+	}
+	int e = sl_view_call_path(s->view, call->listener, call->n, dirfd, p, out, cap);
+	sandlock_string_free(p);
+	return e;
+}
+
+/* Open (dirfd, addr) in the view as O_PATH (| extra).  fd or -errno;
+ * -ENOTEMPTY marks an empty path (for the caller to pass). */
+static int open_call_path(const struct chroot_state *s, const struct sl_call *call, int dirfd,
+                          uint64_t addr, int extra, bool *ro)
+{
+	char g[PATH_MAX];
+	bool empty;
+	int e = guest_path(s, call, dirfd, addr, g, sizeof g, &empty);
+	if (e)
+		return -e;
+	if (empty)
+		return -ENOTEMPTY;
+	return sl_view_open(s->view, g, O_PATH | extra, ro);
+}
+
+/* Our fd's canonical host path (its /proc/self/fd link). */
+static bool fd_host(int fd, char *out, size_t cap)
+{
+	char link[64];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, out, cap - 1);
+	if (n <= 0)
+		return false;
+	out[n] = '\0';
+	return true;
+}
+
+/* ---------------- the parent of a path (write-side calls) ---------------- */
+
+struct parent {
+	int fd;              /* O_PATH directory in the view */
+	char name[NAME_MAX + 1];
+};
+
+/* Split the guest path of (dirfd, addr) into its parent, opened in the
+ * view and checked writable, and its last component.  0 or an errno. */
+static int open_parent(const struct chroot_state *s, const struct sl_call *call, int dirfd,
+                       uint64_t addr, struct parent *p)
+{
+	char g[PATH_MAX];
+	bool empty;
+	p->fd = -1;
+	int e = guest_path(s, call, dirfd, addr, g, sizeof g, &empty);
+	if (e)
+		return e;
+	if (empty)
+		return ENOENT;
+	sl_path_normalize(g);
+	char *slash = strrchr(g, '/');
+	if (strcmp(g, "/") == 0 || strlen(slash + 1) > NAME_MAX)
+		return strcmp(g, "/") == 0 ? EBUSY : ENAMETOOLONG;
+	snprintf(p->name, sizeof p->name, "%s", slash + 1);
+	if (slash == g)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	bool ro = false;
+	p->fd = sl_view_open(s->view, g, O_PATH | O_DIRECTORY, &ro);
+	if (p->fd < 0)
+		return -p->fd;
+	char host[PATH_MAX];
+	if (ro)
+		e = EROFS;
+	else if (!fd_host(p->fd, host, sizeof host) || !sl_view_writable(s->view, host))
+		e = EACCES;
+	if (e) {
+		close(p->fd);
+		p->fd = -1;
+	}
+	return e;
+}
+
+/* The result of a libc call: 0 or -errno. */
+static long rc(int r)
+{
+	return r == 0 ? 0 : -errno;
+}
+
+/* ---------------- write-side calls ---------------- */
+
+static long do_mkdir(const struct chroot_state *s, const struct sl_call *call, int dirfd,
+                     uint64_t addr, mode_t mode)
+{
+	struct parent p;
+	int e = open_parent(s, call, dirfd, addr, &p);
+	if (e)
+		return -e;
+	mode_t um = sl_child_umask(call->listener, call->n);
+	struct sl_caps_saved sv;
+	long r = -EPERM;
+	if (sl_caps_lower(&sv) == 0) {
+		r = rc(mkdirat(p.fd, p.name, mode & 07777 & ~um));
+		sl_caps_restore(&sv);
+	}
+	close(p.fd);
+	return r;
+}
+
+static long do_unlink(const struct chroot_state *s, const struct sl_call *call, int dirfd,
+                      uint64_t addr, int flags)
+{
+	struct parent p;
+	int e = open_parent(s, call, dirfd, addr, &p);
+	if (e)
+		return -e;
+	struct sl_caps_saved sv;
+	long r = -EPERM;
+	if (sl_caps_lower(&sv) == 0) {
+		r = rc(unlinkat(p.fd, p.name, flags & AT_REMOVEDIR));
+		sl_caps_restore(&sv);
+	}
+	close(p.fd);
+	return r;
+}
+
+static long do_symlink(const struct chroot_state *s, const struct sl_call *call,
+                       uint64_t target, int dirfd, uint64_t addr)
+{
+	char *t = sandlock_mem_read_cstr(call->mem, target, PATH_MAX);
+	if (!t)
+		return -EFAULT;
+	struct parent p;
+	int e = open_parent(s, call, dirfd, addr, &p);
+	long r = -e;
+	struct sl_caps_saved sv;
+	if (!e && sl_caps_lower(&sv) == 0) {
+		r = rc(symlinkat(t, p.fd, p.name)); /* the target stays a guest path */
+		sl_caps_restore(&sv);
+	} else if (!e) {
+		r = -EPERM;
+	}
+	if (p.fd >= 0)
+		close(p.fd);
+	sandlock_string_free(t);
+	return r;
+}
+
+/* rename* and link*: both parents in the view and writable. */
+static long do_pair(const struct chroot_state *s, const struct sl_call *call, int d1,
+                    uint64_t p1, int d2, uint64_t p2, unsigned flags, bool link)
+{
+	struct parent a, b;
+	int e = open_parent(s, call, d1, p1, &a);
+	if (e)
+		return -e;
+	e = open_parent(s, call, d2, p2, &b);
+	if (e) {
+		close(a.fd);
+		return -e;
+	}
+	struct sl_caps_saved sv;
+	long r = -EPERM;
+	if (sl_caps_lower(&sv) == 0) {
+		r = link ? rc(linkat(a.fd, a.name, b.fd, b.name, 0))
+		         : (syscall(SYS_renameat2, a.fd, a.name, b.fd, b.name, flags) == 0 ? 0 : -errno);
+		sl_caps_restore(&sv);
+	}
+	close(a.fd);
+	close(b.fd);
+	return r;
+}
+
+/* chmod/chown/utimensat/truncate on the file itself, where writable. */
+static long do_meta(const struct chroot_state *s, const struct sl_call *call, int dirfd,
+                    uint64_t addr, bool follow)
+{
+	const uint64_t *a = call->n->args;
+	int nr = call->n->syscall_nr;
+	bool ro = false;
+	int fd = open_call_path(s, call, dirfd, addr, follow ? 0 : O_NOFOLLOW, &ro);
+	if (fd < 0)
+		return fd;
+	char host[PATH_MAX], p[64];
+	long r = 0;
+	if (ro)
+		r = -EROFS;
+	else if (!fd_host(fd, host, sizeof host) || !sl_view_writable(s->view, host))
+		r = -EACCES;
+	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	struct sl_caps_saved sv;
+	if (!r && sl_caps_lower(&sv) < 0)
+		r = -EPERM;
+	else if (!r) {
+		if (nr == C_chmod || nr == __NR_fchmodat || nr == __NR_fchmodat2) {
+			mode_t m = (mode_t)(nr == C_chmod ? a[1] : a[2]);
+			r = rc(chmod(p, m & 07777));
+		} else if (nr == C_chown || nr == C_lchown || nr == __NR_fchownat) {
+			int i = nr == __NR_fchownat ? 2 : 1;
+			r = rc(fchownat(fd, "", (uid_t)a[i], (gid_t)a[i + 1], AT_EMPTY_PATH));
+		} else if (nr == __NR_utimensat) {
+			struct timespec ts[2];
+			if (a[2] && sandlock_mem_read(call->mem, a[2], ts, sizeof ts) != 0)
+				r = -EFAULT;
+			else
+				r = rc(utimensat(AT_FDCWD, p, a[2] ? ts : NULL, 0));
+		} else { /* truncate */
+			int w = open(p, O_WRONLY | O_CLOEXEC);
+			r = w < 0 ? -errno : rc(ftruncate(w, (off_t)a[1]));
+			if (w >= 0)
+				close(w);
+		}
+		sl_caps_restore(&sv);
+	}
+	close(fd);
+	return r;
+}
+
+/* ---------------- lookups ---------------- */
+
+/* access/faccessat*: as the caller (effective ids), EROFS/EACCES for a
+ * write check where the view is not writable. */
+static long access_fd(const struct chroot_state *s, int fd, int mode, bool ro)
+{
+	char host[PATH_MAX], p[64];
+	if ((mode & W_OK) && ro)
+		return -EROFS;
+	if ((mode & W_OK) && (!fd_host(fd, host, sizeof host) || !sl_view_writable(s->view, host)))
+		return -EACCES;
+	if (mode == F_OK)
+		return 0;
+	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	struct sl_caps_saved sv;
+	if (sl_caps_lower(&sv) < 0)
+		return -EPERM;
+	long r = rc(faccessat(AT_FDCWD, p, mode, AT_EACCESS));
+	sl_caps_restore(&sv);
+	return r;
+}
+
+/* readlink: a link of the guest's /proc (a mount of the host's) names a
+ * host path: shown as its guest path when it lies in the view. */
+static long readlink_fd(const struct chroot_state *s, const struct sl_call *call, int fd,
+                        uint64_t buf, size_t cap)
+{
+	char t[PATH_MAX];
+	ssize_t len = readlinkat(fd, "", t, sizeof t - 1);
+	if (len < 0)
+		return -errno;
+	t[len] = '\0';
+	struct statfs sf;
+	char g[PATH_MAX];
+	if (t[0] == '/' && fstatfs(fd, &sf) == 0 && sf.f_type == 0x9fa0 /* PROC_SUPER_MAGIC */ &&
+	    sl_view_guest(s->view, t, g, sizeof g)) {
+		snprintf(t, sizeof t, "%s", g);
+		len = (ssize_t)strlen(t);
+	}
+	if ((size_t)len > cap)
+		len = (ssize_t)cap;
+	return sandlock_mem_write(call->mem, buf, t, (size_t)len) == 0 ? len : -EFAULT;
+}
+
+static long do_lookup(const struct chroot_state *s, const struct sl_call *call, int dirfd,
+                      uint64_t addr, bool follow, bool *pass)
+{
+	const uint64_t *a = call->n->args;
+	int nr = call->n->syscall_nr;
+	bool ro = false;
+	int fd = open_call_path(s, call, dirfd, addr, follow ? 0 : O_NOFOLLOW, &ro);
+	if (fd == -ENOTEMPTY) {
+		*pass = true; /* "" with AT_EMPTY_PATH: the caller's own fd */
+		return 0;
+	}
+	if (fd < 0)
+		return fd;
+	long r;
+	struct stat st;
+	if (nr == __NR_newfstatat || nr == C_stat || nr == C_lstat) {
+		r = rc(fstatat(fd, "", &st, AT_EMPTY_PATH));
+		if (!r && sandlock_mem_write(call->mem, nr == __NR_newfstatat ? a[2] : a[1], &st,
+		                             sizeof st) != 0)
+			r = -EFAULT;
+	} else if (nr == __NR_statx) {
+		struct statx sx;
+		int fl = ((int)a[2] & ~AT_SYMLINK_NOFOLLOW) | AT_EMPTY_PATH;
+		r = rc(statx(fd, "", fl, (unsigned)a[3], &sx));
+		if (!r && sandlock_mem_write(call->mem, a[4], &sx, sizeof sx) != 0)
+			r = -EFAULT;
+	} else if (nr == __NR_statfs) {
+		struct statfs sf;
+		r = rc(fstatfs(fd, &sf));
+		if (!r && sandlock_mem_write(call->mem, a[1], &sf, sizeof sf) != 0)
+			r = -EFAULT;
+	} else if (nr == C_readlink) {
+		r = readlink_fd(s, call, fd, a[1], (size_t)a[2]);
+	} else if (nr == __NR_readlinkat) {
+		r = readlink_fd(s, call, fd, a[2], (size_t)a[3]);
+	} else { /* access family */
+		r = access_fd(s, fd, (int)(nr == C_access ? a[1] : a[2]), ro);
+	}
+	close(fd);
+	return r;
+}
+
+static long do_getcwd(const struct chroot_state *s, const struct sl_call *call)
+{
+	int fd = sl_child_dirfd(call->listener, call->n, AT_FDCWD);
+	if (fd < 0)
+		return fd;
+	char g[PATH_MAX];
+	bool in = sl_view_fd_guest(s->view, fd, g, sizeof g);
+	close(fd);
+	if (!in)
+		return -ENOENT; /* a cwd outside the guest's tree has no guest name */
+	size_t len = strlen(g) + 1;
+	if (len > (size_t)call->n->args[1])
+		return -ERANGE;
+	return sandlock_mem_write(call->mem, call->n->args[0], g, len) == 0 ? (long)len : -EFAULT;
+}
+
+/* ---------------- chdir ---------------- */
+
+/* The relative path from canonical directory from to canonical to. */
+static bool relpath(const char *from, const char *to, char *out, size_t cap)
+{
+	size_t common = 0, i = 0;
+	for (; from[i] && from[i] == to[i]; i++)
+		if (from[i] == '/')
+			common = i;
+	if ((!from[i] || from[i] == '/') && (!to[i] || to[i] == '/'))
+		common = i;
+	if (strcmp(from, "/") == 0)
+		common = 0;
+	size_t o = 0;
+	out[0] = '\0';
+	for (const char *q = from + common; *q; q++)
+		if (*q == '/' && (o += (size_t)snprintf(out + o, cap - o, o ? "/.." : "..")) >= cap)
+			return false;
+	const char *rest = to + common;
+	while (*rest == '/')
+		rest++;
+	if (*rest && (o += (size_t)snprintf(out + o, cap - o, "%s%s", o ? "/" : "", rest)) >= cap)
+		return false;
+	if (!o)
+		snprintf(out, cap, ".");
+	return true;
+}
+
+static bool same_file(int a, int b)
+{
+	struct stat x, y;
+	return fstat(a, &x) == 0 && fstat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+static bool do_chdir(const struct chroot_state *s, const struct sl_call *call,
+                     sandlock_action_t *act)
+{
+	uint64_t addr = call->n->args[0];
+	char *orig = addr ? sandlock_mem_read_cstr(call->mem, addr, PATH_MAX) : NULL;
+	if (!orig)
+		return answer(act, -EFAULT);
+	bool ro;
+	int want = open_call_path(s, call, AT_FDCWD, addr, O_DIRECTORY, &ro);
+	if (want == -ENOTEMPTY)
+		want = -ENOENT;
+	if (want < 0) {
+		sandlock_string_free(orig);
+		return answer(act, want);
+	}
+	int cwd = sl_child_dirfd(call->listener, call->n, AT_FDCWD);
+	int kern = cwd < 0 ? -1 : openat(cwd, orig, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	bool same = kern >= 0 && same_file(kern, want);
+	char from[PATH_MAX], to[PATH_MAX], rel[PATH_MAX];
+	long r = 0;
+	if (!same) {
+		/* The kernel would land elsewhere: give it a path from the
+		 * caller's cwd that reaches the directory, in place. */
+		if (cwd < 0 || !fd_host(cwd, from, sizeof from) || !fd_host(want, to, sizeof to) ||
+		    !relpath(from, to, rel, sizeof rel))
+			r = -ENOENT;
+		else if (strlen(rel) > strlen(orig))
+			r = -ENAMETOOLONG;
+		else if (sandlock_mem_write(call->mem, addr, rel, strlen(rel) + 1) != 0)
+			r = -EFAULT;
+	}
+	if (kern >= 0)
+		close(kern);
+	if (cwd >= 0)
+		close(cwd);
+	close(want);
+	sandlock_string_free(orig);
+	if (r)
+		return answer(act, r);
+	sandlock_action_set_continue(act);
+	return true;
+}
+
+/* ---------------- exec ---------------- */
+
+/*
+ * The interpreter the kernel will load for our fd (a #! line's program or
+ * an ELF's PT_INTERP), into out ("" for a static ELF).  The kernel looks it
+ * up by host path, so exec is allowed only when that host path and the
+ * same guest path in the view are one file (a mount of the host's /lib,
+ * or an identical tree): never a host program the guest cannot name.
+ */
+static int interp_of(int fd, char *out, size_t cap)
+{
+	char buf[256];
+	out[0] = '\0';
+	ssize_t len = pread(fd, buf, sizeof buf - 1, 0);
+	if (len < 0)
+		return errno;
+	buf[len] = '\0';
+	if (len >= 2 && buf[0] == '#' && buf[1] == '!') {
+		char *p = buf + 2;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		size_t k = strcspn(p, " \t\n");
+		if (!k || k >= cap || p[k] == '\0')
+			return ENOEXEC;
+		memcpy(out, p, k);
+		out[k] = '\0';
+		return 0;
+	}
+	if (len < (ssize_t)sizeof(Elf64_Ehdr) || memcmp(buf, ELFMAG, SELFMAG) != 0)
+		return ENOEXEC;
+	Elf64_Ehdr eh;
+	memcpy(&eh, buf, sizeof eh);
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr))
+		return ENOEXEC;
+	for (unsigned i = 0; i < eh.e_phnum && i < 64; i++) {
+		Elf64_Phdr ph;
+		if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != sizeof ph)
+			return ENOEXEC;
+		if (ph.p_type != PT_INTERP)
+			continue;
+		if (!ph.p_filesz || ph.p_filesz >= cap)
+			return ENOEXEC;
+		if (pread(fd, out, ph.p_filesz, (off_t)ph.p_offset) != (ssize_t)ph.p_filesz)
+			return ENOEXEC;
+		out[ph.p_filesz] = '\0';
+		return 0;
+	}
+	return 0;
+}
+
+/* The interpreter path names one file on the host and in the view. */
+static int interp_same(const struct chroot_state *s, const char *interp)
+{
+	if (!interp[0])
+		return 0;
+	if (interp[0] != '/')
+		return ENOEXEC;
+	bool ro;
+	int in = sl_view_open(s->view, interp, O_PATH, &ro);
+	if (in < 0)
+		return ENOENT;
+	int host = open(interp, O_PATH | O_CLOEXEC);
+	bool same = host >= 0 && same_file(in, host);
+	close(in);
+	if (host >= 0)
+		close(host);
+	return same ? 0 : EACCES;
+}
+
+/* True if [lo, hi) meets the pointer array at arr (NULL-terminated, at
+ * most 4096 entries) or one of the strings it points to.  Unreadable:
+ * true (never overwrite what we cannot check). */
+static bool meets_vec(const struct sl_call *call, uint64_t arr, uint64_t lo, uint64_t hi)
+{
+	for (unsigned i = 0; arr && i < 4096; i++) {
+		uint64_t p;
+		if (sandlock_mem_read(call->mem, arr + i * 8, &p, sizeof p) != 0)
+			return true;
+		if (arr + i * 8 + 8 > lo && arr + i * 8 < hi)
+			return true;
+		if (!p)
+			return false;
+		char *str = sandlock_mem_read_cstr(call->mem, p, 1 << 17);
+		if (!str)
+			return true;
+		uint64_t end = p + strlen(str) + 1;
+		sandlock_string_free(str);
+		if (end > lo && p < hi)
+			return true;
+	}
+	return arr != 0;
+}
+
+/*
+ * execve/execveat(AT_FDCWD or a dirfd, path): resolved in the view, then
+ * the caller's string is overwritten in place by a path the kernel
+ * resolves to the same file: the host path, or the shorter relative one
+ * from the caller's cwd.  A longer one runs on past the guest's string.
+ * Only when neither the string nor those bytes are argv's or envp's (the kernel reads
+ * them after the path; else ENAMETOOLONG), and harmless once the exec
+ * succeeds (the image is replaced; every failure we can foresee is
+ * answered before the write).
+ * A racing rewrite of the string reaches only what Landlock grants.
+ * The fd form (AT_EMPTY_PATH) continues: the fd was opened in the view.
+ */
+static bool do_exec(const struct chroot_state *s, const struct sl_call *call,
+                    sandlock_action_t *act)
+{
+	const uint64_t *a = call->n->args;
+	bool at = call->n->syscall_nr == __NR_execveat;
+	int dirfd = at ? (int)a[0] : AT_FDCWD;
+	uint64_t addr = at ? a[1] : a[0];
+	char *orig = addr ? sandlock_mem_read_cstr(call->mem, addr, PATH_MAX) : NULL;
+	if (!orig)
+		return answer(act, -EFAULT);
+	if (!orig[0]) {
+		sandlock_string_free(orig);
+		if (at && ((int)a[4] & AT_EMPTY_PATH)) {
+			sandlock_action_set_continue(act);
+			return true;
+		}
+		return answer(act, -ENOENT);
+	}
+	bool ro;
+	int fd = open_call_path(s, call, dirfd, addr, 0, &ro);
+	long r = 0;
+	char host[PATH_MAX], from[PATH_MAX], rel[PATH_MAX], interp[PATH_MAX];
+	const char *use = host;
+	if (fd < 0) {
+		r = fd;
+	} else {
+		/* An O_PATH fd cannot be read: reopen it for the checks. */
+		char p[64];
+		snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+		struct stat st;
+		int rd = -1;
+		struct sl_caps_saved sv;
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+			r = -EACCES;
+		else if (!fd_host(fd, host, sizeof host))
+			r = -ENOENT;
+		else if (sl_caps_lower(&sv) < 0)
+			r = -EPERM;
+		else {
+			rd = open(p, O_RDONLY | O_CLOEXEC);
+			r = rd < 0 ? -errno : 0;
+			sl_caps_restore(&sv);
+		}
+		int e = r ? 0 : interp_of(rd, interp, sizeof interp);
+		if (!r && !e)
+			e = interp_same(s, interp);
+		if (!r && e)
+			r = -e;
+		if (rd >= 0)
+			close(rd);
+		close(fd);
+	}
+	int cwd = r ? -1 : sl_child_dirfd(call->listener, call->n, AT_FDCWD);
+	/* The relative form is the kernel's only from the cwd (not a dirfd). */
+	if (cwd >= 0 && dirfd == AT_FDCWD && fd_host(cwd, from, sizeof from) &&
+	    relpath(from, host, rel, sizeof rel) &&
+	    strlen(rel) < strlen(host))
+		use = rel;
+	if (cwd >= 0)
+		close(cwd);
+	/* The path string itself may be argv[0] (sh execs "/bin/x" so):
+	 * any rewrite would change what the program sees. */
+	uint64_t over_lo = addr, over_hi = addr + strlen(use) + 1;
+	if (!r && over_hi > over_lo &&
+	    (meets_vec(call, at ? a[2] : a[1], over_lo, over_hi) ||
+	     meets_vec(call, at ? a[3] : a[2], over_lo, over_hi)))
+		r = -ENAMETOOLONG;
+	if (!r && sandlock_mem_write(call->mem, addr, use, strlen(use) + 1) != 0)
+		r = -EFAULT;
+	sandlock_string_free(orig);
+	if (r)
+		return answer(act, r);
+	sandlock_action_set_continue(act);
+	return true;
+}
+
+/* ---------------- deciding ---------------- */
+
+static bool lookup(const struct chroot_state *s, const struct sl_call *call, int dirfd,
+                   uint64_t addr, bool follow, sandlock_action_t *act)
+{
+	bool pass = false;
+	long r = do_lookup(s, call, dirfd, addr, follow, &pass);
+	return pass ? false : answer(act, r);
+}
+
+static bool chroot_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
+{
+	const struct chroot_state *s = state;
+	const uint64_t *a = call->n->args;
+	int nr = call->n->syscall_nr;
+	int d0 = (int)a[0];
+	if (nr == C_open || nr == __NR_openat || nr == __NR_openat2 || nr == C_creat)
+		return sl_open_on_behalf(call, NULL, NULL, act); /* the opener maps it in the view */
+	if (nr == C_stat || nr == C_access || nr == C_readlink || nr == __NR_statfs)
+		return lookup(s, call, AT_FDCWD, a[0], nr != C_readlink, act);
+	if (nr == C_lstat)
+		return lookup(s, call, AT_FDCWD, a[0], false, act);
+	if (nr == __NR_newfstatat || nr == __NR_statx)
+		return lookup(s, call, d0, a[1], !((int)(nr == __NR_statx ? a[2] : a[3]) &
+		                                    AT_SYMLINK_NOFOLLOW), act);
+	if (nr == __NR_faccessat)
+		return lookup(s, call, d0, a[1], true, act);
+	if (nr == __NR_faccessat2)
+		return lookup(s, call, d0, a[1], !((int)a[3] & AT_SYMLINK_NOFOLLOW), act);
+	if (nr == __NR_readlinkat)
+		return lookup(s, call, d0, a[1], false, act);
+	if (nr == __NR_getcwd)
+		return answer(act, do_getcwd(s, call));
+	if (nr == __NR_chdir)
+		return do_chdir(s, call, act);
+	if (nr == __NR_execve || nr == __NR_execveat)
+		return do_exec(s, call, act);
+	if (nr == C_mkdir)
+		return answer(act, do_mkdir(s, call, AT_FDCWD, a[0], (mode_t)a[1]));
+	if (nr == __NR_mkdirat)
+		return answer(act, do_mkdir(s, call, d0, a[1], (mode_t)a[2]));
+	if (nr == C_rmdir)
+		return answer(act, do_unlink(s, call, AT_FDCWD, a[0], AT_REMOVEDIR));
+	if (nr == C_unlink)
+		return answer(act, do_unlink(s, call, AT_FDCWD, a[0], 0));
+	if (nr == __NR_unlinkat)
+		return answer(act, do_unlink(s, call, d0, a[1], (int)a[2]));
+	if (nr == C_symlink)
+		return answer(act, do_symlink(s, call, a[0], AT_FDCWD, a[1]));
+	if (nr == __NR_symlinkat)
+		return answer(act, do_symlink(s, call, a[0], (int)a[1], a[2]));
+	if (nr == C_rename)
+		return answer(act, do_pair(s, call, AT_FDCWD, a[0], AT_FDCWD, a[1], 0, false));
+	if (nr == __NR_renameat)
+		return answer(act, do_pair(s, call, d0, a[1], (int)a[2], a[3], 0, false));
+	if (nr == __NR_renameat2)
+		return answer(act, do_pair(s, call, d0, a[1], (int)a[2], a[3], (unsigned)a[4], false));
+	if (nr == C_link)
+		return answer(act, do_pair(s, call, AT_FDCWD, a[0], AT_FDCWD, a[1], 0, true));
+	if (nr == __NR_linkat) {
+		if ((int)a[4] & ~AT_SYMLINK_FOLLOW)
+			return answer(act, -EINVAL); /* AT_EMPTY_PATH: not supported under chroot yet */
+		return answer(act, do_pair(s, call, d0, a[1], (int)a[2], a[3], 0, true));
+	}
+	if (nr == C_chmod || nr == C_chown || nr == __NR_truncate)
+		return answer(act, do_meta(s, call, AT_FDCWD, a[0], true));
+	if (nr == C_lchown)
+		return answer(act, do_meta(s, call, AT_FDCWD, a[0], false));
+	if (nr == __NR_fchmodat || nr == __NR_fchmodat2 || nr == __NR_fchownat ||
+	    nr == __NR_utimensat) {
+		int fl = (int)(nr == __NR_fchmodat ? 0 : nr == __NR_fchownat ? a[4] : a[3]);
+		if (nr == __NR_utimensat && !a[1])
+			return false; /* futimens: the caller's own fd */
+		if ((fl & AT_EMPTY_PATH) && nr == __NR_fchownat)
+			return false;
+		return answer(act, do_meta(s, call, d0, a[1], !(fl & AT_SYMLINK_NOFOLLOW)));
+	}
+	/* mknod, xattrs by path, utime(s), inotify, handles, chroot: not
+	 * supported under chroot yet (they would name host paths). */
+	return answer(act, -ENOSYS);
+}
+
+static int chroot_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+{
+	if (!cfg->chroot)
+		return 0;
+	for (size_t i = 0; i < sizeof k_nrs / sizeof k_nrs[0]; i++)
+		if (k_nrs[i] >= 0 && sl_nrset_add(out, k_nrs[i]) < 0)
+			return -1;
+	return 0;
+}
+
+static int chroot_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+{
+	*state = NULL;
+	if (!cfg->chroot)
+		return 0; /* off: traps nothing, never decides */
+	struct chroot_state *s = calloc(1, sizeof *s);
+	if (!s) {
+		*msg = strdup("out of memory");
+		return -1;
+	}
+	if (!(s->view = sl_view_new(cfg, msg))) {
+		free(s);
+		return -1;
+	}
+	*state = s;
+	return 0;
+}
+
+static void chroot_free(void *state)
+{
+	struct chroot_state *s = state;
+	if (!s)
+		return;
+	sl_view_free(s->view);
+	free(s);
+}
+
+const struct sl_builtin sl_builtin_chroot = {
+	.name = "chroot",
+	.phase = SL_PHASE_FIRST,
+	.needs_opener = true,
+	.syscalls = chroot_syscalls,
+	.init = chroot_init,
+	.free = chroot_free,
+	.decide = chroot_decide,
+};

@@ -1,0 +1,220 @@
+/*
+ * chroot.c — the guest's view of the filesystem (see chroot.h).
+ *
+ * A guest path is mapped lexically first (normalized, then the longest
+ * mount prefix wins, else the rootfs), and then resolved by the kernel
+ * from that directory's fd with RESOLVE_IN_ROOT: ".." at the top and
+ * absolute symlinks stay inside that directory.  RESOLVE_NO_MAGICLINKS is
+ * always added: a /proc magic link followed in the supervisor would name
+ * the supervisor's objects.  One consequence: a symlink in the rootfs that
+ * points into a mount's virtual path is resolved inside the rootfs (the
+ * mount table is applied to the path as given, not to symlink targets).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "childfd.h"
+#include "chroot.h"
+#include "util.h"
+
+struct view_mount {
+	char *virt, *host;
+	int fd;
+	bool ro;
+};
+
+struct sl_view {
+	char *root;
+	int rootfd;
+	struct view_mount m[SL_MAX_MOUNTS];
+	size_t n;
+	sl_strvec write, deny; /* cfg's fs_write, fs_deny (canonical) */
+};
+
+static int open_dir(const char *p)
+{
+	return sl_fd_high(open(p, O_PATH | O_DIRECTORY | O_CLOEXEC));
+}
+
+struct sl_view *sl_view_new(const struct sandlock_sandbox *cfg, char **msg)
+{
+	struct sl_view *v = calloc(1, sizeof(*v));
+	if (!v || !(v->root = sl_strdup(cfg->chroot))) {
+		free(v);
+		*msg = sl_strdup("out of memory");
+		return NULL;
+	}
+	v->rootfd = open_dir(v->root);
+	bool ok = v->rootfd >= 0;
+	for (size_t i = 0; ok && i < cfg->n_mounts; i++) {
+		struct view_mount *m = &v->m[v->n++];
+		m->virt = sl_strdup(cfg->mounts[i].virt);
+		m->host = sl_strdup(cfg->mounts[i].host);
+		m->ro = cfg->mounts[i].ro;
+		m->fd = m->host ? open_dir(m->host) : -1;
+		ok = m->virt && m->fd >= 0;
+	}
+	for (size_t i = 0; ok && i < cfg->fs_write.n; i++)
+		ok = sl_strvec_push(&v->write, cfg->fs_write.v[i]) == 0;
+	for (size_t i = 0; ok && i < cfg->fs_deny.n; i++)
+		ok = sl_strvec_push(&v->deny, cfg->fs_deny.v[i]) == 0;
+	if (!ok) {
+		*msg = sl_asprintf("chroot '%s': cannot open the view: %s", cfg->chroot,
+		                   strerror(errno ? errno : ENOMEM));
+		sl_view_free(v);
+		return NULL;
+	}
+	return v;
+}
+
+void sl_view_free(struct sl_view *v)
+{
+	if (!v)
+		return;
+	if (v->rootfd >= 0)
+		close(v->rootfd);
+	for (size_t i = 0; i < v->n; i++) {
+		if (v->m[i].fd >= 0)
+			close(v->m[i].fd);
+		free(v->m[i].virt);
+		free(v->m[i].host);
+	}
+	sl_strvec_free(&v->write);
+	sl_strvec_free(&v->deny);
+	free(v->root);
+	free(v);
+}
+
+/* Length of prefix if p is prefix or lies below it, else 0. */
+static size_t below(const char *p, const char *prefix)
+{
+	size_t k = strlen(prefix);
+	if (strcmp(prefix, "/") == 0)
+		return 1;
+	return strncmp(p, prefix, k) == 0 && (p[k] == '/' || p[k] == '\0') ? k : 0;
+}
+
+int sl_view_map(const struct sl_view *v, const char *guest, int *base, char *out, size_t cap,
+                bool *ro)
+{
+	if (guest[0] != '/')
+		return EINVAL;
+	char norm[PATH_MAX];
+	if (snprintf(norm, sizeof norm, "%s", guest) >= (int)sizeof norm)
+		return ENAMETOOLONG;
+	sl_path_normalize(norm);
+	size_t best = 0;
+	const struct view_mount *bm = NULL;
+	for (size_t i = 0; i < v->n; i++) {
+		size_t k = below(norm, v->m[i].virt);
+		if (k > best) {
+			best = k;
+			bm = &v->m[i];
+		}
+	}
+	const char *rest = norm + best;
+	while (*rest == '/')
+		rest++;
+	*base = bm ? bm->fd : v->rootfd;
+	*ro = bm ? bm->ro : false;
+	if (snprintf(out, cap, "%s", *rest ? rest : ".") >= (int)cap)
+		return ENAMETOOLONG;
+	return 0;
+}
+
+bool sl_view_guest(const struct sl_view *v, const char *host, char *out, size_t cap)
+{
+	size_t best = 0;
+	const struct view_mount *bm = NULL;
+	for (size_t i = 0; i < v->n; i++) {
+		size_t k = below(host, v->m[i].host);
+		if (k > best) {
+			best = k;
+			bm = &v->m[i];
+		}
+	}
+	const char *rest;
+	if (bm) {
+		rest = host + best;
+		return snprintf(out, cap, "%s%s", bm->virt, rest) < (int)cap;
+	}
+	size_t k = below(host, v->root);
+	if (!k)
+		return false;
+	rest = strcmp(v->root, "/") == 0 ? host : host + k;
+	return snprintf(out, cap, "%s", *rest ? rest : "/") < (int)cap;
+}
+
+int sl_view_open(const struct sl_view *v, const char *guest, int flags, bool *ro)
+{
+	char rel[PATH_MAX];
+	int base;
+	int e = sl_view_map(v, guest, &base, rel, sizeof rel, ro);
+	if (e)
+		return -e;
+	struct open_how how = {
+		.flags = (uint64_t)(O_CLOEXEC | flags),
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	struct sl_caps_saved sv;
+	if (sl_caps_lower(&sv) < 0)
+		return -EPERM; /* never with more rights than the caller */
+	int fd = (int)syscall(SYS_openat2, base, rel, &how, sizeof how);
+	e = fd < 0 ? errno : 0;
+	sl_caps_restore(&sv);
+	return fd < 0 ? -e : sl_fd_high(fd);
+}
+
+bool sl_view_writable(const struct sl_view *v, const char *host)
+{
+	for (size_t i = 0; i < v->deny.n; i++)
+		if (sl_path_under(host, v->deny.v[i]))
+			return false;
+	for (size_t i = 0; i < v->n; i++)
+		if (v->m[i].ro && sl_path_under(host, v->m[i].host))
+			return false;
+	for (size_t i = 0; i < v->n; i++)
+		if (!v->m[i].ro && sl_path_under(host, v->m[i].host))
+			return true;
+	for (size_t i = 0; i < v->write.n; i++)
+		if (sl_path_under(host, v->write.v[i]))
+			return true;
+	return false;
+}
+
+bool sl_view_fd_guest(const struct sl_view *v, int fd, char *out, size_t cap)
+{
+	char link[64], host[PATH_MAX];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, host, sizeof host - 1);
+	if (n <= 0 || host[0] != '/')
+		return false;
+	host[n] = '\0';
+	return sl_view_guest(v, host, out, cap);
+}
+
+int sl_view_call_path(const struct sl_view *v, int listener, const sandlock_notif_t *n, int dirfd,
+                      const char *path, char *out, size_t cap)
+{
+	if (path[0] == '/')
+		return snprintf(out, cap, "%s", path) < (int)cap ? 0 : ENAMETOOLONG;
+	int fd = sl_child_dirfd(listener, n, dirfd);
+	if (fd < 0)
+		return -fd;
+	char dir[PATH_MAX];
+	bool in = sl_view_fd_guest(v, fd, dir, sizeof dir);
+	close(fd);
+	if (!in)
+		return EACCES; /* a starting point outside the guest's tree */
+	if (snprintf(out, cap, "%s/%s", dir, path) >= (int)cap)
+		return ENAMETOOLONG;
+	return 0;
+}

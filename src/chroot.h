@@ -1,0 +1,50 @@
+/*
+ * chroot.h — the guest's view of the filesystem under a virtual chroot
+ * (cfg->chroot, cfg->mounts): guest paths map to a host directory fd
+ * (the rootfs or a mount's host directory) plus a path to resolve from it
+ * with openat2(RESOLVE_IN_ROOT), so ".." and absolute symlinks never leave
+ * it; host paths map back to guest paths (getcwd, readlink).
+ *
+ * Used by builtins/chroot.c (the path syscalls), the opener (opens on
+ * behalf, opener.c) and the launch (the command and cwd, launch_prepare.c).
+ */
+#ifndef SANDLOCK_CHROOT_H
+#define SANDLOCK_CHROOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+
+struct sl_view;
+
+/* The view of cfg (which must have chroot set).  NULL with *msg (heap). */
+struct sl_view *sl_view_new(const struct sandlock_sandbox *cfg, char **msg);
+void sl_view_free(struct sl_view *v);
+
+/* Where an absolute guest path lives: *base (the view's fd: do not close),
+ * rel (in out, "." for the base itself), *ro (a read-only mount).  The
+ * guest path is normalized lexically first.  0 or an errno. */
+int sl_view_map(const struct sl_view *v, const char *guest, int *base, char *out, size_t cap,
+                bool *ro);
+/* The guest path of a canonical host path (into out), false when the host
+ * path is outside the view. */
+bool sl_view_guest(const struct sl_view *v, const char *host, char *out, size_t cap);
+/* The absolute guest path a call names: path (read from the caller)
+ * relative to its dirfd (AT_FDCWD: its cwd), into out.  EACCES when the
+ * starting point is outside the view.  0 or an errno. */
+int sl_view_call_path(const struct sl_view *v, int listener, const sandlock_notif_t *n, int dirfd,
+                      const char *path, char *out, size_t cap);
+/* The guest path of one of our fds (its /proc/self/fd link), false if
+ * outside the view. */
+bool sl_view_fd_guest(const struct sl_view *v, int fd, char *out, size_t cap);
+/* Open an absolute guest path with flags (e.g. O_PATH | O_NOFOLLOW)
+ * inside the view, by the calling thread with its capabilities lowered
+ * (the caller's DAC rights, but not its Landlock domain: for O_PATH
+ * lookups and files the view's own checks allow).  fd or -errno. */
+int sl_view_open(const struct sl_view *v, const char *guest, int flags, bool *ro);
+/* True if the canonical host path may be written: under a read-write
+ * mount or an fs_write tree of cfg, and not under fs_deny. */
+bool sl_view_writable(const struct sl_view *v, const char *host);
+
+#endif /* SANDLOCK_CHROOT_H */
