@@ -100,6 +100,16 @@ int sl_pause_tree(pid_t init, bool stop)
 	return rc;
 }
 
+void sl_kill_tree(pid_t init, pid_t spare)
+{
+	struct sl_proc *v = malloc(SL_PAUSE_MAX_PROCS * sizeof(*v));
+	int n = v ? sl_tree_list(init, v, SL_PAUSE_MAX_PROCS) : -1;
+	for (int i = 0; i < n && i < SL_PAUSE_MAX_PROCS; i++)
+		if (v[i].pid != spare)
+			signal_one(&v[i], SIGKILL);
+	free(v);
+}
+
 /* ---------------- freezing around one trapped call ---------------- */
 
 /* Rounds of scan + SIGSTOP of a freeze (x 100 us: at most 1 s), and of

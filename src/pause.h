@@ -26,6 +26,14 @@ extern bool sl_pause_freezer;
 int sl_pause_tree(pid_t init, bool stop);
 
 /*
+ * SIGKILL every descendant of init but spare, in one scan, so that a kill
+ * verdict ends the sandbox before its caller's death can wake a parent
+ * (a shell waiting for it would otherwise run on until init's sweep).
+ * Best effort: init's own kill sweeps whatever forked meanwhile.
+ */
+void sl_kill_tree(pid_t init, pid_t spare);
+
+/*
  * A freeze for one trapped call of thread `except` (builtins/policy.c):
  * SIGSTOP every descendant of init, and wait until every THREAD of them
  * but `except` is stopped (or dead, or in an uninterruptible wait), so no

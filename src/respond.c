@@ -22,6 +22,7 @@
 #include "compat.h"
 #include "handler.h"
 #include "init.h"
+#include "pause.h"
 #include "respond.h"
 
 static void send_resp(struct sl_responder *s, uint64_t id, int64_t val, int32_t error,
@@ -72,7 +73,9 @@ static void signal_caller(struct sl_responder *s, const sandlock_notif_t *n, int
  * first (the command dies of sig, as reported), then init is asked.  The
  * group gets no SIGKILL from here: it would kill init before it could
  * act (init ignores any other signal); run.c falls back to killpg if init
- * does not answer.
+ * does not answer.  A SIGKILL goes to every other descendant of init
+ * first and to the caller last (sl_kill_tree), so no parent woken by the
+ * caller's death runs another step before init's sweep.
  */
 static void kill_sandbox(struct sl_responder *s, const sandlock_notif_t *n, int sig)
 {
@@ -81,6 +84,8 @@ static void kill_sandbox(struct sl_responder *s, const sandlock_notif_t *n, int 
 	/* Record first so the run reports KILLED even if it reaps at once. */
 	atomic_store(&s->kill_sig, sig);
 	atomic_store(&s->killed, 1);
+	if (sig == SIGKILL && s->init > 1)
+		sl_kill_tree(s->init, (pid_t)n->pid); /* the rest first, the caller last */
 	if ((pid_t)n->pid != s->init) /* init's own call: init ends it all below */
 		signal_caller(s, n, sig);
 	if (s->init > 1) {
