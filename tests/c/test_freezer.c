@@ -12,36 +12,7 @@
 #include "cglimits.h" /* sl_cglimits_no_cpu_group: max_cpu by the throttle */
 #include "pause.h" /* sl_pause_freezer: force the fallback */
 
-/* utime + stime of pid in clock ticks, or -1. */
-static long long cpu_ticks(pid_t pid)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	unsigned long long ut, st;
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-	                 &st) != 2)
-		return -1;
-	return (long long)(ut + st);
-}
 
-static bool cpu_advances(pid_t pid)
-{
-	long long t0 = cpu_ticks(pid);
-	for (int i = 0; i < 200 && t0 >= 0; i++) {
-		tu_sleep_ms(20);
-		if (cpu_ticks(pid) > t0)
-			return true;
-	}
-	return false;
-}
 
 /* "State:" of /proc/PID/status, e.g. "T (stopped)". */
 static void status_state(pid_t pid, char *out, size_t len)
@@ -100,17 +71,17 @@ TEST(pause_freezes_the_runs_v2_group_when_it_has_one)
 		end(h, sb, pid);
 		SKIP("the run has no cgroup v2 group here");
 	}
-	CHECK(!tu_group_frozen(dir) && cpu_advances(pid)); /* the control */
+	CHECK(!tu_group_frozen(dir) && tu_cpu_advances(pid, 200)); /* the control */
 	CHECK_EQ_INT(sandlock_handle_pause(h), 0);
 	CHECK(tu_group_frozen(dir));
 	status_state(pid, state, sizeof state);
 	CHECK(state[0] && strncmp(state, "T", 1) != 0); /* frozen, not stopped */
-	long long t0 = cpu_ticks(pid);
+	long long t0 = tu_cpu_ticks(pid);
 	tu_sleep_ms(300);
-	CHECK(cpu_ticks(pid) == t0);
+	CHECK(tu_cpu_ticks(pid) == t0);
 	CHECK_EQ_INT(sandlock_handle_resume(h), 0);
 	CHECK(!tu_group_frozen(dir));
-	CHECK(cpu_advances(pid));
+	CHECK(tu_cpu_advances(pid, 200));
 	/* paused again, then killed: the kill thaws init to end the tree */
 	CHECK_EQ_INT(sandlock_handle_pause(h), 0);
 	CHECK(tu_group_frozen(dir));
@@ -125,17 +96,17 @@ TEST(without_the_freezer_pause_falls_back_to_sigstop)
 	REQUIRE(h);
 	pid_t pid = sandlock_handle_pid(h);
 	char dir[1024], state[64];
-	CHECK(cpu_advances(pid));
+	CHECK(tu_cpu_advances(pid, 200));
 	CHECK_EQ_INT(sandlock_handle_pause(h), 0);
 	status_state(pid, state, sizeof state);
 	CHECK(strncmp(state, "T (stopped)", 11) == 0);
 	if (tu_v2_group(pid, dir, sizeof dir))
 		CHECK(!tu_group_frozen(dir));
-	long long t0 = cpu_ticks(pid);
+	long long t0 = tu_cpu_ticks(pid);
 	tu_sleep_ms(300);
-	CHECK(cpu_ticks(pid) == t0);
+	CHECK(tu_cpu_ticks(pid) == t0);
 	CHECK_EQ_INT(sandlock_handle_resume(h), 0);
-	CHECK(cpu_advances(pid));
+	CHECK(tu_cpu_advances(pid, 200));
 	CHECK_EQ_INT(sandlock_handle_pause(h), 0);
 	end(h, sb, pid);
 }
@@ -181,7 +152,7 @@ TEST(a_frozen_sandbox_stays_frozen_under_the_throttle)
 		SKIP("the run has no cgroup v2 group here");
 	}
 	for (int round = 0; round < 3; round++) {
-		CHECK(cpu_advances(pid)); /* throttled, but running */
+		CHECK(tu_cpu_advances(pid, 200)); /* throttled, but running */
 		tu_sleep_ms(130); /* some throttle cycles, so it may be mid-stop */
 		CHECK_EQ_INT(sandlock_handle_pause(h), 0);
 		CHECK(tu_group_frozen(dir));
@@ -192,6 +163,6 @@ TEST(a_frozen_sandbox_stays_frozen_under_the_throttle)
 		CHECK_EQ_INT(sandlock_handle_resume(h), 0);
 		CHECK(!tu_group_frozen(dir));
 	}
-	CHECK(cpu_advances(pid));
+	CHECK(tu_cpu_advances(pid, 200));
 	end(h, sb, pid);
 }

@@ -47,38 +47,7 @@ static bool gone(pid_t pid)
 	return pid > 0 && kill(pid, 0) < 0 && errno == ESRCH;
 }
 
-/* utime + stime of pid in clock ticks (fields 14 and 15), or -1. */
-static long long cpu_ticks(pid_t pid)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	unsigned long long ut, st;
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-	                 &st) != 2)
-		return -1;
-	return (long long)(ut + st);
-}
 
-/* Wait (bounded by tries) until pid has used more CPU than before. */
-static bool cpu_advances(pid_t pid, int tries)
-{
-	long long t0 = cpu_ticks(pid);
-	for (int i = 0; i < tries && t0 >= 0; i++) {
-		tu_sleep_ms(20);
-		if (cpu_ticks(pid) > t0)
-			return true;
-	}
-	return false;
-}
 
 static sandlock_result_t *wait_ok(sandlock_handle_t *h)
 {
@@ -316,19 +285,19 @@ TEST(pause_stops_the_whole_tree_and_resume_continues)
 	pid_t grandchild = (pid_t)atoi(a), cmd = (pid_t)atoi(b);
 	REQUIRE(grandchild > 0 && cmd == sandlock_handle_pid(h));
 	/* Control: both really burn CPU before the pause. */
-	CHECK(cpu_advances(grandchild, 200));
-	CHECK(cpu_advances(cmd, 200));
+	CHECK(tu_cpu_advances(grandchild, 200));
+	CHECK(tu_cpu_advances(cmd, 200));
 	CHECK_EQ_INT(sandlock_handle_pause(h), 0);
 	CHECK(tu_paused(grandchild));
 	CHECK(tu_paused(cmd));
-	long long g0 = cpu_ticks(grandchild), c0 = cpu_ticks(cmd);
+	long long g0 = tu_cpu_ticks(grandchild), c0 = tu_cpu_ticks(cmd);
 	tu_sleep_ms(300);
-	CHECK_EQ_INT(cpu_ticks(grandchild), g0);
-	CHECK_EQ_INT(cpu_ticks(cmd), c0);
+	CHECK_EQ_INT(tu_cpu_ticks(grandchild), g0);
+	CHECK_EQ_INT(tu_cpu_ticks(cmd), c0);
 	CHECK(sandlock_handle_is_running(h)); /* paused is not ended */
 	CHECK_EQ_INT(sandlock_handle_resume(h), 0);
-	CHECK(cpu_advances(grandchild, 200));
-	CHECK(cpu_advances(cmd, 200));
+	CHECK(tu_cpu_advances(grandchild, 200));
+	CHECK(tu_cpu_advances(cmd, 200));
 	CHECK_EQ_INT(sandlock_handle_kill(h), 0);
 	sandlock_result_t *r = wait_ok(h);
 	REQUIRE(r);

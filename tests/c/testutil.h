@@ -211,6 +211,39 @@ static inline void tu_sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+/* utime + stime of pid in clock ticks (fields 14 and 15 of
+ * /proc/PID/stat), or -1. */
+static inline long long tu_cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	unsigned long long ut, st;
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+	                 &st) != 2)
+		return -1;
+	return (long long)(ut + st);
+}
+
+/* Wait (bounded: tries x 20 ms) until pid has used more CPU than before. */
+static inline bool tu_cpu_advances(pid_t pid, int tries)
+{
+	long long t0 = tu_cpu_ticks(pid);
+	for (int i = 0; i < tries && t0 >= 0; i++) {
+		tu_sleep_ms(20);
+		if (tu_cpu_ticks(pid) > t0)
+			return true;
+	}
+	return false;
+}
+
 /* Run argv without any sandbox (the control of a hostile probe); its
  * first output line, in a static buffer. */
 static inline const char *tu_outside_line(const char *const *argv)

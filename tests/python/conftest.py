@@ -1,6 +1,7 @@
 """Shared fixtures for the sandlock Python tests (pytest)."""
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -80,3 +81,12 @@ def paused(pid):
         return True
     with open("/proc/%d/stat" % pid) as f:
         return f.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+@pytest.fixture
+def runtime():
+    """A private XDG_RUNTIME_DIR, so tests never see each other's runs."""
+    d = tempfile.mkdtemp(prefix="sandlock-xdg-")
+    os.chmod(d, 0o700)
+    yield d, dict(os.environ, XDG_RUNTIME_DIR=d)
+    subprocess.run(["rm", "-rf", d])

@@ -5,7 +5,6 @@ import os
 import socket
 import stat
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -18,16 +17,6 @@ BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
 SANDLOCK = str(BUILD / "sandlock")
 SYS_RO = [a for d in ("/usr", "/bin", "/lib", "/lib64", "/etc") if os.path.exists(d)
           for a in ("-r", d)]
-
-
-@pytest.fixture
-def runtime():
-    """A private XDG_RUNTIME_DIR, so tests never see each other's runs."""
-    d = tempfile.mkdtemp(prefix="sandlock-xdg-")
-    os.chmod(d, 0o700)
-    env = dict(os.environ, XDG_RUNTIME_DIR=d)
-    yield d, env
-    subprocess.run(["rm", "-rf", d])
 
 
 def cli(env, *args):

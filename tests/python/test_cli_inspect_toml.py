@@ -19,15 +19,6 @@ SYS_RO = [a for d in ("/usr", "/bin", "/lib", "/lib64", "/etc") if os.path.exist
 
 
 @pytest.fixture
-def runtime():
-    """A private XDG_RUNTIME_DIR, so tests never see each other's runs."""
-    d = tempfile.mkdtemp(prefix="sandlock-xdg-")
-    os.chmod(d, 0o700)
-    yield dict(os.environ, XDG_RUNTIME_DIR=d)
-    subprocess.run(["rm", "-rf", d])
-
-
-@pytest.fixture
 def dirs():
     """A readable dir with a file, a sibling dir not granted, a cwd elsewhere."""
     root = tempfile.mkdtemp(prefix="sandlock-toml-")
@@ -70,7 +61,7 @@ def stop(env, name, p):
 
 
 def test_inspect_toml_round_trips_the_policy(runtime, dirs):
-    env = runtime
+    env = runtime[1]
     # a relative -r path: the profile must still mean it from another directory
     flags = SYS_RO + ["-r", "granted", "--max-open-files", "37", "--env", "MARK=from-profile"]
     p, info = start(env, "pol", flags, ["sleep", "1000"], cwd=dirs)
@@ -108,7 +99,7 @@ def test_inspect_toml_round_trips_the_policy(runtime, dirs):
 
 
 def test_inspect_toml_names_what_a_profile_cannot_hold(runtime, dirs):
-    env = runtime
+    env = runtime[1]
     p, _ = start(env, "lossy", SYS_RO + ["--timeout", "500"], ["sleep", "1000"], cwd=dirs)
     try:
         r = cli(env, "inspect", "lossy", "--toml")
@@ -120,10 +111,10 @@ def test_inspect_toml_names_what_a_profile_cannot_hold(runtime, dirs):
 
 
 def test_inspect_toml_bad_use(runtime):
-    r = cli(runtime, "inspect", "nobody-here", "--toml")
+    r = cli(runtime[1], "inspect", "nobody-here", "--toml")
     assert r.returncode == 1 and r.stdout == ""
     assert "no running sandbox named 'nobody-here'" in r.stderr
-    r = cli(runtime, "inspect", "x", "--json", "--toml")
+    r = cli(runtime[1], "inspect", "x", "--json", "--toml")
     assert r.returncode == 125 and "Usage" in r.stderr
-    r = cli(runtime, "inspect", "x", "--yaml")
+    r = cli(runtime[1], "inspect", "x", "--yaml")
     assert r.returncode == 125 and "'--yaml'" in r.stderr
