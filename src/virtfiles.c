@@ -340,7 +340,8 @@ static uint64_t read_num(const char *path)
 /*
  * The memory charged to the cgroup of thread tid (bytes): memory.current
  * of its v2 group, else memory.usage_in_bytes of its v1 memory group, at
- * their usual mount points; 0 if unknown (the budget then counts as unused).
+ * their usual mount points, when that group is the run's own (named
+ * sandlock-*, cgroup.c); 0 if unknown (the budget then counts as unused).
  */
 static uint64_t cgroup_used(pid_t tid)
 {
@@ -354,6 +355,10 @@ static uint64_t cgroup_used(pid_t tid)
 		if (!c2 || c2[1] != '/')
 			continue;
 		*c2 = '\0';
+		const char *leaf = strrchr(c2 + 1, '/');
+		if (strncmp(leaf + 1, "sandlock-", 9) != 0)
+			continue; /* not the run's own group (none could be made): the
+			           * caller's group holds far more than the sandbox */
 		if (c1[1] == '\0') { /* "0::/path": cgroup v2 */
 			snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.current", c2 + 1);
 			v = read_num(path);
