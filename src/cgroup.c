@@ -267,16 +267,9 @@ void sl_cgroup_destroy(struct sl_cgroup *cg)
  */
 bool sl_cgroup_frozen(int dirfd)
 {
-	int fd = openat(dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
 	char buf[256];
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	return strstr(buf, "frozen 1") != NULL;
+	return sl_read_small_at(dirfd, "cgroup.events", buf, sizeof buf) > 0 &&
+	       strstr(buf, "frozen 1") != NULL;
 }
 
 int sl_cgroup_freeze(const struct sl_cgroup *cg, bool freeze)

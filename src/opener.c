@@ -552,15 +552,9 @@ static bool parse_ids(const char *st, const char *key, unsigned long *eff, unsig
  * would the caller) and take its umask.  0 or an errno. */
 static int caller_creds(int piddir, mode_t *umask_out)
 {
-	int fd = openat(piddir, "status", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return ESRCH;
 	char buf[4096];
-	ssize_t len = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (len <= 0)
+	if (sl_read_small_at(piddir, "status", buf, sizeof buf) < 0)
 		return ESRCH;
-	buf[len] = 0;
 	unsigned long eu, fu, eg, fg;
 	if (!parse_ids(buf, "\nUid:", &eu, &fu) || !parse_ids(buf, "\nGid:", &eg, &fg))
 		return EPERM;

@@ -133,6 +133,22 @@ int64_t sl_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+ssize_t sl_read_small_at(int dirfd, const char *name, char *buf, size_t cap)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || cap == 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	ssize_t n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
 bool sl_path_under(const char *path, const char *root)
 {
 	size_t n = strlen(root);

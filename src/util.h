@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #endif
 #include <stdbool.h>
+#include <sys/types.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +37,12 @@ void sl_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* "sa
  * into the command as its stdio).  -1 (fd closed) if no fd is free above 2.
  */
 int sl_fd_high(int fd);
+
+/* The start of file name (relative to dirfd) in buf, NUL-terminated: at
+ * most cap - 1 bytes, one read (enough for /proc and cgroup files, which
+ * the kernel hands over whole).  The length, or -1 when it cannot be
+ * opened or read, or is empty. */
+ssize_t sl_read_small_at(int dirfd, const char *name, char *buf, size_t cap);
 
 /* True if the canonical path is root or lies below it, compared
  * component-wise (/tmp/ab is not below /tmp/a). */

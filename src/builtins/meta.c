@@ -69,6 +69,7 @@
 #include "../caps.h"
 #include "../childfd.h"
 #include "../childmem.h"
+#include "../util.h"
 #include "builtin.h"
 
 #define XATTR_NAME_LEN 255     /* XATTR_NAME_MAX */
@@ -396,15 +397,9 @@ static bool parse_ids(const char *status, const char *key, unsigned long *eff,
  * them and, without capabilities, cannot change them). */
 static bool same_credentials(int piddir)
 {
-	int fd = openat(piddir, "status", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
 	char buf[4096];
-	ssize_t len = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (len <= 0)
+	if (sl_read_small_at(piddir, "status", buf, sizeof buf) < 0)
 		return false;
-	buf[len] = 0;
 	unsigned long eu, fu, eg, fg;
 	if (!parse_ids(buf, "\nUid:", &eu, &fu) || !parse_ids(buf, "\nGid:", &eg, &fg))
 		return false;
