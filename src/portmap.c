@@ -67,26 +67,26 @@ int sl_portmap_add(struct sl_portmap *m, uint16_t virt, uint16_t real)
 	return rc;
 }
 
-uint16_t sl_portmap_real(struct sl_portmap *m, uint16_t virt)
+/* The other side of the pair whose real (or virtual) port is port; 0. */
+static uint16_t other_side(struct sl_portmap *m, uint16_t port, bool by_real)
 {
 	uint16_t r = 0;
 	pthread_mutex_lock(&m->mu);
 	for (size_t i = 0; i < m->n && !r; i++)
-		if (m->v[i].virt == virt)
-			r = m->v[i].real;
+		if ((by_real ? m->v[i].real : m->v[i].virt) == port)
+			r = by_real ? m->v[i].virt : m->v[i].real;
 	pthread_mutex_unlock(&m->mu);
 	return r;
 }
 
+uint16_t sl_portmap_real(struct sl_portmap *m, uint16_t virt)
+{
+	return other_side(m, virt, false);
+}
+
 uint16_t sl_portmap_virt(struct sl_portmap *m, uint16_t real)
 {
-	uint16_t v = 0;
-	pthread_mutex_lock(&m->mu);
-	for (size_t i = 0; i < m->n && !v; i++)
-		if (m->v[i].real == real)
-			v = m->v[i].virt;
-	pthread_mutex_unlock(&m->mu);
-	return v;
+	return other_side(m, real, true);
 }
 
 size_t sl_portmap_remapped(struct sl_portmap *m, uint16_t *virt, uint16_t *real, size_t max)
