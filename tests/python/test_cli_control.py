@@ -19,14 +19,20 @@ SYS_RO = [a for d in ("/usr", "/bin", "/lib", "/lib64", "/etc") if os.path.exist
           for a in ("-r", d)]
 
 
-def cli(env, *args):
+def cli(env, *args, cwd=None):
     return subprocess.run([SANDLOCK, *args], env=env, capture_output=True, text=True,
-                          timeout=60)
+                          timeout=60, cwd=cwd)
 
 
 def start(env, name, *cmd):
-    p = subprocess.Popen([SANDLOCK, "run", "--name", name, *SYS_RO, "--", *cmd], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return start_named(env, name, SYS_RO, cmd)
+
+
+def start_named(env, name, flags, cmd, cwd=None):
+    """`sandlock run --name NAME FLAGS -- CMD`, once its control socket
+    answers: (the Popen, its `inspect --json`).  Also test_cli_inspect_toml's."""
+    p = subprocess.Popen([SANDLOCK, "run", "--name", name, *flags, "--", *cmd], env=env,
+                         cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     for _ in range(1000):  # until its socket answers (bounded)
         r = cli(env, "inspect", name, "--json")
         if r.returncode == 0:

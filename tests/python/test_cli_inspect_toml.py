@@ -1,21 +1,14 @@
 """`sandlock inspect NAME --toml`: a running sandbox's policy as a profile,
 which `run --profile-file` loads back into the same policy."""
-import json
 import os
 import subprocess
 import tempfile
-import time
-from pathlib import Path
 
 import pytest
 
 from conftest import alive
+from test_cli_control import SYS_RO, cli, start_named as start
 
-REPO = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
-SANDLOCK = str(BUILD / "sandlock")
-SYS_RO = [a for d in ("/usr", "/bin", "/lib", "/lib64", "/etc") if os.path.exists(d)
-          for a in ("-r", d)]
 
 
 @pytest.fixture
@@ -30,25 +23,6 @@ def dirs():
     os.chmod(root, 0o755)
     yield root
     subprocess.run(["rm", "-rf", root])
-
-
-def cli(env, *args, cwd=None):
-    return subprocess.run([SANDLOCK, *args], env=env, capture_output=True, text=True,
-                          timeout=60, cwd=cwd)
-
-
-def start(env, name, flags, cmd, cwd):
-    p = subprocess.Popen([SANDLOCK, "run", "--name", name, *flags, "--", *cmd], env=env,
-                         cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    for _ in range(1000):  # until its socket answers (bounded)
-        r = cli(env, "inspect", name, "--json")
-        if r.returncode == 0:
-            return p, json.loads(r.stdout)
-        if p.poll() is not None:
-            pytest.fail("run --name exited: %r" % (p.communicate(),))
-        time.sleep(0.01)
-    p.kill()
-    pytest.fail("the control socket never answered")
 
 
 def stop(env, name, p):
