@@ -785,7 +785,19 @@ class Sandbox:
     with ENOSPC.  ``dry_run(cmd)`` runs and reports the changes without
     applying them.  ``workdir`` does not set the command's cwd.  A commit
     that finds a real file changed meanwhile leaves that change out and
-    raises BranchConflictError (the staged layer is kept)."""
+    raises BranchConflictError (the staged layer is kept).
+
+    ``port_remap=True`` gives the sandbox its own TCP port space: binds
+    are performed by the supervisor, on another real port when the asked
+    one is taken; the guest sees its own ports, and ``ports()`` returns
+    the {virtual: real} map while it runs.  ``chroot`` (a directory) is
+    the guest's ``/`` (README "Virtual chroot"), with ``fs_mount``
+    ({virtual path: host dir}, read-write; read-only mounts only from the
+    CLI's ``--fs-mount V:H:ro`` or C) showing host directories inside it.  ``policy_fn(event, ctx)`` decides exec,
+    network, fork and exit events while the call waits and may tighten
+    the policy at run time (README "Dynamic policy": SyscallEvent,
+    PolicyContext, verdicts).  ``init_fn`` / ``work_fn`` are the template
+    and clone callables of ``fork(n)`` (README "Fork and reduce")."""
 
     fs_readable = _Field(_path_list)
     fs_writable = _Field(_path_list)
