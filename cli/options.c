@@ -42,7 +42,7 @@ const struct cli_opt cli_run_opts[] = {
 	{ OPT_DETERMINISTIC_DIRS, 0, "deterministic-dirs", NULL, NULL, NULL, "directory listings sorted by name" },
 	{ OPT_CHROOT, 0, "chroot", NULL, "ROOTFS", "Virtual chroot:", "the guest sees ROOTFS as / (paths resolved inside it, no privilege needed)" },
 	{ OPT_FS_MOUNT, 0, "fs-mount", NULL, "VIRT:HOST[:ro]", NULL, "under --chroot, show host directory HOST at guest path VIRT (repeatable)" },
-	{ OPT_WORKDIR, 0, "workdir", NULL, "DIR", "Copy-on-write workdir (writes under DIR are staged, then committed or thrown away):", "stage every write under DIR (does not set the cwd)" },
+	{ OPT_WORKDIR, 0, "workdir", NULL, "DIR", "Copy-on-write workdir (writes under DIR are staged, then committed or thrown away):", "stage every write under DIR (does not set the cwd; with --chroot: the rootfs or a mount's host directory)" },
 	{ OPT_FS_STORAGE, 0, "fs-storage", NULL, "DIR", NULL, "make the staging layer in DIR (default: a temporary directory)" },
 	{ OPT_ON_EXIT, 0, "on-exit", NULL, "ACTION", NULL, "after success: commit (default), abort or keep" },
 	{ OPT_ON_ERROR, 0, "on-error", NULL, "ACTION", NULL, "after a failure: abort (default), commit or keep" },

@@ -577,7 +577,10 @@ sandlock_result_t *sandlock_reduce(const sandlock_sandbox_t *sb, const char *con
 
 /* ================= copy-on-write workdir ================= */
 enum { SANDLOCK_BRANCH_COMMIT = 0, SANDLOCK_BRANCH_ABORT = 1, SANDLOCK_BRANCH_KEEP = 2 };
-/* Writes under dir are staged, never applied to it during the run. */
+/* Writes under dir are staged, never applied to it during the run; paths
+ * (symlinks too) resolve in the merged view.  With chroot, dir is the
+ * rootfs (or a directory of it) or a read-write fs_mount's host directory,
+ * seen through guest paths; anything else fails at build. */
 sandlock_builder_t *sandlock_sandbox_builder_workdir(sandlock_builder_t *b, const char *dir);
 /* Where the upper layers live (default: a private directory in $TMPDIR). */
 sandlock_builder_t *sandlock_sandbox_builder_fs_storage(sandlock_builder_t *b, const char *dir);

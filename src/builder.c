@@ -743,6 +743,57 @@ static int check_writable(const struct sandlock_sandbox *c, int *err, char **msg
  * and is refused).  The storage must be unreachable to the child: denied
  * when it lies inside a grant.
  */
+/* The fs_mount whose host directory holds path (the deepest), or NULL. */
+static const struct sl_mount *mount_holding(const struct sandlock_sandbox *c, const char *path)
+{
+	const struct sl_mount *in = NULL;
+	for (size_t i = 0; i < c->n_mounts; i++)
+		if (path_within(path, c->mounts[i].host) &&
+		    (!in || strlen(c->mounts[i].host) > strlen(in->host)))
+			in = &c->mounts[i];
+	return in;
+}
+
+/*
+ * Under chroot the COW layer works on what the guest sees: workdir must
+ * be in its view (the rootfs or a directory of it, or a read-write
+ * mount's host directory), seen at one guest path, and no other mount's
+ * host directory may lie inside it (the same files at two guest places).
+ */
+static int chroot_workdir(const struct sandlock_sandbox *c, int *err, char **msg)
+{
+	const struct sl_mount *in = mount_holding(c, c->workdir);
+	if (!in && !path_within(c->workdir, c->chroot))
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID,
+		               "workdir '%s': with chroot it must be the rootfs, a directory in it, "
+		               "or an fs_mount's host directory", c->workdir);
+	if (in && in->ro)
+		return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
+		               "workdir '%s' is inside the read-only fs_mount '%s'", c->workdir, in->virt);
+	if (in && strcmp(in->host, c->workdir) != 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
+		               "workdir '%s' is inside the read-write fs_mount '%s', which could write "
+		               "it: make workdir the mount's host directory '%s'", c->workdir, in->virt,
+		               in->host);
+	char g[PATH_MAX];
+	const char *rest = c->workdir + strlen(in ? in->host : c->chroot);
+	snprintf(g, sizeof g, "%s%s", in ? in->virt : "", *rest || in ? rest : "/");
+	for (size_t i = 0; i < c->n_mounts; i++) {
+		const struct sl_mount *m = &c->mounts[i];
+		if (m == in)
+			continue;
+		if (path_within(m->host, c->workdir))
+			return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
+			               "fs_mount '%s': its host directory '%s' is inside workdir '%s'",
+			               m->virt, m->host, c->workdir);
+		if (path_within(g, m->virt) && (!in || strlen(m->virt) > strlen(in->virt)))
+			return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
+			               "workdir '%s' (guest '%s') is hidden by fs_mount '%s'", c->workdir,
+			               g, m->virt);
+	}
+	return 0;
+}
+
 static int setup_workdir(sandlock_builder_t *b, int *err, char **msg)
 {
 	struct sandlock_sandbox *c = &b->cfg;
@@ -754,6 +805,8 @@ static int setup_workdir(sandlock_builder_t *b, int *err, char **msg)
 	if (!c->workdir || stat(c->workdir, &st) < 0 || !S_ISDIR(st.st_mode))
 		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "workdir '%s': not a directory",
 		               b->raw_workdir);
+	if (c->chroot && chroot_workdir(c, err, msg) < 0)
+		return -1;
 	if (b->raw_storage) {
 		c->fs_storage = realpath(b->raw_storage, NULL);
 		if (!c->fs_storage)
@@ -860,7 +913,7 @@ static int chroot_cwd(sandlock_builder_t *b, int *err, char **msg)
 /*
  * The virtual chroot: the rootfs is granted read (+exec) to Landlock, each
  * mount's host directory read or read-write; fs_read/fs_write/fs_deny stay
- * host paths.  The COW layer over the rootfs is not there yet: refused.
+ * host paths.  A workdir under chroot is checked by chroot_workdir.
  */
 static int setup_chroot(sandlock_builder_t *b, int *err, char **msg)
 {
@@ -868,9 +921,6 @@ static int setup_chroot(sandlock_builder_t *b, int *err, char **msg)
 	if (!b->raw_chroot)
 		return b->n_raw_mounts ? sl_fail(err, msg, SANDLOCK_ERR_INVALID,
 		                                 "fs_mount '%s' needs chroot", b->raw_mounts[0].virt) : 0;
-	if (b->raw_workdir)
-		return sl_fail(err, msg, SANDLOCK_ERR_UNSUPPORTED,
-		               "chroot with workdir (COW over the rootfs) is not supported yet");
 	c->chroot = realpath(b->raw_chroot, NULL);
 	struct stat st;
 	if (!c->chroot || stat(c->chroot, &st) < 0 || !S_ISDIR(st.st_mode))

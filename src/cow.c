@@ -10,9 +10,12 @@
  * whited out one by one first; recreating it lifts only its own whiteout
  * and the old children stay hidden (no "opaque" directories needed).
  *
- * Every lookup inside a layer goes through openat2(RESOLVE_BENEATH) from
- * that layer's root fd: a symlink or ".." cannot lead outside it (such
- * paths fail with EXDEV rather than reach another tree).
+ * Every lookup inside a layer goes through openat2(RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS) from that layer's root fd.  Rel paths are
+ * canonical in the merged view (cowpath.c resolved every symlink), so a
+ * symlink met inside one layer is never to be followed there: the other
+ * layer may shadow it.  A real symlink where the view has a directory
+ * hides what lies behind it (ELOOP is taken as ENOENT).
  *
  * Conflicts: the first time a real path is shadowed (copied up, deleted,
  * renamed over, created) its lstat is remembered; at commit a real file
@@ -100,7 +103,7 @@ static int open_beneath(int root, const char *rel, int flags, mode_t mode)
 	struct open_how how = { 0 };
 	how.flags = (uint64_t)(flags | O_CLOEXEC);
 	how.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0;
-	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS;
 	long fd = syscall(__NR_openat2, root, arg(rel), &how, sizeof how);
 	return fd < 0 ? -errno : (int)fd;
 }
@@ -431,7 +434,9 @@ enum sl_cow_where sl_cow_lookup(struct sl_cow *c, const char *rel, bool follow, 
 	r = layer_stat(c->lower_fd, rel, follow, st);
 	if (r == 0)
 		return SL_COW_LOWER;
-	*e = -r;
+	/* A real symlink on the way where the view has a directory (the
+	 * guest replaced it): the real entries behind it are not shown. */
+	*e = r == -ELOOP ? ENOENT : -r;
 	return SL_COW_NONE;
 }
 
@@ -442,7 +447,31 @@ bool sl_cow_untouched(const struct sl_cow *c)
 
 bool sl_cow_lower_dir(struct sl_cow *c, const char *rel, struct stat *st)
 {
-	return !hidden(c, rel) && layer_stat(c->lower_fd, rel, true, st) == 0 && S_ISDIR(st->st_mode);
+	return !hidden(c, rel) && layer_stat(c->lower_fd, rel, false, st) == 0 && S_ISDIR(st->st_mode);
+}
+
+int sl_cow_lower_lstat(struct sl_cow *c, const char *rel, struct stat *st)
+{
+	return layer_stat(c->lower_fd, rel, false, st);
+}
+
+ssize_t sl_cow_readlink(struct sl_cow *c, const char *rel, bool upper, char *buf, size_t cap)
+{
+	int fd = open_beneath(upper ? c->upper_fd : c->lower_fd, rel, O_PATH | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return fd;
+	ssize_t n = readlinkat(fd, "", buf, cap - 1);
+	int e = errno;
+	close(fd);
+	if (n < 0)
+		return -e;
+	buf[n] = '\0';
+	return n;
+}
+
+bool sl_cow_lower_path(const struct sl_cow *c, const char *rel, char *buf, size_t cap)
+{
+	return snprintf(buf, cap, "%s%s%s", c->lower, rel[0] ? "/" : "", rel) < (int)cap;
 }
 
 /* The parent of rel must be a directory in the merged view. */
@@ -630,7 +659,7 @@ static int list_layer(struct sl_cow *c, int root, const char *rel, bool lower, s
 {
 	int fd = open_beneath(root, rel, O_RDONLY | O_DIRECTORY, 0);
 	if (fd < 0)
-		return fd == -ENOENT || fd == -ENOTDIR ? 0 : fd;
+		return fd == -ENOENT || fd == -ENOTDIR || fd == -ELOOP ? 0 : fd;
 	DIR *d = fdopendir(fd);
 	if (!d) {
 		close(fd);

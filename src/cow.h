@@ -53,6 +53,13 @@ enum sl_cow_where sl_cow_lookup(struct sl_cow *c, const char *rel, bool follow, 
 bool sl_cow_untouched(const struct sl_cow *c);
 /* True if the real tree shows a directory at rel (not whited out). */
 bool sl_cow_lower_dir(struct sl_cow *c, const char *rel, struct stat *st);
+/* lstat of the real rel, whiteouts ignored (what the kernel would see). */
+int sl_cow_lower_lstat(struct sl_cow *c, const char *rel, struct stat *st);
+/* The target of the symlink rel in the upper (upper) or real layer, into
+ * buf (NUL-terminated): its length, or -errno. */
+ssize_t sl_cow_readlink(struct sl_cow *c, const char *rel, bool upper, char *buf, size_t cap);
+/* The real tree's host path of rel (workdir + "/" + rel) into buf. */
+bool sl_cow_lower_path(const struct sl_cow *c, const char *rel, char *buf, size_t cap);
 
 /* The operations; each returns an fd / 0, or -errno, as the syscall would. */
 int sl_cow_open(struct sl_cow *c, const char *rel, int flags, mode_t mode);

@@ -1040,6 +1040,44 @@ int sl_opener_open_call(struct sl_opener *op, int listener, const sandlock_notif
 	return 0;
 }
 
+/*
+ * A read-only open of a path the supervisor resolved itself (the COW
+ * layer's merged view, builtins/cow.c), by the confined thread: Landlock
+ * still decides, as for the caller.  No /proc files (their "self" would
+ * be ours) and none of the served views.
+ */
+int sl_opener_open_at(struct sl_opener *op, int listener, const sandlock_notif_t *n, int base,
+                      const char *path, uint64_t flags, uint64_t resolve, int *fd)
+{
+	*fd = -1;
+	if (wants_write(flags) && !(flags & O_PATH))
+		return EACCES;
+	if (!op->fixed_ids) {
+		mode_t um;
+		int piddir = sl_child_procdir(listener, n);
+		if (piddir < 0)
+			return ESRCH;
+		int e = caller_creds(piddir, &um);
+		close(piddir);
+		if (e)
+			return e;
+	}
+	struct req r = { .base = base, .path = path, .fd = -1 };
+	r.how.flags = flags & ((flags & O_PATH) ? K_O_PATH_FLAGS : K_VALID_OPEN_FLAGS);
+	r.how.resolve = resolve | RESOLVE_NO_MAGICLINKS;
+	bool clear_nb = false;
+	int e = run_request(op, &r, &clear_nb);
+	if (e)
+		return e;
+	int fl = clear_nb ? fcntl(r.fd, F_GETFL) : 0;
+	if (on_procfs(r.fd) || fl < 0 || (clear_nb && fcntl(r.fd, F_SETFL, fl & ~O_NONBLOCK) < 0)) {
+		close(r.fd);
+		return EACCES;
+	}
+	*fd = r.fd;
+	return 0;
+}
+
 /* ---------------- the C ABI ---------------- */
 
 SL_EXPORT int32_t sandlock_open_on_behalf(sandlock_mem_t *m, const sandlock_notif_t *n,

@@ -75,4 +75,11 @@ int sl_opener_open_call(struct sl_opener *op, int listener, const sandlock_notif
                         sandlock_mem_t *m, sl_opener_check_fn check, void *ud,
                         sandlock_opened_t *out);
 
+/* Open path (from base: AT_FDCWD or our fd) for reading with flags and
+ * the RESOLVE_ flags resolve, by the confined thread, for the caller of
+ * n (its ids checked as for any open).  0 with *fd, or an errno (EACCES
+ * for write flags or a /proc file). */
+int sl_opener_open_at(struct sl_opener *op, int listener, const sandlock_notif_t *n, int base,
+                      const char *path, uint64_t flags, uint64_t resolve, int *fd);
+
 #endif /* SANDLOCK_OPENER_H */

@@ -793,7 +793,10 @@ class Sandbox:
     the {virtual: real} map while it runs.  ``chroot`` (a directory) is
     the guest's ``/`` (README "Virtual chroot"), with ``fs_mount``
     ({virtual path: host dir}, read-write; read-only mounts only from the
-    CLI's ``--fs-mount V:H:ro`` or C) showing host directories inside it.  ``policy_fn(event, ctx)`` decides exec,
+    CLI's ``--fs-mount V:H:ro`` or C) showing host directories inside it;
+    with a ``workdir`` too, that workdir must be the rootfs (or a directory
+    in it) or one mount's host directory, and is seen through guest paths.
+    ``policy_fn(event, ctx)`` decides exec,
     network, fork and exit events while the call waits and may tighten
     the policy at run time (README "Dynamic policy": SyscallEvent,
     PolicyContext, verdicts).  ``init_fn`` / ``work_fn`` are the template

@@ -23,11 +23,19 @@
  *     fallocate, ftruncate, ...): performed and charged by cowwrite.c when
  *     the fd is a staged file, passed on otherwise.
  *
+ * PATHS: the string is made absolute (dirfd, cwd; a dirfd in the upper
+ * layer stands for the real directory it mirrors) and normalized
+ * lexically ("dir/../x" is "x", as the caller wrote it), then walked in
+ * the merged view (cowpath.c), so symlinks are followed as staged; every
+ * operation gets the canonical rel path.  Under chroot the same happens
+ * in guest paths: workdir is the rootfs or a mount (builder.c), the mount
+ * points below it are left to the chroot builtin, which runs next.
+ *
  * FAIL CLOSED: Landlock grants workdir read-only and the storage not at
  * all (builder.c), so a call this builtin misses (or a path spelled so
- * that it is not recognized as under workdir: /proc/self/fd/N, an
- * absolute symlink) is refused by the kernel instead of writing the real
- * tree.  Paths are normalized lexically: "dir/../x" is taken as "x".
+ * that it is not recognized as under workdir: /proc/self/fd/N, a symlink
+ * outside workdir pointing in) is refused by the kernel instead of
+ * writing the real tree.
  *
  * At the end of the run (finish) the change list is computed and, per
  * on_exit / on_error, committed, thrown away or kept.
@@ -38,7 +46,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/xattr.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -48,6 +59,10 @@
 #include "../cow.h"
 #include "../dirsort.h"
 #include "../cowwrite.h"
+#include "../cowpath.h"
+#include "../chroot.h"
+#include "../caps.h"
+#include "../opener.h"
 #include "../result.h"
 #include "builtin.h"
 
@@ -153,49 +168,69 @@ struct cow_state {
 	struct sl_cow *cow;
 	int on_exit, on_error;
 	struct sl_dirsort *sorted; /* deterministic_dirs: listings sorted, else NULL */
+	/* Where paths live: host paths, or under chroot guest paths (the
+	 * view, workdir's guest path, the fs_mount points inside it). */
+	struct sl_view *view;
+	char *root;
+	sl_strvec holes;
+	struct sl_cow_space space;
 };
 
 /* ---------------- paths ---------------- */
 
 /*
- * The absolute path a call names: path relative to dirfd (the caller's
- * cwd for AT_FDCWD).  NULL when it cannot be told (the call then passes:
- * the kernel answers it under Landlock); empty paths pass too (fd calls).
+ * The absolute path a call names, in the layer's space (cowpath.h): path
+ * relative to dirfd (the caller's cwd for AT_FDCWD), lexically
+ * normalized; a dirfd in the upper layer counts as the real directory it
+ * mirrors.  Under chroot an absolute path is a guest path and so is the
+ * result.  false when it cannot be told (the call then passes: the
+ * kernel, or the chroot builtin, answers it); empty paths pass too.
  */
-static char *abs_path(const struct sl_call *call, int dirfd, uint64_t addr)
+static bool call_path(const struct cow_state *s, const struct sl_call *call, int dirfd,
+                      uint64_t addr, char *out, size_t cap)
 {
 	char *p = addr ? sandlock_mem_read_cstr(call->mem, addr, PATH_MAX) : NULL;
-	if (!p || !p[0]) {
-		sandlock_string_free(p);
-		return NULL;
-	}
-	char *out = malloc(2 * PATH_MAX + 2);
-	if (!out) {
-		sandlock_string_free(p);
-		return NULL;
-	}
-	if (p[0] == '/') {
-		snprintf(out, 2 * PATH_MAX + 2, "%s", p);
-	} else {
+	bool ok = p && p[0];
+	char base[PATH_MAX], guest[PATH_MAX];
+	const char *from = "";
+	if (ok && p[0] != '/') {
 		int fd = sl_child_dirfd(call->listener, call->n, dirfd);
-		char link[64], base[PATH_MAX];
+		char link[64];
 		ssize_t n = -1;
 		if (fd >= 0) {
 			snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
 			n = readlink(link, base, sizeof base - 1);
 			close(fd);
 		}
-		if (n <= 0 || base[0] != '/') {
-			free(out);
-			sandlock_string_free(p);
-			return NULL;
-		}
-		base[n] = '\0';
-		snprintf(out, 2 * PATH_MAX + 2, "%s/%s", base, p);
+		ok = n > 0 && base[0] == '/';
+		if (ok)
+			base[n] = '\0';
+		const char *rel = ok ? sl_cow_rel(s->cow, base) : NULL;
+		if (rel)
+			ok = snprintf(guest, sizeof guest, "%s/%s", s->space.root, rel) < (int)sizeof guest;
+		else if (ok && s->view)
+			ok = sl_view_guest(s->view, base, guest, sizeof guest);
+		from = rel || s->view ? guest : base;
 	}
+	ok = ok && snprintf(out, cap, "%s%s%s", from, from[0] ? "/" : "", p) < (int)cap;
 	sandlock_string_free(p);
-	sl_path_normalize(out);
-	return out;
+	if (ok)
+		sl_path_normalize(out);
+	return ok;
+}
+
+/* Resolve the path a call names in the merged view (cowpath.h).  1 with
+ * *res filled; 0: not ours, pass; -errno: the answer. */
+static int resolve_arg(struct cow_state *s, const struct sl_call *call, int dirfd, uint64_t addr,
+                       bool follow, struct sl_cow_res *res)
+{
+	char p[PATH_MAX];
+	if (!call_path(s, call, dirfd, addr, p, sizeof p))
+		return 0;
+	int r = sl_cow_resolve(s->cow, &s->space, p, follow, res);
+	if (r < 0)
+		return r;
+	return res->inside || res->shadowed ? 1 : 0;
 }
 
 /* ---------------- deciding ---------------- */
@@ -209,8 +244,36 @@ static bool answer(sandlock_action_t *act, long r)
 	return true;
 }
 
-static bool do_open(struct cow_state *s, const struct sl_call *call, const char *rel, int flags,
-                    mode_t mode, sandlock_action_t *act)
+/* Inject a read-only open of path (from base) made by the opener thread,
+ * so Landlock decides on it as it would for the caller. */
+static bool open_by_opener(const struct sl_call *call, int base, const char *path, int flags,
+                           uint64_t resolve, sandlock_action_t *act)
+{
+	struct sl_opener *op = sl_opener_find(call->listener);
+	int fd = -1;
+	int e = op ? sl_opener_open_at(op, call->listener, call->n, base, path, (uint64_t)flags,
+	                               resolve, &fd)
+	           : ENOSYS;
+	if (e)
+		return answer(act, -e);
+	sandlock_action_set_inject_fd_send(act, fd, (flags & O_CLOEXEC) ? O_CLOEXEC : 0);
+	return true;
+}
+
+/* A read of the real rel reached through the merged view (a staged
+ * symlink on the way, ...): the caller's own string would lead elsewhere,
+ * so the canonical path is opened (no symlink left in it). */
+static bool open_lower(struct cow_state *s, const struct sl_call *call, const char *rel, int flags,
+                       sandlock_action_t *act)
+{
+	char host[PATH_MAX];
+	if (!sl_cow_lower_path(s->cow, rel, host, sizeof host))
+		return answer(act, -ENAMETOOLONG);
+	return open_by_opener(call, AT_FDCWD, host, flags, RESOLVE_NO_SYMLINKS, act);
+}
+
+static bool do_open(struct cow_state *s, const struct sl_call *call, const char *rel,
+                    bool shadowed, int flags, mode_t mode, sandlock_action_t *act)
 {
 	bool write = (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC)) ||
 	             (flags & O_TMPFILE) == O_TMPFILE;
@@ -221,15 +284,17 @@ static bool do_open(struct cow_state *s, const struct sl_call *call, const char 
 		int e = 0;
 		bool follow = !(flags & O_NOFOLLOW);
 		enum sl_cow_where w = sl_cow_lookup(s->cow, rel, follow, &st, &e);
+		/* The real, untouched file: read it as usual (by the caller's
+		 * string, unless the view resolved that string differently). */
 		if (w == SL_COW_LOWER)
-			return false; /* the real, untouched file: read it as usual */
+			return shadowed ? open_lower(s, call, rel, flags, act) : false;
 		/* A directory the real tree has too is opened there, never in the
 		 * upper layer: lookups relative to the guest's fd then name real
 		 * paths, which this builtin resolves in the merged view (and
 		 * getdents on it is merged). */
 		struct stat lst;
 		if (w == SL_COW_UPPER && S_ISDIR(st.st_mode) && sl_cow_lower_dir(s->cow, rel, &lst))
-			return false;
+			return shadowed ? open_lower(s, call, rel, flags, act) : false;
 		if (w == SL_COW_NONE && e == ENOENT && !rel[0])
 			return false;
 		if (w == SL_COW_NONE)
@@ -336,21 +401,12 @@ static long do_xattr(int fd, const struct sl_call *call, bool follow)
 	return r;
 }
 
-/* stat/statx/access/readlink of rel from the upper copy. */
-static bool do_stat(struct cow_state *s, const struct sl_call *call, const char *rel,
-                    bool follow, sandlock_action_t *act)
+/* The answer to a stat/statx/access/readlink/getxattr call, from fd (an
+ * O_PATH fd of what the path names). */
+static long stat_fd(const struct sl_call *call, int fd, bool follow)
 {
 	const sandlock_notif_t *n = call->n;
 	struct stat st;
-	int e = 0;
-	enum sl_cow_where w = sl_cow_lookup(s->cow, rel, follow, &st, &e);
-	if (w == SL_COW_LOWER || (w == SL_COW_NONE && e != ENOENT))
-		return false;
-	if (w == SL_COW_NONE)
-		return answer(act, -ENOENT);
-	int fd = sl_cow_open_upper(s->cow, rel, O_PATH | (follow ? 0 : O_NOFOLLOW));
-	if (fd < 0)
-		return answer(act, fd);
 	long r = 0;
 	int nr = n->syscall_nr;
 	if (nr == __NR_newfstatat || nr == SLC_stat || nr == SLC_lstat) {
@@ -385,6 +441,25 @@ static bool do_stat(struct cow_state *s, const struct sl_call *call, const char 
 		if (!r && (mode & X_OK) && !S_ISDIR(st.st_mode) && !(st.st_mode & 0111))
 			r = -EACCES;
 	}
+	return r;
+}
+
+/* stat/statx/access/readlink of rel in the merged view: answered here
+ * unless the caller's own string finds the same real file. */
+static bool do_stat(struct cow_state *s, const struct sl_call *call, const char *rel,
+                    bool shadowed, bool follow, sandlock_action_t *act)
+{
+	struct stat st;
+	int e = 0;
+	enum sl_cow_where w = sl_cow_lookup(s->cow, rel, follow, &st, &e);
+	if (!shadowed && (w == SL_COW_LOWER || (w == SL_COW_NONE && e != ENOENT)))
+		return false;
+	if (w == SL_COW_NONE)
+		return answer(act, -e);
+	int fd = sl_cow_open(s->cow, rel, O_PATH | (follow ? 0 : O_NOFOLLOW), 0);
+	if (fd < 0)
+		return answer(act, fd);
+	long r = stat_fd(call, fd, follow);
 	close(fd);
 	return answer(act, r);
 }
@@ -420,28 +495,125 @@ static bool do_meta(struct cow_state *s, const struct sl_call *call, const char 
 	return answer(act, r);
 }
 
-/* Two-path calls: both under workdir, or EXDEV when only one is. */
+/* A call that only reads (lookups, listings, opens without write flags). */
+static bool reads_only(int nr, const uint64_t *a)
+{
+	if (nr == SLC_open || nr == __NR_openat) {
+		int flags = (int)a[nr == SLC_open ? 1 : 2];
+		return ((flags & O_ACCMODE) == O_RDONLY && !(flags & (O_CREAT | O_TRUNC)) &&
+		        (flags & O_TMPFILE) != O_TMPFILE) || (flags & O_PATH);
+	}
+	switch (nr) {
+	case __NR_getdents64: case __NR_newfstatat: case SLC_stat: case SLC_lstat: case __NR_statx:
+	case SLC_access: case __NR_faccessat: case __NR_faccessat2: case SLC_readlink:
+	case __NR_readlinkat: case __NR_getxattr: case __NR_lgetxattr: case __NR_listxattr:
+	case __NR_llistxattr:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* True if a fs_mount point (a hole of the space) lies strictly under rel:
+ * the rootfs entries there are not what the guest sees, so rel is not
+ * moved as a whole. */
+static bool holds_hole(const struct cow_state *s, const char *rel)
+{
+	for (size_t i = 0; i < s->holes.n; i++)
+		if (strcmp(s->holes.v[i], rel) != 0 && (!rel[0] || sl_path_under(s->holes.v[i], rel)))
+			return true;
+	return false;
+}
+
+/* Two-path calls: both under workdir, or EXDEV when only one is (or one
+ * leaves it through a staged symlink). */
 static bool do_pair(struct cow_state *s, const struct sl_call *call, int d1, uint64_t p1, int d2,
                     uint64_t p2, sandlock_action_t *act)
 {
 	const sandlock_notif_t *n = call->n;
 	int nr = n->syscall_nr;
-	char *a = abs_path(call, d1, p1), *b = abs_path(call, d2, p2);
-	const char *ra = a ? sl_cow_rel(s->cow, a) : NULL;
-	const char *rb = b ? sl_cow_rel(s->cow, b) : NULL;
+	bool link = nr == SLC_link || nr == __NR_linkat;
+	bool follow1 = nr == __NR_linkat && (n->args[4] & AT_SYMLINK_FOLLOW);
+	struct sl_cow_res *r = malloc(2 * sizeof(*r));
+	if (!r)
+		return answer(act, -ENOMEM);
+	int ka = resolve_arg(s, call, d1, p1, follow1, &r[0]);
+	int kb = ka < 0 ? 0 : resolve_arg(s, call, d2, p2, false, &r[1]);
+	long ret;
 	bool decided = true;
-	long r;
-	if (!ra && !rb)
+	if (ka < 0 || kb < 0)
+		ret = ka < 0 ? ka : kb;
+	else if (!ka && !kb)
 		decided = false;
-	else if (!ra || !rb)
-		r = -EXDEV;
-	else if (nr == SLC_link || nr == __NR_linkat)
-		r = sl_cow_link(s->cow, ra, rb);
+	else if (!ka || !kb || !r[0].inside || !r[1].inside)
+		ret = -EXDEV;
+	else if (link)
+		ret = sl_cow_link(s->cow, r[0].path, r[1].path);
+	else if (holds_hole(s, r[0].path) || holds_hole(s, r[1].path))
+		ret = -EBUSY;
 	else
-		r = sl_cow_rename(s->cow, ra, rb, nr == __NR_renameat2 ? (unsigned)n->args[4] : 0);
-	free(a);
-	free(b);
-	return decided ? answer(act, r) : false;
+		ret = sl_cow_rename(s->cow, r[0].path, r[1].path,
+		                    nr == __NR_renameat2 ? (unsigned)n->args[4] : 0);
+	free(r);
+	return decided ? answer(act, ret) : false;
+}
+
+/* An O_PATH fd of an absolute path outside workdir (a guest path under
+ * chroot), with the caller's rights; -errno.  /proc is refused: its
+ * "self" would be the supervisor. */
+static int outside_fd(const struct cow_state *s, const char *path, bool follow)
+{
+	int flags = O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW);
+	bool ro;
+	int fd;
+	if (s->view) {
+		fd = sl_view_open(s->view, path, flags, &ro);
+	} else {
+		struct sl_caps_saved sv;
+		if (sl_caps_lower(&sv) < 0)
+			return -EPERM;
+		fd = open(path, flags);
+		fd = fd < 0 ? -errno : fd;
+		sl_caps_restore(&sv);
+	}
+	struct statfs sf;
+	if (fd >= 0 && (fstatfs(fd, &sf) < 0 || sf.f_type == PROC_SUPER_MAGIC)) {
+		close(fd);
+		return -EACCES;
+	}
+	return fd;
+}
+
+/*
+ * A path that leaves workdir through something staged (a symlink the
+ * guest made pointing outside): neither the kernel nor the chroot builtin
+ * can follow the caller's string there.  Reads are performed (opens by
+ * the confined opener, lookups with the caller's rights); anything that
+ * would change the outside tree is refused (EACCES).
+ */
+static bool do_outside(struct cow_state *s, const struct sl_call *call, const char *path,
+                       bool follow, sandlock_action_t *act)
+{
+	const uint64_t *a = call->n->args;
+	int nr = call->n->syscall_nr;
+	if (nr == SLC_open || nr == __NR_openat) {
+		int flags = (int)a[nr == SLC_open ? 1 : 2];
+		if (!s->view)
+			return open_by_opener(call, AT_FDCWD, path, flags, 0, act);
+		char rel[PATH_MAX];
+		int base;
+		bool ro;
+		int e = sl_view_map(s->view, path, &base, rel, sizeof rel, &ro);
+		return e ? answer(act, -e) : open_by_opener(call, base, rel, flags, RESOLVE_IN_ROOT, act);
+	}
+	if (nr == SLC_creat || !reads_only(nr, a))
+		return answer(act, -EACCES);
+	int fd = outside_fd(s, path, follow);
+	if (fd < 0)
+		return answer(act, fd);
+	long r = stat_fd(call, fd, follow);
+	close(fd);
+	return answer(act, r);
 }
 
 /* The (dirfd, path) argument pair of a single-path call. */
@@ -474,18 +646,65 @@ static bool path_args(int nr, const uint64_t *a, int *dirfd, uint64_t *path)
 	}
 }
 
+/* Whether a single-path call follows a symlink in its last component. */
+static bool follows(int nr, const uint64_t *a)
+{
+	switch (nr) {
+	case SLC_open: case __NR_openat: {
+		int flags = (int)a[nr == SLC_open ? 1 : 2];
+		return !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
+	}
+	case SLC_creat: case __NR_truncate: case SLC_stat: case SLC_access: case __NR_faccessat:
+	case SLC_chmod: case __NR_fchmodat: case SLC_chown: case __NR_getxattr:
+	case __NR_listxattr:
+		return true;
+	case __NR_newfstatat: case __NR_faccessat2:
+		return !(a[3] & AT_SYMLINK_NOFOLLOW);
+	case __NR_statx:
+		return !(a[2] & AT_SYMLINK_NOFOLLOW);
+	case __NR_fchownat:
+		return !(a[4] & AT_SYMLINK_NOFOLLOW);
+	case __NR_utimensat:
+		return !(a[3] & AT_SYMLINK_NOFOLLOW);
+	default: /* unlink*, rmdir, mkdir*, mknod*, symlink*, readlink*, lstat, lchown, l*xattr */
+		return false;
+	}
+}
+
+/* truncate(2) of rel: the staged copy, charged when it grows. */
+static long do_truncate(struct cow_state *s, const char *rel, uint64_t len)
+{
+	if ((int64_t)len < 0)
+		return -EINVAL;
+	int fd = sl_cow_open(s->cow, rel, O_WRONLY, 0);
+	long r = fd;
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) < 0)
+		r = -errno;
+	else if (fd >= 0 && len > (uint64_t)st.st_size &&
+	         sl_cow_charge(s->cow, len - (uint64_t)st.st_size) < 0)
+		r = -ENOSPC;
+	else if (fd >= 0)
+		r = ftruncate(fd, (off_t)len) == 0 ? 0 : -errno;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+/* A single-path call on the canonical rel (follow: as follows() said). */
 static bool decide_rel(struct cow_state *s, const struct sl_call *call, const char *rel,
-                       sandlock_action_t *act)
+                       bool shadowed, bool follow, sandlock_action_t *act)
 {
 	const uint64_t *a = call->n->args;
 	int nr = call->n->syscall_nr;
+	mode_t um = 0;
 	switch (nr) {
 	case SLC_open:
-		return do_open(s, call, rel, (int)a[1], (mode_t)a[2], act);
+		return do_open(s, call, rel, shadowed, (int)a[1], (mode_t)a[2], act);
 	case __NR_openat:
-		return do_open(s, call, rel, (int)a[2], (mode_t)a[3], act);
+		return do_open(s, call, rel, shadowed, (int)a[2], (mode_t)a[3], act);
 	case SLC_creat:
-		return do_open(s, call, rel, O_CREAT | O_WRONLY | O_TRUNC, (mode_t)a[1], act);
+		return do_open(s, call, rel, shadowed, O_CREAT | O_WRONLY | O_TRUNC, (mode_t)a[1], act);
 	case SLC_unlink:
 		return answer(act, sl_cow_unlink(s->cow, rel, false));
 	case SLC_rmdir:
@@ -494,14 +713,14 @@ static bool decide_rel(struct cow_state *s, const struct sl_call *call, const ch
 		return answer(act, sl_cow_unlink(s->cow, rel, (a[2] & AT_REMOVEDIR) != 0));
 	case SLC_mkdir:
 	case __NR_mkdirat:
-		return answer(act, sl_cow_mkdir(s->cow, rel, (mode_t)a[nr == SLC_mkdir ? 1 : 2] &
-		                                               07777 & ~sl_child_umask(call->listener, call->n)));
+		um = sl_child_umask(call->listener, call->n);
+		return answer(act, sl_cow_mkdir(s->cow, rel, (mode_t)a[nr == SLC_mkdir ? 1 : 2] & 07777 & ~um));
 	case SLC_mknod:
 	case __NR_mknodat: {
 		int i = nr == SLC_mknod ? 1 : 2;
 		mode_t m = (mode_t)a[i];
-		return answer(act, sl_cow_mknod(s->cow, rel, (m & S_IFMT) | (m & 07777 & ~sl_child_umask(call->listener, call->n)),
-		                                (dev_t)a[i + 1]));
+		um = sl_child_umask(call->listener, call->n);
+		return answer(act, sl_cow_mknod(s->cow, rel, (m & S_IFMT) | (m & 07777 & ~um), (dev_t)a[i + 1]));
 	}
 	case SLC_symlink:
 	case __NR_symlinkat: {
@@ -510,69 +729,13 @@ static bool decide_rel(struct cow_state *s, const struct sl_call *call, const ch
 		sandlock_string_free(t);
 		return answer(act, r);
 	}
-	case __NR_truncate: {
-		if ((int64_t)a[1] < 0)
-			return answer(act, -EINVAL);
-		int fd = sl_cow_open(s->cow, rel, O_WRONLY, 0);
-		long r = fd;
-		struct stat st;
-		if (fd >= 0 && fstat(fd, &st) < 0)
-			r = -errno;
-		else if (fd >= 0 && a[1] > (uint64_t)st.st_size &&
-		         sl_cow_charge(s->cow, a[1] - (uint64_t)st.st_size) < 0)
-			r = -ENOSPC;
-		else if (fd >= 0)
-			r = ftruncate(fd, (off_t)a[1]) == 0 ? 0 : -errno;
-		if (fd >= 0)
-			close(fd);
-		return answer(act, r);
-	}
-	case __NR_getxattr: case __NR_listxattr:
-		return do_stat(s, call, rel, true, act);
-	case __NR_lgetxattr: case __NR_llistxattr:
-		return do_stat(s, call, rel, false, act);
-	case SLC_stat: case SLC_access: case SLC_readlink: case __NR_faccessat:
-		return do_stat(s, call, rel, nr != SLC_readlink, act);
-	case SLC_lstat:
-		return do_stat(s, call, rel, false, act);
-	case __NR_readlinkat:
-		return do_stat(s, call, rel, false, act);
-	case __NR_newfstatat:
-		return do_stat(s, call, rel, !(a[3] & AT_SYMLINK_NOFOLLOW), act);
-	case __NR_statx:
-		return do_stat(s, call, rel, !(a[2] & AT_SYMLINK_NOFOLLOW), act);
-	case __NR_faccessat2:
-		return do_stat(s, call, rel, !(a[3] & AT_SYMLINK_NOFOLLOW), act);
-	case SLC_chmod: case SLC_chown:
-		return do_meta(s, call, rel, true, act);
-	case SLC_lchown:
-		return do_meta(s, call, rel, false, act);
-	case __NR_fchmodat:
-		return do_meta(s, call, rel, true, act);
-	case __NR_fchownat:
+	case __NR_truncate:
+		return answer(act, do_truncate(s, rel, a[1]));
+	case SLC_chmod: case SLC_chown: case SLC_lchown: case __NR_fchmodat: case __NR_fchownat:
 	case __NR_utimensat:
-		return do_meta(s, call, rel, !(a[nr == __NR_fchownat ? 4 : 3] & AT_SYMLINK_NOFOLLOW), act);
-	default:
-		return false;
-	}
-}
-
-/* A call that only reads (lookups, listings, opens without write flags). */
-static bool reads_only(int nr, const uint64_t *a)
-{
-	if (nr == SLC_open || nr == __NR_openat) {
-		int flags = (int)a[nr == SLC_open ? 1 : 2];
-		return ((flags & O_ACCMODE) == O_RDONLY && !(flags & (O_CREAT | O_TRUNC)) &&
-		        (flags & O_TMPFILE) != O_TMPFILE) || (flags & O_PATH);
-	}
-	switch (nr) {
-	case __NR_getdents64: case __NR_newfstatat: case SLC_stat: case SLC_lstat: case __NR_statx:
-	case SLC_access: case __NR_faccessat: case __NR_faccessat2: case SLC_readlink:
-	case __NR_readlinkat: case __NR_getxattr: case __NR_lgetxattr: case __NR_listxattr:
-	case __NR_llistxattr:
-		return true;
-	default:
-		return false;
+		return do_meta(s, call, rel, follow, act);
+	default: /* the stat family, access, readlink, getxattr, listxattr */
+		return do_stat(s, call, rel, shadowed, follow, act);
 	}
 }
 
@@ -606,10 +769,16 @@ static bool cow_decide(void *state, const struct sl_call *call, sandlock_action_
 		return false;
 	if (nr == __NR_utimensat && path == 0)
 		return false; /* futimens: on the fd itself */
-	char *p = abs_path(call, dirfd, path);
-	const char *rel = p ? sl_cow_rel(s->cow, p) : NULL;
-	bool r = rel ? decide_rel(s, call, rel, act) : false;
-	free(p);
+	bool follow = follows(nr, a);
+	struct sl_cow_res *res = malloc(sizeof(*res));
+	if (!res)
+		return answer(act, -ENOMEM);
+	int k = resolve_arg(s, call, dirfd, path, follow, res);
+	bool r = k < 0 ? answer(act, k)
+	         : !k ? false
+	         : !res->inside ? do_outside(s, call, res->path, follow, act)
+	         : decide_rel(s, call, res->path, res->shadowed, follow, act);
+	free(res);
 	return r;
 }
 
@@ -625,6 +794,51 @@ static int cow_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out
 	if (cfg->max_disk && sl_nrset_add_all(out, sl_cowwrite_nrs, sl_cowwrite_nrs_count) < 0)
 		return -1;
 	return 0;
+}
+
+static void cow_free(void *state)
+{
+	struct cow_state *s = state;
+	if (!s)
+		return;
+	sl_cow_free(s->cow, false);
+	sl_dirsort_free(s->sorted);
+	sl_view_free(s->view);
+	sl_strvec_free(&s->holes);
+	free(s->root);
+	free(s);
+}
+
+/*
+ * Under chroot, paths are guest paths: workdir's place in the view (the
+ * builder made sure it has one: the rootfs, or a directory of it or of a
+ * mount) and the mount points below it, which belong to their mounts.
+ */
+static int chroot_space(struct cow_state *s, const struct sandlock_sandbox *cfg, char **msg)
+{
+	char g[PATH_MAX];
+	if (!(s->view = sl_view_new(cfg, msg)))
+		return -1;
+	if (!sl_view_guest(s->view, cfg->workdir, g, sizeof g)) {
+		*msg = sl_asprintf("workdir '%s' is not in the chroot's view", cfg->workdir);
+		return -1;
+	}
+	if (!(s->root = sl_strdup(g)))
+		goto oom;
+	for (size_t i = 0; i < cfg->n_mounts; i++) {
+		const char *v = cfg->mounts[i].virt;
+		if (!sl_path_under(v, g) || strcmp(v, g) == 0)
+			continue;
+		const char *rel = v + strlen(g);
+		while (*rel == '/')
+			rel++;
+		if (sl_strvec_push(&s->holes, rel) < 0)
+			goto oom;
+	}
+	return 0;
+oom:
+	*msg = sl_strdup("out of memory");
+	return -1;
 }
 
 static int cow_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
@@ -643,24 +857,19 @@ static int cow_init(const struct sandlock_sandbox *cfg, void **state, char **msg
 	}
 	s->on_exit = cfg->on_exit;
 	s->on_error = cfg->on_error;
-	if (cfg->deterministic_dirs && !(s->sorted = sl_dirsort_new())) {
-		sl_cow_free(s->cow, false);
-		free(s);
-		*msg = sl_strdup("out of memory");
+	int e = cfg->chroot ? chroot_space(s, cfg, msg) : (s->root = sl_strdup(cfg->workdir)) ? 0 : -1;
+	if (!e && cfg->deterministic_dirs && !(s->sorted = sl_dirsort_new()))
+		e = -1;
+	if (e) {
+		if (!*msg)
+			*msg = sl_strdup("out of memory");
+		cow_free(s);
 		return -1;
 	}
+	s->space.root = s->root;
+	s->space.holes = &s->holes;
 	*state = s;
 	return 0;
-}
-
-static void cow_free(void *state)
-{
-	struct cow_state *s = state;
-	if (!s)
-		return;
-	sl_cow_free(s->cow, false);
-	sl_dirsort_free(s->sorted);
-	free(s);
 }
 
 /* The run is over: list the changes, then commit, abort or keep. */
@@ -696,4 +905,5 @@ const struct sl_builtin sl_builtin_cow = {
 	.free = cow_free,
 	.decide = cow_decide,
 	.finish = cow_finish,
+	.needs_opener = true, /* reads reached through the merged view */
 };

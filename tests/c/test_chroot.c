@@ -198,6 +198,192 @@ TEST(bad_input_is_a_clear_error)
 	expect_build_error(b, "needs chroot");
 	b = sandlock_sandbox_builder_new();
 	sandlock_sandbox_builder_chroot(b, "/tmp");
-	sandlock_sandbox_builder_workdir(b, "/tmp");
-	expect_build_error(b, "not supported yet");
+	sandlock_sandbox_builder_workdir(b, "/usr");
+	expect_build_error(b, "with chroot it must be the rootfs");
+}
+
+/* ---------------- the COW layer over the view ---------------- */
+
+/* x's chroot (mounts, Landlock reads all of D) with workdir and action. */
+static sandlock_result_t *cow_run(const struct fx *x, const char *workdir, int action,
+                                  const char *script)
+{
+	sandlock_builder_t *b = sandlock_sandbox_builder_new();
+	sandlock_sandbox_builder_chroot(b, x->root);
+	sandlock_sandbox_builder_fs_mount(b, "/work", x->w);
+	sandlock_sandbox_builder_fs_mount_ro(b, "/data", x->ro);
+	sandlock_sandbox_builder_fs_read(b, x->d);
+	sandlock_sandbox_builder_workdir(b, workdir);
+	sandlock_sandbox_builder_on_exit(b, action);
+	sandlock_sandbox_builder_timeout_ms(b, 30000);
+	sandlock_sandbox_t *sb = tu_build(b);
+	if (!sb)
+		return NULL;
+	const char *argv[] = { "sh", "-c", script, NULL };
+	sandlock_result_t *r = tu_run(sb, argv);
+	sandlock_sandbox_free(sb);
+	return r;
+}
+
+/* The change list as "K path\n" lines. */
+static void changes_of(const sandlock_result_t *r, char *out, size_t cap)
+{
+	out[0] = '\0';
+	for (size_t i = 0; i < sandlock_result_change_count(r, false); i++) {
+		char k;
+		const char *p = sandlock_result_change(r, false, i, &k);
+		size_t n = strlen(out);
+		snprintf(out + n, cap - n, "%c %s\n", k, p);
+	}
+}
+
+/* Writes all over the rootfs, seen through guest paths: relative ones,
+ * an absolute and a climbing staged symlink, a staged directory. */
+static const char *ROOTFS_WORK =
+	"echo new > /etc/hostname_marker; cat /etc/hostname_marker; echo made > /etc/x;"
+	"rm /etc/relup; mkdir /opt; echo q > /opt/q; cat /opt/q; mv /etc/x /etc/y; ls /etc;"
+	"cd /etc; cat y; ln -s /etc/y /s; cat /s; ln -s .. /etc/up; cat /etc/up/etc/up/etc/y;"
+	"echo w > /work/w";
+static const char *ROOTFS_OUT = "new\nq\nabs\nhostname_marker\ny\nmade\nmade\nmade\n";
+static const char *ROOTFS_CHANGES =
+	"M etc/hostname_marker\nD etc/relup\nA etc/up\nA etc/y\nA opt\nA opt/q\nA s\n";
+
+TEST(cow_over_the_rootfs_abort_leaves_it_identical)
+{
+	struct fx x;
+	if (access(BUSYBOX, X_OK) != 0)
+		SKIP("no static busybox (apt-get install busybox-static)");
+	REQUIRE(fx_make(&x));
+	char *before = tu_tree_sum(x.root);
+	sandlock_result_t *r = cow_run(&x, x.root, SANDLOCK_BRANCH_ABORT, ROOTFS_WORK);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, ROOTFS_OUT));
+	char ch[1024];
+	changes_of(r, ch, sizeof ch);
+	CHECK(strcmp(ch, ROOTFS_CHANGES) == 0);
+	if (strcmp(ch, ROOTFS_CHANGES) != 0)
+		fprintf(stderr, "  changes '%s'\n", ch);
+	char *after = tu_tree_sum(x.root);
+	CHECK(before && after && strcmp(before, after) == 0);
+	char p[300];
+	snprintf(p, sizeof p, "%s/w", x.w); /* the mount is not part of the layer */
+	CHECK(access(p, F_OK) == 0);
+	free(before);
+	free(after);
+	sandlock_result_free(r);
+	tu_rm_rf(x.d);
+}
+
+TEST(cow_over_the_rootfs_commit_applies_it)
+{
+	struct fx x;
+	if (access(BUSYBOX, X_OK) != 0)
+		SKIP("no static busybox (apt-get install busybox-static)");
+	REQUIRE(fx_make(&x));
+	sandlock_result_t *r = cow_run(&x, x.root, SANDLOCK_BRANCH_COMMIT, ROOTFS_WORK);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, ROOTFS_OUT));
+	CHECK_EQ_INT(sandlock_result_change_count(r, true), 0);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "cd %s && cat etc/hostname_marker etc/y opt/q && readlink s "
+	         "etc/up && ! ls etc/relup etc/x 2>/dev/null", x.root);
+	FILE *p = popen(cmd, "r");
+	char got[256] = "";
+	size_t n = p ? fread(got, 1, sizeof got - 1, p) : 0;
+	got[n] = '\0';
+	CHECK(p && pclose(p) == 0);
+	CHECK(strcmp(got, "new\nmade\nq\n/etc/y\n..\n") == 0);
+	sandlock_result_free(r);
+	tu_rm_rf(x.d);
+}
+
+/* Hostile, with the rootfs writable through the layer: staged symlinks
+ * to the host marker (absolute host path, climbing) and a rename out of
+ * the layer reach nothing outside the view. */
+TEST(cow_over_the_rootfs_staged_links_stay_inside)
+{
+	struct fx x;
+	if (access(BUSYBOX, X_OK) != 0)
+		SKIP("no static busybox (apt-get install busybox-static)");
+	REQUIRE(fx_make(&x));
+	char p[300];
+	/* The same links made on the host reach the marker. */
+	snprintf(p, sizeof p, "%s/etc/relup", x.root); /* ../../marker, as e2 */
+	CHECK(strcmp(outside_cat(p), "HOSTSECRET") == 0);
+	snprintf(p, sizeof p, "%s/../marker", x.root); /* /up/marker with up -> .. */
+	CHECK(strcmp(outside_cat(p), "HOSTSECRET") == 0);
+	char script[900];
+	snprintf(script, sizeof script,
+	         "ln -s %s /etc/e1; cat /etc/e1; ln -s ../../marker /etc/e2; cat /etc/e2;"
+	         "cd /etc; ln -s .. /up; cat /up/marker; cat /etc/abs; cat /etc/relup;"
+	         "echo x > /etc/e1; ls /up; mv /etc/hostname_marker /../../m || echo mvout;"
+	         "ln -s /work /etc/tow; echo via > /work/v; cat /etc/tow/v; echo no > /etc/tow/n || echo rw;"
+	         "echo end", x.marker);
+	sandlock_result_t *r = cow_run(&x, x.root, SANDLOCK_BRANCH_COMMIT, script);
+	REQUIRE(r);
+	const char *want = "bin\ndata\netc\nup\nwork\nvia\nrw\nend\n";
+	CHECK(tu_out_is(r, want));
+	/* Committed: e1 is still a link, which named a guest path (the write
+	 * through it failed: no such directory in the rootfs); the marker is
+	 * untouched. */
+	snprintf(p, sizeof p, "%s/etc/e1", x.root);
+	struct stat st;
+	CHECK(lstat(p, &st) == 0 && S_ISLNK(st.st_mode));
+	snprintf(p, sizeof p, "%s%s", x.root, x.marker);
+	CHECK(access(p, F_OK) != 0);
+	CHECK(strcmp(outside_cat(x.marker), "HOSTSECRET") == 0);
+	snprintf(p, sizeof p, "%s/n", x.w);
+	CHECK(access(p, F_OK) != 0);
+	sandlock_result_free(r);
+	tu_rm_rf(x.d);
+}
+
+TEST(cow_over_a_mount)
+{
+	struct fx x;
+	if (access(BUSYBOX, X_OK) != 0)
+		SKIP("no static busybox (apt-get install busybox-static)");
+	REQUIRE(fx_make(&x));
+	sandlock_result_t *r = cow_run(&x, x.w, SANDLOCK_BRANCH_ABORT,
+	                               "echo a > /work/a; cd /work; cat a; ls; echo r > /etc/r || echo ro");
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "a\na\nro\n"));
+	char ch[256];
+	changes_of(r, ch, sizeof ch);
+	CHECK(strcmp(ch, "A a\n") == 0);
+	char p[300];
+	snprintf(p, sizeof p, "%s/a", x.w);
+	CHECK(access(p, F_OK) != 0);
+	sandlock_result_free(r);
+	tu_rm_rf(x.d);
+}
+
+/* A workdir the guest does not see at one place is refused. */
+TEST(cow_workdir_outside_the_view_is_refused)
+{
+	struct fx x;
+	if (access(BUSYBOX, X_OK) != 0)
+		SKIP("no static busybox (apt-get install busybox-static)");
+	REQUIRE(fx_make(&x));
+	char sub[200], inner[200];
+	snprintf(sub, sizeof sub, "%s/sub", x.w);
+	snprintf(inner, sizeof inner, "%s/etc", x.root);
+	mkdir(sub, 0755);
+	const char *cases[][3] = {
+		{ x.d, NULL, "with chroot it must be the rootfs" },
+		{ x.ro, NULL, "inside the read-only fs_mount '/data'" },
+		{ sub, NULL, "inside the read-write fs_mount '/work'" },
+		{ x.root, inner, "is inside workdir" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		sandlock_builder_t *b = sandlock_sandbox_builder_new();
+		sandlock_sandbox_builder_chroot(b, x.root);
+		sandlock_sandbox_builder_fs_mount(b, "/work", x.w);
+		sandlock_sandbox_builder_fs_mount_ro(b, "/data", x.ro);
+		if (cases[i][1])
+			sandlock_sandbox_builder_fs_mount(b, "/m", cases[i][1]);
+		sandlock_sandbox_builder_workdir(b, cases[i][0]);
+		expect_build_error(b, cases[i][2]);
+	}
+	tu_rm_rf(x.d);
 }

@@ -313,6 +313,27 @@ static inline bool tu_write_file(const char *path, const char *content)
 	return ok;
 }
 
+/* A digest of the whole tree under dir (every entry's type, mode and
+ * link target, every file's md5), heap; NULL on failure.  Equal digests:
+ * the tree was left as it was. */
+static inline char *tu_tree_sum(const char *dir)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd,
+	         "cd '%s' && find . -printf '%%p %%y %%m %%l\\n' | LC_ALL=C sort && "
+	         "find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r md5sum", dir);
+	FILE *p = popen(cmd, "r");
+	char *buf = p ? malloc(1 << 20) : NULL;
+	size_t n = buf ? fread(buf, 1, (1 << 20) - 1, p) : 0;
+	if (buf)
+		buf[n] = '\0';
+	if (p && pclose(p) != 0) {
+		free(buf);
+		buf = NULL;
+	}
+	return buf;
+}
+
 /* nftw callback of tu_rm_rf: with FTW_DEPTH a directory comes after its entries. */
 static inline int tu_rm_entry(const char *path, const struct stat *st, int type, struct FTW *f)
 {

@@ -84,3 +84,81 @@ def test_cli_chroot_fs_mount_ro_and_profile(rootfs, tmpdir_path):
     r = subprocess.run([str(SANDLOCK_BIN), "run", "--chroot", str(root), "--fs-mount", "/data",
                         "--", "true"], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "expected VIRTUAL:HOST[:ro]" in r.stderr
+
+
+def tree(root):
+    """path -> (type, link target or bytes) of everything under root."""
+    out = {}
+    for d, dirs, files in os.walk(str(root)):
+        for n in dirs + files:
+            p = os.path.join(d, n)
+            rel = os.path.relpath(p, str(root))
+            if os.path.islink(p):
+                out[rel] = ("l", os.readlink(p))
+            elif os.path.isdir(p):
+                out[rel] = ("d", "")
+            else:
+                out[rel] = ("f", Path(p).read_bytes())
+    return out
+
+
+ROOTFS_EDIT = ("echo new > /etc/hostname_marker; echo made > /etc/x; rm /etc/relup; "
+               "mkdir /opt; echo q > /opt/q; cd /etc; ln -s ../opt/q /etc/lq; cat lq; "
+               "cat /etc/hostname_marker")
+
+
+def test_python_cow_over_the_rootfs_dry_run_then_commit(rootfs):
+    d, root = rootfs
+    before = tree(root)
+    sb = sandlock.Sandbox(chroot=str(root), workdir=str(root), fs_readable=[str(d)],
+                          timeout=60)
+    dry = sb.dry_run(["sh", "-c", ROOTFS_EDIT])
+    assert dry.stdout == b"q\nnew\n", dry.stderr
+    assert [(c.kind, c.path) for c in dry.changes] == [
+        ("M", "etc/hostname_marker"), ("A", "etc/lq"), ("D", "etc/relup"), ("A", "etc/x"),
+        ("A", "opt"), ("A", "opt/q")]
+    assert tree(root) == before
+    r = sandlock.Sandbox(chroot=str(root), workdir=str(root), fs_readable=[str(d)],
+                         on_exit=sandlock.BranchAction.COMMIT, timeout=60).run(
+        ["sh", "-c", ROOTFS_EDIT])
+    assert r.success, r.stderr
+    assert (root / "etc" / "hostname_marker").read_text() == "new\n"
+    assert (root / "opt" / "q").read_text() == "q\n"
+    assert os.readlink(str(root / "etc" / "lq")) == "../opt/q"
+    assert not os.path.lexists(str(root / "etc" / "relup"))
+
+
+def test_python_cow_over_a_mount_with_max_disk(rootfs):
+    """The reference layout: workdir is the host directory mounted at
+    /work; the quota applies, the rootfs stays read-only."""
+    d, root = rootfs
+    w = d / "w"
+    (w / "keep").write_text("k\n")
+    sb = sandlock.Sandbox(chroot=str(root), fs_mount={"/work": str(w)}, workdir=str(w),
+                          max_disk="64K", on_exit=sandlock.BranchAction.COMMIT,
+                          fs_readable=[str(d)], timeout=60)
+    r = sb.run(["sh", "-c", "cd /work && echo a > a && cat keep a && ls /work; "
+                "echo no > /etc/no || echo rootfs-ro"])
+    assert r.success, r.stderr
+    assert r.stdout == b"k\na\na\nkeep\nrootfs-ro\n"
+    assert (w / "a").read_text() == "a\n"
+    assert not (root / "etc" / "no").exists()
+    (w / "sub").mkdir()
+    with pytest.raises(sandlock.PolicyError, match="inside the read-write fs_mount '/work'"):
+        sandlock.Sandbox(chroot=str(root), fs_mount={"/work": str(w)}, workdir=str(w / "sub"))
+
+
+def test_cli_chroot_workdir_dry_run_json(rootfs):
+    import json
+    d, root = rootfs
+    before = tree(root)
+    r = subprocess.run([str(SANDLOCK_BIN), "run", "--chroot", str(root), "--workdir", str(root),
+                        "--dry-run", "--json", "--", "sh", "-c", "echo x > /etc/new; rm /etc/abs"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["changes"] == [{"kind": "D", "path": "etc/abs"},
+                                               {"kind": "A", "path": "etc/new"}]
+    assert tree(root) == before
+    r = subprocess.run([str(SANDLOCK_BIN), "run", "--chroot", str(root), "--workdir", str(d),
+                        "--", "true"], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "with chroot it must be the rootfs" in r.stderr

@@ -326,3 +326,21 @@ def test_keep_leaves_the_staged_layer_in_fs_storage(work):
         assert open(os.path.join(store, layers[0], "f")).read() == "staged\n"
     finally:
         shutil.rmtree(store, ignore_errors=True)
+
+
+def test_symlinks_are_followed_in_the_merged_view(work):
+    """A real link into a directory holding a staged file, an absolute
+    link into workdir, a write through a real link, a staged link: the
+    guest sees its own writes through all of them (before cowpath.c it
+    read the real file, got EXDEV, or broke the commit)."""
+    seed(work)
+    os.symlink(os.path.join(work, "src", "f1.txt"), os.path.join(work, "abs"))
+    os.symlink("src", os.path.join(work, "srcl"))
+    script = ("echo new > src/f0.txt; echo new1 > src/f1.txt; cat link; cat abs; "
+              "echo g > srcl/g; cat src/g; ln -s srcl/g s; cat s")
+    r = box(work, on_exit=sandlock.BranchAction.COMMIT).run(["sh", "-c", script])
+    assert r.success, r.stderr
+    assert r.stdout == b"new\nnew1\ng\ng\n"
+    assert os.readlink(os.path.join(work, "srcl")) == "src"
+    assert open(os.path.join(work, "src", "g")).read() == "g\n"
+    assert os.readlink(os.path.join(work, "s")) == "srcl/g"
