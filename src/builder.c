@@ -794,6 +794,56 @@ static int chroot_workdir(const struct sandlock_sandbox *c, int *err, char **msg
 	return 0;
 }
 
+/* True if canonical path p lies in one of the fs_read / fs_write grants. */
+static bool granted(const struct sandlock_sandbox *c, const char *p)
+{
+	for (size_t i = 0; i < c->fs_read.n; i++)
+		if (path_within(p, c->fs_read.v[i]))
+			return true;
+	for (size_t i = 0; i < c->fs_write.n; i++)
+		if (path_within(p, c->fs_write.v[i]))
+			return true;
+	return false;
+}
+
+/*
+ * The default staging storage: a new private directory in the first of
+ * $TMPDIR (or /tmp), /var/tmp, /dev/shm that no grant covers.  Landlock
+ * cannot take a subtree back out of a grant, so storage inside a granted
+ * tree is denied by granting that tree's other entries one by one, which
+ * leaves the tree itself without create rights: "-w /tmp --workdir ."
+ * would make /tmp unwritable (gcc's temporary files fail).  When every
+ * candidate is granted, the first is used and denied (still safe).
+ */
+static int make_storage(struct sandlock_sandbox *c, int *err, char **msg)
+{
+	const char *env = getenv("TMPDIR");
+	const char *cand[] = { env && *env ? env : "/tmp", "/var/tmp", "/dev/shm" };
+	char *t = NULL;
+	int e = 0;
+	for (size_t pass = 0; pass < 2 && !t; pass++)
+		for (size_t i = 0; i < sizeof cand / sizeof cand[0] && !t; i++) {
+			char *dir = realpath(cand[i], NULL);
+			bool ok = dir && (pass == 1 || !granted(c, dir)) && !path_within(dir, c->workdir);
+			t = ok ? sl_asprintf("%s/sandlock-cow-XXXXXX", dir) : NULL;
+			if (t && !mkdtemp(t)) {
+				e = errno;
+				free(t);
+				t = NULL;
+			}
+			free(dir);
+		}
+	if (!t)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "cannot make COW storage: %s",
+		               strerror(e ? e : ENOENT));
+	c->fs_storage = realpath(t, NULL);
+	free(t);
+	c->storage_owned = c->fs_storage != NULL;
+	if (!c->fs_storage)
+		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	return 0;
+}
+
 static int setup_workdir(sandlock_builder_t *b, int *err, char **msg)
 {
 	struct sandlock_sandbox *c = &b->cfg;
@@ -812,19 +862,8 @@ static int setup_workdir(sandlock_builder_t *b, int *err, char **msg)
 		if (!c->fs_storage)
 			return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "fs_storage '%s': %s",
 			               b->raw_storage, strerror(errno));
-	} else {
-		const char *tmp = getenv("TMPDIR");
-		char *t = sl_asprintf("%s/sandlock-cow-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-		if (!t || !mkdtemp(t)) {
-			free(t);
-			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "cannot make COW storage: %s",
-			               strerror(errno));
-		}
-		c->fs_storage = realpath(t, NULL);
-		free(t);
-		c->storage_owned = c->fs_storage != NULL;
-		if (!c->fs_storage)
-			return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	} else if (make_storage(c, err, msg) < 0) {
+		return -1;
 	}
 	if (path_within(c->fs_storage, c->workdir) || path_within(c->workdir, c->fs_storage))
 		return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
@@ -921,6 +960,11 @@ static int setup_chroot(sandlock_builder_t *b, int *err, char **msg)
 	if (!b->raw_chroot)
 		return b->n_raw_mounts ? sl_fail(err, msg, SANDLOCK_ERR_INVALID,
 		                                 "fs_mount '%s' needs chroot", b->raw_mounts[0].virt) : 0;
+	/* The chroot performs every exec (rewritten to the host path) before
+	 * policy_fn's builtin would see it: its exec events would be lost. */
+	if (c->policy_fn)
+		return sl_fail(err, msg, SANDLOCK_ERR_UNSUPPORTED,
+		               "policy_fn with chroot is not supported yet (exec events would be lost)");
 	c->chroot = realpath(b->raw_chroot, NULL);
 	struct stat st;
 	if (!c->chroot || stat(c->chroot, &st) < 0 || !S_ISDIR(st.st_mode))

@@ -17,12 +17,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "caps.h"
 #include "childfd.h"
 #include "chroot.h"
+#include "execpath.h"
 #include "util.h"
 
 struct view_mount {
@@ -217,4 +219,54 @@ int sl_view_call_path(const struct sl_view *v, int listener, const sandlock_noti
 	if (snprintf(out, cap, "%s/%s", dir, path) >= (int)cap)
 		return ENAMETOOLONG;
 	return 0;
+}
+
+/*
+ * The kernel looks an interpreter up by host path: it must be the file
+ * the guest sees at that path (a mount of the host's /lib, or an
+ * identical tree), never a host program the guest cannot name.
+ */
+static int interp_same(const struct sl_view *v, const char *interp)
+{
+	if (!interp[0])
+		return 0;
+	if (interp[0] != '/')
+		return ENOEXEC;
+	bool ro;
+	int in = sl_view_open(v, interp, O_PATH, &ro);
+	if (in < 0)
+		return ENOENT;
+	int host = open(interp, O_PATH | O_CLOEXEC);
+	struct stat a, b;
+	bool same = host >= 0 && fstat(in, &a) == 0 && fstat(host, &b) == 0 &&
+	            a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	close(in);
+	if (host >= 0)
+		close(host);
+	return same ? 0 : EACCES;
+}
+
+int sl_view_exec_check(const struct sl_view *v, int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return EACCES;
+	if (!v)
+		return 0; /* the interpreter's host path is the guest's: the kernel checks */
+	/* An O_PATH fd cannot be read: reopened with the caller's rights. */
+	char p[64], interp[PATH_MAX];
+	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	struct sl_caps_saved sv;
+	if (sl_caps_lower(&sv) < 0)
+		return EPERM;
+	int rd = open(p, O_RDONLY | O_CLOEXEC);
+	int e = rd < 0 ? errno : 0;
+	sl_caps_restore(&sv);
+	if (!e)
+		e = sl_exec_interp(rd, interp, sizeof interp);
+	if (!e)
+		e = interp_same(v, interp);
+	if (rd >= 0)
+		close(rd);
+	return e;
 }

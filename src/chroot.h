@@ -47,4 +47,11 @@ int sl_view_open(const struct sl_view *v, const char *guest, int flags, bool *ro
  * mount or an fs_write tree of cfg, and not under fs_deny. */
 bool sl_view_writable(const struct sl_view *v, const char *host);
 
+/* Whether the kernel may run the file behind our O_PATH fd for the guest
+ * (v NULL: no chroot, only that it is a regular file): a regular file the
+ * caller can read (our capabilities lowered) whose interpreter, if any
+ * (execpath.h), is the same file on the host and in the view.  0 or an
+ * errno (EACCES, ENOEXEC, ENOENT). */
+int sl_view_exec_check(const struct sl_view *v, int fd);
+
 #endif /* SANDLOCK_CHROOT_H */

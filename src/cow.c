@@ -414,6 +414,14 @@ const char *sl_cow_rel(const struct sl_cow *c, const char *abs)
 	return NULL;
 }
 
+const char *sl_cow_upper_rel(const struct sl_cow *c, const char *abs)
+{
+	size_t n = strlen(c->upper);
+	if (!sl_path_under(abs, c->upper))
+		return NULL;
+	return abs[n] == '/' ? abs + n + 1 : abs + n;
+}
+
 /* ---------------- the merged view ---------------- */
 
 enum sl_cow_where sl_cow_lookup(struct sl_cow *c, const char *rel, bool follow, struct stat *st,

@@ -40,6 +40,8 @@ const char *sl_cow_upper_path(const struct sl_cow *c);
 /* The rel path of an absolute, lexically normalized path under workdir
  * (or under the upper directory, which mirrors it), or NULL. */
 const char *sl_cow_rel(const struct sl_cow *c, const char *abs);
+/* Like sl_cow_rel, for a path in the upper layer only. */
+const char *sl_cow_upper_rel(const struct sl_cow *c, const char *abs);
 
 /* Where rel is visible in the merged view. */
 enum sl_cow_where { SL_COW_NONE, SL_COW_UPPER, SL_COW_LOWER };

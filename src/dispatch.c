@@ -86,7 +86,7 @@ struct sl_dispatch {
 	struct sl_memcache *cache; /* supervisor thread only */
 	struct sl_deferred *deferred;
 	struct sl_responder resp;
-	const struct sandlock_sandbox *cfg; /* extra_deny_syscalls: during sl_dispatch_new */
+	const struct sandlock_sandbox *cfg; /* the sandbox's: valid until the launch is over */
 	bool wants_opener;         /* handlers or builtins open on the caller's behalf */
 	bool proc_guard, proc_fast; /* /proc readable; nothing denied beneath it */
 	char *name;                 /* cfg->name copy (NULL: sandbox-<init>) */
@@ -480,6 +480,14 @@ size_t sl_dispatch_trapped(const struct sl_dispatch *d, const int **nrs)
 
 int sl_dispatch_use_ruleset(struct sl_dispatch *d, int ruleset_fd, int *err, char **msg)
 {
+	for (size_t i = 0; i < d->ninsts; i++) {
+		const struct inst *in = &d->insts[i];
+		if (in->live && in->b->ruleset && in->b->ruleset(in->state, d->cfg, ruleset_fd, msg) < 0) {
+			if (err)
+				*err = SANDLOCK_ERR_SYSTEM;
+			return -1;
+		}
+	}
 	if (!d->wants_opener || d->opener)
 		return 0;
 	d->opener = sl_opener_new(ruleset_fd, err, msg);

@@ -357,6 +357,16 @@ int sl_landlock_prepare(const struct sandlock_sandbox *cfg, int *err, char **msg
 	return rs;
 }
 
+int sl_landlock_grant_read(int ruleset_fd, const struct sandlock_sandbox *cfg, const char *dir,
+                           char **msg)
+{
+	int abi = sl_landlock_abi();
+	if (abi < 1)
+		return 0;
+	return add_path_rule(ruleset_fd, dir, SL_READ_RIGHTS & fs_handled_cfg(cfg, abi), true, NULL,
+	                     msg);
+}
+
 int sl_landlock_apply(int ruleset_fd)
 {
 	if (syscall(__NR_landlock_restrict_self, ruleset_fd, 0) < 0)

@@ -17,6 +17,11 @@ extern int sl_landlock_abi_cap;
  * the run then fails with SANDLOCK_ERR_UNSUPPORTED (never a weaker sandbox).
  */
 int sl_landlock_prepare(const struct sandlock_sandbox *cfg, int *err, char **msg);
+/* Add a read + execute grant on directory dir (canonical) to a ruleset
+ * sl_landlock_prepare made for cfg, before any thread applies it (a
+ * builtin's run-time directory: builtin.h, ruleset).  0, or -1 with *msg. */
+int sl_landlock_grant_read(int ruleset_fd, const struct sandlock_sandbox *cfg, const char *dir,
+                           char **msg);
 /* Child side, raw syscalls only: restrict_self(ruleset_fd). 0 or -errno. */
 int sl_landlock_apply(int ruleset_fd);
 

@@ -79,6 +79,11 @@ struct sl_builtin {
 	/* Per-run state (NULL: stateless).  0, or -1 with *msg set (heap). */
 	int (*init)(const struct sandlock_sandbox *cfg, void **state, char **msg);
 	void (*free)(void *state);
+	/* Optional: add Landlock rules for what init made (the COW layer's
+	 * upper directory), to the run's ruleset before the child or the
+	 * opener applies it (landlock.h, sl_landlock_grant_read).  0, or -1
+	 * with *msg (heap): the run fails. */
+	int (*ruleset)(void *state, const struct sandlock_sandbox *cfg, int ruleset_fd, char **msg);
 	/* true with *act set: decided.  false: did not intervene. */
 	bool (*decide)(void *state, const struct sl_call *call, sandlock_action_t *act);
 	/* Optional, FIRST only: the answer to a call of one of its syscalls

@@ -30,11 +30,9 @@
  *     in place by a relative path from its cwd that reaches it, when that
  *     fits (else ENAMETOOLONG).  exec: the file is resolved in the view
  *     and checked (regular, executable, a #! or ELF interpreter that the
- *     kernel will find at the same host path, see exec_interp), then the
- *     caller's path string is replaced by the host path.  The guest's
- *     memory beyond its string is overwritten for a longer host path:
- *     harmless when exec succeeds (the image is replaced), and every
- *     failure we can foresee is answered before the rewrite.
+ *     kernel will find at the same host path, see interp_same), then the
+ *     caller's path string is replaced by the host path (execpath.h: argv
+ *     and envp strings in the way are moved, the program sees its argv).
  *
  * FAIL CLOSED: Landlock grants only the rootfs (read, exec), the mounts
  * and the configured host trees, so a call this builtin misses, or a
@@ -42,7 +40,6 @@
  * else.  Refused outright: mknod, xattr by path, utime/utimes/futimesat,
  * inotify_add_watch, name_to_handle_at (not supported under chroot yet).
  */
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -58,6 +55,7 @@
 #include "../childfd.h"
 #include "../chroot.h"
 #include "../compat.h"
+#include "../execpath.h"
 #include "../opener.h"
 #include "builtin.h"
 #include "proc.h" /* sl_open_on_behalf */
@@ -112,6 +110,7 @@ static const int k_nrs[] = {
 
 struct chroot_state {
 	struct sl_view *view;
+	struct sl_exec_undo undo; /* an exec by a vfork child (execpath.h) */
 };
 
 static bool answer(sandlock_action_t *act, long r)
@@ -535,109 +534,15 @@ static bool do_chdir(const struct chroot_state *s, const struct sl_call *call,
 /* ---------------- exec ---------------- */
 
 /*
- * The interpreter the kernel will load for our fd (a #! line's program or
- * an ELF's PT_INTERP), into out ("" for a static ELF).  The kernel looks it
- * up by host path, so exec is allowed only when that host path and the
- * same guest path in the view are one file (a mount of the host's /lib,
- * or an identical tree): never a host program the guest cannot name.
- */
-static int interp_of(int fd, char *out, size_t cap)
-{
-	char buf[256];
-	out[0] = '\0';
-	ssize_t len = pread(fd, buf, sizeof buf - 1, 0);
-	if (len < 0)
-		return errno;
-	buf[len] = '\0';
-	if (len >= 2 && buf[0] == '#' && buf[1] == '!') {
-		char *p = buf + 2;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		size_t k = strcspn(p, " \t\n");
-		if (!k || k >= cap || p[k] == '\0')
-			return ENOEXEC;
-		memcpy(out, p, k);
-		out[k] = '\0';
-		return 0;
-	}
-	if (len < (ssize_t)sizeof(Elf64_Ehdr) || memcmp(buf, ELFMAG, SELFMAG) != 0)
-		return ENOEXEC;
-	Elf64_Ehdr eh;
-	memcpy(&eh, buf, sizeof eh);
-	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr))
-		return ENOEXEC;
-	for (unsigned i = 0; i < eh.e_phnum && i < 64; i++) {
-		Elf64_Phdr ph;
-		if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != sizeof ph)
-			return ENOEXEC;
-		if (ph.p_type != PT_INTERP)
-			continue;
-		if (!ph.p_filesz || ph.p_filesz >= cap)
-			return ENOEXEC;
-		if (pread(fd, out, ph.p_filesz, (off_t)ph.p_offset) != (ssize_t)ph.p_filesz)
-			return ENOEXEC;
-		out[ph.p_filesz] = '\0';
-		return 0;
-	}
-	return 0;
-}
-
-/* The interpreter path names one file on the host and in the view. */
-static int interp_same(const struct chroot_state *s, const char *interp)
-{
-	if (!interp[0])
-		return 0;
-	if (interp[0] != '/')
-		return ENOEXEC;
-	bool ro;
-	int in = sl_view_open(s->view, interp, O_PATH, &ro);
-	if (in < 0)
-		return ENOENT;
-	int host = open(interp, O_PATH | O_CLOEXEC);
-	bool same = host >= 0 && same_file(in, host);
-	close(in);
-	if (host >= 0)
-		close(host);
-	return same ? 0 : EACCES;
-}
-
-/* True if [lo, hi) meets the pointer array at arr (NULL-terminated, at
- * most 4096 entries) or one of the strings it points to.  Unreadable:
- * true (never overwrite what we cannot check). */
-static bool meets_vec(const struct sl_call *call, uint64_t arr, uint64_t lo, uint64_t hi)
-{
-	for (unsigned i = 0; arr && i < 4096; i++) {
-		uint64_t p;
-		if (sandlock_mem_read(call->mem, arr + i * 8, &p, sizeof p) != 0)
-			return true;
-		if (arr + i * 8 + 8 > lo && arr + i * 8 < hi)
-			return true;
-		if (!p)
-			return false;
-		char *str = sandlock_mem_read_cstr(call->mem, p, 1 << 17);
-		if (!str)
-			return true;
-		uint64_t end = p + strlen(str) + 1;
-		sandlock_string_free(str);
-		if (end > lo && p < hi)
-			return true;
-	}
-	return arr != 0;
-}
-
-/*
  * execve/execveat(AT_FDCWD or a dirfd, path): resolved in the view, then
- * the caller's string is overwritten in place by a path the kernel
+ * the caller's string is replaced (execpath.h) by a path the kernel
  * resolves to the same file: the host path, or the shorter relative one
- * from the caller's cwd.  A longer one runs on past the guest's string.
- * Only when neither the string nor those bytes are argv's or envp's (the kernel reads
- * them after the path; else ENAMETOOLONG), and harmless once the exec
- * succeeds (the image is replaced; every failure we can foresee is
- * answered before the write).
+ * from the caller's cwd.  Every failure we can foresee is answered before
+ * the write.
  * A racing rewrite of the string reaches only what Landlock grants.
  * The fd form (AT_EMPTY_PATH) continues: the fd was opened in the view.
  */
-static bool do_exec(const struct chroot_state *s, const struct sl_call *call,
+static bool do_exec(struct chroot_state *s, const struct sl_call *call,
                     sandlock_action_t *act)
 {
 	const uint64_t *a = call->n->args;
@@ -658,36 +563,14 @@ static bool do_exec(const struct chroot_state *s, const struct sl_call *call,
 	bool ro;
 	int fd = open_call_path(s, call, dirfd, addr, 0, &ro);
 	long r = 0;
-	char host[PATH_MAX], from[PATH_MAX], rel[PATH_MAX], interp[PATH_MAX];
+	char host[PATH_MAX], from[PATH_MAX], rel[PATH_MAX];
 	const char *use = host;
 	if (fd < 0) {
 		r = fd;
 	} else {
-		/* An O_PATH fd cannot be read: reopen it for the checks. */
-		char p[64];
-		snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-		struct stat st;
-		int rd = -1;
-		struct sl_caps_saved sv;
-		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-			r = -EACCES;
-		else if (!fd_host(fd, host, sizeof host))
+		r = -sl_view_exec_check(s->view, fd);
+		if (!r && !fd_host(fd, host, sizeof host))
 			r = -ENOENT;
-		else if (sl_caps_lower(&sv) < 0)
-			r = -EPERM;
-		else {
-			rd = open(p, O_RDONLY | O_CLOEXEC);
-			r = rd < 0 ? -errno : 0;
-			sl_caps_restore(&sv);
-		}
-		int e = r ? 0 : interp_of(rd, interp, sizeof interp);
-		if (!r && !e)
-			e = interp_same(s, interp);
-		if (!r && e)
-			r = -e;
-		if (rd >= 0)
-			close(rd);
-		close(fd);
 	}
 	int cwd = r ? -1 : sl_child_dirfd(call->listener, call->n, AT_FDCWD);
 	/* The relative form is the kernel's only from the cwd (not a dirfd). */
@@ -697,15 +580,11 @@ static bool do_exec(const struct chroot_state *s, const struct sl_call *call,
 		use = rel;
 	if (cwd >= 0)
 		close(cwd);
-	/* The path string itself may be argv[0] (sh execs "/bin/x" so):
-	 * any rewrite would change what the program sees. */
-	uint64_t over_lo = addr, over_hi = addr + strlen(use) + 1;
-	if (!r && over_hi > over_lo &&
-	    (meets_vec(call, at ? a[2] : a[1], over_lo, over_hi) ||
-	     meets_vec(call, at ? a[3] : a[2], over_lo, over_hi)))
-		r = -ENAMETOOLONG;
-	if (!r && sandlock_mem_write(call->mem, addr, use, strlen(use) + 1) != 0)
-		r = -EFAULT;
+	/* argv[0] is often the path string itself: execpath.c moves it. */
+	if (!r)
+		r = sl_exec_set_path(call, use, fd, &s->undo);
+	if (fd >= 0)
+		close(fd);
 	sandlock_string_free(orig);
 	if (r)
 		return answer(act, r);
@@ -749,7 +628,7 @@ static bool chroot_decide(void *state, const struct sl_call *call, sandlock_acti
 	if (nr == __NR_chdir)
 		return do_chdir(s, call, act);
 	if (nr == __NR_execve || nr == __NR_execveat)
-		return do_exec(s, call, act);
+		return do_exec(state, call, act);
 	if (nr == C_mkdir)
 		return answer(act, do_mkdir(s, call, AT_FDCWD, a[0], (mode_t)a[1]));
 	if (nr == __NR_mkdirat)
@@ -832,6 +711,12 @@ static void chroot_free(void *state)
 	free(s);
 }
 
+static void chroot_answered(void *state, const sandlock_notif_t *n)
+{
+	struct chroot_state *s = state;
+	sl_exec_answered(&s->undo, n);
+}
+
 const struct sl_builtin sl_builtin_chroot = {
 	.name = "chroot",
 	.phase = SL_PHASE_FIRST,
@@ -840,4 +725,5 @@ const struct sl_builtin sl_builtin_chroot = {
 	.init = chroot_init,
 	.free = chroot_free,
 	.decide = chroot_decide,
+	.answered = chroot_answered,
 };

@@ -60,6 +60,8 @@
 #include "../dirsort.h"
 #include "../cowwrite.h"
 #include "../cowpath.h"
+#include "../execpath.h"
+#include "../landlock.h"
 #include "../chroot.h"
 #include "../caps.h"
 #include "../opener.h"
@@ -161,7 +163,8 @@ static const int k_cow_nrs[] = {
 	SLC_stat,       SLC_lstat,      __NR_statx,      SLC_access,    __NR_faccessat,
 	__NR_faccessat2, SLC_readlink,   __NR_readlinkat, SLC_chmod,     __NR_fchmodat,
 	SLC_chown,      SLC_lchown,     __NR_fchownat,   __NR_utimensat,
-	__NR_getxattr,  __NR_lgetxattr, __NR_listxattr,  __NR_llistxattr,
+	__NR_getxattr,  __NR_lgetxattr, __NR_listxattr,  __NR_llistxattr, __NR_execve,
+	__NR_execveat,
 };
 
 struct cow_state {
@@ -174,6 +177,8 @@ struct cow_state {
 	char *root;
 	sl_strvec holes;
 	struct sl_cow_space space;
+	struct sl_exec_undo undo; /* an exec by a vfork child (execpath.h) */
+	bool policy;              /* policy_fn set: its exec events come first */
 };
 
 /* ---------------- paths ---------------- */
@@ -181,18 +186,25 @@ struct cow_state {
 /*
  * The absolute path a call names, in the layer's space (cowpath.h): path
  * relative to dirfd (the caller's cwd for AT_FDCWD), lexically
- * normalized; a dirfd in the upper layer counts as the real directory it
- * mirrors.  Under chroot an absolute path is a guest path and so is the
- * result.  false when it cannot be told (the call then passes: the
+ * normalized.  Under chroot an absolute path is a guest path and so is
+ * the result.  false when it cannot be told (the call then passes: the
  * kernel, or the chroot builtin, answers it); empty paths pass too.
+ *
+ * The upper layer stands for the real tree it mirrors: a dirfd or cwd in
+ * it (a directory that exists only there, opened by the guest) and an
+ * absolute path into it (a staged program run from there sees its own
+ * path as argv[0]/$0, execpath.h) name the same place under workdir.
+ * *aliased then says the kernel would resolve the caller's string in the
+ * upper layer, not the merged view: the caller must act on the result.
  */
 static bool call_path(const struct cow_state *s, const struct sl_call *call, int dirfd,
-                      uint64_t addr, char *out, size_t cap)
+                      uint64_t addr, char *out, size_t cap, bool *aliased)
 {
 	char *p = addr ? sandlock_mem_read_cstr(call->mem, addr, PATH_MAX) : NULL;
 	bool ok = p && p[0];
 	char base[PATH_MAX], guest[PATH_MAX];
 	const char *from = "";
+	*aliased = false;
 	if (ok && p[0] != '/') {
 		int fd = sl_child_dirfd(call->listener, call->n, dirfd);
 		char link[64];
@@ -211,11 +223,21 @@ static bool call_path(const struct cow_state *s, const struct sl_call *call, int
 		else if (ok && s->view)
 			ok = sl_view_guest(s->view, base, guest, sizeof guest);
 		from = rel || s->view ? guest : base;
+		*aliased = ok && sl_path_under(base, sl_cow_upper_path(s->cow));
 	}
 	ok = ok && snprintf(out, cap, "%s%s%s", from, from[0] ? "/" : "", p) < (int)cap;
 	sandlock_string_free(p);
 	if (ok)
 		sl_path_normalize(out);
+	const char *up = ok && !*aliased ? sl_cow_upper_rel(s->cow, out) : NULL;
+	if (up) {
+		ok = snprintf(guest, sizeof guest, "%s/%s", s->space.root, up) < (int)sizeof guest;
+		if (ok) {
+			memcpy(out, guest, strlen(guest) + 1);
+			sl_path_normalize(out);
+		}
+		*aliased = ok;
+	}
 	return ok;
 }
 
@@ -225,11 +247,13 @@ static int resolve_arg(struct cow_state *s, const struct sl_call *call, int dirf
                        bool follow, struct sl_cow_res *res)
 {
 	char p[PATH_MAX];
-	if (!call_path(s, call, dirfd, addr, p, sizeof p))
+	bool aliased;
+	if (!call_path(s, call, dirfd, addr, p, sizeof p, &aliased))
 		return 0;
 	int r = sl_cow_resolve(s->cow, &s->space, p, follow, res);
 	if (r < 0)
 		return r;
+	res->shadowed |= aliased;
 	return res->inside || res->shadowed ? 1 : 0;
 }
 
@@ -307,7 +331,9 @@ static bool do_open(struct cow_state *s, const struct sl_call *call, const char 
 		return true;
 	}
 	bool creates = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
-	int fd = sl_cow_open(s->cow, rel, flags, creates ? mode & ~sl_child_umask(call->listener, call->n) : 0);
+	/* open(2) ignores bits above 07777 (busybox cp passes st_mode); openat2 refuses them */
+	mode_t m = creates ? mode & 07777 & ~sl_child_umask(call->listener, call->n) : 0;
+	int fd = sl_cow_open(s->cow, rel, flags, m);
 	if (fd < 0)
 		return answer(act, fd);
 	sandlock_action_set_inject_fd_send(act, fd, (flags & O_CLOEXEC) ? O_CLOEXEC : 0);
@@ -616,6 +642,90 @@ static bool do_outside(struct cow_state *s, const struct sl_call *call, const ch
 	return answer(act, r);
 }
 
+/* The host path the kernel must exec for res (resolved in the merged
+ * view, following): into host.  0, 1 when the caller's own string already
+ * leads there (pass), or -errno. */
+static int exec_target(struct cow_state *s, const struct sl_cow_res *res, char *host, size_t cap)
+{
+	if (!res->inside) {
+		/* Left workdir through something staged: the outside file, by
+		 * its host path (under chroot, the guest path opened in the view). */
+		if (!s->view)
+			return snprintf(host, cap, "%s", res->path) < (int)cap ? 0 : -ENAMETOOLONG;
+		bool ro;
+		int fd = sl_view_open(s->view, res->path, O_PATH | O_CLOEXEC, &ro);
+		if (fd < 0)
+			return fd;
+		char link[64];
+		snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(link, host, cap - 1);
+		close(fd);
+		if (n <= 0)
+			return -ENOENT;
+		host[n] = '\0';
+		return 0;
+	}
+	struct stat st;
+	int e = 0;
+	enum sl_cow_where w = sl_cow_lookup(s->cow, res->path, true, &st, &e);
+	if (w == SL_COW_NONE)
+		return -e;
+	if (!S_ISREG(st.st_mode))
+		return -EACCES;
+	if (w == SL_COW_LOWER && !res->shadowed)
+		return 1;
+	if (w == SL_COW_UPPER)
+		return snprintf(host, cap, "%s/%s", sl_cow_upper_path(s->cow), res->path) < (int)cap
+		               ? 0 : -ENAMETOOLONG;
+	return sl_cow_lower_path(s->cow, res->path, host, cap) ? 0 : -ENAMETOOLONG;
+}
+
+/*
+ * execve/execveat of a path in the merged view.  The kernel runs only
+ * what its own lookup finds, on the real tree: a staged program (built in
+ * this run) or a real one reached through something staged must be given
+ * to it by host path.  The caller's string is replaced (execpath.h: argv
+ * stays what the program sees) after the checks the kernel cannot make
+ * the same way (under chroot, the interpreter's, chroot.h); Landlock
+ * grants the upper layer read + execute (cow_ruleset), never write.  An
+ * untouched real file passes (the kernel, or the chroot builtin).
+ */
+static bool do_exec(struct cow_state *s, const struct sl_call *call, sandlock_action_t *act)
+{
+	/* policy_fn must see every exec (builtins/policy.c, after us): a
+	 * staged program then cannot run (the kernel does not find it). */
+	if (s->policy)
+		return false;
+	const sandlock_notif_t *n = call->n;
+	bool at = n->syscall_nr == __NR_execveat;
+	int dirfd = at ? (int)(int32_t)n->args[0] : AT_FDCWD;
+	bool follow = !(at && (n->args[4] & AT_SYMLINK_NOFOLLOW));
+	struct sl_cow_res *res = malloc(sizeof(*res));
+	char *host = malloc(PATH_MAX);
+	int k = res && host ? resolve_arg(s, call, dirfd, sl_exec_path_addr(n), follow, res)
+	                    : -ENOMEM;
+	k = k > 0 ? exec_target(s, res, host, PATH_MAX) : k == 0 ? 1 : k;
+	if (k == 0) {
+		struct sl_caps_saved sv;
+		int fd = -EPERM;
+		if (sl_caps_lower(&sv) == 0) {
+			fd = open(host, O_PATH | O_CLOEXEC);
+			fd = fd < 0 ? -errno : fd;
+			sl_caps_restore(&sv);
+		}
+		k = fd < 0 ? fd : -sl_view_exec_check(s->view, fd);
+		if (!k)
+			k = sl_exec_set_path(call, host, fd, &s->undo);
+		if (fd >= 0)
+			close(fd);
+		if (!k)
+			sandlock_action_set_continue(act);
+	}
+	free(res);
+	free(host);
+	return k < 0 ? answer(act, k) : k == 0;
+}
+
 /* The (dirfd, path) argument pair of a single-path call. */
 static bool path_args(int nr, const uint64_t *a, int *dirfd, uint64_t *path)
 {
@@ -751,6 +861,8 @@ static bool cow_decide(void *state, const struct sl_call *call, sandlock_action_
 		return false;
 	if (nr == __NR_getdents64)
 		return do_dents(s, call, act);
+	if (sl_exec_nr(nr))
+		return do_exec(s, call, act);
 	long ret;
 	if (sl_cowwrite_is(nr))
 		return sl_cowwrite(s->cow, call->listener, call->n, call->mem, &ret) &&
@@ -856,6 +968,7 @@ static int cow_init(const struct sandlock_sandbox *cfg, void **state, char **msg
 		return -1;
 	}
 	s->on_exit = cfg->on_exit;
+	s->policy = cfg->policy_fn != NULL;
 	s->on_error = cfg->on_error;
 	int e = cfg->chroot ? chroot_space(s, cfg, msg) : (s->root = sl_strdup(cfg->workdir)) ? 0 : -1;
 	if (!e && cfg->deterministic_dirs && !(s->sorted = sl_dirsort_new()))
@@ -897,13 +1010,32 @@ static void cow_finish(void *state, struct sandlock_result *r)
 	s->cow = NULL;
 }
 
+static void cow_answered(void *state, const sandlock_notif_t *n)
+{
+	struct cow_state *s = state;
+	if (s)
+		sl_exec_answered(&s->undo, n);
+}
+
+/* The upper layer is readable and executable by the guest (a program it
+ * built runs from there, do_exec), never writable: writes go through
+ * the fds this builtin hands out, so max_disk and commit stay ours. */
+static int cow_ruleset(void *state, const struct sandlock_sandbox *cfg, int ruleset_fd, char **msg)
+{
+	struct cow_state *s = state;
+	return s && s->cow ? sl_landlock_grant_read(ruleset_fd, cfg, sl_cow_upper_path(s->cow), msg)
+	                   : 0;
+}
+
 const struct sl_builtin sl_builtin_cow = {
 	.name = "copy-on-write workdir",
 	.phase = SL_PHASE_FIRST,
 	.syscalls = cow_syscalls,
 	.init = cow_init,
 	.free = cow_free,
+	.ruleset = cow_ruleset,
 	.decide = cow_decide,
+	.answered = cow_answered,
 	.finish = cow_finish,
 	.needs_opener = true, /* reads reached through the merged view */
 };

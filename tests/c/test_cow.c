@@ -255,3 +255,23 @@ TEST(symlinks_resolve_in_the_merged_view)
 	sandlock_result_free(r);
 	tu_rm_rf(dir);
 }
+
+/* Programs made in the run are run from the upper layer (builtins/cow.c
+ * do_exec): a copied binary with its argv intact, the same as the last
+ * command of "sh -c" (dash puts argv right after the string: the short
+ * /dev/fd form, execpath.c, which a script then sees as its $0), a #!
+ * script that sources a sibling through its $0, and one in a directory
+ * that exists only in the layer; a file without x bits is refused.  Before,
+ * each failed with ENOENT (the kernel looked at the real tree). */
+TEST(staged_programs_run_with_their_argv)
+{
+	check_run(SANDLOCK_BRANCH_ABORT, 0,
+	          "cp /bin/echo ./e; ./e one two; sh -c ./e; sh -c './e three'; "
+	          "printf '#!/bin/sh\\n. \"$(dirname \"$0\")/lib\"; echo script $# \"$1\" $v\\n' > s; "
+	          "echo v=sourced > lib; chmod +x s; ./s arg; "
+	          "printf '#!/bin/sh\\necho script2 $#\\n' > s2; chmod +x s2; sh -c ./s2; "
+	          "mkdir sub; cp /bin/true sub/t; sub/t && echo true-ran; "
+	          "cp a nx; ./nx 2>/dev/null || echo not-executable",
+	          "one two\n\nthree\nscript 1 arg sourced\nscript2 0\ntrue-ran\nnot-executable\n",
+	          "A e\nA lib\nA nx\nA s\nA s2\nA sub\nA sub/t\n", NULL);
+}

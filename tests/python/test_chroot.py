@@ -162,3 +162,25 @@ def test_cli_chroot_workdir_dry_run_json(rootfs):
     r = subprocess.run([str(SANDLOCK_BIN), "run", "--chroot", str(root), "--workdir", str(d),
                         "--", "true"], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "with chroot it must be the rootfs" in r.stderr
+
+
+def test_programs_named_by_path_run_with_their_argv(rootfs):
+    """sh runs '/bin/ls' with the same string as path and argv[0]: the
+    rewrite to the host path moves argv[0] aside, so busybox still sees
+    "ls" (before: ENAMETOOLONG).  Under COW over the rootfs, a program
+    the guest installed in the run (a staged busybox copy and a staged link
+    to it) runs from the layer."""
+    d, root = rootfs
+    r = sandlock.Sandbox(chroot=str(root), fs_readable=[str(d)], timeout=60).run(
+        ["sh", "-c", "/bin/ls /; cd /etc && ../bin/echo rel ok; /bin/sh -c '/bin/echo nested'"])
+    assert r.stdout == b"bin\netc\nwork\nrel ok\nnested\n", r.stderr
+    before = tree(root)
+    r = sandlock.Sandbox(chroot=str(root), workdir=str(root), fs_readable=[str(d)],
+                         on_exit="abort", timeout=60).run(
+        ["sh", "-c", "cp /bin/busybox /bin/bb2 && ln -s /bin/bb2 /bin/pwd && cd /etc && /bin/pwd && "
+                     "printf '#!/bin/sh\\necho no\\n' > /bin/tool && "
+                     "chmod +x /bin/tool && tool || echo refused"])
+    # A script's #! interpreter is looked up by the kernel on the host:
+    # this rootfs's /bin/sh is not the host's, so it is refused (README).
+    assert r.stdout == b"/etc\nrefused\n", r.stderr
+    assert tree(root) == before

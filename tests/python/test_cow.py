@@ -344,3 +344,118 @@ def test_symlinks_are_followed_in_the_merged_view(work):
     assert os.readlink(os.path.join(work, "srcl")) == "src"
     assert open(os.path.join(work, "src", "g")).read() == "g\n"
     assert os.readlink(os.path.join(work, "s")) == "srcl/g"
+
+
+HELLO_C = '#include <stdio.h>\nint main(int c, char **v) { printf("hello %s\\n", c > 1 ? v[1] : v[0]); return 0; }\n'
+MAKEFILE = ("all: prog\nprog: hello.o\n\t$(CC) -o $@ $^\nhello.o: hello.c\n\t$(CC) -c -o $@ $<\n"
+            "test: prog\n\t./prog world\n")
+
+
+@pytest.mark.skipif(not shutil.which("cc") or not shutil.which("make"), reason="no cc/make")
+def test_make_builds_and_runs_a_program_then_commit_applies_the_dry_run(work):
+    """The README's workflow: `make test` compiles (gcc's temporaries in a
+    writable TMPDIR) and runs the program it just built, which exists only
+    in the staged layer; the dry run lists it, and the commit brings it."""
+    for name, text in (("hello.c", HELLO_C), ("Makefile", MAKEFILE)):
+        with open(os.path.join(work, name), "w") as f:
+            f.write(text)
+    before = digest(work)
+    tmp = tempfile.mkdtemp(prefix="sandlock-cc-tmp-")
+    try:
+        sb = box(work, fs_writable=[tmp], env={"TMPDIR": tmp, "PATH": "/usr/bin:/bin"})
+        dry = sb.dry_run(["make", "test"])
+        assert dry.success, dry.stderr
+        assert b"hello world\n" in dry.stdout
+        assert {(c.kind, c.path) for c in dry.changes} == {("A", "hello.o"), ("A", "prog")}
+        assert digest(work) == before
+        r = sb.run(["make", "test"])
+        assert r.success, r.stderr
+        assert diff(before, digest(work)) == {("A", "hello.o"), ("A", "prog")}
+        out = subprocess.run([os.path.join(work, "prog"), "again"], capture_output=True)
+        assert out.stdout == b"hello again\n"
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="no cc")
+def test_vfork_and_posix_spawn_of_a_staged_program_leave_the_parent_intact(work):
+    """Python's subprocess (vfork) and os.posix_spawn (CLONE_VM) run the
+    child in the parent's memory: the path rewrite must be undone before
+    the parent runs on (execpath.c).  The bytes object that was both the
+    path and argv[0], and the argv list, are checked after each spawn."""
+    tmp = tempfile.mkdtemp(prefix="sandlock-cc-tmp-")
+    with open(os.path.join(work, "hello.c"), "w") as f:
+        f.write(HELLO_C)
+    code = (
+        "import os, subprocess\n"
+        "subprocess.run(['cc', '-o', 'prog', 'hello.c'], check=True)\n"
+        "arg = b'./prog'\n"
+        "r = subprocess.run([arg], capture_output=True)\n"
+        "print(r.returncode, r.stdout, arg, arg == b'./prog')\n"
+        "name = './prog'\n"
+        "r = subprocess.run([name, 'x'], capture_output=True)\n"
+        "print(r.returncode, r.stdout, name)\n"
+        "argv = ['./prog', 'spawned']\n"
+        "pid = os.posix_spawn('./prog', argv, os.environ)\n"
+        "print(os.waitpid(pid, 0)[1], argv)\n")
+    try:
+        r = box(work, fs_writable=[tmp], env={"TMPDIR": tmp, "PATH": "/usr/bin:/bin"},
+                on_exit="abort").run([PY, "-c", code])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    assert r.success, r.stderr
+    assert r.stdout.decode().splitlines() == [
+        "0 b'hello ./prog\\n' b'./prog' True",
+        "0 b'hello x\\n' ./prog",
+        "hello spawned",
+        "0 ['./prog', 'spawned']",
+    ] or r.stdout.decode().splitlines()[2:] == ["0 ['./prog', 'spawned']", "hello spawned"] \
+        and r.stdout.decode().splitlines()[:2] == ["0 b'hello ./prog\\n' b'./prog' True",
+                                                   "0 b'hello x\\n' ./prog"]
+
+
+def test_a_writable_tmpdir_stays_writable_with_a_workdir(work, monkeypatch):
+    """The staging storage goes where no grant reaches (not $TMPDIR when
+    that is granted): Landlock cannot take a subtree out of a grant, and a
+    storage inside the writable TMPDIR left TMPDIR itself unwritable."""
+    tmp = tempfile.mkdtemp(prefix="sandlock-tmpdir-")
+    try:
+        monkeypatch.setenv("TMPDIR", tmp)
+        r = box(work, fs_writable=[tmp], env={"TMPDIR": tmp}, on_exit="abort").run(
+            ["sh", "-c", "mktemp && echo ok > %s/direct && cat %s/direct" % (tmp, tmp)])
+        assert r.success, r.stderr
+        assert r.stdout.decode().splitlines()[1:] == ["ok"]
+        assert not [n for n in os.listdir(tmp) if n.startswith("sandlock-cow-")]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+UPPER_PROBE = (
+    "import os\n"
+    "open('staged.txt', 'w').write('mine\\n')\n"
+    "fd = os.open('staged.txt', os.O_RDONLY)\n"
+    "where = os.path.dirname(os.readlink('/proc/self/fd/%d' % fd))\n"
+    "print('elsewhere' if where != os.getcwd() else 'here')\n"
+    "try:\n"
+    "    w = os.open('/proc/self/fd/%d' % fd, os.O_RDWR)\n"
+    "    os.write(w, b'EVIL')\n"
+    "    print('wrote')\n"
+    "except OSError as e:\n"
+    "    print('refused', e.errno)\n")
+
+
+def test_hostile_the_staged_layer_is_readable_never_writable_by_its_path(work):
+    """Landlock grants the guest's upper layer read + execute (to run what
+    it built), never write: a staged file reopened read-write through its
+    fd's magic link (naming the layer, not workdir) is refused, so writes
+    keep going through the supervisor (max_disk, commit).  The probe
+    writes outside first."""
+    outside = tempfile.mkdtemp(prefix="sandlock-cow-probe-")
+    try:
+        p = subprocess.run([PY, "-c", UPPER_PROBE], cwd=outside, capture_output=True)
+        assert p.stdout == b"here\nwrote\n", p.stderr
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+    r = box(work, on_exit="abort").run([PY, "-c", UPPER_PROBE])
+    assert r.stdout == b"elsewhere\nrefused 13\n", r.stderr
+    assert os.listdir(work) == []

@@ -1,0 +1,438 @@
+/*
+ * execpath.c — giving a trapped exec another path (see execpath.h).
+ *
+ * The scratch space: /proc/TID/syscall shows the blocked thread's stack
+ * pointer.  Below it (past the x86-64 red zone, with a margin) nothing of
+ * the thread's is live while it waits in the kernel, and a signal handler
+ * cannot run there before the call returns.  Relocated strings go there,
+ * highest first; the stack mapping already covers them in practice (a
+ * write that fails is answered ENAMETOOLONG before anything is changed:
+ * the strings and slots are written before the path, and a failed write
+ * there leaves the caller's own strings untouched).
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kcmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "childfd.h"
+#include "compat.h"
+#include "execpath.h"
+#include "util.h"
+
+#define MAX_VEC 65536          /* argv/envp entries looked at */
+#define MAX_STR (128 * 1024)   /* the kernel's MAX_ARG_STRLEN */
+#define SCRATCH_GAP 512        /* below sp: red zone (128) and a margin */
+#define SCRATCH_MAX (256 * 1024)
+#define EXEC_WAIT_ROUNDS 20000 /* x 100 us: 2 s at most */
+
+bool sl_exec_nr(int nr)
+{
+	return nr == __NR_execve || nr == __NR_execveat;
+}
+
+uint64_t sl_exec_path_addr(const sandlock_notif_t *n)
+{
+	return n->syscall_nr == __NR_execveat ? n->args[1] : n->args[0];
+}
+
+/* ---------------- the interpreter ---------------- */
+
+static int elf_interp(int fd, const char *head, size_t len, char *out, size_t cap)
+{
+	Elf64_Ehdr eh;
+	if (len < sizeof eh || memcmp(head, ELFMAG, SELFMAG) != 0)
+		return ENOEXEC;
+	memcpy(&eh, head, sizeof eh);
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr))
+		return ENOEXEC;
+	for (unsigned i = 0; i < eh.e_phnum && i < 64; i++) {
+		Elf64_Phdr ph;
+		if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != sizeof ph)
+			return ENOEXEC;
+		if (ph.p_type != PT_INTERP)
+			continue;
+		if (!ph.p_filesz || ph.p_filesz >= cap)
+			return ENOEXEC;
+		if (pread(fd, out, ph.p_filesz, (off_t)ph.p_offset) != (ssize_t)ph.p_filesz)
+			return ENOEXEC;
+		out[ph.p_filesz] = '\0';
+		return 0;
+	}
+	return 0;
+}
+
+int sl_exec_interp(int fd, char *out, size_t cap)
+{
+	char buf[256];
+	out[0] = '\0';
+	ssize_t len = pread(fd, buf, sizeof buf - 1, 0);
+	if (len < 0)
+		return errno;
+	buf[len] = '\0';
+	if (len >= 2 && buf[0] == '#' && buf[1] == '!') {
+		char *p = buf + 2;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		size_t k = strcspn(p, " \t\n");
+		if (!k || k >= cap || p[k] == '\0')
+			return ENOEXEC;
+		memcpy(out, p, k);
+		out[k] = '\0';
+		return 0;
+	}
+	return elf_interp(fd, buf, (size_t)len, out, cap);
+}
+
+/* ---------------- relocating argv/envp strings ---------------- */
+
+struct moved {
+	uint64_t slot; /* address of the argv/envp pointer */
+	char *s;       /* the string (sandlock_mem_read_cstr's) */
+	size_t len;    /* with its NUL */
+};
+
+struct moves {
+	struct moved *v;
+	size_t n, cap, bytes;
+};
+
+static void moves_free(struct moves *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		sandlock_string_free(m->v[i].s);
+	free(m->v);
+}
+
+static bool meets(uint64_t a, uint64_t alen, uint64_t lo, uint64_t hi)
+{
+	return a < hi && a + alen > lo;
+}
+
+static int add_move(struct moves *m, uint64_t slot, char *s, size_t len)
+{
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 4;
+		struct moved *v = realloc(m->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		m->v = v;
+		m->cap = cap;
+	}
+	m->v[m->n++] = (struct moved){ slot, s, len };
+	m->bytes += (len + 15) & ~(size_t)15;
+	return 0;
+}
+
+/*
+ * The strings of the NULL-terminated pointer array arr that meet [lo, hi)
+ * go to *m.  The array itself meeting it cannot be helped: ENAMETOOLONG.
+ * A string that cannot be read: EFAULT (the kernel would fail the same).
+ */
+static int scan_vec(const struct sl_call *call, uint64_t arr, uint64_t lo, uint64_t hi,
+                    struct moves *m)
+{
+	for (unsigned i = 0; arr && i < MAX_VEC; i++) {
+		uint64_t slot = arr + (uint64_t)i * 8, p;
+		if (meets(slot, 8, lo, hi))
+			return -ENAMETOOLONG;
+		if (sandlock_mem_read(call->mem, slot, &p, sizeof p) != 0)
+			return -EFAULT;
+		if (!p)
+			return 0;
+		/* Only a string that starts before hi and less than one
+		 * string's length before lo can reach the range. */
+		if (p >= hi || p + MAX_STR < lo)
+			continue;
+		char *s = sandlock_mem_read_cstr(call->mem, p, MAX_STR);
+		if (!s)
+			return -EFAULT;
+		size_t len = strlen(s) + 1;
+		int r = meets(p, len, lo, hi) ? add_move(m, slot, s, len) : 1;
+		if (r)
+			sandlock_string_free(s);
+		if (r < 0)
+			return r;
+	}
+	return arr ? -E2BIG : 0;
+}
+
+/* The blocked caller's stack pointer, from /proc/TID/syscall ("nr args... sp pc"). */
+static int caller_sp(const struct sl_call *call, uint64_t *sp)
+{
+	int dir = sl_child_procdir(call->listener, call->n);
+	if (dir < 0)
+		return dir;
+	char buf[512];
+	ssize_t len = sl_read_small_at(dir, "syscall", buf, sizeof buf);
+	close(dir);
+	if (len <= 0)
+		return -EPERM;
+	char *p = buf, *end;
+	long nr = strtol(p, &end, 10);
+	if (end == p || nr != call->n->syscall_nr)
+		return -EPERM;
+	uint64_t v = 0;
+	for (int i = 0; i < 7; i++) { /* six arguments, then sp */
+		p = end;
+		v = strtoull(p, &end, 16);
+		if (end == p)
+			return -EPERM;
+	}
+	*sp = v;
+	return 0;
+}
+
+/* Copy each moved string below sp and point its slot at the copy. */
+static int place_moves(const struct sl_call *call, const struct moves *m, uint64_t lo,
+                       uint64_t hi)
+{
+	if (!m->n)
+		return 0;
+	uint64_t sp;
+	int r = caller_sp(call, &sp);
+	if (r < 0)
+		return -ENAMETOOLONG;
+	if (m->bytes > SCRATCH_MAX || sp < SCRATCH_GAP + m->bytes)
+		return -ENAMETOOLONG;
+	uint64_t at = (sp - SCRATCH_GAP) & ~(uint64_t)15;
+	if (meets(at - m->bytes, m->bytes, lo, hi))
+		return -ENAMETOOLONG;
+	for (size_t i = 0; i < m->n; i++) {
+		at -= (m->v[i].len + 15) & ~(size_t)15;
+		if (sandlock_mem_write(call->mem, at, m->v[i].s, m->v[i].len) != 0)
+			return -ENAMETOOLONG;
+	}
+	at = (sp - SCRATCH_GAP) & ~(uint64_t)15;
+	for (size_t i = 0; i < m->n; i++) {
+		at -= (m->v[i].len + 15) & ~(size_t)15;
+		if (sandlock_mem_write(call->mem, m->v[i].slot, &at, sizeof at) != 0)
+			return -EFAULT;
+	}
+	return 0;
+}
+
+/* ---------------- a parent sharing the memory ---------------- */
+
+/* The caller's parent when it shares the caller's memory (vfork,
+ * posix_spawn), else 0. */
+static pid_t vm_parent(const struct sl_call *call)
+{
+	int dir = sl_child_procdir(call->listener, call->n);
+	if (dir < 0)
+		return 0;
+	char buf[1024];
+	ssize_t len = sl_read_small_at(dir, "status", buf, sizeof buf);
+	close(dir);
+	const char *p = len > 0 ? strstr(buf, "\nPPid:") : NULL;
+	pid_t pp = p ? (pid_t)strtol(p + 6, NULL, 10) : 0;
+	if (pp <= 1)
+		return 0;
+	return syscall(__NR_kcmp, (pid_t)call->n->pid, pp, KCMP_VM, 0, 0) == 0 ? pp : 0;
+}
+
+static void undo_clear(struct sl_exec_undo *u)
+{
+	for (size_t i = 0; i < u->n; i++)
+		free(u->v[i].old);
+	free(u->v);
+	if (u->parent && u->parent_pidfd >= 0)
+		close(u->parent_pidfd);
+	if (u->parent && u->mem_fd >= 0)
+		close(u->mem_fd);
+	memset(u, 0, sizeof *u); /* parent 0: the fds are not ours */
+}
+
+/* Remember the caller's bytes at [addr, addr + len) before they change. */
+static int undo_save(const struct sl_call *call, struct sl_exec_undo *u, uint64_t addr, size_t len)
+{
+	struct sl_exec_piece *v = realloc(u->v, (u->n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	u->v = v;
+	unsigned char *old = malloc(len);
+	if (!old)
+		return -ENOMEM;
+	if (sandlock_mem_read(call->mem, addr, old, len) != 0) {
+		free(old);
+		return -EFAULT;
+	}
+	u->v[u->n++] = (struct sl_exec_piece){ addr, len, old };
+	return 0;
+}
+
+/* Put every saved piece back (through the parent's mem fd) and let the
+ * parent go on. */
+static void undo_apply(struct sl_exec_undo *u)
+{
+	for (size_t i = u->n; i-- > 0;)
+		(void)!pwrite(u->mem_fd, u->v[i].old, u->v[i].len, (off_t)u->v[i].addr);
+	(void)syscall(__NR_pidfd_send_signal, u->parent_pidfd, SIGCONT, NULL, 0);
+	undo_clear(u);
+}
+
+/* The parent of a shared-memory caller: stopped (it takes the stop when
+ * the exec releases it), its memory reachable after the exec, the bytes
+ * about to be overwritten saved. */
+static int undo_begin(const struct sl_call *call, struct sl_exec_undo *u, const struct moves *m,
+                      uint64_t addr, size_t len)
+{
+	undo_clear(u);
+	pid_t pp = vm_parent(call);
+	if (!pp)
+		return 0;
+	char mem[64];
+	snprintf(mem, sizeof mem, "/proc/%d/mem", (int)pp);
+	u->parent = pp; /* from here the fds are ours, -1 until opened */
+	u->tid = (pid_t)call->n->pid;
+	u->parent_pidfd = (int)syscall(__NR_pidfd_open, pp, 0);
+	u->mem_fd = open(mem, O_RDWR | O_CLOEXEC);
+	int r = u->parent_pidfd < 0 || u->mem_fd < 0 ? -EPERM : undo_save(call, u, addr, len);
+	for (size_t i = 0; !r && i < m->n; i++)
+		r = undo_save(call, u, m->v[i].slot, 8);
+	if (!r && syscall(__NR_pidfd_send_signal, u->parent_pidfd, SIGSTOP, NULL, 0) < 0)
+		r = -errno;
+	if (r) {
+		undo_clear(u);
+		return -ENAMETOOLONG;
+	}
+	u->id = call->n->id;
+	return 0;
+}
+
+static char task_state(pid_t pid)
+{
+	char p[64], buf[512];
+	snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	const char *rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' ? rp[2] : 0;
+}
+
+void sl_exec_answered(struct sl_exec_undo *u, const sandlock_notif_t *n)
+{
+	if (!u->id || u->id != n->id)
+		return;
+	/* Over when the caller has its own memory (the exec replaced it) or
+	 * is gone (failed and exited, or a thread's exec took the leader's
+	 * pid); then the parent, released, takes its stop. */
+	struct timespec t = { 0, 100000 };
+	for (int i = 0; i < EXEC_WAIT_ROUNDS; i++) {
+		if (syscall(__NR_kcmp, u->tid, u->parent, KCMP_VM, 0, 0) != 0)
+			break;
+		nanosleep(&t, NULL);
+	}
+	for (int i = 0; i < EXEC_WAIT_ROUNDS; i++) {
+		char st = task_state(u->parent);
+		if (!st || st == 'T' || st == 't' || st == 'Z' || st == 'X')
+			break;
+		nanosleep(&t, NULL);
+	}
+	undo_apply(u);
+}
+
+/* The argv/envp strings a path of len bytes at the call's path would
+ * cover, into *m.  0, or -ENAMETOOLONG when it would cover the arrays. */
+static int plan(const struct sl_call *call, size_t len, struct moves *m)
+{
+	const uint64_t *a = call->n->args;
+	bool at = call->n->syscall_nr == __NR_execveat;
+	uint64_t lo = sl_exec_path_addr(call->n), hi = lo + len;
+	if (!lo || hi < lo)
+		return -EFAULT;
+	int r = scan_vec(call, at ? a[2] : a[1], lo, hi, m);
+	return r ? r : scan_vec(call, at ? a[3] : a[2], lo, hi, m);
+}
+
+/* A #! script must stay openable by its interpreter after the exec. */
+static bool is_script(int fd)
+{
+	char head[2] = { 0 };
+	return pread(fd, head, 2, 0) == 2 && head[0] == '#' && head[1] == '!';
+}
+
+/*
+ * The short form: fd installed in the caller (not answering the call) and
+ * named through /dev/fd (/proc/self/fd where there is no /dev/fd).  Close
+ * on exec for a binary; a script's interpreter opens the name after the
+ * exec, so there the fd stays open.  Into out, or -errno.
+ */
+static int short_path(const struct sl_call *call, int fd, char *out, size_t cap)
+{
+	/* An O_PATH fd cannot be installed: reopened for reading with the
+	 * caller's rights (an exec-only file has no short form). */
+	char p[64];
+	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	struct sl_caps_saved sv;
+	if (sl_caps_lower(&sv) < 0)
+		return -ENAMETOOLONG;
+	int rd = open(p, O_RDONLY | O_CLOEXEC);
+	sl_caps_restore(&sv);
+	if (rd < 0)
+		return -ENAMETOOLONG;
+	struct seccomp_notif_addfd a;
+	memset(&a, 0, sizeof a);
+	a.id = call->n->id;
+	a.srcfd = (uint32_t)rd;
+	a.newfd_flags = is_script(rd) ? 0 : O_CLOEXEC;
+	int nfd;
+	do
+		nfd = ioctl(call->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a);
+	while (nfd < 0 && errno == EINTR);
+	int e = errno;
+	close(rd);
+	if (nfd < 0)
+		return -e;
+	struct stat st;
+	const char *dir = stat("/dev/fd", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/fd" : "/proc/self/fd";
+	snprintf(out, cap, "%s/%d", dir, nfd);
+	return 0;
+}
+
+int sl_exec_set_path(const struct sl_call *call, const char *path, int fd,
+                     struct sl_exec_undo *undo)
+{
+	char shortp[40];
+	const char *use = path;
+	struct moves m = { 0 };
+	int r = plan(call, strlen(path) + 1, &m);
+	if (r == -ENAMETOOLONG && fd >= 0) {
+		/* The full path would run into argv or envp itself (dash puts
+		 * argv right after the command's string): the shortest name of
+		 * the file, planned for the longest it can be. */
+		moves_free(&m);
+		memset(&m, 0, sizeof m);
+		r = plan(call, sizeof "/proc/self/fd/" + 10, &m);
+		if (!r)
+			r = short_path(call, fd, shortp, sizeof shortp);
+		use = shortp;
+	}
+	uint64_t addr = sl_exec_path_addr(call->n);
+	size_t len = strlen(use) + 1;
+	if (!r)
+		r = undo_begin(call, undo, &m, addr, len);
+	if (!r)
+		r = place_moves(call, &m, addr, addr + len);
+	if (!r && sandlock_mem_write(call->mem, addr, use, len) != 0)
+		r = -EFAULT;
+	if (r && undo->id) /* the call is refused: the parent gets its memory back now */
+		undo_apply(undo);
+	moves_free(&m);
+	return r;
+}
