@@ -582,7 +582,8 @@ enum { SANDLOCK_BRANCH_COMMIT = 0, SANDLOCK_BRANCH_ABORT = 1, SANDLOCK_BRANCH_KE
  * rootfs (or a directory of it) or a read-write fs_mount's host directory,
  * seen through guest paths; anything else fails at build. */
 sandlock_builder_t *sandlock_sandbox_builder_workdir(sandlock_builder_t *b, const char *dir);
-/* Where the upper layers live (default: a private directory in $TMPDIR). */
+/* Where the upper layers live (default: a private directory in the first
+ * of $TMPDIR or /tmp, /var/tmp, /dev/shm that no fs grant covers). */
 sandlock_builder_t *sandlock_sandbox_builder_fs_storage(sandlock_builder_t *b, const char *dir);
 /* SANDLOCK_BRANCH_*: after a successful run (default COMMIT) / a failed one (ABORT). */
 sandlock_builder_t *sandlock_sandbox_builder_on_exit(sandlock_builder_t *b, int action);
