@@ -20,6 +20,8 @@ Figures:
             by redis-benchmark from outside, vs a bare redis-server: SET and
             GET requests/s and p99 latency (skipped without redis-server)
   procvirt  the /proc views and determinism knobs vs bare (bench/procvirt.py)
+  exec      fork + exec of a program by path: bare, sandboxed, COW real and
+            staged, chroot (bench/execs.py)
   fork      us per clone of Sandbox.fork(N) (work_fn prints its id; fork to
             the last clone's Result), vs a bare os.fork() loop doing the same
             (a pipe per child, read to the end, reaped) and vs the reference's
@@ -43,6 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import procvirt  # noqa: E402  (bench/procvirt.py)
+import execs  # noqa: E402  (bench/execs.py)
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
@@ -387,6 +390,11 @@ def main():
         print(f"cow figures failed: {type(e).__name__}: {e}", file=sys.stderr)
 
     try:
+        fig.update(execs.figures())
+    except Exception as e:
+        print(f"exec figures failed: {type(e).__name__}: {e}", file=sys.stderr)
+
+    try:
         fig.update(redis_figures())
     except Exception as e:
         print(f"redis figures failed: {type(e).__name__}: {e}", file=sys.stderr)
@@ -467,6 +475,7 @@ def main():
             print(row(label, fig[key], "ms", *bases))
         print(f"  commit of the {UNTAR_FILES}-file tree (COMMIT - ABORT): "
               f"{fig['cow_untar_commit_ms'] - fig['cow_untar_abort_ms']:.1f} ms")
+    execs.report(fig, row)
     if "redis_set_bare_rps" in fig:
         print_redis(fig)
     if "openat_py_handler_ns" not in fig:

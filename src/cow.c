@@ -1128,7 +1128,141 @@ struct pending {
 	const struct sl_change *x;
 	char tmp[40];
 	bool replace;
+	dev_t dev; /* the staged inode (hard links share it) */
+	ino_t ino;
 };
+
+/* Staged names of multiply linked files that are not changes (a real
+ * file the guest only linked: its copy-up has the same content). */
+struct linked {
+	struct sl_change *v; /* kind unused; path = the name */
+	dev_t *dev;
+	ino_t *ino;
+	size_t n, cap;
+};
+
+static void linked_free(struct linked *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].path);
+	free(l->v);
+	free(l->dev);
+	free(l->ino);
+}
+
+static bool is_change(const struct sl_changes *ch, const char *rel)
+{
+	struct sl_change key = { .path = (char *)rel };
+	return bsearch(&key, ch->v, ch->n, sizeof *ch->v, cmp_change) != NULL;
+}
+
+static int linked_push(struct linked *l, const char *rel, const struct stat *u)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 8;
+		struct sl_change *v = realloc(l->v, cap * sizeof *v);
+		dev_t *d = v ? realloc(l->dev, cap * sizeof *d) : NULL;
+		ino_t *i = d ? realloc(l->ino, cap * sizeof *i) : NULL;
+		if (v)
+			l->v = v;
+		if (d)
+			l->dev = d;
+		if (!i)
+			return -ENOMEM;
+		l->ino = i;
+		l->cap = cap;
+	}
+	if (!(l->v[l->n].path = sl_strdup(rel)))
+		return -ENOMEM;
+	l->dev[l->n] = u->st_dev;
+	l->ino[l->n++] = u->st_ino;
+	return 0;
+}
+
+/* Walk the upper layer below rel for linked, unchanged regular files. */
+static int collect_linked(struct sl_cow *c, const char *rel, const struct sl_changes *ch,
+                          struct linked *out)
+{
+	int fd = open_beneath(c->upper_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return fd < 0 ? fd : -errno;
+	}
+	int e = 0;
+	struct dirent *de;
+	char child[4096];
+	while (!e && (de = readdir(d))) {
+		struct stat u;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    fstatat(dirfd(d), de->d_name, &u, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (snprintf(child, sizeof child, "%s%s%s", rel, rel[0] ? "/" : "", de->d_name) >=
+		    (int)sizeof child)
+			e = -ENAMETOOLONG;
+		else if (S_ISDIR(u.st_mode))
+			e = collect_linked(c, child, ch, out);
+		else if (S_ISREG(u.st_mode) && u.st_nlink > 1 && !is_change(ch, child))
+			e = linked_push(out, child, &u);
+	}
+	closedir(d);
+	return e;
+}
+
+/* A fresh temporary name for p, next to its target. */
+static void tmp_name(struct pending *p)
+{
+	uint32_t rnd = 0;
+	(void)!getrandom(&rnd, sizeof rnd, 0);
+	snprintf(p->tmp, sizeof p->tmp, ".sandlock-commit-%08x", rnd);
+}
+
+/* Hard link (d1, n1) to p's temporary next to its target: 1, 0 when the
+ * two are on different filesystems (copy instead), -errno. */
+static int link_to_tmp(struct sl_cow *c, int d1, const char *n1, struct pending *p)
+{
+	const char *n2;
+	int d2 = real_parent(c, p->x->path, &n2);
+	tmp_name(p);
+	int r = d2 < 0 ? d2 : linkat(d1, n1, d2, p->tmp, 0) == 0 ? 1 : errno == EXDEV ? 0 : -errno;
+	if (d2 >= 0)
+		close(d2);
+	return r;
+}
+
+/*
+ * A staged file with more than one name commits as one inode, as the
+ * guest linked it: its temporary is made a hard link of an earlier name's
+ * temporary (pend[0..np)), or of the real file it shares the inode with
+ * when that one is unchanged (lk) and still what it was.  1 when done; 0
+ * to copy instead (the first name, or another filesystem); -errno.
+ */
+static int link_staged(struct sl_cow *c, const struct pending *pend, size_t np,
+                       const struct linked *lk, const struct stat *u, struct pending *p)
+{
+	if (u->st_nlink < 2 || !S_ISREG(u->st_mode))
+		return 0;
+	const char *n1, *real = NULL;
+	int d1 = -1, r = 0;
+	for (size_t i = 0; i < np && d1 < 0; i++)
+		if (pend[i].dev == u->st_dev && pend[i].ino == u->st_ino) {
+			d1 = real_parent(c, pend[i].x->path, &n1);
+			n1 = pend[i].tmp;
+			if (d1 < 0)
+				return d1;
+		}
+	for (size_t i = 0; d1 < 0 && !real && i < lk->n; i++)
+		if (lk->dev[i] == u->st_dev && lk->ino[i] == u->st_ino && !moved_on(c, lk->v[i].path))
+			real = lk->v[i].path;
+	if (real && (d1 = real_parent(c, real, &n1)) < 0)
+		return d1;
+	if (d1 >= 0) {
+		r = link_to_tmp(c, d1, n1, p);
+		close(d1);
+	}
+	return r;
+}
 
 /* Write the upper rel next to its real target as p->tmp (not synced yet). */
 static int stage_file(struct sl_cow *c, const char *rel, const struct stat *u, struct pending *p)
@@ -1138,9 +1272,7 @@ static int stage_file(struct sl_cow *c, const char *rel, const struct stat *u, s
 	if (dir < 0)
 		return dir;
 	char *tmp = p->tmp;
-	uint32_t rnd = 0;
-	(void)!getrandom(&rnd, sizeof rnd, 0);
-	snprintf(tmp, sizeof p->tmp, ".sandlock-commit-%08x", rnd);
+	tmp_name(p);
 	int e = 0;
 	if (S_ISLNK(u->st_mode)) {
 		char target[4096];
@@ -1235,8 +1367,11 @@ int sl_cow_commit(struct sl_cow *c, const struct sl_changes *ch, struct sl_chang
 	 * file is replaced atomically, and only by complete contents. */
 	struct pending *pend = calloc(ch->n + 1, sizeof(*pend));
 	size_t np = 0;
+	struct linked lk = { 0 };
 	if (!pend)
 		return -ENOMEM;
+	if (!e)
+		e = collect_linked(c, "", ch, &lk);
 	/* Sorted by path: a directory comes before what it holds. */
 	for (size_t i = 0; !e && i < ch->n; i++) {
 		const struct sl_change *x = &ch->v[i];
@@ -1271,8 +1406,14 @@ int sl_cow_commit(struct sl_cow *c, const struct sl_changes *ch, struct sl_chang
 				r = apply_delete(c, x->path);
 			pend[np].x = x;
 			pend[np].replace = real && !S_ISDIR(l.st_mode);
-			if (!r && (r = stage_file(c, x->path, &u, &pend[np])) == 0)
+			pend[np].dev = u.st_dev;
+			pend[np].ino = u.st_ino;
+			if (!r && (r = link_staged(c, pend, np, &lk, &u, &pend[np])) == 0)
+				r = stage_file(c, x->path, &u, &pend[np]);
+			if (r >= 0) {
 				np++;
+				r = 0;
+			}
 		}
 		if (r == -EEXIST || r == -ENOTEMPTY)
 			e = push_change(conflicts, x->kind, x->path);
@@ -1301,5 +1442,6 @@ int sl_cow_commit(struct sl_cow *c, const struct sl_changes *ch, struct sl_chang
 		}
 	}
 	free(pend);
+	linked_free(&lk);
 	return e;
 }

@@ -27,7 +27,10 @@
 #include "caps.h"
 #include "childfd.h"
 #include "compat.h"
+#include "childmem.h"
 #include "execpath.h"
+#include "pause.h"
+#include "proctree.h"
 #include "util.h"
 
 #define MAX_VEC 65536          /* argv/envp entries looked at */
@@ -310,25 +313,66 @@ static int undo_begin(const struct sl_call *call, struct sl_exec_undo *u, const 
 	return 0;
 }
 
+/* pid's state letter (0: gone). */
 static char task_state(pid_t pid)
 {
-	char p[64], buf[512];
-	snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	const char *rp = strrchr(buf, ')');
-	return rp && rp[1] == ' ' ? rp[2] : 0;
+	char name[24], state;
+	long pp, pg;
+	snprintf(name, sizeof name, "%d", (int)pid);
+	int procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	bool ok = procfd >= 0 && sl_proc_stat(procfd, name, &state, &pp, &pg);
+	if (procfd >= 0)
+		close(procfd);
+	return ok ? state : 0;
+}
+
+int sl_path_swap(const struct sl_call *call, uint64_t addr, const char *path,
+                 struct sl_exec_undo *u)
+{
+	undo_clear(u);
+	int dir = sl_child_procdir(call->listener, call->n);
+	char buf[1024];
+	ssize_t len = dir >= 0 ? sl_read_small_at(dir, "status", buf, sizeof buf) : -1;
+	if (dir >= 0)
+		close(dir);
+	const char *p = len > 0 ? strstr(buf, "\nTgid:") : NULL;
+	pid_t tgid = p ? (pid_t)strtol(p + 6, NULL, 10) : 0;
+	if (tgid <= 0)
+		return -ESRCH;
+	char mem[64];
+	snprintf(mem, sizeof mem, "/proc/%d/mem", (int)call->n->pid);
+	u->parent = tgid; /* from here the fds are ours, -1 until opened */
+	u->tid = (pid_t)call->n->pid;
+	u->self = true;
+	u->parent_pidfd = (int)syscall(__NR_pidfd_open, tgid, 0);
+	u->mem_fd = open(mem, O_RDWR | O_CLOEXEC);
+	size_t n = strlen(path) + 1;
+	int r = u->parent_pidfd < 0 || u->mem_fd < 0 || !sl_notif_valid(call->listener, call->n->id)
+	                ? -ESRCH : undo_save(call, u, addr, n);
+	if (!r && syscall(__NR_pidfd_send_signal, u->parent_pidfd, SIGSTOP, NULL, 0) < 0)
+		r = -errno;
+	if (r) {
+		undo_clear(u);
+		return r;
+	}
+	u->id = call->n->id;
+	if (sandlock_mem_write(call->mem, addr, path, n) != 0) {
+		undo_apply(u);
+		return -ENAMETOOLONG;
+	}
+	return 0;
 }
 
 void sl_exec_answered(struct sl_exec_undo *u, const sandlock_notif_t *n)
 {
 	if (!u->id || u->id != n->id)
 		return;
+	if (u->self) {
+		/* The caller takes the stop as its call returns. */
+		sl_freeze_wait_stopped(u->parent, u->tid);
+		undo_apply(u);
+		return;
+	}
 	/* Over when the caller has its own memory (the exec replaced it) or
 	 * is gone (failed and exited, or a thread's exec took the leader's
 	 * pid); then the parent, released, takes its stop. */

@@ -54,6 +54,7 @@ struct sl_exec_piece {
 struct sl_exec_undo {
 	uint64_t id;        /* the notification it belongs to; 0: none */
 	pid_t tid, parent;  /* the exec'ing thread, the parent sharing its memory */
+	bool self;          /* sl_path_swap: parent is the caller's own process */
 	int parent_pidfd;   /* held stopped through this */
 	int mem_fd;         /* /proc/PARENT/mem, opened while the memory was shared */
 	struct sl_exec_piece *v;
@@ -70,6 +71,17 @@ struct sl_exec_undo {
  * be placed (no scratch space, no short form), memory untouched then. */
 int sl_exec_set_path(const struct sl_call *call, const char *path, int fd,
                      struct sl_exec_undo *undo);
+
+/*
+ * chdir: the kernel must chdir on the caller's own string, which the
+ * caller keeps using afterwards (a shell's $PWD).  Write path over the
+ * string at addr (running on past it when longer), with the caller's
+ * process stopped from the answer on, and the old bytes put back by
+ * sl_exec_answered once its call is over, before it runs again.
+ * 0, or -errno (nothing changed).
+ */
+int sl_path_swap(const struct sl_call *call, uint64_t addr, const char *path,
+                 struct sl_exec_undo *undo);
 
 /* The answered hook's part: if undo belongs to n, wait (bounded) until the
  * exec is over, restore the parent's memory, continue it, clear undo. */

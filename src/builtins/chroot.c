@@ -26,9 +26,10 @@
  *   - getcwd: the host cwd mapped back to its guest path;
  *   - chdir and exec: the kernel must do them, so the call continues.
  *     chdir continues unchanged when the kernel's own lookup reaches the
- *     same directory; otherwise the caller's path string is overwritten
- *     in place by a relative path from its cwd that reaches it, when that
- *     fits (else ENAMETOOLONG).  exec: the file is resolved in the view
+ *     same directory; otherwise the host path is swapped in for the
+ *     caller's string until the call is over (execpath.h, sl_path_swap:
+ *     the caller is held stopped until its bytes are back, so its $PWD
+ *     stays the guest's).  exec: the file is resolved in the view
  *     and checked (regular, executable, a #! or ELF interpreter that the
  *     kernel will find at the same host path, see interp_same), then the
  *     caller's path string is replaced by the host path (execpath.h: argv
@@ -488,7 +489,7 @@ static bool same_file(int a, int b)
 	return fstat(a, &x) == 0 && fstat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
-static bool do_chdir(const struct chroot_state *s, const struct sl_call *call,
+static bool do_chdir(struct chroot_state *s, const struct sl_call *call,
                      sandlock_action_t *act)
 {
 	uint64_t addr = call->n->args[0];
@@ -506,19 +507,12 @@ static bool do_chdir(const struct chroot_state *s, const struct sl_call *call,
 	int cwd = sl_child_dirfd(call->listener, call->n, AT_FDCWD);
 	int kern = cwd < 0 ? -1 : openat(cwd, orig, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	bool same = kern >= 0 && same_file(kern, want);
-	char from[PATH_MAX], to[PATH_MAX], rel[PATH_MAX];
+	char to[PATH_MAX];
 	long r = 0;
-	if (!same) {
-		/* The kernel would land elsewhere: give it a path from the
-		 * caller's cwd that reaches the directory, in place. */
-		if (cwd < 0 || !fd_host(cwd, from, sizeof from) || !fd_host(want, to, sizeof to) ||
-		    !relpath(from, to, rel, sizeof rel))
-			r = -ENOENT;
-		else if (strlen(rel) > strlen(orig))
-			r = -ENAMETOOLONG;
-		else if (sandlock_mem_write(call->mem, addr, rel, strlen(rel) + 1) != 0)
-			r = -EFAULT;
-	}
+	/* The kernel would land elsewhere: it chdirs to the host path,
+	 * swapped in for the caller's string until the call is over. */
+	if (!same)
+		r = !fd_host(want, to, sizeof to) ? -ENOENT : sl_path_swap(call, addr, to, &s->undo);
 	if (kern >= 0)
 		close(kern);
 	if (cwd >= 0)
@@ -626,7 +620,7 @@ static bool chroot_decide(void *state, const struct sl_call *call, sandlock_acti
 	if (nr == __NR_getcwd)
 		return answer(act, do_getcwd(s, call));
 	if (nr == __NR_chdir)
-		return do_chdir(s, call, act);
+		return do_chdir(state, call, act);
 	if (nr == __NR_execve || nr == __NR_execveat)
 		return do_exec(state, call, act);
 	if (nr == C_mkdir)

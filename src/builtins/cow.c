@@ -164,7 +164,7 @@ static const int k_cow_nrs[] = {
 	__NR_faccessat2, SLC_readlink,   __NR_readlinkat, SLC_chmod,     __NR_fchmodat,
 	SLC_chown,      SLC_lchown,     __NR_fchownat,   __NR_utimensat,
 	__NR_getxattr,  __NR_lgetxattr, __NR_listxattr,  __NR_llistxattr, __NR_execve,
-	__NR_execveat,
+	__NR_execveat,   __NR_chdir,     __NR_getcwd,
 };
 
 struct cow_state {
@@ -533,7 +533,7 @@ static bool reads_only(int nr, const uint64_t *a)
 	case __NR_getdents64: case __NR_newfstatat: case SLC_stat: case SLC_lstat: case __NR_statx:
 	case SLC_access: case __NR_faccessat: case __NR_faccessat2: case SLC_readlink:
 	case __NR_readlinkat: case __NR_getxattr: case __NR_lgetxattr: case __NR_listxattr:
-	case __NR_llistxattr:
+	case __NR_llistxattr: case __NR_chdir: case __NR_getcwd:
 		return true;
 	default:
 		return false;
@@ -726,6 +726,74 @@ static bool do_exec(struct cow_state *s, const struct sl_call *call, sandlock_ac
 	return k < 0 ? answer(act, k) : k == 0;
 }
 
+/*
+ * chdir into a directory of the merged view that the kernel's lookup
+ * would not reach (one that exists only in the layer, or a real one
+ * reached through something staged): the kernel must chdir, on the
+ * caller's string, so that string is swapped for the directory's host
+ * path and put back before the caller runs again (execpath.h,
+ * sl_path_swap).  The cwd may then lie in the upper layer: relative paths
+ * from it name the merged view (call_path), and getcwd maps it back.
+ */
+static bool do_chdir(struct cow_state *s, const struct sl_call *call, sandlock_action_t *act)
+{
+	uint64_t addr = call->n->args[0];
+	struct sl_cow_res *res = malloc(sizeof(*res));
+	char *host = malloc(PATH_MAX);
+	int k = res && host ? resolve_arg(s, call, AT_FDCWD, addr, true, res) : -ENOMEM;
+	if (k > 0 && !res->inside)
+		k = 0; /* leaves workdir: its string reaches the same place, or Landlock decides */
+	struct stat st, lst;
+	int e = 0;
+	enum sl_cow_where w = k > 0 ? sl_cow_lookup(s->cow, res->path, true, &st, &e) : SL_COW_NONE;
+	bool real = w == SL_COW_LOWER || (w == SL_COW_UPPER && sl_cow_lower_dir(s->cow, res->path, &lst));
+	if (k <= 0)
+		;
+	else if (w == SL_COW_NONE)
+		k = -e;
+	else if (!S_ISDIR(st.st_mode))
+		k = -ENOTDIR;
+	else if (real && !res->shadowed)
+		k = 0; /* the real directory, as the caller's string says */
+	else if (real ? !sl_cow_lower_path(s->cow, res->path, host, PATH_MAX)
+	              : snprintf(host, PATH_MAX, "%s/%s", sl_cow_upper_path(s->cow), res->path) >= PATH_MAX)
+		k = -ENAMETOOLONG;
+	else if ((k = sl_path_swap(call, addr, host, &s->undo)) == 0)
+		k = 1;
+	free(res);
+	free(host);
+	if (k > 0)
+		sandlock_action_set_continue(act);
+	return k < 0 ? answer(act, k) : k > 0;
+}
+
+/* getcwd in the upper layer: the path of the place it mirrors (under
+ * chroot, the guest's); anywhere else the call passes. */
+static bool do_getcwd(struct cow_state *s, const struct sl_call *call, sandlock_action_t *act)
+{
+	int fd = sl_child_dirfd(call->listener, call->n, AT_FDCWD);
+	char cwd[PATH_MAX], out[PATH_MAX];
+	char link[64];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t n = fd >= 0 ? readlink(link, cwd, sizeof cwd - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return false;
+	cwd[n] = '\0';
+	const char *rel = sl_cow_upper_rel(s->cow, cwd);
+	if (!rel)
+		return false;
+	if (snprintf(out, sizeof out, "%s%s%s", s->space.root, rel[0] ? "/" : "", rel) >= (int)sizeof out)
+		return answer(act, -ENAMETOOLONG);
+	sl_path_normalize(out);
+	size_t len = strlen(out) + 1;
+	if (len > (size_t)call->n->args[1])
+		return answer(act, -ERANGE);
+	return answer(act, sandlock_mem_write(call->mem, call->n->args[0], out, len) == 0
+	                           ? (long)len : -EFAULT);
+}
+
 /* The (dirfd, path) argument pair of a single-path call. */
 static bool path_args(int nr, const uint64_t *a, int *dirfd, uint64_t *path)
 {
@@ -863,6 +931,10 @@ static bool cow_decide(void *state, const struct sl_call *call, sandlock_action_
 		return do_dents(s, call, act);
 	if (sl_exec_nr(nr))
 		return do_exec(s, call, act);
+	if (nr == __NR_chdir)
+		return do_chdir(s, call, act);
+	if (nr == __NR_getcwd)
+		return do_getcwd(s, call, act);
 	long ret;
 	if (sl_cowwrite_is(nr))
 		return sl_cowwrite(s->cow, call->listener, call->n, call->mem, &ret) &&

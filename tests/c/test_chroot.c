@@ -390,3 +390,25 @@ TEST(cow_workdir_outside_the_view_is_refused)
 	}
 	tu_rm_rf(x.d);
 }
+
+/* cd between guest directories, deeper and back up: the kernel chdirs to
+ * the host path swapped in for the call (execpath.c), so the shell's own
+ * string, hence $PWD, stays the guest's.  Before, a cd whose host form
+ * from the cwd was longer than the guest's string failed (ENAMETOOLONG). */
+TEST(chdir_anywhere_keeps_the_guest_pwd)
+{
+	struct fx x;
+	if (access(BUSYBOX, X_OK) != 0)
+		SKIP("no static busybox (apt-get install busybox-static)");
+	REQUIRE(fx_make(&x));
+	int code;
+	char *out = inside(&x, "cd /bin && cd /etc && echo $PWD && busybox pwd && cd ../bin && "
+	                       "echo $PWD && cd /work && busybox pwd && cd / && ls", &code);
+	const char *want = "/etc\n/etc\n/bin\n/work\nbin\ndata\netc\nwork\n";
+	CHECK(out && strcmp(out, want) == 0);
+	if (out && strcmp(out, want) != 0)
+		fprintf(stderr, "  got '%s'\n", out);
+	CHECK_EQ_INT(code, 0);
+	sandlock_string_free(out);
+	tu_rm_rf(x.d);
+}

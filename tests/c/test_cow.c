@@ -195,12 +195,29 @@ TEST(delete_and_recreate_keeps_old_children_hidden)
 }
 
 /* A hard link is staged as one inode (a write through one name shows
- * through the other); committed, each name gets its own copy. */
+ * through the other); committed, the names stay one inode (before, each
+ * got its own copy), across directories too. */
 TEST(hardlinks_share_the_staged_inode)
 {
 	check_run(SANDLOCK_BRANCH_COMMIT, 0, "ln a h; echo more >> h; cat a; ln d/k d/k2; rm d/k; cat d/k2",
 	          "old\nmore\nkeep\n", "M a\nD d/k\nA d/k2\nA h\n",
 	          ".\n./a\nold\nmore\n./d\n./d/k2\nkeep\n./h\nold\nmore\n");
+	char dir[TU_TMPDIR_LEN], p[256], q[256];
+	REQUIRE(tu_mkdtemp(dir, "cow"));
+	make_tree(dir);
+	sandlock_result_t *r = run_in(dir, SANDLOCK_BRANCH_COMMIT,
+	                              "echo n > new; ln new d/n2; ln d/k d/k3; ln a e1; ln a e2");
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_change_count(r, true), 0);
+	const char *pairs[][2] = { { "new", "d/n2" }, { "d/k", "d/k3" }, { "a", "e1" }, { "e1", "e2" } };
+	for (size_t i = 0; i < 4; i++) {
+		struct stat a, b;
+		snprintf(p, sizeof p, "%s/%s", dir, pairs[i][0]);
+		snprintf(q, sizeof q, "%s/%s", dir, pairs[i][1]);
+		CHECK(stat(p, &a) == 0 && stat(q, &b) == 0 && a.st_ino == b.st_ino);
+	}
+	sandlock_result_free(r);
+	tu_rm_rf(dir);
 }
 
 /* dd past max_disk: ENOSPC mid-write, the run fails, on_error ABORT
@@ -274,4 +291,21 @@ TEST(staged_programs_run_with_their_argv)
 	          "cp a nx; ./nx 2>/dev/null || echo not-executable",
 	          "one two\n\nthree\nscript 1 arg sourced\nscript2 0\ntrue-ran\nnot-executable\n",
 	          "A e\nA lib\nA nx\nA s\nA s2\nA sub\nA sub/t\n", NULL);
+}
+
+/* cd into a directory that exists only in the layer (mkdir build && cd
+ * build): the kernel chdirs to the layer's copy while the caller's string
+ * is swapped (execpath.c, sl_path_swap), put back before it runs on, so
+ * $PWD is what the shell asked for; getcwd names the workdir path;
+ * relative paths from there (../a, a staged program) see the merged view.
+ * Before, cd failed with ENOENT. */
+TEST(chdir_into_a_staged_directory)
+{
+	check_run(SANDLOCK_BRANCH_ABORT, 0,
+	          "mkdir -p b/c && cd b/c && case $PWD in */b/c) echo pwd-ok;; *) echo $PWD;; esac; "
+	          "case $(pwd -P)/$(/bin/pwd) in */b/c/*/b/c) echo getcwd-ok;; *) pwd -P;; esac; "
+	          "echo in > f; cat ../../a; cp /bin/echo e; ./e ran here; ls; "
+	          "cd .. && ls && cd \"$OLDPWD\" && cat f; cd /nonexistent-dir 2>/dev/null || echo enoent",
+	          "pwd-ok\ngetcwd-ok\nold\nran here\ne\nf\nc\nin\nenoent\n",
+	          "A b\nA b/c\nA b/c/e\nA b/c/f\n", NULL);
 }
