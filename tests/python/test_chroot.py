@@ -58,6 +58,9 @@ def test_python_bad_input(rootfs):
         sandlock.Sandbox(chroot="/nonexistent-rootfs")
     with pytest.raises(sandlock.PolicyError, match="must be absolute"):
         sandlock.Sandbox(chroot=str(root), fs_mount={"work": str(d / "w")})
+    # The chroot performs every exec: policy_fn would never see one.
+    with pytest.raises(sandlock.PolicyError, match="policy_fn with chroot"):
+        sandlock.Sandbox(chroot=str(root), policy_fn=lambda ev, ctx: None).run(["true"])
     with pytest.raises(sandlock.PolicyError, match="needs chroot"):
         sandlock.Sandbox(fs_mount={"/work": str(d / "w")})
 

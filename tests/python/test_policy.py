@@ -228,3 +228,25 @@ def test_bad_context_input_is_an_error():
         sandlock.Sandbox(fs_readable=SYSTEM, policy_fn=42)
     with pytest.raises(sandlock.PolicyError):
         sandlock.confine(sandlock.Sandbox(fs_readable=SYSTEM, policy_fn=lambda e, c: 0))
+
+
+def test_a_program_staged_in_a_workdir_cannot_skip_policy_fn(tmp_path):
+    """The COW workdir can run a program the guest built (the exec is
+    rewritten to the staged file), but with policy_fn every exec must reach
+    it first: a staged copy of echo named to be refused stays refused (the
+    kernel then finds no such real file).  Without the ordering, the COW
+    builtin would have continued the exec before policy_fn saw it."""
+    seen = []
+
+    def policy(ev, ctx):
+        if ev.argv is not None:
+            seen.append(ev.argv[0])
+        return ev.syscall == "execve" and bool(ev.argv) and ev.argv[0] == "./evil"
+
+    work = tmp_path / "w"
+    work.mkdir()
+    r = _box(policy, workdir=str(work), cwd=str(work), on_exit="abort").run(
+        ["/bin/sh", "-c", "cp /bin/echo ./evil; ./evil RAN; echo rc=$?"])
+    assert b"RAN" not in r.stdout
+    assert r.stdout.endswith(b"rc=126\n"), r.stdout
+    assert "./evil" in seen
