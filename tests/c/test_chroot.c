@@ -88,6 +88,20 @@ static char *inside(const struct fx *x, const char *script, int *code)
 	return out;
 }
 
+/* inside(), whose stdout must be want; the exit code 0 unless any_code. */
+static void check_inside(const struct fx *x, const char *script, const char *want, bool any_code)
+{
+	int code = -1;
+	char *out = inside(x, script, &code);
+	CHECK(out && !strstr(out, "HOSTSECRET"));
+	CHECK(out && strcmp(out, want) == 0);
+	if (out && strcmp(out, want) != 0)
+		fprintf(stderr, "  got '%s'\n", out);
+	if (!any_code)
+		CHECK_EQ_INT(code, 0);
+	sandlock_string_free(out);
+}
+
 /* The host's busybox cat of path, no sandbox: the probe's control. */
 static const char *outside_cat(const char *path)
 {
@@ -101,16 +115,11 @@ TEST(guest_sees_rootfs_as_root)
 	if (access(BUSYBOX, X_OK) != 0)
 		SKIP("no static busybox (apt-get install busybox-static)");
 	REQUIRE(fx_make(&x));
-	int code;
 	/* "/bin/ls" is both the exec path and argv[0] for sh: the rewrite
 	 * to the host path must leave busybox its "ls" (execpath.c). */
-	char *out = inside(&x, "ls /; cat /etc/hostname_marker; busybox pwd; cd /etc && busybox pwd; ls /data; /bin/ls /; ../bin/echo a b", &code);
-	const char *want = "bin\ndata\netc\nwork\ninroot\n/\n/etc\nf\nbin\ndata\netc\nwork\na b\n";
-	CHECK(out && strcmp(out, want) == 0);
-	if (out && strcmp(out, want) != 0)
-		fprintf(stderr, "  got '%s'\n", out);
-	CHECK_EQ_INT(code, 0);
-	sandlock_string_free(out);
+	check_inside(&x, "ls /; cat /etc/hostname_marker; busybox pwd; cd /etc && busybox pwd; "
+	                 "ls /data; /bin/ls /; ../bin/echo a b",
+	             "bin\ndata\netc\nwork\ninroot\n/\n/etc\nf\nbin\ndata\netc\nwork\na b\n", false);
 	tu_rm_rf(x.d);
 }
 
@@ -136,13 +145,7 @@ TEST(hostile_paths_stay_inside)
 	         "cat /etc/abs; cat /etc/relup; cat /../../../../marker; cat ../../../marker;"
 	         "cat /proc/self/root%s; cat %s; cd /../../../..; cat marker; ls; echo end", x.marker,
 	         x.marker);
-	int code;
-	char *out = inside(&x, script, &code);
-	CHECK(out && !strstr(out, "HOSTSECRET"));
-	CHECK(out && strcmp(out, "bin\ndata\netc\nwork\nend\n") == 0);
-	if (out && strcmp(out, "bin\ndata\netc\nwork\nend\n") != 0)
-		fprintf(stderr, "  got '%s'\n", out);
-	sandlock_string_free(out);
+	check_inside(&x, script, "bin\ndata\netc\nwork\nend\n", true);
 	tu_rm_rf(x.d);
 }
 
@@ -152,17 +155,12 @@ TEST(mounts_rw_ro_and_rename_out_refused)
 	if (access(BUSYBOX, X_OK) != 0)
 		SKIP("no static busybox (apt-get install busybox-static)");
 	REQUIRE(fx_make(&x));
-	int code;
-	char *out = inside(&x,
-	                   "echo hi > /work/a && cat /work/a; cat /data/f;"
-	                   "echo no > /data/g || echo rofail;"
-	                   "mv /work/a /../../escaped || echo mvfail;"
-	                   "mv /work/a /etc/a || echo mvfail2; ls /work",
-	                   &code);
-	CHECK(out && strcmp(out, "hi\nrodata\nrofail\nmvfail\nmvfail2\na\n") == 0);
-	if (out && strcmp(out, "hi\nrodata\nrofail\nmvfail\nmvfail2\na\n") != 0)
-		fprintf(stderr, "  got '%s'\n", out);
-	sandlock_string_free(out);
+	check_inside(&x,
+	             "echo hi > /work/a && cat /work/a; cat /data/f;"
+	             "echo no > /data/g || echo rofail;"
+	             "mv /work/a /../../escaped || echo mvfail;"
+	             "mv /work/a /etc/a || echo mvfail2; ls /work",
+	             "hi\nrodata\nrofail\nmvfail\nmvfail2\na\n", true);
 	char p[300];
 	snprintf(p, sizeof p, "%s/a", x.w);
 	CHECK(access(p, F_OK) == 0);
@@ -218,27 +216,9 @@ static sandlock_result_t *cow_run(const struct fx *x, const char *workdir, int a
 	sandlock_sandbox_builder_fs_read(b, x->d);
 	sandlock_sandbox_builder_workdir(b, workdir);
 	sandlock_sandbox_builder_on_exit(b, action);
-	sandlock_sandbox_builder_timeout_ms(b, 30000);
-	sandlock_sandbox_t *sb = tu_build(b);
-	if (!sb)
-		return NULL;
-	const char *argv[] = { "sh", "-c", script, NULL };
-	sandlock_result_t *r = tu_run(sb, argv);
-	sandlock_sandbox_free(sb);
-	return r;
+	return tu_run_sh(b, "sh", script);
 }
 
-/* The change list as "K path\n" lines. */
-static void changes_of(const sandlock_result_t *r, char *out, size_t cap)
-{
-	out[0] = '\0';
-	for (size_t i = 0; i < sandlock_result_change_count(r, false); i++) {
-		char k;
-		const char *p = sandlock_result_change(r, false, i, &k);
-		size_t n = strlen(out);
-		snprintf(out + n, cap - n, "%c %s\n", k, p);
-	}
-}
 
 /* Writes all over the rootfs, seen through guest paths: relative ones,
  * an absolute and a climbing staged symlink, a staged directory. */
@@ -262,7 +242,7 @@ TEST(cow_over_the_rootfs_abort_leaves_it_identical)
 	REQUIRE(r);
 	CHECK(tu_out_is(r, ROOTFS_OUT));
 	char ch[1024];
-	changes_of(r, ch, sizeof ch);
+	tu_changes_text(r, ch, sizeof ch);
 	CHECK(strcmp(ch, ROOTFS_CHANGES) == 0);
 	if (strcmp(ch, ROOTFS_CHANGES) != 0)
 		fprintf(stderr, "  changes '%s'\n", ch);
@@ -352,7 +332,7 @@ TEST(cow_over_a_mount)
 	REQUIRE(r);
 	CHECK(tu_out_is(r, "a\na\nro\n"));
 	char ch[256];
-	changes_of(r, ch, sizeof ch);
+	tu_changes_text(r, ch, sizeof ch);
 	CHECK(strcmp(ch, "A a\n") == 0);
 	char p[300];
 	snprintf(p, sizeof p, "%s/a", x.w);
@@ -401,14 +381,8 @@ TEST(chdir_anywhere_keeps_the_guest_pwd)
 	if (access(BUSYBOX, X_OK) != 0)
 		SKIP("no static busybox (apt-get install busybox-static)");
 	REQUIRE(fx_make(&x));
-	int code;
-	char *out = inside(&x, "cd /bin && cd /etc && echo $PWD && busybox pwd && cd ../bin && "
-	                       "echo $PWD && cd /work && busybox pwd && cd / && ls", &code);
-	const char *want = "/etc\n/etc\n/bin\n/work\nbin\ndata\netc\nwork\n";
-	CHECK(out && strcmp(out, want) == 0);
-	if (out && strcmp(out, want) != 0)
-		fprintf(stderr, "  got '%s'\n", out);
-	CHECK_EQ_INT(code, 0);
-	sandlock_string_free(out);
+	check_inside(&x, "cd /bin && cd /etc && echo $PWD && busybox pwd && cd ../bin && "
+	                 "echo $PWD && cd /work && busybox pwd && cd / && ls",
+	             "/etc\n/etc\n/bin\n/work\nbin\ndata\netc\nwork\n", false);
 	tu_rm_rf(x.d);
 }

@@ -44,30 +44,12 @@ static sandlock_result_t *run_in(const char *dir, int action, const char *script
 	sandlock_sandbox_builder_workdir(b, dir);
 	sandlock_sandbox_builder_on_exit(b, action);
 	sandlock_sandbox_builder_cwd(b, dir);
-	sandlock_sandbox_builder_timeout_ms(b, 30000);
-	sandlock_sandbox_t *sb = tu_build(b);
-	if (!sb)
-		return NULL;
-	const char *argv[] = { "/bin/sh", "-c", script, NULL };
-	sandlock_result_t *r = tu_run(sb, argv);
-	sandlock_sandbox_free(sb);
-	return r;
+	return tu_run_sh(b, "/bin/sh", script);
 }
 
 static const char *WORKLOAD = "echo new > a; echo x > b; rm d/k; mkdir e; echo y > e/f; "
                               "mv b c; cat a c; ls; ls d";
 
-/* The change list as "K path\n" lines. */
-static void changes_text(const sandlock_result_t *r, char *out, size_t cap)
-{
-	out[0] = '\0';
-	for (size_t i = 0; i < sandlock_result_change_count(r, false); i++) {
-		char k;
-		const char *p = sandlock_result_change(r, false, i, &k);
-		size_t n = strlen(out);
-		snprintf(out + n, cap - n, "%c %s\n", k, p);
-	}
-}
 
 TEST(abort_leaves_tree_identical_and_lists_changes)
 {
@@ -80,7 +62,7 @@ TEST(abort_leaves_tree_identical_and_lists_changes)
 	/* The guest saw its own writes (merged view, whiteouts hidden). */
 	CHECK(tu_out_is(r, "new\nx\na\nc\nd\ne\n"));
 	char ch[1024];
-	changes_text(r, ch, sizeof ch);
+	tu_changes_text(r, ch, sizeof ch);
 	CHECK(strcmp(ch, "M a\nA c\nD d/k\nA e\nA e/f\n") == 0);
 	char *after = tree_digest(dir);
 	CHECK(before && after && strcmp(before, after) == 0);
@@ -165,7 +147,7 @@ static void check_run(int action, uint64_t max_disk, const char *script, const c
 	if (out)
 		CHECK(tu_out_is(r, out));
 	char ch[4096];
-	changes_text(r, ch, sizeof ch);
+	tu_changes_text(r, ch, sizeof ch);
 	if (changes && strcmp(ch, changes) != 0)
 		fprintf(stderr, "changes:\n%s", ch);
 	CHECK(!changes || strcmp(ch, changes) == 0);
@@ -255,7 +237,7 @@ TEST(symlinks_resolve_in_the_merged_view)
 	REQUIRE(r);
 	CHECK(tu_out_is(r, "new\nnew\nx\nnew\nz\nhidden\nz\n"));
 	char ch[1024];
-	changes_text(r, ch, sizeof ch);
+	tu_changes_text(r, ch, sizeof ch);
 	CHECK(strcmp(ch, "A d/g\nM d/k\nM l\nA l/z\nA s\n") == 0);
 	if (strcmp(ch, "A d/g\nM d/k\nM l\nA l/z\nA s\n") != 0)
 		fprintf(stderr, "  changes '%s'\n", ch);

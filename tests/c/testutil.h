@@ -82,6 +82,33 @@ static inline sandlock_result_t *tu_run(const sandlock_sandbox_t *sb, const char
 	return r;
 }
 
+/* Build b (a 30 s timeout added) and run `sh -c script` (sh: the shell's
+ * path, as the sandbox names it); the sandbox is freed.  NULL on failure. */
+static inline sandlock_result_t *tu_run_sh(sandlock_builder_t *b, const char *sh,
+                                           const char *script)
+{
+	sandlock_sandbox_builder_timeout_ms(b, 30000);
+	sandlock_sandbox_t *sb = tu_build(b);
+	if (!sb)
+		return NULL;
+	const char *argv[] = { sh, "-c", script, NULL };
+	sandlock_result_t *r = tu_run(sb, argv);
+	sandlock_sandbox_free(sb);
+	return r;
+}
+
+/* A COW run's change list as "K path\n" lines. */
+static inline void tu_changes_text(const sandlock_result_t *r, char *out, size_t cap)
+{
+	out[0] = '\0';
+	for (size_t i = 0; i < sandlock_result_change_count(r, false); i++) {
+		char k;
+		const char *p = sandlock_result_change(r, false, i, &k);
+		size_t n = strlen(out);
+		snprintf(out + n, cap - n, "%c %s\n", k, p);
+	}
+}
+
 /* sandlock_run_with_handlers on a NULL-terminated argv (takes the handlers). */
 static inline sandlock_result_t *tu_run_with(const sandlock_sandbox_t *sb,
                                              const char *const *argv,
