@@ -36,7 +36,8 @@ LIB_HDR  := $(wildcard src/*.h src/builtins/*.h)
 TEST_SRC := $(sort $(wildcard tests/c/test_*.c))
 TESTS    := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 HELPER_SRC := $(sort $(wildcard tests/c/helpers/*.c))
-HELPERS  := $(patsubst tests/c/helpers/%.c,$(BUILD)/helpers/%,$(HELPER_SRC))
+HELPERS  := $(patsubst tests/c/helpers/%.c,$(BUILD)/helpers/%,$(HELPER_SRC)) \
+            $(BUILD)/helpers/execprobe-static
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
@@ -72,6 +73,12 @@ $(BUILD)/tests/test_toml: tests/c/test_toml.c cli/toml.c cli/toml.h $(wildcard t
 $(BUILD)/helpers/%: tests/c/helpers/%.c $(wildcard tests/c/helpers/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lpthread
+
+# A static copy for the chroot tests: it runs in a rootfs without the
+# host's libraries (no sanitizers: their runtimes do not link statically).
+$(BUILD)/helpers/execprobe-static: tests/c/helpers/execprobe.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -std=c11 -Wall -Wextra -Werror -static -o $@ $<
 
 $(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h) include/sandlock.h $(BUILD)/libsandlock.a
 	@mkdir -p $(dir $@)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "chroot.h"
@@ -806,14 +807,22 @@ static bool granted(const struct sandlock_sandbox *c, const char *p)
 	return false;
 }
 
+/* Whether programs can run from dir (staged programs run from the layer). */
+static bool exec_allowed(const char *dir)
+{
+	struct statvfs v;
+	return statvfs(dir, &v) == 0 && !(v.f_flag & ST_NOEXEC);
+}
+
 /*
  * The default staging storage: a new private directory in the first of
- * $TMPDIR (or /tmp), /var/tmp, /dev/shm that no grant covers.  Landlock
- * cannot take a subtree back out of a grant, so storage inside a granted
- * tree is denied by granting that tree's other entries one by one, which
- * leaves the tree itself without create rights: "-w /tmp --workdir ."
- * would make /tmp unwritable (gcc's temporary files fail).  When every
- * candidate is granted, the first is used and denied (still safe).
+ * $TMPDIR (or /tmp), /var/tmp, /dev/shm that no grant covers and that is
+ * not mounted noexec.  Landlock cannot take a subtree back out of a
+ * grant, so storage inside a granted tree is denied by granting that
+ * tree's other entries one by one, which leaves the tree itself without
+ * create rights: "-w /tmp --workdir ." would make /tmp unwritable (gcc's
+ * temporary files fail).  Failing that, one no grant covers; then the
+ * first candidate, denied (still safe).
  */
 static int make_storage(struct sandlock_sandbox *c, int *err, char **msg)
 {
@@ -821,10 +830,11 @@ static int make_storage(struct sandlock_sandbox *c, int *err, char **msg)
 	const char *cand[] = { env && *env ? env : "/tmp", "/var/tmp", "/dev/shm" };
 	char *t = NULL;
 	int e = 0;
-	for (size_t pass = 0; pass < 2 && !t; pass++)
+	for (size_t pass = 0; pass < 3 && !t; pass++)
 		for (size_t i = 0; i < sizeof cand / sizeof cand[0] && !t; i++) {
 			char *dir = realpath(cand[i], NULL);
-			bool ok = dir && (pass == 1 || !granted(c, dir)) && !path_within(dir, c->workdir);
+			bool ok = dir && (pass == 2 || !granted(c, dir)) &&
+			          (pass > 0 || exec_allowed(dir)) && !path_within(dir, c->workdir);
 			t = ok ? sl_asprintf("%s/sandlock-cow-XXXXXX", dir) : NULL;
 			if (t && !mkdtemp(t)) {
 				e = errno;

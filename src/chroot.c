@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -249,19 +250,31 @@ static int interp_same(const struct sl_view *v, const char *interp)
 int sl_view_exec_check(const struct sl_view *v, int fd)
 {
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+	struct statvfs vfs;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fstatvfs(fd, &vfs) < 0 ||
+	    (vfs.f_flag & ST_NOEXEC))
 		return EACCES;
+	/* Execute permission with the caller's rights (our capabilities
+	 * lowered), as the kernel will check it: an exec that fails after
+	 * the rewrite would leave the caller's memory changed. */
+	struct sl_caps_saved caps;
+	if (sl_caps_lower(&caps) < 0)
+		return EPERM;
+	int x = (int)syscall(__NR_faccessat2, fd, "", X_OK, AT_EACCESS | AT_EMPTY_PATH);
+	int xe = errno;
+	sl_caps_restore(&caps);
+	if (x < 0)
+		return xe;
 	if (!v)
 		return 0; /* the interpreter's host path is the guest's: the kernel checks */
 	/* An O_PATH fd cannot be read: reopened with the caller's rights. */
 	char p[64], interp[PATH_MAX];
 	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-	struct sl_caps_saved sv;
-	if (sl_caps_lower(&sv) < 0)
+	if (sl_caps_lower(&caps) < 0)
 		return EPERM;
 	int rd = open(p, O_RDONLY | O_CLOEXEC);
 	int e = rd < 0 ? errno : 0;
-	sl_caps_restore(&sv);
+	sl_caps_restore(&caps);
 	if (!e)
 		e = sl_exec_interp(rd, interp, sizeof interp);
 	if (!e)

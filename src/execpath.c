@@ -13,6 +13,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <linux/kcmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 #include "compat.h"
 #include "childmem.h"
 #include "execpath.h"
+#include "opener.h"
 #include "pause.h"
 #include "proctree.h"
 #include "util.h"
@@ -124,6 +126,10 @@ static bool meets(uint64_t a, uint64_t alen, uint64_t lo, uint64_t hi)
 
 static int add_move(struct moves *m, uint64_t slot, char *s, size_t len)
 {
+	/* Bounded before anything is kept: the guest chooses how many slots
+	 * point into the range. */
+	if (m->bytes + ((len + 15) & ~(size_t)15) > SCRATCH_MAX)
+		return -ENAMETOOLONG;
 	if (m->n == m->cap) {
 		size_t cap = m->cap ? m->cap * 2 : 4;
 		struct moved *v = realloc(m->v, cap * sizeof(*v));
@@ -196,17 +202,14 @@ static int caller_sp(const struct sl_call *call, uint64_t *sp)
 	return 0;
 }
 
-/* Copy each moved string below sp and point its slot at the copy. */
-static int place_moves(const struct sl_call *call, const struct moves *m, uint64_t lo,
-                       uint64_t hi)
+/* Copy each moved string below sp (the caller's, read by caller_sp while
+ * it sat untouched in its call) and point its slot at the copy. */
+static int place_moves(const struct sl_call *call, const struct moves *m, uint64_t sp,
+                       uint64_t lo, uint64_t hi)
 {
 	if (!m->n)
 		return 0;
-	uint64_t sp;
-	int r = caller_sp(call, &sp);
-	if (r < 0)
-		return -ENAMETOOLONG;
-	if (m->bytes > SCRATCH_MAX || sp < SCRATCH_GAP + m->bytes)
+	if (!sp || m->bytes > SCRATCH_MAX || sp < SCRATCH_GAP + m->bytes)
 		return -ENAMETOOLONG;
 	uint64_t at = (sp - SCRATCH_GAP) & ~(uint64_t)15;
 	if (meets(at - m->bytes, m->bytes, lo, hi))
@@ -227,21 +230,30 @@ static int place_moves(const struct sl_call *call, const struct moves *m, uint64
 
 /* ---------------- a parent sharing the memory ---------------- */
 
-/* The caller's parent when it shares the caller's memory (vfork,
- * posix_spawn), else 0. */
-static pid_t vm_parent(const struct sl_call *call)
+/* The caller's Tgid and PPid from /proc/TID/status; false if unreadable. */
+static bool caller_ids(const struct sl_call *call, pid_t *tgid, pid_t *ppid)
 {
 	int dir = sl_child_procdir(call->listener, call->n);
-	if (dir < 0)
-		return 0;
 	char buf[1024];
-	ssize_t len = sl_read_small_at(dir, "status", buf, sizeof buf);
-	close(dir);
+	ssize_t len = dir >= 0 ? sl_read_small_at(dir, "status", buf, sizeof buf) : -1;
+	if (dir >= 0)
+		close(dir);
+	const char *t = len > 0 ? strstr(buf, "\nTgid:") : NULL;
 	const char *p = len > 0 ? strstr(buf, "\nPPid:") : NULL;
-	pid_t pp = p ? (pid_t)strtol(p + 6, NULL, 10) : 0;
-	if (pp <= 1)
-		return 0;
-	return syscall(__NR_kcmp, (pid_t)call->n->pid, pp, KCMP_VM, 0, 0) == 0 ? pp : 0;
+	*tgid = t ? (pid_t)strtol(t + 6, NULL, 10) : 0;
+	*ppid = p ? (pid_t)strtol(p + 6, NULL, 10) : 0;
+	return *tgid > 0;
+}
+
+static bool shares_vm(pid_t a, pid_t b)
+{
+	return syscall(__NR_kcmp, a, b, KCMP_VM, 0, 0) == 0;
+}
+
+static void signal_fd(int pidfd, int sig)
+{
+	if (pidfd >= 0)
+		(void)syscall(__NR_pidfd_send_signal, pidfd, sig, NULL, 0);
 }
 
 static void undo_clear(struct sl_exec_undo *u)
@@ -251,6 +263,8 @@ static void undo_clear(struct sl_exec_undo *u)
 	free(u->v);
 	if (u->parent && u->parent_pidfd >= 0)
 		close(u->parent_pidfd);
+	if (u->parent && u->caller_pidfd >= 0)
+		close(u->caller_pidfd);
 	if (u->parent && u->mem_fd >= 0)
 		close(u->mem_fd);
 	memset(u, 0, sizeof *u); /* parent 0: the fds are not ours */
@@ -274,38 +288,71 @@ static int undo_save(const struct sl_call *call, struct sl_exec_undo *u, uint64_
 	return 0;
 }
 
-/* Put every saved piece back (through the parent's mem fd) and let the
- * parent go on. */
+/* Put every saved piece back (through the mem fd opened while the memory
+ * was shared) and let the held processes go on.  A SIGCONT also drops a
+ * stop still pending (a vfork parent that never woke). */
 static void undo_apply(struct sl_exec_undo *u)
 {
 	for (size_t i = u->n; i-- > 0;)
 		(void)!pwrite(u->mem_fd, u->v[i].old, u->v[i].len, (off_t)u->v[i].addr);
-	(void)syscall(__NR_pidfd_send_signal, u->parent_pidfd, SIGCONT, NULL, 0);
+	signal_fd(u->parent_pidfd, SIGCONT);
+	signal_fd(u->caller_pidfd, SIGCONT);
 	undo_clear(u);
 }
 
-/* The parent of a shared-memory caller: stopped (it takes the stop when
- * the exec releases it), its memory reachable after the exec, the bytes
- * about to be overwritten saved. */
+/*
+ * The parent pp that shares the caller's memory, pinned: a pidfd first,
+ * then the memory compared, /proc/PP/mem opened, and both checked again,
+ * so a parent that died and whose pid was reused is never touched.
+ * Never the sandbox's init: its vfork child (the command) execs from a
+ * buffer init does not read again.  false: not shared (or gone).
+ */
+static bool pin_parent(const struct sl_call *call, struct sl_exec_undo *u, pid_t pp)
+{
+	if (pp <= 1 || pp == call->init)
+		return false;
+	u->parent = pp; /* from here the fds are ours, -1 until opened */
+	u->parent_pidfd = u->caller_pidfd = u->mem_fd = -1;
+	u->parent_pidfd = (int)syscall(__NR_pidfd_open, pp, 0);
+	if (u->parent_pidfd < 0 || !shares_vm(u->tid, pp))
+		return false;
+	char mem[64];
+	snprintf(mem, sizeof mem, "/proc/%d/mem", (int)pp);
+	u->mem_fd = open(mem, O_RDWR | O_CLOEXEC);
+	return u->mem_fd >= 0 && shares_vm(u->tid, pp) &&
+	       syscall(__NR_pidfd_send_signal, u->parent_pidfd, 0, NULL, 0) == 0;
+}
+
+/*
+ * A caller sharing its memory with its parent (vfork, posix_spawn): the
+ * bytes about to be overwritten are saved, and both are stopped before
+ * the call goes on.  The caller takes its stop when execve returns into
+ * the new image or fails, which is how sl_exec_answered knows the exec is
+ * over; the parent takes its stop when the exec releases it.
+ */
 static int undo_begin(const struct sl_call *call, struct sl_exec_undo *u, const struct moves *m,
                       uint64_t addr, size_t len)
 {
 	undo_clear(u);
-	pid_t pp = vm_parent(call);
-	if (!pp)
-		return 0;
-	char mem[64];
-	snprintf(mem, sizeof mem, "/proc/%d/mem", (int)pp);
-	u->parent = pp; /* from here the fds are ours, -1 until opened */
+	pid_t tgid, pp;
+	if (!caller_ids(call, &tgid, &pp))
+		return -ESRCH;
 	u->tid = (pid_t)call->n->pid;
-	u->parent_pidfd = (int)syscall(__NR_pidfd_open, pp, 0);
-	u->mem_fd = open(mem, O_RDWR | O_CLOEXEC);
-	int r = u->parent_pidfd < 0 || u->mem_fd < 0 ? -EPERM : undo_save(call, u, addr, len);
+	u->tgid = tgid;
+	if (!pin_parent(call, u, pp)) {
+		undo_clear(u);
+		return 0;
+	}
+	u->caller_pidfd = (int)syscall(__NR_pidfd_open, tgid, 0);
+	int r = u->caller_pidfd < 0 ? -ESRCH : undo_save(call, u, addr, len);
 	for (size_t i = 0; !r && i < m->n; i++)
 		r = undo_save(call, u, m->v[i].slot, 8);
 	if (!r && syscall(__NR_pidfd_send_signal, u->parent_pidfd, SIGSTOP, NULL, 0) < 0)
 		r = -errno;
+	if (!r && syscall(__NR_pidfd_send_signal, u->caller_pidfd, SIGSTOP, NULL, 0) < 0)
+		r = -errno;
 	if (r) {
+		signal_fd(u->parent_pidfd, SIGCONT);
 		undo_clear(u);
 		return -ENAMETOOLONG;
 	}
@@ -330,25 +377,23 @@ int sl_path_swap(const struct sl_call *call, uint64_t addr, const char *path,
                  struct sl_exec_undo *u)
 {
 	undo_clear(u);
-	int dir = sl_child_procdir(call->listener, call->n);
-	char buf[1024];
-	ssize_t len = dir >= 0 ? sl_read_small_at(dir, "status", buf, sizeof buf) : -1;
-	if (dir >= 0)
-		close(dir);
-	const char *p = len > 0 ? strstr(buf, "\nTgid:") : NULL;
-	pid_t tgid = p ? (pid_t)strtol(p + 6, NULL, 10) : 0;
-	if (tgid <= 0)
+	pid_t tgid, pp;
+	if (!caller_ids(call, &tgid, &pp))
 		return -ESRCH;
 	char mem[64];
 	snprintf(mem, sizeof mem, "/proc/%d/mem", (int)call->n->pid);
 	u->parent = tgid; /* from here the fds are ours, -1 until opened */
 	u->tid = (pid_t)call->n->pid;
+	u->tgid = tgid;
 	u->self = true;
+	u->caller_pidfd = -1;
 	u->parent_pidfd = (int)syscall(__NR_pidfd_open, tgid, 0);
 	u->mem_fd = open(mem, O_RDWR | O_CLOEXEC);
 	size_t n = strlen(path) + 1;
 	int r = u->parent_pidfd < 0 || u->mem_fd < 0 || !sl_notif_valid(call->listener, call->n->id)
 	                ? -ESRCH : undo_save(call, u, addr, n);
+	if (r == -EFAULT) /* the host path would run past the caller's memory */
+		r = -ENAMETOOLONG;
 	if (!r && syscall(__NR_pidfd_send_signal, u->parent_pidfd, SIGSTOP, NULL, 0) < 0)
 		r = -errno;
 	if (r) {
@@ -363,31 +408,30 @@ int sl_path_swap(const struct sl_call *call, uint64_t addr, const char *path,
 	return 0;
 }
 
+/* Wait (bounded) until pid's state is a stop, or it is gone. */
+static void wait_stopped(pid_t pid)
+{
+	struct timespec t = { 0, 100000 };
+	for (int i = 0; i < EXEC_WAIT_ROUNDS; i++) {
+		char st = task_state(pid);
+		if (!st || st == 'T' || st == 't' || st == 'Z' || st == 'X')
+			return;
+		nanosleep(&t, NULL);
+	}
+}
+
 void sl_exec_answered(struct sl_exec_undo *u, const sandlock_notif_t *n)
 {
 	if (!u->id || u->id != n->id)
 		return;
-	if (u->self) {
-		/* The caller takes the stop as its call returns. */
-		sl_freeze_wait_stopped(u->parent, u->tid);
-		undo_apply(u);
-		return;
-	}
-	/* Over when the caller has its own memory (the exec replaced it) or
-	 * is gone (failed and exited, or a thread's exec took the leader's
-	 * pid); then the parent, released, takes its stop. */
-	struct timespec t = { 0, 100000 };
-	for (int i = 0; i < EXEC_WAIT_ROUNDS; i++) {
-		if (syscall(__NR_kcmp, u->tid, u->parent, KCMP_VM, 0, 0) != 0)
-			break;
-		nanosleep(&t, NULL);
-	}
-	for (int i = 0; i < EXEC_WAIT_ROUNDS; i++) {
-		char st = task_state(u->parent);
-		if (!st || st == 'T' || st == 't' || st == 'Z' || st == 'X')
-			break;
-		nanosleep(&t, NULL);
-	}
+	/* The caller takes its stop as its call returns (an exec: in the
+	 * new image, or failed). */
+	sl_freeze_wait_stopped(u->self ? u->parent : u->tgid, u->tid);
+	/* A failed exec leaves the vfork parent asleep (its child is alive,
+	 * stopped): restore now.  Otherwise the exec released it and it
+	 * takes its stop before running again. */
+	if (!u->self && !shares_vm(u->tid, u->parent))
+		wait_stopped(u->parent);
 	undo_apply(u);
 }
 
@@ -412,23 +456,20 @@ static bool is_script(int fd)
 }
 
 /*
- * The short form: fd installed in the caller (not answering the call) and
- * named through /dev/fd (/proc/self/fd where there is no /dev/fd).  Close
- * on exec for a binary; a script's interpreter opens the name after the
- * exec, so there the fd stays open.  Into out, or -errno.
+ * The short form: the file, opened by the confined opener (so Landlock
+ * and the caller's rights decide as for any read: the fd gives the guest
+ * nothing it could not open itself), installed in the caller without
+ * answering the call, named through /dev/fd (/proc/self/fd where there
+ * is no /dev/fd).  Close on exec for a binary; a script's interpreter
+ * opens the name after the exec, so there the fd stays open.  Into out,
+ * or -errno (ENAMETOOLONG when the file cannot be opened so).
  */
-static int short_path(const struct sl_call *call, int fd, char *out, size_t cap)
+static int short_path(const struct sl_call *call, const char *path, char *out, size_t cap)
 {
-	/* An O_PATH fd cannot be installed: reopened for reading with the
-	 * caller's rights (an exec-only file has no short form). */
-	char p[64];
-	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-	struct sl_caps_saved sv;
-	if (sl_caps_lower(&sv) < 0)
-		return -ENAMETOOLONG;
-	int rd = open(p, O_RDONLY | O_CLOEXEC);
-	sl_caps_restore(&sv);
-	if (rd < 0)
+	struct sl_opener *op = sl_opener_find(call->listener);
+	int rd = -1;
+	if (!op || path[0] != '/' || sl_opener_open_at(op, call->listener, call->n, AT_FDCWD, path,
+	                             O_RDONLY | O_CLOEXEC, RESOLVE_NO_SYMLINKS, &rd) != 0)
 		return -ENAMETOOLONG;
 	struct seccomp_notif_addfd a;
 	memset(&a, 0, sizeof a);
@@ -449,33 +490,38 @@ static int short_path(const struct sl_call *call, int fd, char *out, size_t cap)
 	return 0;
 }
 
-int sl_exec_set_path(const struct sl_call *call, const char *path, int fd,
+int sl_exec_set_path(const struct sl_call *call, const char *path, bool short_ok,
                      struct sl_exec_undo *undo)
 {
-	char shortp[40];
-	const char *use = path;
+	/* Planned for the longest short form; the fd is installed last,
+	 * after every step that can fail but the final write. */
+	char shortp[40] = "";
+	bool use_short = false;
 	struct moves m = { 0 };
 	int r = plan(call, strlen(path) + 1, &m);
-	if (r == -ENAMETOOLONG && fd >= 0) {
+	if (r == -ENAMETOOLONG && short_ok) {
 		/* The full path would run into argv or envp itself (dash puts
-		 * argv right after the command's string): the shortest name of
-		 * the file, planned for the longest it can be. */
+		 * argv right after the command's string). */
 		moves_free(&m);
 		memset(&m, 0, sizeof m);
 		r = plan(call, sizeof "/proc/self/fd/" + 10, &m);
-		if (!r)
-			r = short_path(call, fd, shortp, sizeof shortp);
-		use = shortp;
+		use_short = true;
 	}
-	uint64_t addr = sl_exec_path_addr(call->n);
-	size_t len = strlen(use) + 1;
+	uint64_t addr = sl_exec_path_addr(call->n), sp = 0;
+	size_t len = use_short ? sizeof "/proc/self/fd/" + 10 : strlen(path) + 1;
+	/* Before any stop: /proc/TID/syscall needs the caller as it sits. */
+	if (!r && m.n && caller_sp(call, &sp) < 0)
+		r = -ENAMETOOLONG;
 	if (!r)
 		r = undo_begin(call, undo, &m, addr, len);
 	if (!r)
-		r = place_moves(call, &m, addr, addr + len);
-	if (!r && sandlock_mem_write(call->mem, addr, use, len) != 0)
+		r = place_moves(call, &m, sp, addr, addr + len);
+	if (!r && use_short)
+		r = short_path(call, path, shortp, sizeof shortp);
+	const char *use = use_short ? shortp : path;
+	if (!r && sandlock_mem_write(call->mem, addr, use, strlen(use) + 1) != 0)
 		r = -EFAULT;
-	if (r && undo->id) /* the call is refused: the parent gets its memory back now */
+	if (r && undo->id) /* the call is refused: the memory is given back now */
 		undo_apply(undo);
 	moves_free(&m);
 	return r;

@@ -53,10 +53,12 @@ struct sl_exec_piece {
 };
 struct sl_exec_undo {
 	uint64_t id;        /* the notification it belongs to; 0: none */
-	pid_t tid, parent;  /* the exec'ing thread, the parent sharing its memory */
+	pid_t tid, tgid;    /* the caller (thread, process) */
+	pid_t parent;       /* the parent sharing its memory (sl_path_swap: tgid) */
 	bool self;          /* sl_path_swap: parent is the caller's own process */
 	int parent_pidfd;   /* held stopped through this */
-	int mem_fd;         /* /proc/PARENT/mem, opened while the memory was shared */
+	int caller_pidfd;   /* exec: the caller's process, held stopped too */
+	int mem_fd;         /* PARENT's /proc mem, opened while the memory was shared */
 	struct sl_exec_piece *v;
 	size_t n;
 };
@@ -64,12 +66,13 @@ struct sl_exec_undo {
 /* Make the trapped exec's path string read path (absolute, or relative to
  * the caller's cwd for execve), argv and envp unchanged as the program
  * will see them.  Where path would run into the argv or envp array
- * itself, and fd (our O_PATH fd of the same file, else -1) is given, fd is
- * installed in the caller and named by its short /dev/fd/N form instead.
- * undo (zeroed, or after sl_exec_answered) records what a parent sharing
- * the memory needs put back.  0, or -errno: ENAMETOOLONG when it cannot
- * be placed (no scratch space, no short form), memory untouched then. */
-int sl_exec_set_path(const struct sl_call *call, const char *path, int fd,
+ * itself and short_ok, the file (opened by the confined opener: Landlock
+ * decides) is installed in the caller and named by its short /dev/fd/N
+ * form instead.  undo (zeroed, or after sl_exec_answered) records what a
+ * parent sharing the memory needs put back.  0, or -errno: ENAMETOOLONG
+ * when it cannot be placed (no scratch space, no short form), memory
+ * untouched then. */
+int sl_exec_set_path(const struct sl_call *call, const char *path, bool short_ok,
                      struct sl_exec_undo *undo);
 
 /*

@@ -576,7 +576,7 @@ static bool do_exec(struct chroot_state *s, const struct sl_call *call,
 		close(cwd);
 	/* argv[0] is often the path string itself: execpath.c moves it. */
 	if (!r)
-		r = sl_exec_set_path(call, use, fd, &s->undo);
+		r = sl_exec_set_path(call, use, true, &s->undo);
 	if (fd >= 0)
 		close(fd);
 	sandlock_string_free(orig);

@@ -715,7 +715,7 @@ static bool do_exec(struct cow_state *s, const struct sl_call *call, sandlock_ac
 		}
 		k = fd < 0 ? fd : -sl_view_exec_check(s->view, fd);
 		if (!k)
-			k = sl_exec_set_path(call, host, fd, &s->undo);
+			k = sl_exec_set_path(call, host, res->inside, &s->undo);
 		if (fd >= 0)
 			close(fd);
 		if (!k)

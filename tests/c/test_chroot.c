@@ -386,3 +386,44 @@ TEST(chdir_anywhere_keeps_the_guest_pwd)
 	             "/etc\n/etc\n/bin\n/work\nbin\ndata\netc\nwork\n", false);
 	tu_rm_rf(x.d);
 }
+
+/* The short /dev/fd/N form of an exec (execpath.c) installs the file in
+ * the caller before the kernel checks it: it must come from the confined
+ * opener.  A program in the rootfs under fs_deny (readable outside, the
+ * control), exec'd from a deep cwd with argv right behind its path so no
+ * host form fits; before, the supervisor opened it unconfined and the
+ * failed exec left the guest an fd reading it. */
+TEST(hostile_exec_short_form_reads_nothing_denied)
+{
+	struct fx x;
+	if (access(BUSYBOX, X_OK) != 0)
+		SKIP("no static busybox (apt-get install busybox-static)");
+	char probe[4200];
+	snprintf(probe, sizeof probe, "%s/execprobe-static", tu_helpers_dir());
+	if (access(probe, X_OK) != 0)
+		SKIP("no static execprobe");
+	REQUIRE(fx_make(&x));
+	char p[600], cmd[9000];
+	snprintf(cmd, sizeof cmd, "mkdir -p %s/secret %s/a/b/c/d/e/f/g && cp %s %s/secret/tool && "
+	         "cp %s %s/bin/execprobe", x.root, x.root, BUSYBOX, x.root, probe, x.root);
+	REQUIRE(system(cmd) == 0);
+	snprintf(p, sizeof p, "%s/secret/tool", x.root);
+	const char *ctl[] = { probe, "open", p, NULL };
+	CHECK(strcmp(tu_outside_line(ctl), "direct: opened") == 0);
+	sandlock_builder_t *b = sandlock_sandbox_builder_new();
+	sandlock_sandbox_builder_chroot(b, x.root);
+	snprintf(p, sizeof p, "%s/secret", x.root);
+	sandlock_sandbox_builder_fs_deny(b, p);
+	sandlock_sandbox_builder_cwd(b, "/a/b/c/d/e/f/g");
+	sandlock_result_t *r = tu_run_sh(b, "sh", "/bin/execprobe open /secret/tool; "
+	                                          "/bin/execprobe execat /secret/tool 32");
+	REQUIRE(r);
+	char *out = sandlock_result_stdout(r);
+	CHECK(out && strstr(out, "direct: Permission denied\nexecve: -1 "));
+	CHECK(out && !strstr(out, "fd "));
+	if (out && strstr(out, "fd "))
+		fprintf(stderr, "  got '%s'\n", out);
+	sandlock_string_free(out);
+	sandlock_result_free(r);
+	tu_rm_rf(x.d);
+}

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "harness.h"
 #include "testutil.h"
@@ -290,4 +291,100 @@ TEST(chdir_into_a_staged_directory)
 	          "cd .. && ls && cd \"$OLDPWD\" && cat f; cd /nonexistent-dir 2>/dev/null || echo enoent",
 	          "pwd-ok\ngetcwd-ok\nold\nran here\ne\nf\nc\nin\nenoent\n",
 	          "A b\nA b/c\nA b/c/e\nA b/c/f\n", NULL);
+}
+
+/* ---------------- hostile: the exec and chdir rewrites ---------------- */
+
+static char *probe_path(void)
+{
+	static char p[4200];
+	snprintf(p, sizeof p, "%s/execprobe", tu_helpers_dir());
+	return p;
+}
+
+/* `execprobe ARGS` in a COW workdir of its own (ABORT); its stdout. */
+static char *probe_in_workdir(const char *args)
+{
+	char dir[TU_TMPDIR_LEN], script[5000];
+	if (!tu_mkdtemp(dir, "cow"))
+		return NULL;
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_fs_read(b, tu_helpers_dir());
+	sandlock_sandbox_builder_workdir(b, dir);
+	sandlock_sandbox_builder_on_exit(b, SANDLOCK_BRANCH_ABORT);
+	sandlock_sandbox_builder_cwd(b, dir);
+	snprintf(script, sizeof script, "%s %s", probe_path(), args);
+	sandlock_result_t *r = tu_run_sh(b, "/bin/sh", script);
+	char *out = r ? sandlock_result_stdout(r) : NULL;
+	sandlock_result_free(r);
+	tu_rm_rf(dir);
+	return out;
+}
+
+/* The short /dev/fd/N form installs the file in the caller before the
+ * exec: it must be a file the guest could open itself.  A staged link to
+ * a program outside every grant (readable and executable outside, the
+ * control) is exec'd with argv right behind the path; before, the
+ * supervisor opened it unconfined and the failed exec left the guest an
+ * fd reading it. */
+TEST(hostile_exec_short_form_leaks_no_denied_file)
+{
+	char secret_dir[TU_TMPDIR_LEN], secret[600], args[700];
+	REQUIRE(tu_mkdtemp(secret_dir, "secret"));
+	snprintf(secret, sizeof secret, "%s/a_rather_long_name_for_a_secret_program", secret_dir);
+	tu_write_file(secret, "TOPSECRET\n");
+	REQUIRE(chmod(secret, 0755) == 0);
+	const char *ctl[] = { probe_path(), "open", secret, NULL };
+	CHECK(strcmp(tu_outside_line(ctl), "direct: opened") == 0);
+	snprintf(args, sizeof args, "shortfd %s", secret);
+	char *out = probe_in_workdir(args);
+	CHECK(out && strstr(out, "direct: Permission denied"));
+	CHECK(out && !strstr(out, "TOPSECRET"));
+	if (out && strstr(out, "TOPSECRET"))
+		fprintf(stderr, "  got '%s'\n", out);
+	sandlock_string_free(out);
+	tu_rm_rf(secret_dir);
+}
+
+/* posix_spawnp over PATH whose first match is a staged file without x
+ * bits: the exec is refused before any rewrite (as the kernel would), so
+ * the vfork child goes on to /usr/bin/true.  Before, the refusal came
+ * from the kernel after the rewrite, the supervisor waited seconds for
+ * an exec that never finished, and the restore then clobbered the
+ * child's next path: posix_spawnp failed (EACCES). */
+TEST(hostile_spawn_of_a_non_executable_staged_file_goes_on_along_path)
+{
+	char *out = probe_in_workdir("spawn_nonexec");
+	CHECK(out && strcmp(out, "posix_spawnp: 0 status 0\n") == 0);
+	if (out && strcmp(out, "posix_spawnp: 0 status 0\n") != 0)
+		fprintf(stderr, "  got '%s'\n", out);
+	sandlock_string_free(out);
+}
+
+/* Argv slots pointing into the range the new path covers are copied by
+ * the supervisor (this process), outside the sandbox's memory limit:
+ * 20000 slots to one 64 KiB string is refused (ENAMETOOLONG) once the
+ * copies pass the scratch bound, instead of costing 1.3 GB first. */
+TEST(hostile_argv_flood_is_refused_not_copied)
+{
+	struct rusage before, after;
+	REQUIRE(getrusage(RUSAGE_SELF, &before) == 0);
+	char *out = probe_in_workdir("argv_flood 20000");
+	REQUIRE(getrusage(RUSAGE_SELF, &after) == 0);
+	CHECK(after.ru_maxrss - before.ru_maxrss < 200 * 1024); /* KiB */
+	CHECK(out && strcmp(out, "execve: -1 File name too long\n") == 0);
+	if (out && strcmp(out, "execve: -1 File name too long\n") != 0)
+		fprintf(stderr, "  got '%s'\n", out);
+	sandlock_string_free(out);
+}
+
+/* A chdir whose string ends a mapping cannot take the longer host path:
+ * ENAMETOOLONG, never EFAULT (the guest's pointer is valid). */
+TEST(chdir_at_the_end_of_a_mapping_is_enametoolong)
+{
+	char *out = probe_in_workdir("chdir_edge");
+	CHECK(out && strcmp(out, "chdir at the end of a mapping: File name too long\n") == 0);
+	if (out && strcmp(out, "chdir at the end of a mapping: File name too long\n") != 0)
+		fprintf(stderr, "  got '%s'\n", out);
+	sandlock_string_free(out);
 }
