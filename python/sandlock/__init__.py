@@ -783,7 +783,10 @@ class Sandbox:
     (``on_error``, default ``BranchAction.ABORT``) or kept.  ``max_disk``
     (bytes or a size string) caps the bytes staged: writes past it fail
     with ENOSPC.  ``dry_run(cmd)`` runs and reports the changes without
-    applying them.  ``workdir`` does not set the command's cwd.  A commit
+    applying them.  ``workdir`` does not set the command's cwd.  Programs
+    the command builds or copies there can be run, and it can cd into
+    directories it made (README "Exec of a path the kernel cannot
+    find").  A commit
     that finds a real file changed meanwhile leaves that change out and
     raises BranchConflictError (the staged layer is kept).
 
