@@ -9,6 +9,9 @@ in one invocation:
             rewritten to the file in the upper layer
   chroot    a busybox rootfs, `/bin/true` by path: resolved in the view,
             rewritten to the host path (skipped without busybox-static)
+  *_spawn   the same programs started by Python's subprocess (vfork): a
+            staged one also holds the caller and its parent stopped until
+            the parent's memory is restored
 """
 import os
 import shutil
@@ -29,6 +32,13 @@ BUSYBOX = "/bin/busybox"
 # staging copy are not counted.
 LOOP = ('cp t s; a=$(date +%%s%%N); i=0; while [ $i -lt %d ]; do "$0"; i=$((i+1)); done; '
         'b=$(date +%%s%%N); echo $(((b-a)/%d))' % (N, N))
+SPAWN_LOOP = ('import shutil, subprocess, sys, time\n'
+              'shutil.copy("t", "s")\n'
+              'n = %d\n'
+              't0 = time.perf_counter_ns()\n'
+              'for _ in range(n): subprocess.run([sys.argv[1]])\n'
+              'print((time.perf_counter_ns() - t0) / n)\n' % (N // 2))
+
 # busybox date has no %N: the chroot loop is timed from outside, minus an
 # empty loop's run.
 CHROOT_LOOP = 'i=0; while [ $i -lt $0 ]; do /bin/true; i=$((i+1)); done'
@@ -76,6 +86,19 @@ def figures():
                     assert r.success, r.stderr
                     out = r.stdout.decode()
                 runs[what].append(float(out) / 1e3)
+            for what, sb in (("bare_spawn", None), ("cow_real_spawn", cow),
+                             ("cow_staged_spawn", cow)):
+                argv = ["/usr/bin/python3", "-c", SPAWN_LOOP,
+                        "./s" if what == "cow_staged_spawn" else "./t"]
+                if sb is None:
+                    out = subprocess.run(argv, cwd=work, capture_output=True, text=True,
+                                         check=True).stdout
+                    os.unlink(os.path.join(work, "s"))
+                else:
+                    r = sb.run(argv)
+                    assert r.success, r.stderr
+                    out = r.stdout.decode()
+                runs.setdefault(what, []).append(float(out) / 1e3)
             if chroot:
                 runs["chroot"].append((timed(chroot, N) - timed(chroot, 0)) / N * 1e6)
         return {"exec_%s_us" % k: statistics.median(v) for k, v in runs.items()}
@@ -87,7 +110,10 @@ LABELS = (("bare", "bare, no sandbox"),
           ("plain", "sandboxed, no workdir (not trapped)"),
           ("cow_real", "COW workdir, real program (passed on)"),
           ("cow_staged", "COW workdir, staged program (rewritten)"),
-          ("chroot", "chroot, /bin/true by path (rewritten)"))
+          ("chroot", "chroot, /bin/true by path (rewritten)"),
+          ("bare_spawn", "subprocess.run (vfork), bare"),
+          ("cow_real_spawn", "subprocess.run, COW real program"),
+          ("cow_staged_spawn", "subprocess.run, COW staged (stop + restore)"))
 
 
 def report(fig, row):
@@ -100,5 +126,8 @@ def report(fig, row):
     for what, label in LABELS:
         key = "exec_%s_us" % what
         if key in fig:
-            bases = () if what == "bare" else (bare,) if what == "plain" else (plain, bare)
+            if what.endswith("_spawn"):
+                bases = () if what == "bare_spawn" else (("vs bare", fig["exec_bare_spawn_us"]),)
+            else:
+                bases = () if what == "bare" else (bare,) if what == "plain" else (plain, bare)
             print(row(label, fig[key], "us", *bases))

@@ -455,6 +455,20 @@ static bool is_script(int fd)
 	return pread(fd, head, 2, 0) == 2 && head[0] == '#' && head[1] == '!';
 }
 
+/* The short form's directory of fds: /dev/fd where the host has it (the
+ * shortest), else /proc/self/fd. */
+static const char *short_prefix(void)
+{
+	struct stat st;
+	return stat("/dev/fd", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/fd/" : "/proc/self/fd/";
+}
+
+/* The bytes planned for a short form: the prefix, four digits, the NUL. */
+static size_t short_len(void)
+{
+	return strlen(short_prefix()) + 4 + 1;
+}
+
 /*
  * The short form: the file, opened by the confined opener (so Landlock
  * and the caller's rights decide as for any read: the fd gives the guest
@@ -484,10 +498,9 @@ static int short_path(const struct sl_call *call, const char *path, char *out, s
 	close(rd);
 	if (nfd < 0)
 		return -e;
-	struct stat st;
-	const char *dir = stat("/dev/fd", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/fd" : "/proc/self/fd";
-	snprintf(out, cap, "%s/%d", dir, nfd);
-	return 0;
+	/* Planned for four digits (short_prefix): a larger fd number does not
+	 * fit (the installed fd is close-on-exec, or a script's to read). */
+	return snprintf(out, cap, "%s%d", short_prefix(), nfd) < (int)short_len() ? 0 : -ENAMETOOLONG;
 }
 
 int sl_exec_set_path(const struct sl_call *call, const char *path, bool short_ok,
@@ -504,11 +517,11 @@ int sl_exec_set_path(const struct sl_call *call, const char *path, bool short_ok
 		 * argv right after the command's string). */
 		moves_free(&m);
 		memset(&m, 0, sizeof m);
-		r = plan(call, sizeof "/proc/self/fd/" + 10, &m);
+		r = plan(call, short_len(), &m);
 		use_short = true;
 	}
 	uint64_t addr = sl_exec_path_addr(call->n), sp = 0;
-	size_t len = use_short ? sizeof "/proc/self/fd/" + 10 : strlen(path) + 1;
+	size_t len = use_short ? short_len() : strlen(path) + 1;
 	/* Before any stop: /proc/TID/syscall needs the caller as it sits. */
 	if (!r && m.n && caller_sp(call, &sp) < 0)
 		r = -ENAMETOOLONG;
