@@ -73,32 +73,27 @@ def figures():
                 os.symlink("/bin/busybox", os.path.join(root, "bin", a))
             chroot = sandlock.Sandbox(chroot=root, fs_readable=[top])
         runs = {k: [] for k in list(boxes) + (["chroot"] if chroot else [])}
+        def loop_us(sb, argv):
+            """The loop's own figure (us per exec); bare runs in work."""
+            if sb is None:
+                out = subprocess.run(argv, cwd=work, capture_output=True, text=True,
+                                     check=True).stdout
+                os.unlink(os.path.join(work, "s"))
+            else:
+                r = sb.run(argv)
+                assert r.success, r.stderr
+                out = r.stdout.decode()
+            return float(out) / 1e3
+
+        spawns = {"bare_spawn": None, "cow_real_spawn": cow, "cow_staged_spawn": cow}
         for _ in range(REPS):  # interleaved: every variant sees the same load
             for what, sb in boxes.items():
                 prog = "./s" if what == "cow_staged" else "./t"
-                argv = ["/bin/sh", "-c", LOOP, prog]
-                if sb is None:
-                    out = subprocess.run(argv, cwd=work, capture_output=True, text=True,
-                                         check=True).stdout
-                    os.unlink(os.path.join(work, "s"))
-                else:
-                    r = sb.run(argv)
-                    assert r.success, r.stderr
-                    out = r.stdout.decode()
-                runs[what].append(float(out) / 1e3)
-            for what, sb in (("bare_spawn", None), ("cow_real_spawn", cow),
-                             ("cow_staged_spawn", cow)):
-                argv = ["/usr/bin/python3", "-c", SPAWN_LOOP,
-                        "./s" if what == "cow_staged_spawn" else "./t"]
-                if sb is None:
-                    out = subprocess.run(argv, cwd=work, capture_output=True, text=True,
-                                         check=True).stdout
-                    os.unlink(os.path.join(work, "s"))
-                else:
-                    r = sb.run(argv)
-                    assert r.success, r.stderr
-                    out = r.stdout.decode()
-                runs.setdefault(what, []).append(float(out) / 1e3)
+                runs[what].append(loop_us(sb, ["/bin/sh", "-c", LOOP, prog]))
+            for what, sb in spawns.items():
+                prog = "./s" if what == "cow_staged_spawn" else "./t"
+                argv = ["/usr/bin/python3", "-c", SPAWN_LOOP, prog]
+                runs.setdefault(what, []).append(loop_us(sb, argv))
             if chroot:
                 runs["chroot"].append((timed(chroot, N) - timed(chroot, 0)) / N * 1e6)
         return {"exec_%s_us" % k: statistics.median(v) for k, v in runs.items()}
