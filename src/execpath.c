@@ -420,6 +420,14 @@ static void wait_stopped(pid_t pid)
 	}
 }
 
+void sl_exec_undo_release(struct sl_exec_undo *u)
+{
+	if (u->id)
+		undo_apply(u);
+	else
+		undo_clear(u);
+}
+
 void sl_exec_answered(struct sl_exec_undo *u, const sandlock_notif_t *n)
 {
 	if (!u->id || u->id != n->id)

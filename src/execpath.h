@@ -86,6 +86,10 @@ int sl_exec_set_path(const struct sl_call *call, const char *path, bool short_ok
 int sl_path_swap(const struct sl_call *call, uint64_t addr, const char *path,
                  struct sl_exec_undo *undo);
 
+/* The builtin's state goes away (its run is over): whatever undo still
+ * holds is put back and let go. */
+void sl_exec_undo_release(struct sl_exec_undo *undo);
+
 /* The answered hook's part: if undo belongs to n, wait (bounded) until the
  * exec is over, restore the parent's memory, continue it, clear undo. */
 void sl_exec_answered(struct sl_exec_undo *undo, const sandlock_notif_t *n);

@@ -701,6 +701,7 @@ static void chroot_free(void *state)
 	struct chroot_state *s = state;
 	if (!s)
 		return;
+	sl_exec_undo_release(&s->undo);
 	sl_view_free(s->view);
 	free(s);
 }

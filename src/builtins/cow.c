@@ -985,6 +985,7 @@ static void cow_free(void *state)
 	struct cow_state *s = state;
 	if (!s)
 		return;
+	sl_exec_undo_release(&s->undo);
 	sl_cow_free(s->cow, false);
 	sl_dirsort_free(s->sorted);
 	sl_view_free(s->view);
