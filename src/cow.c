@@ -424,6 +424,15 @@ const char *sl_cow_upper_rel(const struct sl_cow *c, const char *abs)
 
 /* ---------------- the merged view ---------------- */
 
+/* True if the parent of rel is a directory of the upper layer. */
+static bool upper_parent_dir(struct sl_cow *c, const char *rel)
+{
+	char p[4096];
+	struct stat st;
+	parent_of(rel, p, sizeof p);
+	return p[0] && layer_stat(c->upper_fd, p, true, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 enum sl_cow_where sl_cow_lookup(struct sl_cow *c, const char *rel, bool follow, struct stat *st,
                                 int *e)
 {
@@ -443,8 +452,10 @@ enum sl_cow_where sl_cow_lookup(struct sl_cow *c, const char *rel, bool follow, 
 	if (r == 0)
 		return SL_COW_LOWER;
 	/* A real symlink on the way where the view has a directory (the
-	 * guest replaced it): the real entries behind it are not shown. */
-	*e = r == -ELOOP ? ENOENT : -r;
+	 * guest replaced it): the real entries behind it are not shown.  A
+	 * real file on the way where the view's parent is a staged directory
+	 * (rm f; mkdir f): the name is simply not there yet. */
+	*e = r == -ELOOP || (r == -ENOTDIR && upper_parent_dir(c, rel)) ? ENOENT : -r;
 	return SL_COW_NONE;
 }
 
@@ -889,12 +900,21 @@ int sl_cow_rename(struct sl_cow *c, const char *from, const char *to, unsigned f
 	if (flags & RENAME_EXCHANGE) {
 		if (wt == SL_COW_NONE)
 			return -ENOENT;
-		if (S_ISDIR(sf.st_mode) || S_ISDIR(stt.st_mode))
-			return -EXDEV; /* callers fall back to copying */
-		if ((wf == SL_COW_LOWER && (e = copy_up(c, from, false))) ||
-		    (wt == SL_COW_LOWER && (e = copy_up(c, to, false))))
+		bool dirs = S_ISDIR(sf.st_mode) || S_ISDIR(stt.st_mode);
+		if (dirs && (sl_path_under(to, from) || sl_path_under(from, to)))
+			return -EINVAL;
+		/* Both trees complete in the upper layer, swapped there; each
+		 * name then holds the other's whole tree, so the real names
+		 * under it are hidden (the names themselves stay). */
+		if ((e = copy_up_tree(c, from)) || (e = copy_up_tree(c, to)))
 			return e;
-		return renameat2(c->upper_fd, from, c->upper_fd, to, RENAME_EXCHANGE) == 0 ? 0 : -errno;
+		if (renameat2(c->upper_fd, from, c->upper_fd, to, RENAME_EXCHANGE) < 0)
+			return -errno;
+		if (dirs && ((e = whiteout_tree(c, from)) || (e = whiteout_tree(c, to))))
+			return e;
+		unwhite(c, from);
+		unwhite(c, to);
+		return 0;
 	}
 	if (S_ISDIR(sf.st_mode)) {
 		if (sl_path_under(to, from))
@@ -1128,6 +1148,7 @@ struct pending {
 	const struct sl_change *x;
 	char tmp[40];
 	bool replace;
+	bool was_dir; /* the real directory there was removed by this commit */
 	dev_t dev; /* the staged inode (hard links share it) */
 	ino_t ino;
 };
@@ -1313,7 +1334,9 @@ static int put_in_place(struct sl_cow *c, const struct pending *p)
 	int dir = real_parent(c, p->x->path, &name);
 	if (dir < 0)
 		return dir;
-	int e = moved_on(c, p->x->path) ? -EBUSY : 0;
+	/* A directory this commit removed is gone on purpose (NOREPLACE
+	 * still refuses a name that appeared since). */
+	int e = !p->was_dir && moved_on(c, p->x->path) ? -EBUSY : 0;
 	if (!e && renameat2(dir, p->tmp, dir, name, p->replace ? 0 : RENAME_NOREPLACE) < 0)
 		e = -errno;
 	if (e)
@@ -1404,6 +1427,7 @@ int sl_cow_commit(struct sl_cow *c, const struct sl_changes *ch, struct sl_chang
 		} else {
 			if (real && S_ISDIR(l.st_mode))
 				r = apply_delete(c, x->path);
+			pend[np].was_dir = real && S_ISDIR(l.st_mode);
 			pend[np].x = x;
 			pend[np].replace = real && !S_ISDIR(l.st_mode);
 			pend[np].dev = u.st_dev;

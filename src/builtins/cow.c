@@ -196,7 +196,19 @@ struct cow_state {
  * path as argv[0]/$0, execpath.h) name the same place under workdir.
  * *aliased then says the kernel would resolve the caller's string in the
  * upper layer, not the merged view: the caller must act on the result.
+ * So does a ".." in the string (collapsed by name here, walked by the
+ * kernel: "f/.." with f a staged directory over a real file).
  */
+/* True if path has a ".." component: collapsed by name, it may name
+ * something the kernel's walk of the string would not reach. */
+static bool has_dotdot(const char *p)
+{
+	for (const char *q = p; (q = strstr(q, "..")) != NULL; q += 2)
+		if ((q == p || q[-1] == '/') && (q[2] == '\0' || q[2] == '/'))
+			return true;
+	return false;
+}
+
 static bool call_path(const struct cow_state *s, const struct sl_call *call, int dirfd,
                       uint64_t addr, char *out, size_t cap, bool *aliased)
 {
@@ -204,7 +216,7 @@ static bool call_path(const struct cow_state *s, const struct sl_call *call, int
 	bool ok = p && p[0];
 	char base[PATH_MAX], guest[PATH_MAX];
 	const char *from = "";
-	*aliased = false;
+	*aliased = ok && has_dotdot(p);
 	if (ok && p[0] != '/') {
 		int fd = sl_child_dirfd(call->listener, call->n, dirfd);
 		char link[64];
@@ -223,13 +235,13 @@ static bool call_path(const struct cow_state *s, const struct sl_call *call, int
 		else if (ok && s->view)
 			ok = sl_view_guest(s->view, base, guest, sizeof guest);
 		from = rel || s->view ? guest : base;
-		*aliased = ok && sl_path_under(base, sl_cow_upper_path(s->cow));
+		*aliased |= ok && sl_path_under(base, sl_cow_upper_path(s->cow));
 	}
 	ok = ok && snprintf(out, cap, "%s%s%s", from, from[0] ? "/" : "", p) < (int)cap;
 	sandlock_string_free(p);
 	if (ok)
 		sl_path_normalize(out);
-	const char *up = ok && !*aliased ? sl_cow_upper_rel(s->cow, out) : NULL;
+	const char *up = ok ? sl_cow_upper_rel(s->cow, out) : NULL;
 	if (up) {
 		ok = snprintf(guest, sizeof guest, "%s/%s", s->space.root, up) < (int)sizeof guest;
 		if (ok) {
@@ -253,7 +265,7 @@ static int resolve_arg(struct cow_state *s, const struct sl_call *call, int dirf
 	int r = sl_cow_resolve(s->cow, &s->space, p, follow, res);
 	if (r < 0)
 		return r;
-	res->shadowed |= aliased;
+	res->shadowed |= aliased && res->inside;
 	return res->inside || res->shadowed ? 1 : 0;
 }
 

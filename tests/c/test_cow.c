@@ -177,6 +177,33 @@ TEST(delete_and_recreate_keeps_old_children_hidden)
 	          "again\n", "M a\nD d/k\nA d/new\n", ".\n./a\nagain\n./d\n./d/new\nx\n");
 }
 
+/* A real directory replaced by a file and a real file replaced by a
+ * directory, written into and listed through "..": before, creating in
+ * the new directory failed (ENOTDIR from the real file behind it), "a/.."
+ * went to the kernel (ENOTDIR), and the commit removed the real d, then
+ * called the file "changed meanwhile" and kept it out. */
+TEST(type_changes_are_seen_and_committed)
+{
+	check_run(SANDLOCK_BRANCH_COMMIT, 0,
+	          "rm -r d && echo x > d; rm a; mkdir a; echo in > a/y; mkdir a/z; ls a; ls a/..; cat d",
+	          "y\nz\na\nd\nx\n", "M a\nA a/y\nA a/z\nM d\nD d/k\n",
+	          ".\n./a\n./a/y\nin\n./a/z\n./d\nx\n");
+}
+
+/* renameat2(RENAME_EXCHANGE) of two directories, and of a directory and
+ * a file, swaps the merged trees (before: EXDEV), and commits as such. */
+TEST(rename_exchange_swaps_directories)
+{
+	check_run(SANDLOCK_BRANCH_COMMIT, 0,
+	          "mkdir -p e/s && echo es > e/s/f; X='import ctypes,sys; l=ctypes.CDLL(None,use_errno=True); "
+	          "print(l.renameat2(-100,sys.argv[1].encode(),-100,sys.argv[2].encode(),2), "
+	          "ctypes.get_errno())'; python3 -c \"$X\" d e; ls d e; cat d/s/f e/k; "
+	          "python3 -c \"$X\" a e; cat e; ls a",
+	          "0 0\nd:\ns\n\ne:\nk\nes\nkeep\n0 0\nold\nk\n",
+	          "M a\nA a/k\nD d/k\nA d/s\nA d/s/f\nA e\n",
+	          ".\n./a\n./a/k\nkeep\n./d\n./d/s\n./d/s/f\nes\n./e\nold\n");
+}
+
 /* A hard link is staged as one inode (a write through one name shows
  * through the other); committed, the names stay one inode (before, each
  * got its own copy), across directories too. */
