@@ -137,4 +137,4 @@ uninstall:
 	    $(DESTDIR)$(BASHCOMPDIR)/sandlock $(DESTDIR)$(ZSHCOMPDIR)/_sandlock
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-dev

@@ -427,3 +427,28 @@ TEST(hostile_exec_short_form_reads_nothing_denied)
 	sandlock_result_free(r);
 	tu_rm_rf(x.d);
 }
+
+/* COW over the rootfs: a directory made in the run is entered (cd swaps
+ * in the layer's host path for the call; getcwd and $PWD stay guest
+ * paths) and a program copied there runs from the layer.  The rootfs is
+ * unchanged after ABORT. */
+TEST(cow_over_the_rootfs_cd_and_run_what_was_made)
+{
+	struct fx x;
+	if (access(BUSYBOX, X_OK) != 0)
+		SKIP("no static busybox (apt-get install busybox-static)");
+	REQUIRE(fx_make(&x));
+	sandlock_result_t *r = cow_run(&x, x.root, SANDLOCK_BRANCH_ABORT,
+	                               "mkdir -p /opt/x && cd /opt/x && echo $PWD && busybox pwd && "
+	                               "cp /bin/busybox ./bb && ln -s bb ls && ./ls && cd .. && ls");
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "/opt/x\n/opt/x\nbb\nls\nx\n"));
+	char ch[1024];
+	tu_changes_text(r, ch, sizeof ch);
+	CHECK(strcmp(ch, "A opt\nA opt/x\nA opt/x/bb\nA opt/x/ls\n") == 0);
+	char p[300];
+	snprintf(p, sizeof p, "%s/opt", x.root);
+	CHECK(access(p, F_OK) != 0);
+	sandlock_result_free(r);
+	tu_rm_rf(x.d);
+}
