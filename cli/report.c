@@ -186,6 +186,11 @@ static void warn_branch(const sandlock_result_t *r)
 		fprintf(stderr, "sandlock: workdir: staged changes kept in %s\n", kept);
 }
 
+bool cli_report_branch_failed(const sandlock_result_t *r)
+{
+	return sandlock_result_cow_error(r) || sandlock_result_change_count(r, true) > 0;
+}
+
 void cli_report_end(struct cli_report *rep, const sandlock_result_t *r, int status,
                     const char *msg)
 {

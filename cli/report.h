@@ -40,4 +40,7 @@ void cli_report_started(void *ud, int32_t pid);
 void cli_report_end(struct cli_report *rep, const sandlock_result_t *r, int status,
                     const char *msg);
 
+/* The COW workdir's commit left changes out or failed (the layer is kept). */
+bool cli_report_branch_failed(const sandlock_result_t *r);
+
 #endif

@@ -775,6 +775,10 @@ static int run_config(const struct cli_cfg *cfg, struct cli_report *rep, struct 
 		return rc;
 	}
 	int status = sandlock_result_exit_code(r);
+	/* A commit that could not apply everything is sandlock's failure, not
+	 * a success of the command's to build on (the layer is kept). */
+	if (status == 0 && cli_report_branch_failed(r))
+		status = 125;
 	bool interrupted = sandlock_result_reason(r) == SANDLOCK_EXIT_SIGNALED &&
 			   sandlock_result_signal(r) == SIGINT;
 	cli_report_end(rep, r, status, NULL);

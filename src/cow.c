@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "cow.h"
+#include "cowlinks.h"
 #include "util.h"
 
 #ifndef RENAME_NOREPLACE
@@ -65,6 +66,7 @@ struct sl_cow {
 	sl_strvec whiteouts;
 	struct record *rec;
 	size_t nrec, caprec;
+	struct sl_cowlinks *links; /* the real hard links, once asked (cowlinks.h) */
 };
 
 /* ---------------- small helpers ---------------- */
@@ -392,6 +394,7 @@ void sl_cow_free(struct sl_cow *c, bool keep)
 	for (size_t i = 0; i < c->nrec; i++)
 		free(c->rec[i].rel);
 	free(c->rec);
+	sl_cowlinks_free(c->links);
 	sl_strvec_free(&c->whiteouts);
 	free(c->lower);
 	free(c->upper);
@@ -520,6 +523,11 @@ static int upper_parents(struct sl_cow *c, const char *rel)
 		struct stat st;
 		if (layer_stat(c->upper_fd, p, false, &st) == 0)
 			continue;
+		/* First shadowed here: its real state is what the commit will
+		 * check it against (a chmod of it later is a change). */
+		int e = remember(c, p);
+		if (e)
+			return e;
 		mode_t mode = layer_stat(c->lower_fd, p, false, &st) == 0 ? (st.st_mode & 07777) : 0755;
 		if (mkdirat(c->upper_fd, p, mode) < 0 && errno != EEXIST)
 			return -errno;
@@ -550,6 +558,34 @@ static int copy_data(int in, int out)
 }
 
 /* Copy the real rel into the upper layer (contents unless empty_only). */
+/*
+ * rel, a real file with other names, was just copied up: those names that
+ * the view still shows as that same real file become links of the copy,
+ * so a write through one shows through all (and they commit as one
+ * inode).  A name that cannot be linked stays its own (as before).
+ */
+static int link_real_siblings(struct sl_cow *c, const char *rel, const struct stat *st)
+{
+	if (!c->links && !(c->links = sl_cowlinks_build(c->lower_fd)))
+		return -ENOMEM;
+	const char *n;
+	for (size_t i = 0; (n = sl_cowlinks_name(c->links, st->st_dev, st->st_ino, i)); i++) {
+		struct stat u, x;
+		if (!strcmp(n, rel) || hidden(c, n) || layer_stat(c->upper_fd, n, false, &u) == 0 ||
+		    layer_stat(c->lower_fd, n, false, &x) != 0 || x.st_ino != st->st_ino ||
+		    x.st_dev != st->st_dev)
+			continue;
+		int e = remember(c, n);
+		if (!e)
+			e = upper_parents(c, n);
+		if (e == -ENOMEM)
+			return e;
+		if (!e)
+			(void)linkat(c->upper_fd, rel, c->upper_fd, n, 0);
+	}
+	return 0;
+}
+
 static int copy_up(struct sl_cow *c, const char *rel, bool empty_only)
 {
 	struct stat st;
@@ -587,6 +623,8 @@ static int copy_up(struct sl_cow *c, const char *rel, bool empty_only)
 	close(out);
 	if (e)
 		unlinkat(c->upper_fd, rel, 0);
+	else if (st.st_nlink > 1)
+		e = link_real_siblings(c, rel, &st);
 	return e;
 }
 
@@ -719,6 +757,21 @@ static int merged_list(struct sl_cow *c, const char *rel, struct ents *l)
 	if (e)
 		ents_free(l);
 	return e;
+}
+
+nlink_t sl_cow_dir_nlink(struct sl_cow *c, const char *rel)
+{
+	struct ents l;
+	if (merged_list(c, rel, &l))
+		return 1; /* unknown: what btrfs says, and find(1) then looks */
+	nlink_t n = 2;
+	for (size_t i = 0; i < l.n && n > 1; i++)
+		if (l.v[i].type == DT_UNKNOWN)
+			n = 1;
+		else if (l.v[i].type == DT_DIR && strcmp(l.v[i].name, ".") && strcmp(l.v[i].name, ".."))
+			n++;
+	ents_free(&l);
+	return n;
 }
 
 long sl_cow_getdents(struct sl_cow *c, const char *rel, uint64_t *pos, char *buf, size_t cap)
@@ -1125,11 +1178,14 @@ static bool moved_on(struct sl_cow *c, const char *rel)
 		return true;
 	if (!exists || S_ISDIR(now.st_mode))
 		return false;
+	/* The ctime of a file with other names also moves when this commit
+	 * removes or replaces one of them: only contents count there. */
+	bool ctime_counts = r->st.st_nlink < 2;
 	return now.st_ino != r->st.st_ino || now.st_dev != r->st.st_dev ||
 	       now.st_size != r->st.st_size || now.st_mtim.tv_sec != r->st.st_mtim.tv_sec ||
 	       now.st_mtim.tv_nsec != r->st.st_mtim.tv_nsec ||
-	       now.st_ctim.tv_sec != r->st.st_ctim.tv_sec ||
-	       now.st_ctim.tv_nsec != r->st.st_ctim.tv_nsec;
+	       (ctime_counts && (now.st_ctim.tv_sec != r->st.st_ctim.tv_sec ||
+	                         now.st_ctim.tv_nsec != r->st.st_ctim.tv_nsec));
 }
 
 /* The real parent directory of rel, as an fd, and the last name. */

@@ -63,6 +63,10 @@ ssize_t sl_cow_readlink(struct sl_cow *c, const char *rel, bool upper, char *buf
 /* The real tree's host path of rel (workdir + "/" + rel) into buf. */
 bool sl_cow_lower_path(const struct sl_cow *c, const char *rel, char *buf, size_t cap);
 
+/* A directory's link count in the merged view: 2 + its subdirectories
+ * (the upper copy's own count knows only the staged ones). */
+nlink_t sl_cow_dir_nlink(struct sl_cow *c, const char *rel);
+
 /* The operations; each returns an fd / 0, or -errno, as the syscall would. */
 int sl_cow_open(struct sl_cow *c, const char *rel, int flags, mode_t mode);
 int sl_cow_open_upper(struct sl_cow *c, const char *rel, int flags); /* O_PATH lookups */

@@ -308,6 +308,66 @@ static bool open_lower(struct cow_state *s, const struct sl_call *call, const ch
 	return open_by_opener(call, AT_FDCWD, host, flags, RESOLVE_NO_SYMLINKS, act);
 }
 
+static bool path_args(int nr, const uint64_t *a, int *dirfd, uint64_t *path);
+
+/* The host path of rel in the upper layer (upper) or the real tree. */
+static bool host_of(const struct cow_state *s, const char *rel, bool upper, char *out, size_t cap)
+{
+	if (!upper)
+		return sl_cow_lower_path(s->cow, rel, out, cap);
+	return snprintf(out, cap, "%s/%s", sl_cow_upper_path(s->cow), rel) < (int)cap;
+}
+
+/* Swap the host path of rel in for the caller's path string until its
+ * call is over (execpath.h): the kernel then does the call itself. */
+static bool continue_at_host(struct cow_state *s, const struct sl_call *call, const char *rel,
+                             bool upper, sandlock_action_t *act)
+{
+	char host[PATH_MAX];
+	int dirfd;
+	uint64_t addr;
+	if (!host_of(s, rel, upper, host, sizeof host))
+		return answer(act, -ENAMETOOLONG);
+	if (!path_args(call->n->syscall_nr, call->n->args, &dirfd, &addr))
+		return answer(act, -ENOSYS);
+	int r = sl_path_swap(call, addr, host, &s->undo);
+	if (r)
+		return answer(act, r);
+	sandlock_action_set_continue(act);
+	return true;
+}
+
+/*
+ * An O_PATH open of something the kernel's lookup would not reach (staged,
+ * or real behind something staged).  An O_PATH file cannot be installed
+ * in the caller (SECCOMP_IOCTL_NOTIF_ADDFD takes none: the call failed,
+ * and coreutils cp/mv/ln open their target directory so), so a directory
+ * or regular file is opened for reading instead (usable the same ways:
+ * fstat, *at() calls, fchdir; the guest may read it anyway; a real one by
+ * the confined opener), and anything else (a symlink with O_NOFOLLOW), or
+ * what the caller may not read, gets its host path swapped in.
+ */
+static bool open_o_path(struct cow_state *s, const struct sl_call *call, const char *rel,
+                        bool upper, const struct stat *st, int flags, sandlock_action_t *act)
+{
+	int rd = O_RDONLY | (flags & (O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+	int fd = -1;
+	if (S_ISDIR(st->st_mode) || S_ISREG(st->st_mode)) {
+		char host[PATH_MAX];
+		struct sl_opener *op = sl_opener_find(call->listener);
+		if (upper)
+			fd = sl_cow_open_upper(s->cow, rel, rd);
+		else if (op && host_of(s, rel, false, host, sizeof host) &&
+		         sl_opener_open_at(op, call->listener, call->n, AT_FDCWD, host, (uint64_t)rd,
+		                           RESOLVE_NO_SYMLINKS, &fd) != 0)
+			fd = -1;
+	}
+	if (fd < 0)
+		return continue_at_host(s, call, rel, upper, act);
+	sandlock_action_set_inject_fd_send(act, fd, (flags & O_CLOEXEC) ? O_CLOEXEC : 0);
+	return true;
+}
+
 static bool do_open(struct cow_state *s, const struct sl_call *call, const char *rel,
                     bool shadowed, int flags, mode_t mode, sandlock_action_t *act)
 {
@@ -322,6 +382,8 @@ static bool do_open(struct cow_state *s, const struct sl_call *call, const char 
 		enum sl_cow_where w = sl_cow_lookup(s->cow, rel, follow, &st, &e);
 		/* The real, untouched file: read it as usual (by the caller's
 		 * string, unless the view resolved that string differently). */
+		if (w == SL_COW_LOWER && shadowed && (flags & O_PATH))
+			return open_o_path(s, call, rel, false, &st, flags, act);
 		if (w == SL_COW_LOWER)
 			return shadowed ? open_lower(s, call, rel, flags, act) : false;
 		/* A directory the real tree has too is opened there, never in the
@@ -329,12 +391,17 @@ static bool do_open(struct cow_state *s, const struct sl_call *call, const char 
 		 * paths, which this builtin resolves in the merged view (and
 		 * getdents on it is merged). */
 		struct stat lst;
-		if (w == SL_COW_UPPER && S_ISDIR(st.st_mode) && sl_cow_lower_dir(s->cow, rel, &lst))
+		if (w == SL_COW_UPPER && S_ISDIR(st.st_mode) && sl_cow_lower_dir(s->cow, rel, &lst)) {
+			if (shadowed && (flags & O_PATH))
+				return open_o_path(s, call, rel, false, &lst, flags, act);
 			return shadowed ? open_lower(s, call, rel, flags, act) : false;
+		}
 		if (w == SL_COW_NONE && e == ENOENT && !rel[0])
 			return false;
 		if (w == SL_COW_NONE)
 			return answer(act, -e);
+		if (flags & O_PATH)
+			return open_o_path(s, call, rel, true, &st, flags, act);
 		/* A read of a staged file: opened there at once (looked up above). */
 		int fd = sl_cow_open_upper(s->cow, rel, flags);
 		if (fd < 0)
@@ -440,8 +507,9 @@ static long do_xattr(int fd, const struct sl_call *call, bool follow)
 }
 
 /* The answer to a stat/statx/access/readlink/getxattr call, from fd (an
- * O_PATH fd of what the path names). */
-static long stat_fd(const struct sl_call *call, int fd, bool follow)
+ * O_PATH fd of what the path names); nlink, when not 0, is the merged
+ * view's link count of a directory. */
+static long stat_fd(const struct sl_call *call, int fd, bool follow, nlink_t nlink)
 {
 	const sandlock_notif_t *n = call->n;
 	struct stat st;
@@ -450,12 +518,16 @@ static long stat_fd(const struct sl_call *call, int fd, bool follow)
 	if (nr == __NR_newfstatat || nr == SLC_stat || nr == SLC_lstat) {
 		uint64_t buf = nr == __NR_newfstatat ? n->args[2] : n->args[1];
 		r = fstatat(fd, "", &st, AT_EMPTY_PATH) == 0 ? 0 : -errno;
+		if (!r && nlink)
+			st.st_nlink = nlink;
 		if (!r && sandlock_mem_write(call->mem, buf, &st, sizeof st) != 0)
 			r = -EFAULT;
 	} else if (nr == __NR_statx) {
 		struct statx sx;
 		unsigned flags = (unsigned)n->args[2] & ~(unsigned)AT_SYMLINK_NOFOLLOW;
 		r = statx(fd, "", (int)(flags | AT_EMPTY_PATH), (unsigned)n->args[3], &sx) == 0 ? 0 : -errno;
+		if (!r && nlink && (sx.stx_mask & STATX_NLINK))
+			sx.stx_nlink = (uint32_t)nlink;
 		if (!r && sandlock_mem_write(call->mem, n->args[4], &sx, sizeof sx) != 0)
 			r = -EFAULT;
 	} else if (nr == SLC_readlink || nr == __NR_readlinkat) {
@@ -490,24 +562,34 @@ static bool do_stat(struct cow_state *s, const struct sl_call *call, const char 
 	struct stat st;
 	int e = 0;
 	enum sl_cow_where w = sl_cow_lookup(s->cow, rel, follow, &st, &e);
-	if (!shadowed && (w == SL_COW_LOWER || (w == SL_COW_NONE && e != ENOENT)))
+	/* The workdir itself is real, but its link count counts what was
+	 * staged in it too (stat family only). */
+	int nr = call->n->syscall_nr;
+	bool root = !rel[0] && w == SL_COW_LOWER &&
+	            (nr == __NR_newfstatat || nr == SLC_stat || nr == SLC_lstat || nr == __NR_statx);
+	if (!shadowed && !root && (w == SL_COW_LOWER || (w == SL_COW_NONE && e != ENOENT)))
 		return false;
 	if (w == SL_COW_NONE)
 		return answer(act, -e);
 	int fd = sl_cow_open(s->cow, rel, O_PATH | (follow ? 0 : O_NOFOLLOW), 0);
 	if (fd < 0)
 		return answer(act, fd);
-	long r = stat_fd(call, fd, follow);
+	nlink_t nl = (w == SL_COW_UPPER || root) && S_ISDIR(st.st_mode)
+	             ? sl_cow_dir_nlink(s->cow, rel) : 0;
+	long r = stat_fd(call, fd, follow, nl);
 	close(fd);
 	return answer(act, r);
 }
 
-/* A metadata change on rel, applied to its upper copy. */
+/* A metadata change on rel, applied to its upper copy.  Not on the
+ * workdir itself: it has no copy (EPERM). */
 static bool do_meta(struct cow_state *s, const struct sl_call *call, const char *rel,
                     bool follow, sandlock_action_t *act)
 {
 	const sandlock_notif_t *n = call->n;
 	int nr = n->syscall_nr;
+	if (!rel[0])
+		return answer(act, -EPERM);
 	int fd = sl_cow_copy_up_fd(s->cow, rel, follow);
 	if (fd < 0)
 		return answer(act, fd);
@@ -649,7 +731,7 @@ static bool do_outside(struct cow_state *s, const struct sl_call *call, const ch
 	int fd = outside_fd(s, path, follow);
 	if (fd < 0)
 		return answer(act, fd);
-	long r = stat_fd(call, fd, follow);
+	long r = stat_fd(call, fd, follow, 0);
 	close(fd);
 	return answer(act, r);
 }
@@ -929,6 +1011,71 @@ static bool decide_rel(struct cow_state *s, const struct sl_call *call, const ch
 	}
 }
 
+/* 1 if the string at addr ends in a "." component, 2 for "..", else 0
+ * (trailing slashes ignored). */
+static int last_dot(const struct sl_call *call, uint64_t addr)
+{
+	char *p = addr ? sandlock_mem_read_cstr(call->mem, addr, PATH_MAX) : NULL;
+	int r = 0;
+	if (p) {
+		size_t n = strlen(p);
+		while (n > 1 && p[n - 1] == '/')
+			n--;
+		size_t b = n;
+		while (b > 0 && p[b - 1] != '/')
+			b--;
+		if (n - b == 1 && p[b] == '.')
+			r = 1;
+		else if (n - b == 2 && p[b] == '.' && p[b + 1] == '.')
+			r = 2;
+	}
+	sandlock_string_free(p);
+	return r;
+}
+
+/*
+ * The kernel refuses to name "." or ".." as what a call creates, removes
+ * or renames (it is not a name in its parent); collapsed, the path would
+ * name a real entry.  The kernel's errno, or 0 for a call it takes.
+ */
+static int dot_refusal(const struct sl_call *call)
+{
+	const uint64_t *a = call->n->args;
+	int nr = call->n->syscall_nr;
+	switch (nr) {
+	case SLC_rename:
+		return last_dot(call, a[0]) || last_dot(call, a[1]) ? EBUSY : 0;
+	case __NR_renameat: case __NR_renameat2:
+		return last_dot(call, a[1]) || last_dot(call, a[3]) ? EBUSY : 0;
+	case SLC_link:
+		return last_dot(call, a[1]) ? EEXIST : 0;
+	case __NR_linkat:
+		return last_dot(call, a[3]) ? EEXIST : 0;
+	case SLC_unlink:
+		return last_dot(call, a[0]) ? EISDIR : 0;
+	case SLC_rmdir: {
+		int d = last_dot(call, a[0]);
+		return d == 1 ? EINVAL : d == 2 ? ENOTEMPTY : 0;
+	}
+	case __NR_unlinkat: {
+		int d = last_dot(call, a[1]);
+		if (!(a[2] & AT_REMOVEDIR))
+			return d ? EISDIR : 0;
+		return d == 1 ? EINVAL : d == 2 ? ENOTEMPTY : 0;
+	}
+	case SLC_mkdir: case SLC_mknod:
+		return last_dot(call, a[0]) ? EEXIST : 0;
+	case __NR_mkdirat: case __NR_mknodat:
+		return last_dot(call, a[1]) ? EEXIST : 0;
+	case SLC_symlink:
+		return last_dot(call, a[1]) ? EEXIST : 0;
+	case __NR_symlinkat:
+		return last_dot(call, a[2]) ? EEXIST : 0;
+	default:
+		return 0;
+	}
+}
+
 static bool cow_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
 {
 	struct cow_state *s = state;
@@ -951,6 +1098,9 @@ static bool cow_decide(void *state, const struct sl_call *call, sandlock_action_
 	if (sl_cowwrite_is(nr))
 		return sl_cowwrite(s->cow, call->listener, call->n, call->mem, &ret) &&
 		       answer(act, ret);
+	int dot = dot_refusal(call);
+	if (dot)
+		return answer(act, -dot);
 	if (nr == SLC_rename)
 		return do_pair(s, call, AT_FDCWD, a[0], AT_FDCWD, a[1], act);
 	if (nr == __NR_renameat || nr == __NR_renameat2)

@@ -204,6 +204,88 @@ TEST(rename_exchange_swaps_directories)
 	          ".\n./a\n./a/k\nkeep\n./d\n./d/s\n./d/s/f\nes\n./e\nold\n");
 }
 
+/* coreutils cp/mv/ln open their target directory O_PATH: an O_PATH file
+ * cannot be installed in the caller, so a staged target failed ("cannot
+ * overwrite directory with non-directory") and `cp -r n m` into a renamed
+ * directory silently merged n's contents into m instead. */
+TEST(o_path_opens_of_staged_directories_work)
+{
+	check_run(SANDLOCK_BRANCH_COMMIT, 0,
+	          "mkdir x; cp a x; ls x; mv d m; mkdir n; cp -r n m; ls m; ln -s x sx; cp a sx/b; ls x",
+	          "a\nk\nn\na\nb\n",
+	          "D d\nD d/k\nA m\nA m/k\nA m/n\nA n\nA sx\nA x\nA x/a\nA x/b\n",
+	          ".\n./a\nold\n./m\n./m/k\nkeep\n./m/n\n./n\n./sx\n./x\n./x/a\nold\n./x/b\nold\n");
+}
+
+/* A change of a directory's mode after a change inside it: the commit
+ * used to call the directory "changed meanwhile" (never recorded before
+ * the layer made it as a parent) and leave the mode out. */
+TEST(a_directory_changed_after_its_contents_commits_whole)
+{
+	char dir[TU_TMPDIR_LEN], p[300];
+	REQUIRE(tu_mkdtemp(dir, "cow"));
+	make_tree(dir);
+	sandlock_result_t *r = run_in(dir, SANDLOCK_BRANCH_COMMIT, "echo x > d/new; chmod 700 d");
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_change_count(r, true), 0);
+	CHECK(sandlock_result_cow_error(r) == NULL);
+	struct stat st;
+	snprintf(p, sizeof p, "%s/d", dir);
+	CHECK(stat(p, &st) == 0 && (st.st_mode & 07777) == 0700);
+	snprintf(p, sizeof p, "%s/d/new", dir);
+	CHECK(access(p, F_OK) == 0);
+	sandlock_result_free(r);
+	tu_rm_rf(dir);
+}
+
+/* Real hard links stay one file in the view: a write through one name
+ * shows through the other (renamed or not), and the commit keeps them
+ * one inode.  A directory holding both names moves without a conflict
+ * (its own deletions changed the file's ctime). */
+TEST(real_hard_links_stay_one_file)
+{
+	char dir[TU_TMPDIR_LEN], p[300], q[300];
+	REQUIRE(tu_mkdtemp(dir, "cow"));
+	make_tree(dir);
+	snprintf(p, sizeof p, "%s/a", dir);
+	snprintf(q, sizeof q, "%s/h", dir);
+	REQUIRE(link(p, q) == 0);
+	snprintf(p, sizeof p, "%s/d/k", dir);
+	snprintf(q, sizeof q, "%s/d/k2", dir);
+	REQUIRE(link(p, q) == 0);
+	sandlock_result_t *r = run_in(dir, SANDLOCK_BRANCH_COMMIT,
+	                              "echo x >> a; cat h; mv h h2; echo y >> h2; cat a; "
+	                              "stat -c %h a; mv d e; echo z >> e/k; cat e/k2");
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "old\nx\nold\nx\ny\n2\nkeep\nz\n"));
+	CHECK_EQ_INT(sandlock_result_change_count(r, true), 0);
+	const char *pairs[][2] = { { "a", "h2" }, { "e/k", "e/k2" } };
+	for (size_t i = 0; i < 2; i++) {
+		struct stat x, y;
+		snprintf(p, sizeof p, "%s/%s", dir, pairs[i][0]);
+		snprintf(q, sizeof q, "%s/%s", dir, pairs[i][1]);
+		CHECK(stat(p, &x) == 0 && stat(q, &y) == 0 && x.st_ino == y.st_ino);
+	}
+	sandlock_result_free(r);
+	tu_rm_rf(dir);
+}
+
+/* What the kernel refuses to name: "." or ".." as the name a call
+ * creates, removes or renames (collapsed, they named real entries: the
+ * cwd renamed, a directory removed at commit); a directory's link count
+ * in the merged view; the workdir's own metadata (EPERM, it has no copy). */
+TEST(dots_link_counts_and_the_workdir_itself)
+{
+	check_run(SANDLOCK_BRANCH_COMMIT, 0,
+	          "cd d; mv . ../m 2>&- || echo busy; rmdir . 2>&- || echo inval; cd ..; "
+	          "rmdir d/.. 2>&- || echo notempty; mkdir d/. 2>&- || echo exists; ls; "
+	          "mkdir -p d/n/o; mkdir n2; stat -c %h . d d/n; touch d/f; stat -c %h d; "
+	          "chmod 700 . 2>&- || echo eperm; touch . 2>&- || echo eperm",
+	          "busy\ninval\nnotempty\nexists\na\nd\n4\n3\n3\n3\neperm\neperm\n",
+	          "A d/f\nA d/n\nA d/n/o\nA n2\n",
+	          ".\n./a\nold\n./d\n./d/f\n./d/k\nkeep\n./d/n\n./d/n/o\n./n2\n");
+}
+
 /* A hard link is staged as one inode (a write through one name shows
  * through the other); committed, the names stay one inode (before, each
  * got its own copy), across directories too. */

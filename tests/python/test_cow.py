@@ -460,3 +460,33 @@ def test_hostile_the_staged_layer_is_readable_never_writable_by_its_path(work):
     r = box(work, on_exit="abort").run([PY, "-c", UPPER_PROBE])
     assert r.stdout == b"elsewhere\nrefused 13\n", r.stderr
     assert os.listdir(work) == []
+
+
+def test_cli_exits_125_when_the_commit_leaves_a_change_out(work):
+    """A real file changed outside during the run is not overwritten by the
+    commit; the CLI says so and exits 125 instead of the command's 0, so
+    `sandlock run --workdir . -- make && deploy` stops there."""
+    with open(os.path.join(work, "f"), "w") as f:
+        f.write("real\n")
+    sync = tempfile.mkdtemp(prefix="sandlock-cow-sync-")
+    script = ("echo guest >> f; touch %s/ready; "
+              "while [ ! -e %s/go ]; do sleep 0.05; done" % (sync, sync))
+    p = subprocess.Popen([SANDLOCK, "run"] + [a for d in READ for a in ("-r", d)] +
+                         ["-w", sync, "--workdir", ".", "--", "sh", "-c", script],
+                         cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    import time
+    for _ in range(600):  # the guest staged its write
+        if os.path.exists(os.path.join(sync, "ready")):
+            break
+        time.sleep(0.05)
+    with open(os.path.join(work, "f"), "a") as f:
+        f.write("outside\n")
+    open(os.path.join(sync, "go"), "w").close()
+    out, err = p.communicate(timeout=60)
+    shutil.rmtree(sync, ignore_errors=True)
+    assert p.returncode == 125, err
+    assert "not committed (changed meanwhile): M f" in err
+    assert open(os.path.join(work, "f")).read() == "real\noutside\n"
+    kept = [l.split(" in ", 1)[1] for l in err.splitlines() if "kept in" in l]
+    assert kept and os.path.isdir(kept[0])
+    shutil.rmtree(os.path.dirname(kept[0]), ignore_errors=True)
