@@ -67,7 +67,32 @@ struct sl_cow {
 	struct record *rec;
 	size_t nrec, caprec;
 	struct sl_cowlinks *links; /* the real hard links, once asked (cowlinks.h) */
+	int root_mode;             /* workdir's own mode as the guest set it, or -1 */
+	/* Upper entries whose mode the run's end opened to ourselves (unlock_upper):
+	 * the mode the guest gave them, restored or committed. */
+	struct locked *locked;
+	size_t nlocked;
+	bool unlocked;
+	/* Real directories the view moved (renamed, or an ancestor renamed):
+	 * a process whose cwd or dirfd is one of them finds it at its new
+	 * place, as it would after a real rename. */
+	struct moved_dir *moved;
+	size_t nmoved;
 };
+
+struct moved_dir {
+	char *real, *view;
+};
+
+struct locked {
+	char *rel;
+	mode_t mode;
+};
+
+static void staged_mode(const struct sl_cow *c, const char *rel, struct stat *u);
+static int lock_note(struct sl_cow *c, const char *rel, mode_t mode);
+static void notes_drop(struct sl_cow *c, const char *rel);
+static int notes_move(struct sl_cow *c, const char *from, const char *to, bool exchange);
 
 /* ---------------- small helpers ---------------- */
 
@@ -314,6 +339,7 @@ struct sl_cow *sl_cow_new(const char *workdir, const char *storage, uint64_t max
 		return NULL;
 	}
 	c->lower_fd = c->upper_fd = c->trash_fd = -1;
+	c->root_mode = -1;
 	c->max_disk = max_disk;
 	c->lower = sl_strdup(workdir);
 	if (!mkdtemp(tmpl)) {
@@ -373,10 +399,14 @@ static void remove_tree(int root)
 	closedir(d);
 }
 
+static void relock_upper(struct sl_cow *c);
+
 void sl_cow_free(struct sl_cow *c, bool keep)
 {
 	if (!c)
 		return;
+	if (keep)
+		relock_upper(c); /* the kept layer as the guest left it */
 	if (!keep && c->upper_fd >= 0) {
 		remove_tree(c->upper_fd);
 		rmdir(c->upper);
@@ -395,6 +425,14 @@ void sl_cow_free(struct sl_cow *c, bool keep)
 		free(c->rec[i].rel);
 	free(c->rec);
 	sl_cowlinks_free(c->links);
+	for (size_t i = 0; i < c->nmoved; i++) {
+		free(c->moved[i].real);
+		free(c->moved[i].view);
+	}
+	free(c->moved);
+	for (size_t i = 0; i < c->nlocked; i++)
+		free(c->locked[i].rel);
+	free(c->locked);
 	sl_strvec_free(&c->whiteouts);
 	free(c->lower);
 	free(c->upper);
@@ -469,6 +507,11 @@ bool sl_cow_untouched(const struct sl_cow *c)
 
 bool sl_cow_lower_dir(struct sl_cow *c, const char *rel, struct stat *st)
 {
+	/* Not a real directory the run moved elsewhere, nor one inside it
+	 * (the name now shows another directory: exchanged, or made anew). */
+	for (size_t i = 0; i < c->nmoved; i++)
+		if (sl_path_under(rel, c->moved[i].real) && strcmp(c->moved[i].real, c->moved[i].view))
+			return false;
 	return !hidden(c, rel) && layer_stat(c->lower_fd, rel, false, st) == 0 && S_ISDIR(st->st_mode);
 }
 
@@ -633,6 +676,11 @@ int sl_cow_open_upper(struct sl_cow *c, const char *rel, int flags)
 	return open_beneath(c->upper_fd, rel, flags, 0);
 }
 
+int sl_cow_open_lower(struct sl_cow *c, const char *rel, int flags)
+{
+	return open_beneath(c->lower_fd, rel, flags, 0);
+}
+
 int sl_cow_open(struct sl_cow *c, const char *rel, int flags, mode_t mode)
 {
 	int acc = flags & O_ACCMODE;
@@ -759,6 +807,19 @@ static int merged_list(struct sl_cow *c, const char *rel, struct ents *l)
 	return e;
 }
 
+int sl_cow_chmod_root(struct sl_cow *c, mode_t mode)
+{
+	int e = remember(c, "");
+	if (!e)
+		c->root_mode = (int)(mode & 07777);
+	return e;
+}
+
+int sl_cow_root_mode(const struct sl_cow *c)
+{
+	return c->root_mode;
+}
+
 nlink_t sl_cow_dir_nlink(struct sl_cow *c, const char *rel)
 {
 	struct ents l;
@@ -837,6 +898,7 @@ int sl_cow_unlink(struct sl_cow *c, const char *rel, bool dir)
 	if (w == SL_COW_UPPER && unlinkat(c->upper_fd, rel, dir ? AT_REMOVEDIR : 0) < 0 &&
 	    errno != ENOENT)
 		return -errno;
+	notes_drop(c, rel);
 	struct stat lst;
 	if (lower_visible(c, rel, &lst))
 		return whiteout(c, rel);
@@ -931,6 +993,94 @@ static int whiteout_tree(struct sl_cow *c, const char *rel)
 	return e ? e : whiteout(c, rel);
 }
 
+/* Replace the prefix old of *p by new (p under old). */
+static int swap_prefix(char **p, const char *old, const char *new)
+{
+	char *n = sl_asprintf("%s%s", new, *p + strlen(old));
+	if (!n)
+		return -ENOMEM;
+	free(*p);
+	*p = n;
+	return 0;
+}
+
+/* The real directory the view shows at view path v, into real: a moved
+ * one, or the real v itself when it was neither moved away nor hidden. */
+static bool real_at(struct sl_cow *c, const char *v, const char **real)
+{
+	for (size_t i = 0; i < c->nmoved; i++)
+		if (!strcmp(c->moved[i].view, v)) {
+			*real = c->moved[i].real;
+			return true;
+		}
+	for (size_t i = 0; i < c->nmoved; i++)
+		if (!strcmp(c->moved[i].real, v))
+			return false; /* the real v went elsewhere */
+	struct stat st;
+	*real = v;
+	return !hidden(c, v) && layer_stat(c->lower_fd, v, false, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The view moved directory from to to (and to to from, exchanged):
+ * before the layer's own bookkeeping hides the old names. */
+static int track_move(struct sl_cow *c, const char *from, const char *to, bool exchange)
+{
+	const char *rf = NULL, *rt = NULL;
+	bool hf = real_at(c, from, &rf), ht = exchange && real_at(c, to, &rt);
+	char *nf = hf ? sl_strdup(rf) : NULL, *nt = ht ? sl_strdup(rt) : NULL;
+	int e = (hf && !nf) || (ht && !nt) ? -ENOMEM : 0;
+	/* Entries already under the moved names follow them. */
+	for (size_t i = 0; !e && i < c->nmoved; i++) {
+		char **v = &c->moved[i].view;
+		if (sl_path_under(*v, from))
+			e = swap_prefix(v, from, to);
+		else if (exchange && sl_path_under(*v, to))
+			e = swap_prefix(v, to, from);
+	}
+	for (int k = 0; !e && k < 2; k++) {
+		char *r = k ? nt : nf;
+		if (!r)
+			continue;
+		bool known = false;
+		for (size_t i = 0; i < c->nmoved && !known; i++)
+			known = !strcmp(c->moved[i].real, r);
+		if (known)
+			continue;
+		struct moved_dir *m = realloc(c->moved, (c->nmoved + 1) * sizeof *m);
+		if (!m) {
+			e = -ENOMEM;
+			break;
+		}
+		c->moved = m;
+		m[c->nmoved].real = r;
+		if (!(m[c->nmoved].view = sl_strdup(k ? from : to))) {
+			e = -ENOMEM;
+			break;
+		}
+		c->nmoved++;
+		if (k)
+			nt = NULL;
+		else
+			nf = NULL;
+	}
+	free(nf);
+	free(nt);
+	return e;
+}
+
+bool sl_cow_real_view(const struct sl_cow *c, const char *real, char *out, size_t cap)
+{
+	const struct moved_dir *best = NULL;
+	for (size_t i = 0; i < c->nmoved; i++)
+		if (sl_path_under(real, c->moved[i].real) &&
+		    (!best || strlen(c->moved[i].real) > strlen(best->real)))
+			best = &c->moved[i];
+	if (!best)
+		return snprintf(out, cap, "%s", real) < (int)cap && false;
+	const char *rest = real + strlen(best->real);
+	return snprintf(out, cap, "%s%s", best->view, rest) < (int)cap;
+}
+
 int sl_cow_rename(struct sl_cow *c, const char *from, const char *to, unsigned flags)
 {
 	struct stat sf, stt;
@@ -963,6 +1113,10 @@ int sl_cow_rename(struct sl_cow *c, const char *from, const char *to, unsigned f
 			return e;
 		if (renameat2(c->upper_fd, from, c->upper_fd, to, RENAME_EXCHANGE) < 0)
 			return -errno;
+		if (dirs && (e = track_move(c, from, to, true)))
+			return e;
+		if ((e = notes_move(c, from, to, true)))
+			return e;
 		if (dirs && ((e = whiteout_tree(c, from)) || (e = whiteout_tree(c, to))))
 			return e;
 		unwhite(c, from);
@@ -1000,6 +1154,11 @@ int sl_cow_rename(struct sl_cow *c, const char *from, const char *to, unsigned f
 		return e;
 	if (renameat(c->upper_fd, from, c->upper_fd, to) < 0)
 		return -errno;
+	if (S_ISDIR(sf.st_mode) && (e = track_move(c, from, to, false)))
+		return e;
+	notes_drop(c, to);
+	if ((e = notes_move(c, from, to, false)))
+		return e;
 	unwhite(c, to);
 	if (S_ISDIR(sf.st_mode))
 		return whiteout_tree(c, from);
@@ -1130,6 +1289,7 @@ static int walk_upper(struct sl_cow *c, const char *rel, struct sl_changes *out)
 		struct stat u, l;
 		if (fstatat(dirfd(d), de->d_name, &u, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
+		staged_mode(c, child, &u);
 		bool real = layer_stat(c->lower_fd, child, false, &l) == 0;
 		if (!real)
 			e = push_change(out, 'A', child);
@@ -1147,10 +1307,151 @@ static int cmp_change(const void *a, const void *b)
 	return strcmp(((const struct sl_change *)a)->path, ((const struct sl_change *)b)->path);
 }
 
+/*
+ * The run is over; the listing and the commit read every staged entry,
+ * with our own rights: where the guest took the owner's rights away
+ * (chmod 000 f, chmod 500 d), an unprivileged supervisor could not read
+ * the file or walk the directory, and the entry was left out (or the
+ * commit failed).  So the owner's rights are given back to ourselves
+ * first, and the guest's mode is remembered here for the listing, the
+ * commit and a kept layer (relock_upper).
+ */
+static int lock_note(struct sl_cow *c, const char *rel, mode_t mode)
+{
+	struct locked *v = realloc(c->locked, (c->nlocked + 1) * sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	c->locked = v;
+	if (!(v[c->nlocked].rel = sl_strdup(rel)))
+		return -ENOMEM;
+	v[c->nlocked++].mode = mode & 07777;
+	return 0;
+}
+
+/* Forget the notes at and under rel (it is gone). */
+static void notes_drop(struct sl_cow *c, const char *rel)
+{
+	for (size_t i = 0; i < c->nlocked;) {
+		if (sl_path_under(c->locked[i].rel, rel)) {
+			free(c->locked[i].rel);
+			c->locked[i] = c->locked[--c->nlocked];
+			continue;
+		}
+		i++;
+	}
+}
+
+/* The notes under from now live under to (and, exchanged, the other way). */
+static int notes_move(struct sl_cow *c, const char *from, const char *to, bool exchange)
+{
+	for (size_t i = 0; i < c->nlocked; i++) {
+		const char *r = c->locked[i].rel, *a = NULL, *b = NULL;
+		if (sl_path_under(r, from))
+			a = from, b = to;
+		else if (exchange && sl_path_under(r, to))
+			a = to, b = from;
+		if (!a)
+			continue;
+		char *n = sl_asprintf("%s%s", b, r + strlen(a));
+		if (!n)
+			return -ENOMEM;
+		free(c->locked[i].rel);
+		c->locked[i].rel = n;
+	}
+	return 0;
+}
+
+int sl_cow_note_mode(struct sl_cow *c, const char *rel, int mode)
+{
+	for (size_t i = 0; i < c->nlocked; i++)
+		if (!strcmp(c->locked[i].rel, rel)) {
+			free(c->locked[i].rel);
+			c->locked[i] = c->locked[--c->nlocked];
+			break;
+		}
+	return mode < 0 ? 0 : lock_note(c, rel, (mode_t)mode);
+}
+
+int sl_cow_view_mode(const struct sl_cow *c, const char *rel)
+{
+	for (size_t i = 0; i < c->nlocked; i++)
+		if (!strcmp(c->locked[i].rel, rel))
+			return (int)c->locked[i].mode;
+	return -1;
+}
+
+static int unlock_tree(struct sl_cow *c, int dir, const char *rel)
+{
+	DIR *d = fdopendir(dir);
+	if (!d) {
+		close(dir);
+		return -errno;
+	}
+	int e = 0;
+	struct dirent *de;
+	char child[4096];
+	while (!e && (de = readdir(d))) {
+		struct stat st;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (snprintf(child, sizeof child, "%s%s%s", rel, rel[0] ? "/" : "", de->d_name) >=
+		    (int)sizeof child)
+			continue;
+		mode_t need = S_ISDIR(st.st_mode) ? S_IRWXU : S_ISREG(st.st_mode) ? S_IRUSR : 0;
+		if ((st.st_mode & need) != need) {
+			if ((e = lock_note(c, child, st.st_mode)))
+				break;
+			(void)fchmodat(dirfd(d), de->d_name, (st.st_mode & 07777) | need, 0);
+		}
+		if (S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0)
+				e = unlock_tree(c, sub, child);
+		}
+	}
+	closedir(d);
+	return e;
+}
+
+static int unlock_upper(struct sl_cow *c)
+{
+	if (c->unlocked)
+		return 0;
+	c->unlocked = true;
+	int fd = open_beneath(c->upper_fd, "", O_RDONLY | O_DIRECTORY, 0);
+	return fd < 0 ? fd : unlock_tree(c, fd, "");
+}
+
+/* Deepest first, so a directory is closed again after what it holds. */
+static void relock_upper(struct sl_cow *c)
+{
+	for (size_t i = c->nlocked; i-- > 0;)
+		(void)fchmodat(c->upper_fd, c->locked[i].rel, c->locked[i].mode, 0);
+	c->unlocked = false;
+}
+
+/* The mode the guest gave the staged rel (u: what the upper layer has). */
+static void staged_mode(const struct sl_cow *c, const char *rel, struct stat *u)
+{
+	for (size_t i = 0; i < c->nlocked; i++)
+		if (!strcmp(c->locked[i].rel, rel)) {
+			u->st_mode = (u->st_mode & S_IFMT) | c->locked[i].mode;
+			return;
+		}
+}
+
 int sl_cow_changes(struct sl_cow *c, struct sl_changes *out)
 {
 	memset(out, 0, sizeof(*out));
+	int ue = unlock_upper(c);
+	if (ue)
+		return ue;
 	int e = walk_upper(c, "", out);
+	struct stat root;
+	if (!e && c->root_mode >= 0 && fstat(c->lower_fd, &root) == 0 &&
+	    (int)(root.st_mode & 07777) != c->root_mode)
+		e = push_change(out, 'M', "."); /* workdir's own mode */
 	for (size_t i = 0; !e && i < c->whiteouts.n; i++) {
 		const char *w = c->whiteouts.v[i];
 		struct stat st;
@@ -1381,6 +1682,12 @@ static int stage_file(struct sl_cow *c, const char *rel, const struct stat *u, s
 	return e;
 }
 
+/* A directory's mode, set after its contents are in (sl_cow_commit). */
+struct dir_mode {
+	const char *path;
+	mode_t mode;
+};
+
 /* Rename a staged temporary into place (NOREPLACE for an added file),
  * unless the real file moved on since the check: then it is a conflict
  * (-EBUSY) and the temporary is removed. */
@@ -1445,10 +1752,14 @@ int sl_cow_commit(struct sl_cow *c, const struct sl_changes *ch, struct sl_chang
 	 * syncfs instead of an fsync each), then renamed into place: each
 	 * file is replaced atomically, and only by complete contents. */
 	struct pending *pend = calloc(ch->n + 1, sizeof(*pend));
-	size_t np = 0;
+	struct dir_mode *dmode = calloc(ch->n + 1, sizeof(*dmode));
+	size_t np = 0, nd2 = 0;
 	struct linked lk = { 0 };
-	if (!pend)
+	if (!pend || !dmode) {
+		free(pend);
+		free(dmode);
 		return -ENOMEM;
+	}
 	if (!e)
 		e = collect_linked(c, "", ch, &lk);
 	/* Sorted by path: a directory comes before what it holds. */
@@ -1456,9 +1767,14 @@ int sl_cow_commit(struct sl_cow *c, const struct sl_changes *ch, struct sl_chang
 		const struct sl_change *x = &ch->v[i];
 		if (x->kind == 'D')
 			continue;
+		if (!strcmp(x->path, ".")) { /* workdir's own mode: last of all */
+			dmode[nd2++] = (struct dir_mode){ "", (mode_t)c->root_mode };
+			continue;
+		}
 		struct stat u, l;
 		if (layer_stat(c->upper_fd, x->path, false, &u) != 0)
 			continue;
+		staged_mode(c, x->path, &u);
 		if (moved_on(c, x->path)) {
 			e = push_change(conflicts, x->kind, x->path);
 			continue;
@@ -1468,18 +1784,19 @@ int sl_cow_commit(struct sl_cow *c, const struct sl_changes *ch, struct sl_chang
 		if (S_ISDIR(u.st_mode)) {
 			if (real && !S_ISDIR(l.st_mode))
 				r = apply_delete(c, x->path);
+			/* Made open to ourselves; its mode is set once what
+			 * it holds is in (a read-only directory of the guest's
+			 * would refuse its own contents). */
 			if (!r && (!real || !S_ISDIR(l.st_mode))) {
 				const char *name;
 				int dir = real_parent(c, x->path, &name);
-				r = dir < 0 ? dir : mkdirat(dir, name, u.st_mode & 07777) == 0 ? 0 : -errno;
+				r = dir < 0 ? dir
+				    : mkdirat(dir, name, (u.st_mode & 07777) | S_IRWXU) == 0 ? 0 : -errno;
 				if (dir >= 0)
 					close(dir);
-			} else if (!r) {
-				int fd = open_beneath(c->lower_fd, x->path, O_RDONLY | O_DIRECTORY, 0);
-				r = fd < 0 ? fd : fchmod(fd, u.st_mode & 07777) == 0 ? 0 : -errno;
-				if (fd >= 0)
-					close(fd);
 			}
+			if (!r)
+				dmode[nd2++] = (struct dir_mode){ x->path, u.st_mode & 07777 };
 		} else {
 			if (real && S_ISDIR(l.st_mode))
 				r = apply_delete(c, x->path);
@@ -1521,6 +1838,16 @@ int sl_cow_commit(struct sl_cow *c, const struct sl_changes *ch, struct sl_chang
 			e = r;
 		}
 	}
+	/* Directory modes last, deepest first (the list is in path order). */
+	for (size_t i = nd2; i-- > 0;) {
+		int fd = open_beneath(c->lower_fd, dmode[i].path, O_RDONLY | O_DIRECTORY, 0);
+		int r = fd < 0 ? fd : fchmod(fd, dmode[i].mode) == 0 ? 0 : -errno;
+		if (fd >= 0)
+			close(fd);
+		if (!e && r)
+			e = r;
+	}
+	free(dmode);
 	free(pend);
 	linked_free(&lk);
 	return e;

@@ -40,6 +40,10 @@ const char *sl_cow_upper_path(const struct sl_cow *c);
 /* The rel path of an absolute, lexically normalized path under workdir
  * (or under the upper directory, which mirrors it), or NULL. */
 const char *sl_cow_rel(const struct sl_cow *c, const char *abs);
+/* Where the view shows the real directory path real (relative to
+ * workdir): its new place when the run moved it or an ancestor (true),
+ * else real itself (false); into out. */
+bool sl_cow_real_view(const struct sl_cow *c, const char *real, char *out, size_t cap);
 /* Like sl_cow_rel, for a path in the upper layer only. */
 const char *sl_cow_upper_rel(const struct sl_cow *c, const char *abs);
 
@@ -63,6 +67,20 @@ ssize_t sl_cow_readlink(struct sl_cow *c, const char *rel, bool upper, char *buf
 /* The real tree's host path of rel (workdir + "/" + rel) into buf. */
 bool sl_cow_lower_path(const struct sl_cow *c, const char *rel, char *buf, size_t cap);
 
+/* chmod of the workdir itself (it has no upper copy): kept here, shown
+ * by the stat answers (sl_cow_root_mode: -1 for unchanged) and committed
+ * as the change "M .".  0 or -errno. */
+int sl_cow_chmod_root(struct sl_cow *c, mode_t mode);
+int sl_cow_root_mode(const struct sl_cow *c);
+
+/* A staged directory whose mode takes its owner's rights away is kept
+ * open to the supervisor (which works inside it for the guest) and the
+ * guest's mode noted here: shown by the stat answers, committed, moved
+ * by renames.  mode -1 forgets it.  0 or -errno. */
+int sl_cow_note_mode(struct sl_cow *c, const char *rel, int mode);
+/* The noted mode of rel, or -1. */
+int sl_cow_view_mode(const struct sl_cow *c, const char *rel);
+
 /* A directory's link count in the merged view: 2 + its subdirectories
  * (the upper copy's own count knows only the staged ones). */
 nlink_t sl_cow_dir_nlink(struct sl_cow *c, const char *rel);
@@ -70,6 +88,8 @@ nlink_t sl_cow_dir_nlink(struct sl_cow *c, const char *rel);
 /* The operations; each returns an fd / 0, or -errno, as the syscall would. */
 int sl_cow_open(struct sl_cow *c, const char *rel, int flags, mode_t mode);
 int sl_cow_open_upper(struct sl_cow *c, const char *rel, int flags); /* O_PATH lookups */
+/* The real rel (no whiteout check), as openat2 from workdir would. */
+int sl_cow_open_lower(struct sl_cow *c, const char *rel, int flags);
 int sl_cow_unlink(struct sl_cow *c, const char *rel, bool dir);
 int sl_cow_mkdir(struct sl_cow *c, const char *rel, mode_t mode);
 int sl_cow_rename(struct sl_cow *c, const char *from, const char *to, unsigned flags);

@@ -230,6 +230,13 @@ static bool call_path(const struct cow_state *s, const struct sl_call *call, int
 		if (ok)
 			base[n] = '\0';
 		const char *rel = ok ? sl_cow_rel(s->cow, base) : NULL;
+		char moved[PATH_MAX];
+		/* A real directory the run moved is found at its new place. */
+		if (rel && !sl_cow_upper_rel(s->cow, base) &&
+		    sl_cow_real_view(s->cow, rel, moved, sizeof moved)) {
+			rel = moved;
+			*aliased = true;
+		}
 		if (rel)
 			ok = snprintf(guest, sizeof guest, "%s/%s", s->space.root, rel) < (int)sizeof guest;
 		else if (ok && s->view)
@@ -449,9 +456,13 @@ static bool do_dents(struct cow_state *s, const struct sl_call *call, sandlock_a
 	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
 	ssize_t len = readlink(link, real, sizeof real - 1);
 	const char *rel = NULL;
+	char moved[PATH_MAX];
 	if (len > 0) {
 		real[len] = '\0';
 		rel = sl_cow_rel(s->cow, real);
+		if (rel && !sl_cow_upper_rel(s->cow, real) &&
+		    sl_cow_real_view(s->cow, rel, moved, sizeof moved))
+			rel = moved;
 	}
 	if (!rel) {
 		close(fd);
@@ -506,10 +517,24 @@ static long do_xattr(int fd, const struct sl_call *call, bool follow)
 	return r;
 }
 
+/* What the merged view says differently of a staged directory or the
+ * workdir: its link count (0: the file's own), its mode (-1: the file's). */
+struct view_stat {
+	nlink_t nlink;
+	int mode;
+};
+
+static void view_apply(const struct view_stat *v, struct stat *st)
+{
+	if (v->nlink)
+		st->st_nlink = v->nlink;
+	if (v->mode >= 0)
+		st->st_mode = (st->st_mode & S_IFMT) | (mode_t)v->mode;
+}
+
 /* The answer to a stat/statx/access/readlink/getxattr call, from fd (an
- * O_PATH fd of what the path names); nlink, when not 0, is the merged
- * view's link count of a directory. */
-static long stat_fd(const struct sl_call *call, int fd, bool follow, nlink_t nlink)
+ * O_PATH fd of what the path names), as the view shows it (v). */
+static long stat_fd(const struct sl_call *call, int fd, bool follow, const struct view_stat *v)
 {
 	const sandlock_notif_t *n = call->n;
 	struct stat st;
@@ -518,16 +543,18 @@ static long stat_fd(const struct sl_call *call, int fd, bool follow, nlink_t nli
 	if (nr == __NR_newfstatat || nr == SLC_stat || nr == SLC_lstat) {
 		uint64_t buf = nr == __NR_newfstatat ? n->args[2] : n->args[1];
 		r = fstatat(fd, "", &st, AT_EMPTY_PATH) == 0 ? 0 : -errno;
-		if (!r && nlink)
-			st.st_nlink = nlink;
+		if (!r)
+			view_apply(v, &st);
 		if (!r && sandlock_mem_write(call->mem, buf, &st, sizeof st) != 0)
 			r = -EFAULT;
 	} else if (nr == __NR_statx) {
 		struct statx sx;
 		unsigned flags = (unsigned)n->args[2] & ~(unsigned)AT_SYMLINK_NOFOLLOW;
 		r = statx(fd, "", (int)(flags | AT_EMPTY_PATH), (unsigned)n->args[3], &sx) == 0 ? 0 : -errno;
-		if (!r && nlink && (sx.stx_mask & STATX_NLINK))
-			sx.stx_nlink = (uint32_t)nlink;
+		if (!r && v->nlink && (sx.stx_mask & STATX_NLINK))
+			sx.stx_nlink = (uint32_t)v->nlink;
+		if (!r && v->mode >= 0 && (sx.stx_mask & STATX_MODE))
+			sx.stx_mode = (uint16_t)((sx.stx_mode & S_IFMT) | (unsigned)v->mode);
 		if (!r && sandlock_mem_write(call->mem, n->args[4], &sx, sizeof sx) != 0)
 			r = -EFAULT;
 	} else if (nr == SLC_readlink || nr == __NR_readlinkat) {
@@ -571,23 +598,34 @@ static bool do_stat(struct cow_state *s, const struct sl_call *call, const char 
 		return false;
 	if (w == SL_COW_NONE)
 		return answer(act, -e);
-	int fd = sl_cow_open(s->cow, rel, O_PATH | (follow ? 0 : O_NOFOLLOW), 0);
+	/* A directory both layers have is opened in the real tree (do_open):
+	 * its stat must name that inode too (fts compares them), with the
+	 * view's mode and link count. */
+	struct stat lst;
+	bool both = w == SL_COW_UPPER && S_ISDIR(st.st_mode) && sl_cow_lower_dir(s->cow, rel, &lst);
+	int oflags = O_PATH | (follow ? 0 : O_NOFOLLOW);
+	int fd = both ? sl_cow_open_lower(s->cow, rel, oflags) : sl_cow_open(s->cow, rel, oflags, 0);
 	if (fd < 0)
 		return answer(act, fd);
-	nlink_t nl = (w == SL_COW_UPPER || root) && S_ISDIR(st.st_mode)
-	             ? sl_cow_dir_nlink(s->cow, rel) : 0;
-	long r = stat_fd(call, fd, follow, nl);
+	int vm = root ? sl_cow_root_mode(s->cow) : sl_cow_view_mode(s->cow, rel);
+	struct view_stat v = { 0, vm >= 0 || !both ? vm : (int)(st.st_mode & 07777) };
+	if ((w == SL_COW_UPPER || root) && S_ISDIR(st.st_mode))
+		v.nlink = sl_cow_dir_nlink(s->cow, rel);
+	long r = stat_fd(call, fd, follow, &v);
 	close(fd);
 	return answer(act, r);
 }
 
-/* A metadata change on rel, applied to its upper copy.  Not on the
- * workdir itself: it has no copy (EPERM). */
+/* A metadata change on rel, applied to its upper copy.  The workdir
+ * itself has none: its mode is kept by the layer (sl_cow_chmod_root), its
+ * owner and times cannot be staged (EPERM). */
 static bool do_meta(struct cow_state *s, const struct sl_call *call, const char *rel,
                     bool follow, sandlock_action_t *act)
 {
 	const sandlock_notif_t *n = call->n;
 	int nr = n->syscall_nr;
+	if (!rel[0] && (nr == SLC_chmod || nr == __NR_fchmodat))
+		return answer(act, sl_cow_chmod_root(s->cow, (mode_t)n->args[nr == SLC_chmod ? 1 : 2]));
 	if (!rel[0])
 		return answer(act, -EPERM);
 	int fd = sl_cow_copy_up_fd(s->cow, rel, follow);
@@ -597,8 +635,14 @@ static bool do_meta(struct cow_state *s, const struct sl_call *call, const char 
 	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
 	long r;
 	if (nr == SLC_chmod || nr == __NR_fchmodat) {
-		mode_t mode = (mode_t)(nr == SLC_chmod ? n->args[1] : n->args[2]);
-		r = chmod(p, mode & 07777) == 0 ? 0 : -errno;
+		mode_t mode = (mode_t)(nr == SLC_chmod ? n->args[1] : n->args[2]) & 07777;
+		/* A directory stays open to ourselves (cow.h, sl_cow_note_mode). */
+		struct stat st;
+		bool dir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+		mode_t real = dir ? mode | S_IRWXU : mode;
+		r = chmod(p, real) == 0 ? 0 : -errno;
+		if (!r)
+			r = sl_cow_note_mode(s->cow, rel, real != mode ? (int)mode : -1);
 	} else if (nr == __NR_utimensat) {
 		struct timespec ts[2];
 		bool have = n->args[2] != 0;
@@ -731,7 +775,8 @@ static bool do_outside(struct cow_state *s, const struct sl_call *call, const ch
 	int fd = outside_fd(s, path, follow);
 	if (fd < 0)
 		return answer(act, fd);
-	long r = stat_fd(call, fd, follow, 0);
+	struct view_stat none = { 0, -1 };
+	long r = stat_fd(call, fd, follow, &none);
 	close(fd);
 	return answer(act, r);
 }
@@ -875,7 +920,10 @@ static bool do_getcwd(struct cow_state *s, const struct sl_call *call, sandlock_
 	if (n <= 0)
 		return false;
 	cwd[n] = '\0';
-	const char *rel = sl_cow_upper_rel(s->cow, cwd);
+	const char *rel = sl_cow_upper_rel(s->cow, cwd), *real = rel ? NULL : sl_cow_rel(s->cow, cwd);
+	char moved[PATH_MAX];
+	if (real && sl_cow_real_view(s->cow, real, moved, sizeof moved))
+		rel = moved; /* a real directory the run moved */
 	if (!rel)
 		return false;
 	if (snprintf(out, sizeof out, "%s%s%s", s->space.root, rel[0] ? "/" : "", rel) >= (int)sizeof out)

@@ -273,17 +273,46 @@ TEST(real_hard_links_stay_one_file)
 /* What the kernel refuses to name: "." or ".." as the name a call
  * creates, removes or renames (collapsed, they named real entries: the
  * cwd renamed, a directory removed at commit); a directory's link count
- * in the merged view; the workdir's own metadata (EPERM, it has no copy). */
+ * in the merged view; the workdir's own mode (kept by the layer, listed
+ * as "M ." and committed; its times cannot be staged: EPERM). */
 TEST(dots_link_counts_and_the_workdir_itself)
 {
 	check_run(SANDLOCK_BRANCH_COMMIT, 0,
 	          "cd d; mv . ../m 2>&- || echo busy; rmdir . 2>&- || echo inval; cd ..; "
 	          "rmdir d/.. 2>&- || echo notempty; mkdir d/. 2>&- || echo exists; ls; "
 	          "mkdir -p d/n/o; mkdir n2; stat -c %h . d d/n; touch d/f; stat -c %h d; "
-	          "chmod 700 . 2>&- || echo eperm; touch . 2>&- || echo eperm",
-	          "busy\ninval\nnotempty\nexists\na\nd\n4\n3\n3\n3\neperm\neperm\n",
-	          "A d/f\nA d/n\nA d/n/o\nA n2\n",
+	          "chmod 711 . && stat -c %a .; touch . 2>&- || echo eperm",
+	          "busy\ninval\nnotempty\nexists\na\nd\n4\n3\n3\n3\n711\neperm\n",
+	          "M .\nA d/f\nA d/n\nA d/n/o\nA n2\n",
 	          ".\n./a\nold\n./d\n./d/f\n./d/k\nkeep\n./d/n\n./d/n/o\n./n2\n");
+}
+
+/* A real directory the run moves keeps being the cwd of a process in it
+ * (a write there lands at the new place, getcwd names it); a new
+ * directory made at the old name is a different one; find(1) walks a
+ * tree of real and staged directories without "directory changed"
+ * errors (stat names the inode an open returns). */
+TEST(moved_real_directories_stay_the_cwd)
+{
+	check_run(SANDLOCK_BRANCH_COMMIT, 0,
+	          "cd d; mv ../d ../e; echo x > f; pwd -P | sed 's|.*/||'; cd ..; "
+	          "mkdir -p d/n/o; mv e d/n/o/e2; find . | sort; cat d/n/o/e2/f",
+	          "e\n.\n./a\n./d\n./d/n\n./d/n/o\n./d/n/o/e2\n./d/n/o/e2/f\n./d/n/o/e2/k\nx\n",
+	          "D d/k\nA d/n\nA d/n/o\nA d/n/o/e2\nA d/n/o/e2/f\nA d/n/o/e2/k\n",
+	          ".\n./a\nold\n./d\n./d/n\n./d/n/o\n./d/n/o/e2\n./d/n/o/e2/f\nx\n./d/n/o/e2/k\nkeep\n");
+}
+
+TEST(the_workdir_mode_commits)
+{
+	char dir[TU_TMPDIR_LEN];
+	REQUIRE(tu_mkdtemp(dir, "cow"));
+	REQUIRE(chmod(dir, 0755) == 0);
+	sandlock_result_t *r = run_in(dir, SANDLOCK_BRANCH_COMMIT, "chmod 750 .");
+	REQUIRE(r);
+	struct stat st;
+	CHECK(stat(dir, &st) == 0 && (st.st_mode & 07777) == 0750);
+	sandlock_result_free(r);
+	tu_rm_rf(dir);
 }
 
 /* A hard link is staged as one inode (a write through one name shows
