@@ -39,6 +39,16 @@ static void make_tree(const char *dir)
 	tu_write_file(p, "keep\n");
 }
 
+/* dir/x and dir/y are one inode (hard links). */
+static bool same_inode(const char *dir, const char *x, const char *y)
+{
+	char p[300], q[300];
+	struct stat a, b;
+	snprintf(p, sizeof p, "%s/%s", dir, x);
+	snprintf(q, sizeof q, "%s/%s", dir, y);
+	return stat(p, &a) == 0 && stat(q, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+}
+
 static sandlock_result_t *run_in(const char *dir, int action, const char *script)
 {
 	sandlock_builder_t *b = tu_system_builder();
@@ -259,13 +269,7 @@ TEST(real_hard_links_stay_one_file)
 	REQUIRE(r);
 	CHECK(tu_out_is(r, "old\nx\nold\nx\ny\n2\nkeep\nz\n"));
 	CHECK_EQ_INT(sandlock_result_change_count(r, true), 0);
-	const char *pairs[][2] = { { "a", "h2" }, { "e/k", "e/k2" } };
-	for (size_t i = 0; i < 2; i++) {
-		struct stat x, y;
-		snprintf(p, sizeof p, "%s/%s", dir, pairs[i][0]);
-		snprintf(q, sizeof q, "%s/%s", dir, pairs[i][1]);
-		CHECK(stat(p, &x) == 0 && stat(q, &y) == 0 && x.st_ino == y.st_ino);
-	}
+	CHECK(same_inode(dir, "a", "h2") && same_inode(dir, "e/k", "e/k2"));
 	sandlock_result_free(r);
 	tu_rm_rf(dir);
 }
@@ -323,20 +327,15 @@ TEST(hardlinks_share_the_staged_inode)
 	check_run(SANDLOCK_BRANCH_COMMIT, 0, "ln a h; echo more >> h; cat a; ln d/k d/k2; rm d/k; cat d/k2",
 	          "old\nmore\nkeep\n", "M a\nD d/k\nA d/k2\nA h\n",
 	          ".\n./a\nold\nmore\n./d\n./d/k2\nkeep\n./h\nold\nmore\n");
-	char dir[TU_TMPDIR_LEN], p[256], q[256];
+	char dir[TU_TMPDIR_LEN];
 	REQUIRE(tu_mkdtemp(dir, "cow"));
 	make_tree(dir);
 	sandlock_result_t *r = run_in(dir, SANDLOCK_BRANCH_COMMIT,
 	                              "echo n > new; ln new d/n2; ln d/k d/k3; ln a e1; ln a e2");
 	REQUIRE(r);
 	CHECK_EQ_INT(sandlock_result_change_count(r, true), 0);
-	const char *pairs[][2] = { { "new", "d/n2" }, { "d/k", "d/k3" }, { "a", "e1" }, { "e1", "e2" } };
-	for (size_t i = 0; i < 4; i++) {
-		struct stat a, b;
-		snprintf(p, sizeof p, "%s/%s", dir, pairs[i][0]);
-		snprintf(q, sizeof q, "%s/%s", dir, pairs[i][1]);
-		CHECK(stat(p, &a) == 0 && stat(q, &b) == 0 && a.st_ino == b.st_ino);
-	}
+	CHECK(same_inode(dir, "new", "d/n2") && same_inode(dir, "d/k", "d/k3") &&
+	      same_inode(dir, "a", "e1") && same_inode(dir, "e1", "e2"));
 	sandlock_result_free(r);
 	tu_rm_rf(dir);
 }
