@@ -14,8 +14,10 @@
  * Everything here fails silently: without a cgroup the run still has init
  * and the process-group sweep (README: "The sandbox's init").
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,6 +158,39 @@ static int make_dir(const char *name)
 	return -1;
 }
 
+/*
+ * Groups left by a caller that was SIGKILLed (its sandbox died with it,
+ * but nobody was left to remove the empty group): removed by the next
+ * run of the same parent group, once per process.  Only ours by name
+ * ("sandlock-PID-N"), only when PID is gone, and rmdir refuses a group
+ * that still holds a process.
+ */
+static void sweep_stale(int parent)
+{
+	static atomic_bool swept;
+	if (atomic_exchange(&swept, true))
+		return;
+	int fd = openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		int pid;
+		unsigned n;
+		char tail;
+		if (sscanf(de->d_name, "sandlock-%d-%u%c", &pid, &n, &tail) != 2 || pid <= 0 ||
+		    pid == (int)getpid())
+			continue;
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			(void)unlinkat(parent, de->d_name, AT_REMOVEDIR);
+	}
+	closedir(d);
+}
+
 bool sl_cgroup_create(struct sl_cgroup *cg)
 {
 	static atomic_uint seq;
@@ -170,6 +205,7 @@ bool sl_cgroup_create(struct sl_cgroup *cg)
 		cg->name[0] = '\0';
 		return false;
 	}
+	sweep_stale(parent);
 	cg->dirfd = sl_fd_high(openat(parent, cg->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	/* Our own handle on the parent: the shared one may be replaced. */
 	cg->parentfd = sl_fd_high(fcntl(parent, F_DUPFD_CLOEXEC, 3));

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -578,6 +579,46 @@ static int upper_parents(struct sl_cow *c, const char *rel)
 	return 0;
 }
 
+/*
+ * The user.* xattrs of in onto out: a copy-up and a commit keep them (a
+ * file the guest changed would otherwise lose them), and setxattr in the
+ * layer is committed.  Other namespaces are not copied (security.* and
+ * trusted.* are not the guest's to carry over).  Best effort.
+ */
+static void copy_user_xattrs(int in, int out)
+{
+	char names[4096], val[4096];
+	ssize_t n = flistxattr(in, names, sizeof names);
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(names + i) + 1) {
+		if (strncmp(names + i, "user.", 5) != 0)
+			continue;
+		ssize_t v = fgetxattr(in, names + i, val, sizeof val);
+		if (v >= 0)
+			(void)fsetxattr(out, names + i, val, (size_t)v, 0);
+	}
+}
+
+/* The user.* xattrs of a and b are the same. */
+static bool same_user_xattrs(int a, int b)
+{
+	char na[4096], nb[4096], va[4096], vb[4096];
+	ssize_t la = flistxattr(a, na, sizeof na), lb = flistxattr(b, nb, sizeof nb);
+	if (la < 0 || lb < 0)
+		return la < 0 && lb < 0;
+	int count_a = 0, count_b = 0;
+	for (ssize_t i = 0; i < lb; i += (ssize_t)strlen(nb + i) + 1)
+		count_b += !strncmp(nb + i, "user.", 5);
+	for (ssize_t i = 0; i < la; i += (ssize_t)strlen(na + i) + 1) {
+		if (strncmp(na + i, "user.", 5) != 0)
+			continue;
+		count_a++;
+		ssize_t x = fgetxattr(a, na + i, va, sizeof va), y = fgetxattr(b, na + i, vb, sizeof vb);
+		if (x != y || x < 0 || memcmp(va, vb, (size_t)x) != 0)
+			return false;
+	}
+	return count_a == count_b;
+}
+
 static int copy_data(int in, int out)
 {
 	char buf[65536];
@@ -657,10 +698,12 @@ static int copy_up(struct sl_cow *c, const char *rel, bool empty_only)
 	int out = open_beneath(c->upper_fd, rel, O_WRONLY | O_CREAT | O_EXCL, st.st_mode & 07777);
 	if (out < 0)
 		return out;
-	int in = empty_only ? -1 : open_beneath(c->lower_fd, rel, O_RDONLY | O_NOFOLLOW, 0);
+	int in = open_beneath(c->lower_fd, rel, O_RDONLY | O_NOFOLLOW, 0);
 	e = empty_only ? 0 : in < 0 ? in : copy_data(in, out);
-	if (in >= 0)
+	if (in >= 0) {
+		copy_user_xattrs(in, out);
 		close(in);
+	}
 	if (!e && fchmod(out, st.st_mode & 07777) < 0)
 		e = -errno;
 	close(out);
@@ -1251,6 +1294,8 @@ static bool same_content(struct sl_cow *c, const char *rel, const struct stat *u
 	int fb = open_beneath(c->lower_fd, rel, O_RDONLY | O_NOFOLLOW, 0);
 	bool same = fa >= 0 && fb >= 0;
 	char x[16384], y[16384];
+	if (same)
+		same = same_user_xattrs(fa, fb);
 	while (same) {
 		ssize_t na = read(fa, x, sizeof x), nb = read(fb, y, sizeof y);
 		if (na != nb || na < 0 || memcmp(x, y, (size_t)na) != 0)
@@ -1669,6 +1714,8 @@ static int stage_file(struct sl_cow *c, const char *rel, const struct stat *u, s
 		int out = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		                 u->st_mode & 07777);
 		e = in < 0 ? in : out < 0 ? -errno : copy_data(in, out);
+		if (!e)
+			copy_user_xattrs(in, out);
 		if (!e && fchmod(out, u->st_mode & 07777) < 0)
 			e = -errno;
 		if (in >= 0)

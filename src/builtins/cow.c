@@ -164,7 +164,8 @@ static const int k_cow_nrs[] = {
 	__NR_faccessat2, SLC_readlink,   __NR_readlinkat, SLC_chmod,     __NR_fchmodat,
 	SLC_chown,      SLC_lchown,     __NR_fchownat,   __NR_utimensat,
 	__NR_getxattr,  __NR_lgetxattr, __NR_listxattr,  __NR_llistxattr, __NR_execve,
-	__NR_execveat,   __NR_chdir,     __NR_getcwd,
+	__NR_execveat,   __NR_chdir,     __NR_getcwd,     __NR_setxattr, __NR_lsetxattr,
+	__NR_removexattr, __NR_lremovexattr,
 };
 
 struct cow_state {
@@ -616,6 +617,38 @@ static bool do_stat(struct cow_state *s, const struct sl_call *call, const char 
 	return answer(act, r);
 }
 
+/* setxattr/removexattr of the upper copy (fd, its magic link p) with the
+ * caller's rights: our capabilities lowered, so trusted.* and security.*
+ * stay out of its reach as they would.  User xattrs are not allowed on a
+ * symlink (EPERM, as the kernel says). */
+static long set_xattr(const struct sl_call *call, int fd, const char *p)
+{
+	const sandlock_notif_t *n = call->n;
+	bool rm = n->syscall_nr == __NR_removexattr || n->syscall_nr == __NR_lremovexattr;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode))
+		return -EPERM;
+	size_t size = rm ? 0 : (size_t)n->args[3];
+	if (size > 65536)
+		return -E2BIG;
+	char *name = sandlock_mem_read_cstr(call->mem, n->args[1], 256);
+	void *val = size ? malloc(size) : NULL;
+	long r = !name ? -ERANGE : size && !val ? -ENOMEM : 0;
+	if (!r && size && sandlock_mem_read(call->mem, n->args[2], val, size) != 0)
+		r = -EFAULT;
+	struct sl_caps_saved sv;
+	if (!r && sl_caps_lower(&sv) < 0)
+		r = -EPERM;
+	else if (!r) {
+		r = (rm ? removexattr(p, name) : setxattr(p, name, val, size, (int)n->args[4])) == 0
+		    ? 0 : -errno;
+		sl_caps_restore(&sv);
+	}
+	free(val);
+	sandlock_string_free(name);
+	return r;
+}
+
 /* A metadata change on rel, applied to its upper copy.  The workdir
  * itself has none: its mode is kept by the layer (sl_cow_chmod_root), its
  * owner and times cannot be staged (EPERM). */
@@ -643,6 +676,9 @@ static bool do_meta(struct cow_state *s, const struct sl_call *call, const char 
 		r = chmod(p, real) == 0 ? 0 : -errno;
 		if (!r)
 			r = sl_cow_note_mode(s->cow, rel, real != mode ? (int)mode : -1);
+	} else if (nr == __NR_setxattr || nr == __NR_lsetxattr || nr == __NR_removexattr ||
+	           nr == __NR_lremovexattr) {
+		r = set_xattr(call, fd, p);
 	} else if (nr == __NR_utimensat) {
 		struct timespec ts[2];
 		bool have = n->args[2] != 0;
@@ -944,6 +980,7 @@ static bool path_args(int nr, const uint64_t *a, int *dirfd, uint64_t *path)
 	case SLC_mknod: case __NR_truncate: case SLC_stat: case SLC_lstat: case SLC_access:
 	case SLC_readlink: case SLC_chmod: case SLC_chown: case SLC_lchown:
 	case __NR_getxattr: case __NR_lgetxattr: case __NR_listxattr: case __NR_llistxattr:
+	case __NR_setxattr: case __NR_lsetxattr: case __NR_removexattr: case __NR_lremovexattr:
 		*dirfd = AT_FDCWD;
 		*path = a[0];
 		return true;
@@ -976,7 +1013,7 @@ static bool follows(int nr, const uint64_t *a)
 	}
 	case SLC_creat: case __NR_truncate: case SLC_stat: case SLC_access: case __NR_faccessat:
 	case SLC_chmod: case __NR_fchmodat: case SLC_chown: case __NR_getxattr:
-	case __NR_listxattr:
+	case __NR_listxattr: case __NR_setxattr: case __NR_removexattr:
 		return true;
 	case __NR_newfstatat: case __NR_faccessat2:
 		return !(a[3] & AT_SYMLINK_NOFOLLOW);
@@ -1052,7 +1089,8 @@ static bool decide_rel(struct cow_state *s, const struct sl_call *call, const ch
 	case __NR_truncate:
 		return answer(act, do_truncate(s, rel, a[1]));
 	case SLC_chmod: case SLC_chown: case SLC_lchown: case __NR_fchmodat: case __NR_fchownat:
-	case __NR_utimensat:
+	case __NR_utimensat: case __NR_setxattr: case __NR_lsetxattr: case __NR_removexattr:
+	case __NR_lremovexattr:
 		return do_meta(s, call, rel, follow, act);
 	default: /* the stat family, access, readlink, getxattr, listxattr */
 		return do_stat(s, call, rel, shadowed, follow, act);

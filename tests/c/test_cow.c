@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/xattr.h>
 
 #include "harness.h"
 #include "testutil.h"
@@ -304,6 +305,43 @@ TEST(moved_real_directories_stay_the_cwd)
 	          "e\n.\n./a\n./d\n./d/n\n./d/n/o\n./d/n/o/e2\n./d/n/o/e2/f\n./d/n/o/e2/k\nx\n",
 	          "D d/k\nA d/n\nA d/n/o\nA d/n/o/e2\nA d/n/o/e2/f\nA d/n/o/e2/k\n",
 	          ".\n./a\nold\n./d\n./d/n\n./d/n/o\n./d/n/o/e2\n./d/n/o/e2/f\nx\n./d/n/o/e2/k\nkeep\n");
+}
+
+/* setxattr/removexattr by path under workdir are staged (before: EPERM,
+ * ENOENT on a staged file), an xattr-only change is listed and committed,
+ * a real file's user.* xattrs survive its copy-up and commit, and
+ * trusted.* stays out of reach (the caller's rights). */
+TEST(xattrs_are_staged_and_committed)
+{
+	char dir[TU_TMPDIR_LEN], p[300];
+	REQUIRE(tu_mkdtemp(dir, "cow"));
+	make_tree(dir);
+	snprintf(p, sizeof p, "%s/d/k", dir);
+	if (setxattr(p, "user.keep", "yes", 3, 0) != 0) {
+		tu_rm_rf(dir);
+		SKIP("no user xattrs on this filesystem");
+	}
+	sandlock_result_t *r = run_in(dir, SANDLOCK_BRANCH_COMMIT,
+	                              "python3 -c \"import os\n"
+	                              "os.setxattr('a', 'user.k', b'v')\n"
+	                              "open('n', 'w').close(); os.setxattr('n', 'user.x', b'1')\n"
+	                              "os.removexattr('n', 'user.x'); print(os.listxattr('n'))\n"
+	                              "try: os.setxattr('n', 'trusted.t', b'1')\n"
+	                              "except OSError as e: print(e.errno)\n"
+	                              "open('d/k', 'a').write('more')\n"
+	                              "print(os.getxattr('a', 'user.k'), os.getxattr('d/k', 'user.keep'))\"");
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "[]\n1\nb'v' b'yes'\n"));
+	char ch[256];
+	tu_changes_text(r, ch, sizeof ch);
+	CHECK(strcmp(ch, "M a\nM d/k\nA n\n") == 0);
+	char v[16];
+	snprintf(p, sizeof p, "%s/a", dir);
+	CHECK(getxattr(p, "user.k", v, sizeof v) == 1 && v[0] == 'v');
+	snprintf(p, sizeof p, "%s/d/k", dir);
+	CHECK(getxattr(p, "user.keep", v, sizeof v) == 3 && memcmp(v, "yes", 3) == 0);
+	sandlock_result_free(r);
+	tu_rm_rf(dir);
 }
 
 TEST(the_workdir_mode_commits)

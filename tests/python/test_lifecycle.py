@@ -54,6 +54,7 @@ def _kill_supervisor_then_check(tmpdir_path, script):
         assert _wait_for(lambda: os.path.exists(pidfile), 30), "sandboxed command did not start"
         victim = int(open(pidfile).read())
         assert _alive(victim)
+        group = _v2_group(victim)
         sup.send_signal(signal.SIGKILL)
         sup.wait(timeout=30)
         assert _wait_for(lambda: not _alive(victim), 10), "sandboxed process outlived its supervisor"
@@ -63,12 +64,41 @@ def _kill_supervisor_then_check(tmpdir_path, script):
             sup.wait()
         if victim and _alive(victim):  # do not leak it into later tests
             os.kill(victim, signal.SIGKILL)
+    return group
+
+
+def _v2_group(pid):
+    """The host path of pid's cgroup v2 group, or None."""
+    try:
+        rel = [l.split("::", 1)[1].strip() for l in open("/proc/%d/cgroup" % pid)
+               if l.startswith("0::")][0]
+        mounts = [l.split() for l in open("/proc/self/mountinfo") if " - cgroup2 " in l]
+    except (OSError, IndexError):
+        return None
+    return os.path.join(mounts[0][4], rel.lstrip("/")) if mounts else None
 
 
 def test_sigkilled_supervisor_takes_the_sandbox_with_it(tmpdir_path):
     # Without PDEATHSIG the sandboxed sleep would be reparented to init
     # and keep running after its supervisor is gone.
     _kill_supervisor_then_check(tmpdir_path, COMMAND)
+
+
+def test_a_group_left_by_a_sigkilled_supervisor_is_removed_by_the_next_run(tmpdir_path):
+    # Nobody is left to remove the run's empty cgroup: the next run (any
+    # process) sweeps sandlock-PID-N groups whose PID is gone.
+    group = _kill_supervisor_then_check(tmpdir_path, COMMAND)
+    if not group or not os.path.basename(group).startswith("sandlock-"):
+        pytest.skip("the run had no cgroup of its own here")
+    assert _wait_for(lambda: not os.path.exists(group) or not open(
+        os.path.join(group, "cgroup.procs")).read(), 10)
+    assert os.path.isdir(group)  # left behind
+    r = subprocess.run([os.path.join(os.environ.get("SANDLOCK_BUILD") or
+                                     os.path.join(REPO, "build"), "sandlock"),
+                        "run", "-r", "/usr", "-r", "/lib", "-r", "/lib64", "-r", "/bin", "--",
+                        "true"], capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert not os.path.exists(group)
 
 
 def test_sigkilled_supervisor_takes_grandchildren_with_it(tmpdir_path):
