@@ -1,14 +1,16 @@
 /*
  * chroot.c — the guest's view of the filesystem (see chroot.h).
  *
- * A guest path is mapped lexically first (normalized, then the longest
- * mount prefix wins, else the rootfs), and then resolved by the kernel
- * from that directory's fd with RESOLVE_IN_ROOT: ".." at the top and
- * absolute symlinks stay inside that directory.  RESOLVE_NO_MAGICLINKS is
+ * A guest path is walked as the guest sees it first (view_resolve: one
+ * name at a time, symlinks read and followed at the guest's level, so an
+ * absolute target is a guest path that may cross into a mount or back
+ * out, ".." goes to the parent of what was reached and stops at "/"),
+ * then the canonical path is mapped (the longest mount prefix wins, else
+ * the rootfs) and opened by the kernel from that directory's fd with
+ * RESOLVE_IN_ROOT: every step, the walk's own included, stays inside that
+ * directory whatever a racing rename does.  RESOLVE_NO_MAGICLINKS is
  * always added: a /proc magic link followed in the supervisor would name
- * the supervisor's objects.  One consequence: a symlink in the rootfs that
- * points into a mount's virtual path is resolved inside the rootfs (the
- * mount table is applied to the path as given, not to symlink targets).
+ * the supervisor's objects.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -105,15 +107,11 @@ static size_t below(const char *p, const char *prefix)
 	return strncmp(p, prefix, k) == 0 && (p[k] == '/' || p[k] == '\0') ? k : 0;
 }
 
-int sl_view_map(const struct sl_view *v, const char *guest, int *base, char *out, size_t cap,
-                bool *ro)
+/* The mount (or rootfs) holding canonical guest path norm: *base, the
+ * rest of the path into out ("." for the base itself), *ro. */
+static int map_lexical(const struct sl_view *v, const char *norm, int *base, char *out,
+                       size_t cap, bool *ro)
 {
-	if (guest[0] != '/')
-		return EINVAL;
-	char norm[PATH_MAX];
-	if (snprintf(norm, sizeof norm, "%s", guest) >= (int)sizeof norm)
-		return ENAMETOOLONG;
-	sl_path_normalize(norm);
 	size_t best = 0;
 	const struct view_mount *bm = NULL;
 	for (size_t i = 0; i < v->n; i++) {
@@ -131,6 +129,139 @@ int sl_view_map(const struct sl_view *v, const char *guest, int *base, char *out
 	if (snprintf(out, cap, "%s", *rest ? rest : ".") >= (int)cap)
 		return ENAMETOOLONG;
 	return 0;
+}
+
+/* lstat of the canonical guest path p (no symlink before its last name):
+ * 0, or -errno. */
+static int view_lstat(const struct sl_view *v, const char *p, struct stat *st)
+{
+	char rel[PATH_MAX];
+	int base;
+	bool ro;
+	int e = map_lexical(v, p, &base, rel, sizeof rel, &ro);
+	if (e)
+		return -e;
+	struct open_how how = {
+		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = (int)syscall(SYS_openat2, base, rel, &how, sizeof how);
+	if (fd < 0)
+		return -errno;
+	e = fstat(fd, st) == 0 ? 0 : -errno;
+	close(fd);
+	return e;
+}
+
+/* The target of the symlink at canonical guest path p, into t. */
+static int view_readlink(const struct sl_view *v, const char *p, char *t, size_t cap)
+{
+	char rel[PATH_MAX];
+	int base;
+	bool ro;
+	int e = map_lexical(v, p, &base, rel, sizeof rel, &ro);
+	if (e)
+		return -e;
+	struct open_how how = {
+		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = (int)syscall(SYS_openat2, base, rel, &how, sizeof how);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = readlinkat(fd, "", t, cap - 1);
+	e = n < 0 ? -errno : 0;
+	close(fd);
+	if (!e)
+		t[n] = '\0';
+	return e;
+}
+
+/*
+ * The guest's own path walk: symlinks followed as the guest sees them (an
+ * absolute target is a guest path: it may lead into a mount, or out of
+ * one back into the rootfs), ".." to the parent of what was reached,
+ * stopping at "/".  The last name is followed only when follow.  Each
+ * step opens from a mount or rootfs fd with RESOLVE_IN_ROOT, so the walk
+ * itself never leaves the view.  Into out (canonical, absolute); -errno
+ * as the kernel's walk would fail (ENOENT, ENOTDIR, ELOOP).
+ */
+static int view_resolve(const struct sl_view *v, const char *guest, bool follow, char *out,
+                        size_t cap)
+{
+	char cur[PATH_MAX] = "/", rest[2 * PATH_MAX], name[NAME_MAX + 1], cand[PATH_MAX];
+	char target[PATH_MAX], tmp[2 * PATH_MAX];
+	if (snprintf(rest, sizeof rest, "%s", guest) >= (int)sizeof rest)
+		return -ENAMETOOLONG;
+	int links = 0;
+	size_t at = 0;
+	for (;;) {
+		while (rest[at] == '/')
+			at++;
+		if (!rest[at])
+			break;
+		size_t k = strcspn(rest + at, "/");
+		if (k > NAME_MAX)
+			return -ENAMETOOLONG;
+		memcpy(name, rest + at, k);
+		name[k] = '\0';
+		at += k;
+		size_t after = at;
+		while (rest[after] == '/')
+			after++;
+		bool last = !rest[after];
+		if (!strcmp(name, "."))
+			continue;
+		if (!strcmp(name, "..")) {
+			char *slash = strrchr(cur, '/');
+			if (slash == cur)
+				cur[1] = '\0';
+			else if (slash)
+				*slash = '\0';
+			continue;
+		}
+		if (snprintf(cand, sizeof cand, "%s%s%s", strcmp(cur, "/") ? cur : "", "/", name) >=
+		    (int)sizeof cand)
+			return -ENAMETOOLONG;
+		struct stat st;
+		int e = view_lstat(v, cand, &st);
+		if (e == -ENOENT && last) {
+			memcpy(cur, cand, strlen(cand) + 1);
+			break; /* a name to create, or ENOENT for the caller's open */
+		}
+		if (e)
+			return e;
+		if (S_ISLNK(st.st_mode) && (!last || follow)) {
+			if (++links > 40)
+				return -ELOOP;
+			if ((e = view_readlink(v, cand, target, sizeof target)))
+				return e;
+			if (snprintf(tmp, sizeof tmp, "%s/%s", target, rest + at) >= (int)sizeof tmp ||
+			    strlen(tmp) >= sizeof rest)
+				return -ENAMETOOLONG;
+			memcpy(rest, tmp, strlen(tmp) + 1);
+			at = 0;
+			if (target[0] == '/')
+				strcpy(cur, "/");
+			continue;
+		}
+		if (!last && !S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+		memcpy(cur, cand, strlen(cand) + 1);
+	}
+	return snprintf(out, cap, "%s", cur) < (int)cap ? 0 : -ENAMETOOLONG;
+}
+
+int sl_view_map(const struct sl_view *v, const char *guest, bool follow, int *base, char *out,
+                size_t cap, bool *ro)
+{
+	if (guest[0] != '/')
+		return EINVAL;
+	char norm[PATH_MAX];
+	int e = view_resolve(v, guest, follow, norm, sizeof norm);
+	if (e)
+		return -e;
+	return map_lexical(v, norm, base, out, cap, ro);
 }
 
 bool sl_view_guest(const struct sl_view *v, const char *host, char *out, size_t cap)
@@ -160,7 +291,7 @@ int sl_view_open(const struct sl_view *v, const char *guest, int flags, bool *ro
 {
 	char rel[PATH_MAX];
 	int base;
-	int e = sl_view_map(v, guest, &base, rel, sizeof rel, ro);
+	int e = sl_view_map(v, guest, !(flags & O_NOFOLLOW), &base, rel, sizeof rel, ro);
 	if (e)
 		return -e;
 	struct open_how how = {

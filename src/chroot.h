@@ -24,9 +24,12 @@ void sl_view_free(struct sl_view *v);
 
 /* Where an absolute guest path lives: *base (the view's fd: do not close),
  * rel (in out, "." for the base itself), *ro (a read-only mount).  The
- * guest path is normalized lexically first.  0 or an errno. */
-int sl_view_map(const struct sl_view *v, const char *guest, int *base, char *out, size_t cap,
-                bool *ro);
+ * path is first walked as the guest sees it: symlinks followed in the
+ * view (an absolute target is a guest path, into a mount or out of one),
+ * ".." to the parent of what was reached; the last name only when
+ * follow.  0 or an errno (ENOENT, ENOTDIR, ELOOP as the walk fails). */
+int sl_view_map(const struct sl_view *v, const char *guest, bool follow, int *base, char *out,
+                size_t cap, bool *ro);
 /* The guest path of a canonical host path (into out), false when the host
  * path is outside the view. */
 bool sl_view_guest(const struct sl_view *v, const char *host, char *out, size_t cap);

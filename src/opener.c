@@ -733,7 +733,9 @@ static int prepare_in_view(const struct sl_view *v, int listener, const sandlock
 	bool ro = false;
 	int base = -1;
 	if (!e)
-		e = sl_view_map(v, guest, &base, rel, relcap, &ro);
+		e = sl_view_map(v, guest, !(r->how.flags & O_NOFOLLOW) &&
+		                          !((r->how.flags & O_CREAT) && (r->how.flags & O_EXCL)),
+		                &base, rel, relcap, &ro);
 	if (e)
 		return e;
 	if (ro && wants_write(r->how.flags) && !(r->how.flags & O_PATH))

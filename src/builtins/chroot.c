@@ -226,9 +226,24 @@ static long rc(int r)
 
 /* ---------------- write-side calls ---------------- */
 
+/* A name a call would create already exists in the view: EEXIST, which
+ * the kernel answers before any permission or read-only check (mkdir -p
+ * relies on it: "/" and the read-only rootfs's directories exist). */
+static bool exists_in_view(const struct chroot_state *s, const struct sl_call *call, int dirfd,
+                           uint64_t addr)
+{
+	bool ro;
+	int fd = open_call_path(s, call, dirfd, addr, O_NOFOLLOW, &ro);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
+}
+
 static long do_mkdir(const struct chroot_state *s, const struct sl_call *call, int dirfd,
                      uint64_t addr, mode_t mode)
 {
+	if (exists_in_view(s, call, dirfd, addr))
+		return -EEXIST;
 	struct parent p;
 	int e = open_parent(s, call, dirfd, addr, &p);
 	if (e)
@@ -267,6 +282,10 @@ static long do_symlink(const struct chroot_state *s, const struct sl_call *call,
 	char *t = sandlock_mem_read_cstr(call->mem, target, PATH_MAX);
 	if (!t)
 		return -EFAULT;
+	if (exists_in_view(s, call, dirfd, addr)) {
+		sandlock_string_free(t);
+		return -EEXIST;
+	}
 	struct parent p;
 	int e = open_parent(s, call, dirfd, addr, &p);
 	long r = -e;
@@ -287,6 +306,8 @@ static long do_symlink(const struct chroot_state *s, const struct sl_call *call,
 static long do_pair(const struct chroot_state *s, const struct sl_call *call, int d1,
                     uint64_t p1, int d2, uint64_t p2, unsigned flags, bool link)
 {
+	if (link && exists_in_view(s, call, d2, p2))
+		return -EEXIST;
 	struct parent a, b;
 	int e = open_parent(s, call, d1, p1, &a);
 	if (e)
@@ -381,6 +402,11 @@ static long readlink_fd(const struct chroot_state *s, const struct sl_call *call
                         uint64_t buf, size_t cap)
 {
 	char t[PATH_MAX];
+	struct stat st;
+	/* readlinkat(fd, "") says ENOENT for a non-link; readlink, EINVAL
+	 * (realpath(3) tells links from the rest by it). */
+	if (fstat(fd, &st) == 0 && !S_ISLNK(st.st_mode))
+		return -EINVAL;
 	ssize_t len = readlinkat(fd, "", t, sizeof t - 1);
 	if (len < 0)
 		return -errno;

@@ -562,7 +562,9 @@ static long stat_fd(const struct sl_call *call, int fd, bool follow, const struc
 		char t[PATH_MAX];
 		uint64_t buf = nr == SLC_readlink ? n->args[1] : n->args[2];
 		size_t cap = (size_t)(nr == SLC_readlink ? n->args[2] : n->args[3]);
-		ssize_t len = readlinkat(fd, "", t, sizeof t);
+		/* readlinkat(fd, "") says ENOENT for a non-link; readlink, EINVAL. */
+		ssize_t len = fstat(fd, &st) == 0 && !S_ISLNK(st.st_mode) ? (errno = EINVAL, -1)
+		              : readlinkat(fd, "", t, sizeof t);
 		if (len < 0)
 			r = -errno;
 		else {
@@ -803,7 +805,7 @@ static bool do_outside(struct cow_state *s, const struct sl_call *call, const ch
 		char rel[PATH_MAX];
 		int base;
 		bool ro;
-		int e = sl_view_map(s->view, path, &base, rel, sizeof rel, &ro);
+		int e = sl_view_map(s->view, path, !(flags & O_NOFOLLOW), &base, rel, sizeof rel, &ro);
 		return e ? answer(act, -e) : open_by_opener(call, base, rel, flags, RESOLVE_IN_ROOT, act);
 	}
 	if (nr == SLC_creat || !reads_only(nr, a))

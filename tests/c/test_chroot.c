@@ -452,3 +452,26 @@ TEST(cow_over_the_rootfs_cd_and_run_what_was_made)
 	sandlock_result_free(r);
 	tu_rm_rf(x.d);
 }
+
+/* Symlinks are followed as the guest sees them: an absolute link inside
+ * a mount to another place in that mount, one in the mount pointing into
+ * the rootfs, one in the rootfs pointing into the mount; realpath(3)
+ * (readlink of a non-link must be EINVAL, not ENOENT); mkdir -p of an
+ * absolute path whose first names are the read-only rootfs's (EEXIST
+ * comes before EACCES/EROFS).  Before, each of these failed. */
+TEST(guest_level_symlinks_realpath_and_mkdir_p)
+{
+	struct fx x;
+	if (access(BUSYBOX, X_OK) != 0)
+		SKIP("no static busybox (apt-get install busybox-static)");
+	REQUIRE(fx_make(&x));
+	char p[300];
+	snprintf(p, sizeof p, "%s/etc/towork", x.root);
+	REQUIRE(symlink("/work/in", p) == 0);
+	check_inside(&x, "mkdir -p /work/in/deep && echo w > /work/in/deep/f && "
+	                 "ln -s /work/in /work/abs && cat /work/abs/deep/f && "
+	                 "ln -s /etc/hostname_marker /work/tom && cat /work/tom && "
+	                 "cat /etc/towork/deep/f && cd /etc && realpath towork hostname_marker",
+	             "w\ninroot\nw\n/work/in\n/etc/hostname_marker\n", false);
+	tu_rm_rf(x.d);
+}
