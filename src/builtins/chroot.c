@@ -38,7 +38,8 @@
  * FAIL CLOSED: Landlock grants only the rootfs (read, exec), the mounts
  * and the configured host trees, so a call this builtin misses, or a
  * racing thread that rewrites a path after our check, reaches nothing
- * else.  Refused outright: mknod, xattr by path, utime/utimes/futimesat,
+ * else.  mknod makes fifos and sockets where the view is writable.
+ * Refused outright: xattr by path, utime/utimes/futimesat,
  * inotify_add_watch, name_to_handle_at (not supported under chroot yet).
  */
 #include <errno.h>
@@ -253,6 +254,28 @@ static long do_mkdir(const struct chroot_state *s, const struct sl_call *call, i
 	long r = -EPERM;
 	if (sl_caps_lower(&sv) == 0) {
 		r = rc(mkdirat(p.fd, p.name, mode & 07777 & ~um));
+		sl_caps_restore(&sv);
+	}
+	close(p.fd);
+	return r;
+}
+
+/* mknod in a writable part of the view: fifos, sockets and regular files
+ * (a device node needs CAP_MKNOD, which the caller lacks: EPERM). */
+static long do_mknod(const struct chroot_state *s, const struct sl_call *call, int dirfd,
+                     uint64_t addr, mode_t mode, dev_t dev)
+{
+	if (exists_in_view(s, call, dirfd, addr))
+		return -EEXIST;
+	struct parent p;
+	int e = open_parent(s, call, dirfd, addr, &p);
+	if (e)
+		return -e;
+	mode_t um = sl_child_umask(call->listener, call->n);
+	struct sl_caps_saved sv;
+	long r = -EPERM;
+	if (sl_caps_lower(&sv) == 0) {
+		r = rc(mknodat(p.fd, p.name, (mode & S_IFMT) | (mode & 07777 & ~um), dev));
 		sl_caps_restore(&sv);
 	}
 	close(p.fd);
@@ -689,7 +712,11 @@ static bool chroot_decide(void *state, const struct sl_call *call, sandlock_acti
 			return false;
 		return answer(act, do_meta(s, call, d0, a[1], !(fl & AT_SYMLINK_NOFOLLOW)));
 	}
-	/* mknod, xattrs by path, utime(s), inotify, handles, chroot: not
+	if (nr == C_mknod)
+		return answer(act, do_mknod(s, call, AT_FDCWD, a[0], (mode_t)a[1], (dev_t)a[2]));
+	if (nr == __NR_mknodat)
+		return answer(act, do_mknod(s, call, d0, a[1], (mode_t)a[2], (dev_t)a[3]));
+	/* xattrs by path, utime(s), inotify, handles, chroot: not
 	 * supported under chroot yet (they would name host paths). */
 	return answer(act, -ENOSYS);
 }

@@ -458,7 +458,8 @@ TEST(cow_over_the_rootfs_cd_and_run_what_was_made)
  * the rootfs, one in the rootfs pointing into the mount; realpath(3)
  * (readlink of a non-link must be EINVAL, not ENOENT); mkdir -p of an
  * absolute path whose first names are the read-only rootfs's (EEXIST
- * comes before EACCES/EROFS).  Before, each of these failed. */
+ * comes before EACCES/EROFS); mkfifo in a writable mount (a device node
+ * stays EPERM).  Before, each of these failed. */
 TEST(guest_level_symlinks_realpath_and_mkdir_p)
 {
 	struct fx x;
@@ -471,7 +472,9 @@ TEST(guest_level_symlinks_realpath_and_mkdir_p)
 	check_inside(&x, "mkdir -p /work/in/deep && echo w > /work/in/deep/f && "
 	                 "ln -s /work/in /work/abs && cat /work/abs/deep/f && "
 	                 "ln -s /etc/hostname_marker /work/tom && cat /work/tom && "
-	                 "cat /etc/towork/deep/f && cd /etc && realpath towork hostname_marker",
-	             "w\ninroot\nw\n/work/in\n/etc/hostname_marker\n", false);
+	                 "cat /etc/towork/deep/f && cd /etc && realpath towork hostname_marker && "
+	                 "mkfifo /work/p && ls -l /work/p | cut -c1 && "
+	                 "{ mknod /work/d c 1 3 2>&- || echo eperm; }",
+	             "w\ninroot\nw\n/work/in\n/etc/hostname_marker\np\neperm\n", false);
 	tu_rm_rf(x.d);
 }
