@@ -131,9 +131,9 @@ static int map_lexical(const struct sl_view *v, const char *norm, int *base, cha
 	return 0;
 }
 
-/* lstat of the canonical guest path p (no symlink before its last name):
- * 0, or -errno. */
-static int view_lstat(const struct sl_view *v, const char *p, struct stat *st)
+/* An O_PATH fd of the canonical guest path p itself (its last name not
+ * followed, no symlink before it): the fd, or -errno. */
+static int view_open_link(const struct sl_view *v, const char *p)
 {
 	char rel[PATH_MAX];
 	int base;
@@ -146,31 +146,28 @@ static int view_lstat(const struct sl_view *v, const char *p, struct stat *st)
 		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 	};
 	int fd = (int)syscall(SYS_openat2, base, rel, &how, sizeof how);
+	return fd < 0 ? -errno : fd;
+}
+
+/* lstat of p (as view_open_link): 0, or -errno. */
+static int view_lstat(const struct sl_view *v, const char *p, struct stat *st)
+{
+	int fd = view_open_link(v, p);
 	if (fd < 0)
-		return -errno;
-	e = fstat(fd, st) == 0 ? 0 : -errno;
+		return fd;
+	int e = fstat(fd, st) == 0 ? 0 : -errno;
 	close(fd);
 	return e;
 }
 
-/* The target of the symlink at canonical guest path p, into t. */
+/* The target of the symlink p (as view_open_link), into t. */
 static int view_readlink(const struct sl_view *v, const char *p, char *t, size_t cap)
 {
-	char rel[PATH_MAX];
-	int base;
-	bool ro;
-	int e = map_lexical(v, p, &base, rel, sizeof rel, &ro);
-	if (e)
-		return -e;
-	struct open_how how = {
-		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	int fd = (int)syscall(SYS_openat2, base, rel, &how, sizeof how);
+	int fd = view_open_link(v, p);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	ssize_t n = readlinkat(fd, "", t, cap - 1);
-	e = n < 0 ? -errno : 0;
+	int e = n < 0 ? -errno : 0;
 	close(fd);
 	if (!e)
 		t[n] = '\0';
