@@ -240,8 +240,11 @@ static bool exists_in_view(const struct chroot_state *s, const struct sl_call *c
 	return fd >= 0;
 }
 
-static long do_mkdir(const struct chroot_state *s, const struct sl_call *call, int dirfd,
-                     uint64_t addr, mode_t mode)
+/* mkdir (dir) or mknod in a writable part of the view; mknod makes
+ * fifos, sockets and regular files (a device node needs CAP_MKNOD, which
+ * the caller lacks: EPERM). */
+static long do_create(const struct chroot_state *s, const struct sl_call *call, int dirfd,
+                      uint64_t addr, mode_t mode, dev_t dev, bool dir)
 {
 	if (exists_in_view(s, call, dirfd, addr))
 		return -EEXIST;
@@ -249,33 +252,12 @@ static long do_mkdir(const struct chroot_state *s, const struct sl_call *call, i
 	int e = open_parent(s, call, dirfd, addr, &p);
 	if (e)
 		return -e;
-	mode_t um = sl_child_umask(call->listener, call->n);
+	mode_t perm = mode & 07777 & ~sl_child_umask(call->listener, call->n);
 	struct sl_caps_saved sv;
 	long r = -EPERM;
 	if (sl_caps_lower(&sv) == 0) {
-		r = rc(mkdirat(p.fd, p.name, mode & 07777 & ~um));
-		sl_caps_restore(&sv);
-	}
-	close(p.fd);
-	return r;
-}
-
-/* mknod in a writable part of the view: fifos, sockets and regular files
- * (a device node needs CAP_MKNOD, which the caller lacks: EPERM). */
-static long do_mknod(const struct chroot_state *s, const struct sl_call *call, int dirfd,
-                     uint64_t addr, mode_t mode, dev_t dev)
-{
-	if (exists_in_view(s, call, dirfd, addr))
-		return -EEXIST;
-	struct parent p;
-	int e = open_parent(s, call, dirfd, addr, &p);
-	if (e)
-		return -e;
-	mode_t um = sl_child_umask(call->listener, call->n);
-	struct sl_caps_saved sv;
-	long r = -EPERM;
-	if (sl_caps_lower(&sv) == 0) {
-		r = rc(mknodat(p.fd, p.name, (mode & S_IFMT) | (mode & 07777 & ~um), dev));
+		r = rc(dir ? mkdirat(p.fd, p.name, perm)
+		           : mknodat(p.fd, p.name, (mode & S_IFMT) | perm, dev));
 		sl_caps_restore(&sv);
 	}
 	close(p.fd);
@@ -673,9 +655,9 @@ static bool chroot_decide(void *state, const struct sl_call *call, sandlock_acti
 	if (nr == __NR_execve || nr == __NR_execveat)
 		return do_exec(state, call, act);
 	if (nr == C_mkdir)
-		return answer(act, do_mkdir(s, call, AT_FDCWD, a[0], (mode_t)a[1]));
+		return answer(act, do_create(s, call, AT_FDCWD, a[0], (mode_t)a[1], 0, true));
 	if (nr == __NR_mkdirat)
-		return answer(act, do_mkdir(s, call, d0, a[1], (mode_t)a[2]));
+		return answer(act, do_create(s, call, d0, a[1], (mode_t)a[2], 0, true));
 	if (nr == C_rmdir)
 		return answer(act, do_unlink(s, call, AT_FDCWD, a[0], AT_REMOVEDIR));
 	if (nr == C_unlink)
@@ -713,9 +695,9 @@ static bool chroot_decide(void *state, const struct sl_call *call, sandlock_acti
 		return answer(act, do_meta(s, call, d0, a[1], !(fl & AT_SYMLINK_NOFOLLOW)));
 	}
 	if (nr == C_mknod)
-		return answer(act, do_mknod(s, call, AT_FDCWD, a[0], (mode_t)a[1], (dev_t)a[2]));
+		return answer(act, do_create(s, call, AT_FDCWD, a[0], (mode_t)a[1], (dev_t)a[2], false));
 	if (nr == __NR_mknodat)
-		return answer(act, do_mknod(s, call, d0, a[1], (mode_t)a[2], (dev_t)a[3]));
+		return answer(act, do_create(s, call, d0, a[1], (mode_t)a[2], (dev_t)a[3], false));
 	/* xattrs by path, utime(s), inotify, handles, chroot: not
 	 * supported under chroot yet (they would name host paths). */
 	return answer(act, -ENOSYS);

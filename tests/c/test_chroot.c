@@ -94,9 +94,7 @@ static void check_inside(const struct fx *x, const char *script, const char *wan
 	int code = -1;
 	char *out = inside(x, script, &code);
 	CHECK(out && !strstr(out, "HOSTSECRET"));
-	CHECK(out && strcmp(out, want) == 0);
-	if (out && strcmp(out, want) != 0)
-		fprintf(stderr, "  got '%s'\n", out);
+	CHECK(tu_str_is(out, want));
 	if (!any_code)
 		CHECK_EQ_INT(code, 0);
 	sandlock_string_free(out);

@@ -127,12 +127,20 @@ static inline sandlock_result_t *tu_run_with(const sandlock_sandbox_t *sb,
 /* ================= looking at results ================= */
 
 /* True if the captured stdout is exactly want; otherwise shows both. */
+/* True if got (a probe's output; NULL when there was none) is want;
+ * otherwise shows both. */
+static inline bool tu_str_is(const char *got, const char *want)
+{
+	bool ok = got && strcmp(got, want) == 0;
+	if (!ok)
+		fprintf(stderr, "  stdout: '%s' (want '%s')\n", got ? got : "(null)", want);
+	return ok;
+}
+
 static inline bool tu_out_is(const sandlock_result_t *r, const char *want)
 {
 	char *s = sandlock_result_stdout(r);
-	bool ok = s && strcmp(s, want) == 0;
-	if (!ok)
-		fprintf(stderr, "  stdout: '%s' (want '%s')\n", s ? s : "(null)", want);
+	bool ok = tu_str_is(s, want);
 	sandlock_string_free(s);
 	return ok;
 }
