@@ -170,13 +170,9 @@ static void sweep_stale(int parent)
 	static atomic_bool swept;
 	if (atomic_exchange(&swept, true))
 		return;
-	int fd = openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = sl_fdopendir(openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	if (!d)
 		return;
-	}
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		int pid;

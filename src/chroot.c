@@ -323,13 +323,8 @@ bool sl_view_writable(const struct sl_view *v, const char *host)
 
 bool sl_view_fd_guest(const struct sl_view *v, int fd, char *out, size_t cap)
 {
-	char link[64], host[PATH_MAX];
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	ssize_t n = readlink(link, host, sizeof host - 1);
-	if (n <= 0 || host[0] != '/')
-		return false;
-	host[n] = '\0';
-	return sl_view_guest(v, host, out, cap);
+	char host[PATH_MAX];
+	return sl_fd_path(fd, host, sizeof host) && sl_view_guest(v, host, out, cap);
 }
 
 int sl_view_call_path(const struct sl_view *v, int listener, const sandlock_notif_t *n, int dirfd,

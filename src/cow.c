@@ -238,13 +238,9 @@ static bool lower_visible(struct sl_cow *c, const char *rel, struct stat *st)
  * neither a sparse file nor a preallocation escapes. */
 static uint64_t tree_bytes(int root)
 {
-	int fd = openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = sl_fdopendir(openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	if (!d)
 		return 0;
-	}
 	uint64_t sum = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
@@ -377,13 +373,9 @@ fail:
 /* rm -rf of the entries of dirfd (not following symlinks). */
 static void remove_tree(int root)
 {
-	int fd = openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = sl_fdopendir(openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	if (!d)
 		return;
-	}
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
@@ -808,11 +800,9 @@ static int list_layer(struct sl_cow *c, int root, const char *rel, bool lower, s
 	int fd = open_beneath(root, rel, O_RDONLY | O_DIRECTORY, 0);
 	if (fd < 0)
 		return fd == -ENOENT || fd == -ENOTDIR || fd == -ELOOP ? 0 : fd;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
+	DIR *d = sl_fdopendir(fd);
+	if (!d)
 		return -errno;
-	}
 	struct dirent *de;
 	int e = 0;
 	char child[4096];
@@ -1014,13 +1004,10 @@ static int whiteout_tree(struct sl_cow *c, const char *rel)
 		return 0;
 	int e = 0;
 	if (S_ISDIR(st.st_mode)) {
-		int fd = open_beneath(c->lower_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
-		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-		if (!d) {
-			if (fd >= 0)
-				close(fd);
-			return fd < 0 ? fd : -errno;
-		}
+		DIR *d = sl_fdopendir(open_beneath(c->lower_fd, rel,
+		                                   O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0));
+		if (!d)
+			return -errno;
 		struct dirent *de;
 		char child[4096];
 		while (!e && (de = readdir(d))) {
@@ -1312,14 +1299,9 @@ static bool same_content(struct sl_cow *c, const char *rel, const struct stat *u
 
 static int walk_upper(struct sl_cow *c, const char *rel, struct sl_changes *out)
 {
-	int fd = open_beneath(c->upper_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
-	if (fd < 0)
-		return fd;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
+	DIR *d = sl_fdopendir(open_beneath(c->upper_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0));
+	if (!d)
 		return -errno;
-	}
 	int e = 0;
 	struct dirent *de;
 	char child[4096];
@@ -1427,11 +1409,9 @@ int sl_cow_view_mode(const struct sl_cow *c, const char *rel)
 
 static int unlock_tree(struct sl_cow *c, int dir, const char *rel)
 {
-	DIR *d = fdopendir(dir);
-	if (!d) {
-		close(dir);
+	DIR *d = sl_fdopendir(dir);
+	if (!d)
 		return -errno;
-	}
 	int e = 0;
 	struct dirent *de;
 	char child[4096];
@@ -1606,13 +1586,9 @@ static int linked_push(struct linked *l, const char *rel, const struct stat *u)
 static int collect_linked(struct sl_cow *c, const char *rel, const struct sl_changes *ch,
                           struct linked *out)
 {
-	int fd = open_beneath(c->upper_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return fd < 0 ? fd : -errno;
-	}
+	DIR *d = sl_fdopendir(open_beneath(c->upper_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0));
+	if (!d)
+		return -errno;
 	int e = 0;
 	struct dirent *de;
 	char child[4096];

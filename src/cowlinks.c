@@ -47,11 +47,9 @@ static int push(struct sl_cowlinks *l, const struct stat *st, const char *rel)
 /* Index the entries of directory fd dir (its path rel); dir is consumed. */
 static int walk(struct sl_cowlinks *l, int dir, const char *rel, dev_t dev)
 {
-	DIR *d = fdopendir(dir);
-	if (!d) {
-		close(dir);
+	DIR *d = sl_fdopendir(dir);
+	if (!d)
 		return 0; /* unreadable: its names stay unlinked, as before */
-	}
 	int e = 0;
 	struct dirent *de;
 	char child[4096];

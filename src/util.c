@@ -184,3 +184,27 @@ void sl_path_normalize(char *p)
 		*out++ = '/';
 	*out = '\0';
 }
+
+DIR *sl_fdopendir(int fd)
+{
+	if (fd < 0)
+		return NULL;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	return d;
+}
+
+bool sl_fd_path(int fd, char *out, size_t cap)
+{
+	char link[64];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t n = fd >= 0 ? readlink(link, out, cap - 1) : -1;
+	if (n <= 0 || out[0] != '/')
+		return false;
+	out[n] = '\0';
+	return true;
+}

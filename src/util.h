@@ -44,6 +44,15 @@ int sl_fd_high(int fd);
  * opened or read, or is empty. */
 ssize_t sl_read_small_at(int dirfd, const char *name, char *buf, size_t cap);
 
+/* The path our fd names (its /proc/self/fd link) into out: false when it
+ * cannot be read or is not an absolute path (a pipe, a socket). */
+bool sl_fd_path(int fd, char *out, size_t cap);
+
+/* fdopendir(fd) that owns fd: closed when the stream cannot be made.  An
+ * fd < 0 (a failed open) gives NULL too, errno kept from that open. */
+#include <dirent.h>
+DIR *sl_fdopendir(int fd);
+
 /* True if the canonical path is root or lies below it, compared
  * component-wise (/tmp/ab is not below /tmp/a). */
 bool sl_path_under(const char *path, const char *root);

@@ -162,18 +162,6 @@ static int open_call_path(const struct chroot_state *s, const struct sl_call *ca
 	return sl_view_open(s->view, g, O_PATH | extra, ro);
 }
 
-/* Our fd's canonical host path (its /proc/self/fd link). */
-static bool fd_host(int fd, char *out, size_t cap)
-{
-	char link[64];
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	ssize_t n = readlink(link, out, cap - 1);
-	if (n <= 0)
-		return false;
-	out[n] = '\0';
-	return true;
-}
-
 /* ---------------- the parent of a path (write-side calls) ---------------- */
 
 struct parent {
@@ -210,7 +198,7 @@ static int open_parent(const struct chroot_state *s, const struct sl_call *call,
 	char host[PATH_MAX];
 	if (ro)
 		e = EROFS;
-	else if (!fd_host(p->fd, host, sizeof host) || !sl_view_writable(s->view, host))
+	else if (!sl_fd_path(p->fd, host, sizeof host) || !sl_view_writable(s->view, host))
 		e = EACCES;
 	if (e) {
 		close(p->fd);
@@ -348,7 +336,7 @@ static long do_meta(const struct chroot_state *s, const struct sl_call *call, in
 	long r = 0;
 	if (ro)
 		r = -EROFS;
-	else if (!fd_host(fd, host, sizeof host) || !sl_view_writable(s->view, host))
+	else if (!sl_fd_path(fd, host, sizeof host) || !sl_view_writable(s->view, host))
 		r = -EACCES;
 	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
 	struct sl_caps_saved sv;
@@ -388,7 +376,7 @@ static long access_fd(const struct chroot_state *s, int fd, int mode, bool ro)
 	char host[PATH_MAX], p[64];
 	if ((mode & W_OK) && ro)
 		return -EROFS;
-	if ((mode & W_OK) && (!fd_host(fd, host, sizeof host) || !sl_view_writable(s->view, host)))
+	if ((mode & W_OK) && (!sl_fd_path(fd, host, sizeof host) || !sl_view_writable(s->view, host)))
 		return -EACCES;
 	if (mode == F_OK)
 		return 0;
@@ -543,7 +531,7 @@ static bool do_chdir(struct chroot_state *s, const struct sl_call *call,
 	/* The kernel would land elsewhere: it chdirs to the host path,
 	 * swapped in for the caller's string until the call is over. */
 	if (!same)
-		r = !fd_host(want, to, sizeof to) ? -ENOENT : sl_path_swap(call, addr, to, &s->undo);
+		r = !sl_fd_path(want, to, sizeof to) ? -ENOENT : sl_path_swap(call, addr, to, &s->undo);
 	if (kern >= 0)
 		close(kern);
 	if (cwd >= 0)
@@ -594,12 +582,12 @@ static bool do_exec(struct chroot_state *s, const struct sl_call *call,
 		r = fd;
 	} else {
 		r = -sl_view_exec_check(s->view, fd);
-		if (!r && !fd_host(fd, host, sizeof host))
+		if (!r && !sl_fd_path(fd, host, sizeof host))
 			r = -ENOENT;
 	}
 	int cwd = r ? -1 : sl_child_dirfd(call->listener, call->n, AT_FDCWD);
 	/* The relative form is the kernel's only from the cwd (not a dirfd). */
-	if (cwd >= 0 && dirfd == AT_FDCWD && fd_host(cwd, from, sizeof from) &&
+	if (cwd >= 0 && dirfd == AT_FDCWD && sl_fd_path(cwd, from, sizeof from) &&
 	    relpath(from, host, rel, sizeof rel) &&
 	    strlen(rel) < strlen(host))
 		use = rel;

@@ -220,16 +220,9 @@ static bool call_path(const struct cow_state *s, const struct sl_call *call, int
 	*aliased = ok && has_dotdot(p);
 	if (ok && p[0] != '/') {
 		int fd = sl_child_dirfd(call->listener, call->n, dirfd);
-		char link[64];
-		ssize_t n = -1;
-		if (fd >= 0) {
-			snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-			n = readlink(link, base, sizeof base - 1);
+		ok = sl_fd_path(fd, base, sizeof base);
+		if (fd >= 0)
 			close(fd);
-		}
-		ok = n > 0 && base[0] == '/';
-		if (ok)
-			base[n] = '\0';
 		const char *rel = ok ? sl_cow_rel(s->cow, base) : NULL;
 		char moved[PATH_MAX];
 		/* A real directory the run moved is found at its new place. */
@@ -453,13 +446,10 @@ static bool do_dents(struct cow_state *s, const struct sl_call *call, sandlock_a
 	int fd = sl_child_getfd(call->listener, n, cfd);
 	if (fd < 0)
 		return false;
-	char link[64], real[PATH_MAX];
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	ssize_t len = readlink(link, real, sizeof real - 1);
+	char real[PATH_MAX];
 	const char *rel = NULL;
 	char moved[PATH_MAX];
-	if (len > 0) {
-		real[len] = '\0';
+	if (sl_fd_path(fd, real, sizeof real)) {
 		rel = sl_cow_rel(s->cow, real);
 		if (rel && !sl_cow_upper_rel(s->cow, real) &&
 		    sl_cow_real_view(s->cow, rel, moved, sizeof moved))
@@ -833,14 +823,9 @@ static int exec_target(struct cow_state *s, const struct sl_cow_res *res, char *
 		int fd = sl_view_open(s->view, res->path, O_PATH | O_CLOEXEC, &ro);
 		if (fd < 0)
 			return fd;
-		char link[64];
-		snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-		ssize_t n = readlink(link, host, cap - 1);
+		bool ok = sl_fd_path(fd, host, cap);
 		close(fd);
-		if (n <= 0)
-			return -ENOENT;
-		host[n] = '\0';
-		return 0;
+		return ok ? 0 : -ENOENT;
 	}
 	struct stat st;
 	int e = 0;
@@ -950,14 +935,11 @@ static bool do_getcwd(struct cow_state *s, const struct sl_call *call, sandlock_
 {
 	int fd = sl_child_dirfd(call->listener, call->n, AT_FDCWD);
 	char cwd[PATH_MAX], out[PATH_MAX];
-	char link[64];
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	ssize_t n = fd >= 0 ? readlink(link, cwd, sizeof cwd - 1) : -1;
+	bool ok = sl_fd_path(fd, cwd, sizeof cwd);
 	if (fd >= 0)
 		close(fd);
-	if (n <= 0)
+	if (!ok)
 		return false;
-	cwd[n] = '\0';
 	const char *rel = sl_cow_upper_rel(s->cow, cwd), *real = rel ? NULL : sl_cow_rel(s->cow, cwd);
 	char moved[PATH_MAX];
 	if (real && sl_cow_real_view(s->cow, real, moved, sizeof moved))
