@@ -37,7 +37,10 @@ static int neg_errno(void)
 int sl_child_pidfd(int listener, const sandlock_notif_t *n)
 {
 	int pfd = (int)syscall(__NR_pidfd_open, (pid_t)n->pid, 0);
-	if (pfd < 0 && errno == EINVAL) /* n->pid is a non-leader thread */
+	/* n->pid is a non-leader thread: kernels before 6.9 said EINVAL,
+	 * later ones ENOENT.  A thread pidfd reaches the same fd table and
+	 * memory, and its signals are aimed at that thread. */
+	if (pfd < 0 && (errno == EINVAL || errno == ENOENT))
 		pfd = (int)syscall(__NR_pidfd_open, (pid_t)n->pid, PIDFD_THREAD);
 	return confirmed(listener, n, pfd < 0 ? neg_errno() : pfd);
 }

@@ -485,3 +485,32 @@ def test_port_remap_keeps_the_bind_rules():
     box = sb(port_remap=True, net_deny_bind=[str(a)])
     got = box.run([PY, "-c", BIND, str(a), str(b)]).stdout.decode().split()
     assert got == ["EACCES", "ok"]
+
+
+THREADED = r'''
+import socket, sys, threading
+port = int(sys.argv[1])
+got = []
+def work():
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        got.append("ok")
+    except OSError as e:
+        got.append(type(e).__name__)
+ts = [threading.Thread(target=work) for _ in range(8)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+print(" ".join(sorted(got)))
+'''
+
+
+@pytest.mark.parametrize("rule", ["127.0.0.1:%d", "%d"])
+def test_connect_from_worker_threads(tcp_server, rule):
+    """A connect made by a non-leader thread is decided like one from the
+    main thread (Linux >= 6.9 answers pidfd_open(tid) with ENOENT)."""
+    p = tcp_server
+    r = sb(net_allow=[rule % p]).run([PY, "-c", THREADED, str(p)])
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.decode().split() == ["ok"] * 8
+    denied = sb().run([PY, "-c", THREADED, str(p)])
+    assert denied.stdout.decode().split() == ["PermissionError"] * 8
