@@ -22,6 +22,9 @@ Figures:
   procvirt  the /proc views and determinism knobs vs bare (bench/procvirt.py)
   exec      fork + exec of a program by path: bare, sandboxed, COW real and
             staged, chroot (bench/execs.py)
+  toolchain make -j2 of a ~70-file C project, pip install of a local
+            package, pytest of a small project: bare, sandboxed with the
+            project -w, COW --workdir committed (bench/toolchains.py)
   fork      us per clone of Sandbox.fork(N) (work_fn prints its id; fork to
             the last clone's Result), vs a bare os.fork() loop doing the same
             (a pipe per child, read to the end, reaped) and vs the reference's
@@ -46,6 +49,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import procvirt  # noqa: E402  (bench/procvirt.py)
 import execs  # noqa: E402  (bench/execs.py)
+import toolchains  # noqa: E402  (bench/toolchains.py)
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
@@ -395,6 +399,11 @@ def main():
         print(f"exec figures failed: {type(e).__name__}: {e}", file=sys.stderr)
 
     try:
+        fig.update(toolchains.figures())
+    except Exception as e:
+        print(f"toolchain figures failed: {type(e).__name__}: {e}", file=sys.stderr)
+
+    try:
         fig.update(redis_figures())
     except Exception as e:
         print(f"redis figures failed: {type(e).__name__}: {e}", file=sys.stderr)
@@ -476,6 +485,7 @@ def main():
         print(f"  commit of the {UNTAR_FILES}-file tree (COMMIT - ABORT): "
               f"{fig['cow_untar_commit_ms'] - fig['cow_untar_abort_ms']:.1f} ms")
     execs.report(fig, row)
+    toolchains.report(fig, row)
     if "redis_set_bare_rps" in fig:
         print_redis(fig)
     if "openat_py_handler_ns" not in fig:

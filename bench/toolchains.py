@@ -1,0 +1,117 @@
+"""Real toolchains, bare vs sandboxed vs in a COW workdir (`make bench`).
+
+Three workloads of tests/workloads/projects.py, each timed as a whole run
+of the real tool in a fresh copy of its project:
+  build   make -j2 of a C project of projects.C_MODULES units + the link
+  pip     pip install --no-index --no-build-isolation --target of a local
+          setuptools package (pip builds the wheel, then installs it)
+  pytest  pytest of a small project (300+ tests, __pycache__ and
+          .pytest_cache written)
+Modes: bare; `sandlock run` with the project granted -w (plain); `sandlock
+run --workdir PROJECT` (COW, the changes committed: the commit is part of
+the time).  A scratch TMPDIR and /dev/null are granted -w in both sandboxed modes.  The
+modes are interleaved, so each sees the same load; medians of REPS.
+"""
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "workloads"))
+import projects  # noqa: E402
+
+BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
+SYS_RO = [d for d in ("/usr", "/bin", "/lib", "/lib64", "/etc") if os.path.exists(d)]
+REPS = int(os.environ.get("BENCH_TOOLCHAIN_REPS", os.environ.get("BENCH_REPS", "5")))
+PY = "/usr/bin/python3"
+
+WORKLOADS = {
+    "build": (projects.c_project, ["make", "-j2", "-s"]),
+    "pip": (projects.py_package,
+            [PY, "-m", "pip", "install", "-q", "--no-index", "--no-build-isolation",
+             "--no-deps", "--no-cache-dir", "--target", "site", "."]),
+    "pytest": (projects.pytest_project, [PY, "-m", "pytest", "-q"]),
+}
+MODES = ("bare", "plain", "cow")
+
+
+def sandbox_argv(mode, proj, tmp):
+    argv = [str(BUILD / "sandlock"), "run"]
+    for d in SYS_RO:
+        argv += ["-r", d]
+    # /dev/null: pytest opens it; a default /dev is being added (issue 20).
+    argv += ["-w", tmp, "-w", "/dev/null", "-C", proj]
+    argv += ["-w", proj] if mode == "plain" else ["--workdir", proj]
+    return argv + ["--"]
+
+
+def run_once(name, mode, template, top):
+    """Seconds for one run of workload `name` in `mode` on a fresh copy."""
+    proj = tempfile.mkdtemp(prefix=name + "-", dir=top)
+    shutil.rmtree(proj)
+    shutil.copytree(template, proj, symlinks=True)
+    tmp = tempfile.mkdtemp(prefix="tmp-", dir=top)
+    cmd = WORKLOADS[name][1]
+    argv = cmd if mode == "bare" else sandbox_argv(mode, proj, tmp) + cmd
+    env = dict(os.environ, TMPDIR=tmp, PYTHONDONTWRITEBYTECODE="",
+               PIP_DISABLE_PIP_VERSION_CHECK="1")
+    env.pop("PYTHONDONTWRITEBYTECODE")
+    t0 = time.perf_counter()
+    r = subprocess.run(argv, cwd=proj, env=env, capture_output=True, text=True)
+    secs = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise RuntimeError("%s %s failed (%d): %s" % (name, mode, r.returncode,
+                                                       r.stderr[-2000:] or r.stdout[-2000:]))
+    shutil.rmtree(proj)
+    shutil.rmtree(tmp)
+    return secs
+
+
+def figures(names=None):
+    """{toolchain_NAME_MODE_ms: median}; interleaved mode by mode."""
+    top = tempfile.mkdtemp(prefix="sandlock-bench-tc-", dir="/tmp")
+    try:
+        out = {}
+        for name in names or WORKLOADS:
+            template = WORKLOADS[name][0](os.path.join(top, "template-" + name))
+            runs = {m: [] for m in MODES}
+            for m in MODES:  # warm-up: page cache, pyc of the tools
+                run_once(name, m, template, top)
+            for _ in range(REPS):
+                for m in MODES:
+                    runs[m].append(run_once(name, m, template, top) * 1e3)
+            for m in MODES:
+                out["toolchain_%s_%s_ms" % (name, m)] = statistics.median(runs[m])
+        return out
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def report(fig, row):
+    if "toolchain_build_bare_ms" not in fig and "toolchain_pip_bare_ms" not in fig:
+        return
+    print("toolchains, whole run (tests/workloads/projects.py): bare vs `sandlock run -w "
+          "PROJECT` vs `--workdir PROJECT` (committed)")
+    labels = {"build": "make -j2, %d C files + link" % projects.C_MODULES,
+              "pip": "pip install --no-index of a local package",
+              "pytest": "pytest of a small project"}
+    for name in WORKLOADS:
+        key = "toolchain_%s_%%s_ms" % name
+        if key % "bare" not in fig:
+            continue
+        bare = ("vs bare", fig[key % "bare"])
+        print(row(labels[name] + ", bare", fig[key % "bare"], "ms"))
+        print(row("  sandboxed, -w PROJECT", fig[key % "plain"], "ms", bare))
+        print(row("  COW --workdir PROJECT", fig[key % "cow"], "ms", bare))
+
+
+if __name__ == "__main__":
+    def _row(label, value, unit, *bases):
+        ratios = "  ".join(f"{value / b:6.2f}x {n}" for n, b in bases if b)
+        return f"  {label:<40} {value:10.1f} {unit:<3} {ratios}"
+    report(figures(sys.argv[1:] or None), _row)
