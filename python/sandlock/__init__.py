@@ -710,7 +710,7 @@ class Sandbox:
     ``Result.stdout_truncated`` / ``stderr_truncated`` count the bytes
     dropped.
 
-    Network (README "Network policy"; everything not allowed is denied,
+    Network (docs: "Network policy"; everything not allowed is denied,
     a denied destination fails with EACCES): ``net_allow`` holds endpoint
     rules ``"[tcp://|udp://|icmp://]target[:ports]"`` (target ``*``, an IP,
     ``[IPv6]``, a CIDR or a hostname resolved at build; ports ``N,M`` or
@@ -727,12 +727,12 @@ class Sandbox:
     /usr/local/bin:/usr/bin:/bin).  ``name`` is the sandbox's name and
     virtual hostname: a non-empty str of at most 64 bytes without NUL,
     which uname() reports as the node name (and /proc/sys/kernel/hostname
-    and /etc/hostname read as, when opened on behalf: see README); None
+    and /etc/hostname read as, when opened on behalf: see docs/security.md); None
     (the default) means ``sandbox-<pid>``, pid being the sandbox's init.
 
     ``random_seed`` (int) makes getrandom() return a reproducible stream;
     ``time_start`` (Unix seconds, datetime or ISO 8601 string, see
-    parse_time_start) starts the wall clock at that instant (see README,
+    parse_time_start) starts the wall clock at that instant (see docs/determinism.md,
     "Determinism"); with a seed, /dev/urandom and /dev/random read a
     seeded stream too.  ``deterministic_dirs=True`` lists directories
     sorted by name.  ``num_cpus`` (1..1024) is the CPU count the guest
@@ -746,7 +746,7 @@ class Sandbox:
     PolicyValueError.
 
     Limits and process settings (the reference's names and defaults; see
-    README "Limits and process settings"): ``max_processes`` (default 64
+    docs: "Limits and process settings"): ``max_processes`` (default 64
     processes at once, threads not counted; None = no limit),
     ``max_memory`` (a budget for the whole sandbox where a cgroup can be
     made, else RLIMIT_AS per process), ``max_open_files``
@@ -774,7 +774,7 @@ class Sandbox:
     between threads; a run uses the configuration as it was when it
     started.
 
-    Copy-on-write workdir (README "Copy-on-write workdir"): with
+    Copy-on-write workdir (docs: "Copy-on-write workdir"): with
     ``workdir`` (a directory) every write of the command under it is
     staged in an upper layer (a private directory made in ``fs_storage``,
     default a temporary directory) and the real tree is not touched during
@@ -785,7 +785,7 @@ class Sandbox:
     with ENOSPC.  ``dry_run(cmd)`` runs and reports the changes without
     applying them.  ``workdir`` does not set the command's cwd.  Programs
     the command builds or copies there can be run, and it can cd into
-    directories it made (README "Exec of a path the kernel cannot
+    directories it made (docs: "Exec of a path the kernel cannot
     find").  A commit
     that finds a real file changed meanwhile leaves that change out and
     raises BranchConflictError (the staged layer is kept).
@@ -794,16 +794,16 @@ class Sandbox:
     are performed by the supervisor, on another real port when the asked
     one is taken; the guest sees its own ports, and ``ports()`` returns
     the {virtual: real} map while it runs.  ``chroot`` (a directory) is
-    the guest's ``/`` (README "Virtual chroot"), with ``fs_mount``
+    the guest's ``/`` (docs: "Virtual chroot"), with ``fs_mount``
     ({virtual path: host dir}, read-write; read-only mounts only from the
     CLI's ``--fs-mount V:H:ro`` or C) showing host directories inside it;
     with a ``workdir`` too, that workdir must be the rootfs (or a directory
     in it) or one mount's host directory, and is seen through guest paths.
     ``policy_fn(event, ctx)`` decides exec,
     network, fork and exit events while the call waits and may tighten
-    the policy at run time (README "Dynamic policy": SyscallEvent,
+    the policy at run time (docs: "Dynamic policy": SyscallEvent,
     PolicyContext, verdicts).  ``init_fn`` / ``work_fn`` are the template
-    and clone callables of ``fork(n)`` (README "Fork and reduce")."""
+    and clone callables of ``fork(n)`` (docs: "Fork and reduce")."""
 
     fs_readable = _Field(_path_list)
     fs_writable = _Field(_path_list)
@@ -1056,7 +1056,7 @@ class Sandbox:
         The timeout bounds the whole call: once the sandbox is gone, a
         handler still running (sync or async) gets 200 ms, then the call
         returns without it.  Its thread is left to finish on its own; what
-        it returns then is dropped (README, "The run always ends, on
+        it returns then is dropped (docs: "The run always ends, on
         time")."""
         argv = _argv(cmd)
         hs = _Registrations(self._with_trace(handlers))
@@ -1176,7 +1176,7 @@ class Sandbox:
         return Stage(self, args)
 
     def fork(self, n: int) -> "ForkResult":
-        """COW fork mode (README "Fork and reduce"): a template process
+        """COW fork mode (docs: "Fork and reduce"): a template process
         confines itself with this sandbox's policy, runs init_fn once, then
         forks n copy-on-write clones; clone i runs work_fn(i) with
         CLONE_ID=i in its environment and its stdout on a pipe of its own.

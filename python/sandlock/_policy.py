@@ -1,4 +1,4 @@
-"""policy_fn: the dynamic policy callback (README, "Dynamic policy").
+"""policy_fn: the dynamic policy callback (docs: "Dynamic policy").
 
 The C side (src/builtins/policy.c) calls one trampoline per event on the
 supervisor thread while the guest's call is held; the trampoline builds a

@@ -1,6 +1,6 @@
 """Sandbox(trace=callable): one dict per denial and per handler decision.
 
-The events are those of the CLI's ``--trace`` JSON lines (README, "Seeing
+The events are those of the CLI's ``--trace`` JSON lines (docs: "Seeing
 what was denied"), as dicts:
 
 - a file access the sandbox's fs rules refuse (Landlock refuses it in the

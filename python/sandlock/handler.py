@@ -609,7 +609,7 @@ class _RunState:
 
     close() must only be called once the run is over: it also deletes the
     thread states pinned by the run's threads, unless the run abandoned
-    some of them (a handler that did not return, see the README): those
+    some of them (a handler that did not return, see docs/security.md): those
     threads may still run Python code, so then the states are kept."""
 
     def __init__(self):

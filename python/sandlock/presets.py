@@ -44,7 +44,7 @@ boundary; these handlers add policy on top):
 
 * every other syscall is decided on a copy of its path and then CONTINUEs,
   so the kernel reads the path again: a multi-threaded child can swap the
-  string between the check and the use (TOCTOU; README lists what each
+  string between the check and the use (TOCTOU; docs/security.md lists what each
   syscall exposes), and symlinks are not resolved for them;
 * an empty path (``newfstatat(fd, "", AT_EMPTY_PATH)``, i.e. fstat) looks
   nothing up and is always let through, as is a NULL path where the call
