@@ -397,6 +397,9 @@ int sandlock_protection_min_abi(uint32_t protection);
  * would confine only the calling one).  0, or -1 with *err, *err_msg.
  */
 int sandlock_confine(const sandlock_sandbox_t *sb, int *err, char **err_msg);
+/* The first setting of sb that sandlock_confine refuses (with why it needs
+ * a supervisor), or NULL if it refuses none; static storage. */
+const char *sandlock_confine_refusal(const sandlock_sandbox_t *sb);
 
 /* ================= running ================= */
 /* argv[0] is resolved against PATH when it has no '/'.  NULL on launch failure. */
@@ -445,7 +448,8 @@ typedef struct sandlock_stdio {
 
 /*
  * Options of sandlock_spawn (NULL: all defaults).  Zero-initialise and set
- * size = sizeof(sandlock_spawn_opts_t): later versions only append fields.
+ * size = sizeof(sandlock_spawn_opts_t): later versions only append fields,
+ * and accept the smaller struct of a caller built against an older one.
  * pass_fds: caller fds (> 2) the command keeps, open, at the same numbers
  * (every other fd above 2 is closed before exec).
  */
@@ -553,7 +557,7 @@ typedef struct sandlock_fork_opts {
 	void *ud;                     /* passed to all three */
 } sandlock_fork_opts_t;
 
-/* The running clones, or NULL (init failed: SANDLOCK_ERR_CHILD with its reason). */
+/* The running clones, or NULL (init failed: SANDLOCK_ERR_SYSTEM with its reason). */
 sandlock_fork_t *sandlock_fork(const sandlock_sandbox_t *sb, uint32_t n,
                                const sandlock_fork_opts_t *opts, int *err, char **err_msg);
 uint32_t sandlock_fork_count(const sandlock_fork_t *f);

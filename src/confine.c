@@ -6,20 +6,45 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "builtins/builtin.h"
 #include "caps.h"
 #include "cglimits.h"
 #include "confine.h"
 #include "filter.h"
 #include "landlock.h"
+#include "netrules.h"
+
+/* The setting of the first builtin that sb turns on, or NULL.  Derived
+ * from the builtin table, so a new supervisor-only setting cannot be
+ * forgotten here (random_seed, time_start were, and were dropped). */
+static const char *builtin_refusal(const struct sandlock_sandbox *sb)
+{
+	for (size_t i = 0; i < sl_builtin_count; i++) {
+		const struct sl_builtin *b = sl_builtin_table[i];
+		struct sl_nrset s = { 0 };
+		if (!b->setting || !b->syscalls)
+			continue;
+		int rc = b->syscalls(sb, &s);
+		size_t n = s.n;
+		free(s.v);
+		if (rc < 0 || n > 0)
+			return b->setting;
+	}
+	return NULL;
+}
 
 /* The first setting of sb that confine cannot honour, or NULL.  A fork
  * (fork.c) applies cwd, env and timeout itself: for_fork skips them. */
 const char *sl_confine_refusal(const struct sandlock_sandbox *sb, bool for_fork)
 {
+	const char *b = builtin_refusal(sb);
+	if (b)
+		return b;
 	if (sb->cwd && !for_fork)
 		return "cwd";
 	if ((sb->env.n || sb->clean_env) && !for_fork)
@@ -35,15 +60,16 @@ const char *sl_confine_refusal(const struct sandlock_sandbox *sb, bool for_fork)
 	if (sb->no_randomize_memory)
 		return "no_randomize_memory (takes effect at exec only)";
 	if (sb->on_decision)
-		return "on_decision (reports the supervisor's decisions)";
-	if (sb->num_cpus)
-		return "num_cpus (needs the supervisor)";
+		return "on_decision / trace (reports the supervisor's decisions)";
 	if (sb->deterministic_dirs)
 		return "deterministic_dirs (needs the supervisor)";
-	if (sb->workdir)
-		return "workdir (the copy-on-write layer needs the supervisor)";
-	if (sb->policy_fn)
-		return "policy_fn (events come from the supervisor)";
+	if (!sl_netrules_landlock_only(&sb->net))
+		return "net_allow/net_deny rules naming an address, a host or a protocol other "
+		       "than TCP (Landlock alone enforces only TCP ports; the rest is checked "
+		       "by the supervisor)";
+	if (sb->name)
+		return "name (the virtual hostname and a named sandbox's control socket are "
+		       "served by the supervisor)";
 	if (sb->port_remap)
 		return "port_remap (binds are performed by the supervisor)";
 	return NULL;
@@ -87,6 +113,11 @@ int sl_confine_apply(const struct sandlock_sandbox *sb, int rs, struct sock_fpro
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "confine: seccomp: %s",
 		               strerror(errno));
 	return 0;
+}
+
+SL_EXPORT const char *sandlock_confine_refusal(const sandlock_sandbox_t *sb)
+{
+	return sb ? sl_confine_refusal(sb, false) : NULL;
 }
 
 SL_EXPORT int sandlock_confine(const sandlock_sandbox_t *sb, int *err, char **err_msg)

@@ -163,6 +163,21 @@ static int oom(int *err, char **msg)
 	return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 }
 
+/* The LAST builtin before in that also traps one of in's syscalls, or
+ * NULL.  A chain has room for one terminal builtin: a second would never
+ * run, and its guard would be silently lost. */
+static const struct inst *last_clash(const struct sl_dispatch *d, const struct inst *in)
+{
+	if (in->b->phase != SL_PHASE_LAST)
+		return NULL;
+	for (const struct inst *o = d->insts; o < in; o++)
+		if (o->b->phase == SL_PHASE_LAST)
+			for (size_t k = 0; k < in->nrs.n; k++)
+				if (nrset_has(&o->nrs, in->nrs.v[k]))
+					return o;
+	return NULL;
+}
+
 /* Instantiate every builtin of the table for cfg. */
 static int make_builtins(struct sl_dispatch *d, const struct sandlock_sandbox *cfg, int *err,
                          char **msg)
@@ -176,6 +191,11 @@ static int make_builtins(struct sl_dispatch *d, const struct sandlock_sandbox *c
 		in->b = sl_builtin_table[i];
 		if (in->b->syscalls && in->b->syscalls(cfg, &in->nrs) < 0)
 			return oom(err, msg);
+		const struct inst *clash = last_clash(d, in);
+		if (clash)
+			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
+			               "internal: builtins '%s' and '%s' both guard one syscall",
+			               clash->b->name, in->b->name);
 		char *why = NULL;
 		if (in->b->init && in->b->init(cfg, &in->state, &why) < 0) {
 			sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "%s: %s", in->b->name,

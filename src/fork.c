@@ -172,14 +172,12 @@ static void end_all(struct sandlock_fork *f)
 
 /* ------------------------------------------------------------ creating */
 
+/* The first version's size: older callers' structs are never smaller. */
+#define FORK_OPTS_V1_SIZE (offsetof(sandlock_fork_opts_t, ud) + sizeof(void *))
+
 static int fork_validate(const sandlock_sandbox_t *sb, uint32_t n, const sandlock_fork_opts_t *o,
                          int *err, char **msg)
 {
-	if (!sb || !o)
-		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "fork: NULL sandbox or options");
-	if (o->size < sizeof(*o))
-		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "fork: opts.size %zu is too small",
-		               o->size);
 	if (!o->work)
 		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "fork: no work function");
 	if (n < 1 || n > (1u << 20))
@@ -396,14 +394,21 @@ SL_EXPORT sandlock_fork_t *sandlock_fork(const sandlock_sandbox_t *sb, uint32_t 
 		*err = SANDLOCK_OK;
 	if (err_msg)
 		*err_msg = NULL;
-	if (fork_validate(sb, n, opts, err, err_msg) < 0 || room_for_fds(n, err, err_msg) < 0)
+	sandlock_fork_opts_t o;
+	if (!sb || !opts) {
+		sl_fail(err, err_msg, SANDLOCK_ERR_INVALID, "fork: NULL sandbox or options");
+		return NULL;
+	}
+	if (sl_opts_copy(&o, sizeof o, FORK_OPTS_V1_SIZE, opts, opts->size, "fork: opts", err,
+	                 err_msg) < 0 ||
+	    fork_validate(sb, n, &o, err, err_msg) < 0 || room_for_fds(n, err, err_msg) < 0)
 		return NULL;
 	struct sandlock_fork *f = fork_new(n, sb->max_output);
 	if (!f) {
 		sl_fail(err, err_msg, SANDLOCK_ERR_NOMEM, "fork: out of memory");
 		return NULL;
 	}
-	struct sl_fork_plan p = { .sb = sb, .n = n, .o = *opts, .ruleset = -1,
+	struct sl_fork_plan p = { .sb = sb, .n = n, .o = o, .ruleset = -1,
 	                          .timeout_ms = sb->timeout_ms };
 	sl_strvec env = { 0 };
 	int rc = prepare(&p, &env, err, err_msg);

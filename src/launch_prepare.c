@@ -248,14 +248,19 @@ static int set_stream(struct sl_launch *L, int i, const sandlock_stdio_t *s, int
 	}
 }
 
+/* The first version's size: older callers' structs are never smaller. */
+#define SPAWN_OPTS_V1_SIZE (offsetof(sandlock_spawn_opts_t, npass_fds) + sizeof(size_t))
+
 int sl_launch_set_options(struct sl_launch *L, const sandlock_spawn_opts_t *o, int *err,
                           char **msg)
 {
 	if (!o)
 		return 0;
-	if (o->size < sizeof(*o))
-		return sl_fail(err, msg, SANDLOCK_ERR_INVALID,
-		               "sandlock_spawn_opts_t.size is %u, expected %zu", o->size, sizeof(*o));
+	sandlock_spawn_opts_t copy;
+	if (sl_opts_copy(&copy, sizeof copy, SPAWN_OPTS_V1_SIZE, o, o->size,
+	                 "sandlock_spawn_opts_t", err, msg) < 0)
+		return -1;
+	o = &copy;
 	if (o->flags & ~SANDLOCK_SPAWN_CREATE)
 		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "unknown spawn flags 0x%x", o->flags);
 	for (int i = 0; i < 3; i++)

@@ -36,6 +36,22 @@ int sl_fail(int *err, char **msg, int code, const char *fmt, ...)
 	return -1;
 }
 
+int sl_opts_copy(void *dst, size_t dst_size, size_t min_size, const void *src, size_t src_size,
+                 const char *what, int *err, char **msg)
+{
+	if (src_size < min_size)
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "%s.size is %zu, at least %zu expected",
+		               what, src_size, min_size);
+	for (size_t i = dst_size; i < src_size; i++)
+		if (((const unsigned char *)src)[i])
+			return sl_fail(err, msg, SANDLOCK_ERR_INVALID,
+			               "%s sets fields this library (%s) does not know", what,
+			               SANDLOCK_VERSION);
+	memset(dst, 0, dst_size);
+	memcpy(dst, src, src_size < dst_size ? src_size : dst_size);
+	return 0;
+}
+
 char *sl_strdup(const char *s)
 {
 	return s ? strdup(s) : NULL;

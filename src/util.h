@@ -23,6 +23,17 @@
 /* Set *err = code and *msg = formatted heap string (each may be NULL). Returns -1. */
 int sl_fail(int *err, char **msg, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/*
+ * Copy a caller's versioned options struct of src_size bytes (its size
+ * field) into dst (dst_size bytes), zero-filled.  The ABI only appends
+ * fields: a caller built against an older, smaller struct (at least
+ * min_size, the first version's) gets defaults for the fields it lacks;
+ * one built against a newer, larger struct is accepted when every byte we
+ * do not know is zero (a set field we would ignore is refused, never
+ * dropped).  0, or -1 with *err, *msg naming what.
+ */
+int sl_opts_copy(void *dst, size_t dst_size, size_t min_size, const void *src, size_t src_size,
+                 const char *what, int *err, char **msg);
 char *sl_strdup(const char *s);              /* NULL on NULL or OOM */
 char *sl_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* CLOCK_MONOTONIC in milliseconds: deadlines and timeouts. */

@@ -1296,9 +1296,7 @@ def confine(sandbox: "Sandbox") -> None:
     if not isinstance(sandbox, Sandbox):
         raise PolicyTypeError("confine() takes a Sandbox, not %s" % type(sandbox).__name__)
     cfg = dict(sandbox._snapshot(None))
-    refused = _knobs.confine_refusal(cfg)
-    if not refused and cfg.get("policy_fn") is not None:
-        refused = "policy_fn"
+    refused = _knobs.confine_refusal(cfg, Sandbox._build)
     if refused:
         raise PolicyValueError("confine: %s cannot be applied to the calling process "
                                "(it needs a supervisor or a fresh child)" % refused)

@@ -60,7 +60,7 @@ def _native_for_fork(sb):
     probe = dict(cfg)
     for k, d in _APPLIED_HERE:
         probe[k] = d
-    refused = _knobs.confine_refusal(probe)
+    refused = _knobs.confine_refusal(probe, sb._build)
     if refused:
         raise PolicyValueError("fork: %s cannot be applied to fork clones (no supervisor "
                                "runs for a fork)" % refused)

@@ -24,6 +24,7 @@ _native._decl("sandlock_protection_min_abi", ctypes.c_int, _u32)
 _native._decl("sandlock_min_landlock_abi", ctypes.c_int)
 _native._decl("sandlock_parse_memory_size", ctypes.c_int, _cs, ctypes.POINTER(ctypes.c_uint64))
 _native._decl("sandlock_check_report", _p)
+_native._decl("sandlock_confine_refusal", ctypes.c_char_p, _p)
 _native._decl("sandlock_confine", ctypes.c_int, _p, ctypes.POINTER(ctypes.c_int),
               ctypes.POINTER(ctypes.c_void_p))
 
@@ -193,21 +194,20 @@ def check_report() -> str:
     return _native.take_string(p).decode(errors="replace")
 
 
-# Sandbox settings confine() cannot apply to a live process: (attribute, default).
-_CONFINE_REFUSED = (("cwd", None), ("env", ()), ("clean_env", False), ("max_memory", None),
-                    ("timeout", None), ("max_cpu", None),
-                    ("max_processes", DEFAULT_MAX_PROCESSES),
-                    ("no_randomize_memory", False), ("trace", None), ("num_cpus", None),
-                    ("deterministic_dirs", False), ("workdir", None),
-                    ("port_remap", False))
-
-
-def confine_refusal(cfg) -> Optional[str]:
-    """The first field of config snapshot dict cfg that confine() refuses."""
-    for attr, default in _CONFINE_REFUSED:
-        if cfg.get(attr, default) != default:
-            return attr
-    return None
+def confine_refusal(cfg, build) -> Optional[str]:
+    """The first setting of config snapshot dict cfg that confine() refuses.
+    The library answers from its builtin table (so no supervisor-only
+    setting can be forgotten here); max_processes is asked here because a
+    confine build (cfg's _confine) leaves it out.  build(snapshot) makes
+    the native sandbox."""
+    if cfg.get("max_processes", DEFAULT_MAX_PROCESSES) != DEFAULT_MAX_PROCESSES:
+        return "max_processes (needs the supervisor)"
+    ptr = build(tuple(sorted(dict(cfg, _confine=True).items())))
+    try:
+        why = _lib.sandlock_confine_refusal(ptr)
+        return why.decode() if why else None
+    finally:
+        _lib.sandlock_sandbox_free(ptr)
 
 
 def confine_native(ptr):

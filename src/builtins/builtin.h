@@ -62,6 +62,13 @@ struct sl_builtin {
 	/* FIRST only: also runs on every syscall trapped for any reason (the
 	 * supervisor's own argument re-check). */
 	bool every_trapped;
+	/* The user setting that turns this builtin on, as confine() and
+	 * sandlock_fork name it when they refuse it (neither has a
+	 * supervisor): a builtin with this set that traps any syscall for a
+	 * configuration makes that configuration need a supervisor.  NULL:
+	 * an always-on protection whose calls a supervisor-less filter
+	 * answers by itself. */
+	const char *setting;
 	/* Performs opens on the caller's behalf (opener.h): the run then
 	 * starts an opener even without user handlers. */
 	bool needs_opener;

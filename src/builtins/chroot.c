@@ -737,6 +737,7 @@ static void chroot_answered(void *state, const sandlock_notif_t *n)
 
 const struct sl_builtin sl_builtin_chroot = {
 	.name = "chroot",
+	.setting = "chroot (paths are resolved by the supervisor)",
 	.phase = SL_PHASE_FIRST,
 	.needs_opener = true,
 	.syscalls = chroot_syscalls,

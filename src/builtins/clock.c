@@ -314,6 +314,7 @@ static int clock_init(const struct sandlock_sandbox *cfg, void **state, char **m
 
 const struct sl_builtin sl_builtin_clock = {
 	.name = "time start",
+	.setting = "time_start (the clock is shifted by the supervisor)",
 	.phase = SL_PHASE_FIRST,
 	.syscalls = clock_syscalls,
 	.init = clock_init,

@@ -1334,6 +1334,7 @@ static int cow_ruleset(void *state, const struct sandlock_sandbox *cfg, int rule
 
 const struct sl_builtin sl_builtin_cow = {
 	.name = "copy-on-write workdir",
+	.setting = "workdir (the copy-on-write layer needs the supervisor)",
 	.phase = SL_PHASE_FIRST,
 	.syscalls = cow_syscalls,
 	.init = cow_init,

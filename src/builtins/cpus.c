@@ -84,6 +84,7 @@ static bool cpus_decide(void *state, const struct sl_call *call, sandlock_action
 
 const struct sl_builtin sl_builtin_cpus = {
 	.name = "num_cpus",
+	.setting = "num_cpus (needs the supervisor)",
 	.phase = SL_PHASE_FIRST,
 	.syscalls = cpus_syscalls,
 	.init = cpus_init,

@@ -50,6 +50,7 @@ static bool hosts_decide(void *state, const struct sl_call *call, sandlock_actio
 
 const struct sl_builtin sl_builtin_hosts = {
 	.name = "synthetic /etc/hosts",
+	.setting = "net_allow host names (the synthetic /etc/hosts is served by the supervisor)",
 	.phase = SL_PHASE_LAST,
 	.needs_opener = true,
 	.syscalls = hosts_syscalls,

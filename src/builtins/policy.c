@@ -572,6 +572,7 @@ static void pol_free(void *state)
 
 const struct sl_builtin sl_builtin_policy = {
 	.name = "policy_fn",
+	.setting = "policy_fn (events come from the supervisor)",
 	.phase = SL_PHASE_FIRST,
 	.needs_opener = true,
 	.syscalls = pol_syscalls,

@@ -64,6 +64,7 @@ static bool random_decide(void *state, const struct sl_call *call, sandlock_acti
 
 const struct sl_builtin sl_builtin_random = {
 	.name = "random seed",
+	.setting = "random_seed (getrandom is answered by the supervisor)",
 	.phase = SL_PHASE_FIRST,
 	.syscalls = random_syscalls,
 	.init = random_init,

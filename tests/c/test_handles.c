@@ -86,6 +86,46 @@ TEST(spawn_captures_output_and_wait_returns_the_result)
 	sandlock_sandbox_free(sb);
 }
 
+/* The options struct is versioned by its size: a caller built against a
+ * newer header (a larger struct) is accepted while the fields this library
+ * does not know are zero, refused when one is set; a size below the first
+ * version's is refused. */
+TEST(spawn_opts_size_rule_accepts_newer_zeroed_structs)
+{
+	sandlock_sandbox_t *sb = base();
+	REQUIRE(sb);
+	union {
+		sandlock_spawn_opts_t o;
+		unsigned char raw[sizeof(sandlock_spawn_opts_t) + 16];
+	} big;
+	memset(&big, 0, sizeof big);
+	big.o.size = sizeof big.raw;
+	sandlock_handle_t *h = spawn_sh(sb, "exit 4", &big.o);
+	REQUIRE(h);
+	sandlock_result_t *r = wait_ok(h);
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_exit_code(r), 4);
+	sandlock_result_free(r);
+	sandlock_handle_free(h);
+
+	big.raw[sizeof(sandlock_spawn_opts_t) + 3] = 1; /* a field we do not know */
+	const char *argv[] = { "/bin/true", NULL };
+	int err = 0;
+	char *msg = NULL;
+	CHECK(sandlock_spawn(sb, argv, 1, NULL, 0, &big.o, &err, &msg) == NULL);
+	CHECK_EQ_INT(err, SANDLOCK_ERR_INVALID);
+	CHECK(msg && strstr(msg, "does not know"));
+	sandlock_string_free(msg);
+
+	sandlock_spawn_opts_t small = opts();
+	small.size = 4;
+	msg = NULL;
+	CHECK(sandlock_spawn(sb, argv, 1, NULL, 0, &small, &err, &msg) == NULL);
+	CHECK(msg && strstr(msg, "at least"));
+	sandlock_string_free(msg);
+	sandlock_sandbox_free(sb);
+}
+
 TEST(wait_with_timeout_reports_a_running_command)
 {
 	sandlock_sandbox_t *sb = base();

@@ -488,7 +488,9 @@ def test_confine_applies_extra_denies_and_refuses_supervisor_settings(tmpdir_pat
         for kw in ({'cwd': '/tmp'}, {'max_memory': '1G'}, {'max_processes': 3},
                    {'timeout': 5}, {'env': {'A': '1'}}, {'max_cpu': 10}, {'num_cpus': 2},
                    {'deterministic_dirs': True}, {'port_remap': True},
-                   {'policy_fn': lambda ev, ctx: 0}):
+                   {'policy_fn': lambda ev, ctx: 0}, {'random_seed': 1}, {'time_start': 0},
+                   {'name': 'x'}, {'net_allow': ['127.0.0.1:80']},
+                   {'net_allow': ['udp://*:53']}):
             try:
                 sandlock.confine(sandlock.Sandbox(fs_readable=%r, **kw))
                 print('accepted', kw)
