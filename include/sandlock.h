@@ -440,6 +440,10 @@ enum {
 
 /* flags of sandlock_spawn_opts_t */
 #define SANDLOCK_SPAWN_CREATE (1u << 0) /* stop before exec until sandlock_handle_start */
+/* pass_fds[i] becomes the command's fd 3 + i, in the order given (at most
+ * 64, no repeats), instead of keeping its number: how a gather consumer
+ * gets its sources on fds 3, 4, ... */
+#define SANDLOCK_SPAWN_PASS_IN_ORDER (1u << 1)
 
 typedef struct sandlock_stdio {
 	int32_t mode; /* SANDLOCK_STDIO_* */

@@ -27,6 +27,10 @@
 #include "sandlock.h"
 #include "tty.h"
 
+/* Most fds a SANDLOCK_SPAWN_PASS_IN_ORDER spawn places (a stack array in
+ * the command). */
+#define SL_PASS_IN_ORDER_MAX 64
+
 struct sl_launch {
 	/* prepared before fork, owned */
 	char *exe;   /* resolved executable path */
@@ -44,6 +48,7 @@ struct sl_launch {
 	int stdio_fd[3];
 	int *keep_fds; /* sorted caller fds the command keeps (pass_fds) */
 	size_t nkeep;
+	bool pass_in_order; /* SANDLOCK_SPAWN_PASS_IN_ORDER: keep_fds[i] -> fd 3 + i, unsorted */
 	/* cgroup.procs of the run's cgroup (cgroup.c; not owned), or -1: init
 	 * joins it first thing, so the whole sandbox is born inside. */
 	int cgroup_procs;

@@ -82,6 +82,25 @@ static int close_except_kept(const struct sl_launch *L)
 }
 
 /*
+ * SANDLOCK_SPAWN_PASS_IN_ORDER: the i-th passed fd becomes fd 3 + i, and
+ * every other fd above 2 is closed.  Each one is first copied above the
+ * target range, so that placing one cannot clobber another still to be
+ * placed.  Runs in the command (shared memory with init): stack only.
+ */
+static int place_passed(const struct sl_launch *L)
+{
+	int tmp[SL_PASS_IN_ORDER_MAX];
+	unsigned n = (unsigned)L->nkeep;
+	for (unsigned i = 0; i < n; i++)
+		if ((tmp[i] = fcntl(L->keep_fds[i], F_DUPFD_CLOEXEC, (int)(3 + n))) < 0)
+			return -1;
+	for (unsigned i = 0; i < n; i++)
+		if (dup2(tmp[i], (int)(3 + i)) < 0) /* the copy at 3 + i is not close-on-exec */
+			return -1;
+	return syscall(__NR_close_range, 3 + n, ~0U, 0) < 0 ? -1 : 0;
+}
+
+/*
  * Undo what the caller's runtime (e.g. Python ignores SIGPIPE) would leak
  * into exec.  SIGCHLD too: ignored, init's children would be reaped
  * without a status.  The mask stays fully blocked (sl_init_block_signals):
@@ -284,7 +303,7 @@ SL_OWN_STACK static int command_main(void *arg)
 	sigset_t none;
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
-	if (close_except_kept(L) < 0)
+	if ((L->pass_in_order ? place_passed(L) : close_except_kept(L)) < 0)
 		_exit(127);
 	/* RLIMIT_NOFILE last: the command's own (init keeps its fds), after our
 	 * fds are gone, so even a tiny limit leaves room for the exec. */

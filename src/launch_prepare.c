@@ -197,9 +197,13 @@ static int cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* pass_fds: open caller fds above 2, sorted and unique, copied. */
+/* pass_fds: open caller fds above 2, copied; sorted and unique, or, in
+ * order, as given (then a repeat is an error: it would hold two places). */
 static int set_keep_fds(struct sl_launch *L, const int32_t *fds, size_t n, int *err, char **msg)
 {
+	if (L->pass_in_order && n > SL_PASS_IN_ORDER_MAX)
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID,
+		               "pass_fds: %zu fds given in order, at most %d", n, SL_PASS_IN_ORDER_MAX);
 	if (n == 0)
 		return 0;
 	if (!fds)
@@ -210,7 +214,15 @@ static int set_keep_fds(struct sl_launch *L, const int32_t *fds, size_t n, int *
 		if (fds[i] <= 2 || fcntl(fds[i], F_GETFD) < 0)
 			return sl_fail(err, msg, SANDLOCK_ERR_INVALID,
 			               "pass_fds: %d is not an open fd above 2", (int)fds[i]);
+		for (size_t j = 0; L->pass_in_order && j < i; j++)
+			if (L->keep_fds[j] == fds[i])
+				return sl_fail(err, msg, SANDLOCK_ERR_INVALID,
+				               "pass_fds: %d is given twice", (int)fds[i]);
 		L->keep_fds[i] = fds[i];
+	}
+	if (L->pass_in_order) {
+		L->nkeep = n;
+		return 0;
 	}
 	qsort(L->keep_fds, n, sizeof(int), cmp_int);
 	size_t u = 0;
@@ -261,8 +273,9 @@ int sl_launch_set_options(struct sl_launch *L, const sandlock_spawn_opts_t *o, i
 	                 "sandlock_spawn_opts_t", err, msg) < 0)
 		return -1;
 	o = &copy;
-	if (o->flags & ~SANDLOCK_SPAWN_CREATE)
+	if (o->flags & ~(SANDLOCK_SPAWN_CREATE | SANDLOCK_SPAWN_PASS_IN_ORDER))
 		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "unknown spawn flags 0x%x", o->flags);
+	L->pass_in_order = (o->flags & SANDLOCK_SPAWN_PASS_IN_ORDER) != 0;
 	for (int i = 0; i < 3; i++)
 		if (set_stream(L, i, &o->stdio[i], err, msg) < 0)
 			return -1;

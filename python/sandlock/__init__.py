@@ -107,6 +107,8 @@ __all__ = [
     "confine",
     "Stage",
     "StdioMode",
+    "Fd",
+    "Usage",
     "SyscallEvent",
     "inputs",
     "landlock_abi_version",
@@ -208,13 +210,16 @@ def _read_fields(r, dry_run=False):
 
     code = int(_lib.sandlock_result_reason(r))
     sig = int(_lib.sandlock_result_signal(r)) if code != _C_EXITED else 0
+    reason = _reason(code, sig)
     branch = _cow.report(r)
     more = {"changes": branch.changes} if dry_run else {}
     return (DryRunResult if dry_run else Result)(
         success=bool(_lib.sandlock_result_success(r)),
         exit_code=int(_lib.sandlock_result_exit_code(r)),
-        reason=_reason(code, sig),
-        signal=sig if sig > 0 else -1,
+        reason=reason,
+        # As the reference: a signal number for SIGNALED only (a SIGKILL,
+        # a handler's kill or a timeout has none).
+        signal=sig if reason is ExitReason.SIGNALED and sig > 0 else -1,
         stdout=grab(_lib.sandlock_result_stdout_bytes),
         stderr=grab(_lib.sandlock_result_stderr_bytes),
         killed_by_handler=code == _C_KILLED,
@@ -596,10 +601,14 @@ def _syscall_name(entry) -> str:
 
 class _Field:
     """A Sandbox config field: validated (and normalized) when assigned.
-    The value lives in the instance's ``_cfg`` dict."""
+    The normalized value lives in the instance's ``_cfg`` dict (what runs
+    use); reading the attribute gives it back as the reference's dataclass
+    would: a list for a list field, and for ``given`` fields (sizes) the
+    value as it was given ("512M"; memory_bytes() has the bytes)."""
 
-    def __init__(self, check):
+    def __init__(self, check, given=False):
         self.check = check
+        self.given = given
         self.name = None
 
     def __set_name__(self, owner, name):
@@ -608,10 +617,15 @@ class _Field:
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
-        return obj._cfg[self.name]
+        if self.given:
+            return obj._given[self.name]
+        v = obj._cfg[self.name]
+        return list(v) if isinstance(v, tuple) else v
 
     def __set__(self, obj, value):
         obj._cfg[self.name] = self.check(self.name, value)
+        if self.given:
+            obj._given[self.name] = value
 
 
 # How each config field reaches the native builder: one small function per
@@ -812,7 +826,7 @@ class Sandbox:
     env = _Field(_env)
     clean_env = _Field(_bool)
     max_processes = _Field(_max_processes)
-    max_memory = _Field(_max_memory)
+    max_memory = _Field(_max_memory, given=True)
     net_allow = _Field(_specs)
     net_allow_bind = _Field(_bind_specs)
     net_deny = _Field(_deny_specs)
@@ -842,7 +856,7 @@ class Sandbox:
     fs_storage = _Field(_opt_path)
     on_exit = _Field(_cow.action)
     on_error = _Field(_cow.action)
-    max_disk = _Field(_cow.max_disk)
+    max_disk = _Field(_cow.max_disk, given=True)
     policy_fn = _Field(_policy.check)
     chroot = _Field(_opt_path)
     fs_mount = _Field(_chroot.mounts)
@@ -894,6 +908,7 @@ class Sandbox:
         fs_mount: Optional[Dict[str, str]] = None,
     ) -> None:
         self._cfg = {}
+        self._given = {}
         self._lock = threading.Lock()
         self._natives = collections.OrderedDict()  # snapshot -> _NativeSandbox
         self.fs_readable = fs_readable
@@ -1107,7 +1122,8 @@ class Sandbox:
     def wait(self, timeout=None) -> Result:
         """Wait for the spawn()ed command and return its Result (with its
         captured output); the Sandbox is then free for the next one.
-        timeout (seconds): TimeoutError if it is still running then."""
+        timeout (seconds): the sandbox is killed when it expires and the
+        Result is a failed one (reason TIMEOUT)."""
         try:
             res = _process.current(self, "wait").wait(timeout)
         except BranchError:  # the run is over; only its commit failed
@@ -1118,9 +1134,10 @@ class Sandbox:
 
     @property
     def pid(self) -> Optional[int]:
-        """The command's pid while one is running, else None."""
-        p = getattr(self, "_proc", None)
-        return p.pid if p is not None and p.is_running else None
+        """The pid of the command running now (spawn/create or popen),
+        else None."""
+        p = _process.running(self)
+        return p.pid if p is not None else None
 
     def ports(self) -> dict:
         """With ``port_remap=True``: ``{virtual port: real port}`` for the ports
@@ -1131,9 +1148,8 @@ class Sandbox:
 
     @property
     def is_running(self) -> bool:
-        """True while a spawn()ed / create()d command is alive."""
-        p = getattr(self, "_proc", None)
-        return p is not None and p.is_running
+        """True while a spawn()ed / create()d / popen()ed command is alive."""
+        return _process.running(self) is not None
 
     def pause(self) -> None:
         """Stop every process of the sandbox: its cgroup v2 group frozen where
@@ -1144,16 +1160,26 @@ class Sandbox:
         """Continue every process of the sandbox after pause()."""
         _process.current(self, "resume").resume()
 
-    def cpu_pct(self) -> float:
-        """CPU use of the spawn()ed sandbox (every process) in percent of
-        one core since the previous cpu_pct() call (first call: since the
-        start).  RuntimeError if it is not running."""
-        return _process.current(self, "cpu_pct").cpu_pct()
+    def usage(self) -> "Usage":
+        """Live use of the running sandbox (spawn/create or popen, every
+        process of it): ``Usage(cpu_pct, memory_bytes)``, CPU in percent of
+        one core since the previous reading (first: since the start) and
+        memory in bytes now (its cgroup's charge with max_memory, else the
+        sum of its processes' RSS).  RuntimeError if nothing runs."""
+        p = _process.running(self)
+        if p is None:
+            raise RuntimeError("cannot read the usage: the sandbox is not running")
+        return p.usage()
 
-    def memory_bytes(self) -> int:
-        """Memory the spawn()ed sandbox uses now, in bytes (its cgroup's
-        charge with max_memory, else the sum of its processes' RSS)."""
-        return _process.current(self, "memory_bytes").memory_bytes()
+    def memory_bytes(self) -> Optional[int]:
+        """max_memory in bytes, or None when unset (the reference's config
+        helper; live use is usage())."""
+        return self._cfg["max_memory"]
+
+    def cpu_pct(self) -> Optional[int]:
+        """max_cpu as a percentage of one core, or None when unset (the
+        reference's config helper; live use is usage())."""
+        return self.max_cpu
 
     def kill(self) -> None:
         """End the whole sandbox at once; wait() then reports KILLED.
@@ -1312,7 +1338,7 @@ def check() -> str:
     """The `sandlock check` report of this host, as text."""
     return _knobs.check_report()
 from . import _process  # noqa: E402  (needs Result, _Registrations above)
-from ._process import Process, StdioMode  # noqa: E402
+from ._process import Fd, Process, StdioMode, Usage  # noqa: E402
 from ._pipeline import Gather, GatherPipeline, NamedStage, Pipeline, Stage  # noqa: E402
 from ._inputs import inputs  # noqa: E402
 from ._fork import ForkResult  # noqa: E402

@@ -46,6 +46,7 @@ ERR_RUNNING = 9
 # stdio modes and spawn flags (sandlock.h)
 STDIO_DEFAULT, STDIO_CAPTURE, STDIO_INHERIT, STDIO_DEVNULL, STDIO_FD, STDIO_PIPE = range(6)
 SPAWN_CREATE = 1
+SPAWN_PASS_IN_ORDER = 2  # pass_fds[i] -> the command's fd 3 + i
 
 
 class Closing:

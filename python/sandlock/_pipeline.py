@@ -5,13 +5,17 @@ Every stage runs in its own sandbox with its own policy; stages are
 connected by kernel pipes, never through this process.  A pipeline's
 Result is its last stage's (like a shell pipeline without pipefail: the
 exit code, stdout and stderr of the last command); the Results of all
-stages are on the pipeline's ``results`` after run().
+stages are on the pipeline's ``results`` after run().  A timeout bounds
+the whole pipeline: when it expires every stage still running is killed
+and the Result is a failed one with "timed out" in its error.
 """
 
+import dataclasses
 import os
+import time
 
 from ._inputs import GATHER_ENV
-from ._process import StdioMode, spawn
+from ._process import Fd, StdioMode, spawn
 from .exceptions import PolicyTypeError, PolicyValueError
 
 __all__ = ["Stage", "NamedStage", "Pipeline", "Gather", "GatherPipeline"]
@@ -32,26 +36,77 @@ class Stage:
         return "Stage(%r)" % (self.args,)
 
     def __or__(self, other):
-        return Pipeline([self]) | other
+        return Pipeline([self, other])
 
     def as_(self, name) -> "NamedStage":
         """Label this stage's stdout for the consumer of a Gather."""
-        return NamedStage(name, self)
+        return NamedStage(self, name)
 
     def run(self, stdout=None, timeout=None):
-        return Pipeline([self]).run(stdout=stdout, timeout=timeout)
+        """Run this one command (stdin /dev/null, stdout captured)."""
+        return _run_chain([self], stdout, timeout)[-1]
+
+
+def _finish(procs, timeout):
+    """Wait for every process within one deadline (None: forever); the
+    Results, the last one marked failed if the deadline ended anything."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    results = []
+    for p in procs:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        results.append(p.wait(left))
+    from . import ExitReason
+
+    if timeout is not None and any(r.reason == ExitReason.TIMEOUT for r in results):
+        results[-1] = dataclasses.replace(
+            results[-1], success=False, error="pipeline timed out after %gs" % timeout)
+    return results
+
+
+def _run_chain(stages, stdout, timeout):
+    procs = []
+    prev = None  # read end feeding the next stage
+    try:
+        for i, st in enumerate(stages):
+            last = i == len(stages) - 1
+            r = w = None
+            if not last:
+                r, w = os.pipe()
+            out = (StdioMode.CAPTURE if stdout is None else stdout) if last else Fd(w)
+            try:
+                procs.append(spawn(st.sandbox, st.args,
+                                   StdioMode.NULL if prev is None else Fd(prev), out,
+                                   StdioMode.CAPTURE, timeout=timeout))
+            finally:
+                # The command has its own copies: ours would keep the
+                # pipes open past its end (no EOF for the next stage).
+                for fd in (prev, w):
+                    if fd is not None:
+                        os.close(fd)
+                prev = None
+            prev = r
+        return _finish(procs, timeout)
+    finally:
+        if prev is not None:
+            os.close(prev)
+        for p in procs:
+            p.close()  # ends whatever still runs (an error above)
 
 
 class Pipeline:
-    """Stages whose stdout feeds the next one's stdin."""
+    """Stages whose stdout feeds the next one's stdin (at least 2)."""
 
     def __init__(self, stages):
         self.stages = list(stages)
+        if len(self.stages) < 2:
+            raise PolicyValueError("a Pipeline needs at least 2 stages, got %d"
+                                   % len(self.stages))
+        for st in self.stages:
+            if not isinstance(st, Stage):
+                raise PolicyTypeError("a pipeline continues with a Stage, got %r" % (st,))
         self.results = None
 
     def __or__(self, other):
-        if not isinstance(other, Stage):
-            raise PolicyTypeError("a pipeline continues with a Stage, got %r" % (other,))
         return Pipeline(self.stages + [other])
 
     def __repr__(self):
@@ -60,47 +115,26 @@ class Pipeline:
     def run(self, stdout=None, timeout=None):
         """Run all stages at once, connected by pipes; the first reads
         /dev/null, the last one's stdout is captured (or goes to stdout: a
-        file or fd).  Every stage's stderr is captured.  timeout (seconds)
-        applies to each stage.  Returns the last stage's Result."""
-        procs = []
-        prev = None  # read end feeding the next stage
-        try:
-            for i, st in enumerate(self.stages):
-                last = i == len(self.stages) - 1
-                r = w = None
-                if not last:
-                    r, w = os.pipe()
-                out = (StdioMode.CAPTURE if stdout is None else stdout) if last else w
-                try:
-                    procs.append(spawn(st.sandbox, st.args,
-                                       StdioMode.DEVNULL if prev is None else prev, out,
-                                       StdioMode.CAPTURE, timeout=timeout))
-                finally:
-                    # The command has its own copies: ours would keep the
-                    # pipes open past its end (no EOF for the next stage).
-                    for fd in (prev, w):
-                        if fd is not None:
-                            os.close(fd)
-                    prev = None
-                prev = r
-            self.results = [p.wait() for p in procs]
-            return self.results[-1]
-        finally:
-            if prev is not None:
-                os.close(prev)
-            for p in procs:
-                p.close()  # ends whatever still runs (an error above)
+        file or sandlock.Fd).  Every stage's stderr is captured.  timeout
+        (seconds) bounds the whole pipeline.  Returns the last stage's
+        Result."""
+        self.results = _run_chain(self.stages, stdout, timeout)
+        return self.results[-1]
 
 
 class NamedStage:
-    """A Stage whose stdout a Gather's consumer reads as inputs[name]."""
+    """A Stage whose stdout a Gather's consumer reads as inputs[name]
+    (stage.as_(name))."""
 
-    def __init__(self, name, stage):
+    def __init__(self, stage, name):
+        if not isinstance(stage, Stage):
+            raise PolicyTypeError("NamedStage(stage, name) takes a Stage first, got %r"
+                                  % (stage,))
         if not isinstance(name, str) or not name or any(c in name for c in ",:="):
             raise PolicyValueError("a stage name is a non-empty str without ',', ':' or '=', "
                                    "got %r" % (name,))
-        self.name = name
         self.stage = stage
+        self.name = name
 
     def __add__(self, other):
         return Gather([self]) + other
@@ -110,19 +144,19 @@ class NamedStage:
 
 
 class Gather:
-    """Several named producers for one consumer."""
+    """Several named producers for one consumer (``sources``, in order)."""
 
-    def __init__(self, producers):
-        self.producers = list(producers)
-        names = [p.name for p in self.producers]
+    def __init__(self, sources):
+        self.sources = list(sources)
+        names = [p.name for p in self.sources]
         if len(set(names)) != len(names):
             raise PolicyValueError("duplicate stage names in a Gather: %r" % (names,))
 
     def __add__(self, other):
         if isinstance(other, NamedStage):
-            return Gather(self.producers + [other])
+            return Gather(self.sources + [other])
         if isinstance(other, Gather):
-            return Gather(self.producers + other.producers)
+            return Gather(self.sources + other.sources)
         raise PolicyTypeError("a Gather extends with a NamedStage (stage.as_(name)), got %r"
                               % (other,))
 
@@ -133,8 +167,10 @@ class Gather:
 
 
 class GatherPipeline:
-    """Producers run in parallel, each into its own pipe; the consumer gets
-    the read ends (sandlock.inputs) and its Result is the pipeline's."""
+    """Producers run in parallel, each into its own pipe; as in the
+    reference, the consumer reads the last source on its stdin and the
+    others on fds 3, 4, ... in order (sandlock.inputs names them).  Its
+    Result is the pipeline's."""
 
     def __init__(self, gather, consumer):
         self.gather = gather
@@ -144,25 +180,25 @@ class GatherPipeline:
     def run(self, timeout=None):
         procs, mine = [], []
         try:
-            ends = {}
-            for ns in self.gather.producers:
+            for ns in self.gather.sources:
                 r, w = os.pipe()
                 mine.append(r)
                 try:
-                    procs.append(spawn(ns.stage.sandbox, ns.stage.args, StdioMode.DEVNULL, w,
+                    procs.append(spawn(ns.stage.sandbox, ns.stage.args, StdioMode.NULL, Fd(w),
                                        StdioMode.CAPTURE, timeout=timeout))
                 finally:
                     os.close(w)
-                ends[ns.name] = r
-            spec = ",".join("%s:%d" % (n, fd) for n, fd in ends.items())
+            names = [ns.name for ns in self.gather.sources]
+            spec = ",".join("%s:%d" % (n, 3 + i) for i, n in enumerate(names[:-1]))
+            spec = ",".join(filter(None, (spec, "%s:0" % names[-1])))
             c = self.consumer
-            procs.append(spawn(c.sandbox, c.args, StdioMode.DEVNULL, StdioMode.CAPTURE,
-                               StdioMode.CAPTURE, timeout=timeout, pass_fds=list(ends.values()),
-                               extra_env={GATHER_ENV: spec}))
+            procs.append(spawn(c.sandbox, c.args, Fd(mine[-1]), StdioMode.CAPTURE,
+                               StdioMode.CAPTURE, timeout=timeout, pass_fds=mine[:-1],
+                               extra_env={GATHER_ENV: spec}, fds_in_order=True))
             for fd in mine:  # the consumer has them now
                 os.close(fd)
             mine = []
-            self.results = [p.wait() for p in procs]
+            self.results = _finish(procs, timeout)
             return self.results[-1]
         finally:
             for fd in mine:

@@ -14,6 +14,8 @@ import io
 import os
 import threading
 import time
+import warnings
+import weakref
 from typing import Optional
 
 from . import _native
@@ -21,25 +23,49 @@ from .exceptions import PolicyTypeError, PolicyValueError
 
 _lib = _native.lib
 
-__all__ = ["Process", "StdioMode"]
+__all__ = ["Fd", "Process", "StdioMode", "Usage"]
 
 
-class StdioMode(enum.Enum):
+class StdioMode(enum.IntEnum):
     """How one standard stream of a popen()ed command is connected.
 
-    Besides a member, a stream may be given as an int fd or a file object
-    with fileno(): the command then uses (a duplicate of) that fd."""
+    The values are the reference's (its C ``sandlock_popen`` takes them as
+    ints): INHERIT=0, PIPED=1, NULL=2.  CAPTURE=3 is ours: the stream is
+    collected into the Result of wait() (stdin: /dev/null).  PIPE and
+    DEVNULL are older spellings of PIPED and NULL.  An int given for a
+    stream is read as a mode, never as an fd: an fd is given as a file
+    object with fileno() or as ``sandlock.Fd(n)``."""
 
-    PIPE = "pipe"        # a file object on the Process (stdin writable, others readable)
-    INHERIT = "inherit"  # this process's own stream
-    DEVNULL = "devnull"  # /dev/null
-    CAPTURE = "capture"  # collected into the Result of wait() (stdin: /dev/null)
+    INHERIT = 0  # this process's own stream
+    PIPED = 1    # a file object on the Process (stdin writable, others readable)
+    NULL = 2     # /dev/null
+    CAPTURE = 3  # collected into the Result of wait() (stdin: /dev/null)
+    PIPE = 1     # alias of PIPED
+    DEVNULL = 2  # alias of NULL
+
+
+class Fd:
+    """An fd to connect a popen() stream to (a plain int there is a
+    StdioMode): the command gets a duplicate, the caller keeps its own."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int):
+        if isinstance(fd, bool) or not isinstance(fd, int) or fd < 0:
+            raise PolicyValueError("Fd takes a non-negative int, got %r" % (fd,))
+        self.fd = fd
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def __repr__(self):
+        return "Fd(%d)" % self.fd
 
 
 _MODES = {
-    StdioMode.PIPE: _native.STDIO_PIPE,
+    StdioMode.PIPED: _native.STDIO_PIPE,
     StdioMode.INHERIT: _native.STDIO_INHERIT,
-    StdioMode.DEVNULL: _native.STDIO_DEVNULL,
+    StdioMode.NULL: _native.STDIO_DEVNULL,
     StdioMode.CAPTURE: _native.STDIO_CAPTURE,
 }
 _NAMES = ("stdin", "stdout", "stderr")
@@ -49,17 +75,19 @@ def _stdio(i, value, default):
     """(C mode, fd) for stream i; value None means default."""
     if value is None:
         value = default
-    if isinstance(value, StdioMode):
-        return _MODES[value], -1
     if isinstance(value, bool):
-        raise PolicyTypeError("%s must be a StdioMode, an fd or a file, not bool" % _NAMES[i])
+        raise PolicyTypeError("%s must be a StdioMode, an Fd or a file, not bool" % _NAMES[i])
     if isinstance(value, int):
-        if value < 0:
-            raise PolicyValueError("%s: fd %d is negative" % (_NAMES[i], value))
-        return _native.STDIO_FD, value
+        try:
+            return _MODES[StdioMode(value)], -1
+        except ValueError:
+            raise PolicyValueError(
+                "%s: %d is not a StdioMode (INHERIT=0, PIPED=1, NULL=2, CAPTURE=3); "
+                "to connect an fd pass sandlock.Fd(%d) or a file object"
+                % (_NAMES[i], value, value)) from None
     fileno = getattr(value, "fileno", None)
     if fileno is None:
-        raise PolicyTypeError("%s must be a StdioMode, an fd or a file with fileno(), got %r"
+        raise PolicyTypeError("%s must be a StdioMode, an Fd or a file with fileno(), got %r"
                               % (_NAMES[i], value))
     return _native.STDIO_FD, int(fileno())
 
@@ -87,20 +115,21 @@ def _native_with_env(sb, timeout, extra_env):
 
 
 def spawn(sb, cmd, stdin, stdout, stderr, handlers=(), timeout=None, pass_fds=(),
-          create=False, extra_env=None):
-    """Start cmd in sb; a Process.  Defaults: stdin DEVNULL, stdout PIPE,
-    stderr CAPTURE."""
+          create=False, extra_env=None, fds_in_order=False):
+    """Start cmd in sb; a Process.  Every stream defaults to INHERIT (the
+    reference's popen defaults)."""
     from . import _argv, _raise_from, _Registrations
 
     argv = _argv(cmd)
-    modes = [_stdio(0, stdin, StdioMode.DEVNULL), _stdio(1, stdout, StdioMode.PIPE),
-             _stdio(2, stderr, StdioMode.CAPTURE)]
+    inh = StdioMode.INHERIT
+    modes = [_stdio(0, stdin, inh), _stdio(1, stdout, inh), _stdio(2, stderr, inh)]
     keep = _pass_fds(pass_fds)
     hs = _Registrations(sb._with_trace(handlers))
     nsb = _native_with_env(sb, timeout, extra_env) if extra_env else sb._native_for(timeout)
     opts = _native.SpawnOpts()
     opts.size = ctypes.sizeof(opts)
-    opts.flags = _native.SPAWN_CREATE if create else 0
+    opts.flags = (_native.SPAWN_CREATE if create else 0) | \
+        (_native.SPAWN_PASS_IN_ORDER if fds_in_order else 0)
     for i, (mode, fd) in enumerate(modes):
         opts.stdio[i].mode = mode
         opts.stdio[i].fd = fd
@@ -127,11 +156,13 @@ class Process(_native.Closing):
     """A command running in a sandbox (from Sandbox.popen).
 
     ``stdin`` / ``stdout`` / ``stderr`` are file objects for the streams
-    opened with StdioMode.PIPE (else None).  ``pid`` is the command's pid.
-    wait() returns the Result (its stdout/stderr hold the CAPTURE streams
-    only).  Used as a context manager, or when closed / collected, it ends
-    the whole sandbox if still running: nothing of it outlives the
-    Process.  The thread that started it must outlive the run: the
+    opened with StdioMode.PIPED (else None).  ``pid`` is the command's pid
+    until wait() has returned (then None).  wait() closes a still-open
+    piped stdin first (a command reading to EOF can end), and returns the
+    Result (its stdout/stderr hold the CAPTURE streams only).  Used as a
+    context manager, or when closed / collected, it ends the whole sandbox
+    if still running: nothing of it outlives the Process (one collected
+    while its command still ran warns with a ResourceWarning).  The thread that started it must outlive the run: the
     sandbox's init ends the sandbox when the thread that forked it exits
     (PR_SET_PDEATHSIG follows that thread).  ``init_pid`` is the sandbox's
     init (this process's child, the command's parent)."""
@@ -143,7 +174,7 @@ class Process(_native.Closing):
         self._lock = threading.Lock()
         self._result = None
         self._killed = False
-        self.pid = int(_lib.sandlock_handle_pid(handle))
+        self._pid = int(_lib.sandlock_handle_pid(handle))
         self._cpu_mark = (0, time.monotonic())  # cpu_pct(): since the last call
         self.init_pid = int(_lib.sandlock_handle_init_pid(handle))
         self.stdin = self._pipe(_lib.sandlock_handle_stdin_fd, modes[0], "wb")
@@ -158,7 +189,12 @@ class Process(_native.Closing):
 
     def __repr__(self):
         return "<sandlock.Process pid=%d %s>" % (
-            self.pid, "running" if self.is_running else "ended")
+            self._pid, "running" if self.is_running else "ended")
+
+    @property
+    def pid(self) -> Optional[int]:
+        """The command's pid until wait() has returned, then None."""
+        return self._pid if self._result is None else None
 
     @property
     def is_running(self) -> bool:
@@ -227,6 +263,11 @@ class Process(_native.Closing):
         where max_memory made one, else the sum of its processes' RSS."""
         return self._usage(_lib.sandlock_handle_memory_bytes, "the memory use")
 
+    def usage(self) -> "Usage":
+        """Live use of the whole sandbox: Usage(cpu_pct, memory_bytes), as
+        cpu_pct() and memory_bytes() give them."""
+        return Usage(cpu_pct=self.cpu_pct(), memory_bytes=self.memory_bytes())
+
     def kill(self) -> None:
         """End the whole sandbox (a no-op once it has ended)."""
         with self._lock:
@@ -235,14 +276,35 @@ class Process(_native.Closing):
 
     def poll(self) -> Optional[int]:
         """The exit code if the command has ended, else None."""
-        try:
-            return self.wait(0).exit_code
-        except TimeoutError:
-            return None
+        res = self._wait(0)
+        return None if res is None else res.exit_code
 
     def wait(self, timeout: Optional[float] = None):
-        """Wait for the end of the run and return its Result.  timeout in
-        seconds (None: forever): TimeoutError if it still runs then."""
+        """Wait for the end of the run and return its Result.  A still-open
+        piped stdin is closed first, so a command reading to EOF ends.
+        timeout in seconds (None: forever): when it expires the sandbox is
+        killed and the Result is a failed one (reason TIMEOUT, "timed out"
+        in its error), as the reference does; no exception."""
+        from . import ExitReason
+
+        if self.stdin is not None and not self.stdin.closed:
+            try:
+                self.stdin.close()
+            except OSError:  # e.g. EPIPE flushing to a command that ended
+                pass
+        res = self._wait(timeout)
+        if res is not None:
+            return res
+        self.kill()
+        res = self._wait(None)
+        with self._lock:
+            self._result = dataclasses.replace(
+                res, success=False, reason=ExitReason.TIMEOUT, exit_code=124, signal=-1,
+                killed_by_handler=False, error="timed out after %gs" % timeout)
+            return self._result
+
+    def _wait(self, timeout):
+        """The Result, or None if the command still runs after timeout."""
         from . import _take_fields
 
         with self._lock:
@@ -264,7 +326,7 @@ class Process(_native.Closing):
             if err.value != _native.ERR_RUNNING:
                 raise RuntimeError("waiting failed: %s" % (text or b"").decode(errors="replace"))
             if deadline is not None and _now() >= deadline:
-                raise TimeoutError("the sandboxed command is still running")
+                return None
         self._abandoned = bool(_lib.sandlock_result_handlers_abandoned(r))
         res, branch = _take_fields(r, False)
         if self._killed:  # our kill, not a handler's
@@ -272,6 +334,7 @@ class Process(_native.Closing):
         with self._lock:
             self._result = res
         self._free_handle()
+        _release(self)
         branch.raise_if_failed(res)  # a workdir commit left changes out
         return res
 
@@ -315,12 +378,34 @@ class Process(_native.Closing):
         if self._h and self._result is None:
             self.kill()
         self._free_handle()
+        _release(self)
         for f in (self.stdin, self.stdout, self.stderr):
             if f is not None:
                 try:
                     f.close()
                 except (OSError, ValueError):
                     pass
+
+
+    def __del__(self):
+        try:
+            if getattr(self, "_h", None) and self._result is None:
+                warnings.warn("sandlock.Process %d was not waited for: its sandbox is "
+                              "killed now (use wait() or a with block)" % self._pid,
+                              ResourceWarning, stacklevel=2)
+            self.close()
+        except Exception:
+            pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Usage:
+    """Live use of a running sandbox (Sandbox.usage(), Process.usage()):
+    CPU in percent of one core since the previous reading, and memory in
+    bytes now (the memory cgroup's charge, else the sum of the RSS)."""
+
+    cpu_pct: float
+    memory_bytes: int
 
 
 def _now():
@@ -334,15 +419,47 @@ def _now():
 _attach_lock = threading.Lock()
 
 
+def running(sb):
+    """The process sb runs now (spawn/create or popen), else None."""
+    for p in (sb.__dict__.get("_proc"), _popened(sb)):
+        if p is not None and p.is_running:
+            return p
+    return None
+
+
+def _popened(sb):
+    ref = sb.__dict__.get("_popen")
+    return ref() if ref is not None else None
+
+
+def _release(proc):
+    """proc has ended: the Sandbox that popen()ed it is free again."""
+    sb = proc.__dict__.pop("_owner", None)
+    if sb is not None and _popened(sb) is proc:
+        sb.__dict__.pop("_popen", None)
+
+
+def _check_idle(sb):
+    if running(sb) is not None:
+        raise RuntimeError("sandbox is already running a process: a Sandbox runs one at a "
+                           "time (wait() for it or kill() it, or use another Sandbox)")
+
+
 def popen(sb, cmd, stdin, stdout, stderr, handlers, timeout, pass_fds):
-    return spawn(sb, cmd, stdin, stdout, stderr, handlers, timeout, pass_fds)
+    with _attach_lock:
+        _check_idle(sb)
+        p = spawn(sb, cmd, stdin, stdout, stderr, handlers, timeout, pass_fds)
+        # The Sandbox only marks itself busy (weakly): a dropped Process is
+        # still collected, and its __del__ ends the run.
+        sb.__dict__["_popen"] = weakref.ref(p)
+        p._owner = sb
+    return p
 
 
 def attach(sb, cmd, timeout, create):
     with _attach_lock:
+        _check_idle(sb)
         old = sb.__dict__.get("_proc")
-        if old is not None and old.is_running:
-            raise RuntimeError("this Sandbox already runs a process (wait() or kill() it first)")
         cap = StdioMode.CAPTURE
         sb.__dict__["_proc"] = spawn(sb, cmd, StdioMode.DEVNULL, cap, cap, timeout=timeout,
                                      create=create)
@@ -353,6 +470,8 @@ def attach(sb, cmd, timeout, create):
 def current(sb, what):
     p = sb.__dict__.get("_proc")
     if p is None:
+        if what == "start":
+            raise RuntimeError("sandbox has not been created (call create() first)")
         raise RuntimeError("cannot %s: this Sandbox has no process (spawn() one)" % what)
     return p
 

@@ -94,7 +94,7 @@ def test_max_memory_parsing():
     assert sandlock.parse_size("512k") == 512 << 10
     assert sandlock.parse_size("2MiB") == 2 << 20
     assert sandlock.parse_size(4096) == 4096
-    assert sandlock.Sandbox(max_memory="64M").max_memory == 64 << 20
+    assert sandlock.Sandbox(max_memory="64M").memory_bytes() == 64 << 20
 
 
 def test_build_error_nonexistent_path_is_sandlock_error():

@@ -35,7 +35,7 @@ def test_cli_profile_extra_allow_unknown_group(tmp_path):
 
 def test_python_profile_extra_allow(tmp_path, queue):
     sb = sandlock.load_profile(path=str(_profile(tmp_path, '["sysv_ipc"]')))
-    assert sb.extra_allow_syscalls == ("sysv_ipc",)
+    assert sb.extra_allow_syscalls == ["sysv_ipc"]
     assert sb.run([HELPER, "msg", str(queue)]).stdout == b"ok\n"
     assert _take(queue) == b"guest"
     with pytest.raises(ProfileError, match="unknown syscall group 'ipc'"):

@@ -159,10 +159,11 @@ def test_a_second_sandbox_on_the_same_workdir_conflicts_instead_of_overwriting(w
     store = tempfile.mkdtemp(prefix="sandlock-cow-store-", dir="/tmp")
     try:
         script = "echo {0} > shared; echo {0} > only{0}; echo ready; read x || true"
+        piped = sandlock.StdioMode.PIPED
         pa = box(work, fs_storage=store).popen(["sh", "-c", script.format("a")],
-                                               stdin=sandlock.StdioMode.PIPE)
+                                               stdin=piped, stdout=piped)
         pb = box(work, fs_storage=store).popen(["sh", "-c", script.format("b")],
-                                               stdin=sandlock.StdioMode.PIPE)
+                                               stdin=piped, stdout=piped)
         assert pa.stdout.readline() == b"ready\n" and pb.stdout.readline() == b"ready\n"
         pa.stdin.close()
         assert pa.wait().success
@@ -306,7 +307,7 @@ def test_cli_and_python_profiles_take_the_cow_keys(work):
         assert "No space left on device" in r.stderr
         assert os.listdir(work) == []  # aborted
         sb = sandlock.load_profile(path=prof, cwd=work)
-        assert sb.on_exit is sandlock.BranchAction.ABORT and sb.max_disk == 65536
+        assert sb.on_exit is sandlock.BranchAction.ABORT and sb.max_disk == "64K"
         res = sb.dry_run(["sh", "-c", "echo x > a"])
         assert [(c.kind, c.path) for c in res.changes] == [("A", "a")]
     finally:

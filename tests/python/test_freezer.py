@@ -44,7 +44,8 @@ def status_state(pid):
 
 def test_pause_uses_the_cgroup_freezer_when_available():
     sb = box()
-    with sb.popen(["sh", "-c", "sh -c 'while :; do :; done' & echo $!; while :; do :; done"]) as p:
+    with sb.popen(["sh", "-c", "sh -c 'while :; do :; done' & echo $!; while :; do :; done"],
+                  stdout=sandlock.StdioMode.PIPED) as p:
         grandchild = int(p.stdout.readline())
         d = group_dir(p.pid)
         if d is None:

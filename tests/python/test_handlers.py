@@ -233,7 +233,7 @@ class KillOnEtc(Handler):
 
 def test_kill_on_etc(sb):
     r = sb.run_with_handlers(["/bin/cat", "/etc/hostname"], common(KillOnEtc()))
-    assert r.reason is sandlock.ExitReason.KILLED and r.signal == signal.SIGKILL and not r.success
+    assert r.reason is sandlock.ExitReason.KILLED and r.signal == -1 and not r.success
     assert r.stdout == b""
 
 

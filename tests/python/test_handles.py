@@ -130,7 +130,8 @@ def test_create_parks_before_exec_and_start_releases():
 
 def test_pause_stops_the_whole_tree_and_resume_continues():
     sb = box()
-    with sb.popen(["sh", "-c", "sh -c 'while :; do :; done' & echo $!; while :; do :; done"]) as p:
+    with sb.popen(["sh", "-c", "sh -c 'while :; do :; done' & echo $!; while :; do :; done"],
+                  stdout=StdioMode.PIPED) as p:
         grandchild = int(p.stdout.readline())
         assert cpu_advances(grandchild) and cpu_advances(p.pid)  # the control
         p.pause()
@@ -193,7 +194,7 @@ def test_popen_streams_100_mb_through_stdin_and_stdout():
 def test_communicate_large_both_ways():
     data = os.urandom(8 << 20)
     sb = box()
-    with sb.popen(["sh", "-c", "cat; cat /etc/hostname >&2"], stdin=StdioMode.PIPE,
+    with sb.popen(["sh", "-c", "cat; cat /etc/hostname >&2"], stdin=StdioMode.PIPED,
                   stdout=StdioMode.PIPE, stderr=StdioMode.PIPE) as p:
         out, err = p.communicate(data)
         assert out == data
@@ -202,17 +203,109 @@ def test_communicate_large_both_ways():
         assert p.returncode == 0
 
 
-def test_wait_timeout_then_kill():
+def test_kill_then_wait():
     sb = box()
     p = sb.popen(["sleep", "1000"])
-    with pytest.raises(TimeoutError):
-        p.wait(timeout=0.05)
     assert p.poll() is None and p.is_running
+    pid = p.pid
     p.kill()
     r = p.wait()
+    # the reference's reasons: a SIGKILL is KILLED and has no signal number
     assert r.reason == sandlock.ExitReason.KILLED and not r.killed_by_handler
-    assert gone(p.pid) and p.returncode == r.exit_code
+    assert r.signal == -1 and not r.success
+    assert gone(pid) and p.returncode == r.exit_code and p.pid is None
     p.close()
+
+
+def test_wait_timeout_kills_and_returns_a_failed_result():
+    sb = box()
+    p = sb.popen(["sh", "-c", "sleep 1000 & echo $!; wait"], stdout=StdioMode.PIPED)
+    child = int(p.stdout.readline())
+    t0 = time.monotonic()
+    r = p.wait(timeout=0.3)  # no exception: the reference kills and reports
+    assert time.monotonic() - t0 < 10
+    assert not r.success and r.reason == sandlock.ExitReason.TIMEOUT
+    assert "timed out" in r.error
+    assert gone(child) and not p.is_running and p.wait() is r
+    p.close()
+
+
+def test_wait_closes_a_piped_stdin_first():
+    sb = box()
+    with sb.popen(["cat"], stdin=StdioMode.PIPED, stdout=StdioMode.PIPED) as p:
+        p.stdin.write(b"abc")
+        p.stdin.flush()
+        r = p.wait(timeout=30)  # cat sees EOF: wait() closed its stdin
+        assert r.success and r.reason == sandlock.ExitReason.EXITED
+        assert p.stdin.closed and p.stdout.read() == b"abc"
+
+
+def test_stdio_modes_are_the_references_ints(capfd):
+    assert [(m.name, int(m)) for m in StdioMode][:3] == [
+        ("INHERIT", 0), ("PIPED", 1), ("NULL", 2)]
+    assert isinstance(StdioMode.PIPED, int) and StdioMode.PIPE is StdioMode.PIPED
+    sb = box()
+    # defaults: every stream inherited, like subprocess.Popen
+    with sb.popen(["sh", "-c", "echo inherited; echo err-inherited >&2"]) as p:
+        assert (p.stdin, p.stdout, p.stderr) == (None, None, None)
+        assert p.wait().success
+    out, err = capfd.readouterr()
+    assert "inherited\n" in out and "err-inherited\n" in err
+    # a plain int is a mode, not an fd: 1 is PIPED, 2 is NULL
+    with sb.popen(["sh", "-c", "echo piped; echo gone >&2"], stdout=1, stderr=2) as p:
+        assert p.stdout.read() == b"piped\n" and p.stderr is None
+        assert p.wait().success
+    assert "gone" not in capfd.readouterr().err
+    with pytest.raises(ValueError, match="Fd"):
+        sb.popen(["true"], stdout=7)
+
+
+def test_an_fd_is_given_as_fd(tmpdir_path):
+    path = os.path.join(tmpdir_path, "out")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        with box().popen(["echo", "via-fd"], stdout=sandlock.Fd(fd)) as p:
+            assert p.wait().success
+    finally:
+        os.close(fd)
+    assert open(path, "rb").read() == b"via-fd\n"
+
+
+def test_one_process_at_a_time_and_pid_follows_popen():
+    sb = box()
+    assert sb.pid is None and not sb.is_running
+    p = sb.popen(["sleep", "1000"])
+    assert sb.is_running and sb.pid == p.pid
+    for start in (lambda: sb.popen(["true"]), lambda: sb.spawn(["true"]),
+                  lambda: sb.create(["true"])):
+        with pytest.raises(RuntimeError, match="already running"):
+            start()
+    p.kill()
+    p.wait()
+    assert not sb.is_running and sb.pid is None
+    sb.spawn(["true"])  # free again
+    assert sb.wait().success
+    with pytest.raises(RuntimeError, match="already running"):
+        sb.spawn(["sleep", "1000"])
+        sb.popen(["true"])
+    sb.kill()
+    sb.wait()
+
+
+def test_start_before_create_says_so():
+    with pytest.raises(RuntimeError, match="has not been created"):
+        box().start()
+
+
+def test_a_dropped_process_warns_and_ends():
+    import gc
+    sb = box()
+    p = sb.popen(["sleep", "1000"])
+    pid = p.pid
+    with pytest.warns(ResourceWarning, match="not waited"):
+        del p
+        gc.collect()
+    assert gone(pid) and not sb.is_running
 
 
 def test_stdio_to_a_file_and_devnull(tmpdir_path):
@@ -220,17 +313,18 @@ def test_stdio_to_a_file_and_devnull(tmpdir_path):
     sb = box()
     with open(path, "wb") as f:
         p = sb.popen(["sh", "-c", "echo to-file; echo to-null >&2; cat"], stdout=f,
-                     stderr=StdioMode.DEVNULL)
+                     stderr=StdioMode.DEVNULL, stdin=StdioMode.NULL)
         r = p.wait()
         p.close()
     with open(path, "rb") as f:
         assert f.read() == b"to-file\n"
-    assert r.stderr == b"" and r.success  # stdin defaults to /dev/null: cat ends
+    assert r.stderr == b"" and r.success  # stdin is /dev/null: cat ends
 
 
 def test_capture_mode_collects_into_the_result():
     sb = box()
-    p = sb.popen(["sh", "-c", "echo out; echo err >&2"], stdout=StdioMode.CAPTURE)
+    p = sb.popen(["sh", "-c", "echo out; echo err >&2"], stdout=StdioMode.CAPTURE,
+                 stderr=StdioMode.CAPTURE)
     assert p.stdout is None and p.stderr is None
     r = p.wait()
     assert r.stdout == b"out\n" and r.stderr == b"err\n"
@@ -245,7 +339,7 @@ def test_handlers_work_with_popen(tmpdir_path):
     # Control: without the handler the file is readable.
     assert sb.run(["cat", secret]).stdout == b"TOPSECRET\n"
     deny = PathDenyHandler(deny=[secret], errno=errno.EACCES)
-    with sb.popen(["cat", secret], stderr=StdioMode.PIPE,
+    with sb.popen(["cat", secret], stdout=StdioMode.PIPED, stderr=StdioMode.PIPED,
                   handlers=[(s, deny) for s in COMMON_PATH_SYSCALLS]) as p:
         out, err = p.communicate()
         assert out == b"" and b"Permission denied" in err
@@ -263,7 +357,8 @@ def test_context_manager_ends_everything():
 
 def test_process_dropped_without_wait_leaves_nothing():
     sb = box()
-    p = sb.popen(["sh", "-c", "sleep 1000 & echo $!; setsid sleep 1000 & echo $!; wait"])
+    p = sb.popen(["sh", "-c", "sleep 1000 & echo $!; setsid sleep 1000 & echo $!; wait"],
+                 stdout=StdioMode.PIPED)
     pids = [int(p.stdout.readline()), int(p.stdout.readline()), p.pid]
     assert all(alive(x) for x in pids)
     p.close()
@@ -284,5 +379,7 @@ def test_bad_stdio_is_an_error():
         sb.popen(["true"], stdout="pipe")
     with pytest.raises(ValueError):
         sb.popen(["true"], stdin=-1)
+    with pytest.raises(ValueError):
+        sandlock.Fd(-1)
     with pytest.raises(sandlock.SandlockError):
         sb.popen(["no-such-command-here"])

@@ -228,7 +228,7 @@ while True: pass
 
 def test_cpu_pct_and_memory_bytes_while_it_runs():
     sb = sandlock.Sandbox(fs_readable=SYSTEM, max_cpu=30)
-    with sb.popen([PY, "-c", HOG]) as p:
+    with sb.popen([PY, "-c", HOG], stdout=sandlock.StdioMode.PIPED) as p:
         assert p.stdout.readline() == b"up\n"
         p.cpu_pct()  # measure from here
         time.sleep(1)
@@ -239,20 +239,29 @@ def test_cpu_pct_and_memory_bytes_while_it_runs():
         p.wait()
         with pytest.raises(RuntimeError, match="not running"):
             p.cpu_pct()
-    # the same on the Sandbox, for its spawn()ed command
+    # the same on the Sandbox, for its spawn()ed command, under usage():
+    # cpu_pct() / memory_bytes() there are the reference's config helpers
     sb = sandlock.Sandbox(fs_readable=SYSTEM)
-    with pytest.raises(RuntimeError):
-        sb.cpu_pct()
+    with pytest.raises(RuntimeError, match="not running"):
+        sb.usage()
+    assert sb.cpu_pct() is None and sb.memory_bytes() is None
     sb.spawn([PY, "-c", "while True: pass"])
     try:
         time.sleep(0.5)
-        assert sb.cpu_pct() > 5
-        assert sb.memory_bytes() > 1 << 20
+        u = sb.usage()
+        assert u.cpu_pct > 5 and u.memory_bytes > 1 << 20
     finally:
         sb.kill()
         sb.wait()
     with pytest.raises(RuntimeError):
-        sb.memory_bytes()
+        sb.usage()
+
+
+def test_memory_bytes_and_cpu_pct_are_the_references_config_helpers():
+    sb = sandlock.Sandbox(max_memory="512M", max_cpu=50)
+    assert sb.memory_bytes() == 512 << 20 and sb.cpu_pct() == 50
+    assert sb.max_memory == "512M"  # read back as given
+    assert sandlock.Sandbox(max_memory=4096).memory_bytes() == 4096
 
 
 TWO_ALLOCS = """
@@ -310,7 +319,7 @@ def test_parse_memory_size():
     assert p("1.5G") == 3 << 29
     assert p("512M") == 512 << 20 and p("64k") == 64 << 10 and p("2MiB") == 2 << 20
     assert p(4096) == 4096 and p("4096") == 4096
-    assert sandlock.Sandbox(max_memory="1.5G").max_memory == 3 << 29
+    assert sandlock.Sandbox(max_memory="1.5G").memory_bytes() == 3 << 29
     for bad in ("", "1.5.5G", "-1", "1X", "0", "lots", "1\0G"):
         with pytest.raises(ValueError):
             p(bad)
@@ -544,7 +553,7 @@ def test_memfd_growth_is_held_to_max_memory():
     r = sandlock.Sandbox(fs_readable=SYSTEM, timeout=60, max_memory="64M").run(
         [PY, "-c", MEMFD_GROW])
     assert not r.stdout.endswith(b"wrote 256\n")
-    assert r.signal == 9 or b"error" in r.stdout, (r.stdout, r.signal)
+    assert r.reason is sandlock.ExitReason.KILLED or b"error" in r.stdout, (r.stdout, r.reason)
 
 
 ASYNC_LOAD = """

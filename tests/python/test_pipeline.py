@@ -1,6 +1,7 @@
 """Pipelines of sandboxes: Stage | Stage | Stage, and Gather (as_, +, |,
 sandlock.inputs), each stage with its own policy, on real processes."""
 import os
+import time
 
 import pytest
 
@@ -64,10 +65,60 @@ def test_last_stage_to_a_file(tmpdir_path):
 def test_timeout_ends_every_stage():
     sb = sandlock.Sandbox(fs_readable=BOX)
     pipe = sb.cmd(["sh", "-c", "echo $$; exec sleep 1000"]) | sb.cmd(["sh", "-c", "head -n1; sleep 1000"])
+    t0 = time.monotonic()
     r = pipe.run(timeout=0.5)
+    assert time.monotonic() - t0 < 10
     assert r.reason == sandlock.ExitReason.TIMEOUT
+    assert not r.success and "timed out" in r.error
     first = int(r.stdout)
     assert not alive(first)
+
+
+def test_timeout_bounds_the_whole_pipeline_even_if_the_last_stage_ends():
+    sb = sandlock.Sandbox(fs_readable=BOX)
+    # the last stage ends on its own (head), the first runs on: the
+    # pipeline as a whole timed out, so it is not a success
+    pipe = sb.cmd(["sh", "-c", "echo one; exec sleep 1000"]) | sb.cmd(["head", "-n1"])
+    r = pipe.run(timeout=0.5)
+    assert r.stdout == b"one\n" and not r.success and "timed out" in r.error
+
+
+def test_a_pipeline_needs_two_stages():
+    sb = sandlock.Sandbox(fs_readable=BOX)
+    with pytest.raises(ValueError, match="at least 2"):
+        sandlock.Pipeline([sb.cmd(["true"])])
+    assert sb.cmd(["echo", "x"]).run().stdout == b"x\n"  # a lone Stage still runs
+
+
+GATHER_FDS = r"""
+import os, sys
+print(sys.stdin.read().strip(), os.read(3, 100).decode().strip(),
+      os.read(4, 100).decode().strip(), os.environ["_SANDLOCK_GATHER"])
+try:
+    os.fstat(5)
+except OSError:
+    print("no fd 5")
+"""
+
+
+def test_gather_consumer_gets_last_source_on_stdin_and_others_on_3_4():
+    sb = sandlock.Sandbox(fs_readable=BOX, timeout=60)
+    a, b, c = (sb.cmd(["echo", n]) for n in ("A", "B", "C"))
+    g = a.as_("a") + b.as_("b") + c.as_("c")
+    assert [s.name for s in g.sources] == ["a", "b", "c"]
+    assert isinstance(g.sources[0], sandlock.NamedStage) and g.sources[0].stage is a
+    r = (g | sb.cmd([PY, "-c", GATHER_FDS])).run()
+    assert r.success, r.stderr
+    assert r.stdout == b"C A B a:3,b:4,c:0\nno fd 5\n"
+
+
+def test_named_stage_takes_stage_then_name():
+    sb = sandlock.Sandbox(fs_readable=BOX)
+    st = sb.cmd(["true"])
+    ns = sandlock.NamedStage(st, "x")
+    assert (ns.stage, ns.name) == (st, "x")
+    with pytest.raises(TypeError):
+        sandlock.NamedStage("x", st)
 
 
 def test_failing_stage_start_leaves_nothing_running():

@@ -42,7 +42,7 @@ def test_load_profile_by_name_runs_confined(cfg_home, tmp_path):
     assert (work / "out").read_text() == "gcc\n"
     assert r.stdout.decode().splitlines()[:2] == [str(work), "M="]
     assert b"s3cret" not in r.stdout
-    assert sb.max_processes == 8 and sb.max_memory == 1 << 30
+    assert sb.max_processes == 8 and sb.memory_bytes() == 1 << 30
 
 
 def test_load_profile_overrides_and_ports(tmp_path):

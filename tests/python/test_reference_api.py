@@ -174,7 +174,8 @@ def test_signal_is_minus_one_without_a_signal(sb):
 def test_sigkill_from_any_source_is_killed(sb):
     # the command kills itself: nobody in sandlock did it
     r = sb.run(["/bin/sh", "-c", "kill -KILL $$"])
-    assert (r.reason, r.signal, r.exit_code) == (sandlock.ExitReason.KILLED, 9, 137)
+    # the reference: KILLED carries no signal number (-1)
+    assert (r.reason, r.signal, r.exit_code) == (sandlock.ExitReason.KILLED, -1, 137)
     assert r.killed_by_handler is False and not r.success
     # another signal stays SIGNALED
     r = sb.run(["/bin/sh", "-c", "kill -TERM $$"])
@@ -187,7 +188,7 @@ def test_handler_kill_is_told_apart(sb, sig):
     r = sb.run_with_handlers([PY, "-c", "import os; os.getppid(); print('survived')"],
                              [("getppid", Returns(NotifAction.kill(sig)))])
     assert r.reason is sandlock.ExitReason.KILLED and r.killed_by_handler is True
-    assert r.signal == sig and r.stdout == b""
+    assert r.signal == -1 and r.stdout == b""
 
 
 def test_timeout_is_not_killed(sb):
@@ -205,7 +206,7 @@ def test_assigned_fs_readable_applies_to_next_run(tmpdir_path):
     sb.fs_readable = SYSTEM  # narrowed: the next run must not read it
     r = sb.run(["/bin/cat", secret])
     assert not r.success and b"TOPSECRET" not in r.stdout and b"Permission denied" in r.stderr
-    assert sb.fs_readable == tuple(SYSTEM)
+    assert sb.fs_readable == list(SYSTEM)
     sb.fs_readable = list(SYSTEM) + [tmpdir_path]  # and widened again
     assert sb.run(["/bin/cat", secret]).stdout == b"TOPSECRET"
 
@@ -233,7 +234,7 @@ def test_bad_assignment_raises_at_once_and_changes_nothing():
         sb.max_processes = 0
     with pytest.raises(sandlock.PolicyError):
         sb.net_allow = [70000]
-    assert sb.fs_readable == tuple(SYSTEM) and sb.max_processes == 64  # the default
+    assert sb.fs_readable == list(SYSTEM) and sb.max_processes == 64  # the default
     assert sb.run(["/bin/true"]).success
     sb.fs_readable = ["/nonexistent-sandlock-path"]  # exists only at build
     with pytest.raises(sandlock.PolicyError) as ei:
@@ -372,7 +373,7 @@ def test_parse_memory_size_rejects(bad, exc):
 def test_max_memory_fractional_limits_the_guest():
     sb = sandlock.Sandbox(fs_readable=SYSTEM + ["/proc", "/sys/fs/cgroup"], max_memory="1.5G",
                           timeout=60)
-    assert sb.max_memory == 3 << 29
+    assert sb.memory_bytes() == 3 << 29
     # the memory cgroup's limit where one is made, else RLIMIT_AS (README, Limits)
     prog = ("import resource\n"
             "print(resource.getrlimit(resource.RLIMIT_AS)[0])\n"

@@ -137,7 +137,7 @@ def test_trace_on_a_popen_and_reassigned(secret):
     events = []
     sb = sandlock.Sandbox(fs_readable=SYSTEM)
     sb.trace = events.append  # a config field like the others: next run
-    with sb.popen(["/bin/cat", secret]) as p:
+    with sb.popen(["/bin/cat", secret], stdout=sandlock.StdioMode.NULL) as p:
         p.wait()
     assert [e["path"] for e in events if e.get("path") == secret] == [secret]
     sb.trace = None
