@@ -185,6 +185,15 @@ static const struct arg_rule k_arg_rules[] = {
 	 * Fast Open from the guest is denied as a whole.  (TCP_FASTOPEN on a
 	 * listener is server side and stays allowed: bind rules govern it.) */
 	RULE(__NR_setsockopt, EPERM, 2, A_EQ(1, IPPROTO_TCP), A_EQ(2, TCP_FASTOPEN_CONNECT)),
+	/* Source routing: a routing header (IPv6: segment routing, type 2)
+	 * or an IPv4 source-route option makes the kernel send to the
+	 * route's first hop, not to the address the network rules checked.
+	 * Sticky options by setsockopt here; as ancillary data of sendmsg
+	 * in sockdest.c (every sendmsg is performed on behalf). */
+	RULE(__NR_setsockopt, EPERM, 2, A_EQ(1, IPPROTO_IPV6), A_EQ(2, IPV6_RTHDR)),
+	RULE(__NR_setsockopt, EPERM, 2, A_EQ(1, IPPROTO_IPV6), A_EQ(2, IPV6_2292RTHDR)),
+	RULE(__NR_setsockopt, EPERM, 2, A_EQ(1, IPPROTO_IPV6), A_EQ(2, IPV6_2292PKTOPTIONS)),
+	RULE(__NR_setsockopt, EPERM, 2, A_EQ(1, IPPROTO_IP), A_EQ(2, IP_OPTIONS)),
 	RULE(__NR_sendmmsg, EPERM, 1, A_ANY(3, MSG_FASTOPEN)),
 #ifdef __NR_creat
 	RULE(__NR_creat, EPERM, 1, A_ANY(1, SL_SETID)),

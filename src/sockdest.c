@@ -23,6 +23,7 @@
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
 #include <linux/unix_diag.h>
+#include <netinet/in.h>
 #include <netinet/tcp.h>
 
 #include "childfd.h"
@@ -270,12 +271,27 @@ static int copy_payload(sandlock_mem_t *m, const struct child_msghdr *h, bool st
 	return e;
 }
 
+/* A control message that routes the packet (filter.c refuses the same
+ * options by setsockopt): the kernel would send to the route's first
+ * hop, not to the destination checked. */
+static bool routes(const struct cmsghdr *c)
+{
+	if (c->cmsg_level == IPPROTO_IPV6)
+		return c->cmsg_type == IPV6_RTHDR || c->cmsg_type == IPV6_2292RTHDR ||
+		       c->cmsg_type == IPV6_2292PKTOPTIONS;
+	return c->cmsg_level == IPPROTO_IP &&
+	       (c->cmsg_type == IP_RETOPTS || c->cmsg_type == IP_OPTIONS);
+}
+
 /* Replace the caller's fd numbers in SCM_RIGHTS with our duplicates;
- * refuse SCM_CREDENTIALS (the kernel would check them against us). */
+ * refuse SCM_CREDENTIALS (the kernel would check them against us) and
+ * source routes (EPERM, as the filter answers their setsockopt). */
 static int translate_control(int listener, const sandlock_notif_t *n, struct sl_sd_msg *out)
 {
 	struct msghdr mh = { .msg_control = out->control, .msg_controllen = out->controllen };
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_len >= CMSG_LEN(0) && routes(c))
+			return EPERM;
 		if (c->cmsg_len < CMSG_LEN(0) || c->cmsg_level != SOL_SOCKET)
 			continue;
 		if (c->cmsg_type == SCM_CREDENTIALS)

@@ -51,6 +51,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,7 @@ struct nd_state {
 	bool remap;                      /* port_remap: binds on behalf, ports virtual */
 	struct sl_portranges bind_allow; /* remap: what Landlock would allow a bind to */
 	bool policy; /* a policy_fn is set: binds are performed to show it the address */
+	bool listen; /* Landlock checks TCP binds: listen(2) must not autobind past it */
 };
 
 /* The socket a call names, as our duplicate. */
@@ -476,6 +478,58 @@ static long do_bind(const struct nd_state *st, const struct sl_call *call)
 	return r;
 }
 
+/*
+ * listen(2) on an unbound TCP socket binds an ephemeral port on the
+ * wildcard address itself (inet_csk_listen_start), with no bind(2) for
+ * Landlock to check: a server nobody granted.  So an unbound listen is
+ * allowed only where an explicit bind to port 0 would be (Landlock's
+ * rule for port 0), and a bound one only on the port it holds.
+ *
+ * The socket's state is read on our duplicate, then the listen is
+ * performed on it; only a CLOSE socket (or a listener changing its
+ * backlog) is listened on.  A CLOSE socket that shows a port got it from
+ * bind(2), or from a connect(2) that ended, and the kernel refuses to
+ * make a once-connected socket listen (EINVAL).  A socket in any other
+ * state gets that EINVAL at once, so a connect that ends meanwhile
+ * cannot turn "bound" into "autobinds".  With a net_deny_bind list the
+ * port an autobind picked is checked after the fact (and the listener
+ * closed again when it is denied).
+ */
+static bool autobind_allowed(const struct nd_state *st)
+{
+	return !st->bind_deny.all && bind_allowed(st, 0);
+}
+
+static long do_listen(const struct nd_state *st, const struct sl_call *call)
+{
+	const uint64_t *a = call->n->args;
+	struct nd_sock s = { -1, { 0, 0, 0 } };
+	if (open_sock(call, a[0], &s) != 0)
+		return ND_CONTINUE; /* not a socket: the kernel gives the errno */
+	long r = ND_CONTINUE;
+	if ((s.si.domain == AF_INET || s.si.domain == AF_INET6) && s.si.type == SOCK_STREAM) {
+		struct tcp_info ti;
+		socklen_t tl = sizeof ti;
+		uint16_t port = bound_port(s.fd);
+		if (getsockopt(s.fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) < 0)
+			r = -errno;
+		else if (ti.tcpi_state != TCP_CLOSE && ti.tcpi_state != TCP_LISTEN)
+			r = -EINVAL; /* connected or connecting: inet_listen's answer */
+		else if (ti.tcpi_state == TCP_CLOSE && port == 0 && !autobind_allowed(st))
+			r = -EACCES; /* what Landlock answers a bind it refuses */
+		else
+			r = AS_CALLER(listen(s.fd, (int)(uint32_t)a[1]));
+		/* A net_deny_bind list: the port the kernel picked is checked too. */
+		if (r == 0 && port == 0 && sl_portranges_has(&st->bind_deny, bound_port(s.fd))) {
+			struct sockaddr unspec = { .sa_family = AF_UNSPEC };
+			connect(s.fd, &unspec, sizeof unspec); /* closes the listener again */
+			r = -EACCES;
+		}
+	}
+	close(s.fd);
+	return r;
+}
+
 /* port_remap: getsockname/getpeername of a TCP socket show virtual
  * ports.  Performed on our duplicate (the call only writes the caller's
  * memory); anything else goes to the kernel. */
@@ -534,6 +588,9 @@ static bool nd_decide(void *state, const struct sl_call *call, sandlock_action_t
 		        ? do_bind(st, call)
 		        : ND_CONTINUE;
 		break;
+	case __NR_listen:
+		r = st->listen ? do_listen(st, call) : ND_CONTINUE;
+		break;
 	case __NR_getsockname:
 	case __NR_getpeername:
 		r = call->ports ? do_sockname(call, call->n->syscall_nr == __NR_getpeername)
@@ -559,10 +616,21 @@ static bool nd_decide(void *state, const struct sl_call *call, sandlock_action_t
 static const int k_send_nrs[] = { __NR_connect, SL_TRAP_IF_NONZERO(__NR_sendto, 4),
 	                              __NR_sendmsg, __NR_sendmmsg };
 
+/* listen is trapped where TCP binds are checked (Landlock, or on behalf
+ * for a deny list or port_remap): else a bind checks nothing either. */
+static bool listen_checked(const struct sandlock_sandbox *cfg)
+{
+	bool any_port = cfg->bind_allow.all && !cfg->bind_deny.n && !cfg->bind_deny.all;
+	return !any_port && sandlock_sandbox_protection_status(cfg, SANDLOCK_PROTECTION_NET_TCP) ==
+	                        SANDLOCK_PROTECTION_ACTIVE;
+}
+
 static int nd_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
 {
 	/* Always: pathname unix sockets are guarded by default. */
 	if (sl_nrset_add_all(out, k_send_nrs, sizeof(k_send_nrs) / sizeof(k_send_nrs[0])) < 0)
+		return -1;
+	if (listen_checked(cfg) && sl_nrset_add(out, __NR_listen) < 0)
 		return -1;
 	if (cfg->port_remap) {
 		static const int k_remap_nrs[] = { __NR_bind, __NR_getsockname, __NR_getpeername };
@@ -644,6 +712,7 @@ static int nd_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
 	 * Landlock checks.  Degraded (no ABI 4): checked here instead. */
 	s->remap = cfg->port_remap;
 	s->policy = cfg->policy_fn != NULL;
+	s->listen = listen_checked(cfg);
 	s->tcp_by_landlock = !cfg->port_remap && /* remap: connects go to real ports */
 	    !s->policy && /* policy_fn: every connect is an event */
 	    (s->tcp_disabled || (cfg->ll_connect && sl_netrules_landlock_only(&cfg->net) &&

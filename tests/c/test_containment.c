@@ -13,7 +13,11 @@
  */
 #include <fcntl.h>
 #include <linux/audit.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
 #include <mqueue.h>
+#include <net/if.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -189,6 +193,44 @@ static void mptcp_listen(const char *family)
 TEST(mptcp_listen_denied) { mptcp_listen("2"); }
 TEST(mptcp6_listen_denied) { mptcp_listen("10"); }
 
+/* ================= listen(2) without bind(2) ================= */
+
+/*
+ * listen on an unbound TCP socket binds an ephemeral port itself, which
+ * no bind rule ever sees: a server nobody granted.  Refused unless a
+ * bind to port 0 would be (a net_deny_bind list, '*'); a port bound
+ * through the rules still listens.  (A socket that was ever connected is
+ * refused by the kernel itself: its stale port is no way in.)
+ */
+static void autolisten(const char *family)
+{
+	char o[LINE], in[LINE];
+	outside(o, ARGS("stream", family, "0", "autolisten", "0"));
+	if (strcmp(o, "ok") != 0)
+		SKIP("this address family is not available here");
+	inside(base(), in, ARGS("stream", family, "0", "autolisten", "0"));
+	CHECK(is(in, "errno=EACCES", "listen without bind"));
+	inside(sandlock_sandbox_builder_port_remap(base(), true), in,
+	       ARGS("stream", family, "0", "autolisten", "0"));
+	CHECK(is(in, "errno=EACCES", "listen without bind, port_remap"));
+	inside(sandlock_sandbox_builder_net_deny_bind(base(), "*"), in,
+	       ARGS("stream", family, "0", "autolisten", "0"));
+	CHECK(is(in, "errno=EACCES", "listen without bind, net_deny_bind *"));
+	inside(sandlock_sandbox_builder_net_deny_bind(base(), "9"), in,
+	       ARGS("stream", family, "0", "autolisten", "0"));
+	CHECK(is(in, "ok", "listen without bind, a deny list"));
+	int port = free_port();
+	REQUIRE(port > 0);
+	char ps[16];
+	port_str(ps, port);
+	inside(sandlock_sandbox_builder_net_allow_bind(base(), (uint32_t)port), in,
+	       ARGS("stream", family, "0", "listen", ps));
+	CHECK(is(in, "ok", "bind to an allowed port, then listen"));
+}
+
+TEST(listen_without_bind_denied) { autolisten("2"); }
+TEST(listen6_without_bind_denied) { autolisten("10"); }
+
 /* socket(domain, type, protocol) inside must print want; outside must not
  * already be refused the same way (else the sandbox's part is invisible). */
 static void socket_verdict(const char *probe, const char *d, const char *t, const char *p,
@@ -353,6 +395,72 @@ static void ping_denied(const char *family, const char *proto)
 
 TEST(ping_socket_denied) { ping_denied("2", "1"); }
 TEST(ping6_socket_denied) { ping_denied("10", "58"); }
+
+/* ================= source routes ================= */
+
+/* A packet socket on lo (root only): where the probe's datagram went. */
+static int lo_capture(void)
+{
+	int s = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, htons(ETH_P_ALL));
+	struct sockaddr_ll ll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+		                      .sll_ifindex = (int)if_nametoindex("lo") };
+	if (s >= 0 && (ll.sll_ifindex == 0 || bind(s, (struct sockaddr *)&ll, sizeof ll) < 0)) {
+		close(s);
+		s = -1;
+	}
+	return s;
+}
+
+/* True if a packet carrying marker crossed lo within 300 ms. */
+static bool lo_saw(int cap, const char *marker)
+{
+	char buf[2048];
+	size_t ml = strlen(marker);
+	struct pollfd p = { cap, POLLIN, 0 };
+	while (poll(&p, 1, 300) == 1) {
+		ssize_t n = recv(cap, buf, sizeof buf, 0);
+		for (ssize_t i = 0; n > 0 && i + (ssize_t)ml <= n; i++)
+			if (memcmp(buf + i, marker, ml) == 0)
+				return true;
+	}
+	return false;
+}
+
+/*
+ * A rule allows UDP to one documentation address (routed away from lo);
+ * a routing header / source route lists 127.0.0.1 or ::1 as the first
+ * hop.  Outside, the datagram crosses lo; inside, the option (sticky or
+ * as ancillary data) is refused and nothing reaches lo.  Variants this
+ * kernel refuses by itself outside (IPv6 ancillary routing headers other
+ * than Mobile IPv6's) must still get the sandbox's EPERM inside.
+ */
+static void source_route(const char *family, const char *how)
+{
+	int cap = lo_capture();
+	if (cap < 0)
+		SKIP("no packet socket (needs CAP_NET_RAW) to watch lo");
+	bool v6 = strcmp(family, "10") == 0;
+	char marker[64], o[LINE], in[LINE];
+	snprintf(marker, sizeof marker, "sandlock-route-%d-%s-%s", (int)getpid(), family, how);
+	outside(o, ARGS("route", family, how, "5999", marker));
+	bool works = strcmp(o, "ok") == 0 && lo_saw(cap, marker);
+	fprintf(stderr, "  outside: %s, %s\n", o, works ? "rerouted to lo" : "not rerouted");
+	sandlock_builder_t *b = sandlock_sandbox_builder_net_allow_spec(
+	    base(), v6 ? "udp://[2001:db8::53]:5999" : "udp://192.0.2.1:5999");
+	snprintf(marker + strlen(marker), sizeof marker - strlen(marker), "-in");
+	inside(b, in, ARGS("route", family, how, "5999", marker));
+	CHECK(is(in, "errno=EPERM", how));
+	CHECK(!lo_saw(cap, marker));
+	close(cap);
+	if (!works && strcmp(how, "sockopt") == 0)
+		SKIP("the option does not reroute on this kernel (nothing to show outside)");
+}
+
+TEST(ipv6_routing_header_sockopt_denied) { source_route("10", "sockopt"); }
+TEST(ipv6_routing_header_cmsg_denied) { source_route("10", "cmsg"); }
+TEST(ipv6_2292_pktoptions_denied) { source_route("10", "pktoptions"); }
+TEST(ipv4_source_route_sockopt_denied) { source_route("2", "sockopt"); }
+TEST(ipv4_source_route_cmsg_denied) { source_route("2", "cmsg"); }
 
 /* ================= socket families ================= */
 

@@ -14,6 +14,7 @@
 #include <mqueue.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/ip.h>
 #include <netinet/tcp.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -76,8 +77,10 @@ static socklen_t loopback(int family, int port, struct sockaddr_storage *ss)
 	return sizeof *a;
 }
 
-/* stream FAMILY PROTO connect|listen PORT: a stream socket of protocol
- * PROTO (0, IPPROTO_TCP, IPPROTO_MPTCP, ...) connects to / listens on PORT. */
+/* stream FAMILY PROTO connect|listen|autolisten PORT: a stream socket of
+ * protocol PROTO (0, IPPROTO_TCP, IPPROTO_MPTCP, ...) connects to /
+ * listens on PORT; autolisten listens without bind(2) (the kernel binds
+ * an ephemeral port: a server on a port nobody granted). */
 static int p_stream(char **a)
 {
 	int family = (int)num(a[0]);
@@ -88,6 +91,8 @@ static int p_stream(char **a)
 	socklen_t len = loopback(family, atoi(a[3]), &ss);
 	if (strcmp(a[2], "connect") == 0)
 		return report(connect(s, (struct sockaddr *)&ss, len));
+	if (strcmp(a[2], "autolisten") == 0)
+		return report(listen(s, 4));
 	if (bind(s, (struct sockaddr *)&ss, len) < 0)
 		return report(-1);
 	return report(listen(s, 4));
@@ -141,6 +146,75 @@ static int p_dgram(char **a)
 	if (n < 0)
 		return report(-1);
 	return report(n == 4 && memcmp(buf, "ping", 4) == 0 ? 0 : (errno = EBADMSG, -1));
+}
+
+/*
+ * route FAMILY sockopt|cmsg|pktoptions PORT MARKER: send MARKER by UDP to
+ * PORT of a documentation address (2001:db8::53, 192.0.2.1: what a rule
+ * allows) while telling the kernel to route it through the loopback
+ * address first: an IPv6 segment-routing header (type 4, segments left
+ * 0: delivered to ::1) set by setsockopt(IPV6_RTHDR), sent as ancillary
+ * data, or through RFC 2292's IPV6_2292PKTOPTIONS; on IPv4 a loose
+ * source route (IP_OPTIONS; cmsg: IP_RETOPTS) whose first hop is
+ * 127.0.0.1.  "ok" when the send went out; the test sees where on lo.
+ */
+static int p_route(char **a)
+{
+	int family = (int)num(a[0]);
+	int s = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return setup_failed();
+	struct sockaddr_storage ss;
+	socklen_t len = loopback(family, atoi(a[2]), &ss);
+	unsigned char opt[40];
+	size_t optlen;
+	int level, name;
+	memset(opt, 0, sizeof opt);
+	if (family == AF_INET6) {
+		inet_pton(AF_INET6, "2001:db8::53", &((struct sockaddr_in6 *)&ss)->sin6_addr);
+		opt[1] = 2; /* hdrlen: 8 + one 16-byte segment, in 8-byte units past the first 8 */
+		opt[2] = 4; /* IPV6_SRCRT_TYPE_4: segment routing */
+		memcpy(opt + 8, &in6addr_loopback, 16);
+		optlen = 24;
+		level = IPPROTO_IPV6;
+		name = strcmp(a[1], "pktoptions") == 0 ? IPV6_2292PKTOPTIONS : IPV6_RTHDR;
+	} else {
+		inet_pton(AF_INET, "192.0.2.1", &((struct sockaddr_in *)&ss)->sin_addr);
+		opt[0] = IPOPT_NOP;
+		opt[1] = IPOPT_LSRR;
+		opt[2] = 7; /* type, length, pointer, one address */
+		opt[3] = 4;
+		uint32_t lo = htonl(INADDR_LOOPBACK);
+		memcpy(opt + 4, &lo, 4);
+		optlen = 8;
+		level = IPPROTO_IP;
+		name = strcmp(a[1], "cmsg") == 0 ? IP_RETOPTS : IP_OPTIONS;
+	}
+	union {
+		struct cmsghdr h;
+		unsigned char b[CMSG_SPACE(sizeof opt)];
+	} ctl;
+	memset(&ctl, 0, sizeof ctl);
+	struct iovec iov = { a[3], strlen(a[3]) };
+	struct msghdr mh = { .msg_name = &ss, .msg_namelen = len, .msg_iov = &iov, .msg_iovlen = 1 };
+	if (strcmp(a[1], "pktoptions") == 0) { /* the header as a control message, by setsockopt */
+		ctl.h.cmsg_level = IPPROTO_IPV6;
+		ctl.h.cmsg_type = IPV6_2292RTHDR;
+		ctl.h.cmsg_len = CMSG_LEN(optlen);
+		memcpy(CMSG_DATA(&ctl.h), opt, optlen);
+		if (setsockopt(s, level, name, &ctl, (socklen_t)CMSG_SPACE(optlen)) < 0)
+			return report(-1);
+	} else if (strcmp(a[1], "cmsg") == 0) {
+		ctl.h.cmsg_level = level;
+		ctl.h.cmsg_type = name;
+		ctl.h.cmsg_len = CMSG_LEN(optlen);
+		memcpy(CMSG_DATA(&ctl.h), opt, optlen);
+		mh.msg_control = &ctl;
+		mh.msg_controllen = CMSG_SPACE(optlen);
+	} else if (setsockopt(s, level, name, opt, (socklen_t)optlen) < 0) {
+		return report(-1);
+	}
+	return report(sendmsg(s, &mh, 0));
 }
 
 /* resolve NAME: getaddrinfo with AI_ADDRCONFIG (which asks netlink). */
@@ -277,6 +351,7 @@ static const struct probe k_probes[] = {
 	{ "socket", 3, p_socket },       { "socketpair", 3, p_socketpair },
 	{ "stream", 4, p_stream },       { "tfo", 2, p_tfo },
 	{ "dgram", 3, p_dgram },         { "resolve", 1, p_resolve },
+	{ "route", 4, p_route },
 	{ "personality", 1, p_personality },
 	{ "shm", 1, p_shm },             { "msg", 1, p_msg },
 	{ "sem", 1, p_sem },             { "mq", 1, p_mq },
