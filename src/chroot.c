@@ -27,7 +27,7 @@
 #include "caps.h"
 #include "childfd.h"
 #include "chroot.h"
-#include "execpath.h"
+#include "interp.h"
 #include "util.h"
 
 struct view_mount {

@@ -39,7 +39,7 @@
 #include <unistd.h>
 
 #include "builtins/builtin.h"
-#include "builtins/proc.h"
+#include "procpolicy.h"
 #include "builtins/uts.h"
 #include "childmem.h"
 #include "chroot.h"
@@ -103,30 +103,6 @@ struct sl_dispatch {
 	sandlock_decision_fn on_decision; /* tracing hook (sandlock.h), or NULL */
 	void *on_decision_ud;
 };
-
-/* ---------------- syscall sets ---------------- */
-
-int sl_nrset_add(struct sl_nrset *s, int nr)
-{
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 8;
-		int *v = realloc(s->v, cap * sizeof(*v));
-		if (!v)
-			return -1;
-		s->v = v;
-		s->cap = cap;
-	}
-	s->v[s->n++] = nr;
-	return 0;
-}
-
-int sl_nrset_add_all(struct sl_nrset *s, const int *nrs, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (sl_nrset_add(s, nrs[i]) < 0)
-			return -1;
-	return 0;
-}
 
 /* nr is in s, trapped outright or conditionally (filter.h). */
 static bool nrset_has(const struct sl_nrset *s, int nr)

@@ -31,10 +31,6 @@ bool sl_exec_nr(int nr);
 /* The address of the call's path string (execve a[0], execveat a[1]). */
 uint64_t sl_exec_path_addr(const sandlock_notif_t *n);
 
-/* The interpreter the kernel will load for the readable regular file fd:
- * a #! line's program or an ELF's PT_INTERP into out ("" for a static
- * ELF).  0, or ENOEXEC for neither. */
-int sl_exec_interp(int fd, char *out, size_t cap);
 
 /*
  * A caller made by vfork (or posix_spawn, or any CLONE_VM child) shares

@@ -63,7 +63,7 @@
 #include "chroot.h"
 #include "childmem.h"
 #include "compat.h"
-#include "builtins/proc.h"
+#include "procpolicy.h"
 #include "opener.h"
 #include "portmap.h"
 #include "util.h"

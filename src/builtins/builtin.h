@@ -25,6 +25,7 @@
 
 #include "../config.h"
 #include "../filter.h" /* SL_TRAP_IF_NONZERO */
+#include "../nrset.h"
 
 /* What a builtin sees of one trapped call. */
 struct sandlock_result;
@@ -48,13 +49,6 @@ enum sl_phase {
 	SL_PHASE_LAST,
 };
 
-/* A growing set of syscall numbers (duplicates are fine). */
-struct sl_nrset {
-	int *v;
-	size_t n, cap;
-};
-int sl_nrset_add(struct sl_nrset *s, int nr);                      /* 0 or -1 (OOM) */
-int sl_nrset_add_all(struct sl_nrset *s, const int *nrs, size_t n); /* 0 or -1 (OOM) */
 
 struct sl_builtin {
 	const char *name;
