@@ -10,7 +10,8 @@
  *                     the sandbox's init (init.c): async-signal-safe code
  *                     and raw syscalls only.
  *   launch_parent.c   fork, the child's reports, taking its seccomp
- *                     listener with pidfd_getfd, release, cleanup.
+ *                     listener (pidfd_getfd, or SCM_RIGHTS from a helper
+ *                     sharing the command's fd table), release, cleanup.
  * run.c drives them: prepare, start, (supervisor starts), release, cleanup.
  */
 #ifndef SANDLOCK_LAUNCH_H
@@ -52,6 +53,10 @@ struct sl_launch {
 	/* cgroup.procs of the run's cgroup (cgroup.c; not owned), or -1: init
 	 * joins it first thing, so the whole sandbox is born inside. */
 	int cgroup_procs;
+	/* How the listener reaches the parent (launch_parent.c): false =
+	 * the parent takes it with pidfd_getfd; true = where that is refused
+	 * (mechs.h), a helper sharing the command's fd table sends it. */
+	bool listener_scm;
 	/* after start */
 	pid_t pid;      /* child (the sandbox's init) pid == its process group id */
 	int pidfd;      /* pidfd of the child */
@@ -80,8 +85,9 @@ int sl_launch_set_options(struct sl_launch *L, const sandlock_spawn_opts_t *o, i
 bool sl_launch_inherits_all(const struct sl_launch *L);
 /* Fork the sandbox's init, which starts the command; the command confines
  * itself and announces its listener's fd number before seccomp(); the
- * parent takes the listener with pidfd_getfd.  On return the command is
- * blocked waiting for sl_launch_release. */
+ * parent takes the listener with pidfd_getfd, or (listener_scm) receives
+ * it from the command's helper.  On return the command is blocked waiting
+ * for sl_launch_release. */
 int sl_launch_start(struct sl_launch *L, int *err, char **msg);
 /* Tell the command to exec (after handing the sandbox the terminal's
  * foreground, see sl_tty_start). */
@@ -112,7 +118,9 @@ void sl_prog_cache_free(struct sl_prog_cache *c);
  * parent: int32_t {step, value, pid} messages.  {ST_OK, N, pid} from the
  * command, sent twice: before seccomp() it announces that the listener
  * will be fd N in process pid, after seccomp() it says the listener is
- * there.  {step, errno, 0} reports the setup step that failed.  Parent ->
+ * there (with listener_scm, the helper sends that second one, carrying the
+ * listener as SCM_RIGHTS).  {step, errno, 0} reports the setup step that
+ * failed.  Parent ->
  * command, last: one byte, SL_READY or SL_READY_TTY, once the supervisor
  * runs.  The parent's end stays open until the run ends. */
 #define SL_REPORT_INTS 3
@@ -151,6 +159,7 @@ enum sl_launch_step {
 	ST_SUBREAPER,
 	ST_SPAWN,
 	ST_LIMITS,
+	ST_HANDOVER,
 };
 
 /* What the child gets from the parent's side of fork (all fds inherited). */

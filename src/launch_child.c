@@ -16,10 +16,12 @@
  * the listener's fd number, seccomp, then it waits for "ready" and execs.
  * After seccomp every syscall may be trapped by a handler, so the parent
  * depends on none of them (it takes the listener itself with
- * pidfd_getfd).
+ * pidfd_getfd, or receives it from a helper the filter does not cover).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -28,6 +30,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "caps.h"
@@ -178,6 +181,83 @@ SL_OWN_STACK static unsigned short recv_prog(int sync)
 }
 
 /*
+ * listener_scm (launch.h): where pidfd_getfd is refused (a container's
+ * default seccomp profile), the listener reaches the parent through a
+ * helper.  The helper shares the command's memory and fd table (CLONE_VM |
+ * CLONE_FILES) but is started before seccomp(), and a filter covers only
+ * the task that installs it: so its sendmsg of the listener (SCM_RIGHTS)
+ * can be trapped by no handler.  The command publishes the fd number with
+ * a plain store, which is never trapped, and a futex wake, which a handler
+ * may trap (then the helper sees the store at its next timed wake-up).
+ * The helper is a "clone" child of the command (no exit signal), reaped by
+ * the command before it execs, so the program never sees it.
+ *
+ * g_handover: -1 = not yet, -2 = seccomp() failed, else the listener.
+ * Only ever written in the forked child (the caller's copy stays -1).
+ */
+static atomic_int g_handover = -1;
+static char handover_stack[16 * 1024] __attribute__((aligned(64)));
+
+struct handover {
+	int sync;
+	int32_t cmd; /* the command: the helper's parent */
+};
+
+SL_OWN_STACK static void send_listener(int sync, int fd, int32_t cmd)
+{
+	int32_t m[SL_REPORT_INTS] = { ST_OK, fd, cmd };
+	struct iovec iov = { m, sizeof m };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof u);
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+		                 .msg_controllen = sizeof u.buf };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+	(void)sendmsg(sync, &mh, MSG_NOSIGNAL);
+}
+
+SL_OWN_STACK static int handover_main(void *arg)
+{
+	const struct handover *h = arg;
+	/* Dies with the command (a failed setup), never outlives it. */
+	(void)syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if ((int32_t)syscall(SYS_getppid) != h->cmd)
+		return 0;
+	long wait_ns = 50000;
+	int fd;
+	while ((fd = atomic_load(&g_handover)) == -1) {
+		struct timespec ts = { 0, wait_ns };
+		(void)syscall(SYS_futex, &g_handover, FUTEX_WAIT_PRIVATE, -1, &ts, NULL, 0);
+		wait_ns = wait_ns * 2 > 5000000 ? 5000000 : wait_ns * 2;
+	}
+	if (fd >= 0)
+		send_listener(h->sync, fd, h->cmd);
+	return 0;
+}
+
+/* The command's side: publish the listener (or -2) and wake the helper. */
+SL_OWN_STACK static void publish_listener(int fd)
+{
+	atomic_store(&g_handover, fd);
+	(void)syscall(SYS_futex, &g_handover, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+SL_OWN_STACK static pid_t start_handover(const struct sl_child_fds *c, struct handover *h)
+{
+	pid_t pid = clone(handover_main, handover_stack + sizeof handover_stack,
+	                  CLONE_VM | CLONE_FILES, h);
+	if (pid < 0)
+		child_fail(c->sync, ST_HANDOVER, errno);
+	return pid;
+}
+
+/*
  * Landlock, then receive the BPF program, tell the parent where the
  * listener will appear, and seccomp.  Landlock comes first so that no
  * handler can see (let alone fake) landlock_restrict_self: before
@@ -185,7 +265,8 @@ SL_OWN_STACK static unsigned short recv_prog(int sync)
  * filter exists too: any syscall made afterwards may be one a user
  * handler traps (sendmsg, write, ...), and nobody answers trapped calls
  * until the parent has the listener and runs the supervisor.  So the
- * parent fetches the listener itself with pidfd_getfd().
+ * parent fetches the listener itself with pidfd_getfd(), or the helper
+ * above, which no filter covers, sends it (listener_scm).
  *
  * The number is exact: the kernel installs the listener at the lowest free
  * fd, and between the probe and seccomp() nothing in this process creates
@@ -195,7 +276,8 @@ SL_OWN_STACK static unsigned short recv_prog(int sync)
  * listener at N and fails the launch rather than use a wrong fd.)  Before
  * seccomp() the slot is simply empty.
  */
-SL_OWN_STACK static void command_confine(const struct sl_launch *L, const struct sl_child_fds *c)
+SL_OWN_STACK static pid_t command_confine(const struct sl_launch *L, const struct sl_child_fds *c,
+                                          struct handover *h)
 {
 	if (L->ruleset_fd >= 0) {
 		int rc = sl_landlock_apply(L->ruleset_fd);
@@ -207,12 +289,21 @@ SL_OWN_STACK static void command_confine(const struct sl_launch *L, const struct
 	int32_t m[SL_REPORT_INTS] = { ST_OK, lowest_free_fd(), self };
 	if (send(c->sync, m, sizeof m, MSG_NOSIGNAL) != (ssize_t)sizeof m)
 		_exit(127);
+	*h = (struct handover){ c->sync, self };
+	pid_t helper = L->listener_scm ? start_handover(c, h) : -1;
 	long fd = syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER,
 	                  SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
 	                  &prog);
 	/* Still unfiltered when seccomp() failed: the report cannot be trapped. */
-	if (fd < 0)
+	if (fd < 0) {
+		if (helper > 0)
+			publish_listener(-2);
 		child_fail(c->sync, ST_SECCOMP, errno);
+	}
+	if (helper > 0) {
+		publish_listener((int)fd); /* the helper sends it: no "attached" of ours */
+		return helper;
+	}
 	/*
 	 * fd == m[1]; the parent verifies what it fetched.  Say "attached" so
 	 * it fetches now instead of at its next poll timeout.  This send may
@@ -221,6 +312,7 @@ SL_OWN_STACK static void command_confine(const struct sl_launch *L, const struct
 	 * result does not matter.
 	 */
 	send_report(c->sync, ST_OK, (int32_t)fd, self);
+	return -1;
 }
 
 /* "errno N" into buf (at least 24 bytes), without stdio. */
@@ -287,7 +379,8 @@ SL_OWN_STACK static int command_main(void *arg)
 	struct spawn *sp = arg;
 	const struct sl_launch *L = sp->L;
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	command_confine(L, sp->c);
+	struct handover h;
+	pid_t helper = command_confine(L, sp->c, &h);
 	/*
 	 * From here on every syscall may be trapped; the parent depends on none
 	 * of them.  It fetches the listener, starts the supervisor and only
@@ -299,6 +392,10 @@ SL_OWN_STACK static int command_main(void *arg)
 		;
 	if (n != 1) /* parent gave up */
 		_exit(127);
+	/* The helper has sent the listener (the parent had it before "go"):
+	 * reap it, so the program never sees a child it did not start. */
+	while (helper > 0 && wait4(helper, NULL, __WCLONE, NULL) < 0 && errno == EINTR)
+		;
 	sp->mirror_stops = go == SL_READY_TTY;
 	sigset_t none;
 	sigemptyset(&none);

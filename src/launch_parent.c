@@ -1,8 +1,9 @@
 /*
  * launch_parent.c — the caller's side of a launch: fork the child (which
  * confines itself, launch_child.c), read its reports, take its seccomp
- * listener with pidfd_getfd, release it once the supervisor runs, and
- * close and free everything at the end.
+ * listener (pidfd_getfd, or SCM_RIGHTS from the command's helper where a
+ * container refuses pidfd_getfd: mechs.h), release it once the supervisor
+ * runs, and close and free everything at the end.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 
 #include "filter.h"
 #include "launch.h"
+#include "mechs.h"
 
 /* Bound on the child's setup (it makes no trappable call the parent waits for). */
 #define SL_SETUP_TIMEOUT_MS 10000
@@ -42,8 +44,9 @@ static const char *step_name(int step)
 		[ST_SUBREAPER] = "prctl(PR_SET_CHILD_SUBREAPER)",
 		[ST_SPAWN] = "clone(command)",
 		[ST_LIMITS] = "applying limits (cgroup, rlimits, affinity, personality)",
+		[ST_HANDOVER] = "clone(listener hand-over helper)",
 	};
-	if (step < 0 || step > ST_LIMITS)
+	if (step < 0 || step > ST_HANDOVER)
 		return "child setup";
 	return names[step];
 }
@@ -180,17 +183,41 @@ static const char *errname(int e)
 	return strerrorname_np(e) ? strerrorname_np(e) : strerror(e);
 }
 
-/* One report from the child (launch.h): 1 = got one, 0 = none yet, -1 = EOF/error. */
-static int read_report(int sync, int32_t m[SL_REPORT_INTS], int flags)
+/*
+ * One report from the child (launch.h): 1 = got one, 0 = none yet, -1 =
+ * EOF/error.  fd: where a listener sent with it (SCM_RIGHTS) goes, or
+ * NULL (then one is closed); -1 when none came.
+ */
+static int read_report(int sync, int32_t m[SL_REPORT_INTS], int flags, int *fd)
 {
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { m, SL_REPORT_INTS * sizeof(int32_t) };
+	struct msghdr mh;
 	ssize_t n;
 	bool reset = false;
 	/* ECONNRESET: the child exited without reading all we sent.  The
 	 * kernel reports that before the messages the child sent us, and only
 	 * once: read on for its report. */
-	while ((n = recv(sync, m, SL_REPORT_INTS * sizeof(int32_t), flags)) < 0 &&
-	       (errno == EINTR || (errno == ECONNRESET && !reset)))
+	for (;;) {
+		mh = (struct msghdr){ .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			                  .msg_controllen = sizeof u.buf };
+		n = recvmsg(sync, &mh, flags | MSG_CMSG_CLOEXEC);
+		if (n >= 0 || (errno != EINTR && (errno != ECONNRESET || reset)))
+			break;
 		reset = reset || errno == ECONNRESET;
+	}
+	int got = -1;
+	struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+	    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&got, CMSG_DATA(cm), sizeof got);
+	if (fd)
+		*fd = got;
+	else if (got >= 0)
+		close(got);
 	if (n == (ssize_t)(SL_REPORT_INTS * sizeof(int32_t)))
 		return 1;
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -221,7 +248,7 @@ static int recv_announcement(struct sl_launch *L, int64_t deadline, int *fdnum,
 	if (pr == 0)
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "sandboxed child did not finish setup");
 	int32_t m[SL_REPORT_INTS] = { -1, 0, 0 };
-	int rc = read_report(L->sync_fd, m, 0);
+	int rc = read_report(L->sync_fd, m, 0, NULL);
 	if (rc != 1 || m[0] != ST_OK || m[1] < 0 || m[2] <= 0)
 		return setup_error(rc, m, err, msg);
 	/*
@@ -232,7 +259,7 @@ static int recv_announcement(struct sl_launch *L, int64_t deadline, int *fdnum,
 	*cmd_pidfd = sl_fd_high((int)syscall(__NR_pidfd_open, (pid_t)m[2], 0));
 	if (*cmd_pidfd < 0) {
 		int32_t f[SL_REPORT_INTS] = { -1, 0, 0 };
-		return setup_error(read_report(L->sync_fd, f, MSG_DONTWAIT), f, err, msg);
+		return setup_error(read_report(L->sync_fd, f, MSG_DONTWAIT, NULL), f, err, msg);
 	}
 	*fdnum = m[1];
 	L->cmd_pid = (pid_t)m[2];
@@ -284,12 +311,14 @@ static int fetch_listener(struct sl_launch *L, int cmd_pidfd, int fdnum, int64_t
 		if (errno != EBADF && errno != ESRCH && errno != EINTR)
 			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "pidfd_getfd: %s%s",
 			               errname(errno),
-			               errno == EPERM ? " (ptrace access to the child is restricted)" : "");
+			               errno == EPERM ? " (ptrace access to the child is restricted: "
+			                                "an LSM other than Yama?)"
+			                              : "");
 		struct pollfd pf[2] = { { L->sync_fd, POLLIN, 0 }, { L->pidfd, POLLIN, 0 } };
 		struct timespec ts = { 0, wait_ns };
 		if (ppoll(pf, 2, &ts, NULL) > 0) {
 			int32_t m[SL_REPORT_INTS] = { -1, 0, 0 };
-			int rc = read_report(L->sync_fd, m, MSG_DONTWAIT);
+			int rc = read_report(L->sync_fd, m, MSG_DONTWAIT, NULL);
 			bool attached = rc == 1 && m[0] == ST_OK;
 			if (!attached && (rc != 0 || pf[1].revents))
 				return setup_error(rc, m, err, msg);
@@ -301,6 +330,44 @@ static int fetch_listener(struct sl_launch *L, int cmd_pidfd, int fdnum, int64_t
 	}
 }
 
+/*
+ * listener_scm: the command's helper sends the listener with its
+ * "attached" report (launch_child.c).  Meanwhile watch init's pidfd (the
+ * child died: its failure report, if any, is read first).
+ */
+static int receive_listener(struct sl_launch *L, int64_t deadline, int *err, char **msg)
+{
+	for (;;) {
+		struct pollfd pf[2] = { { L->sync_fd, POLLIN, 0 }, { L->pidfd, POLLIN, 0 } };
+		int64_t left_ms = (deadline - now_ns()) / 1000000;
+		int pr = poll(pf, 2, left_ms > 0 ? (int)left_ms : 0);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr == 0)
+			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
+			               "sandboxed child did not finish setup");
+		int32_t m[SL_REPORT_INTS] = { -1, 0, 0 };
+		int fd = -1;
+		int rc = read_report(L->sync_fd, m, MSG_DONTWAIT, &fd);
+		if (rc == 1 && m[0] == ST_OK && fd >= 0) {
+			if (!is_seccomp_listener(fd)) {
+				close(fd);
+				return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
+				               "the hand-over sent no seccomp listener");
+			}
+			L->listener = sl_fd_high(fd); /* received close-on-exec */
+			return L->listener >= 0 ? 0
+			                        : sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "listener: %s",
+			                                  strerror(errno));
+		}
+		if (fd >= 0)
+			close(fd);
+		if (rc == 0 && !pf[1].revents)
+			continue;
+		return setup_error(rc, m, err, msg);
+	}
+}
+
 /* The listener, or the child's failure report, within the setup timeout. */
 static int get_listener(struct sl_launch *L, int *err, char **msg)
 {
@@ -309,6 +376,8 @@ static int get_listener(struct sl_launch *L, int *err, char **msg)
 	if (recv_announcement(L, deadline, &fdnum, &cmd_pidfd, err, msg) < 0)
 		return -1;
 	L->cmd_pidfd = cmd_pidfd; /* kept: sandlock_handle_kill before the release */
+	if (L->listener_scm)
+		return receive_listener(L, deadline, err, msg);
 	return fetch_listener(L, cmd_pidfd, fdnum, deadline, err, msg);
 }
 
@@ -331,7 +400,7 @@ static int send_prog(struct sl_launch *L, int *err, char **msg)
 		return 0;
 	/* The child is gone: its own report (queued before it exited) says why. */
 	int32_t m[SL_REPORT_INTS] = { -1, 0, 0 };
-	return setup_error(read_report(L->sync_fd, m, MSG_DONTWAIT), m, err, msg);
+	return setup_error(read_report(L->sync_fd, m, MSG_DONTWAIT, NULL), m, err, msg);
 }
 
 int sl_launch_start(struct sl_launch *L, int *err, char **msg)
@@ -345,6 +414,7 @@ int sl_launch_start(struct sl_launch *L, int *err, char **msg)
 	struct sl_child_fds c = { p.sv[1], { -1, -1, -1 }, p.devnull, getpid(), 0 };
 	for (int i = 0; i < 3; i++)
 		c.stdio[i] = child_end(L, &p, i);
+	L->listener_scm = !sl_mech_getfd(); /* probed once per process */
 	pid_t pid = fork();
 	if (pid == 0) {
 		c.self = getpid();
