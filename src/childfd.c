@@ -7,15 +7,19 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "childfd.h"
 #include "childmem.h"
 #include "compat.h"
+#include "mechs.h"
 
 /* Close fd and fail with ESRCH unless n is still pending. */
 static int confirmed(int listener, const sandlock_notif_t *n, int fd)
@@ -49,6 +53,12 @@ int sl_child_getfd(int listener, const sandlock_notif_t *n, int fd)
 {
 	if (fd < 0)
 		return -EBADF;
+	/* Refused by this process's seccomp profile or Yama (mechs.h): the
+	 * calls that need the caller's very object (its sockets) are refused
+	 * as the kernel refuses an unpermitted call, whatever errno the
+	 * profile would give. */
+	if (!sl_mech_getfd())
+		return -EPERM;
 	int pfd = sl_child_pidfd(listener, n);
 	if (pfd < 0)
 		return pfd;
@@ -57,6 +67,100 @@ int sl_child_getfd(int listener, const sandlock_notif_t *n, int fd)
 	int e = dup < 0 ? neg_errno() : dup;
 	close(pfd);
 	return confirmed(listener, n, e);
+}
+
+/* The caller's offset and open flags of fd num (/proc/TID/fdinfo/N). */
+static int fd_info(pid_t pid, int num, int64_t *pos, int *flags)
+{
+	char p[48], buf[512];
+	snprintf(p, sizeof p, "/proc/%d/fdinfo/%d", (int)pid, num);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -EBADF : neg_errno();
+	ssize_t len = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (len <= 0)
+		return -EBADF;
+	buf[len] = '\0';
+	unsigned fl = 0;
+	if (sscanf(buf, "pos: %" SCNd64 " flags: %o", pos, &fl) != 2)
+		return -EIO;
+	*flags = (int)fl;
+	return 0;
+}
+
+/*
+ * The reopen of sl_child_file: the file is pinned with O_PATH first
+ * (sl_child_dirfd: confirmed the caller's), its type checked on that
+ * very file, and reopened through our own /proc/self/fd link with the
+ * caller's access mode and status flags.
+ */
+static int reopen(int listener, const sandlock_notif_t *n, int num, struct sl_child_file *f)
+{
+	int64_t pos = 0;
+	int flags = 0;
+	int e = fd_info((pid_t)n->pid, num, &pos, &flags);
+	if (e < 0)
+		return e;
+	if (flags & O_PATH)
+		return -EBADF; /* no getdents, no write on an O_PATH fd */
+	int path = sl_child_dirfd(listener, n, num);
+	if (path < 0)
+		return path;
+	struct stat st;
+	if (fstat(path, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
+		close(path); /* a pipe or device: reopening is not the same file */
+		return -ENXIO;
+	}
+	char self[32];
+	snprintf(self, sizeof self, "/proc/self/fd/%d", path);
+	int keep = O_ACCMODE | O_APPEND | O_NONBLOCK | O_DIRECT | O_DSYNC | O_SYNC | O_DIRECTORY;
+	int fd = open(self, (flags & keep) | O_CLOEXEC | O_NOCTTY);
+	e = fd < 0 ? neg_errno() : 0;
+	close(path);
+	if (e)
+		return e;
+	if (lseek(fd, (off_t)pos, SEEK_SET) < 0) {
+		e = neg_errno();
+		close(fd);
+		return e;
+	}
+	f->fd = fd;
+	f->install = (flags & O_CLOEXEC) ? O_CLOEXEC : 0;
+	return 0;
+}
+
+int sl_child_file(int listener, const sandlock_notif_t *n, int num, struct sl_child_file *f)
+{
+	f->fd = -1;
+	f->num = num;
+	f->install = -1;
+	if (num < 0)
+		return -EBADF;
+	if (sl_mech_getfd()) {
+		f->fd = sl_child_getfd(listener, n, num);
+		return f->fd < 0 ? f->fd : 0;
+	}
+	return reopen(listener, n, num, f);
+}
+
+int sl_child_file_done(int listener, const sandlock_notif_t *n, struct sl_child_file *f,
+                       bool ok)
+{
+	int e = 0;
+	if (ok && f->fd >= 0 && f->install >= 0) {
+		struct seccomp_notif_addfd a = { .id = n->id,
+			                             .flags = SECCOMP_ADDFD_FLAG_SETFD,
+			                             .srcfd = (uint32_t)f->fd,
+			                             .newfd = (uint32_t)f->num,
+			                             .newfd_flags = (uint32_t)f->install };
+		if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &a) < 0)
+			e = neg_errno();
+	}
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	return e;
 }
 
 int sl_child_procdir(int listener, const sandlock_notif_t *n)

@@ -10,12 +10,39 @@
 #ifndef SANDLOCK_CHILDFD_H
 #define SANDLOCK_CHILDFD_H
 
+#include <stdbool.h>
+
 #include "sandlock.h"
 
 /* A pidfd for the caller (a thread-pidfd for a non-leader thread). */
 int sl_child_pidfd(int listener, const sandlock_notif_t *n);
-/* Our duplicate of the caller's fd number fd (-EBADF if it has none). */
+/* Our duplicate of the caller's fd number fd (-EBADF if it has none;
+ * -EPERM where pidfd_getfd is refused, mechs.h). */
 int sl_child_getfd(int listener, const sandlock_notif_t *n, int fd);
+/*
+ * The caller's open file num as ours, sharing its file offset, for a call
+ * performed on its behalf (getdents, a write under max_disk):
+ * pidfd_getfd's duplicate where that works.  Where a container's seccomp
+ * profile refuses pidfd_getfd (mechs.h), a fresh open of the same file
+ * (regular files and directories only: -ENXIO for others) through
+ * /proc/TID/fd/N with the caller's flags, at the caller's offset;
+ * sl_child_file_done then installs it at the caller's number
+ * (SECCOMP_IOCTL_NOTIF_ADDFD with SECCOMP_ADDFD_FLAG_SETFD, its
+ * close-on-exec kept), so the caller goes on with our description and the
+ * offset the call left.  (Other holders of the caller's old description,
+ * a dup or a forked child, keep their own offset then.)
+ */
+struct sl_child_file {
+	int fd;        /* ours */
+	int num;       /* the caller's fd number */
+	int install;   /* reopened: the newfd_flags to install it with; else -1 */
+};
+int sl_child_file(int listener, const sandlock_notif_t *n, int num, struct sl_child_file *f);
+/* Close ours; if it was reopened and used (ok), install it first.  0 or
+ * -errno (the install failed: the caller's offset did not move). */
+int sl_child_file_done(int listener, const sandlock_notif_t *n, struct sl_child_file *f,
+                       bool ok);
+
 /* /proc/TID of the caller, as an O_PATH directory fd. */
 int sl_child_procdir(int listener, const sandlock_notif_t *n);
 /* The starting point of a *at() call: the caller's cwd for AT_FDCWD,

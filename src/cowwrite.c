@@ -55,12 +55,14 @@ bool sl_cowwrite_is(int nr)
 	return false;
 }
 
-/* Our duplicate of the caller's fd if it is a staged file, else -1. */
-static int staged_fd(struct sl_cow *c, int listener, const sandlock_notif_t *n, uint64_t arg)
+/* The caller's fd as ours (sl_child_file, into *cf) if it is a staged
+ * file, else -1: the kernel performs the call. */
+static int staged_fd(struct sl_cow *c, int listener, const sandlock_notif_t *n, uint64_t arg,
+                     struct sl_child_file *cf)
 {
-	int fd = sl_child_getfd(listener, n, (int)(int32_t)arg);
-	if (fd < 0)
+	if (sl_child_file(listener, n, (int)(int32_t)arg, cf) < 0)
 		return -1;
+	int fd = cf->fd;
 	struct stat st;
 	char link[64], path[PATH_MAX];
 	ssize_t len = -1;
@@ -69,12 +71,12 @@ static int staged_fd(struct sl_cow *c, int listener, const sandlock_notif_t *n, 
 		len = readlink(link, path, sizeof path - 1);
 	}
 	if (len <= 0) {
-		close(fd);
+		sl_child_file_done(listener, n, cf, false);
 		return -1;
 	}
 	path[len] = '\0';
 	if (!sl_cow_owns(c, path, &st)) {
-		close(fd);
+		sl_child_file_done(listener, n, cf, false);
 		return -1;
 	}
 	return fd;
@@ -242,7 +244,8 @@ bool sl_cowwrite(struct sl_cow *c, int listener, const sandlock_notif_t *n, sand
 		return true;
 	}
 	int out = nr == __NR_copy_file_range || nr == __NR_splice ? 2 : 0;
-	int fd = staged_fd(c, listener, n, n->args[out]);
+	struct sl_child_file cf;
+	int fd = staged_fd(c, listener, n, n->args[out], &cf);
 	if (fd < 0)
 		return false;
 	const uint64_t *a = n->args;
@@ -260,6 +263,8 @@ bool sl_cowwrite(struct sl_cow *c, int listener, const sandlock_notif_t *n, sand
 		*ret = do_vec(c, fd, n, mem);
 	else
 		*ret = do_size(c, fd, n);
-	close(fd);
+	int e = sl_child_file_done(listener, n, &cf, *ret >= 0);
+	if (e < 0 && *ret >= 0)
+		*ret = e;
 	return true;
 }

@@ -63,6 +63,7 @@
 #include "chroot.h"
 #include "childmem.h"
 #include "compat.h"
+#include "mechs.h"
 #include "procpolicy.h"
 #include "opener.h"
 #include "portmap.h"
@@ -756,8 +757,11 @@ static int prepare(const struct sl_opener *op, int listener, const sandlock_noti
 	int own = caller_resolve ? -1 : own_fd_reopen(path, n->pid);
 	if (own >= 0) {
 		/* The caller's own fd: reopen our duplicate through our /proc
-		 * (the magic link is ours now; Landlock still checks the file). */
-		int dup = sl_child_getfd(listener, n, own);
+		 * (the magic link is ours now; Landlock still checks the file).
+		 * Without pidfd_getfd (mechs.h) the duplicate is an O_PATH open
+		 * of the same file through the caller's /proc: the same reopen. */
+		int dup = sl_mech_getfd() ? sl_child_getfd(listener, n, own)
+		                          : sl_child_dirfd(listener, n, own);
 		if (dup < 0)
 			return dup == -EBADF ? ENOENT : -dup;
 		snprintf(reopen, cap, "/proc/self/fd/%d", dup);

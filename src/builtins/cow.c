@@ -443,9 +443,13 @@ static bool do_dents(struct cow_state *s, const struct sl_call *call, sandlock_a
 {
 	const sandlock_notif_t *n = call->n;
 	int cfd = (int)(uint32_t)n->args[0];
-	int fd = sl_child_getfd(call->listener, n, cfd);
-	if (fd < 0)
-		return false;
+	struct sl_child_file cf;
+	int ge = sl_child_file(call->listener, n, cfd, &cf);
+	if (ge == -EBADF || ge == -ENXIO)
+		return false; /* the kernel's answer is the same */
+	if (ge < 0)
+		return answer(act, ge); /* never the real listing instead of the merged one */
+	int fd = cf.fd;
 	char real[PATH_MAX];
 	const char *rel = NULL;
 	char moved[PATH_MAX];
@@ -456,7 +460,7 @@ static bool do_dents(struct cow_state *s, const struct sl_call *call, sandlock_a
 			rel = moved;
 	}
 	if (!rel) {
-		close(fd);
+		sl_child_file_done(call->listener, n, &cf, false);
 		return false;
 	}
 	size_t cap = (size_t)(uint32_t)n->args[2];
@@ -472,8 +476,8 @@ static bool do_dents(struct cow_state *s, const struct sl_call *call, sandlock_a
 	if (r > 0 && sandlock_mem_write(call->mem, n->args[1], buf, (size_t)r) != 0)
 		r = -EFAULT;
 	free(buf);
-	close(fd);
-	return answer(act, r);
+	int de = sl_child_file_done(call->listener, n, &cf, r >= 0);
+	return answer(act, de < 0 && r >= 0 ? de : r);
 }
 
 /* getxattr/listxattr of a staged file (fd: its O_PATH fd): through the

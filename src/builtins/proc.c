@@ -219,15 +219,17 @@ static int dents_on_behalf(const struct proc_state *s, const struct sl_call *cal
 {
 	const sandlock_notif_t *n = call->n;
 	int cfd = (int)(uint32_t)n->args[0];
-	int fd = sl_child_getfd(call->listener, n, cfd);
-	if (fd < 0)
-		return -fd;
+	struct sl_child_file cf;
+	int ge = sl_child_file(call->listener, n, cfd, &cf);
+	if (ge < 0)
+		return ge == -ENXIO ? ENOTDIR : -ge;
+	int fd = cf.fd;
 	size_t cap = (size_t)(uint32_t)n->args[2];
 	if (cap > MAX_DENTS)
 		cap = MAX_DENTS;
 	char *buf = malloc(cap ? cap : 1);
 	if (!buf) {
-		close(fd);
+		sl_child_file_done(call->listener, n, &cf, false);
 		return ENOMEM;
 	}
 	struct producer p = { s, call->init, n->syscall_nr, is_proc_root(fd) };
@@ -244,8 +246,8 @@ static int dents_on_behalf(const struct proc_state *s, const struct sl_call *cal
 		e = EFAULT;
 	*ret = got;
 	free(buf);
-	close(fd);
-	return e;
+	int de = sl_child_file_done(call->listener, n, &cf, got >= 0);
+	return e ? e : -de;
 }
 
 static bool proc_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
