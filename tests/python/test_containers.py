@@ -70,3 +70,60 @@ def test_the_program_sees_no_extra_child():
     assert r.returncode == 0, r
     kids = r.stdout.split()
     assert kids[-1] == "end" and len(kids) == 2, r.stdout  # cat itself, nothing else
+
+
+def test_proc_listing_is_served_on_behalf():
+    """getdents on behalf (the /proc filter) works on a reopened directory
+    installed back at the caller's fd (it failed with EPERM)."""
+    r = under_filter(SANDLOCK, "run", *SYS_RO, "-r", "/proc", "--", "/bin/sh", "-c",
+                     "ls /proc | grep -c '^[0-9]'; echo $$")
+    assert r.returncode == 0, r
+    count, pid = r.stdout.split()
+    assert 1 <= int(count) <= 4, r.stdout  # the sandbox's own processes only
+
+
+def test_cow_listing_and_max_disk(tmp_path):
+    """The COW merged listing and max_disk's accounting (on behalf, on the
+    caller's offset) under the filter; the write past the limit fails."""
+    wd = tmp_path / "wd"
+    (wd / "d").mkdir(parents=True)
+    (wd / "d" / "a").write_text("a\n")
+    script = ("echo one > d/b && echo two >> d/b && ls d && cat d/b && "
+              "head -c 3000000 /dev/zero > big; echo status=$?")
+    r = under_filter(SANDLOCK, "run", *SYS_RO, "-r", "/dev", "-w", str(wd),
+                     "--workdir", str(wd), "--max-disk", "1M", "--cwd", str(wd), "--",
+                     "/bin/sh", "-c", script)
+    assert r.stdout.split() == ["a", "b", "one", "two", "status=1"], r
+    assert "No space left on device" in r.stderr
+    assert (wd / "d" / "b").read_text() == "one\ntwo\n"
+    assert (wd / "big").stat().st_size <= 1 << 20
+
+
+def test_file_denial_still_holds(tmp_path):
+    """Hostile: a file outside the granted trees, readable bare, stays out."""
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret\n")
+    assert subprocess.run(["/bin/cat", str(secret)], capture_output=True).returncode == 0
+    r = under_filter(SANDLOCK, "run", *SYS_RO, "--", "/bin/cat", str(secret))
+    assert r.returncode != 0 and "s3cret" not in r.stdout, r
+
+
+def test_sockets_on_behalf_are_refused_not_skipped(tmp_path):
+    """Hostile: without pidfd_getfd the unix-socket gate cannot act on the
+    caller's socket: the connect is refused (EPERM), never let through."""
+    import socket
+    path = str(tmp_path / "s")
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
+    srv.listen(1)
+    probe = ("import socket,sys\ns=socket.socket(socket.AF_UNIX)\n"
+             "try:\n s.connect(sys.argv[1]); print('connected')\n"
+             "except OSError as e: print(e.errno)\n")
+    bare = under_filter(PY, "-c", probe, path)
+    assert bare.stdout.strip() == "connected", bare  # the probe works
+    args = ["run", *SYS_RO, "-w", str(tmp_path), "--", PY, "-c", probe, path]
+    granted = subprocess.run([SANDLOCK, *args], capture_output=True, text=True)
+    assert granted.stdout.strip() == "connected", granted  # allowed with pidfd_getfd
+    r = under_filter(SANDLOCK, *args)
+    srv.close()
+    assert r.stdout.strip() == "1", r  # EPERM
