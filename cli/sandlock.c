@@ -74,6 +74,10 @@ static void print_run_help(void)
 	      stdout);
 	cli_print_run_options(stdout);
 	fputs("\n"
+	      "Every sandbox may use /dev/null, /dev/zero, /dev/full, /dev/random,\n"
+	      "/dev/urandom, its own stdin/stdout/stderr (/dev/stdin, /dev/fd/N) and, when\n"
+	      "they are a terminal, /dev/tty; no other device unless granted.\n"
+	      "\n"
 	      "Exit status: the command's status; 128+N if it died of signal N;\n"
 	      "124 on timeout; 125 if sandlock failed; 126/127 if CMD cannot be run/found.\n",
 	      stdout);

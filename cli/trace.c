@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum access { ACC_NONE, ACC_READ, ACC_WRITE, ACC_EXEC };
@@ -21,6 +22,7 @@ enum access { ACC_NONE, ACC_READ, ACC_WRITE, ACC_EXEC };
 struct cli_trace {
 	FILE *out;  /* --trace: JSON lines; NULL in learn mode */
 	bool learn;
+	bool tty;   /* the CLI's stdio is a terminal: the sandbox may open /dev/tty */
 	struct cli_list read, write, deny; /* canonical roots of the rules */
 	struct cli_list used_read, used_write; /* learn: canonical paths used */
 	int nr_open, nr_openat, nr_creat, nr_execve, nr_execveat;
@@ -150,10 +152,32 @@ struct verdict {
 	char *allow;        /* the flag's argument (heap) */
 };
 
+/* A device every sandbox may open (sandlock.h), or its terminal. */
+static bool default_device(const struct cli_trace *t, const char *path)
+{
+	static const char *const devs[] = { SANDLOCK_DEFAULT_DEVICES };
+	for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++)
+		if (strcmp(path, devs[i]) == 0)
+			return true;
+	return t->tty && strcmp(path, "/dev/tty") == 0;
+}
+
+/* The path a grant should name: a device file as itself (-w /dev/null,
+ * never all of /dev), anything else as its directory. */
+static char *grant_path(const char *path, bool exists)
+{
+	struct stat st;
+	if (exists && stat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)))
+		return strdup(path);
+	return grant_dir(path, exists);
+}
+
 static struct verdict judge(const struct cli_trace *t, const char *path, bool exists,
                             enum access acc)
 {
 	struct verdict v = { NULL, NULL, NULL };
+	if (acc != ACC_EXEC && default_device(t, path))
+		return v;
 	const char *d = first_under(&t->deny, path);
 	if (d) {
 		v.reason = "inside a -d path";
@@ -170,7 +194,7 @@ static struct verdict judge(const struct cli_trace *t, const char *path, bool ex
 		v.flag = "-r";
 	}
 	if (v.reason)
-		v.allow = grant_dir(path, exists);
+		v.allow = grant_path(path, exists);
 	return v;
 }
 
@@ -412,7 +436,7 @@ static const char *decision_hint(const char *by)
 		       "allow with -w";
 	if (strcmp(by, "socket destinations") == 0)
 		return "the destination is not allowed; allow it with --net-allow "
-		       "(--net-allow-unix for a unix socket)";
+		       "(--allow-unix for a unix socket)";
 	if (strcmp(by, "argument rules") == 0)
 		return "refused by the filter's argument rules; no flag allows it";
 	return "refused by the supervisor";
@@ -462,6 +486,7 @@ struct cli_trace *cli_trace_new(const struct cli_cfg *cfg, FILE *out, bool learn
 		return NULL;
 	t->out = out;
 	t->learn = learn;
+	t->tty = isatty(0) || isatty(1) || isatty(2);
 	if (canon_list(&t->read, &cfg->read) < 0 || canon_list(&t->write, &cfg->write) < 0 ||
 	    canon_list(&t->deny, &cfg->deny) < 0) {
 		cli_trace_free(t);
@@ -524,15 +549,16 @@ static int cmp_str(const void *a, const void *b)
  * dropped, and so are paths that no longer exist (a profile naming them
  * would not build).
  */
-static void grant_paths(struct cli_list *g, const struct cli_list *l, bool writing)
+static void grant_paths(const struct cli_trace *t, struct cli_list *g, const struct cli_list *l,
+                        bool writing)
 {
 	char **v = calloc(l->n ? l->n : 1, sizeof(*v));
 	size_t n = 0;
 	for (size_t i = 0; v && i < l->n; i++) {
 		const char *p = l->v[i];
 		bool proc = strncmp(p, "/proc/", 6) == 0 || strcmp(p, "/proc") == 0;
-		if (writing && (proc || strncmp(p, "/dev/", 5) == 0))
-			continue; /* never writable in a sandbox */
+		if ((writing && proc) || default_device(t, p))
+			continue; /* /proc is never writable; these need no grant */
 		char *q = strdup(proc ? "/proc" : p);
 		if (q && access(q, F_OK) == 0)
 			v[n++] = q;
@@ -566,8 +592,8 @@ void cli_trace_print_profile(const struct cli_trace *t, const struct cli_cfg *cf
 	struct cli_cfg learned = *cfg; /* borrowed: only read/write are ours */
 	memset(&learned.read, 0, sizeof learned.read);
 	memset(&learned.write, 0, sizeof learned.write);
-	grant_paths(&learned.read, &reads, false);
-	grant_paths(&learned.write, &t->used_write, true);
+	grant_paths(t, &learned.read, &reads, false);
+	grant_paths(t, &learned.write, &t->used_write, true);
 	cli_profile_print(&learned, out);
 	list_release(&reads);
 	list_release(&learned.read);

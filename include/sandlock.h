@@ -224,6 +224,15 @@ sandlock_builder_t *sandlock_sandbox_builder_extra_allow_syscalls(sandlock_build
  */
 #define SANDLOCK_DEFAULT_MAX_OUTPUT (64ull << 20)
 sandlock_builder_t *sandlock_sandbox_builder_max_output(sandlock_builder_t *b, uint64_t bytes);
+/*
+ * The minimal /dev of every sandbox (no grant needed): these device files
+ * may be read and written; so may the files behind the command's own
+ * stdin/stdout/stderr (with the access those fds have), and /dev/tty when
+ * one of them is a terminal.  No other device node is reachable unless a
+ * grant names it.  (Not under a chroot, whose view has no host /dev.)
+ */
+#define SANDLOCK_DEFAULT_DEVICES \
+	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"
 /* Inherit the caller's stdin/stdout/stderr instead of capturing output. */
 sandlock_builder_t *sandlock_sandbox_builder_inherit_stdio(sandlock_builder_t *b, bool inherit);
 /* Determinism.  random_seed: getrandom() returns a byte stream seeded with

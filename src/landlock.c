@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "devmin.h"
 #include "landlock.h"
 
 #define FS(x) LANDLOCK_ACCESS_FS_##x
@@ -78,7 +79,7 @@ static size_t attr_size(int abi)
 }
 
 /* Add one path_beneath rule on an O_PATH fd; masks rights for non-directories. */
-static int add_fd_rule(int ruleset, int fd, uint64_t rights, bool is_dir)
+int sl_landlock_add_fd_rule(int ruleset, int fd, uint64_t rights, bool is_dir)
 {
 	struct sl_ll_path_beneath_attr pb = {
 		.allowed_access = is_dir ? rights : (rights & SL_FILE_RIGHTS),
@@ -111,7 +112,7 @@ static int add_path_rule(int ruleset, const char *path, uint64_t rights, bool fo
 		close(fd);
 		return 0;
 	}
-	rc = rc < 0 ? -errno : add_fd_rule(ruleset, fd, rights, S_ISDIR(st.st_mode));
+	rc = rc < 0 ? -errno : sl_landlock_add_fd_rule(ruleset, fd, rights, S_ISDIR(st.st_mode));
 	close(fd);
 	if (rc < 0)
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "landlock_add_rule('%s'): %s", path,
@@ -345,6 +346,8 @@ int sl_landlock_prepare(const struct sandlock_sandbox *cfg, int *err, char **msg
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "landlock_create_ruleset: %s",
 		               strerror(errno));
 	int rc = add_fs_rules(rs, cfg, handled, err, msg);
+	if (rc == 0 && !cfg->chroot)
+		rc = sl_devmin_grant(rs, handled, err, msg);
 	if (rc == 0 && net && cfg->ll_connect)
 		rc = add_port_rules(rs, cfg->net_connect, cfg->n_net_connect,
 		                    LANDLOCK_ACCESS_NET_CONNECT_TCP, err, msg);
@@ -365,6 +368,12 @@ int sl_landlock_grant_read(int ruleset_fd, const struct sandlock_sandbox *cfg, c
 		return 0;
 	return add_path_rule(ruleset_fd, dir, SL_READ_RIGHTS & fs_handled_cfg(cfg, abi), true, NULL,
 	                     msg);
+}
+
+uint64_t sl_landlock_handled(const struct sandlock_sandbox *cfg)
+{
+	int abi = sl_landlock_abi();
+	return abi < 1 ? 0 : fs_handled_cfg(cfg, abi);
 }
 
 int sl_landlock_apply(int ruleset_fd)

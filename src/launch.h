@@ -81,6 +81,9 @@ int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
  * NULL = defaults.  Duplicates every FD-mode fd (the caller keeps its own). */
 int sl_launch_set_options(struct sl_launch *L, const sandlock_spawn_opts_t *o, int *err,
                           char **msg);
+/* Grant the files behind the command's stdio (devmin.h) in the ruleset,
+ * after sl_launch_set_options and before anything applies it.  0 or -1. */
+int sl_launch_grant_stdio(struct sl_launch *L, int *err, char **msg);
 /* True when all three streams are the caller's: the terminal is handed over. */
 bool sl_launch_inherits_all(const struct sl_launch *L);
 /* Fork the sandbox's init, which starts the command; the command confines

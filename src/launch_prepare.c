@@ -18,6 +18,7 @@
 
 #include "chroot.h"
 #include "filter.h"
+#include "devmin.h"
 #include "landlock.h"
 #include "launch.h"
 
@@ -280,6 +281,28 @@ int sl_launch_set_options(struct sl_launch *L, const sandlock_spawn_opts_t *o, i
 		if (set_stream(L, i, &o->stdio[i], err, msg) < 0)
 			return -1;
 	return set_keep_fds(L, o->pass_fds, o->npass_fds, err, msg);
+}
+
+int sl_launch_grant_stdio(struct sl_launch *L, int *err, char **msg)
+{
+	if (L->ruleset_fd < 0)
+		return 0;
+	uint64_t handled = sl_landlock_handled(L->cfg);
+	bool tty = false;
+	for (int i = 0; i < 3; i++) {
+		int fd = L->stdio_mode[i] == SANDLOCK_STDIO_INHERIT ? i
+		         : L->stdio_mode[i] == SANDLOCK_STDIO_FD   ? L->stdio_fd[i]
+		                                                   : -1;
+		int rc = sl_devmin_grant_stdio(L->ruleset_fd, handled, fd, &tty);
+		if (rc < 0)
+			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "landlock_add_rule(fd %d): %s", i,
+			               strerror(-rc));
+	}
+	int rc = tty && !L->cfg->chroot ? sl_devmin_grant_tty(L->ruleset_fd, handled) : 0;
+	if (rc < 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "landlock_add_rule('/dev/tty'): %s",
+		               strerror(-rc));
+	return 0;
 }
 
 /* ---------------- the sandbox's BPF programs ---------------- */

@@ -585,8 +585,9 @@ static int launch(sandlock_handle_t *h, const char *const *argv, uint32_t argc,
 	struct sl_launch *L = &h->L;
 	int rc = sl_launch_prepare(L, h->sb, argv, argc, nrs, nt, err, msg);
 	h->prepared = true; /* prepare initialises L first, even when it fails */
-	if (rc < 0 || sl_supervisor_use_ruleset(h->sup, L->ruleset_fd, err, msg) < 0 ||
-	    sl_launch_set_options(L, opts, err, msg) < 0)
+	if (rc < 0 || sl_launch_set_options(L, opts, err, msg) < 0 ||
+	    sl_launch_grant_stdio(L, err, msg) < 0 ||
+	    sl_supervisor_use_ruleset(h->sup, L->ruleset_fd, err, msg) < 0)
 		return -1;
 	/* The limits' v2 group if there is one, else one of our own; without
 	 * either, init and killpg alone (README). */

@@ -160,8 +160,15 @@ def _open_access(flags):
     return "read"
 
 
+# SANDLOCK_DEFAULT_DEVICES of sandlock.h (test_devmin.py checks they agree):
+# every sandbox may read and write these without a grant.
+DEFAULT_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+
+
 def _grant_dir(path, exists):
-    if exists and os.path.isdir(path):
+    """What a grant should name: a device as itself, a directory as
+    itself, a file as its directory."""
+    if exists and (os.path.isdir(path) or path.startswith("/dev/")):
         return path
     return os.path.dirname(path) or "/"
 
@@ -225,6 +232,8 @@ class _FileJudge(Handler):
         self._report(name, ctx.pid, path, exists, acc)
 
     def _report(self, syscall, pid, path, exists, acc):
+        if acc != "execute" and path in DEFAULT_DEVICES:
+            return
         ev = {"event": "denied", "syscall": syscall, "pid": int(pid), "path": path,
               "access": acc}
         deny = next((d for d in self.deny if _under(path, d)), None)
