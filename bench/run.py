@@ -25,6 +25,9 @@ Figures:
   toolchain make -j2 of a ~70-file C project, pip install of a local
             package, pytest of a small project: bare, sandboxed with the
             project -w, COW --workdir committed (bench/toolchains.py)
+  mcp       one MCP tools/call (a fresh sandbox per call) through the stdio
+            server and McpSandbox, vs a bare subprocess of the same worker
+            (bench/mcp.py)
   fork      us per clone of Sandbox.fork(N) (work_fn prints its id; fork to
             the last clone's Result), vs a bare os.fork() loop doing the same
             (a pipe per child, read to the end, reaped) and vs the reference's
@@ -50,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import procvirt  # noqa: E402  (bench/procvirt.py)
 import execs  # noqa: E402  (bench/execs.py)
 import toolchains  # noqa: E402  (bench/toolchains.py)
+import mcp as mcp_bench  # noqa: E402  (bench/mcp.py)
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
@@ -404,6 +408,11 @@ def main():
         print(f"toolchain figures failed: {type(e).__name__}: {e}", file=sys.stderr)
 
     try:
+        fig.update(mcp_bench.figures())
+    except Exception as e:
+        print(f"mcp figures failed: {type(e).__name__}: {e}", file=sys.stderr)
+
+    try:
         fig.update(redis_figures())
     except Exception as e:
         print(f"redis figures failed: {type(e).__name__}: {e}", file=sys.stderr)
@@ -486,6 +495,7 @@ def main():
               f"{fig['cow_untar_commit_ms'] - fig['cow_untar_abort_ms']:.1f} ms")
     execs.report(fig, row)
     toolchains.report(fig, row)
+    mcp_bench.report(fig, row)
     if "redis_set_bare_rps" in fig:
         print_redis(fig)
     if "openat_py_handler_ns" not in fig:
