@@ -37,12 +37,12 @@ TEST_SRC := $(sort $(wildcard tests/c/test_*.c))
 TESTS    := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 HELPER_SRC := $(sort $(wildcard tests/c/helpers/*.c))
 HELPERS  := $(patsubst tests/c/helpers/%.c,$(BUILD)/helpers/%,$(HELPER_SRC)) \
-            $(BUILD)/helpers/execprobe-static
+            $(BUILD)/helpers/execprobe-static $(BUILD)/helpers/oci-probe
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all lib test test-c test-py demo asan bench clean install uninstall
-all: lib $(BUILD)/sandlock $(TESTS) $(HELPERS) $(BENCHES)
+.PHONY: all lib test test-c test-py test-oci demo asan bench clean install uninstall
+all: lib $(BUILD)/sandlock $(BUILD)/sandlock-oci $(TESTS) $(HELPERS) $(BENCHES)
 lib: $(BUILD)/libsandlock.so $(BUILD)/libsandlock.a
 
 $(BUILD)/obj/%.o: src/%.c $(LIB_HDR) include/sandlock.h
@@ -59,6 +59,11 @@ $(BUILD)/libsandlock.a: $(LIB_OBJ)
 
 $(BUILD)/sandlock: $(wildcard cli/*.c) $(wildcard cli/*.h) include/sandlock.h $(BUILD)/libsandlock.a
 	$(CC) $(CFLAGS) $(LDFLAGS) $(CLI_STATIC) -o $@ $(wildcard cli/*.c) $(BUILD)/libsandlock.a $(LDLIBS) $(CLI_LDLIBS) -lm
+
+# The OCI runtime (docs/oci.md): a second command over the library.
+OCI_SRC := $(sort $(wildcard cli/oci/*.c))
+$(BUILD)/sandlock-oci: $(OCI_SRC) $(wildcard cli/oci/*.h) include/sandlock.h $(BUILD)/libsandlock.a
+	$(CC) $(CFLAGS) $(LDFLAGS) $(CLI_STATIC) -o $@ $(OCI_SRC) $(BUILD)/libsandlock.a $(LDLIBS) $(CLI_LDLIBS)
 
 $(BUILD)/tests/%: tests/c/%.c $(wildcard tests/c/*.h) include/sandlock.h $(BUILD)/libsandlock.a
 	@mkdir -p $(dir $@)
@@ -80,6 +85,12 @@ $(BUILD)/helpers/execprobe-static: tests/c/helpers/execprobe.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -std=c11 -Wall -Wextra -Werror -static -o $@ $<
 
+# The probe inside test_oci.py's container image (static: the image has
+# no libraries).
+$(BUILD)/helpers/oci-probe: tests/oci/probe.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -std=c11 -Wall -Wextra -Werror -static -o $@ $<
+
 $(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h) include/sandlock.h $(BUILD)/libsandlock.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandlock.a $(LDLIBS)
@@ -92,6 +103,10 @@ test-c: all
 	@tests/run_c_tests.sh $(BUILD)
 test-py: all
 	PYTHONPATH=python $(PYTHON) -m pytest -q tests/python
+
+# The OCI runtime through podman (its own target: it starts containers).
+test-oci: all
+	$(PYTHON) -m pytest -q tests/oci
 
 demo: all
 	PYTHONPATH=python $(PYTHON) examples/demo.py
@@ -107,11 +122,12 @@ bench: all
 # and .so (what the linker finds for -lsandlock) are symlinks to it.
 # sandlock.pc is generated here, not at build time, so that it names the
 # PREFIX/LIBDIR of this install even if `make` ran with other values.
-install: lib $(BUILD)/sandlock
+install: lib $(BUILD)/sandlock $(BUILD)/sandlock-oci
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
 	    $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
 	    $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
 	$(INSTALL) -m 755 $(BUILD)/sandlock $(DESTDIR)$(BINDIR)/sandlock
+	$(INSTALL) -m 755 $(BUILD)/sandlock-oci $(DESTDIR)$(BINDIR)/sandlock-oci
 	$(INSTALL) -m 755 $(BUILD)/libsandlock.so $(DESTDIR)$(LIBDIR)/libsandlock.so.$(VERSION)
 	ln -sf libsandlock.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libsandlock.so
@@ -129,7 +145,7 @@ install: lib $(BUILD)/sandlock
 	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null; then ldconfig || true; fi
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/sandlock \
+	rm -f $(DESTDIR)$(BINDIR)/sandlock $(DESTDIR)$(BINDIR)/sandlock-oci \
 	    $(DESTDIR)$(LIBDIR)/libsandlock.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME) \
 	    $(DESTDIR)$(LIBDIR)/libsandlock.so $(DESTDIR)$(LIBDIR)/libsandlock.a \
 	    $(DESTDIR)$(INCLUDEDIR)/sandlock.h $(DESTDIR)$(PKGCONFIGDIR)/sandlock.pc \

@@ -1,0 +1,290 @@
+/*
+ * mounts.c — the guest's filesystem: the rootfs as the virtual chroot,
+ * each OCI mount as what it means in a view without mount namespaces.
+ */
+#include "mounts.h"
+#include "log.h"
+#include "state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+/* path made absolute against the bundle into out. */
+static int bundle_path(const char *bundle, const char *path, char *out, size_t cap)
+{
+	int n = path[0] == '/' ? snprintf(out, cap, "%s", path)
+	                       : snprintf(out, cap, "%s/%s", bundle, path);
+	return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+static bool has_opt(json_t *opts, const char *o)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(opts, i, v) {
+		const char *s = json_string_value(v);
+		if (s && strcmp(s, o) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* The value of "key=..." among the options, or NULL. */
+static const char *opt_value(json_t *opts, const char *key)
+{
+	size_t i, kl = strlen(key);
+	json_t *v;
+	json_array_foreach(opts, i, v) {
+		const char *s = json_string_value(v);
+		if (s && strncmp(s, key, kl) == 0 && s[kl] == '=')
+			return s + kl + 1;
+	}
+	return NULL;
+}
+
+static int open_in_root(int rootfd, const char *p, int flags, mode_t mode)
+{
+	struct open_how how = { .flags = (uint64_t)flags | O_CLOEXEC, .mode = mode,
+		                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	return (int)syscall(SYS_openat2, rootfd, p, &how, sizeof how);
+}
+
+/* mkdir -p of guest path dir inside the rootfs, every step resolved in it
+ * (a symlink in the image cannot make us write outside).  0, or -1. */
+static int mkdirs_in_root(int rootfd, const char *dir)
+{
+	char p[OCI_PATH_MAX];
+	if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p)
+		return -1;
+	for (char *s = p + 1;; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char c = *s;
+		*s = '\0';
+		int fd = open_in_root(rootfd, p, O_PATH | O_DIRECTORY, 0);
+		if (fd < 0) {
+			char *slash = strrchr(p, '/');
+			*slash = '\0';
+			int parent = open_in_root(rootfd, p[0] ? p : "/", O_PATH | O_DIRECTORY, 0);
+			*slash = '/';
+			if (parent < 0 || (mkdirat(parent, slash + 1, 0755) < 0 && errno != EEXIST)) {
+				if (parent >= 0)
+					close(parent);
+				return -1;
+			}
+			close(parent);
+		} else {
+			close(fd);
+		}
+		*s = c;
+		if (c == '\0')
+			return 0;
+	}
+}
+
+/* A bind of one file: its content copied to dest inside the rootfs. */
+static int copy_file_in(int rootfd, const char *src, const char *dest, size_t idx)
+{
+	char parent[OCI_PATH_MAX];
+	snprintf(parent, sizeof parent, "%s", dest);
+	char *slash = strrchr(parent, '/');
+	if (slash && slash != parent) {
+		*slash = '\0';
+		if (mkdirs_in_root(rootfd, parent) < 0) {
+			oci_error("mounts[%zu]: cannot make %s in the rootfs: %s", idx, parent,
+			          strerror(errno));
+			return -1;
+		}
+	}
+	int in = open(src, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	int out = in < 0 || fstat(in, &st) < 0 ? -1
+	          : open_in_root(rootfd, dest, O_WRONLY | O_CREAT | O_TRUNC, st.st_mode & 0777);
+	int rc = in >= 0 && out >= 0 ? 0 : -1;
+	char buf[65536];
+	ssize_t n;
+	while (rc == 0 && (n = read(in, buf, sizeof buf)) != 0)
+		rc = n < 0 || write(out, buf, (size_t)n) != n ? -1 : 0;
+	if (rc < 0)
+		oci_error("mounts[%zu]: bind of the file %s: cannot copy it to %s in the rootfs "
+		          "(the view maps directories; files are copied): %s", idx, src, dest,
+		          strerror(errno));
+	else
+		oci_info("mounts[%zu]: %s copied to %s (a copy, not a live bind)", idx, src, dest);
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return rc;
+}
+
+static int bind_mount(sandlock_builder_t *b, int rootfd, const char *bundle, json_t *m,
+                      const char *dest, size_t idx, bool make)
+{
+	const char *src = json_string_value(json_object_get(m, "source"));
+	char host[OCI_PATH_MAX];
+	struct stat st;
+	if (!src || bundle_path(bundle, src, host, sizeof host) < 0 || stat(host, &st) < 0) {
+		oci_error("mounts[%zu] (%s): source '%s': %s", idx, dest, src ? src : "",
+		          src ? strerror(errno) : "missing");
+		return -1;
+	}
+	bool ro = has_opt(json_object_get(m, "options"), "ro");
+	if (S_ISREG(st.st_mode))
+		return make ? copy_file_in(rootfd, host, dest, idx) : 0;
+	if (!S_ISDIR(st.st_mode)) {
+		oci_error("mounts[%zu] (%s): source %s is neither a directory nor a regular file; "
+		          "sandlock maps directories (and copies files)", idx, dest, host);
+		return -1;
+	}
+	if (make)
+		mkdirs_in_root(rootfd, dest); /* the mount point, as runc makes it */
+	if (ro)
+		sandlock_sandbox_builder_fs_mount_ro(b, dest, host);
+	else
+		sandlock_sandbox_builder_fs_mount(b, dest, host);
+	return 0;
+}
+
+/* The devices runc makes in a container's /dev: harmless character
+ * devices, made with mknod when the runtime may (CAP_MKNOD). */
+static void make_dev(const char *dir)
+{
+	static const struct { const char *name; unsigned maj, min; } devs[] = {
+		{ "null", 1, 3 }, { "zero", 1, 5 },    { "full", 1, 7 },
+		{ "random", 1, 8 }, { "urandom", 1, 9 }, { "tty", 5, 0 },
+	};
+	int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	for (size_t i = 0; i < sizeof devs / sizeof *devs; i++)
+		if (mknodat(dfd, devs[i].name, S_IFCHR | 0666, makedev(devs[i].maj, devs[i].min)) < 0)
+			oci_warn("/dev/%s: not made (%s; device nodes need CAP_MKNOD)", devs[i].name,
+			         strerror(errno));
+		else
+			fchmodat(dfd, devs[i].name, 0666, 0); /* past the umask */
+	static const char *const dirs[] = { "shm", "pts", "mqueue" };
+	for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++)
+		mkdirat(dfd, dirs[i], 0755);
+	static const char *const links[][2] = { { "fd", "/proc/self/fd" },
+		                                { "stdin", "/proc/self/fd/0" },
+		                                { "stdout", "/proc/self/fd/1" },
+		                                { "stderr", "/proc/self/fd/2" } };
+	for (size_t i = 0; i < sizeof links / sizeof *links; i++)
+		symlinkat(links[i][1], dfd, links[i][0]);
+	close(dfd);
+}
+
+static int tmpfs_mount(sandlock_builder_t *b, int rootfd, json_t *m, const char *dest,
+                       const char *scratch, size_t idx, bool make)
+{
+	json_t *opts = json_object_get(m, "options");
+	char dir[OCI_PATH_MAX];
+	char name[32];
+	snprintf(name, sizeof name, "tmpfs-%zu", idx);
+	if (oci_state_path(scratch, name, dir, sizeof dir) < 0)
+		return -1;
+	if (make) {
+		const char *mode = opt_value(opts, "mode");
+		if (mkdir(dir, 0755) < 0 || (mode && chmod(dir, (mode_t)strtoul(mode, NULL, 8)) < 0)) {
+			oci_error("mounts[%zu] tmpfs %s: scratch directory %s: %s", idx, dest, dir,
+			          strerror(errno));
+			return -1;
+		}
+		if (opt_value(opts, "size"))
+			oci_warn("mounts[%zu] tmpfs %s: size not enforced (a scratch directory on "
+			         "the host's disk)", idx, dest);
+		if (strcmp(dest, "/dev") == 0)
+			make_dev(dir);
+		mkdirs_in_root(rootfd, dest);
+	}
+	if (has_opt(opts, "ro"))
+		sandlock_sandbox_builder_fs_mount_ro(b, dest, dir);
+	else
+		sandlock_sandbox_builder_fs_mount(b, dest, dir);
+	return 0;
+}
+
+static int one_mount(sandlock_builder_t *b, int rootfd, const char *bundle,
+                     const char *scratch, json_t *m, size_t idx, bool make)
+{
+	const char *dest = json_string_value(json_object_get(m, "destination"));
+	const char *type = json_string_value(json_object_get(m, "type"));
+	json_t *opts = json_object_get(m, "options");
+	if (!dest || dest[0] != '/') {
+		oci_error("mounts[%zu].destination '%s': must be an absolute path", idx,
+		          dest ? dest : "");
+		return -1;
+	}
+	if (strcmp(dest, "/") == 0) {
+		oci_error("mounts[%zu]: a mount over / ; use root.path", idx);
+		return -1;
+	}
+	if (has_opt(opts, "bind") || has_opt(opts, "rbind") || (type && strcmp(type, "bind") == 0))
+		return bind_mount(b, rootfd, bundle, m, dest, idx, make);
+	if (!type)
+		type = "";
+	if (strcmp(type, "tmpfs") == 0)
+		return tmpfs_mount(b, rootfd, m, dest, scratch, idx, make);
+	if (strcmp(type, "proc") == 0) {
+		/* The host's /proc, filtered by the sandbox's /proc policy: the
+		 * guest lists and opens only its own processes. */
+		sandlock_sandbox_builder_fs_mount_ro(b, dest, "/proc");
+		return 0;
+	}
+	if (strcmp(type, "sysfs") == 0) {
+		sandlock_sandbox_builder_fs_mount_ro(b, dest, "/sys");
+		return 0;
+	}
+	if (strcmp(type, "devpts") == 0 || strcmp(type, "mqueue") == 0 ||
+	    strcmp(type, "cgroup") == 0 || strcmp(type, "cgroup2") == 0) {
+		/* devpts: the terminal's fd is given to the process, and the host's
+		 * other ptys must stay out of reach; mqueue: POSIX queues are denied;
+		 * cgroup: the sandbox sees no cgroup tree. */
+		oci_info("mounts[%zu]: %s at %s not made (see docs/oci.md)", idx, type, dest);
+		return 0;
+	}
+	oci_error("mounts[%zu]: type '%s' at %s is not supported by sandlock (bind, tmpfs, "
+	          "proc, sysfs are)", idx, type, dest);
+	return -1;
+}
+
+int oci_mounts_apply(sandlock_builder_t *b, json_t *c, const char *bundle, const char *scratch,
+                     bool make)
+{
+	json_t *root = json_object_get(c, "root");
+	char rootfs[OCI_PATH_MAX];
+	if (bundle_path(bundle, json_string_value(json_object_get(root, "path")), rootfs,
+	                sizeof rootfs) < 0)
+		return -1;
+	int rootfd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0) {
+		oci_error("root.path %s: %s", rootfs, strerror(errno));
+		return -1;
+	}
+	sandlock_sandbox_builder_chroot(b, rootfs);
+	if (!json_is_true(json_object_get(root, "readonly")))
+		sandlock_sandbox_builder_fs_write(b, rootfs);
+	size_t i;
+	json_t *m;
+	int rc = 0;
+	json_array_foreach(json_object_get(c, "mounts"), i, m) {
+		if (rc == 0)
+			rc = one_mount(b, rootfd, bundle, scratch, m, i, make);
+	}
+	close(rootfd);
+	json_t *linux = json_object_get(c, "linux");
+	if (json_array_size(json_object_get(linux, "maskedPaths")) ||
+	    json_array_size(json_object_get(linux, "readonlyPaths")))
+		oci_info("linux.maskedPaths/readonlyPaths: /proc and /sys are read-only views "
+		         "under sandlock's /proc policy");
+	return rc;
+}
