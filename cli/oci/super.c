@@ -275,19 +275,21 @@ static void loop(struct super *s, int lfd, int sfd)
 			oci_info("signal %u from pid %u: forwarded", si.ssi_signo, si.ssi_pid);
 			send_signal(s, (int)si.ssi_signo, false);
 		}
+		if (p[3].revents)
+			container_line(s);
+		if (p[4].revents)
+			send_signal(s, SIGKILL, false);
+		/* An attached exec went away (its process ended).  Downwards: the
+		 * last entry, moved into a dropped one's place, was seen already.
+		 * Before serving: a new attach has no poll result yet. */
+		for (size_t i = n - 5; i-- > 0;)
+			if (p[5 + i].revents)
+				drop_attached(s, i);
 		if (p[2].revents) {
 			int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 			if (c >= 0)
 				serve(s, c);
 		}
-		if (p[3].revents)
-			container_line(s);
-		if (p[4].revents)
-			send_signal(s, SIGKILL, false);
-		/* An attached exec went away (its process ended). */
-		for (size_t i = s->nattached; i-- > 0;)
-			if (p[5 + i].revents)
-				drop_attached(s, i);
 	}
 }
 

@@ -1,0 +1,140 @@
+"""A container's process through podman: exec, stop (SIGTERM, then SIGKILL
+after the timeout), kill, ps states, logs, and `podman run -it` / `exec
+-it` on a real pty (tmux)."""
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import OCI, podman, unique
+
+
+def inspect(name, fmt):
+    return podman("inspect", "-f", fmt, name).stdout.strip()
+
+
+def wait_for(pred, timeout=10):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def start(image, name, script):
+    podman("run", "-d", "--name", name, image, "/bin/sh", "-c", script, check=True)
+    assert wait_for(lambda: "started" in podman("logs", name).stdout), podman("logs", name)
+
+
+def test_ps_states_created_running_exited(image, cname):
+    podman("create", "--name", cname, image, "/bin/sh", "-c", "sleep 30", check=True)
+    podman("init", cname, check=True)  # the runtime's create: parked before exec
+    assert inspect(cname, "{{.State.Status}}") == "initialized"
+    podman("start", cname, check=True)
+    assert inspect(cname, "{{.State.Status}}") == "running"
+    assert cname in podman("ps", "--format", "{{.Names}}").stdout
+    podman("kill", cname, check=True)
+    assert wait_for(lambda: inspect(cname, "{{.State.Status}}") == "exited")
+    assert inspect(cname, "{{.State.ExitCode}}") == "137"
+    assert cname not in podman("ps", "--format", "{{.Names}}").stdout
+
+
+def test_exec_into_a_running_container(image, cname):
+    start(image, cname, "echo shared > /tmp/from-main; echo started; sleep 30")
+    r = podman("exec", cname, "/bin/sh", "-c", "cat /tmp/from-main; hostname; exit 9")
+    assert r.returncode == 9, r.stderr
+    # The same rootfs view, tmpfs scratch dirs and hostname as the container.
+    assert r.stdout.splitlines() == ["shared", inspect(cname, "{{.Config.Hostname}}")]
+    r = podman("exec", "-e", "X=1", "-w", "/etc", cname, "/bin/sh", "-c", "echo $X; pwd")
+    assert r.stdout == "1\n/etc\n", r.stderr
+    # An exec still running when the container stops ends with it.
+    podman("exec", "-d", cname, "/bin/sh", "-c", "echo $$ > /tmp/exec-pid; sleep 60",
+           check=True)
+    assert wait_for(lambda: podman("exec", cname, "/bin/cat", "/tmp/exec-pid").returncode == 0)
+    t0 = time.time()
+    podman("stop", "-t", "1", cname, check=True)
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "sleep 60" not in out
+    assert time.time() - t0 < 10
+
+
+def test_stop_sends_term_then_kill_after_the_timeout(image, cname):
+    start(image, cname, "trap 'echo got-term; exit 3' TERM; echo started; "
+                        "while :; do sleep 0.1; done")
+    podman("stop", "-t", "10", cname, check=True)
+    assert inspect(cname, "{{.State.ExitCode}}") == "3"
+    assert "got-term" in podman("logs", cname).stdout
+    name2 = unique()
+    try:
+        start(image, name2, "trap '' TERM; echo started; while :; do sleep 0.1; done")
+        t0 = time.time()
+        podman("stop", "-t", "2", name2, check=True)
+        elapsed = time.time() - t0
+        assert inspect(name2, "{{.State.ExitCode}}") == "137"
+        assert elapsed >= 1.9, "SIGKILL before the timeout"
+    finally:
+        podman("rm", "-f", "-t", "0", name2)
+
+
+def test_kill_delivers_the_signal_and_logs_keep_output(image, cname):
+    start(image, cname, "trap 'echo got-usr1' USR1; echo started; "
+                        "while :; do sleep 0.1; done")
+    podman("kill", "-s", "USR1", cname, check=True)
+    assert wait_for(lambda: "got-usr1" in podman("logs", cname).stdout)
+    assert inspect(cname, "{{.State.Status}}") == "running"
+    podman("kill", "-s", "KILL", cname, check=True)
+    assert wait_for(lambda: inspect(cname, "{{.State.Status}}") == "exited")
+    logs = podman("logs", cname).stdout
+    assert logs.splitlines() == ["started", "got-usr1"]
+
+
+# ---- a real pty: podman run -it / exec -it inside tmux ----
+
+def tmux(*args):
+    return subprocess.run(["tmux", "-L", "sandlock-oci-test"] + list(args),
+                          capture_output=True, text=True)
+
+
+@pytest.fixture
+def session():
+    if not shutil.which("tmux"):
+        pytest.skip("tmux is not installed (.ci/run installs it)")
+    name = unique("tmux")
+    yield name
+    tmux("kill-session", "-t", name)
+
+
+def pane(name):
+    return tmux("capture-pane", "-p", "-t", name).stdout
+
+
+def type_until(target, keys, expect, tries=5):
+    """Type keys until expect shows: a shell discards what was typed
+    before it set up its line editor (TCSAFLUSH), right after its prompt."""
+    for _ in range(tries):
+        tmux("send-keys", "-t", target, keys, "Enter")
+        if wait_for(lambda: expect in tmux("capture-pane", "-p", "-t", target).stdout, 2):
+            return True
+    return False
+
+
+def test_run_it_on_a_real_pty(image, cname, session):
+    cmd = ("podman --cgroup-manager cgroupfs --runtime %s run -it --rm --name %s %s /bin/sh; "
+           "echo EXIT=$?; sleep 30") % (OCI, cname,
+                                          image)
+    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", cmd)
+    assert wait_for(lambda: "/ #" in pane(session)), pane(session)
+    assert type_until(session, "echo A$((6*7))B; stty size; [ -t 0 ] && echo TT''Y", "TTY"), \
+        pane(session)
+    out = pane(session)
+    assert "A42B" in out and "30 100" in out
+    # A second shell on its own pty: podman exec -it.
+    tmux("split-window", "-t", session,
+         "podman --cgroup-manager cgroupfs --runtime %s exec -it %s /bin/sh -c "
+         "'[ -t 1 ] && echo EXEC-TTY; sleep 1'; sleep 30" % (OCI, cname))
+    assert wait_for(lambda: "EXEC-TTY" in tmux("capture-pane", "-p", "-t",
+                                                session + ".1").stdout)
+    assert type_until(session + ".0", "exit 5", "EXIT=5"), pane(session + ".0")
