@@ -17,6 +17,7 @@ const struct cli_opt cli_run_opts[] = {
 	{ OPT_MAX_CPU, 0, "max-cpu", NULL, "PCT", NULL, "CPU time, percent of one core (1-100; cgroup, else SIGSTOP/SIGCONT)" },
 	{ OPT_CPU_CORES, 0, "cpu-cores", NULL, "LIST", NULL, "run on these cores only, e.g. 0,2-3" },
 	{ OPT_NUM_CPUS, 0, "num-cpus", NULL, "N", NULL, "the command sees N CPUs (/proc/cpuinfo, nproc, affinity)" },
+	{ OPT_GPU, 0, "gpu", NULL, "all|LIST", NULL, "grant GPUs: all, or indices such as 0,2 (/dev/nvidiaN, /dev/dri; CUDA_VISIBLE_DEVICES set)" },
 	{ OPT_TIMEOUT, 't', "timeout", NULL, "SECS", NULL, "kill the sandbox after SECS (decimals allowed)" },
 	{ OPT_NET_ALLOW, 0, "net-allow", NULL, "SPEC", "Network (without rules no TCP/UDP/ICMP destination and no bind is allowed):", "allow destinations [tcp://|udp://|icmp://]TARGET[:PORTS]" },
 	{ OPT_NET_DENY, 0, "net-deny", NULL, "SPEC", NULL, "deny these IP/CIDR destinations, allow the rest" },
@@ -72,7 +73,6 @@ const struct cli_unsupported cli_unsupported[] = {
 	{ "no-supervisor", no_argument },
 	{ "uid", required_argument },
 	{ "gid", required_argument },
-	{ "gpu", required_argument },
 	{ NULL, 0 },
 };
 

@@ -450,10 +450,25 @@ static int k_unsupported(struct pctx *c, const struct toml_value *v)
 			  "accepted here)");
 }
 
-/* gpu_devices = [] would expose every GPU, so no value means "nothing". */
-static int k_never(struct pctx *c, const struct toml_value *v)
+/* gpu_devices = [0, 2]: those GPUs; [] every GPU (as --gpu all). */
+static int k_gpu_devices(struct pctx *c, const struct toml_value *v)
 {
-	return perr(c, v, "not supported yet by this sandlock");
+	if (want(c, v, TOML_ARRAY) < 0)
+		return -1;
+	char list[64 * 4 + 1] = "all";
+	size_t len = 0;
+	if (v->u.arr.n > 64)
+		return perr(c, v, "at most 64 GPU indices");
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		const struct toml_value *x = &v->u.arr.items[i];
+		if (want(c, x, TOML_INT) < 0)
+			return -1;
+		if (x->u.i < 0 || x->u.i > 255)
+			return perr(c, x, "must be 0 to 255");
+		len += (size_t)snprintf(list + len, sizeof list - len, "%s%lld", i ? "," : "",
+		                        (long long)x->u.i);
+	}
+	return op(c, v, OPT_GPU, list);
 }
 
 struct key_spec {
@@ -505,7 +520,7 @@ static const struct key_spec schema[] = {
 	{ "limits", "open_files", k_open_files },
 	{ "limits", "cpu", k_cpu },
 	{ "limits", "disk", k_disk },
-	{ "limits", "gpu_devices", k_never },
+	{ "limits", "gpu_devices", k_gpu_devices },
 	{ "limits", "cpu_cores", k_cpu_cores },
 	{ "limits", "num_cpus", k_num_cpus },
 	{ NULL, NULL, NULL },
@@ -797,6 +812,7 @@ static const struct {
 	{ OPT_MAX_DISK, "limits", "disk", PK_STR },
 	{ OPT_CPU_CORES, "limits", "cpu_cores", PK_INTS },
 	{ OPT_NUM_CPUS, "limits", "num_cpus", PK_INT },
+	{ OPT_GPU, "limits", "gpu_devices", PK_INTS },
 };
 #define N_OP_KEYS (sizeof(op_keys) / sizeof(op_keys[0]))
 

@@ -257,6 +257,7 @@ static int apply_option(struct run_args *ra, int id, const char *arg)
 	case OPT_MAX_CPU:
 	case OPT_CPU_CORES:
 	case OPT_NUM_CPUS:
+	case OPT_GPU:
 	case OPT_DETERMINISTIC_DIRS:
 	case OPT_NO_COREDUMP:
 	case OPT_NO_HUGE_PAGES:
@@ -469,6 +470,35 @@ static int apply_cores(sandlock_builder_t *b, const char *arg)
 	return rc;
 }
 
+/* --gpu all | 0,2: every GPU, or these indices. */
+static int apply_gpu(sandlock_builder_t *b, const char *arg)
+{
+	const char *hint = "expected all, or GPU indices such as 0,2 (0-255)";
+	if (strcmp(arg, "all") == 0) {
+		sandlock_sandbox_builder_gpu_devices(b, NULL, 0);
+		return 0;
+	}
+	char *dup = strdup(arg), *save = NULL;
+	if (!dup)
+		return out_of_memory();
+	uint32_t ids[64], n = 0;
+	int rc = 0;
+	for (char *t = strtok_r(dup, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
+		uint64_t v = 0;
+		const char *why = NULL;
+		if (n == 64 || cli_parse_uint(t, 0, 255, &v, &why))
+			rc = bad_value(OPT_GPU, arg, hint);
+		else
+			ids[n++] = (uint32_t)v;
+	}
+	free(dup);
+	if (!rc && n == 0)
+		rc = bad_value(OPT_GPU, arg, hint);
+	if (!rc)
+		sandlock_sandbox_builder_gpu_devices(b, ids, n);
+	return rc;
+}
+
 /* --extra-deny-syscalls a,b: each a syscall or a group; the library checks. */
 static int apply_extra_deny(sandlock_builder_t *b, const char *arg)
 {
@@ -577,6 +607,8 @@ static int apply_knob(sandlock_builder_t *b, const struct cli_op *op)
 		return 0;
 	case OPT_CPU_CORES:
 		return apply_cores(b, op->arg);
+	case OPT_GPU:
+		return apply_gpu(b, op->arg);
 	case OPT_NO_COREDUMP:
 		sandlock_sandbox_builder_no_coredump(b, true);
 		return 0;

@@ -248,6 +248,15 @@ sandlock_builder_t *sandlock_sandbox_builder_time_start_ns(sandlock_builder_t *b
  * /dev/urandom and /dev/random opened for reading read a seeded stream
  * too (one per open, without end; a pipe: one read returns at most 64 KiB). */
 sandlock_builder_t *sandlock_sandbox_builder_deterministic_dirs(sandlock_builder_t *b, bool on);
+/* gpu_devices: grant GPUs.  len 0: every GPU; else only these indices
+ * (/dev/nvidiaN, /dev/dri/cardN and renderD(128+N)) and
+ * CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES set to them (unless env sets
+ * them).  The control nodes (/dev/nvidiactl, nvidia-uvm, nvidia-modeset,
+ * nvidia-caps, /dev/kfd) come with any GPU; driver libraries and /proc,
+ * /sys files are granted by the usual fs_read.  Not called: no GPU node is
+ * reachable. */
+sandlock_builder_t *sandlock_sandbox_builder_gpu_devices(sandlock_builder_t *b,
+                                                         const uint32_t *devices, uint32_t len);
 /* num_cpus: the guest sees n CPUs (1..1024): /proc/cpuinfo renumbered to n
  * entries, /sys/devices/system/cpu/{online,possible,present} "0-(n-1)",
  * sched_getaffinity a mask of CPUs 0..n-1 (the real affinity, cpu_core,

@@ -540,6 +540,28 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_num_cpus(sandlock_builder
 	return b;
 }
 
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_gpu_devices(sandlock_builder_t *b,
+                                                                   const uint32_t *devices,
+                                                                   uint32_t len)
+{
+	if (!b)
+		return NULL;
+	if (len > SL_MAX_GPUS || (len && !devices)) {
+		b_error_num(b, "gpu_devices: at most 64 indices, got %s", len);
+		return b;
+	}
+	b->cfg.gpu_on = true;
+	b->cfg.n_gpus = 0;
+	for (uint32_t i = 0; i < len; i++) {
+		if (devices[i] > 255) {
+			b_error_num(b, "gpu_devices: GPU index %s out of range (0-255)", devices[i]);
+			return b;
+		}
+		b->cfg.gpus[b->cfg.n_gpus++] = devices[i];
+	}
+	return b;
+}
+
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_deterministic_dirs(sandlock_builder_t *b,
                                                                           bool on)
 {
@@ -1105,6 +1127,16 @@ static int resolve_paths(sandlock_builder_t *b, int *err, char **msg)
 	return 0;
 }
 
+/* GPU nodes are granted on the host's /dev, which a chroot guest never sees. */
+static int check_gpu(const struct sandlock_sandbox *cfg, int *err, char **msg)
+{
+	if (cfg->gpu_on && cfg->chroot)
+		return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
+		               "gpu_devices (--gpu) cannot be combined with chroot: the device "
+		               "nodes are granted on the host's /dev");
+	return 0;
+}
+
 SL_EXPORT sandlock_sandbox_t *sandlock_sandbox_build(sandlock_builder_t *b, int *err,
                                                      char **err_msg)
 {
@@ -1124,7 +1156,8 @@ SL_EXPORT sandlock_sandbox_t *sandlock_sandbox_build(sandlock_builder_t *b, int 
 	if (resolve_paths(b, err, err_msg) < 0 || setup_chroot(b, err, err_msg) < 0 ||
 	    check_writable(&b->cfg, err, err_msg) < 0 ||
 	    setup_workdir(b, err, err_msg) < 0 ||
-	    check_deny_conflicts(&b->cfg, err, err_msg) < 0 || parse_net(b, err, err_msg) < 0) {
+	    check_deny_conflicts(&b->cfg, err, err_msg) < 0 || parse_net(b, err, err_msg) < 0 ||
+	    check_gpu(&b->cfg, err, err_msg) < 0) {
 		sandlock_sandbox_builder_free(b);
 		return NULL;
 	}

@@ -33,6 +33,8 @@ struct sl_mount {
 	bool ro;
 };
 
+#define SL_MAX_GPUS 64 /* gpu_devices: indices given at most */
+
 struct sandlock_sandbox {
 	struct sl_filter_policy filter;
 	sl_strvec fs_read;  /* canonical absolute paths (realpath) */
@@ -69,6 +71,10 @@ struct sandlock_sandbox {
 	bool deterministic_dirs; /* listings sorted by name (dirsort.c) */
 	/* /proc and /sys views (virtfiles.c, builtins/cpus.c) */
 	uint32_t num_cpus;      /* CPUs the guest sees; 0 = the real ones */
+	/* gpu_devices (gpu.c): off, every GPU (n_gpus 0), or these indices */
+	bool gpu_on;
+	uint8_t n_gpus;
+	uint32_t gpus[SL_MAX_GPUS];
 	/* knobs (limits.c, cglimits.c, landlock.c, filter.c) */
 	bool max_processes_set;    /* explicitly set (confine refuses it) */
 	uint32_t max_open_files;   /* RLIMIT_NOFILE, 0 = inherit */

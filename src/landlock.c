@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "devmin.h"
+#include "gpu.h"
 #include "landlock.h"
 
 #define FS(x) LANDLOCK_ACCESS_FS_##x
@@ -348,6 +349,8 @@ int sl_landlock_prepare(const struct sandlock_sandbox *cfg, int *err, char **msg
 	int rc = add_fs_rules(rs, cfg, handled, err, msg);
 	if (rc == 0 && !cfg->chroot)
 		rc = sl_devmin_grant(rs, handled, err, msg);
+	if (rc == 0)
+		rc = sl_gpu_grant(rs, handled, cfg, err, msg);
 	if (rc == 0 && net && cfg->ll_connect)
 		rc = add_port_rules(rs, cfg->net_connect, cfg->n_net_connect,
 		                    LANDLOCK_ACCESS_NET_CONNECT_TCP, err, msg);

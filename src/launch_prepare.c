@@ -19,6 +19,7 @@
 #include "chroot.h"
 #include "filter.h"
 #include "devmin.h"
+#include "gpu.h"
 #include "landlock.h"
 #include "launch.h"
 
@@ -66,6 +67,20 @@ static int push_minimal_env(sl_strvec *env)
 	return 0;
 }
 
+/* gpu_devices with indices: the GPU runtimes number only those (before
+ * the overrides, so an explicit env setting wins). */
+static int gpu_env(const struct sandlock_sandbox *cfg, sl_strvec *env)
+{
+	char vis[SL_MAX_GPUS * 4 + 1], kv[sizeof vis + 32];
+	if (!sl_gpu_visible(cfg, vis, sizeof vis))
+		return 0;
+	snprintf(kv, sizeof kv, "CUDA_VISIBLE_DEVICES=%s", vis);
+	if (env_set(env, kv) < 0)
+		return -1;
+	snprintf(kv, sizeof kv, "ROCR_VISIBLE_DEVICES=%s", vis);
+	return env_set(env, kv);
+}
+
 /* The sandbox environment: inherited or clean, then the overrides. */
 int sl_launch_build_env(const struct sandlock_sandbox *cfg, sl_strvec *env)
 {
@@ -77,6 +92,8 @@ int sl_launch_build_env(const struct sandlock_sandbox *cfg, sl_strvec *env)
 			if (strchr(*e, '=') && env_set(env, *e) < 0)
 				return -1;
 	}
+	if (gpu_env(cfg, env) < 0)
+		return -1;
 	for (size_t i = 0; i < cfg->env.n; i++)
 		if (env_set(env, cfg->env.v[i]) < 0)
 			return -1;

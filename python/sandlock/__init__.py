@@ -847,6 +847,7 @@ class Sandbox:
     no_huge_pages = _Field(_knobs.flag)
     no_randomize_memory = _Field(_knobs.flag)
     num_cpus = _Field(_knobs.num_cpus)
+    gpu_devices = _Field(_knobs.gpu_devices)
     deterministic_dirs = _Field(_knobs.flag)
     extra_deny_syscalls = _Field(_knobs.syscall_names)
     allow_degraded = _Field(_knobs.protections)
@@ -906,6 +907,7 @@ class Sandbox:
         policy_fn: Optional[Callable] = None,
         chroot: Optional[Union[str, "os.PathLike[str]"]] = None,
         fs_mount: Optional[Dict[str, str]] = None,
+        gpu_devices: Optional[Sequence[int]] = None,
     ) -> None:
         self._cfg = {}
         self._given = {}
@@ -943,6 +945,7 @@ class Sandbox:
         self.max_output = max_output
         self.trace = trace
         self.num_cpus = num_cpus
+        self.gpu_devices = gpu_devices
         self.deterministic_dirs = deterministic_dirs
         # Runtime kwargs of fork(), not configuration (never in a snapshot).
         self.init_fn = _callable("init_fn", init_fn)

@@ -24,6 +24,7 @@ _native._decl("sandlock_protection_min_abi", ctypes.c_int, _u32)
 _native._decl("sandlock_min_landlock_abi", ctypes.c_int)
 _native._decl("sandlock_parse_memory_size", ctypes.c_int, _cs, ctypes.POINTER(ctypes.c_uint64))
 _native._decl("sandlock_check_report", _p)
+_native._decl("sandlock_sandbox_builder_gpu_devices", _p, _p, ctypes.POINTER(_u32), _u32)
 _native._decl("sandlock_confine_refusal", ctypes.c_char_p, _p)
 _native._decl("sandlock_confine", ctypes.c_int, _p, ctypes.POINTER(ctypes.c_int),
               ctypes.POINTER(ctypes.c_void_p))
@@ -135,6 +136,19 @@ def cpu_cores(name, v):
     return _cores(v)
 
 
+def gpu_devices(name, v):
+    """None (no GPU), [] (every GPU) or GPU indices 0..255 (at most 64)."""
+    if v is None:
+        return None
+    if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
+        raise PolicyTypeError("%s must be a list of GPU indices or None, not %s"
+                              % (name, type(v).__name__))
+    out = tuple(_int_in(name, x, 0, 255) for x in v)
+    if len(out) > 64:
+        raise PolicyValueError("%s: at most 64 GPU indices" % name)
+    return out
+
+
 def flag(name, v):
     return _bool(name, v)
 
@@ -164,6 +178,10 @@ def step(b, c):
         b = lib.sandlock_sandbox_builder_no_randomize_memory(b, True)
     if c["num_cpus"] is not None:
         b = lib.sandlock_sandbox_builder_num_cpus(b, c["num_cpus"])
+    if c.get("gpu_devices") is not None:
+        ids = list(c["gpu_devices"])
+        b = lib.sandlock_sandbox_builder_gpu_devices(b, (ctypes.c_uint32 * max(1, len(ids)))(*ids),
+                                                     len(ids))
     if c["deterministic_dirs"]:
         b = lib.sandlock_sandbox_builder_deterministic_dirs(b, True)
     for s in c["extra_deny_syscalls"]:

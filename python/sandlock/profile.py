@@ -236,7 +236,8 @@ _SCHEMA: Dict[Tuple[str, str], Any] = {
                                                         for x in _want(c, v, list)]),
     ("limits", "memory"): ("max_memory", _memory),
     ("limits", "processes"): ("max_processes", _processes),
-    ("limits", "gpu_devices"): _NEVER,
+    ("limits", "gpu_devices"): ("gpu_devices", lambda c, v: [_int_range(c, x, 0, 255)
+                                                            for x in _want(c, v, list)]),
     ("config", "workdir"): ("workdir", _string),
     ("config", "fs_storage"): ("fs_storage", _string),
     ("filesystem", "chroot"): ("chroot", _string),
