@@ -44,7 +44,7 @@ def test_run_help_lists_every_table_option_once_per_line():
 
 
 @pytest.mark.parametrize("opt", [["--uid", "0"],
-                                 ["--no-supervisor"], ["--gpu", "0"]])
+                                 ["--no-supervisor"]])
 def test_unsupported_reference_options_are_refused(opt):
     r = run_in_sandbox(*opt, "--", "/bin/echo", "ran")
     assert r.returncode == 125
@@ -281,7 +281,7 @@ PROFILE_ERRORS = [
     ('[filesystem]\nreed = ["/usr"]\n', "2:1: unknown key 'reed' in [filesystem]"),
     ('[program]\nuid = 5\n', "2:7: [program] uid: not supported yet"),
     ('[network]\nallow = ["tcp://[::1"]\n', "2:10: [network] allow: 'tcp://[::1'"),
-    ('[limits]\ngpu_devices = []\n', "gpu_devices: not supported yet"),
+    ('[limits]\ngpu_devices = [300]\n', "2:16: [limits] gpu_devices: must be 0 to 255"),
     ('[limits]\nprocesses = "many"\n', "2:13: [limits] processes: expected an integer, got string"),
     ('[limits]\nmemory = "12X"\n', "'12X'"),
     ('[program]\nargs = ["x"]\n', "[program] args without exec"),
