@@ -24,6 +24,7 @@
 
 #include "confine.h"
 #include "fork.h"
+#include "proctree.h"
 #include "util.h"
 
 pid_t sl_fork_child(const sandlock_fork_opts_t *o)
@@ -33,54 +34,12 @@ pid_t sl_fork_child(const sandlock_fork_opts_t *o)
 
 /* ------------------------------------------------------------ kill tree */
 
-struct pidvec {
-	pid_t *v;
-	size_t n, cap;
-};
-
-static int pv_push(struct pidvec *pv, pid_t p)
-{
-	if (pv->n == pv->cap) {
-		size_t cap = pv->cap ? pv->cap * 2 : 64;
-		pid_t *v = realloc(pv->v, cap * sizeof(*v));
-		if (!v)
-			return -1;
-		pv->v = v;
-		pv->cap = cap;
-	}
-	pv->v[pv->n++] = p;
-	return 0;
-}
-
-static bool pv_has(const struct pidvec *pv, pid_t p)
+static bool pv_has(const struct sl_pidvec *pv, pid_t p)
 {
 	for (size_t i = 0; i < pv->n; i++)
 		if (pv->v[i] == p)
 			return true;
 	return false;
-}
-
-/* Push the children of every thread of pid onto todo. */
-static void children_of(pid_t pid, struct pidvec *todo)
-{
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-	DIR *d = opendir(path);
-	if (!d)
-		return;
-	for (struct dirent *e; (e = readdir(d));) {
-		if (e->d_name[0] == '.')
-			continue;
-		char kids[96];
-		snprintf(kids, sizeof kids, "/proc/%d/task/%.16s/children", (int)pid, e->d_name);
-		FILE *f = fopen(kids, "re");
-		int c;
-		while (f && fscanf(f, "%d", &c) == 1)
-			pv_push(todo, c);
-		if (f)
-			fclose(f);
-	}
-	closedir(d);
 }
 
 /*
@@ -91,19 +50,19 @@ static void children_of(pid_t pid, struct pidvec *todo)
  */
 static void kill_tree(void)
 {
-	struct pidvec seen = { 0 }, todo = { 0 };
+	struct sl_pidvec seen = { 0 }, todo = { 0 };
 	for (bool fresh = true; fresh;) {
 		fresh = false;
 		todo.n = 0;
-		children_of(getpid(), &todo);
+		sl_proc_children(getpid(), &todo);
 		while (todo.n) {
 			pid_t p = todo.v[--todo.n];
 			if (!pv_has(&seen, p)) {
 				kill(p, SIGKILL);
-				pv_push(&seen, p);
+				sl_pidvec_push(&seen, p);
 				fresh = true;
 			}
-			children_of(p, &todo);
+			sl_proc_children(p, &todo);
 		}
 	}
 	free(seen.v);

@@ -11,9 +11,20 @@
 
 /* Fields of /proc/<pid>/stat (procfd: an fd of /proc); false if gone. */
 bool sl_proc_stat(int procfd, const char *pid, char *state, long *ppid, long *pgrp);
-/* Number of processes descending from root, root excluded (scans /proc
- * for ppid links; zombies count until reaped).  -1 if /proc is unreadable. */
+/* Number of processes descending from root, root excluded (walks the
+ * /proc children files down from root; zombies count until reaped; 0 once
+ * root is gone).  -1 if /proc is unreadable. */
 int sl_count_tree_processes(pid_t root);
+
+/* A growable list of pids. */
+struct sl_pidvec {
+	pid_t *v;
+	size_t n, cap;
+};
+int sl_pidvec_push(struct sl_pidvec *pv, pid_t p); /* 0 or -1 (ENOMEM) */
+/* Push the children of every thread of pid (/proc/PID/task/TID/children)
+ * onto out.  0 (also for a pid that is gone) or -1. */
+int sl_proc_children(pid_t pid, struct sl_pidvec *out);
 
 /* One process of a tree: pid, parent, state letter of /proc/PID/stat. */
 struct sl_proc {

@@ -400,11 +400,40 @@ static uint16_t bound_port(int fd)
 }
 
 /*
+ * Bind fd with SO_REUSEADDR and SO_REUSEPORT off, then put the caller's
+ * values back.  Two SO_REUSEADDR sockets may both bind a port neither
+ * listens on yet (and SO_REUSEPORT ones of one uid may even both
+ * listen): another sandbox's socket, bound but not yet listening, would
+ * then share the real port, and one listen() fail with EADDRINUSE.
+ * Without the options a bind fails while anyone holds the port.
+ */
+static long bind_alone(int fd, const struct sl_sockaddr *sa)
+{
+	int addr = 0, port = 0, off = 0;
+	socklen_t len = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &addr, &len) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &port, &len) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &off, sizeof off) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &off, sizeof off) < 0)
+		return -errno;
+	long r = AS_CALLER(bind(fd, (const struct sockaddr *)&sa->ss, sa->len));
+	if ((setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &addr, sizeof addr) < 0 ||
+	     setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &port, sizeof port) < 0) && r == 0)
+		r = -errno;
+	return r;
+}
+
+/*
  * port_remap: bind virtual port v on behalf.  On v itself when the host
- * has it free; else, the first time, on a port the kernel picks.  A v
- * this sandbox bound before goes to the same real port again, and when
- * that one is taken (the sandbox's own socket still holds it) the guest
- * gets the EADDRINUSE its own port space has.
+ * has it free (bind_alone: not shared with a socket of another sandbox,
+ * whatever the guest's SO_REUSEADDR says); else, the first time, on a
+ * port the kernel picks.  A v this sandbox bound before goes to the same
+ * real port again, with the guest's options (its own sockets may share
+ * it as they would bare), and when that one is taken (the sandbox's own
+ * socket still holds it) the guest gets the EADDRINUSE its own port
+ * space has.  (Left open: once this sandbox closed every socket of v,
+ * another one may take that real port, and a rebind here with
+ * SO_REUSEADDR would share it again.)
  */
 static long bind_remapped(struct sl_portmap *m, int fd, struct sl_sockaddr *sa, uint16_t v)
 {
@@ -412,7 +441,7 @@ static long bind_remapped(struct sl_portmap *m, int fd, struct sl_sockaddr *sa, 
 	uint16_t prev = sl_portmap_real(m, v);
 	if (prev)
 		*p = htons(prev);
-	long r = AS_CALLER(bind(fd, (struct sockaddr *)&sa->ss, sa->len));
+	long r = prev ? AS_CALLER(bind(fd, (struct sockaddr *)&sa->ss, sa->len)) : bind_alone(fd, sa);
 	if (r == -EADDRINUSE && !prev) {
 		*p = 0;
 		r = AS_CALLER(bind(fd, (struct sockaddr *)&sa->ss, sa->len));

@@ -6,6 +6,8 @@ import os
 import socket
 import subprocess
 import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,7 @@ import sandlock
 
 PY = "/usr/bin/python3"
 SYS = ["/usr", "/lib", "/lib64", "/bin", "/etc"]
+BUILD = Path(os.environ.get("SANDLOCK_BUILD") or Path(__file__).resolve().parents[2] / "build")
 
 PROBE = r'''
 import errno, socket, sys
@@ -474,6 +477,63 @@ def test_port_remap_two_sandboxes_bind_the_same_port(tmpdir_path):
             if box.is_running:
                 box.kill()
                 box.wait()
+
+
+REUSE_BIND_THEN_LISTEN = r"""
+import os, socket, sys, time
+port, out, go = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as http.server does
+srv.bind(("127.0.0.1", port))
+open(out, "w").close()
+while not os.path.exists(go):  # listen only once both have bound
+    time.sleep(0.01)
+try:
+    srv.listen(8)
+    print("listening", srv.getsockname()[1], flush=True)
+except OSError as e:
+    print("listen failed", e.errno, flush=True)
+sys.stdin.read()  # the socket stays until the test has both answers
+"""
+
+
+def test_port_remap_reuseaddr_bind_does_not_share_a_port_held_by_another_sandbox(tmpdir_path):
+    # Two SO_REUSEADDR sockets may both bind a port neither listens on yet;
+    # the second listen() then fails EADDRINUSE.  Shown bare first: two
+    # processes doing exactly that collide.
+    (v,) = free_ports(1)
+    go = os.path.join(tmpdir_path, "go")
+
+    def start(name, argv_prefix):
+        out = os.path.join(tmpdir_path, name)
+        return out, subprocess.Popen(argv_prefix + [PY, "-c", REUSE_BIND_THEN_LISTEN, str(v),
+                                                    out, go], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    def both(prefixes):
+        procs = []
+        for i, prefix in enumerate(prefixes):
+            out, p = start("bound%d" % i, prefix)
+            while not os.path.exists(out):  # a rendezvous: one binds after the other
+                assert p.poll() is None
+                time.sleep(0.01)
+            procs.append(p)
+        open(go, "w").close()
+        got = [p.stdout.readline().split() for p in procs]
+        for p in procs:
+            p.communicate(timeout=60)
+        for i in range(len(prefixes)):
+            os.unlink(os.path.join(tmpdir_path, "bound%d" % i))
+        os.unlink(go)
+        return got
+
+    bare = both([[], []])
+    assert sorted(g[0] for g in bare) == ["listen", "listening"], bare  # one failed
+    cli = [str(BUILD / "sandlock"), "run"] + [a for d in SYS for a in ("-r", d)] + [
+        "-w", tmpdir_path, "--port-remap", "--net-allow-bind", str(v), "--"]
+    got = both([cli, cli])
+    assert [g[0] for g in got] == ["listening", "listening"], got
+    assert got[0][1] == got[1][1] == str(v)  # each guest sees its virtual port
 
 
 def test_port_remap_keeps_the_bind_rules():
