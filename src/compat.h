@@ -39,6 +39,16 @@
 #ifndef __NR_clone3
 #define __NR_clone3 435
 #endif
+/* clone3's CLONE_INTO_CGROUP (Linux 5.7) and its argument struct up to
+ * the cgroup field (CLONE_ARGS_SIZE_VER2), spelled out: older headers
+ * lack the field. */
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+struct sl_clone_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls,
+	    set_tid, set_tid_size, cgroup;
+};
 #ifndef __NR_fchmodat2
 #define __NR_fchmodat2 452
 #endif

@@ -50,8 +50,10 @@ struct sl_launch {
 	int *keep_fds; /* sorted caller fds the command keeps (pass_fds) */
 	size_t nkeep;
 	bool pass_in_order; /* SANDLOCK_SPAWN_PASS_IN_ORDER: keep_fds[i] -> fd 3 + i, unsorted */
-	/* cgroup.procs of the run's cgroup (cgroup.c; not owned), or -1: init
-	 * joins it first thing, so the whole sandbox is born inside. */
+	/* The run's cgroup (cgroup.c; not owned), or -1: init is cloned into
+	 * the directory (CLONE_INTO_CGROUP), else joins it through
+	 * cgroup.procs first thing, so the whole sandbox is born inside. */
+	int cgroup_dir;
 	int cgroup_procs;
 	/* How the listener reaches the parent (launch_parent.c): false =
 	 * the parent takes it with pidfd_getfd; true = where that is refused
@@ -172,6 +174,7 @@ struct sl_child_fds {
 	int devnull;  /* /dev/null, for an inherited stream the caller has closed */
 	pid_t parent;
 	pid_t self; /* asked before confinement: getpid may be trapped after */
+	bool in_cgroup; /* cloned into cgroup_dir: no cgroup.procs write to make */
 };
 
 /* The child's whole life after fork (launch_child.c): never returns. */

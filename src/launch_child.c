@@ -137,7 +137,10 @@ static void child_limits(const struct sl_launch *L, const struct sl_child_fds *c
 {
 	if (L->cfg->cwd && chdir(L->cfg->cwd) < 0)
 		child_fail(c->sync, ST_CHDIR, errno);
-	int e = sl_limits_child(L->cfg, &L->cg); /* limits.c: inherited by the command */
+	struct sl_cglimits cg = L->cg;
+	if (c->in_cgroup && L->cgroup_dir >= 0 && L->cgroup_procs < 0)
+		cg.v2.procs = -1; /* cloned into the limits' v2 group already (run.c adopted it) */
+	int e = sl_limits_child(L->cfg, &cg); /* limits.c: inherited by the command */
 	if (e)
 		child_fail(c->sync, ST_LIMITS, e);
 }
@@ -461,7 +464,7 @@ void sl_launch_child_main(const struct sl_launch *L, const struct sl_child_fds *
 	/* Into the run's cgroup before anything else can fork: everything the
 	 * sandbox starts is then inside it (cgroup.kill ends it all).  Failure
 	 * is not fatal: the parent sees the cgroup empty and does without. */
-	if (L->cgroup_procs >= 0)
+	if (L->cgroup_procs >= 0 && !c->in_cgroup)
 		(void)!write(L->cgroup_procs, "0", 1);
 	if (setpgid(0, 0) < 0)
 		child_fail(c->sync, ST_SETPGID, errno);

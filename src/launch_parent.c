@@ -403,6 +403,31 @@ static int send_prog(struct sl_launch *L, int *err, char **msg)
 	return setup_error(read_report(L->sync_fd, m, MSG_DONTWAIT, NULL), m, err, msg);
 }
 
+/*
+ * fork, born in the run's cgroup where the kernel can (clone3 with
+ * CLONE_INTO_CGROUP): moving a running task there instead (a write to
+ * cgroup.procs) takes the cgroups' global threadgroup lock for writing,
+ * which waits for an RCU grace period: 4-12 ms of a run's start-up on a
+ * host where other tenants make and remove groups.  Falls back to fork
+ * on any refusal (old kernel, a filter, no permission): the child then
+ * joins by writing cgroup.procs.  The child runs only async-signal-safe
+ * code, so skipping glibc's fork handlers is safe; it asks its own pid.
+ */
+static pid_t fork_in_cgroup(const struct sl_launch *L, struct sl_child_fds *c)
+{
+	c->in_cgroup = false;
+	if (L->cgroup_dir >= 0) {
+		struct sl_clone_args ca = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
+			                        .cgroup = (uint64_t)L->cgroup_dir };
+		long pid = syscall(__NR_clone3, &ca, sizeof ca);
+		if (pid >= 0) {
+			c->in_cgroup = true;
+			return (pid_t)pid;
+		}
+	}
+	return fork();
+}
+
 int sl_launch_start(struct sl_launch *L, int *err, char **msg)
 {
 	struct parent_fds p;
@@ -411,11 +436,11 @@ int sl_launch_start(struct sl_launch *L, int *err, char **msg)
 		parent_fds_close(&p);
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "creating pipes: %s", strerror(e));
 	}
-	struct sl_child_fds c = { p.sv[1], { -1, -1, -1 }, p.devnull, getpid(), 0 };
+	struct sl_child_fds c = { p.sv[1], { -1, -1, -1 }, p.devnull, getpid(), 0, false };
 	for (int i = 0; i < 3; i++)
 		c.stdio[i] = child_end(L, &p, i);
 	L->listener_scm = !sl_mech_getfd(); /* probed once per process */
-	pid_t pid = fork();
+	pid_t pid = fork_in_cgroup(L, &c);
 	if (pid == 0) {
 		c.self = getpid();
 		sl_launch_child_main(L, &c);

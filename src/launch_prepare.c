@@ -196,7 +196,7 @@ static void launch_init(struct sl_launch *L, const struct sandlock_sandbox *cfg)
 		L->stdio_mode[i] = cfg->inherit_stdio ? SANDLOCK_STDIO_INHERIT : SANDLOCK_STDIO_CAPTURE;
 		L->stdio_fd[i] = L->pipe_fd[i] = -1;
 	}
-	L->cgroup_procs = -1;
+	L->cgroup_dir = L->cgroup_procs = -1;
 	sl_tty_init(&L->tty);
 	sl_cg_init(&L->cg);
 }

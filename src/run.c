@@ -593,6 +593,7 @@ static int launch(sandlock_handle_t *h, const char *const *argv, uint32_t argc,
 	 * either, init and killpg alone (README). */
 	if (!sl_cgroup_adopt(&h->cg, L->cg.v2.dir) && sl_cgroup_create(&h->cg))
 		L->cgroup_procs = h->cg.procs;
+	L->cgroup_dir = h->cg.dirfd;
 	if (sl_launch_start(L, err, msg) < 0)
 		return -1;
 	h->r = calloc(1, sizeof(*h->r));
