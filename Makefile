@@ -41,7 +41,7 @@ HELPERS  := $(patsubst tests/c/helpers/%.c,$(BUILD)/helpers/%,$(HELPER_SRC)) \
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all lib test test-c test-py test-oci demo asan bench clean install uninstall
+.PHONY: all lib test test-c test-py test-oci test-workloads demo asan bench clean install uninstall
 all: lib $(BUILD)/sandlock $(BUILD)/sandlock-oci $(TESTS) $(HELPERS) $(BENCHES)
 lib: $(BUILD)/libsandlock.so $(BUILD)/libsandlock.a
 
@@ -107,6 +107,12 @@ test-py: all
 # The OCI runtime through podman (its own target: it starts containers).
 test-oci: all
 	$(PYTHON) -m pytest -q tests/oci
+
+# Real programs (make/cc, pytest, pip, npm, node, go, curl, git, redis,
+# postgresql, bash) bare vs sandboxed vs in a COW workdir, results compared
+# (tests/workloads/, docs/workloads.md).  Heavy: not part of `make test`.
+test-workloads: all
+	$(PYTHON) -m pytest -q tests/workloads
 
 demo: all
 	PYTHONPATH=python $(PYTHON) examples/demo.py
