@@ -262,8 +262,7 @@ def test_git_clone_push_fetch_against_git_daemon(tmp_path):
 
         got = wl.workload("git daemon", tmp_path / "runs", ["sh", "-c", script, "sh", url, "x"],
                           setup=setup, env=GIT_ENV,
-                          # git's temporary files need random names: /dev/urandom
-                          grants=["--net-allow", "127.0.0.1:%d" % port, "-r", "/dev/urandom"],
+                          grants=["--net-allow", "127.0.0.1:%d" % port],
                           output=lambda r, d: (r.stdout, subprocess.run(
                               ["git", "--git-dir", str(served / "repo.git"), "log",
                                "--format=%H %s", "main"], capture_output=True, text=True,
