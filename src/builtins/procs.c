@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 
 #include "../proctree.h"
@@ -33,27 +34,61 @@ static int procs_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *o
 	return sl_nrset_add_all(out, nrs, n);
 }
 
+/*
+ * Counting walks /proc (proctree.c): tens of microseconds per fork, paid by
+ * every fork of a build.  So the walk is made only when it can matter:
+ * every new process comes through a fork we continue (clone3 is ENOSYS,
+ * see above), so known + forks continued since the last walk bounds the
+ * live count from above.  While that bound is under max the fork passes
+ * without a walk; at the bound, a walk gives the exact count again (exits
+ * meanwhile are seen then).  The state is the supervisor thread's only.
+ */
+struct procs_state {
+	uint32_t max;
+	uint32_t known; /* the count at the last walk */
+	uint32_t since; /* forks continued since that walk */
+};
+
 static int procs_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
 {
-	(void)msg;
-	*state = (void *)(uintptr_t)cfg->max_processes;
+	if (cfg->max_processes == 0)
+		return 0; /* traps nothing: no state */
+	struct procs_state *st = calloc(1, sizeof(*st));
+	if (!st) {
+		*msg = sl_strdup("out of memory");
+		return -1;
+	}
+	st->max = cfg->max_processes;
+	st->known = st->max; /* no bound yet (the command itself came by no fork of ours): walk first */
+	*state = st;
 	return 0;
+}
+
+static void procs_free(void *state)
+{
+	free(state);
 }
 
 static bool procs_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
 {
-	uint32_t max = (uint32_t)(uintptr_t)state;
+	struct procs_state *st = state;
 	const sandlock_notif_t *n = call->n;
-	if (max == 0 || !sl_sys_is_fork_like(n->syscall_nr))
+	if (!st || st->max == 0 || !sl_sys_is_fork_like(n->syscall_nr))
 		return false;
 	/* A thread is not a process: pthread_create uses clone(CLONE_THREAD). */
 	if (n->syscall_nr == __NR_clone && (n->args[0] & CLONE_THREAD))
 		return false;
-	int count = sl_count_tree_processes(call->init);
-	if (count >= 0 && (uint32_t)count < max)
-		return false;
-	sandlock_action_set_errno(act, EAGAIN); /* at the limit, or cannot count: fail closed */
-	return true;
+	if ((uint64_t)st->known + st->since >= st->max) {
+		int count = sl_count_tree_processes(call->init);
+		if (count < 0 || (uint32_t)count >= st->max) {
+			sandlock_action_set_errno(act, EAGAIN); /* at the limit, or cannot count: fail closed */
+			return true;
+		}
+		st->known = (uint32_t)count;
+		st->since = 0;
+	}
+	st->since++;
+	return false;
 }
 
 const struct sl_builtin sl_builtin_procs = {
@@ -62,4 +97,5 @@ const struct sl_builtin sl_builtin_procs = {
 	.syscalls = procs_syscalls,
 	.init = procs_init,
 	.decide = procs_decide,
+	.free = procs_free,
 };

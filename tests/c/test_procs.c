@@ -51,6 +51,23 @@ TEST(max_processes_limits_children)
 	sandlock_result_free(r);
 }
 
+TEST(children_that_exited_free_their_slots)
+{
+	/* 40 children one after the other under a limit of 3: the count is
+	 * kept as a bound between walks of /proc, and a walk at the bound
+	 * sees the exits, so every one of them starts. */
+	static const char *const argv[] = {
+		TU_PY, "-c",
+		"import subprocess\n"
+		"print(sum(subprocess.call(['/bin/true']) == 0 for _ in range(40)))\n",
+		NULL
+	};
+	sandlock_result_t *r = run_limited(3, argv);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "40\n"));
+	sandlock_result_free(r);
+}
+
 TEST(without_limit_all_children_start)
 {
 	sandlock_result_t *r = run_limited(0, SPAWN20);

@@ -16,12 +16,6 @@ PY = "/usr/bin/python3"
 N = 50
 
 
-def need(*tools):
-    for t in tools:
-        if not shutil.which(t):
-            pytest.skip("%s is not installed" % t)
-
-
 @pytest.fixture
 def server():
     s = wl.Server()
@@ -104,7 +98,7 @@ NODE = textwrap.dedent('''
 
 
 def test_node_worker_threads_fetch(tmp_path, server):
-    need("node")
+    wl.need("node")
 
     def setup(d):
         (d / "client.js").write_text(NODE)
@@ -161,7 +155,7 @@ GO = textwrap.dedent('''
 
 
 def test_go_50_concurrent_requests(tmp_path, server):
-    need("go")
+    wl.need("go")
 
     def setup(d):
         (d / "main.go").write_text(GO)
@@ -187,7 +181,7 @@ def test_go_50_concurrent_requests(tmp_path, server):
 
 
 def test_curl_https_with_a_test_ca(tmp_path):
-    need("curl", "openssl")
+    wl.need("curl", "openssl")
     pki = tmp_path / "pki"
     pki.mkdir()
 
@@ -222,7 +216,7 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "wl", "GIT_AUTHOR_EMAIL": "wl@example.invalid",
 
 
 def test_git_clone_push_fetch_against_git_daemon(tmp_path):
-    need("git")
+    wl.need("git")
     if subprocess.run(["git", "daemon", "-h"], capture_output=True).returncode not in (0, 129):
         pytest.skip("git daemon is not installed")
     env = dict(os.environ, **GIT_ENV)

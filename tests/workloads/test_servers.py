@@ -21,12 +21,6 @@ import wl
 PY = "/usr/bin/python3"
 
 
-def need(*tools):
-    for t in tools:
-        if not shutil.which(t):
-            pytest.skip("%s is not installed" % t)
-
-
 def children(pid):
     out = []
     for tid in os.listdir("/proc/%d/task" % pid):
@@ -120,7 +114,7 @@ def test_python_http_server_inside(tmp_path):
 
 
 def test_redis_server_inside(tmp_path):
-    need("redis-server", "redis-cli")
+    wl.need("redis-server", "redis-cli")
     port = wl.free_port()
     argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", ".",
             "--save", "", "--appendonly", "no", "--protected-mode", "no", "--daemonize", "no",

@@ -4,22 +4,14 @@ committed), and must leave the same results and the same tree."""
 import os
 import shutil
 
-import pytest
-
 import projects
 import wl
 
 PY = "/usr/bin/python3"
 
 
-def need(*tools):
-    for t in tools:
-        if not shutil.which(t):
-            pytest.skip("%s is not installed" % t)
-
-
 def test_make_c_project(tmp_path):
-    need("make", "cc")
+    wl.need("make", "cc")
     got = wl.workload("make -j2 (C)", tmp_path, ["sh", "-c", "make -j2 -s && ./app"],
                       setup=projects.c_project)
     assert got["bare"][1].strip().isdigit()
@@ -98,7 +90,7 @@ def npm_setup(d):
 
 
 def test_npm_install_from_local_tarballs(tmp_path):
-    need("npm", "node")
+    wl.need("npm", "node")
     # npm's cache and logs go to the run's TMPDIR (HOME there too): offline,
     # nothing from the registry.
     script = 'export HOME="$TMPDIR" npm_config_cache="$TMPDIR/npm-cache" && ' \

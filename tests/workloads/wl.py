@@ -31,6 +31,14 @@ MODES = ("bare", "sandbox", "cow")
 TIMES = {}  # (workload, mode) -> [seconds]: ratios printed by conftest.py
 
 
+def need(*tools):
+    """Skip the test, saying which, when a tool is not installed."""
+    import pytest
+    for t in tools:
+        if not shutil.which(t):
+            pytest.skip("%s is not installed" % t)
+
+
 def sandbox_argv(mode, workdir, grants):
     argv = [SANDLOCK, "run"]
     for d in SYS_RO:
