@@ -10,6 +10,7 @@
 const struct cli_opt cli_run_opts[] = {
 	{ OPT_READ, 'r', "fs-read", "read", "PATH", "Filesystem (paths must exist; everything not granted is denied):", "allow reading and executing under PATH" },
 	{ OPT_WRITE, 'w', "fs-write", "write", "PATH", NULL, "allow reading and writing under PATH" },
+	{ OPT_TMP, 0, "tmp", NULL, NULL, NULL, "a private empty writable TMPDIR for this run, removed at its end" },
 	{ OPT_DENY, 'd', "fs-deny", "deny", "PATH", NULL, "deny PATH even inside an allowed tree" },
 	{ OPT_MAX_MEMORY, 'm', "max-memory", NULL, "SIZE", "Limits:", "memory of the whole sandbox (cgroup; else per process): 512M, 1.5G" },
 	{ OPT_MAX_PROCESSES, 'P', "max-processes", NULL, "N", NULL, "at most N processes at once (default 64, 0 = no limit)" },

@@ -62,6 +62,7 @@ enum cli_opt_id {
 	OPT_MAX_DISK,
 	OPT_DRY_RUN,
 	OPT_HELP,
+	OPT_TMP,
 	/* getopt's val for the i-th entry of cli_unsupported[] */
 	OPT_UNSUPPORTED_BASE = 1024,
 };

@@ -138,13 +138,24 @@ static int k_net_deny_bind(struct pctx *c, const struct toml_value *v)
 	return net_rules(c, v, OPT_NET_DENY_BIND);
 }
 
-static int k_port_remap(struct pctx *c, const struct toml_value *v)
+/* A boolean key that stands for a flag without an argument. */
+static int flag_key(struct pctx *c, const struct toml_value *v, int id)
 {
 	if (want(c, v, TOML_BOOL) < 0)
 		return -1;
-	if (v->u.b && cli_ops_add(&c->cfg->ops, OPT_PORT_REMAP, NULL) < 0)
+	if (v->u.b && cli_ops_add(&c->cfg->ops, id, NULL) < 0)
 		return nomem(c, v);
 	return 0;
+}
+
+static int k_port_remap(struct pctx *c, const struct toml_value *v)
+{
+	return flag_key(c, v, OPT_PORT_REMAP);
+}
+
+static int k_tmp(struct pctx *c, const struct toml_value *v)
+{
+	return flag_key(c, v, OPT_TMP);
 }
 
 static int k_cwd(struct pctx *c, const struct toml_value *v)
@@ -506,6 +517,7 @@ static const struct key_spec schema[] = {
 	{ "filesystem", "mount", k_mount },
 	{ "filesystem", "on_exit", k_on_exit },
 	{ "filesystem", "on_error", k_on_error },
+	{ "filesystem", "tmp", k_tmp },
 	{ "network", "allow", k_net_allow },
 	{ "network", "allow_bind", k_net_bind },
 	{ "network", "deny_bind", k_net_deny_bind },
@@ -802,6 +814,7 @@ static const struct {
 	{ OPT_NO_HUGE_PAGES, "program", "no_huge_pages", PK_FLAG },
 	{ OPT_ON_EXIT, "filesystem", "on_exit", PK_STR },
 	{ OPT_ON_ERROR, "filesystem", "on_error", PK_STR },
+	{ OPT_TMP, "filesystem", "tmp", PK_FLAG },
 	{ OPT_NET_ALLOW, "network", "allow", PK_RULES },
 	{ OPT_NET_ALLOW_BIND, "network", "allow_bind", PK_RULES },
 	{ OPT_NET_DENY_BIND, "network", "deny_bind", PK_RULES },

@@ -64,7 +64,7 @@ _sandlock()
 		return
 		;;
 	esac
-	COMPREPLY=($(compgen -W '--fs-read --fs-write --fs-deny --max-memory
+	COMPREPLY=($(compgen -W '--fs-read --fs-write --fs-deny --tmp --max-memory
 		--max-processes --timeout --net-allow --net-allow-bind --clean-env --env
 		--net-deny --net-deny-bind --allow-unix --net-unix-readable --port-remap
 		--max-open-files --max-cpu --cpu-cores --num-cpus --gpu --no-coredump --no-huge-pages

@@ -608,6 +608,15 @@ enum { SANDLOCK_BRANCH_COMMIT = 0, SANDLOCK_BRANCH_ABORT = 1, SANDLOCK_BRANCH_KE
  * rootfs (or a directory of it) or a read-write fs_mount's host directory,
  * seen through guest paths; anything else fails at build. */
 sandlock_builder_t *sandlock_sandbox_builder_workdir(sandlock_builder_t *b, const char *dir);
+/*
+ * Each run gets its own empty, writable temporary directory (0700, made in
+ * $TMPDIR or /tmp, else /var/tmp or /dev/shm), named by TMPDIR in the
+ * command's environment, and removed with everything in it when the run is
+ * cleaned up.  It is not mounted over /tmp (no namespaces): a program that
+ * writes to a fixed /tmp path still needs fs_write("/tmp").  Refused with
+ * chroot (mount a directory at /tmp instead) and by sandlock_confine.
+ */
+sandlock_builder_t *sandlock_sandbox_builder_private_tmp(sandlock_builder_t *b, bool on);
 /* Where the upper layers live (default: a private directory in the first
  * of $TMPDIR or /tmp, /var/tmp, /dev/shm that no fs grant covers). */
 sandlock_builder_t *sandlock_sandbox_builder_fs_storage(sandlock_builder_t *b, const char *dir);

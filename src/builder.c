@@ -12,13 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "chroot.h"
 #include "config.h"
 #include "filter.h"
 #include "launch.h"
+#include "tmpdir.h"
 
 #define SL_DEFAULT_DEFERRED_TIMEOUT_MS 30000
 
@@ -71,6 +71,14 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_workdir(sandlock_builder_
                                                                const char *dir)
 {
 	return b_raw_path(b, b ? &b->raw_workdir : NULL, dir, "workdir");
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_private_tmp(sandlock_builder_t *b,
+                                                                   bool on)
+{
+	if (b)
+		b->cfg.private_tmp = on;
+	return b;
 }
 
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_fs_storage(sandlock_builder_t *b,
@@ -678,6 +686,8 @@ static void cfg_release(struct sandlock_sandbox *c)
 	c->cwd = NULL;
 	free(c->name);
 	c->name = NULL;
+	sl_private_tmp_remove(c->tmp_root); /* each run removed its own */
+	c->tmp_root = NULL;
 	if (c->storage_owned && c->fs_storage)
 		rmdir(c->fs_storage); /* each run removed its own upper layer */
 	free(c->workdir);
@@ -829,13 +839,6 @@ static bool granted(const struct sandlock_sandbox *c, const char *p)
 	return false;
 }
 
-/* Whether programs can run from dir (staged programs run from the layer). */
-static bool exec_allowed(const char *dir)
-{
-	struct statvfs v;
-	return statvfs(dir, &v) == 0 && !(v.f_flag & ST_NOEXEC);
-}
-
 /*
  * The default staging storage: a new private directory in the first of
  * $TMPDIR (or /tmp), /var/tmp, /dev/shm that no grant covers and that is
@@ -848,15 +851,13 @@ static bool exec_allowed(const char *dir)
  */
 static int make_storage(struct sandlock_sandbox *c, int *err, char **msg)
 {
-	const char *env = getenv("TMPDIR");
-	const char *cand[] = { env && *env ? env : "/tmp", "/var/tmp", "/dev/shm" };
 	char *t = NULL;
 	int e = 0;
 	for (size_t pass = 0; pass < 3 && !t; pass++)
-		for (size_t i = 0; i < sizeof cand / sizeof cand[0] && !t; i++) {
-			char *dir = realpath(cand[i], NULL);
+		for (size_t i = 0; sl_tmp_candidate(i) && !t; i++) {
+			char *dir = realpath(sl_tmp_candidate(i), NULL);
 			bool ok = dir && (pass == 2 || !granted(c, dir)) &&
-			          (pass > 0 || exec_allowed(dir)) && !path_within(dir, c->workdir);
+			          (pass > 0 || sl_dir_exec_allowed(dir)) && !path_within(dir, c->workdir);
 			t = ok ? sl_asprintf("%s/sandlock-cow-XXXXXX", dir) : NULL;
 			if (t && !mkdtemp(t)) {
 				e = errno;
@@ -872,6 +873,21 @@ static int make_storage(struct sandlock_sandbox *c, int *err, char **msg)
 	free(t);
 	c->storage_owned = c->fs_storage != NULL;
 	if (!c->fs_storage)
+		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	return 0;
+}
+
+/* The directory the runs' private TMPDIRs are made in: granted like a -w
+ * tree, so every builtin that honours fs_write (metadata, unix sockets,
+ * the /proc views) treats it as one. */
+static int setup_private_tmp(struct sandlock_sandbox *c, int *err, char **msg)
+{
+	if (!c->private_tmp)
+		return 0;
+	c->tmp_root = sl_private_tmp_make(err, msg);
+	if (!c->tmp_root)
+		return -1;
+	if (sl_strvec_push(&c->fs_write, c->tmp_root) < 0)
 		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 	return 0;
 }
@@ -997,6 +1013,11 @@ static int setup_chroot(sandlock_builder_t *b, int *err, char **msg)
 	if (c->policy_fn)
 		return sl_fail(err, msg, SANDLOCK_ERR_UNSUPPORTED,
 		               "policy_fn with chroot is not supported yet (exec events would be lost)");
+	/* The private directory is a host path the chroot's view cannot show. */
+	if (c->private_tmp)
+		return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
+		               "tmp with chroot: mount a directory of your own at /tmp instead "
+		               "(--fs-mount /tmp:HOSTDIR)");
 	c->chroot = realpath(b->raw_chroot, NULL);
 	struct stat st;
 	if (!c->chroot || stat(c->chroot, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -1155,7 +1176,7 @@ SL_EXPORT sandlock_sandbox_t *sandlock_sandbox_build(sandlock_builder_t *b, int 
 	}
 	if (resolve_paths(b, err, err_msg) < 0 || setup_chroot(b, err, err_msg) < 0 ||
 	    check_writable(&b->cfg, err, err_msg) < 0 ||
-	    setup_workdir(b, err, err_msg) < 0 ||
+	    setup_workdir(b, err, err_msg) < 0 || setup_private_tmp(&b->cfg, err, err_msg) < 0 ||
 	    check_deny_conflicts(&b->cfg, err, err_msg) < 0 || parse_net(b, err, err_msg) < 0 ||
 	    check_gpu(&b->cfg, err, err_msg) < 0) {
 		sandlock_sandbox_builder_free(b);

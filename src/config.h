@@ -89,6 +89,8 @@ struct sandlock_sandbox {
 	bool storage_owned; /* we made fs_storage: rmdir at free */
 	int on_exit, on_error; /* SANDLOCK_BRANCH_* */
 	uint64_t max_disk;
+	bool private_tmp; /* each run gets its own empty TMPDIR (tmpdir.c) */
+	char *tmp_root;   /* private_tmp: the sandbox's directory (in fs_write) of run dirs */
 	/* Virtual chroot (builtins/chroot.c, chroot.c): the guest sees chroot
 	 * as "/", with the mounts' host directories at their virtual paths. */
 	char *chroot;                      /* canonical, or NULL = off */

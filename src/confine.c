@@ -72,6 +72,8 @@ const char *sl_confine_refusal(const struct sandlock_sandbox *sb, bool for_fork)
 		       "served by the supervisor)";
 	if (sb->port_remap)
 		return "port_remap (binds are performed by the supervisor)";
+	if (sb->private_tmp)
+		return "tmp (a private TMPDIR is made and removed per run)";
 	return NULL;
 }
 

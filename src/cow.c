@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "cow.h"
+#include "tmpdir.h"
 #include "cowlinks.h"
 #include "util.h"
 
@@ -370,28 +371,6 @@ fail:
 	return NULL;
 }
 
-/* rm -rf of the entries of dirfd (not following symlinks). */
-static void remove_tree(int root)
-{
-	DIR *d = sl_fdopendir(openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
-			continue;
-		int sub = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sub >= 0) {
-			remove_tree(sub);
-			close(sub);
-		}
-		unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
-	}
-	closedir(d);
-}
-
 static void relock_upper(struct sl_cow *c);
 
 void sl_cow_free(struct sl_cow *c, bool keep)
@@ -401,11 +380,11 @@ void sl_cow_free(struct sl_cow *c, bool keep)
 	if (keep)
 		relock_upper(c); /* the kept layer as the guest left it */
 	if (!keep && c->upper_fd >= 0) {
-		remove_tree(c->upper_fd);
+		sl_remove_tree(c->upper_fd);
 		rmdir(c->upper);
 	}
 	if (c->trash_fd >= 0) { /* what the guest deleted: never kept */
-		remove_tree(c->trash_fd);
+		sl_remove_tree(c->trash_fd);
 		rmdir(c->trash);
 		close(c->trash_fd);
 	}

@@ -70,6 +70,7 @@ struct sl_launch {
 	int cmd_pidfd;  /* its pidfd */
 	int sync_fd;    /* parent end of the socketpair: "ready" goes here */
 	struct sl_tty tty; /* inherit_stdio: terminal foreground hand-over */
+	char *tmpdir;      /* private_tmp: this run's TMPDIR, removed at cleanup */
 };
 /* Resolve argv[0], build argv/envp and the Landlock ruleset; remember
  * trapped[] (which must outlive the run) for the BPF program. */

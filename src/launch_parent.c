@@ -22,6 +22,7 @@
 #include "filter.h"
 #include "launch.h"
 #include "mechs.h"
+#include "tmpdir.h"
 
 /* Bound on the child's setup (it makes no trappable call the parent waits for). */
 #define SL_SETUP_TIMEOUT_MS 10000
@@ -523,5 +524,7 @@ void sl_launch_cleanup(struct sl_launch *L)
 	free(L->envp);
 	L->envp = NULL;
 	sl_filter_free(&L->prog);
+	sl_private_tmp_remove(L->tmpdir); /* every process of the run is gone by now */
+	L->tmpdir = NULL;
 	sl_cg_release(&L->cg); /* after the run: every process of it is gone */
 }

@@ -21,6 +21,7 @@
 #include "devmin.h"
 #include "gpu.h"
 #include "landlock.h"
+#include "tmpdir.h"
 #include "launch.h"
 
 extern char **environ;
@@ -427,6 +428,18 @@ static int get_prog(const struct sandlock_sandbox *cfg, const int *trapped, size
 	return 0;
 }
 
+/* The run's private TMPDIR (tmpdir.c), named in its environment. */
+static int private_tmp(struct sl_launch *L, sl_strvec *env, int *err, char **msg)
+{
+	L->tmpdir = sl_private_tmp_run(L->cfg->tmp_root, err, msg);
+	if (!L->tmpdir)
+		return -1;
+	char *kv = sl_asprintf("TMPDIR=%s", L->tmpdir);
+	int rc = kv ? env_set(env, kv) : -1;
+	free(kv);
+	return rc < 0 ? sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory") : 0;
+}
+
 int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
                       const char *const *argv, uint32_t argc, const int *trapped,
                       size_t ntrapped, int *err, char **msg)
@@ -436,6 +449,10 @@ int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
 	if (sl_launch_build_env(cfg, &env) < 0 || copy_argv(L, argv, argc) < 0) {
 		sl_strvec_free(&env);
 		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	}
+	if (cfg->tmp_root && private_tmp(L, &env, err, msg) < 0) {
+		sl_strvec_free(&env);
+		return -1;
 	}
 	L->exe = cfg->chroot ? resolve_guest_exe(cfg, argv[0], &env) : resolve_exe(argv[0], &env);
 	if (!L->exe) {

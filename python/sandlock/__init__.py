@@ -688,6 +688,8 @@ def _step_net(b, c):
         b = _lib.sandlock_sandbox_builder_net_unix_readable(b, True)
     if c["port_remap"]:
         b = _lib.sandlock_sandbox_builder_port_remap(b, True)
+    if c["tmp"]:
+        b = _lib.sandlock_sandbox_builder_private_tmp(b, True)
     return b
 
 
@@ -804,6 +806,10 @@ class Sandbox:
     that finds a real file changed meanwhile leaves that change out and
     raises BranchConflictError (the staged layer is kept).
 
+    ``tmp=True`` gives each run its own empty writable temporary
+    directory, named by ``TMPDIR`` (not mounted over /tmp), removed with
+    its contents when the run ends.
+
     ``port_remap=True`` gives the sandbox its own TCP port space: binds
     are performed by the supervisor, on another real port when the asked
     one is taken; the guest sees its own ports, and ``ports()`` returns
@@ -834,6 +840,7 @@ class Sandbox:
     net_allow_unix = _Field(_path_list)
     net_unix_readable = _Field(_bool)
     port_remap = _Field(_bool)
+    tmp = _Field(_bool)
     timeout = _Field(_timeout)
     max_output = _Field(_max_output)
     name = _Field(_name)
@@ -893,6 +900,7 @@ class Sandbox:
         net_allow_unix: Iterable = (),
         net_unix_readable: bool = False,
         port_remap: bool = False,
+        tmp: bool = False,
         max_output: Optional[int] = None,
         trace: Optional[Callable[[dict], None]] = None,
         num_cpus: Optional[int] = None,
@@ -928,6 +936,7 @@ class Sandbox:
         self.net_allow_unix = net_allow_unix
         self.net_unix_readable = net_unix_readable
         self.port_remap = port_remap
+        self.tmp = tmp
         self.timeout = timeout
         self.name = name
         self.random_seed = random_seed

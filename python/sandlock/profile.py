@@ -244,6 +244,7 @@ _SCHEMA: Dict[Tuple[str, str], Any] = {
     ("filesystem", "mount"): ("fs_mount", _mounts),
     ("filesystem", "on_exit"): ("on_exit", _branch_action),
     ("filesystem", "on_error"): ("on_error", _branch_action),
+    ("filesystem", "tmp"): ("tmp", _bool),
     ("limits", "disk"): ("max_disk", _memory),
 }
 for _s, _keys in {

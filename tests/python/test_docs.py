@@ -1,9 +1,13 @@
 """The documentation is tried, not just read.
 
-- Every shell code block marked runnable (a fence opened with
-  "```sh runnable") in README.md and docs/*.md is run with bash -e, with
-  `sandlock` on PATH being this build's, in an empty scratch directory: it
-  must exit 0.
+- Every code block marked runnable (a fence opened with "```sh runnable"
+  or "```python runnable") in README.md and docs/*.md is run (bash -e, or
+  this tree's Python package), with `sandlock` on PATH being this build's,
+  in a scratch directory: it must exit 0.  "fixture=NAME" fills the
+  directory first with a small project (FIXTURES below: what a fresh user's
+  C, Python, npm and pip projects look like); "needs=PROG" skips the block
+  where PROG is not installed.  The README's first-sandbox section and
+  recipes are such blocks: a new user's first session is this test.
 - Every relative link in those pages names a file that exists, and every
   "#anchor" a heading (GitHub's slug) or an <a id> of that page.
 - README.md stays a page (at most ~400 lines) and keeps `make test`, the
@@ -40,30 +44,84 @@ def blocks(path):
     return out
 
 
-RUNNABLE = [(p, line, text) for p in PAGES for lang, words, line, text in blocks(p)
+RUNNABLE = [(p, line, lang, words, text) for p in PAGES for lang, words, line, text in blocks(p)
             if "runnable" in words]
+
+# What each fixture=NAME puts in the scratch directory.
+FIXTURES = {
+    # make + cc: the compiler's temporaries go to TMPDIR
+    "c-project": {
+        "Makefile": "app: main.o util.o\n\tcc -o $@ $^\nclean:\n\trm -f app *.o\n",
+        "main.c": '#include <stdio.h>\nint twice(int);\n'
+                  'int main(void) { printf("%d\\n", twice(21)); return 0; }\n',
+        "util.c": "int twice(int x) { return 2 * x; }\n",
+    },
+    # pytest: tmp_path lives under TMPDIR, .pytest_cache in the project
+    "py-project": {
+        "test_app.py": "def test_tmp(tmp_path):\n    (tmp_path / 'f').write_text('x')\n"
+                       "    assert (tmp_path / 'f').read_text() == 'x'\n",
+    },
+    # npm ci of a lockfile whose dependency is a local package (no network)
+    "npm-project": {
+        "localdep/package.json": '{"name": "localdep", "version": "1.0.0", "main": "index.js"}\n',
+        "localdep/index.js": "module.exports = 42;\n",
+        "package.json": '{"name": "app", "version": "1.0.0", '
+                        '"dependencies": {"localdep": "file:./localdep"}}\n',
+    },
+    # pip install of a local package (offline)
+    "pip-project": {
+        "mypkg/setup.py": "from setuptools import setup\n"
+                          "setup(name='mypkg', version='1.0', packages=['mypkg'])\n",
+        "mypkg/mypkg/__init__.py": "ANSWER = 42\n",
+    },
+}
+
+
+def fill(work, words):
+    for w in words:
+        if w.startswith("fixture="):
+            for rel, text in FIXTURES[w.split("=", 1)[1]].items():
+                path = os.path.join(work, rel)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w") as f:
+                    f.write(text)
+            if w == "fixture=npm-project":   # the lockfile npm ci installs from
+                subprocess.run(["npm", "install", "--package-lock-only", "--offline"],
+                               cwd=work, capture_output=True, check=True, timeout=120)
 
 
 def test_some_blocks_are_runnable():
     # The README's first-sandbox section at least; a marker typo would
     # otherwise silently turn this whole test off.
-    assert sum(1 for p, _, _ in RUNNABLE if p.name == "README.md") >= 3
-    for p in PAGES:
-        for lang, words, line, _ in blocks(p):
-            if "runnable" in words:
-                assert lang == "sh", f"{p.name}:{line}: only sh blocks can be runnable"
+    assert sum(1 for p, *_ in RUNNABLE if p.name == "README.md") >= 8
+    for p, line, lang, words, _ in RUNNABLE:
+        assert lang in ("sh", "python"), f"{p.name}:{line}: only sh and python blocks run"
+        for w in words:
+            if w.startswith("fixture="):
+                assert w.split("=", 1)[1] in FIXTURES, f"{p.name}:{line}: no {w}"
 
 
-@pytest.mark.parametrize("page,line,text", RUNNABLE,
-                         ids=[f"{p.name}:{n}" for p, n, _ in RUNNABLE])
-def test_runnable_block(page, line, text):
+@pytest.mark.parametrize("page,line,lang,words,text", RUNNABLE,
+                         ids=[f"{p.name}:{n}" for p, n, *_ in RUNNABLE])
+def test_runnable_block(page, line, lang, words, text):
+    for w in words:
+        if w.startswith("needs=") and not shutil.which(w[6:], path="/usr/local/bin:/usr/bin:/bin"):
+            pytest.skip(f"{w[6:]} is not installed")
     bindir = tempfile.mkdtemp(prefix="sandlock-docs-bin-")
     work = tempfile.mkdtemp(prefix="sandlock-docs-", dir="/tmp")
     try:
         os.symlink(BUILD / "sandlock", os.path.join(bindir, "sandlock"))
-        env = dict(os.environ, PATH=bindir + ":/usr/local/bin:/usr/bin:/bin")
-        r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", text], cwd=work, env=env,
-                           capture_output=True, text=True, timeout=300)
+        fill(work, words)
+        # A fresh user's environment; the package from this tree for python blocks.
+        env = {k: os.environ[k] for k in ("HOME", "USER", "LANG", "TERM") if k in os.environ}
+        env["PATH"] = bindir + ":/usr/local/bin:/usr/bin:/bin"
+        if lang == "python":
+            env.update(PYTHONPATH=str(REPO / "python"),
+                       SANDLOCK_LIB=os.environ.get("SANDLOCK_LIB", str(BUILD / "libsandlock.so")))
+        argv = (["bash", "-e", "-o", "pipefail", "-c", text] if lang == "sh"
+                else ["/usr/bin/python3", "-c", text])
+        r = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True,
+                           timeout=300)
         assert r.returncode == 0, (
             f"{page.name}:{line}: exit {r.returncode}\n--- block\n{text}\n"
             f"--- stdout\n{r.stdout[-3000:]}\n--- stderr\n{r.stderr[-3000:]}")
