@@ -106,6 +106,7 @@ struct run_args {
 	struct cli_report rep;
 	bool trace;
 	bool help;
+	bool image; /* --image: the command may come from the image */
 };
 
 static int set_string(char **dst, const char *s)
@@ -274,6 +275,9 @@ static int apply_option(struct run_args *ra, int id, const char *arg)
 	case OPT_ON_ERROR:
 	case OPT_MAX_DISK:
 		return cli_ops_add(&c->ops, id, arg) < 0 ? out_of_memory() : 0;
+	case OPT_IMAGE:
+		ra->image = true;
+		return cli_ops_add(&c->ops, id, arg) < 0 ? out_of_memory() : 0;
 	case OPT_DRY_RUN:
 		ra->rep.dry_run = true;
 		return 0;
@@ -356,8 +360,8 @@ static int parse_command(int argc, char **argv, const char *last_optarg, struct 
 		if (optind < argc)
 			return usage_error("expected '--' before the command, got '%s'%s",
 					   argv[optind], "");
-		if (have_profile)
-			return 0; /* the profile's [program] exec, checked later */
+		if (have_profile || ra->image)
+			return 0; /* the profile's [program] exec or the image's, checked later */
 		return usage_error("missing '--' and a command to run%s%s", "", "");
 	}
 	if (optind >= argc)
@@ -413,7 +417,7 @@ static int resolve_config(const struct run_args *ra, struct cli_cfg *out)
 	cli_cfg_free(&prof);
 	if (rc < 0)
 		return out_of_memory();
-	if (out->argv.n == 0)
+	if (out->argv.n == 0 && !ra->image)
 		return usage_error("the profile has no [program] exec: give the command after '--'%s%s",
 				   "", "");
 	return 0;
@@ -438,6 +442,20 @@ static int run_failed(struct cli_report *rep, int status, const char *msg)
 {
 	cli_report_end(rep, NULL, status, msg);
 	return status;
+}
+
+/* No command given with --image: the image's own (Entrypoint + Cmd). */
+static int image_command(const sandlock_sandbox_t *sb, struct cli_cfg *cfg)
+{
+	uint32_t n = 0;
+	const char *const *v = sandlock_sandbox_image_argv(sb, &n);
+	for (uint32_t i = 0; i < n; i++)
+		if (cli_list_add(&cfg->argv, v[i]) < 0)
+			return out_of_memory(), -1;
+	if (n == 0)
+		fprintf(stderr, "sandlock: the image has no command (Entrypoint/Cmd): give one "
+		                "after '--'\n");
+	return n ? 0 : -1;
 }
 
 /* ---- knobs: handed to the builder as given (see struct cli_op) ---- */
@@ -653,6 +671,9 @@ static int apply_knob(sandlock_builder_t *b, const struct cli_op *op)
 	case OPT_CHROOT:
 		sandlock_sandbox_builder_chroot(b, op->arg);
 		return 0;
+	case OPT_IMAGE:
+		sandlock_sandbox_builder_image(b, op->arg);
+		return 0;
 	case OPT_FS_MOUNT:
 		return apply_fs_mount(b, op->arg);
 	case OPT_FS_STORAGE:
@@ -752,7 +773,7 @@ static sandlock_result_t *run_sandbox(const sandlock_sandbox_t *sb, const struct
 
 /* Build the sandbox from cfg and run its command.  Returns the status.
  * trace: --trace or learn's recorder (NULL: none); learn captures output. */
-static int run_config(const struct cli_cfg *cfg, struct cli_report *rep, struct cli_trace *trace,
+static int run_config(struct cli_cfg *cfg, struct cli_report *rep, struct cli_trace *trace,
                       bool learn)
 {
 	sandlock_builder_t *b = sandlock_sandbox_builder_new();
@@ -790,6 +811,10 @@ static int run_config(const struct cli_cfg *cfg, struct cli_report *rep, struct 
 		int rc = run_failed(rep, EXIT_SANDLOCK, msg ? msg : "invalid configuration");
 		sandlock_string_free(msg);
 		return rc;
+	}
+	if (cfg->argv.n == 0 && image_command(sb, cfg) < 0) {
+		sandlock_sandbox_free(sb);
+		return run_failed(rep, EXIT_SANDLOCK, "no command");
 	}
 	fflush(NULL); /* nothing of ours may be written after the child's output */
 	if (cli_signals_install() < 0) {

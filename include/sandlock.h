@@ -248,6 +248,16 @@ sandlock_builder_t *sandlock_sandbox_builder_time_start_ns(sandlock_builder_t *b
  * /dev/urandom and /dev/random opened for reading read a seeded stream
  * too (one per open, without end; a pipe: one read returns at most 64 KiB). */
 sandlock_builder_t *sandlock_sandbox_builder_deterministic_dirs(sandlock_builder_t *b, bool on);
+/* image: run inside a local container image's filesystem (Podman's store,
+ * else Docker's), never pulled: its tree, extracted once into
+ * $XDG_CACHE_HOME/sandlock/images/<id>, is the chroot (exclusive with
+ * chroot); its WorkingDir the cwd and its Env the environment unless cwd /
+ * env are given; a run with no command (argc 0) runs its Entrypoint + Cmd.
+ * Resolved at build: an image not in the local store fails the build. */
+sandlock_builder_t *sandlock_sandbox_builder_image(sandlock_builder_t *b, const char *ref);
+/* The image's command (Entrypoint + Cmd) of a sandbox built with image,
+ * *argc items (0: none); valid while sb lives. */
+const char *const *sandlock_sandbox_image_argv(const sandlock_sandbox_t *sb, uint32_t *argc);
 /* gpu_devices: grant GPUs.  len 0: every GPU; else only these indices
  * (/dev/nvidiaN, /dev/dri/cardN and renderD(128+N)) and
  * CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES set to them (unless env sets

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "chroot.h"
+#include "image.h"
 #include "config.h"
 #include "filter.h"
 #include "launch.h"
@@ -65,6 +66,19 @@ static sandlock_builder_t *b_raw_path(sandlock_builder_t *b, char **slot, const 
 	if (!*slot && !b->err)
 		sl_fail(&b->err, &b->errmsg, SANDLOCK_ERR_NOMEM, "out of memory");
 	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_image(sandlock_builder_t *b,
+                                                             const char *ref)
+{
+	return b_raw_path(b, b ? &b->raw_image : NULL, ref, "image");
+}
+
+SL_EXPORT const char *const *sandlock_sandbox_image_argv(const sandlock_sandbox_t *sb,
+                                                        uint32_t *argc)
+{
+	*argc = sb ? (uint32_t)sb->image_argv.n : 0;
+	return sb ? (const char *const *)sb->image_argv.v : NULL;
 }
 
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_workdir(sandlock_builder_t *b,
@@ -695,6 +709,7 @@ static void cfg_release(struct sandlock_sandbox *c)
 	c->workdir = c->fs_storage = NULL;
 	free(c->chroot);
 	c->chroot = NULL;
+	sl_strvec_free(&c->image_argv);
 	for (size_t i = 0; i < c->n_mounts; i++) {
 		free(c->mounts[i].virt);
 		free(c->mounts[i].host);
@@ -719,6 +734,7 @@ SL_EXPORT void sandlock_sandbox_builder_free(sandlock_builder_t *b)
 	free(b->raw_workdir);
 	free(b->raw_storage);
 	free(b->raw_chroot);
+	free(b->raw_image);
 	for (size_t i = 0; i < b->n_raw_mounts; i++) {
 		free(b->raw_mounts[i].virt);
 		free(b->raw_mounts[i].host);
@@ -1148,6 +1164,46 @@ static int resolve_paths(sandlock_builder_t *b, int *err, char **msg)
 	return 0;
 }
 
+/*
+ * image: the image's extracted tree becomes the chroot; its WorkingDir the
+ * cwd and its Env the whole environment (a container's start), unless
+ * cwd / env are given; its command runs when the caller gives none.
+ */
+static int setup_image(sandlock_builder_t *b, int *err, char **msg)
+{
+	if (!b->raw_image)
+		return 0;
+	if (b->raw_chroot)
+		return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
+		               "image and chroot are exclusive (the image is the rootfs)");
+	struct sl_image img;
+	char *why = NULL;
+	if (sl_image_resolve(b->raw_image, &img, &why) < 0) {
+		sl_fail(err, msg, SANDLOCK_ERR_NOT_FOUND, "%s", why ? why : "image: failed");
+		free(why);
+		return -1;
+	}
+	struct sandlock_sandbox *c = &b->cfg;
+	b->raw_chroot = img.rootfs;
+	img.rootfs = NULL;
+	if (!b->raw_cwd && img.workdir) {
+		b->raw_cwd = img.workdir;
+		img.workdir = NULL;
+	}
+	c->clean_env = true;
+	sl_strvec env = c->env; /* the caller's settings go last: they win */
+	c->env = img.env;
+	img.env = (sl_strvec){ 0 };
+	int rc = 0;
+	for (size_t i = 0; i < env.n && !rc; i++)
+		rc = sl_strvec_push(&c->env, env.v[i]);
+	sl_strvec_free(&env);
+	c->image_argv = img.argv;
+	img.argv = (sl_strvec){ 0 };
+	sl_image_free(&img);
+	return rc ? sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory") : 0;
+}
+
 /* GPU nodes are granted on the host's /dev, which a chroot guest never sees. */
 static int check_gpu(const struct sandlock_sandbox *cfg, int *err, char **msg)
 {
@@ -1174,7 +1230,8 @@ SL_EXPORT sandlock_sandbox_t *sandlock_sandbox_build(sandlock_builder_t *b, int 
 		sandlock_sandbox_builder_free(b);
 		return NULL;
 	}
-	if (resolve_paths(b, err, err_msg) < 0 || setup_chroot(b, err, err_msg) < 0 ||
+	if (setup_image(b, err, err_msg) < 0 || resolve_paths(b, err, err_msg) < 0 ||
+	    setup_chroot(b, err, err_msg) < 0 ||
 	    check_writable(&b->cfg, err, err_msg) < 0 ||
 	    setup_workdir(b, err, err_msg) < 0 || setup_private_tmp(&b->cfg, err, err_msg) < 0 ||
 	    check_deny_conflicts(&b->cfg, err, err_msg) < 0 || parse_net(b, err, err_msg) < 0 ||

@@ -104,6 +104,7 @@ struct sandlock_sandbox {
 	void *on_decision_ud;
 	sandlock_policy_fn policy_fn; /* NULL = none; builtins/policy.c */
 	void *policy_ud;
+	sl_strvec image_argv; /* image: its Entrypoint + Cmd, run when argv is empty */
 };
 
 struct sandlock_builder {
@@ -117,6 +118,7 @@ struct sandlock_builder {
 	char *raw_cwd;
 	char *raw_workdir, *raw_storage;
 	char *raw_chroot;
+	char *raw_image; /* a local container image: resolved into raw_chroot at build */
 	struct sl_mount raw_mounts[SL_MAX_MOUNTS]; /* as given; resolved at build */
 	size_t n_raw_mounts;
 };

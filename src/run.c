@@ -635,6 +635,10 @@ static sandlock_handle_t *spawn_created(const sandlock_sandbox_t *sb, const char
 		sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 		return NULL;
 	}
+	if (argc == 0 && sb && sb->image_argv.n) { /* the image's own command */
+		argv = (const char *const *)sb->image_argv.v;
+		argc = (uint32_t)sb->image_argv.n;
+	}
 	if (validate(sb, argv, argc, err, msg) < 0 || launch(h, argv, argc, opts, err, msg) < 0) {
 		free(h->r);
 		h->r = NULL;

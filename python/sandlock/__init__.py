@@ -867,6 +867,7 @@ class Sandbox:
     max_disk = _Field(_cow.max_disk, given=True)
     policy_fn = _Field(_policy.check)
     chroot = _Field(_opt_path)
+    image = _Field(_opt_path)
     fs_mount = _Field(_chroot.mounts)
 
     def __init__(
@@ -914,6 +915,7 @@ class Sandbox:
         max_disk: Optional[Union[int, str]] = None,
         policy_fn: Optional[Callable] = None,
         chroot: Optional[Union[str, "os.PathLike[str]"]] = None,
+        image: Optional[str] = None,
         fs_mount: Optional[Dict[str, str]] = None,
         gpu_devices: Optional[Sequence[int]] = None,
     ) -> None:
@@ -966,6 +968,7 @@ class Sandbox:
         self.max_disk = max_disk
         self.policy_fn = policy_fn
         self.chroot = chroot
+        self.image = image
         self.fs_mount = fs_mount
         # Build once now so a bad configuration fails here, not at run().
         self._native_for(None)
@@ -1038,7 +1041,8 @@ class Sandbox:
         gives a failed Result with exit code 127 and the reason on stderr."""
         if self._cfg.get("trace") is not None:
             return self.run_with_handlers(cmd, [], timeout=timeout)  # its file-access handler
-        argv = _argv(cmd)
+        # With image=, an empty cmd runs the image's own command.
+        argv = _argv(cmd) if (cmd or self.image is None) else ()
         nsb = self._native_for(timeout)
         arr = (ctypes.c_char_p * len(argv))(*argv)
         err, msg = _native.error_out()

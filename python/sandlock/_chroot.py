@@ -12,6 +12,7 @@ from .exceptions import PolicyTypeError, PolicyValueError
 _lib = _native.lib
 _p, _cs = ctypes.c_void_p, ctypes.c_char_p
 _native._decl("sandlock_sandbox_builder_chroot", _p, _p, _cs)
+_native._decl("sandlock_sandbox_builder_image", _p, _p, _cs)
 _native._decl("sandlock_sandbox_builder_fs_mount", _p, _p, _cs, _cs)
 
 
@@ -42,6 +43,8 @@ def step(b, c):
     """The builder step of the chroot fields (``c``: the config snapshot)."""
     if c["chroot"] is not None:
         b = _lib.sandlock_sandbox_builder_chroot(b, os.fsencode(c["chroot"]))
+    if c.get("image") is not None:  # resolved (and extracted once) by the build
+        b = _lib.sandlock_sandbox_builder_image(b, c["image"].encode())
     for virt, host in c["fs_mount"]:  # (virtual, host) pairs in the snapshot
         b = _lib.sandlock_sandbox_builder_fs_mount(b, os.fsencode(virt), os.fsencode(host))
     return b
