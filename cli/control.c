@@ -12,6 +12,9 @@
  */
 #include "control.h"
 #include "profile.h"
+/* The library's list of control directories (libsandlock.a, linked in):
+ * its sandboxes refuse to connect into them. */
+#include "ctldir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -65,31 +68,59 @@ static bool private_dir(const char *path)
 	       (st.st_mode & 077) == 0;
 }
 
-/* The control directory (made if missing); 0, or -1 after printing why. */
+/* Someone else's (or not a directory): a candidate to pass over, since
+ * any user may make /tmp/sandlock-UID first; ours with a loose mode is
+ * our own mistake, and refused below. */
+static bool foreign(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0 && (!S_ISDIR(st.st_mode) || st.st_uid != getuid());
+}
+
+/*
+ * The control directory (made if create and missing); 0, or -1 after
+ * printing why.  The candidates of ctldir.h in order (the library knows
+ * them: no sandbox may connect into one): $XDG_RUNTIME_DIR/sandlock,
+ * /run/user/UID/sandlock when /run/user/UID is ours, /tmp/sandlock-UID,
+ * ~/.cache/sandlock-UID.  One that is missing (and cannot be made) or
+ * belongs to someone else is passed over, by the clients too.
+ */
 static int control_dir(char *out, size_t len, bool create)
 {
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	char run_user[64];
-	snprintf(run_user, sizeof run_user, "/run/user/%u", (unsigned)getuid());
-	struct stat st;
-	if (xdg && xdg[0] == '/')
-		snprintf(out, len, "%s/sandlock", xdg);
-	else if (stat(run_user, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid())
-		snprintf(out, len, "%s/sandlock", run_user);
-	else
-		snprintf(out, len, "/tmp/sandlock-%u", (unsigned)getuid());
-	if (create && mkdir(out, 0700) < 0 && errno != EEXIST) {
-		fprintf(stderr, "sandlock: cannot create %s: %s\n", out, strerror(errno));
-		return -1;
+	char c[SL_CTLDIR_MAX][SL_CTLDIR_LEN];
+	int n = sl_ctldir_candidates(c);
+	for (int i = 0; i < n; i++) {
+		char parent[SL_CTLDIR_LEN];
+		memcpy(parent, c[i], sizeof parent);
+		*strrchr(parent, '/') = 0;
+		struct stat st;
+		if (strncmp(c[i], "/run/user/", 10) == 0 &&
+		    (stat(parent, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()))
+			continue;
+		if (foreign(c[i])) {
+			if (create)
+				fprintf(stderr, "sandlock: warning: %s belongs to another user; not using "
+				                "it\n", c[i]);
+			continue;
+		}
+		if (create && mkdir(c[i], 0700) < 0 && errno != EEXIST)
+			continue;
+		if (access(c[i], F_OK) < 0)
+			continue; /* nothing was ever named here */
+		if (strlen(c[i]) >= len)
+			continue;
+		memcpy(out, c[i], strlen(c[i]) + 1);
+		if (!private_dir(out)) {
+			fprintf(stderr, "sandlock: %s is not a directory private to this user; "
+			                "refusing to use it (chmod 700 it)\n", out);
+			return -1;
+		}
+		return 0;
 	}
-	if (access(out, F_OK) < 0 && !create)
-		return -1; /* nothing was ever named here */
-	if (!private_dir(out)) {
-		fprintf(stderr, "sandlock: %s is not a directory private to this user; "
-		                "refusing to use it\n", out);
-		return -1;
-	}
-	return 0;
+	if (create)
+		fprintf(stderr, "sandlock: no usable control directory (set XDG_RUNTIME_DIR to a "
+		                "directory of yours)\n");
+	return -1;
 }
 
 static int sock_path(const char *name, char *out, size_t len, bool create)
@@ -112,6 +143,61 @@ static int connect_path(const char *path)
 	if (fd < 0)
 		return -1;
 	if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The seccomp filters on pid (how deeply it is sandboxed; every sandbox
+ * adds one), -1 when its status cannot be read. */
+static int seccomp_depth(pid_t pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	int mode = -1, filters = -1;
+	while (f && fgets(line, sizeof line, f)) {
+		sscanf(line, "Seccomp: %d", &mode);
+		sscanf(line, "Seccomp_filters: %d", &filters);
+	}
+	if (f)
+		fclose(f);
+	return filters >= 0 ? filters : mode < 0 ? -1 : mode != 0; /* before 5.9: a mode */
+}
+
+/*
+ * Is the other end of fd a process of ours no more confined than we are?
+ * Both ends ask: a sandboxed process must neither query or kill a run
+ * (the server refuses it) nor stand in for a run's server after
+ * replacing its socket (the client refuses it: no forged answers, no
+ * "kill" that succeeded while the run goes on).  A sandbox's own
+ * connects are also refused by its supervisor (ctldir.h); those are made
+ * by the supervisor, whose credentials this cannot tell from ours.
+ */
+static bool trusted_peer(int fd, pid_t *pid)
+{
+	struct ucred cred;
+	socklen_t clen = sizeof cred;
+	*pid = 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.uid != getuid() ||
+	    cred.pid <= 0)
+		return false;
+	*pid = cred.pid;
+	int mine = seccomp_depth(getpid()), theirs = seccomp_depth(cred.pid);
+	return mine >= 0 && theirs >= 0 && theirs <= mine;
+}
+
+/* A connection to path whose server is trusted_peer; -1 (after saying
+ * why, for a server that is not) otherwise. */
+static int connect_server(const char *path)
+{
+	int fd = connect_path(path);
+	pid_t pid;
+	if (fd >= 0 && !trusted_peer(fd, &pid)) {
+		fprintf(stderr, "sandlock: %s is not served by a sandlock run of yours (its server, "
+		                "pid %d, is another user's or sandboxed); not trusting it\n", path,
+		        (int)pid);
 		close(fd);
 		return -1;
 	}
@@ -172,9 +258,8 @@ static void reply(int fd, const char *s)
 
 static void serve_client(struct cli_control *c, int fd)
 {
-	struct ucred cred;
-	socklen_t clen = sizeof cred;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.uid != getuid()) {
+	pid_t pid;
+	if (!trusted_peer(fd, &pid)) {
 		reply(fd, "{\"error\":\"permission denied\"}\n");
 		return;
 	}
@@ -236,12 +321,15 @@ struct cli_control *cli_control_open(const char *name)
 	if (sock_path(name, c->path, sizeof c->path, true) < 0)
 		goto fail;
 	int probe = connect_path(c->path);
-	if (probe >= 0) {
+	pid_t holder;
+	bool ours = probe >= 0 && trusted_peer(probe, &holder);
+	if (probe >= 0)
 		close(probe);
+	if (ours) {
 		fprintf(stderr, "sandlock: a sandbox named '%s' is already running\n", name);
 		goto fail;
 	}
-	unlink(c->path); /* a stale socket of a run that died */
+	unlink(c->path); /* a stale socket of a run that died, or a sandboxed squatter's */
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	snprintf(a.sun_path, sizeof a.sun_path, "%s", c->path);
 	c->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -295,7 +383,7 @@ void cli_control_close(struct cli_control *c)
 /* Send req to the named run; its one-line answer in buf.  0 or -1. */
 static int request(const char *path, const char *req, char *buf, size_t len)
 {
-	int fd = connect_path(path);
+	int fd = connect_server(path);
 	if (fd < 0)
 		return -1;
 	reply(fd, req);
@@ -359,7 +447,7 @@ static int ask_named(const char *name, const char *req, char *buf, size_t len)
 static int request_all(const char *name, const char *req, char **text)
 {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	int fd = named_path(name, path, sizeof path) < 0 ? -1 : connect_path(path);
+	int fd = named_path(name, path, sizeof path) < 0 ? -1 : connect_server(path);
 	if (fd < 0) {
 		fprintf(stderr, "sandlock: no running sandbox named '%s'\n", name);
 		return -1;

@@ -62,6 +62,7 @@
 
 #include "../caps.h"
 #include "../childfd.h"
+#include "../ctldir.h"
 #include "../netrules.h"
 #include "../portmap.h"
 #include "../proctree.h"
@@ -146,8 +147,8 @@ static int check_unix(const struct nd_state *st, const struct sl_call *call,
 	if (e)
 		return e;
 	struct stat sb;
-	if (!unix_allowed(st, canon))
-		e = EACCES;
+	if (!unix_allowed(st, canon) || sl_ctldir_holds(canon))
+		e = EACCES; /* a named run's control socket: never from a sandbox */
 	else if (fstat(*hold, &sb) < 0 || !S_ISSOCK(sb.st_mode))
 		e = ECONNREFUSED; /* the kernel's answer for a file that is no socket */
 	if (e) {

@@ -142,3 +142,112 @@ def test_other_users_are_refused_by_peer_credentials(runtime):
         cli(env, "kill", "guarded")
         p.wait(timeout=60)
     assert not alive(info["pid"])
+
+
+# A guest's view of a control socket: connect, ask, print the answer.
+ASK = """
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+    s.sendall(sys.argv[2].encode() + b"\\n")
+    print("answer", s.recv(4000).decode().strip())
+except OSError as e:
+    print("refused", e.errno)
+"""
+
+# A guest that puts its own server in place of a run's control socket.
+FORGE = """
+import os, socket, sys
+path = sys.argv[1]
+os.unlink(path)
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+s.listen(4)
+print("serving", flush=True)
+s.settimeout(20)
+while True:
+    try:
+        c, _ = s.accept()
+    except OSError:
+        break
+    req = c.recv(100)
+    c.sendall(b'{"ok":true}\\n' if req.startswith(b"kill") else
+              b'{"name":"forged","pid":1,"init_pid":1,"supervisor_pid":1,"uid":0,'
+              b'"started":0,"running":false,"command":["forged"]}\\n')
+    c.close()
+"""
+
+
+def test_a_sandbox_cannot_reach_a_sibling_control_socket(runtime):
+    d, env = runtime
+    p, info = start(env, "victim", "sleep", "1000")
+    try:
+        sock = os.path.join(d, "sandlock", "victim.sock")
+        out = subprocess.run(["/usr/bin/python3", "-c", ASK, sock, "inspect"], env=env,
+                             capture_output=True, text=True, timeout=60).stdout
+        assert out.startswith("answer {") and '"victim"' in out  # works outside
+        for req in ("inspect", "policy", "kill"):
+            r = cli(env, "run", *SYS_RO, "-w", d, "--", "/usr/bin/python3", "-c", ASK, sock, req)
+            assert r.stdout.strip() == "refused 13", (req, r.stdout, r.stderr)
+        assert alive(info["pid"])
+        assert json.loads(cli(env, "inspect", "victim", "--json").stdout)["running"]
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_a_sandboxed_server_in_place_of_a_run_is_not_believed(runtime):
+    d, env = runtime
+    for where in ("outside", "inside"):
+        name = "victim-" + where
+        p, info = start(env, name, "sleep", "1000")
+        sock = os.path.join(d, "sandlock", name + ".sock")
+        argv = ["/usr/bin/python3", "-c", FORGE, sock]
+        if where == "inside":
+            argv = [SANDLOCK, "run", *SYS_RO, "-w", d, "--", *argv]
+        forger = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
+        try:
+            assert forger.stdout.readline().strip() == "serving"
+            kill = cli(env, "kill", name)
+            shown = cli(env, "inspect", name, "--json")
+            if where == "outside":
+                # The same user outside any sandbox is trusted: this only
+                # shows the forgery is real (kill "succeeds", the run goes on).
+                assert kill.returncode == 0 and '"forged"' in shown.stdout
+            else:
+                assert kill.returncode == 1 and "not served by a sandlock run" in kill.stderr
+                assert shown.returncode == 1 and "forged" not in shown.stdout
+                assert "[]" == cli(env, "ps", "--json").stdout.strip()
+            assert alive(info["pid"])
+        finally:
+            forger.kill()
+            forger.wait()
+            p.kill()
+            p.wait()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to make another user's directory")
+def test_a_control_directory_of_another_user_is_passed_over(runtime):
+    d, env = runtime
+    os.mkdir(os.path.join(d, "sandlock"), 0o700)
+    os.chown(os.path.join(d, "sandlock"), 65534, 65534)  # made first by someone else
+    tmp = "/tmp/sandlock-%d" % os.getuid()  # the next candidate (no /run/user/0 here)
+    existed = os.path.exists(tmp)
+    p = None
+    try:
+        p, info = start(env, "fallback", "sleep", "1000")
+        assert "belongs to another user" in cli(env, "run", "--name", "x", "--", "true").stderr
+        assert info["name"] == "fallback"
+        assert [x["name"] for x in json.loads(cli(env, "ps", "--json").stdout)] == ["fallback"]
+        assert cli(env, "kill", "fallback").returncode == 0
+        assert p.wait(timeout=60) == 128 + 9
+    finally:
+        if p and p.poll() is None:
+            p.kill()
+            p.wait()
+        if not existed:
+            try:
+                os.rmdir(tmp)
+            except OSError:
+                pass
