@@ -16,6 +16,11 @@
  *    which sits in a seccomp wait only a fatal signal interrupts, so the
  *    group would never report frozen.  If the freeze cannot be completed
  *    the exec is refused (EPERM): never decided on memory that can move.
+ *    The freeze stops tasks, not the kernel: an AIO completion or the
+ *    clear_child_tid write of a dying CLONE_VM helper still changes memory.
+ *    So the outcome is checked too: the caller, stopped after its execve
+ *    before the new image's first instruction, is killed when that image's
+ *    argv (as the kernel copied it) is not the argv the callback allowed.
  *  - network (connect, bind, sendto/sendmsg with an address): netdest.c
  *    copies the address once, asks sl_policy_net, and performs the call
  *    itself with that copy.  This builtin only marks the call as seen
@@ -49,6 +54,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../execcheck.h"
 #include "../opener.h"
 #include "../pause.h"
 #include "../proctree.h"
@@ -61,6 +67,7 @@
 #define POL_MAX_ARGV_BYTES (1024 * 1024)
 
 bool sl_policy_freeze_disabled;
+bool sl_policy_verify_disabled;
 
 struct sandlock_policy_ctx;
 /* The context of the call being dispatched on this (the supervisor)
@@ -95,6 +102,9 @@ struct sandlock_policy_ctx {
 	bool frozen_active;
 	uint64_t frozen_id;
 	pid_t frozen_tgid; /* the caller's process */
+	char *seen;        /* the argv the callback allowed, each string NUL-ended */
+	size_t seen_len;
+	struct sl_exec_image before; /* the caller's image when it asked */
 	/* the network call netdest may ask about (supervisor thread only) */
 	uint64_t net_id;
 	bool net_seen;
@@ -349,6 +359,43 @@ static int read_argv(sandlock_mem_t *m, uint64_t addr, char ***out, size_t *argc
 	return 0;
 }
 
+/* The allowed argv as the kernel will lay it out (an empty argv gets ""
+ * since Linux 5.18), for pol_answered to compare with the new image.
+ * Without memory for it nothing is kept, and the check kills (fail closed). */
+static void keep_seen(sandlock_policy_ctx_t *ctx, char **argv, size_t argc)
+{
+	size_t len = argc ? 0 : 1;
+	for (size_t i = 0; i < argc; i++)
+		len += strlen(argv[i]) + 1;
+	free(ctx->seen);
+	ctx->seen = calloc(1, len);
+	ctx->seen_len = len;
+	for (size_t i = 0, at = 0; ctx->seen && i < argc; i++) {
+		memcpy(ctx->seen + at, argv[i], strlen(argv[i]) + 1);
+		at += strlen(argv[i]) + 1;
+	}
+}
+
+/*
+ * After an allowed exec, while the caller is still stopped before its
+ * first instruction: a new image whose argv is not what the callback saw
+ * is killed.  (Memory changed under the freeze by the kernel itself, see
+ * execcheck.c.)  A failed exec leaves the old image, which is not looked at.
+ */
+static void verify_exec(sandlock_policy_ctx_t *ctx)
+{
+	pid_t pid = ctx->frozen_tgid;
+	if (!ctx->seen_len || !sl_exec_image_changed(pid, &ctx->before))
+		return;
+	if (ctx->seen && sl_exec_argv_is(pid, ctx->seen, ctx->seen_len) == 1)
+		return;
+	int pfd = (int)syscall(__NR_pidfd_open, pid, 0);
+	if (pfd >= 0) {
+		(void)syscall(__NR_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+		close(pfd);
+	}
+}
+
 static bool decide_exec(sandlock_policy_ctx_t *ctx, const struct sl_call *call,
                         sandlock_action_t *act)
 {
@@ -362,6 +409,11 @@ static bool decide_exec(sandlock_policy_ctx_t *ctx, const struct sl_call *call,
 		if (ctx->frozen_tgid <= 0 ||
 		    sl_freeze_except(call->init, (pid_t)n->pid, &ctx->frozen) < 0) {
 			sandlock_action_set_errno(act, EPERM);
+			return true;
+		}
+		sl_exec_image(ctx->frozen_tgid, &ctx->before);
+		if (!ctx->before.ok && !sl_policy_verify_disabled) {
+			sandlock_action_set_errno(act, EPERM); /* could not tell the new image */
 			return true;
 		}
 	}
@@ -380,7 +432,10 @@ static bool decide_exec(sandlock_policy_ctx_t *ctx, const struct sl_call *call,
 	ev.pid = (int32_t)n->pid;
 	ev.argv = (const char *const *)argv;
 	ev.argc = argc;
-	set_verdict(act, run_fn(ctx, &ev));
+	int v = run_fn(ctx, &ev);
+	set_verdict(act, v);
+	if (v == SANDLOCK_VERDICT_ALLOW && ctx->frozen_active && !sl_policy_verify_disabled)
+		keep_seen(ctx, argv, argc);
 	free_argv(argv, argc);
 	return true;
 }
@@ -396,6 +451,10 @@ static void pol_answered(void *state, const sandlock_notif_t *n)
 	 * once the caller took the stop pending for it, i.e. its execve is
 	 * over (done or failed). */
 	sl_freeze_wait_stopped(ctx->frozen_tgid, (pid_t)n->pid);
+	verify_exec(ctx);
+	free(ctx->seen);
+	ctx->seen = NULL;
+	ctx->seen_len = 0;
 	sl_freeze_thaw(&ctx->frozen);
 	ctx->frozen_active = false;
 }
@@ -562,6 +621,7 @@ static void pol_free(void *state)
 		return;
 	if (ctx->frozen_active)
 		sl_freeze_thaw(&ctx->frozen);
+	free(ctx->seen);
 	for (size_t i = 0; i < ctx->ndenied; i++)
 		free(ctx->denied[i].path);
 	free(ctx->denied);

@@ -25,5 +25,8 @@ int sl_policy_net(const struct sl_call *call, const char *syscall, const struct 
 
 /* Tests only: exec events skip the freeze (to show the race it closes). */
 extern bool sl_policy_freeze_disabled;
+/* Tests only: an allowed exec's new image is not checked against the argv
+ * the callback saw (to show a writer the freeze cannot stop). */
+extern bool sl_policy_verify_disabled;
 
 #endif /* SANDLOCK_BUILTIN_POLICY_H */

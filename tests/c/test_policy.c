@@ -8,7 +8,9 @@
 #include "harness.h"
 #include "testutil.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 
 #include "../../src/builtins/policy.h"
 
@@ -29,6 +31,7 @@ struct seen {
 	int sleep_ms;  /* in each exec event with "SAFE-ARG" */
 	int lock_rc;
 	bool try_bad, bad_done;
+	const char *addr_file; /* exec with "SAFE-ARG": write "EVIL" at the address in it */
 	int bad_ip_rc, bad_path_rc;
 };
 
@@ -38,6 +41,27 @@ static bool argv_has(const sandlock_policy_event_t *ev, const char *s)
 		if (strstr(ev->argv[i], s))
 			return true;
 	return false;
+}
+
+/* A writer the freeze cannot stop (the kernel's AIO completions, a dying
+ * CLONE_VM helper's clear_child_tid), played by the callback itself:
+ * while every task of the sandbox is stopped, "EVIL" lands over the
+ * argv string whose address the guest left in file. */
+static void write_under_freeze(const char *file, int32_t pid)
+{
+	char buf[64] = "", mem[64];
+	FILE *f = fopen(file, "r");
+	if (f) {
+		(void)!fgets(buf, sizeof buf, f);
+		fclose(f);
+	}
+	unsigned long long at = strtoull(buf, NULL, 0);
+	snprintf(mem, sizeof mem, "/proc/%d/mem", (int)pid);
+	int fd = open(mem, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || !at || pwrite(fd, "EVIL", 4, (off_t)at) != 4)
+		fprintf(stderr, "  the writer failed: %s\n", strerror(errno));
+	if (fd >= 0)
+		close(fd);
 }
 
 static int32_t policy(void *ud, const sandlock_policy_event_t *ev, sandlock_policy_ctx_t *ctx)
@@ -74,6 +98,8 @@ static int32_t policy(void *ud, const sandlock_policy_event_t *ev, sandlock_poli
 	if (ev->host && s->deny_port && ev->port == s->deny_port &&
 	    strcmp(ev->syscall, "connect") == 0)
 		v = ENETUNREACH;
+	if (argv_has(ev, "SAFE-ARG") && s->addr_file)
+		write_under_freeze(s->addr_file, ev->pid);
 	bool slow = argv_has(ev, "SAFE-ARG") && s->sleep_ms;
 	pthread_mutex_unlock(&s->mu);
 	if (slow) {
@@ -297,3 +323,74 @@ TEST(argv_race_blocked_by_freeze)
 }
 
 
+
+/*
+ * The freeze stops every task, but not the kernel: memory written under
+ * it (here by the callback, standing in for an AIO completion or a
+ * clear_child_tid write) reaches the exec.  The new image is checked
+ * while it is stopped before its first instruction: its argv is not the
+ * one allowed, so it is killed and never runs.
+ */
+static const char k_written[] =
+	"import ctypes, sys\n"
+	"libc = ctypes.CDLL(None, use_errno=True)\n"
+	"buf = ctypes.create_string_buffer(b'SAFE' b'-ARG', 16)\n"
+	"open(sys.argv[1], 'w').write(hex(ctypes.addressof(buf)))\n"
+	"argv = (ctypes.c_char_p * 3)(b'/bin/echo', ctypes.cast(buf, ctypes.c_char_p), None)\n"
+	"libc.execv(b'/bin/echo', argv)\n"
+	"print('exec failed', ctypes.get_errno())\n";
+
+static void written(bool verify, char *out, size_t len, int *sig, struct seen **seen)
+{
+	sl_policy_verify_disabled = !verify;
+	char dir[TU_TMPDIR_LEN], file[TU_TMPDIR_LEN + 8];
+	*out = 0;
+	*sig = -1;
+	struct seen *s = new_seen();
+	*seen = s;
+	if (!tu_mkdtemp(dir, "polwrite"))
+		return;
+	snprintf(file, sizeof file, "%s/addr", dir);
+	s->addr_file = file;
+	sandlock_sandbox_t *sb = with_policy(sandlock_sandbox_builder_fs_write(tu_system_builder(),
+	                                                                       dir), s);
+	const char *argv[] = { TU_PY, "-c", k_written, file, NULL };
+	sandlock_result_t *r = sb ? tu_run(sb, argv) : NULL;
+	char *o = r ? sandlock_result_stdout(r) : NULL;
+	snprintf(out, len, "%s", o ? o : "");
+	*sig = r ? sandlock_result_signal(r) : -1;
+	sandlock_string_free(o);
+	sandlock_result_free(r);
+	sandlock_sandbox_free(sb);
+	sl_policy_verify_disabled = false;
+	tu_rm_rf(dir);
+}
+
+TEST(memory_written_under_the_freeze_reaches_exec_unchecked)
+{
+	/* The control: without the check, the callback saw SAFE-ARG and the
+	 * program ran with EVIL-ARG. */
+	char out[256];
+	int sig;
+	struct seen *s;
+	written(false, out, sizeof out, &sig, &s);
+	CHECK(saw_exec(s, "SAFE-ARG"));
+	CHECK(strcmp(out, "EVIL-ARG\n") == 0);
+	if (strcmp(out, "EVIL-ARG\n") != 0)
+		fprintf(stderr, "  echo printed '%s'\n", out);
+	free_seen(s);
+}
+
+TEST(exec_with_argv_not_seen_is_killed_before_it_runs)
+{
+	char out[256];
+	int sig;
+	struct seen *s;
+	written(true, out, sizeof out, &sig, &s);
+	CHECK(saw_exec(s, "SAFE-ARG"));
+	CHECK(strcmp(out, "") == 0);
+	CHECK(sig == SIGKILL);
+	if (strcmp(out, "") != 0 || sig != SIGKILL)
+		fprintf(stderr, "  echo printed '%s', signal %d\n", out, sig);
+	free_seen(s);
+}
