@@ -9,6 +9,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "options.h"
 #include "parse.h"
@@ -595,6 +597,40 @@ static int apply_root(struct pctx *c, const struct toml_table *root)
 	return 0;
 }
 
+/*
+ * A profile decides what the sandbox may do, so, like ssh's StrictModes,
+ * it must be the user's (or root's) and writable by nobody else, nor be
+ * replaceable in its directory (writable by others without the sticky
+ * bit).  0, or -1 with *err naming the fix.
+ */
+static int trusted_file(const char *path, int fd, char **err)
+{
+	struct stat st, dst;
+	uid_t me = getuid();
+	char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
+	if (slash)
+		slash[slash == dir] = '\0';
+	int dr = dir ? stat(slash ? dir : ".", &dst) : -1;
+	free(dir);
+	int rc = -1;
+	if (fstat(fd, &st) < 0 || dr < 0)
+		rc = asprintf(err, "%s: %s", path, strerror(errno));
+	else if (st.st_uid != me && st.st_uid != 0)
+		rc = asprintf(err, "%s is owned by uid %u, not by you or root: a profile must be "
+		                   "yours (copy it, or chown it)", path, (unsigned)st.st_uid);
+	else if (st.st_mode & (S_IWGRP | S_IWOTH))
+		rc = asprintf(err, "%s is writable by other users (mode %04o): chmod go-w %s", path,
+		              (unsigned)(st.st_mode & 07777), path);
+	else if ((dst.st_mode & S_IWOTH) && !(dst.st_mode & S_ISVTX))
+		rc = asprintf(err, "%s is in a directory others may write to (mode %04o): move it "
+		                   "to a directory of yours", path, (unsigned)(dst.st_mode & 07777));
+	else
+		return 0;
+	if (rc < 0)
+		*err = NULL;
+	return -1;
+}
+
 /* The whole file as a string; NULL with *err. */
 static char *slurp(const char *path, char **err)
 {
@@ -602,6 +638,10 @@ static char *slurp(const char *path, char **err)
 	if (!f) {
 		if (asprintf(err, "%s: %s", path, strerror(errno)) < 0)
 			*err = NULL;
+		return NULL;
+	}
+	if (trusted_file(path, fileno(f), err) < 0) {
+		fclose(f);
 		return NULL;
 	}
 	char *buf = NULL;

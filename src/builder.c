@@ -1045,14 +1045,19 @@ static int setup_chroot(sandlock_builder_t *b, int *err, char **msg)
 		struct sl_mount *m = &c->mounts[c->n_mounts++];
 		if (resolve_mount(&b->raw_mounts[i], m, err, msg) < 0)
 			return -1;
-		for (size_t k = 0; m->ro && k < c->fs_write.n; k++)
-			if (sl_path_under(m->host, c->fs_write.v[k]))
-				return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
-				               "fs_mount '%s' is read-only but '%s' is in fs_write",
-				               m->virt, m->host);
 		if (sl_strvec_push(m->ro ? &c->fs_read : &c->fs_write, m->host) < 0)
 			return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 	}
+	/* Once every mount is in: a read-only host directory inside a
+	 * writable one (fs_write, or a read-write mount given before or
+	 * after it) would be writable through the other. */
+	for (size_t i = 0; i < c->n_mounts; i++)
+		for (size_t k = 0; c->mounts[i].ro && k < c->fs_write.n; k++)
+			if (sl_path_under(c->mounts[i].host, c->fs_write.v[k]))
+				return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
+				               "fs_mount '%s' is read-only but its host directory '%s' is "
+				               "writable through '%s' (fs_write or a read-write fs_mount)",
+				               c->mounts[i].virt, c->mounts[i].host, c->fs_write.v[k]);
 	return chroot_cwd(b, err, msg);
 }
 

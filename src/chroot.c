@@ -11,6 +11,14 @@
  * directory whatever a racing rename does.  RESOLVE_NO_MAGICLINKS is
  * always added: a /proc magic link followed in the supervisor would name
  * the supervisor's objects.
+ *
+ * /proc in the view (a mount of the host's) is walked for the caller the
+ * chroot builtin names (sl_view_for): "self" and "thread-self" lead to
+ * its /proc/TID, not to ours; a process's magic links (exe, cwd, root,
+ * fd/N: absolute or "type:[...]" targets) are never followed by the walk
+ * (EACCES: their text is a host path or no path at all); and a /proc
+ * file reached is subject to the /proc policy (procpolicy.h: only the
+ * sandbox's own processes, the kernel files it denies), as on opens.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -28,6 +38,7 @@
 #include "childfd.h"
 #include "chroot.h"
 #include "interp.h"
+#include "procpolicy.h"
 #include "util.h"
 
 struct view_mount {
@@ -39,6 +50,7 @@ struct view_mount {
 struct sl_view {
 	char *root;
 	int rootfd;
+	int procfd; /* the host's /proc, for the /proc policy */
 	struct view_mount m[SL_MAX_MOUNTS];
 	size_t n;
 	sl_strvec write, deny; /* cfg's fs_write, fs_deny (canonical) */
@@ -58,7 +70,8 @@ struct sl_view *sl_view_new(const struct sandlock_sandbox *cfg, char **msg)
 		return NULL;
 	}
 	v->rootfd = open_dir(v->root);
-	bool ok = v->rootfd >= 0;
+	v->procfd = open_dir("/proc");
+	bool ok = v->rootfd >= 0 && v->procfd >= 0;
 	for (size_t i = 0; ok && i < cfg->n_mounts; i++) {
 		struct view_mount *m = &v->m[v->n++];
 		m->virt = sl_strdup(cfg->mounts[i].virt);
@@ -86,6 +99,8 @@ void sl_view_free(struct sl_view *v)
 		return;
 	if (v->rootfd >= 0)
 		close(v->rootfd);
+	if (v->procfd >= 0)
+		close(v->procfd);
 	for (size_t i = 0; i < v->n; i++) {
 		if (v->m[i].fd >= 0)
 			close(v->m[i].fd);
@@ -149,13 +164,31 @@ static int view_open_link(const struct sl_view *v, const char *p)
 	return fd < 0 ? -errno : fd;
 }
 
-/* lstat of p (as view_open_link): 0, or -errno. */
-static int view_lstat(const struct sl_view *v, const char *p, struct stat *st)
+/* The caller a walk on this thread is for (sl_view_for). */
+static __thread struct {
+	pid_t tid, init;
+} tl_for;
+
+void sl_view_for(pid_t tid, pid_t init)
+{
+	tl_for.tid = tid;
+	tl_for.init = init;
+}
+
+static bool on_procfs(int fd)
+{
+	struct statfs sf;
+	return fstatfs(fd, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC;
+}
+
+/* lstat of p (as view_open_link), *proc: it lies on procfs.  0, or -errno. */
+static int view_lstat(const struct sl_view *v, const char *p, struct stat *st, bool *proc)
 {
 	int fd = view_open_link(v, p);
 	if (fd < 0)
 		return fd;
 	int e = fstat(fd, st) == 0 ? 0 : -errno;
+	*proc = on_procfs(fd);
 	close(fd);
 	return e;
 }
@@ -172,6 +205,21 @@ static int view_readlink(const struct sl_view *v, const char *p, char *t, size_t
 	if (!e)
 		t[n] = '\0';
 	return e;
+}
+
+/* A procfs link the walk follows, target as read by us: "self" and
+ * "thread-self" become the caller's pid (as the opener spells them: its
+ * /proc/TID), other relative ones (net -> self/net) stay; a magic link is
+ * refused.  0 or -errno. */
+static int proc_link(const char *name, char *target, size_t cap)
+{
+	if (target[0] == '/' || strchr(target, ':'))
+		return -EACCES;
+	if (strcmp(name, "self") && strcmp(name, "thread-self"))
+		return 0;
+	if (tl_for.tid <= 0)
+		return -EACCES; /* no caller: it would be us */
+	return snprintf(target, cap, "%d", (int)tl_for.tid) < (int)cap ? 0 : -ENAMETOOLONG;
 }
 
 /*
@@ -221,7 +269,8 @@ static int view_resolve(const struct sl_view *v, const char *guest, bool follow,
 		    (int)sizeof cand)
 			return -ENAMETOOLONG;
 		struct stat st;
-		int e = view_lstat(v, cand, &st);
+		bool proc = false;
+		int e = view_lstat(v, cand, &st, &proc);
 		if (e == -ENOENT && last) {
 			memcpy(cur, cand, strlen(cand) + 1);
 			break; /* a name to create, or ENOENT for the caller's open */
@@ -231,7 +280,8 @@ static int view_resolve(const struct sl_view *v, const char *guest, bool follow,
 		if (S_ISLNK(st.st_mode) && (!last || follow)) {
 			if (++links > 40)
 				return -ELOOP;
-			if ((e = view_readlink(v, cand, target, sizeof target)))
+			if ((e = view_readlink(v, cand, target, sizeof target)) ||
+			    (proc && (e = proc_link(name, target, sizeof target))))
 				return e;
 			if (snprintf(tmp, sizeof tmp, "%s/%s", target, rest + at) >= (int)sizeof tmp ||
 			    strlen(tmp) >= sizeof rest)
@@ -284,6 +334,19 @@ bool sl_view_guest(const struct sl_view *v, const char *host, char *out, size_t 
 	return snprintf(out, cap, "%s", *rest ? rest : "/") < (int)cap;
 }
 
+/* A file of procfs reached for the caller: the /proc policy on its real
+ * path.  Without a caller (the opener's walks: it checks what it opened
+ * itself) nothing more is asked here.  0 or an errno. */
+static int proc_check(const struct sl_view *v, int fd)
+{
+	char real[PATH_MAX];
+	if (tl_for.init <= 0 || !on_procfs(fd))
+		return 0;
+	if (!sl_fd_path(fd, real, sizeof real))
+		return EACCES;
+	return sl_proc_policy(v->procfd, tl_for.init, real);
+}
+
 int sl_view_open(const struct sl_view *v, const char *guest, int flags, bool *ro)
 {
 	char rel[PATH_MAX];
@@ -301,6 +364,10 @@ int sl_view_open(const struct sl_view *v, const char *guest, int flags, bool *ro
 	int fd = (int)syscall(SYS_openat2, base, rel, &how, sizeof how);
 	e = fd < 0 ? errno : 0;
 	sl_caps_restore(&sv);
+	if (fd >= 0 && (e = proc_check(v, fd))) {
+		close(fd);
+		fd = -1;
+	}
 	return fd < 0 ? -e : sl_fd_high(fd);
 }
 

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "config.h"
 
@@ -21,6 +22,11 @@ struct sl_view;
 /* The view of cfg (which must have chroot set).  NULL with *msg (heap). */
 struct sl_view *sl_view_new(const struct sandlock_sandbox *cfg, char **msg);
 void sl_view_free(struct sl_view *v);
+
+/* The caller the calling thread's next walks are for (0, 0: none):
+ * /proc/self in the view names its tid, and /proc files reached pass the
+ * /proc policy against init (procpolicy.h).  Thread-local. */
+void sl_view_for(pid_t tid, pid_t init);
 
 /* Where an absolute guest path lives: *base (the view's fd: do not close),
  * rel (in out, "." for the base itself), *ro (a read-only mount).  The

@@ -234,9 +234,29 @@ static bool lower_visible(struct sl_cow *c, const char *rel, struct stat *st)
 	return !hidden(c, rel) && layer_stat(c->lower_fd, rel, false, st ? st : &tmp) == 0;
 }
 
-/* Bytes the files of a tree hold (for max_disk): each non-directory
- * counts its size or its allocated blocks, whichever is larger, so
- * neither a sparse file nor a preallocation escapes. */
+/* What one name in the layer costs max_disk at least: a block, whatever
+ * it is (a directory, a symlink, an empty file, a whiteout).  So the
+ * quota also bounds how many inodes the layer may hold. */
+#define SL_COW_INODE_BYTES 4096u
+
+/* The user-visible xattr values of the entry name of dirfd, in bytes. */
+static uint64_t xattr_bytes(int dirfd, const char *name)
+{
+	char path[64 + NAME_MAX], names[4096];
+	snprintf(path, sizeof path, "/proc/self/fd/%d/%s", dirfd, name);
+	ssize_t n = llistxattr(path, names, sizeof names);
+	uint64_t sum = n > 0 ? (uint64_t)n : 0;
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(names + i) + 1) {
+		ssize_t v = lgetxattr(path, names + i, NULL, 0);
+		sum += v > 0 ? (uint64_t)v : 0;
+	}
+	return sum;
+}
+
+/* Bytes the entries of a tree hold (for max_disk): each counts its size
+ * (not a directory's) or its allocated blocks, whichever is larger, so
+ * neither a sparse file nor a preallocation escapes, and at least one
+ * block (SL_COW_INODE_BYTES), plus its xattrs. */
 static uint64_t tree_bytes(int root)
 {
 	DIR *d = sl_fdopendir(openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -250,9 +270,11 @@ static uint64_t tree_bytes(int root)
 		struct stat st;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
-		uint64_t blocks = (uint64_t)st.st_blocks * 512, size = (uint64_t)st.st_size;
-		if (!S_ISDIR(st.st_mode))
-			sum += blocks > size ? blocks : size;
+		uint64_t blocks = (uint64_t)st.st_blocks * 512;
+		uint64_t size = S_ISDIR(st.st_mode) ? 0 : (uint64_t)st.st_size;
+		uint64_t one = blocks > size ? blocks : size;
+		sum += (one > SL_COW_INODE_BYTES ? one : SL_COW_INODE_BYTES) +
+		       xattr_bytes(dirfd(d), de->d_name);
 		if (S_ISDIR(st.st_mode)) {
 			int sub = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_CLOEXEC);
 			if (sub >= 0) {
@@ -544,6 +566,8 @@ static int upper_parents(struct sl_cow *c, const char *rel)
 		if (e)
 			return e;
 		mode_t mode = layer_stat(c->lower_fd, p, false, &st) == 0 ? (st.st_mode & 07777) : 0755;
+		if (over_quota(c, SL_COW_INODE_BYTES))
+			return -ENOSPC;
 		if (mkdirat(c->upper_fd, p, mode) < 0 && errno != EEXIST)
 			return -errno;
 	}
@@ -649,7 +673,8 @@ static int copy_up(struct sl_cow *c, const char *rel, bool empty_only)
 		return e;
 	if ((e = layer_stat(c->lower_fd, rel, false, &st)))
 		return e;
-	if (over_quota(c, empty_only ? 0 : (uint64_t)st.st_size))
+	uint64_t bytes = empty_only ? 0 : (uint64_t)st.st_size;
+	if (over_quota(c, bytes > SL_COW_INODE_BYTES ? bytes : SL_COW_INODE_BYTES))
 		return -ENOSPC;
 	if (S_ISLNK(st.st_mode)) {
 		char target[4096];
@@ -726,7 +751,7 @@ int sl_cow_open(struct sl_cow *c, const char *rel, int flags, mode_t mode)
 			return -e;
 		if ((e = parent_ok(c, rel)) || (e = remember(c, rel)) || (e = upper_parents(c, rel)))
 			return e;
-		if (over_quota(c, 0))
+		if (over_quota(c, SL_COW_INODE_BYTES))
 			return -ENOSPC;
 		unwhite(c, rel);
 	}
@@ -927,7 +952,7 @@ int sl_cow_mkdir(struct sl_cow *c, const char *rel, mode_t mode)
 		return -e;
 	if ((e = parent_ok(c, rel)) || (e = remember(c, rel)) || (e = upper_parents(c, rel)))
 		return e;
-	if (over_quota(c, 0))
+	if (over_quota(c, SL_COW_INODE_BYTES))
 		return -ENOSPC;
 	if (mkdirat(c->upper_fd, rel, mode) < 0)
 		return -errno;
@@ -935,13 +960,14 @@ int sl_cow_mkdir(struct sl_cow *c, const char *rel, mode_t mode)
 	return 0;
 }
 
-/* Prepare to: the merged parent must exist, the upper one is made. */
+/* Prepare to: the merged parent must exist, the upper one is made; the
+ * new name (and the whiteout a rename may leave) is charged. */
 static int prepare_target(struct sl_cow *c, const char *to)
 {
 	int e;
 	if ((e = parent_ok(c, to)) || (e = remember(c, to)) || (e = upper_parents(c, to)))
 		return e;
-	return over_quota(c, 0) ? -ENOSPC : 0;
+	return over_quota(c, SL_COW_INODE_BYTES) ? -ENOSPC : 0;
 }
 
 /* Make the whole merged tree at rel upper (real entries copied up). */

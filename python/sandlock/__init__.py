@@ -1269,10 +1269,22 @@ class _Registrations:
             sc, h = item
             name = _syscall_name(sc)
             self.pairs.append((name.encode(), h, _validate_handler(h)))
+        self._add_equivalents()
         self.run = _RunState()
         self.made = {}  # id(handler) -> (c ptr, key); one C handler per instance
         self.regs = None
         self.n = len(self.pairs)
+
+    def _add_equivalents(self):
+        """A handler with ``_also_on`` (the path presets) is registered on
+        the syscalls it names for each of its own, after it, unless the
+        same handler already is: open(2) gets the preset given for openat."""
+        have = {(name, id(h)) for name, h, _policy in self.pairs}
+        for name, h, policy in list(self.pairs):
+            for other in getattr(h, "_also_on", lambda _n: ())(name.decode()):
+                if (other.encode(), id(h)) not in have:
+                    have.add((other.encode(), id(h)))
+                    self.pairs.append((other.encode(), h, policy))
 
     def make(self):
         try:

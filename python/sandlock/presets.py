@@ -10,8 +10,14 @@ Which syscalls to register
 a handler can trap (the mount family, swapon, acct, quotactl,
 name_to_handle_at and uselib are denied by the sandbox itself); register a
 security preset on all of them.  ``COMMON_PATH_SYSCALLS`` is the shorter
-list of the handler spec, fine for auditing, but a deny or allow list on it
-alone is bypassed by open(2), creat(2), stat(2), rename(2) and the rest.
+list of the handler spec.  A path preset registered on a syscall is also
+registered on its legacy and newer equivalents (open, creat and openat2
+for openat; stat, lstat and statx for newfstatat; unlink and rmdir for
+unlinkat; ...), each call reaching it as itself (``ctx.syscall_nr``), so
+the spec's recipe on ``COMMON_PATH_SYSCALLS`` is not bypassed by open(2)
+or stat(2).  Syscalls with no equivalent in the list you give (rename,
+link, symlink, truncate, chmod, xattrs, ...) are covered only by
+``ALL_PATH_SYSCALLS``.
 
 How the path presets see paths
 ------------------------------
@@ -119,6 +125,43 @@ _PATH_SPECS = {
 #: setxattrat, getxattrat, listxattrat, removexattrat, file_getattr,
 #: file_setattr.
 ALL_PATH_SYSCALLS = [n for n in _PATH_SPECS if _native.syscall_nr(n) >= 0]
+
+# Syscalls that do the same thing with the same kind of path (legacy and
+# newer forms).  A path preset registered on one of them is also
+# registered on the others (Handler._also_on): a deny or allow list given
+# the spec's COMMON_PATH_SYSCALLS is not bypassed by open(2), stat(2),
+# rename(2), ...  Each call still reaches the handler as itself
+# (ctx.syscall_nr), so its paths are read where that syscall keeps them.
+_EQUIVALENTS = (
+    ("open", "creat", "openat", "openat2"),
+    ("stat", "lstat", "newfstatat", "statx"),
+    ("access", "faccessat", "faccessat2"),
+    ("chmod", "fchmodat", "fchmodat2"),
+    ("chown", "lchown", "fchownat"),
+    ("readlink", "readlinkat"),
+    ("unlink", "unlinkat", "rmdir"),
+    ("mkdir", "mkdirat"),
+    ("mknod", "mknodat"),
+    ("rename", "renameat", "renameat2"),
+    ("link", "linkat"),
+    ("symlink", "symlinkat"),
+    ("execve", "execveat"),
+    ("utime", "utimes", "futimesat", "utimensat"),
+    ("setxattr", "lsetxattr"), ("getxattr", "lgetxattr"),
+    ("listxattr", "llistxattr"), ("removexattr", "lremovexattr"),
+)
+_EQUIVALENT_OF = {n: tuple(x for x in g if x != n and _native.syscall_nr(x) >= 0)
+                  for g in _EQUIVALENTS for n in g}
+
+
+class _PathPreset(Handler):
+    """A handler that reads every path syscall's paths where that syscall
+    keeps them: registered on one syscall, it is registered on that
+    syscall's equivalents too (see _EQUIVALENTS)."""
+
+    def _also_on(self, syscall: str):
+        return _EQUIVALENT_OF.get(syscall, ())
+
 
 _SPECS_BY_NR = {_native.syscall_nr(n): spec for n, spec in _PATH_SPECS.items()
                 if _native.syscall_nr(n) >= 0}
@@ -258,7 +301,7 @@ def _check_on_behalf(value):
     return value
 
 
-class PathDenyHandler(Handler):
+class PathDenyHandler(_PathPreset):
     """Fails the call with ``errno`` when one of its paths matches any of
     ``deny`` (fnmatch patterns); otherwise lets it proceed.  An unreadable
     path proceeds: a deny-list does not claim everything else is allowed.
@@ -292,7 +335,7 @@ class PathDenyHandler(Handler):
         return NotifAction.continue_()
 
 
-class PathAllowHandler(Handler):
+class PathAllowHandler(_PathPreset):
     """Lets the call proceed only when every one of its paths matches one of
     ``allow`` (fnmatch patterns); everything else — including a path that
     cannot be read or resolved — fails with ``errno`` (fail closed).  Both

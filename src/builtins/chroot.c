@@ -615,9 +615,23 @@ static bool lookup(const struct chroot_state *s, const struct sl_call *call, int
 	return pass ? false : answer(act, r);
 }
 
+static bool chroot_decide_for(struct chroot_state *st, const struct sl_call *call,
+                              sandlock_action_t *act);
+
+/* Every walk of a call is for its caller (chroot.h: /proc/self, the
+ * /proc policy). */
 static bool chroot_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
 {
-	const struct chroot_state *s = state;
+	sl_view_for((pid_t)call->n->pid, call->init);
+	bool r = chroot_decide_for(state, call, act);
+	sl_view_for(0, 0);
+	return r;
+}
+
+static bool chroot_decide_for(struct chroot_state *st, const struct sl_call *call,
+                              sandlock_action_t *act)
+{
+	const struct chroot_state *s = st;
 	const uint64_t *a = call->n->args;
 	int nr = call->n->syscall_nr;
 	int d0 = (int)a[0];
@@ -639,9 +653,9 @@ static bool chroot_decide(void *state, const struct sl_call *call, sandlock_acti
 	if (nr == __NR_getcwd)
 		return answer(act, do_getcwd(s, call));
 	if (nr == __NR_chdir)
-		return do_chdir(state, call, act);
+		return do_chdir(st, call, act);
 	if (nr == __NR_execve || nr == __NR_execveat)
-		return do_exec(state, call, act);
+		return do_exec(st, call, act);
 	if (nr == C_mkdir)
 		return answer(act, do_create(s, call, AT_FDCWD, a[0], (mode_t)a[1], 0, true));
 	if (nr == __NR_mkdirat)

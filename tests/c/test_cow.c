@@ -557,3 +557,44 @@ TEST(chdir_at_the_end_of_a_mapping_is_enametoolong)
 	CHECK(tu_str_is(out, "chdir at the end of a mapping: File name too long\n"));
 	sandlock_string_free(out);
 }
+
+/* How many of 1000 directories, then of 1000 symlinks with 4000-byte
+ * targets, the guest makes in the layer under quota (0: none). */
+static void names_made(uint64_t quota, int *dirs, int *links)
+{
+	char dir[TU_TMPDIR_LEN];
+	*dirs = *links = -1;
+	REQUIRE(tu_mkdtemp(dir, "cow"));
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_workdir(b, dir);
+	sandlock_sandbox_builder_on_exit(b, SANDLOCK_BRANCH_ABORT);
+	sandlock_sandbox_builder_max_disk(b, quota);
+	sandlock_sandbox_builder_cwd(b, dir);
+	sandlock_sandbox_builder_timeout_ms(b, 60000);
+	sandlock_result_t *r = tu_run_sh(b, "/bin/sh",
+	    "t=$(printf '%04000d' 0); i=0; while [ $i -lt 1000 ] && mkdir d$i 2>/dev/null; "
+	    "do i=$((i+1)); done; echo $i; i=0; "
+	    "while [ $i -lt 1000 ] && ln -s $t s$i 2>/dev/null; do i=$((i+1)); done; echo $i");
+	char *o = r ? sandlock_result_stdout(r) : NULL;
+	if (!o || sscanf(o, "%d %d", dirs, links) != 2)
+		fprintf(stderr, "  the guest printed '%s'\n", o ? o : "(no run)");
+	sandlock_string_free(o);
+	sandlock_result_free(r);
+	tu_rm_rf(dir);
+}
+
+/* Directories and symlinks cost the layer a block each (and a symlink
+ * its target): without a quota 1000 of each are made (the layer would
+ * grow without bound: the control); under 1 MiB at most 256 names in
+ * all fit. */
+TEST(max_disk_charges_every_name_made)
+{
+	int dirs, links;
+	names_made(0, &dirs, &links);
+	CHECK_EQ_INT(dirs, 1000);
+	CHECK_EQ_INT(links, 1000);
+	names_made(1024 * 1024, &dirs, &links);
+	CHECK(dirs >= 0 && links >= 0 && dirs + links <= 256);
+	if (dirs + links > 256)
+		fprintf(stderr, "  under 1 MiB: %d directories, %d symlinks\n", dirs, links);
+}

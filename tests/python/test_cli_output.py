@@ -345,3 +345,36 @@ def test_profile_without_exec_needs_a_command(tmpdir_path):
     assert r.returncode == 125 and "no [program] exec" in r.stderr
     r = sandlock("run", "--profile", "a", "--profile-file", str(path), "--", "/bin/true")
     assert r.returncode == 125 and "only one of" in r.stderr
+
+
+def test_a_profile_others_may_change_is_refused(tmpdir_path):
+    """Like ssh's StrictModes: a profile decides what the sandbox may do,
+    so one that another user wrote or may rewrite is not obeyed.  The
+    control: the same profile, private, is obeyed (it grants the write)."""
+    work = Path(tmpdir_path) / "work"
+    work.mkdir()
+    path = write_profile(tmpdir_path, "lax", f"[filesystem]\n{sys_read_toml()}"
+                                             f'write = ["{work}"]\n')
+    cmd = ["--", "/bin/sh", "-c", f"echo pwned > {work}/out"]
+    os.chmod(path, 0o600)
+    assert sandlock("run", "--profile-file", str(path), *cmd).returncode == 0
+    assert (work / "out").read_text() == "pwned\n"
+    (work / "out").unlink()
+    for mode, needle in ((0o666, "writable by other users (mode 0666): chmod go-w"),
+                         (0o620, "writable by other users (mode 0620)")):
+        os.chmod(path, mode)
+        r = sandlock("run", "--profile-file", str(path), *cmd)
+        assert r.returncode == 125 and needle in r.stderr, r.stderr
+        assert not (work / "out").exists()
+    os.chmod(path, 0o644)
+    os.chmod(os.path.dirname(path), 0o777)  # others may replace it
+    try:
+        r = sandlock("run", "--profile-file", str(path), *cmd)
+        assert r.returncode == 125 and "directory others may write to" in r.stderr, r.stderr
+    finally:
+        os.chmod(os.path.dirname(path), 0o700)
+    if os.getuid() == 0:
+        os.chown(path, 65534, 65534)
+        r = sandlock("run", "--profile-file", str(path), *cmd)
+        assert r.returncode == 125 and "owned by uid 65534" in r.stderr, r.stderr
+    assert not (work / "out").exists()
