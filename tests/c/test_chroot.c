@@ -73,10 +73,10 @@ static sandlock_sandbox_t *fx_sandbox(const struct fx *x)
 	return tu_build(b);
 }
 
-/* sh -c script inside the chroot; stdout. */
-static char *inside(const struct fx *x, const char *script, int *code)
+/* sh -c script in sb (freed); stdout. */
+static char *run_script(sandlock_sandbox_t *sb, const char *script, int *code)
 {
-	sandlock_sandbox_t *sb = fx_sandbox(x);
+	*code = -1;
 	if (!sb)
 		return NULL;
 	const char *argv[] = { "sh", "-c", script, NULL };
@@ -86,6 +86,12 @@ static char *inside(const struct fx *x, const char *script, int *code)
 	sandlock_result_free(r);
 	sandlock_sandbox_free(sb);
 	return out;
+}
+
+/* sh -c script inside the chroot; stdout. */
+static char *inside(const struct fx *x, const char *script, int *code)
+{
+	return run_script(fx_sandbox(x), script, code);
 }
 
 /* inside(), whose stdout must be want; the exit code 0 unless any_code. */
@@ -501,23 +507,18 @@ TEST(proc_lookups_are_the_callers)
 	sandlock_sandbox_builder_chroot(b, x.root);
 	sandlock_sandbox_builder_fs_mount_ro(b, "/proc", "/proc");
 	sandlock_sandbox_builder_fs_read(b, x.d);
-	sandlock_sandbox_t *sb = tu_build(b);
-	REQUIRE(sb);
 	snprintf(script, sizeof script,
 	         "readlink /proc/self/exe; cd /etc; readlink /proc/self/cwd; "
 	         "readlink /proc/thread-self/exe; readlink %s || echo hidden; "
 	         "readlink /proc/%d/cwd || echo hidden; readlink /proc/1/exe || echo hidden; "
 	         "cat /proc/self/cwd/hostname_marker || echo no-magic",
 	         me, (int)getpid());
-	const char *cmd[] = { "sh", "-c", script, NULL };
-	sandlock_result_t *r = tu_run(sb, cmd);
-	char *out = r ? sandlock_result_stdout(r) : NULL;
+	int code;
+	char *out = run_script(tu_build(b), script, &code);
 	CHECK(out && !strstr(out, host_exe));
 	CHECK(tu_str_is(out, "/bin/busybox\n/etc\n/bin/busybox\nhidden\nhidden\nhidden\n"
 	                     "no-magic\n"));
 	sandlock_string_free(out);
-	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
 	tu_rm_rf(x.d);
 }
 

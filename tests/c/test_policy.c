@@ -278,20 +278,29 @@ static const char k_race[] =
 	"libc.execv(b'/bin/echo', argv)\n"
 	"print('exec failed', ctypes.get_errno())\n";
 
+/* argv run in sb (freed): its stdout into out, the signal that ended it
+ * into *sig (0: none, -1: no run) unless sig is NULL. */
+static void run_guest(sandlock_sandbox_t *sb, const char *const *argv, char *out, size_t len,
+                      int *sig)
+{
+	sandlock_result_t *r = sb ? tu_run(sb, argv) : NULL;
+	char *o = r ? sandlock_result_stdout(r) : NULL;
+	snprintf(out, len, "%s", o ? o : "");
+	if (sig)
+		*sig = r ? sandlock_result_signal(r) : -1;
+	sandlock_string_free(o);
+	sandlock_result_free(r);
+	sandlock_sandbox_free(sb);
+}
+
 static void race(bool freeze, char *out, size_t len, struct seen **seen)
 {
 	sl_policy_freeze_disabled = !freeze;
 	struct seen *s = new_seen();
 	s->sleep_ms = 800;
 	*seen = s;
-	sandlock_sandbox_t *sb = with_policy(tu_system_builder(), s);
 	const char *argv[] = { TU_PY, "-c", k_race, NULL };
-	sandlock_result_t *r = sb ? tu_run(sb, argv) : NULL;
-	char *o = r ? sandlock_result_stdout(r) : NULL;
-	snprintf(out, len, "%s", o ? o : "");
-	sandlock_string_free(o);
-	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
+	run_guest(with_policy(tu_system_builder(), s), argv, out, len, NULL);
 }
 
 TEST(argv_race_works_without_freeze)
@@ -352,45 +361,36 @@ static void written(bool verify, char *out, size_t len, int *sig, struct seen **
 		return;
 	snprintf(file, sizeof file, "%s/addr", dir);
 	s->addr_file = file;
-	sandlock_sandbox_t *sb = with_policy(sandlock_sandbox_builder_fs_write(tu_system_builder(),
-	                                                                       dir), s);
 	const char *argv[] = { TU_PY, "-c", k_written, file, NULL };
-	sandlock_result_t *r = sb ? tu_run(sb, argv) : NULL;
-	char *o = r ? sandlock_result_stdout(r) : NULL;
-	snprintf(out, len, "%s", o ? o : "");
-	*sig = r ? sandlock_result_signal(r) : -1;
-	sandlock_string_free(o);
-	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
+	run_guest(with_policy(sandlock_sandbox_builder_fs_write(tu_system_builder(), dir), s), argv,
+	          out, len, sig);
 	sl_policy_verify_disabled = false;
 	tu_rm_rf(dir);
 }
 
-TEST(memory_written_under_the_freeze_reaches_exec_unchecked)
+/* A run of k_written (verify: with the check) must print want and end
+ * by signal want_sig (0: none); the callback saw SAFE-ARG either way. */
+static void check_written(bool verify, const char *want, int want_sig)
 {
-	/* The control: without the check, the callback saw SAFE-ARG and the
-	 * program ran with EVIL-ARG. */
 	char out[256];
 	int sig;
 	struct seen *s;
-	written(false, out, sizeof out, &sig, &s);
+	written(verify, out, sizeof out, &sig, &s);
 	CHECK(saw_exec(s, "SAFE-ARG"));
-	CHECK(strcmp(out, "EVIL-ARG\n") == 0);
-	if (strcmp(out, "EVIL-ARG\n") != 0)
-		fprintf(stderr, "  echo printed '%s'\n", out);
+	CHECK(strcmp(out, want) == 0 && sig == want_sig);
+	if (strcmp(out, want) != 0 || sig != want_sig)
+		fprintf(stderr, "  echo printed '%s', signal %d\n", out, sig);
 	free_seen(s);
+}
+
+/* The control: without the check, the callback saw SAFE-ARG and the
+ * program ran with EVIL-ARG. */
+TEST(memory_written_under_the_freeze_reaches_exec_unchecked)
+{
+	check_written(false, "EVIL-ARG\n", 0);
 }
 
 TEST(exec_with_argv_not_seen_is_killed_before_it_runs)
 {
-	char out[256];
-	int sig;
-	struct seen *s;
-	written(true, out, sizeof out, &sig, &s);
-	CHECK(saw_exec(s, "SAFE-ARG"));
-	CHECK(strcmp(out, "") == 0);
-	CHECK(sig == SIGKILL);
-	if (strcmp(out, "") != 0 || sig != SIGKILL)
-		fprintf(stderr, "  echo printed '%s', signal %d\n", out, sig);
-	free_seen(s);
+	check_written(true, "", SIGKILL);
 }
