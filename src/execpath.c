@@ -40,11 +40,6 @@
 #define SCRATCH_MAX (256 * 1024)
 #define EXEC_WAIT_ROUNDS 20000 /* x 100 us: 2 s at most */
 
-bool sl_exec_nr(int nr)
-{
-	return nr == __NR_execve || nr == __NR_execveat;
-}
-
 uint64_t sl_exec_path_addr(const sandlock_notif_t *n)
 {
 	return n->syscall_nr == __NR_execveat ? n->args[1] : n->args[0];

@@ -26,8 +26,6 @@
 
 #include "builtins/builtin.h"
 
-/* True for execve and execveat. */
-bool sl_exec_nr(int nr);
 /* The address of the call's path string (execve a[0], execveat a[1]). */
 uint64_t sl_exec_path_addr(const sandlock_notif_t *n);
 

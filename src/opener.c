@@ -66,6 +66,7 @@
 #include "mechs.h"
 #include "procpolicy.h"
 #include "opener.h"
+#include "syscalls.h"
 #include "portmap.h"
 #include "util.h"
 #include "virtfiles.h"
@@ -379,11 +380,7 @@ void sl_opener_free(struct sl_opener *op)
 
 bool sl_opener_handles(int nr)
 {
-#ifdef __NR_open /* x86_64; asm-generic arches (aarch64) have openat only */
-	if (nr == __NR_open || nr == __NR_creat)
-		return true;
-#endif
-	return nr == __NR_openat || nr == __NR_openat2;
+	return sl_sys_is_open_family(nr);
 }
 
 struct open_call {

@@ -17,6 +17,16 @@ static const int k_fork_like[] = {
 	__NR_clone,
 };
 static const int k_exec_like[] = { __NR_execve, __NR_execveat };
+/* open and creat exist only on older ABIs (x86_64). */
+static const int k_open_family[] = {
+#ifdef __NR_open
+	__NR_open,
+#endif
+#ifdef __NR_creat
+	__NR_creat,
+#endif
+	__NR_openat, __NR_openat2,
+};
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -48,6 +58,17 @@ size_t sl_sys_exec_like(const int **nrs)
 {
 	*nrs = k_exec_like;
 	return N_OF(k_exec_like);
+}
+
+bool sl_sys_is_open_family(int nr)
+{
+	return member(k_open_family, N_OF(k_open_family), nr);
+}
+
+size_t sl_sys_open_family(const int **nrs)
+{
+	*nrs = k_open_family;
+	return N_OF(k_open_family);
 }
 
 /*

@@ -15,6 +15,10 @@ size_t sl_sys_fork_like(const int **nrs);
 /* execve, execveat: the caller's address space is replaced. */
 bool sl_sys_is_exec_like(int nr);
 size_t sl_sys_exec_like(const int **nrs);
+/* open, creat, openat, openat2: a file opened by path (what the on-behalf
+ * opener performs). */
+bool sl_sys_is_open_family(int nr);
+size_t sl_sys_open_family(const int **nrs);
 
 /*
  * Syscalls that act on another process named by a pid (or a pid-like

@@ -59,6 +59,7 @@
 #include "../compat.h"
 #include "../execpath.h"
 #include "../opener.h"
+#include "../syscalls.h"
 #include "builtin.h"
 #include "proc.h" /* sl_open_on_behalf */
 
@@ -635,7 +636,7 @@ static bool chroot_decide_for(struct chroot_state *st, const struct sl_call *cal
 	const uint64_t *a = call->n->args;
 	int nr = call->n->syscall_nr;
 	int d0 = (int)a[0];
-	if (nr == C_open || nr == __NR_openat || nr == __NR_openat2 || nr == C_creat)
+	if (sl_sys_is_open_family(nr))
 		return sl_open_on_behalf(call, NULL, NULL, act); /* the opener maps it in the view */
 	if (nr == C_stat || nr == C_access || nr == C_readlink || nr == __NR_statfs)
 		return lookup(s, call, AT_FDCWD, a[0], nr != C_readlink, act);
@@ -654,7 +655,7 @@ static bool chroot_decide_for(struct chroot_state *st, const struct sl_call *cal
 		return answer(act, do_getcwd(s, call));
 	if (nr == __NR_chdir)
 		return do_chdir(st, call, act);
-	if (nr == __NR_execve || nr == __NR_execveat)
+	if (sl_sys_is_exec_like(nr))
 		return do_exec(st, call, act);
 	if (nr == C_mkdir)
 		return answer(act, do_create(s, call, AT_FDCWD, a[0], (mode_t)a[1], 0, true));

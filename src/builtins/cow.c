@@ -61,6 +61,7 @@
 #include "../cowwrite.h"
 #include "../cowpath.h"
 #include "../execpath.h"
+#include "../syscalls.h"
 #include "../landlock.h"
 #include "../chroot.h"
 #include "../caps.h"
@@ -1162,7 +1163,7 @@ static bool cow_decide(void *state, const struct sl_call *call, sandlock_action_
 		return false;
 	if (nr == __NR_getdents64)
 		return do_dents(s, call, act);
-	if (sl_exec_nr(nr))
+	if (sl_sys_is_exec_like(nr))
 		return do_exec(s, call, act);
 	if (nr == __NR_chdir)
 		return do_chdir(s, call, act);

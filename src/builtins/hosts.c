@@ -22,24 +22,17 @@
 
 #include "../netrules.h"
 #include "../opener.h"
+#include "../syscalls.h"
 #include "builtin.h"
 #include "proc.h"
-
-static const int k_open_nrs[] = {
-#ifdef __NR_open
-	__NR_open,
-#endif
-#ifdef __NR_creat
-	__NR_creat,
-#endif
-	__NR_openat, __NR_openat2,
-};
 
 static int hosts_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
 {
 	if (cfg->net.hosts.len == 0 || sl_proc_readable(cfg))
 		return 0; /* the real file, or proc.c's opens serve it */
-	return sl_nrset_add_all(out, k_open_nrs, sizeof(k_open_nrs) / sizeof(k_open_nrs[0]));
+	const int *nrs;
+	size_t n = sl_sys_open_family(&nrs);
+	return sl_nrset_add_all(out, nrs, n);
 }
 
 static bool hosts_decide(void *state, const struct sl_call *call, sandlock_action_t *act)

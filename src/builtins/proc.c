@@ -51,6 +51,7 @@
 #include "../dirsort.h"
 #include "../opener.h"
 #include "../proctree.h"
+#include "../syscalls.h"
 #include "builtin.h"
 #include "proc.h"
 
@@ -58,19 +59,12 @@
 #define PROC_ROOT_INO 1
 #define MAX_DENTS (64 * 1024) /* one on-behalf getdents reads at most this */
 
-/* open, creat and getdents exist only on older ABIs (x86_64), not on the
- * asm-generic ones (aarch64). */
-static const int k_proc_nrs[] = {
-#ifdef __NR_open
-	__NR_open,
-#endif
-#ifdef __NR_creat
-	__NR_creat,
-#endif
+/* getdents exists only on older ABIs (x86_64). */
+static const int k_list_nrs[] = {
 #ifdef __NR_getdents
 	__NR_getdents,
 #endif
-	__NR_openat, __NR_openat2, __NR_getdents64,
+	__NR_getdents64,
 };
 
 /* ---------------- the builtin ---------------- */
@@ -94,12 +88,12 @@ static bool lists_on_behalf(const struct sandlock_sandbox *cfg)
 
 static int proc_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
 {
-	for (size_t i = 0; i < N_OF(k_proc_nrs); i++) {
-		bool open = sl_opener_handles(k_proc_nrs[i]);
-		if ((open ? opens_on_behalf(cfg) : lists_on_behalf(cfg)) &&
-		    sl_nrset_add(out, k_proc_nrs[i]) < 0)
-			return -1;
-	}
+	const int *opens;
+	size_t n = sl_sys_open_family(&opens);
+	if (opens_on_behalf(cfg) && sl_nrset_add_all(out, opens, n) < 0)
+		return -1;
+	if (lists_on_behalf(cfg) && sl_nrset_add_all(out, k_list_nrs, N_OF(k_list_nrs)) < 0)
+		return -1;
 	return 0;
 }
 
