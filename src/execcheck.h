@@ -26,8 +26,12 @@ void sl_exec_image(pid_t pid, struct sl_exec_image *img);
  * that can no longer be read. */
 bool sl_exec_image_changed(pid_t pid, const struct sl_exec_image *before);
 
-/* Is pid's argv (/proc/PID/cmdline) exactly the len bytes of argv, each
- * string NUL-terminated?  1 yes, 0 no, -1 unreadable. */
+/* Does pid's new image run argv (len bytes, each string NUL-terminated)?
+ * Its /proc/PID/cmdline is argv itself, or what the kernel makes of it
+ * for a #! script (binfmt_script, nested or not): the interpreter line
+ * (its first string the very program now running), then the file name
+ * exec was given (auxv AT_EXECFN), then argv without its argv[0].  1 yes,
+ * 0 no, -1 unreadable. */
 int sl_exec_argv_is(pid_t pid, const char *argv, size_t len);
 
 #endif

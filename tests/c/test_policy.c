@@ -394,3 +394,29 @@ TEST(exec_with_argv_not_seen_is_killed_before_it_runs)
 {
 	check_written(true, "", SIGKILL);
 }
+
+/* A #! script's new image runs [interpreter, its path, args...], not the
+ * argv the callback saw: still what was allowed (execcheck.c), so it
+ * runs, by absolute and by relative path, nested through env too. */
+TEST(allowed_scripts_run_with_the_check)
+{
+	char dir[TU_TMPDIR_LEN], sh[TU_TMPDIR_LEN + 8], env[TU_TMPDIR_LEN + 8], cmd[512];
+	REQUIRE(tu_mkdtemp(dir, "polscript"));
+	snprintf(sh, sizeof sh, "%s/s.sh", dir);
+	snprintf(env, sizeof env, "%s/e.sh", dir);
+	REQUIRE(tu_write_file(sh, "#!/bin/sh\necho ran \"$@\"\n") && chmod(sh, 0755) == 0);
+	REQUIRE(tu_write_file(env, "#!/usr/bin/env sh\necho env \"$@\"\n") && chmod(env, 0755) == 0);
+	snprintf(cmd, sizeof cmd, "%s a 'b c'; cd %s && ./s.sh rel && ./e.sh x", sh, dir);
+	struct seen *s = new_seen();
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	char out[256];
+	int sig;
+	run_guest(with_policy(sandlock_sandbox_builder_fs_read(tu_system_builder(), dir), s), argv,
+	          out, sizeof out, &sig);
+	CHECK(strcmp(out, "ran a b c\nran rel\nenv x\n") == 0 && sig == 0);
+	if (strcmp(out, "ran a b c\nran rel\nenv x\n") != 0)
+		fprintf(stderr, "  printed '%s', signal %d\n", out, sig);
+	CHECK(saw_exec(s, "./s.sh rel"));
+	free_seen(s);
+	tu_rm_rf(dir);
+}
