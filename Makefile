@@ -6,7 +6,7 @@ PYTHON  ?= /usr/bin/python3
 CFLAGS  ?= -O2 -g
 override CFLAGS += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Isrc
 LIBFLAGS = -fPIC -fvisibility=hidden
-LDLIBS   = -lseccomp -lpthread
+LDLIBS   = -lseccomp -lpthread -lhttp_parser -lssl -lcrypto
 # The CLI is linked statically: a short-lived launcher otherwise spends
 # ~0.4 ms of every run in the dynamic loader (libc + libseccomp).  (Not
 # under the sanitizers, whose runtimes cannot be linked statically.)

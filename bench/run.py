@@ -20,6 +20,8 @@ Figures:
             by redis-benchmark from outside, vs a bare redis-server: SET and
             GET requests/s and p99 latency (skipped without redis-server)
   procvirt  the /proc views and determinism knobs vs bare (bench/procvirt.py)
+  http      the HTTP proxy: proxied vs direct throughput and p50, TLS
+            terminated vs direct HTTPS, a 1 GiB download (bench/httpproxy.py)
   exec      fork + exec of a program by path: bare, sandboxed, COW real and
             staged, chroot (bench/execs.py)
   toolchain make -j2 of a ~70-file C project, pip install of a local
@@ -54,6 +56,7 @@ import procvirt  # noqa: E402  (bench/procvirt.py)
 import execs  # noqa: E402  (bench/execs.py)
 import toolchains  # noqa: E402  (bench/toolchains.py)
 import mcp as mcp_bench  # noqa: E402  (bench/mcp.py)
+import httpproxy  # noqa: E402  (bench/httpproxy.py)
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
@@ -413,6 +416,11 @@ def main():
         print(f"mcp figures failed: {type(e).__name__}: {e}", file=sys.stderr)
 
     try:
+        fig.update(httpproxy.figures())
+    except Exception as e:
+        print(f"http proxy figures failed: {type(e).__name__}: {e}", file=sys.stderr)
+
+    try:
         fig.update(redis_figures())
     except Exception as e:
         print(f"redis figures failed: {type(e).__name__}: {e}", file=sys.stderr)
@@ -466,6 +474,7 @@ def main():
             if key in fig:
                 print(row(label, fig[key], "ns", *(() if key == "connect_bare_ns" else (bare,))))
     procvirt.report(fig, row)
+    httpproxy.report(fig, row)
     if "fork_clone_us" in fig:
         print(f"COW fork: time per clone of Sandbox.fork({FORK_N}) to every Result")
         bare = ("vs bare", fig["fork_bare_us"])

@@ -64,6 +64,16 @@ enum cli_opt_id {
 	OPT_DRY_RUN,
 	OPT_HELP,
 	OPT_TMP,
+	OPT_HTTP_ALLOW,
+	OPT_HTTP_DENY,
+	OPT_HTTP_PORT,
+	OPT_HTTP_CA,
+	OPT_HTTP_KEY,
+	OPT_HTTP_INJECT_CA,
+	OPT_HTTP_CA_OUT,
+	OPT_CREDENTIAL,
+	OPT_HTTP_AUTH,
+	OPT_HTTP_LOG,
 	/* getopt's val for the i-th entry of cli_unsupported[] */
 	OPT_UNSUPPORTED_BASE = 1024,
 };

@@ -140,6 +140,82 @@ static int k_net_deny_bind(struct pctx *c, const struct toml_value *v)
 	return net_rules(c, v, OPT_NET_DENY_BIND);
 }
 
+/* [http] allow / deny: rules checked here (with their position). */
+static int http_rules(struct pctx *c, const struct toml_value *v, int id)
+{
+	if (want(c, v, TOML_ARRAY) < 0)
+		return -1;
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		const struct toml_value *it = &v->u.arr.items[i];
+		if (it->type != TOML_STRING)
+			return perr(c, it, "expected a rule 'METHOD host/path', got %s",
+				    toml_type_name(it->type));
+		char *e = id == OPT_HTTP_INJECT_CA ? NULL : sandlock_http_rule_error(it->u.s);
+		if (e) {
+			int rc = perr(c, it, "'%s': %s", it->u.s, e);
+			sandlock_string_free(e);
+			return rc;
+		}
+		if (cli_ops_add(&c->cfg->ops, id, it->u.s) < 0)
+			return nomem(c, it);
+	}
+	return 0;
+}
+
+static int k_http_allow(struct pctx *c, const struct toml_value *v)
+{
+	return http_rules(c, v, OPT_HTTP_ALLOW);
+}
+
+static int k_http_deny(struct pctx *c, const struct toml_value *v)
+{
+	return http_rules(c, v, OPT_HTTP_DENY);
+}
+
+static int k_http_inject_ca(struct pctx *c, const struct toml_value *v)
+{
+	return http_rules(c, v, OPT_HTTP_INJECT_CA);
+}
+
+static int k_http_ports(struct pctx *c, const struct toml_value *v)
+{
+	if (want(c, v, TOML_ARRAY) < 0)
+		return -1;
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		const struct toml_value *it = &v->u.arr.items[i];
+		if (it->type != TOML_INT || it->u.i < 1 || it->u.i > 65535)
+			return perr(c, it, "expected a port (integer 1-65535)%s", "");
+		char num[24];
+		snprintf(num, sizeof num, "%lld", (long long)it->u.i);
+		if (cli_ops_add(&c->cfg->ops, OPT_HTTP_PORT, num) < 0)
+			return nomem(c, it);
+	}
+	return 0;
+}
+
+/* [config] http_ca / http_key / http_ca_out: one path each. */
+static int http_path(struct pctx *c, const struct toml_value *v, int id)
+{
+	if (want(c, v, TOML_STRING) < 0)
+		return -1;
+	return cli_ops_add(&c->cfg->ops, id, v->u.s) < 0 ? nomem(c, v) : 0;
+}
+
+static int k_http_ca(struct pctx *c, const struct toml_value *v)
+{
+	return http_path(c, v, OPT_HTTP_CA);
+}
+
+static int k_http_key(struct pctx *c, const struct toml_value *v)
+{
+	return http_path(c, v, OPT_HTTP_KEY);
+}
+
+static int k_http_ca_out(struct pctx *c, const struct toml_value *v)
+{
+	return http_path(c, v, OPT_HTTP_CA_OUT);
+}
+
 /* A boolean key that stands for a flag without an argument. */
 static int flag_key(struct pctx *c, const struct toml_value *v, int id)
 {
@@ -492,10 +568,10 @@ struct key_spec {
 
 /* The schema: one line per key. */
 static const struct key_spec schema[] = {
-	{ "config", "http_ca", k_unsupported },
-	{ "config", "http_key", k_unsupported },
-	{ "config", "http_inject_ca", k_unsupported },
-	{ "config", "http_ca_out", k_unsupported },
+	{ "config", "http_ca", k_http_ca },
+	{ "config", "http_key", k_http_key },
+	{ "config", "http_inject_ca", k_http_inject_ca },
+	{ "config", "http_ca_out", k_http_ca_out },
 	{ "config", "fs_storage", k_fs_storage },
 	{ "config", "workdir", k_workdir },
 	{ "determinism", "random_seed", k_random_seed },
@@ -524,9 +600,9 @@ static const struct key_spec schema[] = {
 	{ "network", "allow_bind", k_net_bind },
 	{ "network", "deny_bind", k_net_deny_bind },
 	{ "network", "port_remap", k_port_remap },
-	{ "http", "ports", k_unsupported },
-	{ "http", "allow", k_unsupported },
-	{ "http", "deny", k_unsupported },
+	{ "http", "ports", k_http_ports },
+	{ "http", "allow", k_http_allow },
+	{ "http", "deny", k_http_deny },
 	{ "syscalls", "extra_allow", k_extra_allow },
 	{ "syscalls", "extra_deny", k_extra_deny },
 	{ "limits", "memory", k_memory },
@@ -848,6 +924,13 @@ static const struct {
 } op_keys[] = {
 	{ OPT_FS_STORAGE, "config", "fs_storage", PK_STR },
 	{ OPT_WORKDIR, "config", "workdir", PK_STR },
+	{ OPT_HTTP_CA, "config", "http_ca", PK_STR },
+	{ OPT_HTTP_KEY, "config", "http_key", PK_STR },
+	{ OPT_HTTP_INJECT_CA, "config", "http_inject_ca", PK_RULES },
+	{ OPT_HTTP_CA_OUT, "config", "http_ca_out", PK_STR },
+	{ OPT_HTTP_PORT, "http", "ports", PK_INTS },
+	{ OPT_HTTP_ALLOW, "http", "allow", PK_RULES },
+	{ OPT_HTTP_DENY, "http", "deny", PK_RULES },
 	{ OPT_DETERMINISTIC_DIRS, "determinism", "deterministic_dirs", PK_FLAG },
 	{ OPT_NO_RANDOMIZE, "determinism", "no_randomize_memory", PK_FLAG },
 	{ OPT_NO_COREDUMP, "program", "no_coredump", PK_FLAG },
@@ -1094,6 +1177,7 @@ int cli_profile_print(const struct cli_cfg *cfg, FILE *out)
 	}
 	print_ops(&p, cfg, "filesystem");
 	print_network(&p, cfg);
+	print_ops(&p, cfg, "http");
 	if (cfg->extra_allow.n) {
 		key(&p, "syscalls", "extra_allow");
 		str_array(out, &cfg->extra_allow, false);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "control.h"
+#include "learnhttp.h"
 #include "options.h"
 #include "parse.h"
 #include "profile.h"
@@ -234,6 +235,24 @@ static int apply_option(struct run_args *ra, int id, const char *arg)
 		}
 		return cli_ops_add(&c->ops, id, arg) < 0 ? out_of_memory() : 0;
 	}
+	case OPT_HTTP_ALLOW:
+	case OPT_HTTP_DENY: {
+		char *e = sandlock_http_rule_error(arg);
+		if (e) {
+			fprintf(stderr, "sandlock: --%s '%s': %s\n", cli_opt_by_id(id)->name, arg, e);
+			sandlock_string_free(e);
+			return EXIT_SANDLOCK;
+		}
+		return cli_ops_add(&c->ops, id, arg) < 0 ? out_of_memory() : 0;
+	}
+	case OPT_HTTP_PORT:
+	case OPT_HTTP_CA:
+	case OPT_HTTP_KEY:
+	case OPT_HTTP_INJECT_CA:
+	case OPT_HTTP_CA_OUT:
+	case OPT_CREDENTIAL:
+	case OPT_HTTP_AUTH:
+	case OPT_HTTP_LOG:
 	case OPT_NET_ALLOW_BIND: /* port syntax checked by the build */
 	case OPT_NET_DENY_BIND:
 	case OPT_ALLOW_UNIX:
@@ -459,6 +478,38 @@ static int image_command(const sandlock_sandbox_t *sb, struct cli_cfg *cfg)
 }
 
 /* ---- knobs: handed to the builder as given (see struct cli_op) ---- */
+
+/* --http-*, --credential: handed to the builder (which checks them). */
+static const struct {
+	int id;
+	sandlock_builder_t *(*set)(sandlock_builder_t *, const char *);
+} k_http_opts[] = {
+	{ OPT_HTTP_ALLOW, sandlock_sandbox_builder_http_allow },
+	{ OPT_HTTP_DENY, sandlock_sandbox_builder_http_deny },
+	{ OPT_HTTP_CA, sandlock_sandbox_builder_http_ca },
+	{ OPT_HTTP_KEY, sandlock_sandbox_builder_http_key },
+	{ OPT_HTTP_INJECT_CA, sandlock_sandbox_builder_http_inject_ca },
+	{ OPT_HTTP_CA_OUT, sandlock_sandbox_builder_http_ca_out },
+	{ OPT_CREDENTIAL, sandlock_sandbox_builder_credential },
+	{ OPT_HTTP_AUTH, sandlock_sandbox_builder_http_auth },
+	{ OPT_HTTP_LOG, sandlock_sandbox_builder_http_log },
+};
+
+static int apply_http(sandlock_builder_t *b, const struct cli_op *op)
+{
+	if (op->id == OPT_HTTP_PORT) {
+		uint64_t v = 0;
+		const char *why = NULL;
+		if (cli_parse_uint(op->arg, 1, 65535, &v, &why))
+			return bad_value(op->id, op->arg, "expected a TCP port, 1-65535");
+		sandlock_sandbox_builder_http_port(b, (uint16_t)v);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof k_http_opts / sizeof k_http_opts[0]; i++)
+		if (k_http_opts[i].id == op->id)
+			k_http_opts[i].set(b, op->arg);
+	return 0;
+}
 
 /* --cpu-cores 0,2-3: a comma-separated list of cores and ranges. */
 static int apply_cores(sandlock_builder_t *b, const char *arg)
@@ -689,6 +740,17 @@ static int apply_knob(sandlock_builder_t *b, const struct cli_op *op)
 	case OPT_TMP:
 		sandlock_sandbox_builder_private_tmp(b, true);
 		return 0;
+	case OPT_HTTP_ALLOW:
+	case OPT_HTTP_DENY:
+	case OPT_HTTP_PORT:
+	case OPT_HTTP_CA:
+	case OPT_HTTP_KEY:
+	case OPT_HTTP_INJECT_CA:
+	case OPT_HTTP_CA_OUT:
+	case OPT_CREDENTIAL:
+	case OPT_HTTP_AUTH:
+	case OPT_HTTP_LOG:
+		return apply_http(b, op);
 	default: /* OPT_ALLOW_DEGRADED, OPT_DISABLE */
 		return apply_protection(b, op->id, op->arg);
 	}
@@ -771,6 +833,14 @@ static sandlock_result_t *run_sandbox(const sandlock_sandbox_t *sb, const struct
 					  (uint32_t)cfg->argv.n, regs, nregs, err, msg);
 }
 
+static bool has_http_rules(const struct cli_cfg *cfg)
+{
+	for (size_t i = 0; i < cfg->ops.n; i++)
+		if (cfg->ops.v[i].id == OPT_HTTP_ALLOW || cfg->ops.v[i].id == OPT_HTTP_DENY)
+			return true;
+	return false;
+}
+
 /* Build the sandbox from cfg and run its command.  Returns the status.
  * trace: --trace or learn's recorder (NULL: none); learn captures output. */
 static int run_config(struct cli_cfg *cfg, struct cli_report *rep, struct cli_trace *trace,
@@ -803,6 +873,8 @@ static int run_config(struct cli_cfg *cfg, struct cli_report *rep, struct cli_tr
 		sandlock_sandbox_builder_on_start(b, cli_report_started, rep);
 	if (trace && !learn)
 		sandlock_sandbox_builder_on_decision(b, cli_trace_decision, trace);
+	if (trace && !learn && has_http_rules(cfg)) /* the egress log's lines too */
+		sandlock_sandbox_builder_http_log_fd(b, STDERR_FILENO);
 	int err = 0;
 	char *msg = NULL;
 	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
@@ -928,14 +1000,24 @@ static int cmd_learn(int argc, char **argv)
 		cli_cfg_init(&open_cfg);
 		struct cli_cfg everything;
 		cli_cfg_init(&everything);
+		/* HTTP: every request admitted and logged, rules proposed. */
+		char log[] = "/tmp/sandlock-learn-http-XXXXXX";
+		int lfd = cli_learn_http_wanted(&cfg) ? mkstemp(log) : -1;
+		if (lfd >= 0)
+			close(lfd);
 		if (!t || cli_list_add(&everything.read, "/") < 0 ||
-		    cli_cfg_merge(&open_cfg, &cfg, &everything) < 0) {
+		    cli_cfg_merge(&open_cfg, &cfg, &everything) < 0 ||
+		    (lfd >= 0 && cli_learn_http_open(&open_cfg, log) < 0)) {
 			rc = out_of_memory();
 		} else {
 			rc = run_config(&open_cfg, &ra.rep, t, true);
+			if (rc != EXIT_SANDLOCK && lfd >= 0 && cli_learn_http_rules(&cfg, log) < 0)
+				rc = out_of_memory();
 			if (rc != EXIT_SANDLOCK)
 				cli_trace_print_profile(t, &cfg, stdout);
 		}
+		if (lfd >= 0)
+			unlink(log);
 		cli_cfg_free(&everything);
 		cli_cfg_free(&open_cfg);
 		cli_trace_free(t);

@@ -67,6 +67,8 @@ _sandlock()
 	COMPREPLY=($(compgen -W '--fs-read --fs-write --fs-deny --tmp --max-memory
 		--max-processes --timeout --net-allow --net-allow-bind --clean-env --env
 		--net-deny --net-deny-bind --allow-unix --net-unix-readable --port-remap
+		--http-allow --http-deny --http-port --http-ports --http-ca --http-key --http-inject-ca
+		--http-ca-out --credential --http-auth --http-log
 		--max-open-files --max-cpu --cpu-cores --num-cpus --gpu --image --no-coredump --no-huge-pages
 		--no-randomize-memory --extra-deny-syscalls --allow-degraded --disable
 		--extra-allow-syscalls --cwd --name --interactive --random-seed --time-start --deterministic-dirs --chroot --fs-mount --workdir --fs-storage --on-exit --on-error --max-disk --dry-run --profile --profile-file --json --trace --status-fd --help --' -- "$cur"))

@@ -186,6 +186,37 @@ sandlock_builder_t *sandlock_sandbox_builder_net_deny_bind(sandlock_builder_t *b
  * it), else why not (free with sandlock_string_free).  No DNS lookup. */
 char *sandlock_net_spec_error(const char *spec, int deny);
 /*
+ * HTTP policy (docs/http.md): with an http_allow or http_deny rule
+ * ("METHOD host/path", `*` globs; deny wins), TCP connects to port 80
+ * (http_port: these ports instead; 443 too with a CA) go through the
+ * supervisor's proxy, which judges every request.  http_ca + http_key (a
+ * PEM CA of yours) or http_inject_ca (a CA made for the run, its
+ * certificate spliced into each named trust bundle the guest opens)
+ * terminate TLS on 443 so HTTPS requests are judged too; without them an
+ * intercepted TLS connection is judged by its server name (SNI) only.
+ * http_ca_out writes the CA's certificate (never its key).
+ * credential("NAME=env:VAR|file:PATH|fd:N") loads a secret into the
+ * supervisor; http_auth("METHOD HOST/PATH AUTHSPEC NAME [replace|add-only]",
+ * AUTHSPEC bearer, basic:USER, header:NAME, apikey:NAME or query:PARAM)
+ * attaches it to the matching requests.  http_log / http_log_fd: one JSON
+ * line per request.  Errors are reported by sandlock_sandbox_build.
+ */
+sandlock_builder_t *sandlock_sandbox_builder_http_allow(sandlock_builder_t *b, const char *rule);
+sandlock_builder_t *sandlock_sandbox_builder_http_deny(sandlock_builder_t *b, const char *rule);
+sandlock_builder_t *sandlock_sandbox_builder_http_port(sandlock_builder_t *b, uint16_t port);
+sandlock_builder_t *sandlock_sandbox_builder_http_ca(sandlock_builder_t *b, const char *path);
+sandlock_builder_t *sandlock_sandbox_builder_http_key(sandlock_builder_t *b, const char *path);
+sandlock_builder_t *sandlock_sandbox_builder_http_inject_ca(sandlock_builder_t *b,
+                                                            const char *path);
+sandlock_builder_t *sandlock_sandbox_builder_http_ca_out(sandlock_builder_t *b, const char *path);
+sandlock_builder_t *sandlock_sandbox_builder_credential(sandlock_builder_t *b, const char *spec);
+sandlock_builder_t *sandlock_sandbox_builder_http_auth(sandlock_builder_t *b, const char *spec);
+sandlock_builder_t *sandlock_sandbox_builder_http_log(sandlock_builder_t *b, const char *path);
+sandlock_builder_t *sandlock_sandbox_builder_http_log_fd(sandlock_builder_t *b, int fd);
+/* NULL if rule is a well-formed http_allow/http_deny rule, else why not
+ * (free with sandlock_string_free). */
+char *sandlock_http_rule_error(const char *rule);
+/*
  * Pathname unix sockets: connect/sendto/sendmsg reach a socket file only
  * inside an fs_write tree, at or below a net_allow_unix path (must exist),
  * or inside an fs_read tree when net_unix_readable is true; never inside

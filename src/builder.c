@@ -20,6 +20,7 @@
 #include "filter.h"
 #include "launch.h"
 #include "tmpdir.h"
+#include "builderhttp.h"
 
 #define SL_DEFAULT_DEFERRED_TIMEOUT_MS 30000
 
@@ -46,6 +47,7 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_new(void)
 		b->cfg.max_output = SANDLOCK_DEFAULT_MAX_OUTPUT;
 		b->cfg.on_exit = SANDLOCK_BRANCH_COMMIT;
 		b->cfg.on_error = SANDLOCK_BRANCH_ABORT;
+		b->cfg.http.log_fd = -1;
 	}
 	return b;
 }
@@ -357,6 +359,86 @@ SL_EXPORT sandlock_builder_t *
 sandlock_sandbox_builder_net_allow_bind_spec(sandlock_builder_t *b, const char *spec)
 {
 	return b ? b_add_spec(b, &b->raw_bind_allow, spec, "net_allow_bind") : NULL;
+}
+
+/* ---------------- HTTP (parsed at build: builderhttp.c) ---------------- */
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_http_allow(sandlock_builder_t *b,
+                                                                  const char *rule)
+{
+	return b ? b_add_spec(b, &b->raw_http_allow, rule, "http_allow") : NULL;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_http_deny(sandlock_builder_t *b,
+                                                                 const char *rule)
+{
+	return b ? b_add_spec(b, &b->raw_http_deny, rule, "http_deny") : NULL;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_http_port(sandlock_builder_t *b,
+                                                                 uint16_t port)
+{
+	if (!b || !b_port_ok(b, port))
+		return b;
+	struct sl_httpcfg *h = &b->cfg.http;
+	if (sl_http_intercepts(h, port))
+		return b;
+	if (h->nports == sizeof h->ports / sizeof h->ports[0])
+		b_error(b, SANDLOCK_ERR_INVALID, "http_port: too many ports (at most 64)%s", "");
+	else
+		h->ports[h->nports++] = port;
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_http_ca(sandlock_builder_t *b,
+                                                               const char *path)
+{
+	return b_raw_path(b, b ? &b->raw_http_ca : NULL, path, "http_ca");
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_http_key(sandlock_builder_t *b,
+                                                                const char *path)
+{
+	return b_raw_path(b, b ? &b->raw_http_key : NULL, path, "http_key");
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_http_inject_ca(sandlock_builder_t *b,
+                                                                      const char *path)
+{
+	return b ? b_add_spec(b, &b->raw_inject_ca, path, "http_inject_ca") : NULL;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_http_ca_out(sandlock_builder_t *b,
+                                                                   const char *path)
+{
+	return b_raw_path(b, b ? &b->cfg.http.ca_out : NULL, path, "http_ca_out");
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_credential(sandlock_builder_t *b,
+                                                                  const char *spec)
+{
+	return b ? b_add_spec(b, &b->raw_creds, spec, "credential") : NULL;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_http_auth(sandlock_builder_t *b,
+                                                                 const char *spec)
+{
+	return b ? b_add_spec(b, &b->raw_auth, spec, "http_auth") : NULL;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_http_log(sandlock_builder_t *b,
+                                                                const char *path)
+{
+	return b_raw_path(b, b ? &b->cfg.http.log : NULL, path, "http_log");
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_http_log_fd(sandlock_builder_t *b, int fd)
+{
+	if (b && fd < 0)
+		b_error(b, SANDLOCK_ERR_INVALID, "http_log_fd: bad fd%s", "");
+	else if (b)
+		b->cfg.http.log_fd = fd;
+	return b;
 }
 
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_deny_bind(sandlock_builder_t *b,
@@ -696,6 +778,7 @@ static void cfg_release(struct sandlock_sandbox *c)
 	sl_netrules_free(&c->net);
 	sl_portranges_free(&c->bind_allow);
 	sl_portranges_free(&c->bind_deny);
+	sl_httpcfg_free(&c->http);
 	free(c->cwd);
 	c->cwd = NULL;
 	free(c->name);
@@ -730,6 +813,13 @@ SL_EXPORT void sandlock_sandbox_builder_free(sandlock_builder_t *b)
 	sl_strvec_free(&b->raw_net_deny);
 	sl_strvec_free(&b->raw_bind_allow);
 	sl_strvec_free(&b->raw_bind_deny);
+	sl_strvec_free(&b->raw_http_allow);
+	sl_strvec_free(&b->raw_http_deny);
+	sl_strvec_free(&b->raw_inject_ca);
+	sl_strvec_free(&b->raw_creds);
+	sl_strvec_free(&b->raw_auth);
+	free(b->raw_http_ca);
+	free(b->raw_http_key);
 	free(b->raw_cwd);
 	free(b->raw_workdir);
 	free(b->raw_storage);
@@ -1239,8 +1329,8 @@ SL_EXPORT sandlock_sandbox_t *sandlock_sandbox_build(sandlock_builder_t *b, int 
 	    setup_chroot(b, err, err_msg) < 0 ||
 	    check_writable(&b->cfg, err, err_msg) < 0 ||
 	    setup_workdir(b, err, err_msg) < 0 || setup_private_tmp(&b->cfg, err, err_msg) < 0 ||
-	    check_deny_conflicts(&b->cfg, err, err_msg) < 0 || parse_net(b, err, err_msg) < 0 ||
-	    check_gpu(&b->cfg, err, err_msg) < 0) {
+	    check_deny_conflicts(&b->cfg, err, err_msg) < 0 || sl_build_http(b, err, err_msg) < 0 ||
+	    parse_net(b, err, err_msg) < 0 || check_gpu(&b->cfg, err, err_msg) < 0) {
 		sandlock_sandbox_builder_free(b);
 		return NULL;
 	}

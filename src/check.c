@@ -16,6 +16,7 @@
 
 #include "cglimits.h"
 #include "landlock.h"
+#include "proxy.h"
 
 /* ---------------- "1.5G" ---------------- */
 
@@ -176,6 +177,13 @@ SL_EXPORT char *sandlock_check_report(void)
 	fprintf(f, "  %-28s %s\n", "max_cpu",
 	        v2cpu || cg.v1_cpu ? "available (cgroup)"
 	                           : "available (supervisor throttle: SIGSTOP/SIGCONT)");
+	char tls[128];
+	bool tls_ok = sl_proxy_tls_probe(tls, sizeof tls);
+	fprintf(f, "HTTP proxy:\n");
+	fprintf(f, "  %-28s yes (HTTP/1.1, http-parser %lu.%lu.%lu)\n", "http_allow / http_deny",
+	        (sl_http_parser_version() >> 16) & 255, (sl_http_parser_version() >> 8) & 255,
+	        sl_http_parser_version() & 255);
+	fprintf(f, "  %-28s %s (%s)\n", "TLS interception", yes(tls_ok), tls);
 	char y[128];
 	yama(y, sizeof y);
 	fprintf(f, "Yama ptrace_scope: %s\n", y);

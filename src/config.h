@@ -6,6 +6,7 @@
 #ifndef SANDLOCK_CONFIG_H
 #define SANDLOCK_CONFIG_H
 
+#include "httprules.h"
 #include "netrules.h"
 #include "sandlock.h"
 #include "util.h"
@@ -59,6 +60,8 @@ struct sandlock_sandbox {
 	sl_strvec unix_allow;     /* canonical */
 	bool unix_readable;
 	bool port_remap;          /* own port space: binds performed on behalf (portmap.h) */
+	/* HTTP policy: the supervisor's proxy (proxy.h) when it has rules. */
+	struct sl_httpcfg http;
 	uint64_t timeout_ms;          /* 0 = none */
 	uint64_t deferred_timeout_ms; /* default 30000 */
 	bool inherit_stdio;
@@ -115,6 +118,9 @@ struct sandlock_builder {
 	sl_strvec raw_unix;                 /* net_allow_unix, resolved at build */
 	sl_strvec raw_net_allow, raw_net_deny; /* endpoint specs, parsed at build */
 	sl_strvec raw_bind_allow, raw_bind_deny; /* bind port specs */
+	sl_strvec raw_http_allow, raw_http_deny, raw_inject_ca; /* parsed at build */
+	sl_strvec raw_creds, raw_auth;       /* --credential / --http-auth, loaded at build */
+	char *raw_http_ca, *raw_http_key;
 	char *raw_cwd;
 	char *raw_workdir, *raw_storage;
 	char *raw_chroot;

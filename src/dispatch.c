@@ -47,6 +47,7 @@
 #include "dispatch.h"
 #include "filter.h"
 #include "opener.h"
+#include "proxy.h"
 #include "portmap.h"
 #include "respond.h"
 #include "syscalls.h"
@@ -92,6 +93,7 @@ struct sl_dispatch {
 	char *name;                 /* cfg->name copy (NULL: sandbox-<init>) */
 	char *hosts;                /* the synthetic /etc/hosts, NULL = the real one */
 	struct sl_portmap *ports;   /* port_remap: the run's port map, else NULL */
+	struct sl_proxy *proxy;     /* HTTP rules: the run's proxy (proxy.h), else NULL */
 	struct sl_opener *opener;  /* opener.h; NULL until sl_dispatch_use_ruleset */
 	struct sl_virt *virt;      /* its synthetic views until handed to it (virtfiles.h) */
 	atomic_int refs;
@@ -446,6 +448,11 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 		oom(err, msg);
 		goto fail;
 	}
+	if (sl_http_active(&cfg->http) && !(d->proxy = sl_proxy_new(cfg, msg))) {
+		if (err)
+			*err = SANDLOCK_ERR_SYSTEM;
+		goto fail;
+	}
 	bool oom_hosts;
 	d->hosts = sl_netrules_hosts_file(&cfg->net, &oom_hosts);
 	if (oom_hosts) {
@@ -496,6 +503,9 @@ int sl_dispatch_use_ruleset(struct sl_dispatch *d, int ruleset_fd, int *err, cha
 	if (sl_opener_set_hosts(d->opener, d->hosts) < 0)
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "cannot serve /etc/hosts: %s",
 		               strerror(errno));
+	if (d->proxy && sl_proxy_ca_pem(d->proxy) &&
+	    sl_opener_set_cabundles(d->opener, &d->cfg->http.inject_ca, sl_proxy_ca_pem(d->proxy)) < 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "http_inject_ca: %s", strerror(errno));
 	return 0;
 }
 
@@ -567,7 +577,7 @@ static bool run_chain(struct sl_dispatch *d, const struct sl_chain *c,
                       const sandlock_notif_t *n, sandlock_mem_t *mem, sandlock_action_t *act,
                       bool *deferred, const char **by)
 {
-	struct sl_call call = { n, mem, d->listener, d->init, d->ports };
+	struct sl_call call = { n, mem, d->listener, d->init, d->ports, d->proxy };
 	for (size_t i = 0; i < c->nfirst; i++)
 		if (c->first[i]->b->decide(c->first[i]->state, &call, act)) {
 			*by = c->first[i]->b->name;
@@ -666,6 +676,7 @@ static void destroy(struct sl_dispatch *d)
 	free(d->name);
 	free(d->hosts);
 	sl_portmap_free(d->ports);
+	sl_proxy_free(d->proxy);
 	for (size_t i = 0; i < d->nchains; i++) {
 		free(d->chains[i].first);
 		free(d->chains[i].h);

@@ -45,6 +45,21 @@ static int env_set(sl_strvec *env, const char *kv)
 	return sl_strvec_push(env, kv);
 }
 
+/* Remove every "K=..." of env. */
+static void env_unset(sl_strvec *env, const char *key)
+{
+	size_t klen = strlen(key), j = 0;
+	for (size_t i = 0; i < env->n; i++) {
+		if (strncmp(env->v[i], key, klen) == 0 && env->v[i][klen] == '=')
+			free(env->v[i]);
+		else
+			env->v[j++] = env->v[i];
+	}
+	env->n = j;
+	if (env->v)
+		env->v[j] = NULL;
+}
+
 /*
  * The clean environment keeps only what most programs need to behave
  * (the reference SDK's minimal set), from the caller where it has them;
@@ -98,6 +113,11 @@ int sl_launch_build_env(const struct sandlock_sandbox *cfg, sl_strvec *env)
 	for (size_t i = 0; i < cfg->env.n; i++)
 		if (env_set(env, cfg->env.v[i]) < 0)
 			return -1;
+	/* A credential's env: variable never reaches the guest (the proxy
+	 * holds its value), even when an override named it again. */
+	for (size_t i = 0; i < cfg->http.creds.n; i++)
+		if (cfg->http.creds.v[i].env_var)
+			env_unset(env, cfg->http.creds.v[i].env_var);
 	return 0;
 }
 

@@ -432,6 +432,20 @@ bool sl_netrules_permit(const struct sl_netrules *r, int proto, const struct soc
 	return r->deny_mode ? !hit : hit;
 }
 
+bool sl_netrules_grants(const struct sl_netrules *r, int proto, const struct sockaddr *sa,
+                        size_t salen)
+{
+	int fam;
+	uint8_t addr[16];
+	uint16_t port;
+	if (r->deny_mode || !dest_of(sa, salen, &fam, addr, &port))
+		return false;
+	for (size_t i = 0; i < r->n; i++)
+		if (!r->v[i].any_addr && rule_matches(&r->v[i], proto, fam, addr, port))
+			return true;
+	return false;
+}
+
 bool sl_netrules_has_proto(const struct sl_netrules *r, int proto)
 {
 	if (r->deny_mode)

@@ -59,6 +59,11 @@ char *sl_netrules_hosts_file(const struct sl_netrules *r, bool *oom);
  * none does (deny mode). */
 bool sl_netrules_permit(const struct sl_netrules *r, int proto, const struct sockaddr *sa,
                         size_t salen);
+/* True if an allow rule naming addresses (not `*`) covers proto to sa:
+ * an explicit grant (the proxy's test for loopback and private
+ * addresses, which an any-address rule does not open). */
+bool sl_netrules_grants(const struct sl_netrules *r, int proto, const struct sockaddr *sa,
+                        size_t salen);
 /* True if some rule covers proto (protocol gating: socket creation). */
 bool sl_netrules_has_proto(const struct sl_netrules *r, int proto);
 /* True if the rules are only `:port` TCP rules with any address (what

@@ -121,6 +121,11 @@ struct sl_opener {
 	struct sl_portmap *ports; /* port_remap: /proc/net/tcp{,6} show virtual ports */
 	dev_t hosts_dev;
 	ino_t hosts_ino;
+	/* http_inject_ca: trust bundles (by identity) served with the proxy's
+	 * CA certificate appended; the real files are untouched. */
+	struct { dev_t dev; ino_t ino; } bundles[16];
+	size_t nbundles;
+	char *ca_pem;
 	const struct sl_view *view; /* virtual chroot: paths are guest paths; NULL */
 };
 
@@ -232,6 +237,7 @@ static void opener_destroy(struct sl_opener *op)
 	pthread_mutex_destroy(&op->mu);
 	pthread_mutex_destroy(&op->call_lock);
 	free(op->hosts);
+	free(op->ca_pem);
 	free(op);
 }
 
@@ -318,6 +324,20 @@ int sl_opener_set_hosts(struct sl_opener *op, const char *text)
 	}
 	op->hosts_dev = st.st_dev;
 	op->hosts_ino = st.st_ino;
+	return 0;
+}
+
+int sl_opener_set_cabundles(struct sl_opener *op, const sl_strvec *paths, const char *pem)
+{
+	if (!(op->ca_pem = sl_strdup(pem)))
+		return -1;
+	for (size_t i = 0; i < paths->n && op->nbundles < 16; i++) {
+		struct stat st;
+		if (stat(paths->v[i], &st) < 0)
+			return -1;
+		op->bundles[op->nbundles].dev = st.st_dev;
+		op->bundles[op->nbundles++].ino = st.st_ino;
+	}
 	return 0;
 }
 
@@ -924,24 +944,55 @@ static bool is_proc_net_tcp(int fd, const char *real)
 	       on_procfs(fd);
 }
 
+/* The whole of *fd (at most 64 MiB) into b: 0 or an errno. */
+static int read_whole(int fd, sl_buf *b)
+{
+	char chunk[16384];
+	ssize_t n;
+	while ((n = read(fd, chunk, sizeof chunk)) > 0)
+		if (b->len > (64u << 20) || sl_buf_append(b, chunk, (size_t)n) < 0)
+			return EIO;
+	return n < 0 ? errno : 0;
+}
+
 /* The table of *fd with virtual ports, served as a sealed memfd. */
 static int serve_proc_net(const struct sl_opener *op, int *fd)
 {
 	sl_buf b = { 0 };
-	char chunk[16384];
-	ssize_t n;
-	while ((n = read(*fd, chunk, sizeof chunk)) > 0)
-		if (b.len > (64u << 20) || sl_buf_append(&b, chunk, (size_t)n) < 0) {
-			sl_buf_free(&b);
-			return EIO;
-		}
-	int e = n < 0 ? errno : 0;
+	int e = read_whole(*fd, &b);
 	if (!e) {
 		if (!b.data)
 			return serve_text("tcp", "", fd);
 		sl_portmap_rewrite_proc_net(op->ports, (char *)b.data);
 		e = serve_text("tcp", (char *)b.data, fd);
 	}
+	sl_buf_free(&b);
+	return e;
+}
+
+/* Is fd one of the trust bundles the CA is spliced into? */
+static bool is_cabundle(const struct sl_opener *op, int fd)
+{
+	struct stat st;
+	if (!op->nbundles || fstat(fd, &st) < 0)
+		return false;
+	for (size_t i = 0; i < op->nbundles; i++)
+		if (st.st_dev == op->bundles[i].dev && st.st_ino == op->bundles[i].ino)
+			return true;
+	return false;
+}
+
+/* The bundle of *fd with the proxy's CA certificate appended. */
+static int serve_cabundle(const struct sl_opener *op, int *fd)
+{
+	sl_buf b = { 0 };
+	int e = read_whole(*fd, &b);
+	if (!e && b.len && b.data[b.len - 1] != '\n')
+		e = sl_buf_append(&b, "\n", 1) < 0 ? ENOMEM : 0;
+	if (!e)
+		e = sl_buf_append(&b, op->ca_pem, strlen(op->ca_pem) + 1) < 0 ? ENOMEM : 0;
+	if (!e)
+		e = serve_text("cabundle", (char *)b.data, fd);
 	sl_buf_free(&b);
 	return e;
 }
@@ -977,6 +1028,8 @@ static int finish(struct sl_opener *op, int listener, const sandlock_notif_t *n,
 		e = serve_hostname(op, fdp);
 	else if (!e && reading && is_hosts_file(op, fd))
 		e = serve_text("hosts", op->hosts, fdp);
+	else if (!e && reading && is_cabundle(op, fd))
+		e = serve_cabundle(op, fdp);
 	else if (!e && reading && op->ports && is_proc_net_tcp(fd, out->path))
 		e = serve_proc_net(op, fdp);
 	else if (!e && reading)

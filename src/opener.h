@@ -21,6 +21,7 @@
 #include <sys/types.h>
 
 #include "sandlock.h"
+#include "util.h"
 
 struct sl_opener;
 
@@ -45,6 +46,9 @@ void sl_opener_set_virt(struct sl_opener *op, struct sl_virt *v);
  * real file.  0 or -1 (OOM, or /etc/hosts cannot be stat'ed: then every
  * open of it is refused rather than served the host's file).  Before bind. */
 int sl_opener_set_hosts(struct sl_opener *op, const char *text);
+/* http_inject_ca: every read-only open of one of these files (by device
+ * and inode) is served with pem appended.  0 or -1 (errno). */
+int sl_opener_set_cabundles(struct sl_opener *op, const sl_strvec *paths, const char *pem);
 /* port_remap: serve /proc/PID/net/tcp and tcp6 with the virtual ports of
  * map (borrowed: it outlives the opener).  Before bind. */
 struct sl_portmap;

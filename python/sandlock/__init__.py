@@ -34,6 +34,7 @@ from . import _knobs
 from . import _trace
 from . import _chroot
 from . import _cow
+from . import _http
 from ._cow import BranchAction, Change
 from . import _policy
 from ._policy import PolicyContext, SyscallEvent
@@ -709,7 +710,7 @@ def _step_syscalls(b, c):
 
 _BUILDER_STEPS = [_step_paths, _step_env, _step_limits, _step_net, _step_determinism,
                   _step_syscalls, _knobs.step, _trace.step, _cow.step, _policy.step,
-                  _chroot.step]
+                  _chroot.step, _http.step]
 
 _CACHE_SIZE = 4  # native policies kept per Sandbox (e.g. per timeout override)
 
@@ -823,7 +824,18 @@ class Sandbox:
     network, fork and exit events while the call waits and may tighten
     the policy at run time (docs: "Dynamic policy": SyscallEvent,
     PolicyContext, verdicts).  ``init_fn`` / ``work_fn`` are the template
-    and clone callables of ``fork(n)`` (docs: "Fork and reduce")."""
+    and clone callables of ``fork(n)`` (docs: "Fork and reduce").
+
+    HTTP (docs/http.md): ``http_allow`` / ``http_deny`` rules ``"METHOD
+    host/path"`` (``*`` globs, deny wins) send every TCP connect to
+    ``http_ports`` (default 80; 443 too with ``http_ca`` + ``http_key`` or
+    ``http_inject_ca``) through the supervisor's proxy, which judges each
+    request and answers 403 naming the rule.  ``http_inject_ca`` names trust
+    bundles that get a per-run CA appended as the guest reads them;
+    ``http_ca_out`` writes that CA's certificate.  ``http_credentials``
+    ({name: "env:VAR" | "file:PATH" | "fd:N"}) and ``http_auth`` rules
+    (``"METHOD HOST/PATH AUTHSPEC NAME [replace|add-only]"``) attach secrets
+    the guest never sees; ``http_log`` gets one JSON line per request."""
 
     fs_readable = _Field(_path_list)
     fs_writable = _Field(_path_list)
@@ -869,6 +881,16 @@ class Sandbox:
     chroot = _Field(_opt_path)
     image = _Field(_opt_path)
     fs_mount = _Field(_chroot.mounts)
+    http_allow = _Field(_http.rules)
+    http_deny = _Field(_http.rules)
+    http_ports = _Field(_http.ports)
+    http_ca = _Field(_http.opt_path)
+    http_key = _Field(_http.opt_path)
+    http_inject_ca = _Field(_http.strs)
+    http_ca_out = _Field(_http.opt_path)
+    http_credentials = _Field(_http.credentials)
+    http_auth = _Field(_http.checkers()["http_auth"])
+    http_log = _Field(_http.opt_path)
 
     def __init__(
         self,
@@ -918,6 +940,16 @@ class Sandbox:
         image: Optional[str] = None,
         fs_mount: Optional[Dict[str, str]] = None,
         gpu_devices: Optional[Sequence[int]] = None,
+        http_allow: Iterable[str] = (),
+        http_deny: Iterable[str] = (),
+        http_ports: Iterable[int] = (),
+        http_ca: Optional[str] = None,
+        http_key: Optional[str] = None,
+        http_inject_ca: Iterable[str] = (),
+        http_ca_out: Optional[str] = None,
+        http_credentials: Optional[Dict[str, str]] = None,
+        http_auth: Iterable[str] = (),
+        http_log: Optional[str] = None,
     ) -> None:
         self._cfg = {}
         self._given = {}
@@ -970,6 +1002,16 @@ class Sandbox:
         self.chroot = chroot
         self.image = image
         self.fs_mount = fs_mount
+        self.http_allow = http_allow
+        self.http_deny = http_deny
+        self.http_ports = http_ports
+        self.http_ca = http_ca
+        self.http_key = http_key
+        self.http_inject_ca = http_inject_ca
+        self.http_ca_out = http_ca_out
+        self.http_credentials = http_credentials
+        self.http_auth = http_auth
+        self.http_log = http_log
         # Build once now so a bad configuration fails here, not at run().
         self._native_for(None)
 

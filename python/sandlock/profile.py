@@ -246,12 +246,18 @@ _SCHEMA: Dict[Tuple[str, str], Any] = {
     ("filesystem", "on_error"): ("on_error", _branch_action),
     ("filesystem", "tmp"): ("tmp", _bool),
     ("limits", "disk"): ("max_disk", _memory),
+    ("config", "http_ca"): ("http_ca", _string),
+    ("config", "http_key"): ("http_key", _string),
+    ("config", "http_inject_ca"): ("http_inject_ca", _str_list),
+    ("config", "http_ca_out"): ("http_ca_out", _string),
+    ("http", "ports"): ("http_ports", lambda c, v: [_int_range(c, x, 1, 65535)
+                                                    for x in _want(c, v, list)]),
+    ("http", "allow"): ("http_allow", _str_list),
+    ("http", "deny"): ("http_deny", _str_list),
 }
 for _s, _keys in {
-    "config": "http_ca http_key http_inject_ca http_ca_out",
     "program": "uid gid no_supervisor",
     "network": "port_remap",
-    "http": "ports allow deny",
 }.items():
     for _k in _keys.split():
         _SCHEMA[(_s, _k)] = _UNSUPPORTED

@@ -36,6 +36,7 @@ struct sl_call {
 	int listener;        /* for sl_notif_valid: pin a /proc object, then check */
 	pid_t init;          /* the sandbox's init; its pid is the sandbox's pgid */
 	struct sl_portmap *ports; /* port_remap: the run's port map (portmap.h), else NULL */
+	struct sl_proxy *proxy;   /* the run's HTTP proxy (proxy.h), else NULL */
 };
 
 enum sl_phase {

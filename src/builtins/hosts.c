@@ -14,6 +14,9 @@
  * opens everything on behalf.  No hostname rule: nothing trapped, the
  * guest sees the real file.
  *
+ * The same goes for the trust bundles of http_inject_ca: the opener
+ * serves them with the HTTP proxy's CA certificate appended.
+ *
  * Cost: every open of the guest becomes an on-behalf open (a round trip
  * through the supervisor), only in sandboxes with a hostname rule.
  */
@@ -28,7 +31,7 @@
 
 static int hosts_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
 {
-	if (cfg->net.hosts.len == 0 || sl_proc_readable(cfg))
+	if ((cfg->net.hosts.len == 0 && cfg->http.inject_ca.n == 0) || sl_proc_readable(cfg))
 		return 0; /* the real file, or proc.c's opens serve it */
 	const int *nrs;
 	size_t n = sl_sys_open_family(&nrs);

@@ -66,6 +66,7 @@
 #include "../netrules.h"
 #include "../portmap.h"
 #include "../proctree.h"
+#include "../proxy.h"
 #include "../sockdest.h"
 #include "builtin.h"
 #include "policy.h"
@@ -256,6 +257,33 @@ static void to_real_port(struct sl_portmap *m, struct sl_sockaddr *a)
 		*p = htons(real);
 }
 
+/* A TCP destination on a port the HTTP proxy intercepts? */
+static bool to_proxy(const struct sl_call *call, const struct nd_sock *s, struct sl_sockaddr *sa)
+{
+	if (!call->proxy || proto_of(&s->si) != SL_NP_TCP)
+		return false;
+	uint16_t *p = port_field(sa);
+	return p && sl_proxy_intercepts(call->proxy, ntohs(*p));
+}
+
+/* Connect the guest's socket to the proxy instead, telling the proxy
+ * where it was meant to go (proxy.h). */
+static long redirect(const struct sl_call *call, const struct nd_sock *s,
+                     const struct sl_sockaddr *sa)
+{
+	struct sockaddr_storage to;
+	socklen_t len;
+	sl_proxy_target(call->proxy, s->si.domain, &to, &len);
+	long r = AS_CALLER(connect(s->fd, (struct sockaddr *)&to, len));
+	if (r == 0 || r == -EINPROGRESS) {
+		int e = sl_proxy_expect(call->proxy, s->fd, (const struct sockaddr *)&sa->ss, sa->len,
+		                        (pid_t)call->n->pid);
+		if (e)
+			r = e;
+	}
+	return r;
+}
+
 static long do_connect(const struct nd_state *st, const struct sl_call *call)
 {
 	const uint64_t *a = call->n->args;
@@ -272,10 +300,12 @@ static long do_connect(const struct nd_state *st, const struct sl_call *call)
 	int hold = -1;
 	if (!e)
 		e = sl_policy_net(call, "connect", &sa, check_dest(st, call, &s, &sa, false, &hold));
-	if (!e && call->ports && proto_of(&s.si) == SL_NP_TCP)
+	bool proxied = !e && to_proxy(call, &s, &sa);
+	if (!e && !proxied && call->ports && proto_of(&s.si) == SL_NP_TCP)
 		to_real_port(call->ports, &sa); /* checked as the guest sees it */
 	long r = e == SL_POLICY_KILL ? ND_KILL
 	         : e                 ? -e
+	         : proxied           ? redirect(call, &s, &sa)
 	                             : AS_CALLER(connect(s.fd, (struct sockaddr *)&sa.ss, sa.len));
 	if (hold >= 0)
 		close(hold);
@@ -293,6 +323,10 @@ static long send_checked(const struct nd_state *st, const struct sl_call *call,
 	int e = msg->has_name ? sl_policy_net(call, syscall, &msg->name,
 	                                      check_dest(st, call, s, &msg->name, true, &hold))
 	                      : 0;
+	/* A TCP send with an address connects (TCP Fast Open): never around
+	 * the proxy. */
+	if (!e && msg->has_name && to_proxy(call, s, &msg->name))
+		e = EOPNOTSUPP;
 	long r = e == SL_POLICY_KILL ? ND_KILL : e ? -e : AS_CALLER(sl_sd_sendmsg(s->fd, msg, flags));
 	if (hold >= 0)
 		close(hold);
@@ -744,6 +778,7 @@ static int nd_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
 	s->policy = cfg->policy_fn != NULL;
 	s->listen = listen_checked(cfg);
 	s->tcp_by_landlock = !cfg->port_remap && /* remap: connects go to real ports */
+	    !sl_http_active(&cfg->http) && /* the proxy: connects are redirected */
 	    !s->policy && /* policy_fn: every connect is an event */
 	    (s->tcp_disabled || (cfg->ll_connect && sl_netrules_landlock_only(&cfg->net) &&
 	                        sandlock_sandbox_protection_status(cfg, SANDLOCK_PROTECTION_NET_TCP) ==

@@ -1,0 +1,115 @@
+"""The HTTP policy from Python: the ``http_*`` fields of Sandbox (checks and
+builder step).  The proxy itself is the C library's (src/proxy*.c,
+docs/http.md): with an ``http_allow`` or ``http_deny`` rule every TCP
+connect to an intercepted port (``http_ports``, default 80; 443 too with
+``http_ca``/``http_key`` or ``http_inject_ca``) goes through it, and each
+request is judged by method, host and path."""
+
+import ctypes
+import os
+from typing import Dict, Optional, Tuple
+
+from . import _native
+from .exceptions import PolicyTypeError, PolicyValueError
+
+_lib = _native.lib
+_p, _cs = ctypes.c_void_p, ctypes.c_char_p
+for _n in ("http_allow", "http_deny", "http_ca", "http_key", "http_inject_ca", "http_ca_out",
+           "credential", "http_auth", "http_log"):
+    _native._decl("sandlock_sandbox_builder_" + _n, _p, _p, _cs)
+_native._decl("sandlock_sandbox_builder_http_port", _p, _p, ctypes.c_uint16)
+_native._decl("sandlock_http_rule_error", _p, _cs)
+
+FIELDS = ("http_allow", "http_deny", "http_ports", "http_ca", "http_key", "http_inject_ca",
+          "http_ca_out", "http_credentials", "http_auth", "http_log")
+
+
+def _strs(name, value, what) -> Tuple[str, ...]:
+    if isinstance(value, (str, bytes)):
+        raise PolicyTypeError("%s must be a list of %s, not a single %s"
+                              % (name, what, type(value).__name__))
+    try:
+        items = list(value)
+    except TypeError:
+        raise PolicyTypeError("%s must be a list of %s, not %s"
+                              % (name, what, type(value).__name__)) from None
+    for x in items:
+        if not isinstance(x, str):
+            raise PolicyTypeError("%s: each entry must be a str, got %r" % (name, x))
+    return tuple(items)
+
+
+def rules(name, value) -> Tuple[str, ...]:
+    """http_allow / http_deny: "METHOD host/path" rules, checked now."""
+    out = _strs(name, value, "rules")
+    for r in out:
+        why = _lib.sandlock_http_rule_error(r.encode())
+        if why:
+            text = ctypes.string_at(why).decode(errors="replace")
+            _lib.sandlock_string_free(why)
+            raise PolicyValueError("%s %r: %s" % (name, r, text))
+    return out
+
+
+def ports(name, value) -> Tuple[int, ...]:
+    if isinstance(value, (str, bytes, int)):
+        raise PolicyTypeError("%s must be a list of ports" % name)
+    out = []
+    for p in value:
+        if isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= 65535:
+            raise PolicyValueError("%s: %r is not a TCP port (1-65535)" % (name, p))
+        out.append(p)
+    return tuple(out)
+
+
+def strs(name, value) -> Tuple[str, ...]:
+    if isinstance(value, (str, bytes, os.PathLike)):
+        raise PolicyTypeError("%s must be a list of paths, not a single path" % name)
+    return tuple(os.fspath(x) for x in value)
+
+
+def opt_path(name, value) -> Optional[str]:
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise PolicyTypeError("%s must be a path, not %s" % (name, type(value).__name__))
+    return os.fspath(value)
+
+
+def credentials(name, value) -> Tuple[Tuple[str, str], ...]:
+    """{NAME: "env:VAR" | "file:PATH" | "fd:N"}; the secret is read by the
+    C library when the policy is built and never enters the sandbox."""
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise PolicyTypeError("%s must be a dict {name: source}" % name)
+    for k, v in value.items():
+        if not isinstance(k, str) or not isinstance(v, str) or "=" in k:
+            raise PolicyTypeError("%s: expected {name: 'env:VAR'|'file:PATH'|'fd:N'}" % name)
+    return tuple(sorted(value.items()))
+
+
+def step(b, c):
+    for r in c["http_allow"]:
+        b = _lib.sandlock_sandbox_builder_http_allow(b, r.encode())
+    for r in c["http_deny"]:
+        b = _lib.sandlock_sandbox_builder_http_deny(b, r.encode())
+    for p in c["http_ports"]:
+        b = _lib.sandlock_sandbox_builder_http_port(b, p)
+    for key in ("http_ca", "http_key", "http_ca_out", "http_log"):
+        if c[key] is not None:
+            b = getattr(_lib, "sandlock_sandbox_builder_" + key)(b, os.fsencode(c[key]))
+    for p in c["http_inject_ca"]:
+        b = _lib.sandlock_sandbox_builder_http_inject_ca(b, os.fsencode(p))
+    for k, v in c["http_credentials"]:
+        b = _lib.sandlock_sandbox_builder_credential(b, ("%s=%s" % (k, v)).encode())
+    for a in c["http_auth"]:
+        b = _lib.sandlock_sandbox_builder_http_auth(b, a.encode())
+    return b
+
+
+def checkers() -> Dict[str, object]:
+    return {"http_allow": rules, "http_deny": rules, "http_ports": ports, "http_ca": opt_path,
+            "http_key": opt_path, "http_inject_ca": strs, "http_ca_out": opt_path,
+            "http_credentials": credentials, "http_auth": lambda n, v: _strs(n, v, "rules"),
+            "http_log": opt_path}
