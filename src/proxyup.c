@@ -88,11 +88,16 @@ static int connect_timed(int fd, const struct sockaddr *sa, socklen_t len)
 
 int px_upstream_connect(struct px_conn *c, const char *host, uint16_t port, char **why)
 {
-	char ports[8];
+	char ports[8], name[256];
 	snprintf(ports, sizeof ports, "%u", port);
+	size_t hl = strlen(host);
+	if (host[0] == '[' && hl > 2) /* an IPv6 literal as the authority writes it */
+		snprintf(name, sizeof name, "%.*s", (int)(hl - 2), host + 1);
+	else
+		snprintf(name, sizeof name, "%s", host);
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG };
 	struct addrinfo *res = NULL;
-	int g = getaddrinfo(host, ports, &hints, &res);
+	int g = getaddrinfo(name, ports, &hints, &res);
 	if (g != 0) {
 		*why = sl_asprintf("cannot resolve '%s': %s", host, gai_strerror(g));
 		return 502;
