@@ -244,6 +244,32 @@ static void container_line(struct super *s)
 	}
 }
 
+/* Execs end with the container, and before its supervisor: the engine
+ * (podman) reaps the container, then refuses to clean up while an exec's
+ * process still runs, as no pid namespace ends them all at once.  Each
+ * exec's supervisor closes its connection when it exits (at most 2 s). */
+static void end_execs(struct super *s)
+{
+	forward_to_execs(s, SIGKILL);
+	for (int waited = 0; s->nattached && waited < 2000; waited += 10) {
+		struct pollfd p[MAX_ATTACHED];
+		for (size_t i = 0; i < s->nattached; i++)
+			p[i] = (struct pollfd){ .fd = s->attached[i], .events = POLLIN };
+		if (poll(p, s->nattached, 10) < 0 && errno != EINTR)
+			break;
+		for (size_t i = s->nattached; i-- > 0;) {
+			char c;
+			if (p[i].revents && read(s->attached[i], &c, 1) <= 0) {
+				close(s->attached[i]);
+				s->attached[i] = s->attached[--s->nattached];
+			}
+		}
+	}
+	for (size_t i = 0; i < s->nattached; i++)
+		close(s->attached[i]);
+	s->nattached = 0;
+}
+
 static void drop_attached(struct super *s, size_t i)
 {
 	close(s->attached[i]);
@@ -408,9 +434,7 @@ static __attribute__((noreturn)) void super_main(const struct oci_run *r, int re
 	loop(&s, lfd, sfd);
 	pthread_join(s.waiter, NULL);
 	s.phase = STOPPED;
-	/* Execs end with the container (their connections close with us). */
-	for (size_t i = 0; i < s.nattached; i++)
-		close(s.attached[i]);
+	end_execs(&s);
 	sandlock_handle_free(s.h);
 	/* Orphans that escaped init's sweep (it died early): end them. */
 	while (waitpid(-1, NULL, WNOHANG) > 0)
