@@ -15,7 +15,7 @@ const struct cli_opt cli_run_opts[] = {
 	{ OPT_MAX_MEMORY, 'm', "max-memory", NULL, "SIZE", "Limits:", "memory of the whole sandbox (cgroup; else per process): 512M, 1.5G" },
 	{ OPT_MAX_PROCESSES, 'P', "max-processes", NULL, "N", NULL, "at most N processes at once (default 64, 0 = no limit)" },
 	{ OPT_MAX_OPEN_FILES, 0, "max-open-files", NULL, "N", NULL, "RLIMIT_NOFILE of the command (capped at sandlock's own)" },
-	{ OPT_MAX_CPU, 0, "max-cpu", NULL, "PCT", NULL, "CPU time, percent of one core (1-100; cgroup, else SIGSTOP/SIGCONT)" },
+	{ OPT_MAX_CPU, 'c', "max-cpu", "cpu", "PCT", NULL, "CPU time, percent of one core (1-100; cgroup, else SIGSTOP/SIGCONT)" },
 	{ OPT_CPU_CORES, 0, "cpu-cores", NULL, "LIST", NULL, "run on these cores only, e.g. 0,2-3" },
 	{ OPT_NUM_CPUS, 0, "num-cpus", NULL, "N", NULL, "the command sees N CPUs (/proc/cpuinfo, nproc, affinity)" },
 	{ OPT_GPU, 0, "gpu", NULL, "all|LIST", NULL, "grant GPUs: all, or indices such as 0,2 (/dev/nvidiaN, /dev/dri; CUDA_VISIBLE_DEVICES set)" },
@@ -66,6 +66,9 @@ const struct cli_opt cli_run_opts[] = {
 	{ OPT_JSON, 0, "json", NULL, NULL, "Output:", "print the result as one JSON object on stdout at the end" },
 	{ OPT_TRACE, 0, "trace", NULL, NULL, NULL, "a JSON line on stderr for each file access the rules deny" },
 	{ OPT_STATUS_FD, 0, "status-fd", "json-status-fd", "FD", NULL, "JSON lines on FD: child pid at start, status at end" },
+	{ OPT_OUTPUT, 'o', "output", NULL, "PATH", "Learn only (sandlock learn):", "write the learned profile to PATH instead of stdout" },
+	{ OPT_MERGE, 0, "merge", NULL, "PATH", NULL, "add the learned grants to the profile at PATH and write it back" },
+	{ OPT_COLLAPSE, 0, "collapse", NULL, "N", NULL, "grant a whole directory where N or more of its files were used" },
 	{ OPT_HELP, 'h', "help", NULL, NULL, NULL, "show this help" },
 	{ 0, 0, NULL, NULL, NULL, NULL, NULL },
 };
@@ -74,8 +77,9 @@ const struct cli_opt cli_run_opts[] = {
  * with "not supported yet", never ignored.  One per line. */
 const struct cli_unsupported cli_unsupported[] = {
 	{ "no-supervisor", no_argument },
-	{ "uid", required_argument },
-	{ "gid", required_argument },
+	{ "user", required_argument },
+	{ "image", required_argument },
+	{ "exec-shell", required_argument },
 	{ NULL, 0 },
 };
 

@@ -62,6 +62,9 @@ enum cli_opt_id {
 	OPT_ON_ERROR,
 	OPT_MAX_DISK,
 	OPT_DRY_RUN,
+	OPT_OUTPUT,   /* learn only */
+	OPT_MERGE,    /* learn only */
+	OPT_COLLAPSE, /* learn only */
 	OPT_HELP,
 	OPT_TMP,
 	OPT_HTTP_ALLOW,

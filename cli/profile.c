@@ -881,9 +881,32 @@ static int profile_show(const char *name)
 	return 0;
 }
 
+/* Remove NAME's profile file. */
+static int profile_delete(const char *name)
+{
+	char *err = NULL;
+	char *path = cli_profile_path(name, &err);
+	if (!path) {
+		fprintf(stderr, "sandlock: %s\n", err ? err : "out of memory");
+		free(err);
+		return EXIT_SANDLOCK;
+	}
+	int rc = 0;
+	if (unlink(path) < 0) {
+		fprintf(stderr, "sandlock: profile '%s' %s (%s)\n", name,
+		        errno == ENOENT ? "not found" : strerror(errno), path);
+		rc = EXIT_SANDLOCK;
+	} else {
+		printf("Deleted profile '%s'\n", name);
+	}
+	free(path);
+	return rc;
+}
+
 static const char usage_profile[] =
 	"Usage: sandlock profile list\n"
 	"       sandlock profile show NAME\n"
+	"       sandlock profile delete NAME\n"
 	"\n"
 	"Profiles are TOML files NAME.toml in $XDG_CONFIG_HOME/sandlock/profiles\n"
 	"(default ~/.config/sandlock/profiles); use one with 'sandlock run -p NAME'.\n";
@@ -898,7 +921,9 @@ int cli_profile_command(int argc, char **argv)
 		return profile_list();
 	if (argc == 3 && !strcmp(argv[1], "show"))
 		return profile_show(argv[2]);
-	fputs("sandlock: usage: sandlock profile list | show NAME\n", stderr);
+	if (argc == 3 && !strcmp(argv[1], "delete"))
+		return profile_delete(argv[2]);
+	fputs("sandlock: usage: sandlock profile list | show NAME | delete NAME\n", stderr);
 	return EXIT_SANDLOCK;
 }
 

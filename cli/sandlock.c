@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "control.h"
+#include "learn.h"
 #include "learnhttp.h"
 #include "options.h"
 #include "parse.h"
@@ -105,6 +106,8 @@ struct run_args {
 	const char *profile;      /* --profile NAME */
 	const char *profile_file; /* --profile-file PATH */
 	struct cli_report rep;
+	struct cli_learn_opts learn; /* learn only: -o, --merge, --collapse */
+	int learn_flag;              /* the first learn-only option given, or 0 */
 	bool trace;
 	bool help;
 	bool image; /* --image: the command may come from the image */
@@ -205,6 +208,25 @@ static int apply_output(struct run_args *ra, int id, const char *arg)
 	if (cli_report_check_fd((int)fd, &why))
 		return bad_value(id, arg, why);
 	ra->rep.status_fd = (int)fd;
+	return 0;
+}
+
+/* learn's -o/--output, --merge, --collapse N (refused by run later). */
+static int apply_learn(struct run_args *ra, int id, const char *arg)
+{
+	if (!ra->learn_flag)
+		ra->learn_flag = id;
+	if (id == OPT_OUTPUT)
+		ra->learn.output = arg;
+	else if (id == OPT_MERGE)
+		ra->learn.merge = arg;
+	else {
+		uint64_t n = 0;
+		const char *why = NULL;
+		if (cli_parse_uint(arg, 1, 1000000, &n, &why))
+			return bad_value(id, arg, why);
+		ra->learn.collapse = (unsigned)n;
+	}
 	return 0;
 }
 
@@ -312,6 +334,10 @@ static int apply_option(struct run_args *ra, int id, const char *arg)
 	case OPT_TRACE:
 		ra->trace = true;
 		return 0;
+	case OPT_OUTPUT:
+	case OPT_MERGE:
+	case OPT_COLLAPSE:
+		return apply_learn(ra, id, arg);
 	default:
 		if (id >= OPT_UNSUPPORTED_BASE)
 			return usage_error("option --%s is not supported yet by this sandlock%s",
@@ -337,6 +363,35 @@ static bool is_ambiguous(const char *spelled)
 			first_val = o->val;
 		}
 	return matches > 1;
+}
+
+/*
+ * getopt_long takes a unique prefix for the whole option ("--cpu" for
+ * --cpu-cores): a security tool must not guess, so an option is only
+ * accepted spelled in full.  spelled: the argv word getopt read it from.
+ */
+static int check_spelled_in_full(const char *spelled, int longindex)
+{
+	if (longindex < 0 || strncmp(spelled, "--", 2) != 0)
+		return 0; /* a short option */
+	const char *name = cli_long_options()[longindex].name;
+	size_t len = strcspn(spelled + 2, "=");
+	if (len == strlen(name) && strncmp(spelled + 2, name, len) == 0)
+		return 0;
+	char given[64], full[64];
+	snprintf(given, sizeof(given), "%.*s", (int)(len + 2), spelled);
+	snprintf(full, sizeof(full), "--%s", name);
+	return usage_error("option '%s' is abbreviated: write it in full (%s)", given, full);
+}
+
+/* The argv word the option getopt just returned was spelled in: with a
+ * separate argument ("--name X"), the word before the argument. */
+static const char *spelled_word(char **argv, const char *arg)
+{
+	const char *w = argv[optind - 1];
+	if (arg && w == arg)
+		w = argv[optind - 2];
+	return w;
 }
 
 /* Turn a getopt error (':' missing argument, '?' unknown) into a message. */
@@ -402,9 +457,14 @@ static int parse_run(int argc, char **argv, struct run_args *ra)
 	int c, rc;
 	optind = 1;
 	opterr = 0; /* we print our own messages, prefixed "sandlock:" */
-	while ((c = getopt_long(argc, argv, cli_short_options(), cli_long_options(), NULL)) != -1) {
+	int longindex = -1;
+	while ((c = getopt_long(argc, argv, cli_short_options(), cli_long_options(), &longindex)) !=
+	       -1) {
 		if (c == ':' || c == '?')
 			return getopt_error(c, argv);
+		if ((rc = check_spelled_in_full(spelled_word(argv, optarg), longindex)) != 0)
+			return rc;
+		longindex = -1;
 		int id = option_id(c);
 		if (id == OPT_HELP) {
 			ra->help = true;
@@ -942,6 +1002,11 @@ static int cmd_run(int argc, char **argv)
 	struct cli_cfg cfg;
 	cli_cfg_init(&cfg);
 	int rc = parse_run(argc, argv, &ra); /* prints its own errors */
+	if (rc == 0 && ra.learn_flag) {
+		char name[48];
+		rc = usage_error("option %s belongs to 'sandlock learn'%s",
+		                 cli_opt_label(ra.learn_flag, name, sizeof(name)), "");
+	}
 	if (rc == 0 && ra.help) {
 		print_run_help();
 	} else if (rc == 0 && (rc = resolve_config(&ra, &cfg)) == 0) {
@@ -964,8 +1029,12 @@ static const char usage_learn[] =
 	"file it opens or executes, and print on stdout a profile that grants\n"
 	"exactly those files (directories it read are granted whole), with CMD as\n"
 	"[program] exec/args.  CMD's output goes to stderr after it ends, and its\n"
-	"stdin is empty.  Takes the options of 'sandlock run' (see its --help);\n"
-	"use the profile with 'sandlock run --profile-file FILE'.\n"
+	"stdin is empty.  Takes the options of 'sandlock run' (see its --help),\n"
+	"and:\n"
+	"  -o, --output PATH  write the profile to PATH instead of stdout\n"
+	"  --merge PATH       add what was learned to the profile at PATH (rewritten)\n"
+	"  --collapse N       grant a whole directory where N of its entries were used\n"
+	"Use the profile with 'sandlock run --profile-file FILE'.\n"
 	"Exit status: CMD's, as for 'sandlock run'.\n";
 
 /* `sandlock check`: the library's report of this host. */
@@ -994,7 +1063,8 @@ static int cmd_learn(int argc, char **argv)
 	int rc = parse_run(argc, argv, &ra);
 	if (rc == 0 && ra.help) {
 		fputs(usage_learn, stdout);
-	} else if (rc == 0 && (rc = resolve_config(&ra, &cfg)) == 0) {
+	} else if (rc == 0 && (rc = cli_learn_check(&ra.learn)) == 0 &&
+	           (rc = resolve_config(&ra, &cfg)) == 0) {
 		struct cli_trace *t = cli_trace_new(&cfg, NULL, true);
 		struct cli_cfg open_cfg;
 		cli_cfg_init(&open_cfg);
@@ -1013,8 +1083,9 @@ static int cmd_learn(int argc, char **argv)
 			rc = run_config(&open_cfg, &ra.rep, t, true);
 			if (rc != EXIT_SANDLOCK && lfd >= 0 && cli_learn_http_rules(&cfg, log) < 0)
 				rc = out_of_memory();
-			if (rc != EXIT_SANDLOCK)
-				cli_trace_print_profile(t, &cfg, stdout);
+			int wrc = rc != EXIT_SANDLOCK ? cli_learn_emit(t, &cfg, &ra.learn) : 0;
+			if (wrc)
+				rc = wrc;
 		}
 		if (lfd >= 0)
 			unlink(log);

@@ -579,11 +579,74 @@ static void grant_paths(const struct cli_trace *t, struct cli_list *g, const str
 	free(v);
 }
 
+/* The parent directory of p (a heap string), "/" for a top-level path. */
+static char *parent_of(const char *p)
+{
+	const char *slash = strrchr(p, '/');
+	return slash == p || !slash ? strdup("/") : strndup(p, (size_t)(slash - p));
+}
+
+/* p is an entry of directory dir (not deeper). */
+static bool is_child(const char *p, const char *dir)
+{
+	size_t n = strcmp(dir, "/") == 0 ? 0 : strlen(dir);
+	return strncmp(p, dir, n) == 0 && p[n] == '/' && p[n + 1] && !strchr(p + n + 1, '/');
+}
+
+/*
+ * --collapse N: a directory at least n of whose entries are granted is
+ * granted whole instead (never "/").  g is sorted, so the entries of one
+ * directory are mostly adjacent: a count can only come out low, never
+ * grant a directory with fewer than n used entries.
+ */
+static int collapse_paths(const struct cli_trace *t, struct cli_list *g, unsigned n,
+                          bool writing)
+{
+	struct cli_list out = { 0 };
+	int rc = 0;
+	for (size_t i = 0, j; i < g->n && rc == 0; i = j) {
+		char *dir = parent_of(g->v[i]);
+		if (!dir)
+			return -1;
+		for (j = i + 1; j < g->n && is_child(g->v[j], dir);)
+			j++;
+		bool whole = j - i >= n && strcmp(dir, "/") != 0;
+		if (whole)
+			rc = cli_list_add(&out, dir);
+		for (size_t k = i; k < j && rc == 0 && !whole; k++)
+			rc = cli_list_add(&out, g->v[k]);
+		free(dir);
+	}
+	list_release(g);
+	memset(g, 0, sizeof(*g));
+	if (rc == 0)
+		grant_paths(t, g, &out, writing);
+	list_release(&out);
+	return rc;
+}
+
+/* Each path of l once (the order kept). */
+static int unique_paths(struct cli_list *l)
+{
+	struct cli_list out = { 0 };
+	int rc = 0;
+	for (size_t i = 0; i < l->n && rc == 0; i++) {
+		bool seen = false;
+		for (size_t j = 0; j < out.n && !seen; j++)
+			seen = strcmp(out.v[j], l->v[i]) == 0;
+		if (!seen)
+			rc = cli_list_add(&out, l->v[i]);
+	}
+	list_release(l);
+	*l = out;
+	return rc;
+}
+
 /* The run's options with the files it used as its [filesystem] grants,
  * printed by the profile printer (profile.c) that inspect --toml uses. */
-void cli_trace_print_profile(const struct cli_trace *t, const struct cli_cfg *cfg, FILE *out)
+int cli_trace_print_profile(const struct cli_trace *t, const struct cli_cfg *cfg,
+                            const struct cli_cfg *base, unsigned collapse, FILE *out)
 {
-	fputs("# Written by `sandlock learn`: the files this run used, and its options.\n", out);
 	/* What was written is listed once, as writable (that covers reading). */
 	struct cli_list reads = { 0 };
 	for (size_t i = 0; i < t->used_read.n; i++)
@@ -594,8 +657,23 @@ void cli_trace_print_profile(const struct cli_trace *t, const struct cli_cfg *cf
 	memset(&learned.write, 0, sizeof learned.write);
 	grant_paths(t, &learned.read, &reads, false);
 	grant_paths(t, &learned.write, &t->used_write, true);
-	cli_profile_print(&learned, out);
+	int rc = 0;
+	if (collapse)
+		rc = collapse_paths(t, &learned.read, collapse, false) < 0 ||
+		     collapse_paths(t, &learned.write, collapse, true) < 0 ? -1 : 0;
+	struct cli_cfg merged;
+	cli_cfg_init(&merged);
+	if (rc == 0 && base)
+		rc = cli_cfg_merge(&merged, base, &learned) < 0 || unique_paths(&merged.read) < 0 ||
+		     unique_paths(&merged.write) < 0 ? -1 : 0;
+	if (rc == 0) {
+		fputs("# Written by `sandlock learn`: the files this run used, and its options.\n",
+		      out);
+		cli_profile_print(base ? &merged : &learned, out);
+	}
+	cli_cfg_free(&merged);
 	list_release(&reads);
 	list_release(&learned.read);
 	list_release(&learned.write);
+	return rc;
 }

@@ -36,7 +36,11 @@ size_t cli_trace_registrations(struct cli_trace *t, sandlock_registration_t *reg
 /* A sandlock_decision_fn for --trace (ud: the struct cli_trace): one JSON
  * line for each call the supervisor itself refused (errno or kill). */
 void cli_trace_decision(void *ud, const sandlock_decision_t *d);
-/* learn: print the profile for what the command used (argv: its command). */
-void cli_trace_print_profile(const struct cli_trace *t, const struct cli_cfg *cfg, FILE *out);
+/* learn: print the profile for what the command used (argv: its command).
+ * base: a profile the learned grants are added to (--merge), or NULL.
+ * collapse: grant a whole directory where at least this many of its
+ * entries were used (0: never).  0, or -1 (out of memory). */
+int cli_trace_print_profile(const struct cli_trace *t, const struct cli_cfg *cfg,
+                            const struct cli_cfg *base, unsigned collapse, FILE *out);
 
 #endif

@@ -23,8 +23,8 @@ _sandlock()
 	case ${words[1]} in
 	profile)
 		if ((cword == 2)); then
-			COMPREPLY=($(compgen -W 'list show' -- "$cur"))
-		elif ((cword == 3)) && [[ ${words[2]} == show ]]; then
+			COMPREPLY=($(compgen -W 'list show delete' -- "$cur"))
+		elif ((cword == 3)) && [[ ${words[2]} == show || ${words[2]} == delete ]]; then
 			COMPREPLY=($(compgen -W "$(sandlock profile list 2>/dev/null)" -- "$cur"))
 		fi
 		return

@@ -40,11 +40,13 @@ def test_run_help_lists_every_table_option_once_per_line():
                 "--cwd", "--profile", "--profile-file", "--json", "--status-fd"):
         lines = [l for l in r.stdout.splitlines() if f" {opt} " in l or l.endswith(f" {opt}")]
         assert len(lines) == 1, (opt, lines)
-    assert "--uid" in r.stdout  # listed as not supported yet
+    assert "--user" in r.stdout  # listed as not supported yet
 
 
-@pytest.mark.parametrize("opt", [["--uid", "0"],
-                                 ["--no-supervisor"]])
+# The reference CLI's own names (its --user UID:GID, --http-port, ...).
+@pytest.mark.parametrize("opt", [["--user", "0:0"],
+                                 ["--no-supervisor"], ["--image", "x"],
+                                 ["--exec-shell", "ls"]])
 def test_unsupported_reference_options_are_refused(opt):
     r = run_in_sandbox(*opt, "--", "/bin/echo", "ran")
     assert r.returncode == 125
@@ -378,3 +380,43 @@ def test_a_profile_others_may_change_is_refused(tmpdir_path):
         r = sandlock("run", "--profile-file", str(path), *cmd)
         assert r.returncode == 125 and "owned by uid 65534" in r.stderr, r.stderr
     assert not (work / "out").exists()
+
+
+@pytest.mark.parametrize("spelled,full", [("--cpu-c", "--cpu-cores"), ("--time-s", "--time-start"),
+                                          ("--fs-w", "--fs-write"), ("--net-allow-b", "--net-allow-bind")])
+def test_abbreviated_long_options_are_refused(spelled, full):
+    # getopt_long would take a unique prefix: a security tool must not guess
+    r = run_in_sandbox(spelled, "0", "--", "/bin/echo", "ran")
+    assert r.returncode == 125 and "ran" not in r.stdout
+    assert f"option '{spelled}' is abbreviated: write it in full ({full})" in r.stderr
+    r = run_in_sandbox(f"{spelled}=0", "--", "/bin/echo", "ran")
+    assert r.returncode == 125 and "abbreviated" in r.stderr
+
+
+CPU_LIST = "import os; print(sorted(os.sched_getaffinity(0)) == list(range(os.cpu_count())))"
+
+
+@pytest.mark.parametrize("flag", ["-c", "--cpu"])
+def test_cpu_is_the_references_cpu_percent(flag):
+    # -c/--cpu N is max_cpu (percent of one core), not a core to pin to
+    r = run_in_sandbox(flag, "1", "--", PY, "-c", CPU_LIST)
+    assert r.returncode == 0 and r.stdout == "True\n", r.stderr
+    r = run_in_sandbox(flag, "0", "--", "/bin/true")
+    assert r.returncode == 125 and "--max-cpu" in r.stderr  # 1..100, as --max-cpu
+
+
+def test_profile_delete(tmp_path):
+    env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path))
+    d = tmp_path / "sandlock" / "profiles"
+    d.mkdir(parents=True)
+    (d / "gone.toml").write_text('[filesystem]\nread = ["/usr"]\n')
+    run = lambda *a: subprocess.run([SANDLOCK, "profile", *a], capture_output=True, text=True,
+                                    env=env, timeout=60)
+    assert run("list").stdout == "gone\n"
+    r = run("delete", "gone")
+    assert r.returncode == 0 and "gone" in r.stdout and not (d / "gone.toml").exists()
+    assert run("list").stdout == ""
+    r = run("delete", "gone")
+    assert r.returncode == 125 and "not found" in r.stderr
+    r = run("delete", "../x")
+    assert r.returncode == 125

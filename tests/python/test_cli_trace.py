@@ -148,3 +148,36 @@ def test_trace_reports_the_process_limit(tree):
     lines = [l for l in trace_lines(r.stderr) if l.get("by") == "process count"]
     assert lines and lines[0]["errno_name"] == "EAGAIN", r.stderr
     assert "-P" in lines[0]["message"]
+
+
+def test_learn_output_merge_and_collapse(tree):
+    import tomllib
+    data = tree / "data"
+    for n in ("a", "b", "c", "d"):
+        (data / n).write_text(n)
+    cat = ["/bin/cat"] + [str(data / n) for n in ("a", "b", "c", "d")]
+    prof = tree / "p.toml"
+    # -o: the profile goes to the file, nothing to stdout
+    r = sandlock("learn", "-o", str(prof), "--", *cat)
+    assert r.returncode == 0 and r.stdout == "", r.stderr
+    reads = tomllib.loads(prof.read_text())["filesystem"]["read"]
+    assert {str(data / n) for n in "abcd"} <= set(reads) and str(data) not in reads
+    # --collapse 4: four entries used in one directory grant the directory
+    r = sandlock("learn", "--collapse", "4", "--", *cat)
+    reads = tomllib.loads(r.stdout)["filesystem"]["read"]
+    assert str(data) in reads and str(data / "a") not in reads
+    r = sandlock("learn", "--collapse", "5", "--", *cat)  # fewer than 5: kept apart
+    assert str(data) not in tomllib.loads(r.stdout)["filesystem"]["read"]
+    # --merge: what this run used is added to the profile already there
+    (data / "e").write_text("e")
+    r = sandlock("learn", "--merge", str(prof), "--", "/bin/cat", str(data / "e"))
+    assert r.returncode == 0 and r.stdout == "", r.stderr
+    reads = tomllib.loads(prof.read_text())["filesystem"]["read"]
+    assert {str(data / n) for n in "abcde"} <= set(reads)
+    assert len(reads) == len(set(reads))
+    # a --merge profile that does not load is refused before the run
+    r = sandlock("learn", "--merge", str(tree / "missing.toml"), "--", "/bin/true")
+    assert r.returncode == 125 and "--merge" in r.stderr
+    # learn-only options are not run's
+    r = sandlock("run", "-o", str(prof), "--", "/bin/true")
+    assert r.returncode == 125 and "belongs to 'sandlock learn'" in r.stderr
