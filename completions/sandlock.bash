@@ -33,7 +33,7 @@ _sandlock()
 	*) return ;;
 	esac
 	case $prev in
-	-r | --fs-read | --read | -w | --fs-write | --write | -d | --fs-deny | --deny | --profile-file | --allow-unix)
+	-r | --fs-read | --read | -w | --fs-write | --write | -d | --fs-deny | --deny | --profile-file | --allow-unix | -o | --output | --merge)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return
 		;;
@@ -45,7 +45,7 @@ _sandlock()
 		COMPREPLY=($(compgen -W "$(sandlock profile list 2>/dev/null)" -- "$cur"))
 		return
 		;;
-	-m | --max-memory | -P | --max-processes | -t | --timeout | --net-allow | --net-allow-bind | --env | --status-fd | --json-status-fd | --random-seed | --time-start | --max-open-files | --max-cpu | --cpu-cores | --extra-deny-syscalls | --net-deny | --net-deny-bind)
+	-m | --max-memory | -P | --max-processes | -t | --timeout | --net-allow | --net-allow-bind | --env | --status-fd | --json-status-fd | --random-seed | --time-start | --max-open-files | --max-cpu | -c | --cpu | --collapse | --cpu-cores | --extra-deny-syscalls | --net-deny | --net-deny-bind)
 		return
 		;;
 	--allow-degraded | --disable)
@@ -71,6 +71,6 @@ _sandlock()
 		--http-ca-out --credential --http-auth --http-log
 		--max-open-files --max-cpu --cpu-cores --num-cpus --gpu --image --no-coredump --no-huge-pages
 		--no-randomize-memory --extra-deny-syscalls --allow-degraded --disable
-		--extra-allow-syscalls --cwd --name --interactive --random-seed --time-start --deterministic-dirs --chroot --fs-mount --workdir --fs-storage --on-exit --on-error --max-disk --dry-run --profile --profile-file --json --trace --status-fd --help --' -- "$cur"))
+		--extra-allow-syscalls --cwd --name --interactive --random-seed --time-start --deterministic-dirs --chroot --fs-mount --workdir --fs-storage --on-exit --on-error --max-disk --dry-run --output --merge --collapse --profile --profile-file --json --trace --status-fd --help --' -- "$cur"))
 }
 complete -F _sandlock sandlock

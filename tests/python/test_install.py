@@ -165,7 +165,7 @@ def test_bash_completion(destdir):
     assert complete(destdir, ["sandlock", "run", "--fs-"]) == \
         ["--fs-read", "--fs-write", "--fs-deny", "--fs-mount", "--fs-storage"]
     assert "--status-fd" in complete(destdir, ["sandlock", "run", "--st"])
-    assert complete(destdir, ["sandlock", "profile", ""]) == ["list", "show"]
+    assert complete(destdir, ["sandlock", "profile", ""]) == ["list", "show", "delete"]
 
 
 def test_default_prefix_and_uninstall(tmp_path):
