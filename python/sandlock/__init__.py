@@ -343,6 +343,43 @@ def _specs(name, value, deny=False) -> Tuple:
     return tuple(out)
 
 
+_SCHEME_RE = re.compile(r"^[a-z]+://")
+
+
+def _rule_host(rule):
+    """The target of an endpoint rule (no scheme, no ports), or None."""
+    if not isinstance(rule, str):
+        return None
+    t = _SCHEME_RE.sub("", rule)
+    if t.startswith("["):
+        return None  # an IPv6 literal
+    return t.split(":", 1)[0].split("/", 1)[0]
+
+
+def _names_a_host(rule) -> bool:
+    """True when rule's target is a hostname (resolved when a run builds)."""
+    import ipaddress
+
+    h = _rule_host(rule)
+    if not h or h == "*":
+        return False
+    try:
+        ipaddress.ip_address(h)
+        return False
+    except ValueError:
+        return True
+
+
+def _offline_rule(rule):
+    """rule with a hostname target replaced by a documentation address
+    (RFC 5737): the construction-time check must not need DNS."""
+    if not _names_a_host(rule):
+        return rule
+    h = _rule_host(rule)
+    i = rule.index(h, len(_SCHEME_RE.match(rule).group(0)) if _SCHEME_RE.match(rule) else 0)
+    return rule[:i] + "192.0.2.1" + rule[i + len(h):]
+
+
 def _deny_specs(name, value) -> Tuple:
     return _specs(name, value, True)
 
@@ -351,44 +388,50 @@ _PORTSPEC_RE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
 def _bind_specs(name, value) -> Tuple[str, ...]:
-    """Bind ports: ints, "N", "lo-hi", "*" (alone)."""
+    """Bind ports: ints, "N", "lo-hi", comma lists of those, or the
+    wildcard "*" (alone, repeated or not): each port once, sorted."""
     items = _items(name, value, "ports")
-    out = []
-    for p in items:
-        if p == "*":
-            out.append(p)
-            continue
-        for port in parse_ports([p], _what=name):
-            out.append(str(port))
-    if "*" in out and len(out) > 1:
-        raise PolicyValueError("%s: '*' cannot be mixed with ports" % name)
-    return tuple(out)
+    wild = [p for p in items if p == "*"]
+    ports = parse_ports([p for p in items if p != "*"], _what=name)
+    if wild and name == "net_deny_bind":
+        raise PolicyValueError("net_deny_bind: the wildcard '*' cannot be denied (an empty "
+                               "net_allow_bind already denies every bind)")
+    if wild and ports:
+        raise PolicyValueError("%s: the wildcard '*' cannot be mixed with ports" % name)
+    return ("*",) if wild else tuple(str(p) for p in ports)
 
 
 def parse_ports(ports, _what="parse_ports"):
-    """Expand ports given as ints, "N" or "lo-hi" strings into a list of ints,
-    in the order given: ``parse_ports([80, "443", "8000-8005"])`` is
+    """The ports of a list of ints, "N", "lo-hi" strings or comma lists of
+    those ("8080,9000-9005", the CLI's grammar), each once, sorted (as the
+    reference): ``parse_ports([80, "443", "8000-8005"])`` is
     ``[80, 443, 8000, 8001, 8002, 8003, 8004, 8005]``."""
     if isinstance(ports, (str, bytes, int)):
         raise PolicyTypeError("%s: expected a list of ports" % _what)
-    out = []
+    out = set()
     for p in ports:
         if isinstance(p, bool) or not isinstance(p, (int, str)):
             raise PolicyTypeError("%s: port must be an int or a str, got %r" % (_what, p))
-        if isinstance(p, int):
-            lo = hi = p
-        else:
-            m = _PORTSPEC_RE.match(p.strip())
-            if not m:
-                raise PolicyValueError("%s: bad port %r (use N or lo-hi)" % (_what, p))
-            lo = int(m.group(1))
-            hi = int(m.group(2)) if m.group(2) else lo
-        if not (1 <= lo <= 65535 and 1 <= hi <= 65535):
-            raise PolicyValueError("%s: port %r out of range 1..65535" % (_what, p))
-        if lo > hi:
-            raise PolicyValueError("%s: empty port range %r" % (_what, p))
-        out.extend(range(lo, hi + 1))
-    return out
+        for part in [p] if isinstance(p, int) else p.split(","):
+            out.update(_port_range(_what, part))
+    return sorted(out)
+
+
+def _port_range(what, part):
+    """range of one port or "lo-hi" spec."""
+    if isinstance(part, int):
+        lo = hi = part
+    else:
+        m = _PORTSPEC_RE.match(part.strip())
+        if not m:
+            raise PolicyValueError("%s: bad port %r (use N, lo-hi or a comma list)" % (what, part))
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) else lo
+    if not (1 <= lo <= 65535 and 1 <= hi <= 65535):
+        raise PolicyValueError("%s: port %r out of range 1..65535" % (what, part))
+    if lo > hi:
+        raise PolicyValueError("%s: empty port range %r" % (what, part))
+    return range(lo, hi + 1)
 
 
 def _env(name, env) -> dict:
@@ -553,7 +596,7 @@ def _name(name, value) -> Optional[str]:
         raise PolicyValueError("%s must not contain a NUL byte" % name)
     n = len(value.encode("utf-8", "surrogateescape"))
     if n > _NAME_MAX:
-        raise PolicyValueError("%s is %d bytes long; at most %d are allowed" % (name, n, _NAME_MAX))
+        raise PolicyValueError("%s must be at most %d bytes (got %d)" % (name, _NAME_MAX, n))
     return value
 
 
@@ -894,6 +937,7 @@ class Sandbox:
 
     def __init__(
         self,
+        *,
         fs_readable: Iterable = (),
         fs_writable: Iterable = (),
         fs_denied: Iterable = (),
@@ -1013,7 +1057,29 @@ class Sandbox:
         self.http_auth = http_auth
         self.http_log = http_log
         # Build once now so a bad configuration fails here, not at run().
-        self._native_for(None)
+        # Hostnames are resolved at run, as the reference does (a Sandbox
+        # can be made offline): with one in net_allow, the check builds a
+        # copy whose hostnames are a documentation address instead.
+        if any(map(_names_a_host, self._cfg["net_allow"])):
+            offline = {"net_allow": tuple(map(_offline_rule, self._cfg["net_allow"]))}
+            _lib.sandlock_sandbox_free(Sandbox._build(self._snapshot(None, offline)))
+        else:
+            self._native_for(None)
+
+    def __eq__(self, other):
+        """Same configuration and runtime callables (as the reference's
+        dataclass compares its fields)."""
+        if not isinstance(other, Sandbox):
+            return NotImplemented
+        return self._comparable() == other._comparable()
+
+    __hash__ = None  # mutable and compared by value: unhashable, like the reference's
+
+    def _comparable(self):
+        c = dict(self._snapshot(None))
+        c["policy_fn"] = getattr(c["policy_fn"], "fn", None)
+        c["max_memory"], c["max_disk"] = self.max_memory, self.max_disk
+        return c, self.init_fn, self.work_fn
 
     def __repr__(self):
         return "Sandbox(fs_readable=%r, fs_writable=%r, timeout=%r)" % (
@@ -1421,3 +1487,6 @@ def landlock_abi_version() -> int:
 
 # TOML profiles (sandlock.profile imports Sandbox lazily: no import cycle).
 from .profile import list_profiles, load_profile  # noqa: E402
+
+# The reference's public module path for the Sandbox class and its helpers.
+from . import sandbox  # noqa: E402,F401

@@ -10,6 +10,7 @@ policy never silently allows.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import errno as _errno
 import os
 import sys
@@ -78,15 +79,25 @@ class SyscallEvent:
 
     def __init__(self, syscall, category, pid, parent_pid=0, host=None, port=0, argv=None,
                  denied=False):
-        self.syscall = syscall
-        self.category = category
-        self.pid = pid
-        self.parent_pid = parent_pid
-        self.path = None
-        self.host = host
-        self.port = port
-        self.argv = argv
-        self.denied = denied
+        # Frozen, as the reference's: set once here, never again.
+        for k, v in (("syscall", syscall), ("category", category), ("pid", pid),
+                     ("parent_pid", parent_pid), ("path", None), ("host", host),
+                     ("port", port), ("argv", argv), ("denied", denied)):
+            object.__setattr__(self, k, v)
+
+    def __setattr__(self, name, value):
+        raise dataclasses.FrozenInstanceError("cannot assign to field %r" % name)
+
+    def __delattr__(self, name):
+        raise dataclasses.FrozenInstanceError("cannot delete field %r" % name)
+
+    def __eq__(self, other):
+        if not isinstance(other, SyscallEvent):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    def __hash__(self):
+        return hash(tuple(getattr(self, k) for k in self.__slots__))
 
     def path_contains(self, s: str) -> bool:
         """Always False: paths are not exposed on events."""

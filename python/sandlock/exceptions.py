@@ -71,8 +71,10 @@ class SandlockError(Exception):
         return (type(self), (self.code, self.message))
 
 
-class PolicyError(SandlockError):
-    """The configuration (or a handler registration) is invalid."""
+class PolicyError(SandlockError, RuntimeError):
+    """The configuration (or a handler registration) is invalid.  Also a
+    RuntimeError, as the reference's configuration errors are: ``except
+    RuntimeError`` catches it."""
 
     default_code = ERR_INVALID
 

@@ -1,0 +1,130 @@
+"""Behaviour a script written for the reference SDK relies on (issue 25),
+each test from the reference's documented behaviour: configuration
+parsing and errors, the public sandlock.sandbox module, equality,
+keyword-only parameters, frozen events."""
+import dataclasses
+
+import pytest
+
+import sandlock
+from conftest import SYSTEM
+
+
+def test_sandbox_module_is_public():
+    from sandlock.sandbox import BranchAction, Sandbox, StdioMode, parse_memory_size, parse_ports
+    assert Sandbox is sandlock.Sandbox and BranchAction is sandlock.BranchAction
+    assert StdioMode.PIPED == 1 and parse_memory_size("1K") == 1024
+    assert parse_ports(["80"]) == [80]
+
+
+def test_parse_ports_takes_comma_lists_dedupes_and_sorts():
+    assert sandlock.parse_ports([80, "443", "8000-8002"]) == [80, 443, 8000, 8001, 8002]
+    assert sandlock.parse_ports(["8080,9000-9002", 22, "22", "9001"]) == \
+        [22, 8080, 9000, 9001, 9002]
+    with pytest.raises(ValueError):
+        sandlock.parse_ports(["80,x"])
+
+
+def test_bind_specs_comma_lists_and_the_wildcard():
+    sb = sandlock.Sandbox(net_allow_bind=["8081,8080", 8080, "9000-9001"])
+    assert sb.net_allow_bind == ["8080", "8081", "9000", "9001"]  # a list, sorted, once each
+    assert sandlock.Sandbox(net_allow_bind=["*", "*"]).net_allow_bind == ["*"]
+    with pytest.raises(ValueError, match="wildcard"):
+        sandlock.Sandbox(net_deny_bind=["*"])
+    with pytest.raises(ValueError, match="wildcard"):
+        sandlock.Sandbox(net_allow_bind=["*", 80])
+
+
+def test_configuration_errors_are_early_and_runtime_errors():
+    # at construction, and `except RuntimeError` catches them (the reference's type)
+    with pytest.raises(RuntimeError, match="mutually exclusive"):
+        sandlock.Sandbox(net_allow_bind=[80], net_deny_bind=[81])
+    with pytest.raises(RuntimeError, match="64 bytes"):
+        sandlock.Sandbox(name="x" * 65)
+    with pytest.raises(RuntimeError):
+        sandlock.Sandbox(max_memory="lots")
+    try:
+        sandlock.Sandbox(max_cpu=0)
+    except RuntimeError as e:
+        assert isinstance(e, ValueError) and isinstance(e, sandlock.SandlockError)
+
+
+def test_list_fields_read_back_as_lists_and_sizes_as_given():
+    sb = sandlock.Sandbox(fs_readable=("/usr", "/lib"), max_memory="512M", max_disk="1G",
+                          cpu_cores=[0])
+    assert sb.fs_readable == ["/usr", "/lib"] and isinstance(sb.fs_readable, list)
+    assert sb.max_memory == "512M" and sb.memory_bytes() == 512 << 20
+    assert sb.max_disk == "1G" and sb.cpu_cores == [0]
+
+
+def test_hostnames_are_resolved_at_run_not_construction():
+    # construction works offline (.invalid never resolves, RFC 6761) ...
+    sb = sandlock.Sandbox(fs_readable=SYSTEM, net_allow=["no-such-host.invalid:443",
+                                                           "tcp://also-not.invalid:80"])
+    assert sb.net_allow == ["no-such-host.invalid:443", "tcp://also-not.invalid:80"]
+    # ... while everything else is still checked there
+    with pytest.raises(RuntimeError, match="mutually exclusive"):
+        sandlock.Sandbox(net_allow=["no-such-host.invalid:443"], net_allow_bind=[80],
+                         net_deny_bind=[81])
+    # the run resolves, and a name that does not resolve fails it, naming the host
+    with pytest.raises(sandlock.SandlockError, match="resolve"):
+        sb.run(["/bin/true"])
+
+
+def test_sandbox_equality_compares_configuration():
+    a = sandlock.Sandbox(fs_readable=["/usr"], max_memory="1G")
+    assert a == sandlock.Sandbox(fs_readable=["/usr"], max_memory="1G")
+    assert a != sandlock.Sandbox(fs_readable=["/usr"], max_memory="2G")
+    assert a != sandlock.Sandbox(fs_readable=["/lib"], max_memory="1G")
+    b = sandlock.Sandbox(fs_readable=["/usr"], max_memory="1G")
+    b.env["X"] = "1"  # env changed in place counts too
+    assert a != b
+    with pytest.raises(TypeError):
+        hash(a)  # mutable and compared by value, as the reference's dataclass
+
+
+def test_parameters_are_keyword_only():
+    with pytest.raises(TypeError):
+        sandlock.Sandbox(["/usr"])
+
+
+def test_syscall_event_is_frozen():
+    ev = sandlock.SyscallEvent("connect", "network", 5, host="1.2.3.4", port=80)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ev.port = 443
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del ev.host
+    assert ev == sandlock.SyscallEvent("connect", "network", 5, host="1.2.3.4", port=80)
+    assert (ev.syscall, ev.port, ev.path) == ("connect", 80, None)
+
+
+class _ReplayCtx:
+    """A ctx without a live notification (a unit test, a replay): only
+    read_path, as the handler spec's examples use it."""
+
+    def __init__(self, path, nr=257):
+        self.path, self.syscall_nr, self.args, self.pid = path, nr, (0,) * 6, 1
+
+    def read_path(self, arg=None, max_len=4096):
+        return self.path
+
+
+def test_path_presets_decide_from_read_path_without_a_live_notification():
+    import errno
+    from sandlock.handler import HandlerCtx
+    from sandlock.presets import PathAllowHandler, PathDenyHandler
+    from sandlock import NotifAction
+    cont, eperm, eacces = (NotifAction.continue_(), NotifAction.errno(errno.EPERM),
+                           NotifAction.errno(errno.EACCES))
+    deny = PathDenyHandler(deny=["/etc/*"], errno=errno.EPERM)
+    assert deny.handle(_ReplayCtx("/etc/passwd")) == eperm
+    assert deny.handle(_ReplayCtx("/tmp/x")) == cont
+    assert deny.handle(_ReplayCtx(None)) == cont  # cannot classify: defer
+    allow = PathAllowHandler(allow=["/tmp/sandbox/*"])
+    assert allow.handle(_ReplayCtx("/tmp/sandbox/a")) == cont
+    assert allow.handle(_ReplayCtx("/etc/passwd")) == eacces
+    assert allow.handle(_ReplayCtx(None)) == eacces  # fail closed
+    # a real HandlerCtx made outside a run has no live notification either
+    ctx = HandlerCtx(id=1, pid=2, flags=0, syscall_nr=257, arch=0, instruction_pointer=0,
+                     args=(0,) * 6)
+    assert deny.handle(ctx) == cont and allow.handle(ctx) == eacces
