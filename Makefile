@@ -14,7 +14,7 @@ CLI_STATIC ?= -static-pie
 CLI_LDLIBS = -ljansson
 
 # The version has one source: SANDLOCK_VERSION in include/sandlock.h.  The
-# SONAME carries its major number (0 while the ABI is young).
+# SONAME carries its major number (1 since the reference-compatible ABI).
 VERSION  := $(shell sed -n 's/^\#define SANDLOCK_VERSION "\(.*\)"/\1/p' include/sandlock.h)
 SOMAJOR  := $(firstword $(subst ., ,$(VERSION)))
 SONAME   := libsandlock.so.$(SOMAJOR)

@@ -95,9 +95,9 @@ static double run_sandboxed(const sandlock_sandbox_t *sb, sandlock_handler_fn fn
 		sandlock_handler_t *h = sandlock_handler_new(fn, NULL, NULL, SANDLOCK_EXCEPTION_KILL);
 		sandlock_handler_set_deferred(h, deferred);
 		sandlock_registration_t reg = { "openat", h };
-		r = sandlock_run_with_handlers(sb, argv, 2, &reg, 1, &err, &msg);
+		r = sandlock_run_with_handlers_err(sb, argv, 2, &reg, 1, &err, &msg);
 	} else {
-		r = sandlock_run(sb, argv, 2, &err, &msg);
+		r = sandlock_run_err(sb, argv, 2, &err, &msg);
 	}
 	if (!r || !sandlock_result_success(r)) {
 		char *e = r ? sandlock_result_stderr(r) : NULL;

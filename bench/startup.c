@@ -5,7 +5,7 @@
  *              for any launcher command;
  *   cli        the same for `sandlock run -r /usr ... -- /bin/true` (only
  *              when the CLI's path is given);
- *   sandboxed  sandlock_run() through the C ABI (Landlock ruleset, BPF
+ *   sandboxed  sandlock_run_err() through the C ABI (Landlock ruleset, BPF
  *              filter, supervisor thread, launch handshake, reap).
  * The sandbox is built once: its cost (path resolution) is not per run.
  * The variants take turns, one run each per round, so that a change of
@@ -46,7 +46,7 @@ static double sandboxed_once(const sandlock_sandbox_t *sb)
 	int err = 0;
 	char *msg = NULL;
 	double t0 = bench_now_ns();
-	sandlock_result_t *r = sandlock_run(sb, true_argv, 1, &err, &msg);
+	sandlock_result_t *r = sandlock_run_err(sb, true_argv, 1, &err, &msg);
 	double dt = bench_now_ns() - t0;
 	if (!r || !sandlock_result_success(r)) {
 		fprintf(stderr, "startup: sandboxed /bin/true failed (%d): %s\n", err,

@@ -127,7 +127,7 @@ static json_t *result_object(const struct cli_report *rep, const sandlock_result
 		return NULL;
 	json_object_set_new(o, "exit_code", json_integer(status));
 	if (r) {
-		int sig = sandlock_result_signal(r);
+		int sig = sandlock_result_term_signal(r); /* also for KILLED: what ended it */
 		json_object_set_new(o, "reason", json_string(reason_name(sandlock_result_reason(r))));
 		json_object_set_new(o, "signal", sig ? json_integer(sig) : json_null());
 	} else {

@@ -236,9 +236,9 @@ void cli_cfg_apply(const struct cli_cfg *c, sandlock_builder_t *b)
 	for (size_t i = 0; i < c->deny.n; i++)
 		sandlock_sandbox_builder_fs_deny(b, c->deny.v[i]);
 	for (size_t i = 0; i < c->connect.n; i++)
-		sandlock_sandbox_builder_net_allow(b, c->connect.v[i]);
+		sandlock_sandbox_builder_net_allow_port(b, c->connect.v[i]);
 	for (size_t i = 0; i < c->bind.n; i++)
-		sandlock_sandbox_builder_net_allow_bind(b, c->bind.v[i]);
+		sandlock_sandbox_builder_net_allow_bind_port(b, c->bind.v[i]);
 	if (c->cwd)
 		sandlock_sandbox_builder_cwd(b, c->cwd);
 	if (c->name)

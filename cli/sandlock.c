@@ -869,7 +869,7 @@ static sandlock_result_t *run_named(const sandlock_sandbox_t *sb, const struct c
 	if (h) {
 		if (cli_control_serve(ctl, h, cfg->argv.v, (int)cfg->argv.n, policy) < 0)
 			fputs("sandlock: cannot serve the control socket\n", stderr);
-		r = sandlock_handle_wait(h, -1, err, msg);
+		r = sandlock_handle_wait_ms(h, -1, err, msg);
 	}
 	cli_control_close(ctl); /* before the handle: the server uses it */
 	free(policy);
@@ -889,7 +889,7 @@ static sandlock_result_t *run_sandbox(const sandlock_sandbox_t *sb, const struct
 	}
 	if (cfg->name)
 		return run_named(sb, cfg, regs, nregs, err, msg);
-	return sandlock_run_with_handlers(sb, (const char *const *)cfg->argv.v,
+	return sandlock_run_with_handlers_err(sb, (const char *const *)cfg->argv.v,
 					  (uint32_t)cfg->argv.n, regs, nregs, err, msg);
 }
 

@@ -26,7 +26,10 @@
 extern "C" {
 #endif
 
-#define SANDLOCK_VERSION "0.1.0"
+/* 1.0: the functions that share a name with the reference's header take
+ * its signatures and meanings (the previous ones live on under their own
+ * names: sandlock_run_err, sandlock_handle_wait_ms, ...). */
+#define SANDLOCK_VERSION "1.0.0"
 
 /* ---- opaque handles ---- */
 typedef struct sandlock_builder sandlock_builder_t;
@@ -34,6 +37,8 @@ typedef struct sandlock_sandbox sandlock_sandbox_t;
 typedef struct sandlock_result sandlock_result_t;
 typedef struct sandlock_handler sandlock_handler_t;
 typedef struct sandlock_mem sandlock_mem_t;
+/* The reference's name of the child-memory accessor (opaque here). */
+typedef sandlock_mem_t sandlock_mem_handle_t;
 typedef struct sandlock_handle sandlock_handle_t;
 
 /* ---- error codes ---- */
@@ -77,6 +82,16 @@ enum {
 	SANDLOCK_EXIT_KILLED = 2,   /* killed by sandlock (handler KILL action or KILL policy) */
 	SANDLOCK_EXIT_TIMEOUT = 3,  /* killed because the timeout expired */
 };
+/* The reference's spellings of the enums above, and its integer types. */
+enum {
+	SANDLOCK_EXIT_REASON_EXITED = SANDLOCK_EXIT_EXITED,
+	SANDLOCK_EXIT_REASON_SIGNALED = SANDLOCK_EXIT_SIGNALED,
+	SANDLOCK_EXIT_REASON_KILLED = SANDLOCK_EXIT_KILLED,
+	SANDLOCK_EXIT_REASON_TIMEOUT = SANDLOCK_EXIT_TIMEOUT,
+};
+typedef uint32_t sandlock_exit_reason; /* SANDLOCK_EXIT_* */
+typedef uint32_t sandlock_action;      /* SANDLOCK_ACTION_* */
+typedef uint32_t sandlock_exception;   /* SANDLOCK_EXCEPTION_* */
 
 /*
  * A run's direct child (the caller's child process) is the sandbox's init:
@@ -105,6 +120,7 @@ typedef struct sandlock_notif {
 	uint64_t instruction_pointer;
 	uint64_t args[6];
 } sandlock_notif_t;
+typedef sandlock_notif_t sandlock_notif_data_t; /* the reference's name */
 
 /* The decision a handler writes.  24 bytes; use the setters below. */
 typedef struct sandlock_action {
@@ -126,6 +142,7 @@ typedef struct sandlock_action {
 		uint64_t raw[2];
 	} u;
 } sandlock_action_t;
+typedef sandlock_action_t sandlock_action_out_t; /* the reference's name (same layout) */
 
 /*
  * Handler callback.  Return 0 after setting *out; any other return value
@@ -167,14 +184,20 @@ sandlock_builder_t *sandlock_sandbox_builder_max_memory(sandlock_builder_t *b, u
 /*
  * Network (README "Network policy").  Without any rule every TCP connect
  * and bind is denied, and so is every UDP and ICMP destination.
- * net_allow(port): TCP connect to PORT on any address (= "tcp://:PORT").
- * net_allow_spec / net_deny: endpoint rules "[scheme://]target[:ports]"
- * (mutually exclusive); net_allow_bind(port) / net_allow_bind_spec
- * ("N", "lo-hi", "*", comma-separated) and net_deny_bind (exclusive).
+ * net_allow / net_deny: endpoint rules "[scheme://]target[:ports]"
+ * (mutually exclusive); net_allow_bind ("N", "lo-hi", "*",
+ * comma-separated) and net_deny_bind (exclusive), as the reference.
+ * net_allow_port(port): TCP connect to PORT on any address (= "tcp://:PORT");
+ * net_allow_bind_port(port): one port; the _spec names are older
+ * spellings of net_allow / net_allow_bind.
  * Bad rules are reported by sandlock_sandbox_build, naming the rule.
  */
-sandlock_builder_t *sandlock_sandbox_builder_net_allow(sandlock_builder_t *b, uint32_t port);
-sandlock_builder_t *sandlock_sandbox_builder_net_allow_bind(sandlock_builder_t *b, uint32_t port);
+sandlock_builder_t *sandlock_sandbox_builder_net_allow(sandlock_builder_t *b, const char *spec);
+sandlock_builder_t *sandlock_sandbox_builder_net_allow_bind(sandlock_builder_t *b,
+                                                            const char *spec);
+sandlock_builder_t *sandlock_sandbox_builder_net_allow_port(sandlock_builder_t *b, uint32_t port);
+sandlock_builder_t *sandlock_sandbox_builder_net_allow_bind_port(sandlock_builder_t *b,
+                                                                 uint32_t port);
 sandlock_builder_t *sandlock_sandbox_builder_net_allow_spec(sandlock_builder_t *b,
                                                             const char *spec);
 sandlock_builder_t *sandlock_sandbox_builder_net_deny(sandlock_builder_t *b, const char *spec);
@@ -312,8 +335,8 @@ sandlock_builder_t *sandlock_sandbox_builder_num_cpus(sandlock_builder_t *b, uin
  * be made, else the run loop stops and continues the sandbox (SIGSTOP /
  * SIGCONT) against its measured CPU time.  cpu_core: add one core to the affinity
  * set (repeatable).  Bad values make sandlock_sandbox_build fail. */
-sandlock_builder_t *sandlock_sandbox_builder_max_open_files(sandlock_builder_t *b, uint32_t n);
-sandlock_builder_t *sandlock_sandbox_builder_max_cpu(sandlock_builder_t *b, uint32_t percent);
+sandlock_builder_t *sandlock_sandbox_builder_max_open_files(sandlock_builder_t *b, unsigned int n);
+sandlock_builder_t *sandlock_sandbox_builder_max_cpu(sandlock_builder_t *b, uint8_t pct);
 sandlock_builder_t *sandlock_sandbox_builder_cpu_core(sandlock_builder_t *b, uint32_t core);
 sandlock_builder_t *sandlock_sandbox_builder_no_coredump(sandlock_builder_t *b, bool on);
 sandlock_builder_t *sandlock_sandbox_builder_no_huge_pages(sandlock_builder_t *b, bool on);
@@ -444,8 +467,8 @@ enum {
 int sandlock_sandbox_protection_status(const sandlock_sandbox_t *sb, uint32_t protection);
 /* Name of a protection ("signal_scope", ...), or NULL; static storage. */
 const char *sandlock_protection_name(uint32_t protection);
-/* Landlock ABI that provides protection p, or -1. */
-int sandlock_protection_min_abi(uint32_t protection);
+/* Landlock ABI that provides protection p, or 0 for an unknown p. */
+uint32_t sandlock_protection_min_abi(uint32_t protection);
 
 /*
  * Confine the calling process itself with sb's Landlock rules and seccomp
@@ -454,16 +477,18 @@ int sandlock_protection_min_abi(uint32_t protection);
  * explicit max_processes, no_randomize_memory) are refused with
  * SANDLOCK_ERR_CONFLICT, as is a process with more than one thread (Landlock
  * would confine only the calling one).  0, or -1 with *err, *err_msg.
+ * sandlock_confine is the reference's call: the same, without the reason.
  */
-int sandlock_confine(const sandlock_sandbox_t *sb, int *err, char **err_msg);
+int sandlock_confine_err(const sandlock_sandbox_t *sb, int *err, char **err_msg);
+int sandlock_confine(const sandlock_sandbox_t *policy);
 /* The first setting of sb that sandlock_confine refuses (with why it needs
  * a supervisor), or NULL if it refuses none; static storage. */
 const char *sandlock_confine_refusal(const sandlock_sandbox_t *sb);
 
 /* ================= running ================= */
 /* argv[0] is resolved against PATH when it has no '/'.  NULL on launch failure. */
-sandlock_result_t *sandlock_run(const sandlock_sandbox_t *sb, const char *const *argv,
-                                uint32_t argc, int *err, char **err_msg);
+sandlock_result_t *sandlock_run_err(const sandlock_sandbox_t *sb, const char *const *argv,
+                                    uint32_t argc, int *err, char **err_msg);
 /*
  * Like sandlock_run with user handlers.  Ownership of every handler passes
  * to the run on entry: each handler's ud_free is called exactly once (a
@@ -481,10 +506,28 @@ sandlock_result_t *sandlock_run(const sandlock_sandbox_t *sb, const char *const 
  * fails (poll/read errors, the notification thread stops); the sandbox is
  * killed first.
  */
-sandlock_result_t *sandlock_run_with_handlers(const sandlock_sandbox_t *sb,
+sandlock_result_t *sandlock_run_with_handlers_err(const sandlock_sandbox_t *sb,
+                                                  const char *const *argv, uint32_t argc,
+                                                  const sandlock_registration_t *regs,
+                                                  size_t nregs, int *err, char **err_msg);
+
+/*
+ * The reference's calls (refabi.c), over the ones above.  name: the
+ * sandbox's name for this run (NULL: the policy's own, or sandbox-<pid>);
+ * NULL on any failure, without a reason.  A registration names its
+ * syscall by number on the native arch; ownership of every handler passes
+ * to the run on entry, as above.
+ */
+typedef struct sandlock_handler_registration {
+	int64_t syscall_nr;
+	sandlock_handler_t *handler;
+} sandlock_handler_registration_t;
+sandlock_result_t *sandlock_run(const sandlock_sandbox_t *policy, const char *name,
+                                const char *const *argv, unsigned int argc);
+sandlock_result_t *sandlock_run_with_handlers(const sandlock_sandbox_t *policy, const char *name,
                                               const char *const *argv, uint32_t argc,
-                                              const sandlock_registration_t *regs,
-                                              size_t nregs, int *err, char **err_msg);
+                                              const sandlock_handler_registration_t *registrations,
+                                              uintptr_t nregistrations);
 
 /* ================= handles: a run as an object ================= */
 /* How one of the command's standard streams is connected. */
@@ -545,7 +588,7 @@ sandlock_handle_t *sandlock_spawn(const sandlock_sandbox_t *sb, const char *cons
 int sandlock_handle_start(sandlock_handle_t *h);
 /* The command's pid (the process that execs argv; its children are in the
  * sandbox too).  Valid from spawn until the handle's result is taken. */
-int sandlock_handle_pid(const sandlock_handle_t *h);
+int32_t sandlock_handle_pid(const sandlock_handle_t *h);
 /* The sandbox's init: the caller's child and the parent of the command. */
 int sandlock_handle_init_pid(const sandlock_handle_t *h);
 /* port_remap: the virtual ports of this run bound on another real port,
@@ -584,8 +627,13 @@ int sandlock_handle_stderr_fd(sandlock_handle_t *h);
  * if it is still running, another code if the run failed or the handle was
  * never started, or its result was already taken.
  */
-sandlock_result_t *sandlock_handle_wait(sandlock_handle_t *h, int64_t timeout_ms, int *err,
-                                        char **err_msg);
+sandlock_result_t *sandlock_handle_wait_ms(sandlock_handle_t *h, int64_t timeout_ms, int *err,
+                                           char **err_msg);
+/* The reference's waits: until the end (NULL on failure), or for at most
+ * timeout_ms (0: no limit), after which the sandbox is killed and the
+ * result's reason is SANDLOCK_EXIT_TIMEOUT. */
+sandlock_result_t *sandlock_handle_wait(sandlock_handle_t *h);
+sandlock_result_t *sandlock_handle_wait_timeout(sandlock_handle_t *h, uint64_t timeout_ms);
 /* Ends the run if it still runs (nothing of it is left running after
  * this returns), releases its handlers and frees everything.  NULL is ok. */
 void sandlock_handle_free(sandlock_handle_t *h);
@@ -662,8 +710,8 @@ sandlock_builder_t *sandlock_sandbox_builder_private_tmp(sandlock_builder_t *b, 
  * of $TMPDIR or /tmp, /var/tmp, /dev/shm that no fs grant covers). */
 sandlock_builder_t *sandlock_sandbox_builder_fs_storage(sandlock_builder_t *b, const char *dir);
 /* SANDLOCK_BRANCH_*: after a successful run (default COMMIT) / a failed one (ABORT). */
-sandlock_builder_t *sandlock_sandbox_builder_on_exit(sandlock_builder_t *b, int action);
-sandlock_builder_t *sandlock_sandbox_builder_on_error(sandlock_builder_t *b, int action);
+sandlock_builder_t *sandlock_sandbox_builder_on_exit(sandlock_builder_t *b, uint8_t action);
+sandlock_builder_t *sandlock_sandbox_builder_on_error(sandlock_builder_t *b, uint8_t action);
 /* Bytes the upper layer may hold (0: unlimited); ENOSPC past it. */
 sandlock_builder_t *sandlock_sandbox_builder_max_disk(sandlock_builder_t *b, uint64_t bytes);
 
@@ -683,15 +731,23 @@ sandlock_builder_t *sandlock_sandbox_builder_fs_mount_ro(sandlock_builder_t *b, 
 /* ================= results ================= */
 /* Exit status if EXITED; 128+signal if SIGNALED/KILLED; 124 on TIMEOUT. */
 int sandlock_result_exit_code(const sandlock_result_t *r);
-int sandlock_result_reason(const sandlock_result_t *r);
-int sandlock_result_signal(const sandlock_result_t *r); /* 0 unless a signal ended it */
+/* As the reference: a SIGKILL from anywhere is KILLED (Linux ends an OOM
+ * kill and a timeout the same way), another signal SIGNALED; KILLED for a
+ * NULL result.  signal: the number for SIGNALED, else -1. */
+sandlock_exit_reason sandlock_result_reason(const sandlock_result_t *r);
+int sandlock_result_signal(const sandlock_result_t *r);
+/* Ours: the signal that ended the command whatever the reason (0: none),
+ * and whether a handler's KILL action (or KILL exception policy) or a
+ * policy_fn kill verdict ended the run. */
+int sandlock_result_term_signal(const sandlock_result_t *r);
+bool sandlock_result_killed_by_handler(const sandlock_result_t *r);
 bool sandlock_result_success(const sandlock_result_t *r);
 /* Heap copies (NUL-terminated), free with sandlock_string_free. */
 char *sandlock_result_stdout(const sandlock_result_t *r);
 char *sandlock_result_stderr(const sandlock_result_t *r);
 /* Borrowed raw bytes, valid until sandlock_result_free. */
-const uint8_t *sandlock_result_stdout_bytes(const sandlock_result_t *r, size_t *len);
-const uint8_t *sandlock_result_stderr_bytes(const sandlock_result_t *r, size_t *len);
+const uint8_t *sandlock_result_stdout_bytes(const sandlock_result_t *r, uintptr_t *len);
+const uint8_t *sandlock_result_stderr_bytes(const sandlock_result_t *r, uintptr_t *len);
 /* True if the run returned while handler callbacks were still running
  * (abandoned threads, see sandlock_run_with_handlers).  A binding whose
  * runtime keeps per-thread state for those threads must not free it. */
@@ -735,9 +791,9 @@ void sandlock_action_set_inject_fd_send(sandlock_action_t *out, int srcfd, uint3
 void sandlock_action_set_inject_fd_send_tracked(sandlock_action_t *out, int srcfd,
                                                 uint32_t newfd_flags, uint64_t tracker);
 /* Copies data into a new memfd (sealed unless SANDLOCK_INJECT_WRITABLE).
- * Returns 0, or -1 (action becomes ERRNO EIO) if the memfd cannot be made. */
-int sandlock_action_set_inject_bytes(sandlock_action_t *out, const void *data, size_t len,
-                                     uint32_t flags);
+ * If the memfd cannot be made the action becomes ERRNO EIO. */
+void sandlock_action_set_inject_bytes(sandlock_action_out_t *out, const uint8_t *data,
+                                      uintptr_t len, uint32_t flags);
 /* Leave the call pending; it ends when the run ends. */
 void sandlock_action_set_hold(sandlock_action_t *out);
 void sandlock_action_set_kill(sandlock_action_t *out, int32_t sig, int32_t pgid);

@@ -2,7 +2,7 @@
 express: the version is read from include/sandlock.h (its one source), and
 the in-tree build/libsandlock.so is copied next to the package so that an
 installed package finds the library it was built with.  Without a build, the
-package loads the installed libsandlock.so.0 (`make install`) at run time.
+package loads the installed libsandlock.so.1 (`make install`) at run time.
 
 Set SANDLOCK_BUNDLE_LIB=0 to never bundle, or to a path to bundle that file.
 """

@@ -161,12 +161,14 @@ static sandlock_builder_t *b_action(sandlock_builder_t *b, int *slot, int action
 	return b;
 }
 
-SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_on_exit(sandlock_builder_t *b, int action)
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_on_exit(sandlock_builder_t *b,
+                                                              uint8_t action)
 {
 	return b_action(b, b ? &b->cfg.on_exit : NULL, action, "on_exit");
 }
 
-SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_on_error(sandlock_builder_t *b, int action)
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_on_error(sandlock_builder_t *b,
+                                                               uint8_t action)
 {
 	return b_action(b, b ? &b->cfg.on_error : NULL, action, "on_error");
 }
@@ -323,8 +325,8 @@ static sandlock_builder_t *b_add_spec(sandlock_builder_t *b, sl_strvec *v, const
 	return b;
 }
 
-SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_allow(sandlock_builder_t *b,
-                                                                 uint32_t port)
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_allow_port(sandlock_builder_t *b,
+                                                                      uint32_t port)
 {
 	if (!b || !b_port_ok(b, port))
 		return b;
@@ -333,8 +335,8 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_allow(sandlock_builde
 	return b_add_spec(b, &b->raw_net_allow, spec, "net_allow");
 }
 
-SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_allow_bind(sandlock_builder_t *b,
-                                                                      uint32_t port)
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_allow_bind_port(sandlock_builder_t *b,
+                                                                           uint32_t port)
 {
 	if (!b || !b_port_ok(b, port))
 		return b;
@@ -359,6 +361,19 @@ SL_EXPORT sandlock_builder_t *
 sandlock_sandbox_builder_net_allow_bind_spec(sandlock_builder_t *b, const char *spec)
 {
 	return b ? b_add_spec(b, &b->raw_bind_allow, spec, "net_allow_bind") : NULL;
+}
+
+/* The reference's names: a rule, as the _spec spellings above. */
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_allow(sandlock_builder_t *b,
+                                                                 const char *spec)
+{
+	return sandlock_sandbox_builder_net_allow_spec(b, spec);
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_allow_bind(sandlock_builder_t *b,
+                                                                      const char *spec)
+{
+	return sandlock_sandbox_builder_net_allow_bind_spec(b, spec);
 }
 
 /* ---------------- HTTP (parsed at build: builderhttp.c) ---------------- */
@@ -575,7 +590,7 @@ static void b_error_num(sandlock_builder_t *b, const char *fmt, uint64_t v)
 }
 
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_max_open_files(sandlock_builder_t *b,
-                                                                      uint32_t n)
+                                                                      unsigned int n)
 {
 	if (!b)
 		return NULL;
@@ -587,7 +602,7 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_max_open_files(sandlock_b
 }
 
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_max_cpu(sandlock_builder_t *b,
-                                                               uint32_t percent)
+                                                               uint8_t percent)
 {
 	if (!b)
 		return NULL;

@@ -122,7 +122,7 @@ SL_EXPORT const char *sandlock_confine_refusal(const sandlock_sandbox_t *sb)
 	return sb ? sl_confine_refusal(sb, false) : NULL;
 }
 
-SL_EXPORT int sandlock_confine(const sandlock_sandbox_t *sb, int *err, char **err_msg)
+SL_EXPORT int sandlock_confine_err(const sandlock_sandbox_t *sb, int *err, char **err_msg)
 {
 	if (err)
 		*err = SANDLOCK_OK;

@@ -661,7 +661,7 @@ SL_EXPORT sandlock_result_t *sandlock_reduce(const sandlock_sandbox_t *sb,
 		feed(in, f);
 		close(in);
 	}
-	sandlock_result_t *r = sandlock_handle_wait(h, -1, err, err_msg);
+	sandlock_result_t *r = sandlock_handle_wait_ms(h, -1, err, err_msg);
 	sandlock_handle_free(h);
 	return r;
 }

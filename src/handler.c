@@ -251,11 +251,11 @@ static int write_all(int fd, const uint8_t *p, size_t len)
 	return 0;
 }
 
-SL_EXPORT int sandlock_action_set_inject_bytes(sandlock_action_t *out, const void *data,
-                                               size_t len, uint32_t flags)
+SL_EXPORT void sandlock_action_set_inject_bytes(sandlock_action_out_t *out, const uint8_t *data,
+                                                uintptr_t len, uint32_t flags)
 {
 	if (!out)
-		return -1;
+		return;
 	int fd = -1;
 	if (!data && len > 0)
 		goto fail;
@@ -271,12 +271,11 @@ SL_EXPORT int sandlock_action_set_inject_bytes(sandlock_action_t *out, const voi
 		goto fail;
 	sandlock_action_set_inject_fd_send(out, fd,
 	                                   (flags & SANDLOCK_INJECT_NO_CLOEXEC) ? 0 : O_CLOEXEC);
-	return 0;
+	return;
 fail:
 	if (fd >= 0)
 		close(fd);
 	sandlock_action_set_errno(out, EIO);
-	return -1;
 }
 
 SL_EXPORT void sandlock_action_set_hold(sandlock_action_t *out)

@@ -228,9 +228,9 @@ SL_EXPORT const char *sandlock_protection_name(uint32_t p)
 	return p < SANDLOCK_PROTECTION_COUNT ? k_prot[p].name : NULL;
 }
 
-SL_EXPORT int sandlock_protection_min_abi(uint32_t p)
+SL_EXPORT uint32_t sandlock_protection_min_abi(uint32_t p)
 {
-	return p < SANDLOCK_PROTECTION_COUNT ? k_prot[p].abi : -1;
+	return p < SANDLOCK_PROTECTION_COUNT ? (uint32_t)k_prot[p].abi : 0;
 }
 
 SL_EXPORT int sandlock_min_landlock_abi(void)

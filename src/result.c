@@ -1,6 +1,7 @@
 /*
  * result.c — accessors for a finished run.
  */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,14 +12,30 @@ SL_EXPORT int sandlock_result_exit_code(const sandlock_result_t *r)
 	return r ? r->exit_code : -1;
 }
 
-SL_EXPORT int sandlock_result_reason(const sandlock_result_t *r)
+/* The reference's reasons: Linux ends an OOM kill and a timeout with the
+ * same SIGKILL, so any SIGKILL is KILLED, never SIGNALED. */
+SL_EXPORT sandlock_exit_reason sandlock_result_reason(const sandlock_result_t *r)
 {
-	return r ? r->reason : -1;
+	if (!r)
+		return SANDLOCK_EXIT_KILLED;
+	if (r->reason == SANDLOCK_EXIT_SIGNALED && r->signal == SIGKILL)
+		return SANDLOCK_EXIT_KILLED;
+	return (sandlock_exit_reason)r->reason;
 }
 
 SL_EXPORT int sandlock_result_signal(const sandlock_result_t *r)
 {
+	return sandlock_result_reason(r) == SANDLOCK_EXIT_SIGNALED ? r->signal : -1;
+}
+
+SL_EXPORT int sandlock_result_term_signal(const sandlock_result_t *r)
+{
 	return r ? r->signal : 0;
+}
+
+SL_EXPORT bool sandlock_result_killed_by_handler(const sandlock_result_t *r)
+{
+	return r && r->reason == SANDLOCK_EXIT_KILLED;
 }
 
 SL_EXPORT bool sandlock_result_success(const sandlock_result_t *r)
@@ -49,7 +66,7 @@ SL_EXPORT char *sandlock_result_stderr(const sandlock_result_t *r)
 }
 
 /* Never NULL for a valid result, so callers can always pass the pointer on. */
-static const uint8_t *buf_bytes(const sl_buf *b, size_t *len)
+static const uint8_t *buf_bytes(const sl_buf *b, uintptr_t *len)
 {
 	static const uint8_t empty[1];
 	if (len)
@@ -57,7 +74,7 @@ static const uint8_t *buf_bytes(const sl_buf *b, size_t *len)
 	return b->data ? b->data : empty;
 }
 
-SL_EXPORT const uint8_t *sandlock_result_stdout_bytes(const sandlock_result_t *r, size_t *len)
+SL_EXPORT const uint8_t *sandlock_result_stdout_bytes(const sandlock_result_t *r, uintptr_t *len)
 {
 	if (!r) {
 		if (len)
@@ -67,7 +84,7 @@ SL_EXPORT const uint8_t *sandlock_result_stdout_bytes(const sandlock_result_t *r
 	return buf_bytes(&r->out, len);
 }
 
-SL_EXPORT const uint8_t *sandlock_result_stderr_bytes(const sandlock_result_t *r, size_t *len)
+SL_EXPORT const uint8_t *sandlock_result_stderr_bytes(const sandlock_result_t *r, uintptr_t *len)
 {
 	if (!r) {
 		if (len)

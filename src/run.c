@@ -679,9 +679,9 @@ SL_EXPORT int sandlock_handle_start(sandlock_handle_t *h)
 	return rc;
 }
 
-SL_EXPORT int sandlock_handle_pid(const sandlock_handle_t *h)
+SL_EXPORT int32_t sandlock_handle_pid(const sandlock_handle_t *h)
 {
-	return h ? (int)h->L.cmd_pid : -1;
+	return h ? (int32_t)h->L.cmd_pid : 0; /* the reference's "not available" */
 }
 
 SL_EXPORT int sandlock_handle_ports(sandlock_handle_t *h, uint16_t *virt, uint16_t *real,
@@ -969,8 +969,8 @@ static void join_io(sandlock_handle_t *h)
 	}
 }
 
-SL_EXPORT sandlock_result_t *sandlock_handle_wait(sandlock_handle_t *h, int64_t timeout_ms,
-                                                  int *err, char **err_msg)
+SL_EXPORT sandlock_result_t *sandlock_handle_wait_ms(sandlock_handle_t *h, int64_t timeout_ms,
+                                                     int *err, char **err_msg)
 {
 	clear_err(err, err_msg);
 	if (!h) {
@@ -1021,10 +1021,12 @@ SL_EXPORT void sandlock_handle_free(sandlock_handle_t *h)
 	handle_destroy(h);
 }
 
-SL_EXPORT sandlock_result_t *sandlock_run_with_handlers(const sandlock_sandbox_t *sb,
-                                                        const char *const *argv, uint32_t argc,
-                                                        const sandlock_registration_t *regs,
-                                                        size_t nregs, int *err, char **err_msg)
+SL_EXPORT sandlock_result_t *sandlock_run_with_handlers_err(const sandlock_sandbox_t *sb,
+                                                            const char *const *argv,
+                                                            uint32_t argc,
+                                                            const sandlock_registration_t *regs,
+                                                            size_t nregs, int *err,
+                                                            char **err_msg)
 {
 	clear_err(err, err_msg);
 	/* A handle without an I/O thread: this thread runs the loop itself. */
@@ -1046,8 +1048,9 @@ SL_EXPORT sandlock_result_t *sandlock_run_with_handlers(const sandlock_sandbox_t
 	return r;
 }
 
-SL_EXPORT sandlock_result_t *sandlock_run(const sandlock_sandbox_t *sb, const char *const *argv,
-                                          uint32_t argc, int *err, char **err_msg)
+SL_EXPORT sandlock_result_t *sandlock_run_err(const sandlock_sandbox_t *sb,
+                                              const char *const *argv, uint32_t argc, int *err,
+                                              char **err_msg)
 {
-	return sandlock_run_with_handlers(sb, argv, argc, NULL, 0, err, err_msg);
+	return sandlock_run_with_handlers_err(sb, argv, argc, NULL, 0, err, err_msg);
 }

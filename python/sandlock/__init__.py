@@ -24,7 +24,6 @@ import enum
 import fractions
 import os
 import re
-import signal as _signal
 import threading
 from collections.abc import Iterable as _IterableABC, Mapping as _MappingABC
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -145,9 +144,6 @@ class ExitReason(enum.IntEnum):
         return format(str(self), spec)
 
 
-_C_EXITED, _C_SIGNALED, _C_KILLED, _C_TIMEOUT = 0, 1, 2, 3
-
-
 @dataclasses.dataclass(frozen=True)
 class Result:
     """Outcome of one run (immutable).
@@ -191,16 +187,6 @@ def _bytes_at(p, n) -> bytes:
     return (ctypes.c_char * n).from_address(p).raw
 
 
-def _reason(c_reason, sig):
-    if c_reason == _C_TIMEOUT:
-        return ExitReason.TIMEOUT
-    if c_reason == _C_KILLED or (c_reason == _C_SIGNALED and sig == _signal.SIGKILL):
-        return ExitReason.KILLED
-    if c_reason == _C_EXITED:
-        return ExitReason.EXITED
-    return ExitReason.SIGNALED
-
-
 def _read_fields(r, dry_run=False):
     """(Result or DryRunResult, the workdir's branch report) of native
     result r (borrowed: not freed here)."""
@@ -209,9 +195,7 @@ def _read_fields(r, dry_run=False):
         p = fn(r, ctypes.byref(n))
         return _bytes_at(p, n.value)
 
-    code = int(_lib.sandlock_result_reason(r))
-    sig = int(_lib.sandlock_result_signal(r)) if code != _C_EXITED else 0
-    reason = _reason(code, sig)
+    reason = ExitReason(int(_lib.sandlock_result_reason(r)))  # the reference's meaning
     branch = _cow.report(r)
     more = {"changes": branch.changes} if dry_run else {}
     return (DryRunResult if dry_run else Result)(
@@ -220,10 +204,10 @@ def _read_fields(r, dry_run=False):
         reason=reason,
         # As the reference: a signal number for SIGNALED only (a SIGKILL,
         # a handler's kill or a timeout has none).
-        signal=sig if reason is ExitReason.SIGNALED and sig > 0 else -1,
+        signal=int(_lib.sandlock_result_signal(r)),
         stdout=grab(_lib.sandlock_result_stdout_bytes),
         stderr=grab(_lib.sandlock_result_stderr_bytes),
-        killed_by_handler=code == _C_KILLED,
+        killed_by_handler=bool(_lib.sandlock_result_killed_by_handler(r)),
         stdout_truncated=int(_lib.sandlock_result_stdout_truncated(r)),
         stderr_truncated=int(_lib.sandlock_result_stderr_truncated(r)),
         **more
@@ -717,13 +701,13 @@ def _step_limits(b, c):
 def _step_net(b, c):
     for p in c["net_allow"]:
         if isinstance(p, int):
-            b = _lib.sandlock_sandbox_builder_net_allow(b, p)
+            b = _lib.sandlock_sandbox_builder_net_allow_port(b, p)
         else:
-            b = _lib.sandlock_sandbox_builder_net_allow_spec(b, p.encode())
+            b = _lib.sandlock_sandbox_builder_net_allow(b, p.encode())
     for p in c["net_deny"]:
         b = _lib.sandlock_sandbox_builder_net_deny(b, p.encode())
     for p in c["net_allow_bind"]:
-        b = _lib.sandlock_sandbox_builder_net_allow_bind_spec(b, p.encode())
+        b = _lib.sandlock_sandbox_builder_net_allow_bind(b, p.encode())
     for p in c["net_deny_bind"]:
         b = _lib.sandlock_sandbox_builder_net_deny_bind(b, p.encode())
     for p in c["net_allow_unix"]:
@@ -1154,7 +1138,7 @@ class Sandbox:
         nsb = self._native_for(timeout)
         arr = (ctypes.c_char_p * len(argv))(*argv)
         err, msg = _native.error_out()
-        r = _lib.sandlock_run(nsb.ptr, arr, len(argv), ctypes.byref(err), ctypes.byref(msg))
+        r = _lib.sandlock_run_err(nsb.ptr, arr, len(argv), ctypes.byref(err), ctypes.byref(msg))
         if not r:
             return _run_failure(err, msg, "sandlock_run")
         return _take_result(r)
@@ -1172,7 +1156,7 @@ class Sandbox:
         nsb = self._native_for(timeout, abort)
         arr = (ctypes.c_char_p * len(argv))(*argv)
         err, msg = _native.error_out()
-        r = _lib.sandlock_run(nsb.ptr, arr, len(argv), ctypes.byref(err), ctypes.byref(msg))
+        r = _lib.sandlock_run_err(nsb.ptr, arr, len(argv), ctypes.byref(err), ctypes.byref(msg))
         if not r:
             res = _run_failure(err, msg, "sandlock_run")
             return DryRunResult(**dict(dataclasses.asdict(res), changes=[]))
@@ -1206,11 +1190,11 @@ class Sandbox:
             arr = (ctypes.c_char_p * len(argv))(*argv)
             err, msg = _native.error_out()
             # From here on the C side owns every handler, on every path.
-            r = _lib.sandlock_run_with_handlers(
+            r = _lib.sandlock_run_with_handlers_err(
                 nsb.ptr, arr, len(argv), hs.regs, hs.n, ctypes.byref(err), ctypes.byref(msg)
             )
             if not r:
-                return _run_failure(err, msg, "sandlock_run_with_handlers")
+                return _run_failure(err, msg, "sandlock_run_with_handlers_err")
             abandoned = bool(_lib.sandlock_result_handlers_abandoned(r))
             return _take_result(r)
         finally:

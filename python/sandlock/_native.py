@@ -14,7 +14,7 @@ Lookup order for the shared library:
    the in-tree build there when it exists);
 3. ``<repo>/build/libsandlock.so`` relative to the package directory
    (``python/sandlock/../../build``), for an in-tree checkout;
-4. ``libsandlock.so.0`` by its SONAME through the dynamic loader's search
+4. ``libsandlock.so.1`` by its SONAME through the dynamic loader's search
    path, i.e. the library that ``make install`` put in the system;
 5. ``ctypes.util.find_library("sandlock")``.
 """
@@ -26,7 +26,7 @@ import os
 __all__ = ["lib", "LIB_PATH"]
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
-SONAME = "libsandlock.so.0"
+SONAME = "libsandlock.so.1"
 
 # ---- ABI numbers (sandlock.h; they never change meaning) ----
 ERR_NAMES = {
@@ -223,11 +223,11 @@ _decl("sandlock_sandbox_builder_env_var", _p, _p, _cs, _cs)
 _decl("sandlock_sandbox_builder_clean_env", _p, _p, ctypes.c_bool)
 _decl("sandlock_sandbox_builder_max_processes", _p, _p, ctypes.c_uint32)
 _decl("sandlock_sandbox_builder_max_memory", _p, _p, ctypes.c_uint64)
-_decl("sandlock_sandbox_builder_net_allow", _p, _p, ctypes.c_uint32)
-_decl("sandlock_sandbox_builder_net_allow_bind", _p, _p, ctypes.c_uint32)
-_decl("sandlock_sandbox_builder_net_allow_spec", _p, _p, ctypes.c_char_p)
+_decl("sandlock_sandbox_builder_net_allow_port", _p, _p, ctypes.c_uint32)
+_decl("sandlock_sandbox_builder_net_allow_bind_port", _p, _p, ctypes.c_uint32)
+_decl("sandlock_sandbox_builder_net_allow", _p, _p, ctypes.c_char_p)
 _decl("sandlock_sandbox_builder_net_deny", _p, _p, ctypes.c_char_p)
-_decl("sandlock_sandbox_builder_net_allow_bind_spec", _p, _p, ctypes.c_char_p)
+_decl("sandlock_sandbox_builder_net_allow_bind", _p, _p, ctypes.c_char_p)
 _decl("sandlock_sandbox_builder_net_deny_bind", _p, _p, ctypes.c_char_p)
 _decl("sandlock_sandbox_builder_net_allow_unix", _p, _p, ctypes.c_char_p)
 _decl("sandlock_sandbox_builder_net_unix_readable", _p, _p, ctypes.c_bool)
@@ -244,9 +244,9 @@ _decl("sandlock_sandbox_build", _p, _p, _errp, _msgp)
 _decl("sandlock_sandbox_free", None, _p)
 
 # running
-_decl("sandlock_run", _p, _p, ctypes.POINTER(_cs), ctypes.c_uint32, _errp, _msgp)
+_decl("sandlock_run_err", _p, _p, ctypes.POINTER(_cs), ctypes.c_uint32, _errp, _msgp)
 _decl(
-    "sandlock_run_with_handlers", _p, _p, ctypes.POINTER(_cs), ctypes.c_uint32,
+    "sandlock_run_with_handlers_err", _p, _p, ctypes.POINTER(_cs), ctypes.c_uint32,
     ctypes.POINTER(Registration), ctypes.c_size_t, _errp, _msgp,
 )
 
@@ -263,12 +263,14 @@ _decl("sandlock_handle_cpu_time_ns", ctypes.c_int64, _p)
 _decl("sandlock_handle_memory_bytes", ctypes.c_int64, _p)
 _decl("sandlock_handle_ports", _int, _p, ctypes.POINTER(ctypes.c_uint16),
       ctypes.POINTER(ctypes.c_uint16), ctypes.c_size_t)
-_decl("sandlock_handle_wait", _p, _p, ctypes.c_int64, _errp, _msgp)
+_decl("sandlock_handle_wait_ms", _p, _p, ctypes.c_int64, _errp, _msgp)
 _decl("sandlock_handle_free", None, _p)
 
 # results
 _decl("sandlock_result_exit_code", _int, _p)
-_decl("sandlock_result_reason", _int, _p)
+_decl("sandlock_result_reason", ctypes.c_uint32, _p)
+_decl("sandlock_result_term_signal", _int, _p)
+_decl("sandlock_result_killed_by_handler", ctypes.c_bool, _p)
 _decl("sandlock_result_signal", _int, _p)
 _decl("sandlock_result_success", ctypes.c_bool, _p)
 _decl("sandlock_result_stdout_bytes", _p, _p, ctypes.POINTER(ctypes.c_size_t))

@@ -318,7 +318,7 @@ class Process(_native.Closing):
         while True:
             left = 0.2 if deadline is None else min(0.2, max(0.0, deadline - _now()))
             err, msg = _native.error_out()
-            r = _lib.sandlock_handle_wait(h, int(left * 1000), ctypes.byref(err),
+            r = _lib.sandlock_handle_wait_ms(h, int(left * 1000), ctypes.byref(err),
                                           ctypes.byref(msg))
             if r:
                 break

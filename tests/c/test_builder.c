@@ -34,8 +34,8 @@ TEST(success_and_chaining)
 	b = sandlock_sandbox_builder_fs_read(b, "/usr");
 	b = sandlock_sandbox_builder_fs_write(b, "/tmp");
 	b = sandlock_sandbox_builder_fs_deny(b, "/usr/share");
-	b = sandlock_sandbox_builder_net_allow(b, 80);
-	b = sandlock_sandbox_builder_net_allow_bind(b, 65535);
+	b = sandlock_sandbox_builder_net_allow_port(b, 80);
+	b = sandlock_sandbox_builder_net_allow_bind_port(b, 65535);
 	b = sandlock_sandbox_builder_env_var(b, "A", "");
 	b = sandlock_sandbox_builder_max_memory(b, 0);
 	b = sandlock_sandbox_builder_max_processes(b, 0);
@@ -54,7 +54,7 @@ TEST(success_and_chaining)
 TEST(null_builder_tolerated)
 {
 	CHECK(sandlock_sandbox_builder_fs_read(NULL, "/usr") == NULL);
-	CHECK(sandlock_sandbox_builder_net_allow(NULL, 80) == NULL);
+	CHECK(sandlock_sandbox_builder_net_allow_port(NULL, 80) == NULL);
 	CHECK(sandlock_sandbox_builder_env_var(NULL, "A", "b") == NULL);
 	CHECK(sandlock_sandbox_builder_clean_env(NULL, true) == NULL);
 	sandlock_sandbox_builder_free(NULL);
@@ -78,9 +78,9 @@ TEST(missing_path)
 
 TEST(bad_ports)
 {
-	expect_error(sandlock_sandbox_builder_net_allow(sandlock_sandbox_builder_new(), 0),
+	expect_error(sandlock_sandbox_builder_net_allow_port(sandlock_sandbox_builder_new(), 0),
 	             SANDLOCK_ERR_BAD_PORT, "0");
-	expect_error(sandlock_sandbox_builder_net_allow_bind(sandlock_sandbox_builder_new(), 70000),
+	expect_error(sandlock_sandbox_builder_net_allow_bind_port(sandlock_sandbox_builder_new(), 70000),
 	             SANDLOCK_ERR_BAD_PORT, "70000");
 }
 
@@ -88,7 +88,7 @@ TEST(bad_ports)
 TEST(first_error_is_reported)
 {
 	sandlock_builder_t *b = sandlock_sandbox_builder_new();
-	sandlock_sandbox_builder_net_allow(b, 0);
+	sandlock_sandbox_builder_net_allow_port(b, 0);
 	sandlock_sandbox_builder_env_var(b, "A=B", "c");
 	expect_error(b, SANDLOCK_ERR_BAD_PORT, NULL);
 }
@@ -158,22 +158,22 @@ TEST(run_argument_errors)
 	REQUIRE(sb);
 	int err = 0;
 	char *msg = NULL;
-	CHECK(sandlock_run(sb, NULL, 1, &err, &msg) == NULL);
+	CHECK(sandlock_run_err(sb, NULL, 1, &err, &msg) == NULL);
 	CHECK_EQ_INT(err, SANDLOCK_ERR_INVALID);
 	CHECK(msg != NULL);
 	sandlock_string_free(msg);
 	const char *argv[] = { "/bin/true", NULL };
 	err = 0;
-	CHECK(sandlock_run(sb, argv, 0, &err, NULL) == NULL);
+	CHECK(sandlock_run_err(sb, argv, 0, &err, NULL) == NULL);
 	CHECK_EQ_INT(err, SANDLOCK_ERR_INVALID);
 	err = 0;
-	CHECK(sandlock_run(sb, argv, 2, &err, NULL) == NULL); /* argv[1] is NULL */
+	CHECK(sandlock_run_err(sb, argv, 2, &err, NULL) == NULL); /* argv[1] is NULL */
 	CHECK_EQ_INT(err, SANDLOCK_ERR_INVALID);
 	err = 0;
-	CHECK(sandlock_run(NULL, argv, 1, &err, NULL) == NULL);
+	CHECK(sandlock_run_err(NULL, argv, 1, &err, NULL) == NULL);
 	CHECK_EQ_INT(err, SANDLOCK_ERR_INVALID);
 	/* and the sandbox still works afterwards */
-	sandlock_result_t *r = sandlock_run(sb, argv, 1, &err, NULL);
+	sandlock_result_t *r = sandlock_run_err(sb, argv, 1, &err, NULL);
 	CHECK(r && sandlock_result_success(r));
 	sandlock_result_free(r);
 	sandlock_sandbox_free(sb);
@@ -187,7 +187,7 @@ TEST(sandbox_reusable)
 	REQUIRE(sb);
 	const char *argv[] = { "/bin/echo", "again", NULL };
 	for (int i = 0; i < 3; i++) {
-		sandlock_result_t *r = sandlock_run(sb, argv, 2, NULL, NULL);
+		sandlock_result_t *r = sandlock_run_err(sb, argv, 2, NULL, NULL);
 		CHECK(tu_out_is(r, "again\n"));
 		sandlock_result_free(r);
 	}

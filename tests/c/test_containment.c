@@ -166,10 +166,10 @@ TEST(mptcp_connect_denied)
 	/* ... and MPTCP must not get around it, even to an allowed port */
 	inside(base(), in, ARGS("stream", "2", "262", "connect", ps));
 	CHECK(is(in, "errno=EPERM", "MPTCP"));
-	inside(sandlock_sandbox_builder_net_allow(base(), (uint32_t)port), in,
+	inside(sandlock_sandbox_builder_net_allow_port(base(), (uint32_t)port), in,
 	       ARGS("stream", "2", "262", "connect", ps));
 	CHECK(is(in, "errno=EPERM", "MPTCP to an allowed port"));
-	inside(sandlock_sandbox_builder_net_allow(base(), (uint32_t)port), in,
+	inside(sandlock_sandbox_builder_net_allow_port(base(), (uint32_t)port), in,
 	       ARGS("stream", "2", "6", "connect", ps));
 	CHECK(is(in, "ok", "IPPROTO_TCP to an allowed port"));
 	close(s);
@@ -223,7 +223,7 @@ static void autolisten(const char *family)
 	REQUIRE(port > 0);
 	char ps[16];
 	port_str(ps, port);
-	inside(sandlock_sandbox_builder_net_allow_bind(base(), (uint32_t)port), in,
+	inside(sandlock_sandbox_builder_net_allow_bind_port(base(), (uint32_t)port), in,
 	       ARGS("stream", family, "0", "listen", ps));
 	CHECK(is(in, "ok", "bind to an allowed port, then listen"));
 }
@@ -694,7 +694,7 @@ TEST(ipc_handlers_only_when_allowed)
 		};
 		int err = 0;
 		char *msg = NULL;
-		sandlock_result_t *r = sandlock_run_with_handlers(sb, argv, 3, &reg, 1, &err, &msg);
+		sandlock_result_t *r = sandlock_run_with_handlers_err(sb, argv, 3, &reg, 1, &err, &msg);
 		if (allowed) {
 			CHECK(r && tu_out_is(r, "ok\n"));
 			CHECK_EQ_INT(atomic_load(&cnt.calls), 1);

@@ -60,7 +60,8 @@ static int32_t worker_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
 		sandlock_action_set_errno(out, EXDEV);
 		return 0;
 	}
-	return sandlock_action_set_inject_bytes(out, "from-worker\n", 12, 0);
+	sandlock_action_set_inject_bytes(out, (const uint8_t *)"from-worker\n", 12, 0);
+	return 0;
 }
 
 TEST(deferred_errno_from_worker)
@@ -234,9 +235,9 @@ static int32_t late_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
 		}
 		usleep(1000);
 	}
-	int rc = sandlock_action_set_inject_bytes(out, "late\n", 5, 0);
+	sandlock_action_set_inject_bytes(out, (const uint8_t *)"late\n", 5, 0);
 	atomic_store(&c->late_fd, out->u.inject.srcfd);
-	return rc;
+	return 0;
 }
 
 TEST(deferred_call_past_deadline_fails_with_eio)

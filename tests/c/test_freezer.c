@@ -50,7 +50,7 @@ static sandlock_handle_t *busy(sandlock_sandbox_t **sb)
 static void end(sandlock_handle_t *h, sandlock_sandbox_t *sb, pid_t pid)
 {
 	CHECK_EQ_INT(sandlock_handle_kill(h), 0);
-	sandlock_result_t *r = sandlock_handle_wait(h, -1, NULL, NULL);
+	sandlock_result_t *r = sandlock_handle_wait_ms(h, -1, NULL, NULL);
 	CHECK(r != NULL);
 	if (r)
 		CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_KILLED);
@@ -122,7 +122,7 @@ TEST(a_frozen_sandbox_still_times_out)
 	REQUIRE(h);
 	pid_t pid = sandlock_handle_pid(h);
 	CHECK_EQ_INT(sandlock_handle_pause(h), 0);
-	sandlock_result_t *r = sandlock_handle_wait(h, -1, NULL, NULL);
+	sandlock_result_t *r = sandlock_handle_wait_ms(h, -1, NULL, NULL);
 	REQUIRE(r);
 	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_TIMEOUT);
 	CHECK(kill(pid, 0) < 0 && errno == ESRCH);

@@ -91,8 +91,9 @@ static int32_t generic_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m
 	case M_UNSET:
 		return 0; /* kind left UNSET: a handler error */
 	case M_INJECT_BYTES:
-		return sandlock_action_set_inject_bytes(out, c->inject, strlen(c->inject),
-		                                        (uint32_t)c->value);
+		sandlock_action_set_inject_bytes(out, (const uint8_t *)c->inject, strlen(c->inject),
+		                                 (uint32_t)c->value);
+		return 0;
 	case M_INJECT_FD:
 		sandlock_action_set_inject_fd_send_tracked(out, dup(c->fd), O_CLOEXEC, 42);
 		atomic_store(&c->flag, out->u.inject.srcfd);
@@ -370,7 +371,8 @@ TEST(policy_kill_kills_the_sandbox)
 	sandlock_result_t *r = run_failing_getpid(SANDLOCK_EXCEPTION_KILL, M_FAIL, NULL);
 	REQUIRE(r);
 	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_KILLED);
-	CHECK_EQ_INT(sandlock_result_signal(r), SIGKILL);
+	CHECK_EQ_INT(sandlock_result_term_signal(r), SIGKILL);
+	CHECK_EQ_INT(sandlock_result_signal(r), -1); /* the reference: KILLED has none */
 	CHECK(tu_out_is(r, ""));
 	sandlock_result_free(r);
 }
@@ -460,7 +462,7 @@ TEST(kill_action_reports_killed_with_signal)
 	sandlock_result_t *r = run_one("getpid", &c, SANDLOCK_EXCEPTION_DENY_EPERM, SH_PID);
 	REQUIRE(r);
 	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_KILLED);
-	CHECK_EQ_INT(sandlock_result_signal(r), SIGTERM);
+	CHECK_EQ_INT(sandlock_result_term_signal(r), SIGTERM);
 	CHECK(tu_out_is(r, ""));
 	sandlock_result_free(r);
 }
@@ -480,7 +482,7 @@ TEST(kill_action_never_trusts_the_handlers_pgid)
 		if (!r)
 			_exit(4);
 		bool ok = sandlock_result_reason(r) == SANDLOCK_EXIT_KILLED &&
-		          sandlock_result_signal(r) == SIGTERM;
+		          sandlock_result_term_signal(r) == SIGTERM;
 		_exit(ok ? 0 : 5);
 	}
 	int st = 0;
@@ -520,7 +522,7 @@ static void check_reg_error(const char *bad, int want_err, const char *want_msg)
 	int err = 0;
 	char *msg = NULL;
 	sandlock_result_t *r =
-		sandlock_run_with_handlers(sb, CAT_HOSTNAME, 2, regs, 3, &err, &msg);
+		sandlock_run_with_handlers_err(sb, CAT_HOSTNAME, 2, regs, 3, &err, &msg);
 	CHECK(r == NULL);
 	CHECK_EQ_INT(err, want_err);
 	CHECK(msg && strstr(msg, want_msg));
@@ -558,7 +560,7 @@ TEST(registration_null_handler_releases_the_others)
 	sandlock_sandbox_t *sb = mk_sb();
 	REQUIRE(sb);
 	int err = 0;
-	sandlock_result_t *r = sandlock_run_with_handlers(sb, CAT_HOSTNAME, 2, regs, 2, &err, NULL);
+	sandlock_result_t *r = sandlock_run_with_handlers_err(sb, CAT_HOSTNAME, 2, regs, 2, &err, NULL);
 	CHECK(r == NULL);
 	CHECK_EQ_INT(err, SANDLOCK_ERR_INVALID);
 	CHECK_EQ_INT(atomic_load(&a.freed), 1);

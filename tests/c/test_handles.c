@@ -53,7 +53,7 @@ static sandlock_result_t *wait_ok(sandlock_handle_t *h)
 {
 	int err = 0;
 	char *msg = NULL;
-	sandlock_result_t *r = sandlock_handle_wait(h, -1, &err, &msg);
+	sandlock_result_t *r = sandlock_handle_wait_ms(h, -1, &err, &msg);
 	if (!r)
 		fprintf(stderr, "  wait failed: %d %s\n", err, msg ? msg : "");
 	sandlock_string_free(msg);
@@ -78,7 +78,7 @@ TEST(spawn_captures_output_and_wait_returns_the_result)
 	/* The result went to us: a second wait says so instead of handing out a copy. */
 	int err = 0;
 	char *msg = NULL;
-	CHECK(sandlock_handle_wait(h, -1, &err, &msg) == NULL);
+	CHECK(sandlock_handle_wait_ms(h, -1, &err, &msg) == NULL);
 	CHECK_EQ_INT(err, SANDLOCK_ERR_INVALID);
 	sandlock_string_free(msg);
 	sandlock_result_free(r);
@@ -139,10 +139,10 @@ TEST(wait_with_timeout_reports_a_running_command)
 	CHECK_EQ_INT(sandlock_handle_stdin_fd(h), -1); /* ownership passed once */
 	int err = 0;
 	char *msg = NULL;
-	CHECK(sandlock_handle_wait(h, 0, &err, &msg) == NULL);
+	CHECK(sandlock_handle_wait_ms(h, 0, &err, &msg) == NULL);
 	CHECK_EQ_INT(err, SANDLOCK_ERR_RUNNING);
 	sandlock_string_free(msg);
-	CHECK(sandlock_handle_wait(h, 50, &err, &msg) == NULL);
+	CHECK(sandlock_handle_wait_ms(h, 50, &err, &msg) == NULL);
 	CHECK_EQ_INT(err, SANDLOCK_ERR_RUNNING);
 	sandlock_string_free(msg);
 	CHECK(sandlock_handle_is_running(h));
@@ -164,7 +164,7 @@ TEST(spawned_server_is_reachable_and_killed)
 	REQUIRE(probe >= 0);
 	close(probe);
 	sandlock_builder_t *b = builder();
-	sandlock_sandbox_builder_net_allow_bind(b, (uint32_t)port);
+	sandlock_sandbox_builder_net_allow_bind_port(b, (uint32_t)port);
 	sandlock_sandbox_t *sb = tu_build(b);
 	REQUIRE(sb);
 	char script[512];
@@ -236,7 +236,7 @@ TEST(create_parks_before_exec_and_start_releases)
 	CHECK(readlink(path, exe, sizeof exe - 1) > 0 && !strstr(exe, "echo"));
 	int err = 0;
 	char *msg = NULL;
-	CHECK(sandlock_handle_wait(h, 0, &err, &msg) == NULL); /* not started */
+	CHECK(sandlock_handle_wait_ms(h, 0, &err, &msg) == NULL); /* not started */
 	CHECK_EQ_INT(err, SANDLOCK_ERR_INVALID);
 	sandlock_string_free(msg);
 	CHECK_EQ_INT(sandlock_handle_start(h), 0);

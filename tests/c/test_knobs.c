@@ -63,7 +63,7 @@ static int run_error(sandlock_builder_t *b, const char *const *argv, char *msg, 
 		return -1;
 	int err = 0;
 	char *m = NULL;
-	sandlock_result_t *r = sandlock_run(sb, argv, tu_argc(argv), &err, &m);
+	sandlock_result_t *r = sandlock_run_err(sb, argv, tu_argc(argv), &err, &m);
 	snprintf(msg, cap, "%s", m ? m : "");
 	sandlock_string_free(m);
 	sandlock_result_free(r);
@@ -509,7 +509,7 @@ TEST(handler_on_an_extra_denied_syscall_is_an_error)
 	const char *argv[] = { "/bin/uname", NULL };
 	int err = 0;
 	char *msg = NULL;
-	sandlock_result_t *r = sandlock_run_with_handlers(sb, argv, 1, &reg, 1, &err, &msg);
+	sandlock_result_t *r = sandlock_run_with_handlers_err(sb, argv, 1, &reg, 1, &err, &msg);
 	CHECK(r == NULL);
 	CHECK_EQ_INT(err, SANDLOCK_ERR_SYSCALL);
 	CHECK(msg && strstr(msg, "uname"));
@@ -638,7 +638,7 @@ static int confine_child(const char *pub, const char *sec)
 		return 100;
 	int err = 0;
 	char *msg = NULL;
-	if (sandlock_confine(sb, &err, &msg) < 0) {
+	if (sandlock_confine_err(sb, &err, &msg) < 0) {
 		fprintf(stderr, "  confine: %d %s\n", err, msg ? msg : "");
 		return 101;
 	}
@@ -724,7 +724,7 @@ TEST(confine_refuses_what_needs_a_child_or_a_supervisor)
 		REQUIRE(sb);
 		int err = 0;
 		char *msg = NULL;
-		CHECK_EQ_INT(sandlock_confine(sb, &err, &msg), -1); /* refused before any change */
+		CHECK_EQ_INT(sandlock_confine_err(sb, &err, &msg), -1); /* refused before any change */
 		CHECK_EQ_INT(err, SANDLOCK_ERR_CONFLICT);
 		CHECK(msg && strstr(msg, cases[i].what));
 		sandlock_string_free(msg);
@@ -739,7 +739,7 @@ TEST(confine_refuses_what_needs_a_child_or_a_supervisor)
 		sandlock_sandbox_t *sb = tu_build(tu_system_builder());
 		int err = 0;
 		char *msg = NULL;
-		int rc = sandlock_confine(sb, &err, &msg);
+		int rc = sandlock_confine_err(sb, &err, &msg);
 		_exit(rc == -1 && err == SANDLOCK_ERR_CONFLICT && msg && strstr(msg, "threads") ? 0 : 1);
 	}
 	int st = -1;

@@ -110,7 +110,7 @@ static bool run_capped(struct tree *t, int cap, sandlock_builder_t *b, const cha
 		sandlock_sandbox_free(sb);
 		return false;
 	}
-	out->r = sandlock_run(sb, argv, tu_argc(argv), &err, &msg);
+	out->r = sandlock_run_err(sb, argv, tu_argc(argv), &err, &msg);
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);

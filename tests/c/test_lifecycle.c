@@ -268,7 +268,9 @@ TEST(init_killed_from_outside_leaves_no_survivor)
 	REQUIRE(r);
 	CHECK(k.killed);
 	CHECK(k.orphan > 0);
-	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_SIGNALED);
+	/* the reference's meaning: a SIGKILL from anywhere is KILLED */
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_KILLED);
+	CHECK(!sandlock_result_killed_by_handler(r));
 	/* Checked the moment the run returned: no waiting for a late death. */
 	bool survived = k.orphan > 0 && alive(k.orphan);
 	CHECK(!survived);
@@ -359,7 +361,7 @@ TEST(run_loop_failure_ends_the_run_with_an_error)
 	int err = 0;
 	char *msg = NULL;
 	sandlock_result_t *r =
-		sandlock_run_with_handlers(sb, argv, tu_argc(argv), &reg, 1, &err, &msg);
+		sandlock_run_with_handlers_err(sb, argv, tu_argc(argv), &reg, 1, &err, &msg);
 	alarm(0);
 	struct rlimit rl;
 	getrlimit(RLIMIT_NOFILE, &rl);
@@ -500,7 +502,7 @@ static void run_with_stdio_closed(int report, bool inherit, const char *dir)
 	         "print('hi')\n",
 	         dir);
 	const char *argv[] = { TU_PY, "-c", script, NULL };
-	sandlock_result_t *r = sb ? sandlock_run(sb, argv, 3, &err, &msg) : NULL;
+	sandlock_result_t *r = sb ? sandlock_run_err(sb, argv, 3, &err, &msg) : NULL;
 	char *out = r ? sandlock_result_stdout(r) : NULL;
 	snprintf(line, sizeof line, "%d %s|%s", r && sandlock_result_success(r), out ? out : "",
 	         msg ? msg : "");
@@ -755,7 +757,7 @@ TEST(supervisor_failure_ends_the_run_with_an_error)
 	int err = 0;
 	char *msg = NULL;
 	sandlock_result_t *r =
-		sandlock_run_with_handlers(sb, argv, tu_argc(argv), &reg, 1, &err, &msg);
+		sandlock_run_with_handlers_err(sb, argv, tu_argc(argv), &reg, 1, &err, &msg);
 	alarm(0);
 	if (saved_nofile) {
 		struct rlimit rl;

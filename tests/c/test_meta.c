@@ -422,7 +422,7 @@ TEST(deferred_handler_on_guarded_syscall_refused)
 	const char *argv[] = { "/bin/true", NULL };
 	int err = 0;
 	char *msg = NULL;
-	sandlock_result_t *r = sandlock_run_with_handlers(sb, argv, 1, &reg, 1, &err, &msg);
+	sandlock_result_t *r = sandlock_run_with_handlers_err(sb, argv, 1, &reg, 1, &err, &msg);
 	CHECK(r == NULL);
 	CHECK_EQ_INT(err, SANDLOCK_ERR_SYSCALL);
 	CHECK(msg && strstr(msg, "deferred"));

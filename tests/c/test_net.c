@@ -343,7 +343,7 @@ TEST(tcp_port_race_never_reaches_denied_port)
 	CHECK(nb == 0 && ng > 0);
 	if (th_failed_now)
 		fprintf(stderr, "  IP rule: bad=%d good=%d\n", nb, ng);
-	CHECK(race_counts(run_line(sandlock_sandbox_builder_net_allow(base(), (uint32_t)gp), argv),
+	CHECK(race_counts(run_line(sandlock_sandbox_builder_net_allow_port(base(), (uint32_t)gp), argv),
 	                  &nb, &ng));
 	CHECK(nb == 0 && ng > 0);
 	if (th_failed_now)
@@ -386,7 +386,7 @@ TEST(port_rules_leave_tcp_connect_to_landlock)
 	 * (the race test above shows the continued call stays safe) */
 	struct connect_log port = { 0, 0 }, ip = { 0, 0 };
 	CHECK(race_counts(run_line(sandlock_sandbox_builder_on_decision(
-	                               sandlock_sandbox_builder_net_allow(base(), (uint32_t)gp),
+	                               sandlock_sandbox_builder_net_allow_port(base(), (uint32_t)gp),
 	                               log_connect, &port),
 	                           argv),
 	                  &nb, &ng));
@@ -424,7 +424,7 @@ TEST(port_remap_moves_a_taken_port_and_reports_it)
 	char vs[16];
 	snprintf(vs, sizeof vs, "%d", v);
 	sandlock_builder_t *b = sandlock_sandbox_builder_port_remap(
-	    sandlock_sandbox_builder_net_allow_bind(tu_system_builder(), (uint32_t)v), true);
+	    sandlock_sandbox_builder_net_allow_bind_port(tu_system_builder(), (uint32_t)v), true);
 	sandlock_sandbox_t *sb = tu_build(b);
 	REQUIRE(sb);
 	sandlock_spawn_opts_t o = { .size = sizeof o };
@@ -452,7 +452,7 @@ TEST(port_remap_moves_a_taken_port_and_reports_it)
 	CHECK(read(c, buf, sizeof buf) == 2 && memcmp(buf, "hi", 2) == 0);
 	close(c);
 	fclose(out);
-	sandlock_result_t *r = sandlock_handle_wait(h, -1, &err, &msg);
+	sandlock_result_t *r = sandlock_handle_wait_ms(h, -1, &err, &msg);
 	CHECK(r && sandlock_result_exit_code(r) == 0);
 	sandlock_result_free(r);
 	sandlock_handle_free(h);

@@ -40,7 +40,7 @@ static sandlock_result_t *run_argv(sandlock_builder_t *b, const char *const *arg
 	uint32_t argc = 0;
 	while (argv[argc])
 		argc++;
-	sandlock_result_t *r = sandlock_run(sb, argv, argc, &e, &m);
+	sandlock_result_t *r = sandlock_run_err(sb, argv, argc, &e, &m);
 	sandlock_sandbox_free(sb);
 	if (err)
 		*err = e;
@@ -316,7 +316,7 @@ TEST(exec_denied_by_handler_is_126_with_message)
 		"execve", sandlock_handler_new(deny_exec, NULL, NULL, SANDLOCK_EXCEPTION_KILL)
 	};
 	const char *argv[] = { "/bin/echo", "should-not-run", NULL };
-	sandlock_result_t *r = sandlock_run_with_handlers(sb, argv, 2, &reg, 1, NULL, NULL);
+	sandlock_result_t *r = sandlock_run_with_handlers_err(sb, argv, 2, &reg, 1, NULL, NULL);
 	sandlock_sandbox_free(sb);
 	REQUIRE(r);
 	CHECK_EQ_INT(sandlock_result_exit_code(r), 126);
@@ -419,7 +419,8 @@ TEST(setsid_escapee_is_killed_on_timeout)
 	REQUIRE(r);
 	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_TIMEOUT);
 	CHECK_EQ_INT(sandlock_result_exit_code(r), 124);
-	CHECK_EQ_INT(sandlock_result_signal(r), SIGKILL);
+	CHECK_EQ_INT(sandlock_result_term_signal(r), SIGKILL);
+	CHECK_EQ_INT(sandlock_result_signal(r), -1); /* the reference: only SIGNALED has one */
 	check_escapee_dead(escapee_pid(r));
 	sandlock_result_free(r);
 }
@@ -474,11 +475,11 @@ TEST(setsid_escapee_is_killed_by_kill_action)
 	sandlock_registration_t reg = { "getppid", h };
 	const char *argv[] = { "/usr/bin/python3", "-c",
 		               PY_SETSID_ESCAPEE("os.getppid()\ntime.sleep(30)\n"), NULL };
-	sandlock_result_t *r = sandlock_run_with_handlers(sb, argv, 3, &reg, 1, NULL, NULL);
+	sandlock_result_t *r = sandlock_run_with_handlers_err(sb, argv, 3, &reg, 1, NULL, NULL);
 	sandlock_sandbox_free(sb);
 	REQUIRE(r);
 	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_KILLED);
-	CHECK_EQ_INT(sandlock_result_signal(r), SIGKILL);
+	CHECK_EQ_INT(sandlock_result_term_signal(r), SIGKILL);
 	check_escapee_dead(escapee_pid(r));
 	sandlock_result_free(r);
 }
@@ -532,7 +533,7 @@ TEST(child_setup_error_reported)
 	const char *argv[] = { "/bin/true", NULL };
 	int err = 0;
 	char *msg = NULL;
-	sandlock_result_t *r = sandlock_run(sb, argv, 1, &err, &msg);
+	sandlock_result_t *r = sandlock_run_err(sb, argv, 1, &err, &msg);
 	CHECK(r == NULL);
 	CHECK_EQ_INT(err, SANDLOCK_ERR_SYSTEM);
 	CHECK(msg && strstr(msg, "chdir") && strstr(msg, "ENOENT"));
@@ -555,7 +556,7 @@ TEST(max_memory_limits_allocation)
 	CHECK(!sandlock_result_success(r));
 	char *err = sandlock_result_stderr(r);
 	/* memory cgroup: OOM-killed; RLIMIT_AS fallback: MemoryError */
-	CHECK(sandlock_result_signal(r) == 9 || (err && strstr(err, "MemoryError")));
+	CHECK(sandlock_result_reason(r) == SANDLOCK_EXIT_KILLED || (err && strstr(err, "MemoryError")));
 	sandlock_string_free(err);
 	sandlock_result_free(r);
 }
@@ -604,7 +605,7 @@ static sandlock_result_t *run_counting(const char *syscall_name, const char *con
 		argc++;
 	int err = 0;
 	char *msg = NULL;
-	sandlock_result_t *r = sandlock_run_with_handlers(sb, argv, argc, &reg, 1, &err, &msg);
+	sandlock_result_t *r = sandlock_run_with_handlers_err(sb, argv, argc, &reg, 1, &err, &msg);
 	if (!r)
 		fprintf(stderr, "  run with a '%s' handler failed: %d %s\n", syscall_name, err,
 		        msg ? msg : "");
@@ -652,7 +653,7 @@ static int calls_seen(const sandlock_sandbox_t *sb, const char *syscall_name,
 	sandlock_handler_t *h = sandlock_handler_new(count_and_continue, &c, counter_free,
 	                                             SANDLOCK_EXCEPTION_KILL);
 	sandlock_registration_t reg = { syscall_name, h };
-	sandlock_result_t *r = sandlock_run_with_handlers(sb, argv, argc, &reg, 1, NULL, NULL);
+	sandlock_result_t *r = sandlock_run_with_handlers_err(sb, argv, argc, &reg, 1, NULL, NULL);
 	int ok = r && sandlock_result_success(r);
 	sandlock_result_free(r);
 	return ok ? atomic_load(&c.calls) : -1;
@@ -673,7 +674,7 @@ TEST(one_sandbox_traps_each_runs_own_syscalls)
 	CHECK(calls_seen(sb, "uname", argv, 3) >= 1);
 	CHECK(calls_seen(sb, "getppid", argv, 3) >= 1);
 	CHECK(calls_seen(sb, "uname", argv, 3) >= 1);
-	sandlock_result_t *r = sandlock_run(sb, argv, 3, NULL, NULL); /* no handler at all */
+	sandlock_result_t *r = sandlock_run_err(sb, argv, 3, NULL, NULL); /* no handler at all */
 	CHECK(r && sandlock_result_success(r));
 	sandlock_result_free(r);
 	sandlock_sandbox_free(sb);

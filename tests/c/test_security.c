@@ -290,10 +290,10 @@ TEST(tcp_connect_denied_unless_allowed)
 	snprintf(ps, sizeof ps, "%d", port);
 	CHECK(strcmp(outside("connect", ps), "ok") == 0);
 	CHECK(inside_says(base(), "connect", ps, "errno=EACCES"));
-	CHECK(inside_says(sandlock_sandbox_builder_net_allow(base(), (uint32_t)port), "connect", ps,
+	CHECK(inside_says(sandlock_sandbox_builder_net_allow_port(base(), (uint32_t)port), "connect", ps,
 	                  "ok"));
 	/* allowing another port does not open this one */
-	CHECK(inside_says(sandlock_sandbox_builder_net_allow(base(), (uint32_t)(port == 1 ? 2 : port - 1)),
+	CHECK(inside_says(sandlock_sandbox_builder_net_allow_port(base(), (uint32_t)(port == 1 ? 2 : port - 1)),
 	                  "connect", ps, "errno=EACCES"));
 	close(s);
 }
@@ -308,7 +308,7 @@ TEST(tcp_bind_denied_unless_allowed)
 	snprintf(ps, sizeof ps, "%d", port);
 	CHECK(strcmp(outside("bind", ps), "ok") == 0);
 	CHECK(inside_says(base(), "bind", ps, "errno=EACCES"));
-	CHECK(inside_says(sandlock_sandbox_builder_net_allow_bind(base(), (uint32_t)port), "bind",
+	CHECK(inside_says(sandlock_sandbox_builder_net_allow_bind_port(base(), (uint32_t)port), "bind",
 	                  ps, "ok"));
 }
 
@@ -358,7 +358,7 @@ static sandlock_result_t *run_faking_landlock(const sandlock_sandbox_t *sb, cons
 		sandlock_handler_new(fake_success, calls, NULL, SANDLOCK_EXCEPTION_KILL);
 	sandlock_registration_t reg = { "landlock_restrict_self", h };
 	const char *argv[] = { tu_escape_path(), probe, arg, NULL };
-	return sandlock_run_with_handlers(sb, argv, 3, &reg, 1, NULL, NULL);
+	return sandlock_run_with_handlers_err(sb, argv, 3, &reg, 1, NULL, NULL);
 }
 
 /*
@@ -448,7 +448,7 @@ TEST(faked_close_range_leaks_no_sandlock_fd)
 	REQUIRE(sb);
 	const char *argv[] = { TU_PY, "-c", PY_OPEN_FDS, NULL };
 	/* control: the real close_range leaves nothing */
-	sandlock_result_t *r = sandlock_run(sb, argv, 3, NULL, NULL);
+	sandlock_result_t *r = sandlock_run_err(sb, argv, 3, NULL, NULL);
 	REQUIRE(r);
 	CHECK(tu_out_is(r, "[]\n"));
 	sandlock_result_free(r);
@@ -457,7 +457,7 @@ TEST(faked_close_range_leaks_no_sandlock_fd)
 	sandlock_handler_t *h =
 		sandlock_handler_new(fake_close_range, &calls, NULL, SANDLOCK_EXCEPTION_KILL);
 	sandlock_registration_t reg = { "close_range", h };
-	r = sandlock_run_with_handlers(sb, argv, 3, &reg, 1, NULL, NULL);
+	r = sandlock_run_with_handlers_err(sb, argv, 3, &reg, 1, NULL, NULL);
 	REQUIRE(r);
 	CHECK(atomic_load(&calls) >= 1);
 	CHECK(tu_out_is(r, want));

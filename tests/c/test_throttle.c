@@ -150,7 +150,7 @@ TEST(pause_during_throttling_stays_paused)
 	}
 	CHECK(ran);
 	CHECK_EQ_INT(sandlock_handle_kill(h), 0);
-	sandlock_result_t *r = sandlock_handle_wait(h, -1, NULL, NULL);
+	sandlock_result_t *r = sandlock_handle_wait_ms(h, -1, NULL, NULL);
 	CHECK(r && sandlock_result_reason(r) == SANDLOCK_EXIT_KILLED);
 	sandlock_result_free(r);
 	close(out);
@@ -184,7 +184,7 @@ static void usage_readings(bool cgroups)
 	CHECK(mem >= (64LL << 20));
 	CHECK(mem < (1LL << 30));
 	CHECK_EQ_INT(sandlock_handle_kill(h), 0);
-	sandlock_result_t *r = sandlock_handle_wait(h, -1, NULL, NULL);
+	sandlock_result_t *r = sandlock_handle_wait_ms(h, -1, NULL, NULL);
 	sandlock_result_free(r);
 	errno = 0;
 	CHECK(sandlock_handle_cpu_time_ns(h) == -1 && errno == ESRCH);

@@ -75,7 +75,7 @@ static inline sandlock_result_t *tu_run(const sandlock_sandbox_t *sb, const char
 {
 	int err = 0;
 	char *msg = NULL;
-	sandlock_result_t *r = sandlock_run(sb, argv, tu_argc(argv), &err, &msg);
+	sandlock_result_t *r = sandlock_run_err(sb, argv, tu_argc(argv), &err, &msg);
 	if (!r)
 		fprintf(stderr, "  run failed: %d %s\n", err, msg ? msg : "");
 	sandlock_string_free(msg);
@@ -117,7 +117,7 @@ static inline sandlock_result_t *tu_run_with(const sandlock_sandbox_t *sb,
 	int err = 0;
 	char *msg = NULL;
 	sandlock_result_t *r =
-		sandlock_run_with_handlers(sb, argv, tu_argc(argv), regs, nregs, &err, &msg);
+		sandlock_run_with_handlers_err(sb, argv, tu_argc(argv), regs, nregs, &err, &msg);
 	if (!r)
 		fprintf(stderr, "  run failed: %d %s\n", err, msg ? msg : "");
 	sandlock_string_free(msg);

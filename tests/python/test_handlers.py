@@ -518,7 +518,7 @@ def _raw_run(sb, argv, names_and_handlers):
         regs[i].handler = h
     arr = (ctypes.c_char_p * len(argv))(*[a.encode() for a in argv])
     err, msg = N.error_out()
-    r = lib.sandlock_run_with_handlers(sb._native_for(None).ptr, arr, len(argv), regs, len(regs),
+    r = lib.sandlock_run_with_handlers_err(sb._native_for(None).ptr, arr, len(argv), regs, len(regs),
                                        ctypes.byref(err), ctypes.byref(msg))
     N.take_string(msg.value)
     if r:

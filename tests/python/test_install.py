@@ -28,7 +28,7 @@ int main(void)
 	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
 	if (!sb) { fprintf(stderr, "build: %s\n", msg); return 2; }
 	const char *argv[] = { "/bin/echo", "from-the-sandbox", NULL };
-	sandlock_result_t *r = sandlock_run(sb, argv, 2, &err, &msg);
+	sandlock_result_t *r = sandlock_run_err(sb, argv, 2, &err, &msg);
 	if (!r) { fprintf(stderr, "run: %s\n", msg); return 3; }
 	char *out = sandlock_result_stdout(r);
 	printf("%s %s exit=%d", sandlock_version(), out, sandlock_result_exit_code(r));
@@ -70,10 +70,10 @@ def test_library_is_installed_with_soname_and_symlinks(destdir):
     lib = destdir / "usr/lib"
     real = lib / f"libsandlock.so.{VERSION}"
     assert real.is_file() and not real.is_symlink()
-    assert os.readlink(lib / "libsandlock.so.0") == real.name
-    assert os.readlink(lib / "libsandlock.so") == "libsandlock.so.0"
+    assert os.readlink(lib / "libsandlock.so.1") == real.name
+    assert os.readlink(lib / "libsandlock.so") == "libsandlock.so.1"
     dyn = subprocess.run(["readelf", "-d", str(real)], capture_output=True, text=True).stdout
-    assert "Library soname: [libsandlock.so.0]" in dyn
+    assert "Library soname: [libsandlock.so.1]" in dyn
     assert (lib / "libsandlock.a").is_file()
     assert (destdir / "usr/include/sandlock.h").read_text() == \
         (REPO / "include/sandlock.h").read_text()
@@ -103,14 +103,14 @@ def compile_program(destdir, tmp_path, libs):
 def test_program_built_with_pkg_config_links_the_shared_library(destdir, tmp_path):
     exe = compile_program(destdir, tmp_path, pkg_config(destdir, "--libs"))
     needed = subprocess.run(["readelf", "-d", str(exe)], capture_output=True, text=True).stdout
-    assert "Shared library: [libsandlock.so.0]" in needed
+    assert "Shared library: [libsandlock.so.1]" in needed
     env = dict(os.environ, LD_LIBRARY_PATH=str(destdir / "usr/lib"))
     r = subprocess.run([str(exe)], env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout == f"{VERSION} from-the-sandbox\n exit=0"
     # and it really is the installed copy that was loaded
     ldd = subprocess.run(["ldd", str(exe)], env=env, capture_output=True, text=True).stdout
-    assert f"{destdir}/usr/lib/libsandlock.so.0" in ldd
+    assert f"{destdir}/usr/lib/libsandlock.so.1" in ldd
 
 
 def test_program_links_the_static_library_with_libs_private(destdir, tmp_path):

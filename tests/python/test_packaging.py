@@ -1,6 +1,6 @@
 """`pip install ./python` (offline, --no-build-isolation, Debian's setuptools):
 the installed package imports from outside the checkout, finds its library
-(bundled, or the installed libsandlock.so.0 by SONAME) and runs a command."""
+(bundled, or the installed libsandlock.so.1 by SONAME) and runs a command."""
 import os
 import re
 import shutil
@@ -75,9 +75,9 @@ def test_unbundled_package_loads_the_installed_library_by_soname(tmp_path, unbun
     assert not (site / "sandlock" / "libsandlock.so").exists()
     libdir = tmp_path / "lib"
     libdir.mkdir()
-    (libdir / "libsandlock.so.0").symlink_to(LIB)
+    (libdir / "libsandlock.so.1").symlink_to(LIB)
     got = probe(site, tmp_path, LD_LIBRARY_PATH=str(libdir))
-    assert got["lib"] == "libsandlock.so.0"
+    assert got["lib"] == "libsandlock.so.1"
     assert got["out"] == "installed\n" and got["version"] == VERSION
 
 
@@ -88,11 +88,11 @@ def test_unbundled_package_without_a_library_fails_to_import_clearly(tmp_path, u
     r = subprocess.run([PY, "-c", "import sandlock"], cwd=tmp_path, env=env,
                        capture_output=True, text=True)
     if subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True,
-                      text=True).stdout.count("libsandlock.so.0"):
-        pytest.skip("a libsandlock.so.0 is installed system-wide")
+                      text=True).stdout.count("libsandlock.so.1"):
+        pytest.skip("a libsandlock.so.1 is installed system-wide")
     assert r.returncode != 0
     assert "cannot find libsandlock.so" in r.stderr
-    assert "libsandlock.so.0 (installed, by SONAME)" in r.stderr
+    assert "libsandlock.so.1 (installed, by SONAME)" in r.stderr
 
 
 def test_version_has_one_source():

@@ -1,0 +1,117 @@
+/*
+ * refabi.c — the reference header's calls whose shape differs from ours:
+ * sandlock_run / _run_with_handlers (a per-run name, registrations by
+ * syscall number, no error out-parameters), sandlock_handle_wait /
+ * _wait_timeout and sandlock_confine, each over our own call.
+ */
+#include <seccomp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "result.h"
+#include "util.h"
+
+/* The bytes a name may have: a hostname's (uts.c, the reference's 64). */
+#define NAME_MAX_BYTES 64
+
+/*
+ * policy under another name for one synchronous run: a shallow copy whose
+ * name points at the caller's string.  Only the name differs; everything
+ * else is shared, and the copy lives on the caller's stack for the run.
+ */
+static const sandlock_sandbox_t *named(const sandlock_sandbox_t *policy, const char *name,
+                                       sandlock_sandbox_t *copy)
+{
+	if (!policy || !name)
+		return policy;
+	size_t n = strlen(name);
+	if (n == 0 || n > NAME_MAX_BYTES)
+		return NULL;
+	*copy = *policy;
+	copy->name = (char *)name;
+	return copy;
+}
+
+SL_EXPORT sandlock_result_t *sandlock_run(const sandlock_sandbox_t *policy, const char *name,
+                                          const char *const *argv, unsigned int argc)
+{
+	sandlock_sandbox_t copy;
+	const sandlock_sandbox_t *sb = named(policy, name, &copy);
+	return sb ? sandlock_run_err(sb, argv, argc, NULL, NULL) : NULL;
+}
+
+/* Free each distinct handler of regs once (a run refused before start). */
+static void free_handlers(const sandlock_handler_registration_t *regs, uintptr_t n)
+{
+	for (uintptr_t i = 0; regs && i < n; i++) {
+		bool seen = false;
+		for (uintptr_t j = 0; j < i && !seen; j++)
+			seen = regs[j].handler == regs[i].handler;
+		if (!seen)
+			sandlock_handler_free(regs[i].handler);
+	}
+}
+
+SL_EXPORT sandlock_result_t *
+sandlock_run_with_handlers(const sandlock_sandbox_t *policy, const char *name,
+                           const char *const *argv, uint32_t argc,
+                           const sandlock_handler_registration_t *registrations,
+                           uintptr_t nregistrations)
+{
+	sandlock_sandbox_t copy;
+	const sandlock_sandbox_t *sb = named(policy, name, &copy);
+	sandlock_registration_t *regs = calloc(nregistrations ? nregistrations : 1, sizeof(*regs));
+	char **names = calloc(nregistrations ? nregistrations : 1, sizeof(*names));
+	bool ok = sb && regs && names && (registrations || nregistrations == 0);
+	/* Our registrations name the syscall: the native arch's name of nr. */
+	for (uintptr_t i = 0; ok && i < nregistrations; i++) {
+		int64_t nr = registrations[i].syscall_nr;
+		names[i] = nr >= 0 && nr <= INT32_MAX
+		               ? seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, (int)nr)
+		               : NULL;
+		ok = names[i] != NULL;
+		regs[i] = (sandlock_registration_t){ names[i], registrations[i].handler };
+	}
+	sandlock_result_t *r = NULL;
+	if (ok)
+		r = sandlock_run_with_handlers_err(sb, argv, argc, regs, nregistrations, NULL, NULL);
+	else
+		free_handlers(registrations, nregistrations); /* owned from entry, as ours */
+	for (uintptr_t i = 0; names && i < nregistrations; i++)
+		free(names[i]);
+	free(names);
+	free(regs);
+	return r;
+}
+
+SL_EXPORT sandlock_result_t *sandlock_handle_wait(sandlock_handle_t *h)
+{
+	return sandlock_handle_wait_ms(h, -1, NULL, NULL);
+}
+
+SL_EXPORT sandlock_result_t *sandlock_handle_wait_timeout(sandlock_handle_t *h,
+                                                          uint64_t timeout_ms)
+{
+	if (timeout_ms == 0)
+		return sandlock_handle_wait(h);
+	int err = 0;
+	int64_t ms = timeout_ms > INT64_MAX ? INT64_MAX : (int64_t)timeout_ms;
+	sandlock_result_t *r = sandlock_handle_wait_ms(h, ms, &err, NULL);
+	if (r || err != SANDLOCK_ERR_RUNNING)
+		return r;
+	/* Still running at the deadline: end it, and say why it ended. */
+	(void)sandlock_handle_kill(h);
+	r = sandlock_handle_wait(h);
+	if (r) {
+		r->reason = SANDLOCK_EXIT_TIMEOUT;
+		r->exit_code = 124;
+		r->signal = 0;
+	}
+	return r;
+}
+
+SL_EXPORT int sandlock_confine(const sandlock_sandbox_t *policy)
+{
+	return sandlock_confine_err(policy, NULL, NULL);
+}

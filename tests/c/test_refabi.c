@@ -1,0 +1,309 @@
+/*
+ * test_refabi.c — a program written against the reference's C header
+ * uses libsandlock unchanged (issue 25).
+ *
+ * Every function whose name is also in the reference header is taken
+ * here through a pointer of exactly the type that header gives it (with
+ * its type names: sandlock_exit_reason, sandlock_notif_data_t,
+ * sandlock_action_out_t, ...).  Built with -Werror, a signature that
+ * drifts from the reference's no longer compiles.  The tests below then
+ * check the calls mean what the reference says: a per-run name, handler
+ * registrations by syscall number, the reference's exit reasons and
+ * signal numbers, wait with a timeout that kills, spec-taking network
+ * rules, confine without error out-parameters.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <seccomp.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "harness.h"
+#include "sandlock.h"
+#include "testutil.h"
+
+/* The reference's declaration of NAME, as a pointer type; taking NAME's
+ * address into it fails to compile (-Werror) if the types differ. */
+#define TYPED(ret, name, params)                                               \
+	ret(*volatile p_##name) params = name;                                 \
+	(void)p_##name;
+
+static void take_every_shared_function(void)
+{
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_new, (void))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_fs_read, (sandlock_builder_t *, const char *))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_fs_write, (sandlock_builder_t *, const char *))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_fs_deny, (sandlock_builder_t *, const char *))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_fs_storage, (sandlock_builder_t *, const char *))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_workdir, (sandlock_builder_t *, const char *))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_cwd, (sandlock_builder_t *, const char *))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_chroot, (sandlock_builder_t *, const char *))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_fs_mount, (sandlock_builder_t *, const char *, const char *))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_fs_mount_ro, (sandlock_builder_t *, const char *, const char *))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_on_exit, (sandlock_builder_t *, uint8_t))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_on_error, (sandlock_builder_t *, uint8_t))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_max_memory, (sandlock_builder_t *, uint64_t))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_max_disk, (sandlock_builder_t *, uint64_t))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_max_processes, (sandlock_builder_t *, uint32_t))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_max_cpu, (sandlock_builder_t *, uint8_t))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_num_cpus, (sandlock_builder_t *, uint32_t))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_net_allow, (sandlock_builder_t *, const char *))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_net_deny, (sandlock_builder_t *, const char *))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_net_allow_bind, (sandlock_builder_t *, const char *))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_net_deny_bind, (sandlock_builder_t *, const char *))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_port_remap, (sandlock_builder_t *, bool))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_random_seed, (sandlock_builder_t *, uint64_t))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_clean_env, (sandlock_builder_t *, bool))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_env_var, (sandlock_builder_t *, const char *, const char *))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_extra_deny_syscalls, (sandlock_builder_t *, const char *))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_extra_allow_syscalls, (sandlock_builder_t *, const char *))
+	TYPED(int64_t, sandlock_syscall_nr, (const char *))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_max_open_files, (sandlock_builder_t *, unsigned int))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_no_randomize_memory, (sandlock_builder_t *, bool))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_no_huge_pages, (sandlock_builder_t *, bool))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_no_coredump, (sandlock_builder_t *, bool))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_deterministic_dirs, (sandlock_builder_t *, bool))
+	TYPED(uint32_t, sandlock_protection_min_abi, (uint32_t))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_allow_degraded, (sandlock_builder_t *, uint32_t))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_disable, (sandlock_builder_t *, uint32_t))
+	TYPED(sandlock_sandbox_t *, sandlock_sandbox_build, (sandlock_builder_t *, int *, char * *))
+	TYPED(void, sandlock_sandbox_free, (sandlock_sandbox_t *))
+	TYPED(int, sandlock_confine, (const sandlock_sandbox_t *))
+	TYPED(sandlock_result_t *, sandlock_run, (const sandlock_sandbox_t *, const char *, const char *const *, unsigned int))
+	TYPED(int32_t, sandlock_handle_pid, (const sandlock_handle_t *))
+	TYPED(int, sandlock_handle_kill, (sandlock_handle_t *))
+	TYPED(sandlock_result_t *, sandlock_handle_wait, (sandlock_handle_t *))
+	TYPED(sandlock_result_t *, sandlock_handle_wait_timeout, (sandlock_handle_t *, uint64_t))
+	TYPED(void, sandlock_handle_free, (sandlock_handle_t *))
+	TYPED(int, sandlock_result_exit_code, (const sandlock_result_t *))
+	TYPED(sandlock_exit_reason, sandlock_result_reason, (const sandlock_result_t *))
+	TYPED(int, sandlock_result_signal, (const sandlock_result_t *))
+	TYPED(bool, sandlock_result_success, (const sandlock_result_t *))
+	TYPED(char *, sandlock_result_stdout, (const sandlock_result_t *))
+	TYPED(char *, sandlock_result_stderr, (const sandlock_result_t *))
+	TYPED(const uint8_t *, sandlock_result_stdout_bytes, (const sandlock_result_t *, uintptr_t *))
+	TYPED(const uint8_t *, sandlock_result_stderr_bytes, (const sandlock_result_t *, uintptr_t *))
+	TYPED(void, sandlock_result_free, (sandlock_result_t *))
+	TYPED(void, sandlock_string_free, (char *))
+	TYPED(int, sandlock_landlock_abi_version, (void))
+	TYPED(int, sandlock_min_landlock_abi, (void))
+	TYPED(void, sandlock_action_set_continue, (sandlock_action_out_t *))
+	TYPED(void, sandlock_action_set_errno, (sandlock_action_out_t *, int32_t))
+	TYPED(void, sandlock_action_set_return_value, (sandlock_action_out_t *, int64_t))
+	TYPED(void, sandlock_action_set_inject_fd_send, (sandlock_action_out_t *, int, uint32_t))
+	TYPED(void, sandlock_action_set_inject_bytes, (sandlock_action_out_t *, const uint8_t *, uintptr_t, uint32_t))
+	TYPED(void, sandlock_action_set_hold, (sandlock_action_out_t *))
+	TYPED(void, sandlock_action_set_kill, (sandlock_action_out_t *, int32_t, int32_t))
+	TYPED(sandlock_handler_t *, sandlock_handler_new, (int32_t (*)(void *, const sandlock_notif_data_t *, sandlock_mem_handle_t *, sandlock_action_out_t *), void *, void (*)(void *), uint32_t))
+	TYPED(void, sandlock_handler_set_deferred, (sandlock_handler_t *, bool))
+	TYPED(void, sandlock_handler_free, (sandlock_handler_t *))
+	TYPED(sandlock_result_t *, sandlock_run_with_handlers, (const sandlock_sandbox_t *, const char *, const char *const *, uint32_t, const sandlock_handler_registration_t *, uintptr_t))
+	/* Keep the compiler from dropping the table. */
+	CHECK(p_sandlock_run != NULL && p_sandlock_handler_new != NULL);
+}
+
+TEST(every_shared_function_has_the_references_type)
+{
+	take_every_shared_function();
+}
+
+static sandlock_sandbox_t *policy(void)
+{
+	sandlock_builder_t *b = sandlock_sandbox_builder_new();
+	static const char *const ro[] = { "/usr", "/lib", "/lib64", "/bin", "/etc", "/proc" };
+	for (size_t i = 0; i < sizeof ro / sizeof ro[0]; i++)
+		if (access(ro[i], F_OK) == 0)
+			b = sandlock_sandbox_builder_fs_read(b, ro[i]);
+	int err = 0;
+	char *msg = NULL;
+	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
+	if (!sb)
+		fprintf(stderr, "  build: %s\n", msg ? msg : "?");
+	sandlock_string_free(msg);
+	return sb;
+}
+
+static sandlock_result_t *sh(const sandlock_sandbox_t *sb, const char *name, const char *script)
+{
+	const char *const argv[] = { "/bin/sh", "-c", script, NULL };
+	return sandlock_run(sb, name, argv, 3);
+}
+
+static bool out_is(const sandlock_result_t *r, const char *want)
+{
+	uintptr_t n = 0;
+	const uint8_t *p = sandlock_result_stdout_bytes(r, &n);
+	bool ok = p && n == strlen(want) && memcmp(p, want, n) == 0;
+	if (!ok)
+		fprintf(stderr, "  stdout: %.*s (want %s)\n", (int)n, p ? (const char *)p : "", want);
+	return ok;
+}
+
+TEST(run_takes_a_name_for_this_run)
+{
+	sandlock_sandbox_t *sb = policy();
+	REQUIRE(sb);
+	sandlock_result_t *r = sh(sb, "refabi-box", "uname -n");
+	REQUIRE(r);
+	CHECK(sandlock_result_success(r) && out_is(r, "refabi-box\n"));
+	sandlock_result_free(r);
+	r = sh(sb, NULL, "uname -n"); /* NULL: the policy's own (auto) name */
+	REQUIRE(r);
+	uintptr_t n = 0;
+	const uint8_t *o = sandlock_result_stdout_bytes(r, &n);
+	CHECK(sandlock_result_success(r) && o && n > 8 && memcmp(o, "sandbox-", 8) == 0);
+	sandlock_result_free(r);
+	char longname[80];
+	memset(longname, 'x', sizeof longname - 1);
+	longname[sizeof longname - 1] = '\0';
+	CHECK(sh(sb, longname, "true") == NULL); /* 64 bytes at most */
+	sandlock_sandbox_free(sb);
+}
+
+TEST(exit_reasons_and_signals_are_the_references)
+{
+	sandlock_sandbox_t *sb = policy();
+	REQUIRE(sb);
+	sandlock_result_t *r = sh(sb, NULL, "exit 3");
+	REQUIRE(r);
+	sandlock_exit_reason why = sandlock_result_reason(r);
+	CHECK_EQ_INT(why, SANDLOCK_EXIT_REASON_EXITED);
+	CHECK_EQ_INT(sandlock_result_exit_code(r), 3);
+	CHECK_EQ_INT(sandlock_result_signal(r), -1);
+	sandlock_result_free(r);
+	/* any SIGKILL is KILLED, with no signal number */
+	r = sh(sb, NULL, "kill -KILL $$");
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_REASON_KILLED);
+	CHECK_EQ_INT(sandlock_result_signal(r), -1);
+	CHECK(!sandlock_result_success(r));
+	sandlock_result_free(r);
+	r = sh(sb, NULL, "kill -TERM $$");
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_REASON_SIGNALED);
+	CHECK_EQ_INT(sandlock_result_signal(r), SIGTERM);
+	sandlock_result_free(r);
+	/* a NULL result reads as KILLED */
+	CHECK_EQ_INT(sandlock_result_reason(NULL), SANDLOCK_EXIT_REASON_KILLED);
+	CHECK_EQ_INT(sandlock_result_signal(NULL), -1);
+	sandlock_sandbox_free(sb);
+}
+
+static int32_t answer_42(void *ud, const sandlock_notif_data_t *notif, sandlock_mem_handle_t *mem,
+                         sandlock_action_out_t *out)
+{
+	(void)mem;
+	(void)notif;
+	*(int *)ud += 1; /* the handler's state (a shared page: the run forks) */
+	sandlock_action_set_return_value(out, 42);
+	return 0;
+}
+
+TEST(handlers_are_registered_by_syscall_number)
+{
+	sandlock_sandbox_t *sb = policy();
+	REQUIRE(sb);
+	int nr = seccomp_syscall_resolve_name("getppid");
+	REQUIRE(nr >= 0);
+	int calls = 0;
+	sandlock_handler_t *h = sandlock_handler_new(answer_42, &calls, NULL,
+	                                             SANDLOCK_EXCEPTION_KILL);
+	REQUIRE(h);
+	sandlock_handler_registration_t regs[] = { { nr, h } };
+	const char *const argv[] = { "/bin/sh", "-c", "echo $PPID", NULL };
+	sandlock_result_t *r = sandlock_run_with_handlers(sb, "refabi-h", argv, 3, regs, 1);
+	REQUIRE(r);
+	CHECK(out_is(r, "42\n"));
+	sandlock_result_free(r);
+	/* an unknown number is refused, and the handler is still released */
+	h = sandlock_handler_new(answer_42, &calls, NULL, SANDLOCK_EXCEPTION_KILL);
+	sandlock_handler_registration_t bad[] = { { 1 << 20, h } };
+	CHECK(sandlock_run_with_handlers(sb, NULL, argv, 3, bad, 1) == NULL);
+	sandlock_sandbox_free(sb);
+}
+
+TEST(wait_timeout_kills_and_reports_timeout)
+{
+	sandlock_sandbox_t *sb = policy();
+	REQUIRE(sb);
+	const char *const argv[] = { "/bin/sleep", "30", NULL };
+	int err = 0;
+	char *msg = NULL;
+	sandlock_handle_t *h = sandlock_spawn(sb, argv, 2, NULL, 0, NULL, &err, &msg);
+	REQUIRE(h);
+	int32_t pid = sandlock_handle_pid(h);
+	CHECK(pid > 0);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	sandlock_result_t *r = sandlock_handle_wait_timeout(h, 200);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_REASON_TIMEOUT);
+	CHECK(!sandlock_result_success(r));
+	CHECK(t1.tv_sec - t0.tv_sec < 10);
+	CHECK(kill(pid, 0) < 0 && errno == ESRCH); /* nothing left running */
+	sandlock_result_free(r);
+	sandlock_handle_free(h);
+	/* sandlock_handle_wait: until the end */
+	const char *const quick[] = { "/bin/true", NULL };
+	h = sandlock_spawn(sb, quick, 1, NULL, 0, NULL, &err, &msg);
+	REQUIRE(h);
+	r = sandlock_handle_wait(h);
+	REQUIRE(r);
+	CHECK(sandlock_result_success(r));
+	CHECK(sandlock_handle_wait(h) == NULL); /* taken once */
+	sandlock_result_free(r);
+	sandlock_handle_free(h);
+	CHECK_EQ_INT(sandlock_handle_pid(NULL), 0);
+	sandlock_sandbox_free(sb);
+}
+
+TEST(network_rules_are_specs_and_enums_have_both_spellings)
+{
+	sandlock_builder_t *b = sandlock_sandbox_builder_new();
+	b = sandlock_sandbox_builder_net_allow(b, "tcp://127.0.0.1:8080,8081");
+	b = sandlock_sandbox_builder_net_allow_bind(b, "9000-9001,9005");
+	b = sandlock_sandbox_builder_on_exit(b, (uint8_t)1);
+	b = sandlock_sandbox_builder_max_cpu(b, (uint8_t)50);
+	int err = 0;
+	char *msg = NULL;
+	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
+	CHECK(sb != NULL);
+	sandlock_sandbox_free(sb);
+	b = sandlock_sandbox_builder_net_allow(sandlock_sandbox_builder_new(), "tcp://[::1");
+	CHECK(sandlock_sandbox_build(b, &err, &msg) == NULL);
+	CHECK(msg && strstr(msg, "net_allow"));
+	sandlock_string_free(msg);
+	CHECK_EQ_INT(sandlock_protection_min_abi(1000), 0);
+	CHECK_EQ_INT(SANDLOCK_EXIT_REASON_TIMEOUT, SANDLOCK_EXIT_TIMEOUT);
+}
+
+TEST(confine_takes_only_the_policy)
+{
+	/* the probe works outside the sandbox first */
+	int fd = open("/etc/hostname", O_RDONLY);
+	if (fd < 0) {
+		SKIP("no /etc/hostname to probe");
+	}
+	close(fd);
+	sandlock_builder_t *b = sandlock_sandbox_builder_fs_read(sandlock_sandbox_builder_new(), "/usr");
+	int err = 0;
+	char *msg = NULL;
+	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
+	REQUIRE(sb);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (sandlock_confine(sb) != 0)
+			_exit(2);
+		int f = open("/etc/hostname", O_RDONLY);
+		_exit(f < 0 && errno == EACCES ? 0 : 3);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_EQ_INT(sandlock_confine(NULL), -1);
+	sandlock_sandbox_free(sb);
+}
+
+
