@@ -76,7 +76,7 @@ static void close_inherited(const struct oci_run *r, int report)
 static void *waiter(void *arg)
 {
 	struct super *s = arg;
-	s->result = sandlock_handle_wait(s->h, -1, NULL, NULL);
+	s->result = sandlock_handle_wait_ms(s->h, -1, NULL, NULL);
 	uint64_t one = 1;
 	if (write(s->done, &one, sizeof one) < 0)
 		abort(); /* an eventfd write cannot fail here */
