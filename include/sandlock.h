@@ -420,8 +420,47 @@ typedef struct sandlock_policy_event {
 typedef struct sandlock_policy_ctx sandlock_policy_ctx_t;
 typedef int32_t (*sandlock_policy_fn)(void *ud, const sandlock_policy_event_t *ev,
                                       sandlock_policy_ctx_t *ctx);
+sandlock_builder_t *sandlock_sandbox_builder_policy_callback(sandlock_builder_t *b,
+                                                             sandlock_policy_fn fn, void *ud);
+/*
+ * The reference's policy_fn: the same events as a sandlock_event_t
+ * (category as a number: 0 file, 1 network, 2 process, 3 memory), the same
+ * verdicts, the context as a sandlock_ctx_t; user_data_drop (or NULL) is
+ * called once, when the sandbox (or an unbuilt builder) is freed.
+ */
+typedef sandlock_policy_ctx_t sandlock_ctx_t;
+typedef struct sandlock_event {
+	const char *syscall;
+	uint8_t category;
+	uint32_t pid;
+	uint32_t parent_pid;
+	const char *host;
+	uint16_t port;
+	bool denied;
+	const char *const *argv;
+	uint32_t argc;
+} sandlock_event_t;
+typedef int32_t (*sandlock_policy_fn_t)(const sandlock_event_t *event, sandlock_ctx_t *ctx,
+                                        void *user_data);
+typedef void (*sandlock_policy_ud_drop_t)(void *user_data);
 sandlock_builder_t *sandlock_sandbox_builder_policy_fn(sandlock_builder_t *b,
-                                                       sandlock_policy_fn fn, void *ud);
+                                                       sandlock_policy_fn_t cb, void *user_data,
+                                                       void (*user_data_drop)(void *user_data));
+/* The reference's context calls (void: a bad argument changes nothing).
+ * restrict_max_memory lowers the run's memory budget (its memory cgroup's
+ * memory.max, else every process's RLIMIT_AS); restrict_max_processes
+ * lowers max_processes for the forks that follow; restrict_pid_network
+ * limits the IP destinations of one process (and the threads of it).
+ * All of them only tighten: a larger value than the current one is
+ * ignored. */
+void sandlock_ctx_restrict_network(sandlock_ctx_t *ctx, const char *const *ips, uint32_t count);
+void sandlock_ctx_grant_network(sandlock_ctx_t *ctx, const char *const *ips, uint32_t count);
+void sandlock_ctx_restrict_max_memory(sandlock_ctx_t *ctx, uint64_t bytes);
+void sandlock_ctx_restrict_max_processes(sandlock_ctx_t *ctx, uint32_t n);
+void sandlock_ctx_restrict_pid_network(sandlock_ctx_t *ctx, uint32_t pid, const char *const *ips,
+                                       uint32_t count);
+void sandlock_ctx_deny_path(sandlock_ctx_t *ctx, const char *path);
+void sandlock_ctx_allow_path(sandlock_ctx_t *ctx, const char *path);
 /* Tighten the running sandbox (only inside fn).  0, or a negative errno
  * (-EINVAL naming nothing: a relative or missing path, a bad address). */
 /* From now on, opening path or anything beneath it fails with EACCES

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "filter.h"
 #include "launch.h"
+#include "refabi.h"
 #include "tmpdir.h"
 #include "builderhttp.h"
 
@@ -772,14 +773,44 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_on_decision(sandlock_buil
 	return b;
 }
 
-SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_policy_fn(sandlock_builder_t *b,
-                                                                 sandlock_policy_fn fn, void *ud)
+/* fn and ud, and what frees ud once the configuration is released. */
+static sandlock_builder_t *set_policy(sandlock_builder_t *b, sandlock_policy_fn fn, void *ud,
+                                      void (*ud_free)(void *))
 {
-	if (b) {
-		b->cfg.policy_fn = fn;
-		b->cfg.policy_ud = fn ? ud : NULL;
-	}
+	if (!b)
+		return NULL;
+	if (b->cfg.policy_ud_free)
+		b->cfg.policy_ud_free(b->cfg.policy_ud);
+	b->cfg.policy_fn = fn;
+	b->cfg.policy_ud = fn ? ud : NULL;
+	b->cfg.policy_ud_free = fn ? ud_free : NULL;
 	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_policy_callback(sandlock_builder_t *b,
+                                                                       sandlock_policy_fn fn,
+                                                                       void *ud)
+{
+	return set_policy(b, fn, ud, NULL);
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_policy_fn(sandlock_builder_t *b,
+                                                                 sandlock_policy_fn_t cb,
+                                                                 void *user_data,
+                                                                 void (*user_data_drop)(void *))
+{
+	if (!b)
+		return NULL;
+	if (!cb)
+		return set_policy(b, NULL, NULL, NULL);
+	void *adapter = sl_ref_policy_new(cb, user_data, user_data_drop);
+	if (!adapter) {
+		b_error(b, SANDLOCK_ERR_NOMEM, "out of memory%s", "");
+		if (user_data_drop)
+			user_data_drop(user_data);
+		return b;
+	}
+	return set_policy(b, sl_ref_policy_call, adapter, sl_ref_policy_free);
 }
 
 /* Free the members of a configuration (not the struct itself). */
@@ -797,6 +828,8 @@ static void cfg_release(struct sandlock_sandbox *c)
 	free(c->cwd);
 	c->cwd = NULL;
 	free(c->name);
+	if (c->policy_ud_free)
+		c->policy_ud_free(c->policy_ud);
 	c->name = NULL;
 	sl_private_tmp_remove(c->tmp_root); /* each run removed its own */
 	c->tmp_root = NULL;

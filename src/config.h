@@ -108,6 +108,7 @@ struct sandlock_sandbox {
 	sandlock_policy_fn policy_fn; /* NULL = none; builtins/policy.c */
 	void *policy_ud;
 	sl_strvec image_argv; /* image: its Entrypoint + Cmd, run when argv is empty */
+	void (*policy_ud_free)(void *); /* NULL, or frees policy_ud with the config */
 };
 
 struct sandlock_builder {

@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "result.h"
+#include "refabi.h"
 #include "util.h"
 
 /* The bytes a name may have: a hostname's (uts.c, the reference's 64). */
@@ -114,4 +115,57 @@ SL_EXPORT sandlock_result_t *sandlock_handle_wait_timeout(sandlock_handle_t *h,
 SL_EXPORT int sandlock_confine(const sandlock_sandbox_t *policy)
 {
 	return sandlock_confine_err(policy, NULL, NULL);
+}
+
+/* ---------------- policy_fn with the reference's callback ---------------- */
+
+struct ref_policy {
+	sandlock_policy_fn_t cb;
+	void *ud;
+	void (*drop)(void *);
+};
+
+void *sl_ref_policy_new(sandlock_policy_fn_t cb, void *ud, void (*drop)(void *))
+{
+	struct ref_policy *p = malloc(sizeof(*p));
+	if (p)
+		*p = (struct ref_policy){ cb, ud, drop };
+	return p;
+}
+
+void sl_ref_policy_free(void *adapter)
+{
+	struct ref_policy *p = adapter;
+	if (p && p->drop)
+		p->drop(p->ud);
+	free(p);
+}
+
+/* The reference numbers its categories; ours are words. */
+static uint8_t category_number(const char *c)
+{
+	if (!c)
+		return 0;
+	return strcmp(c, "network") == 0   ? 1
+	       : strcmp(c, "process") == 0 ? 2
+	       : strcmp(c, "memory") == 0  ? 3
+	                                   : 0;
+}
+
+int32_t sl_ref_policy_call(void *adapter, const sandlock_policy_event_t *ev,
+                           sandlock_policy_ctx_t *ctx)
+{
+	struct ref_policy *p = adapter;
+	sandlock_event_t e = {
+		.syscall = ev->syscall,
+		.category = category_number(ev->category),
+		.pid = (uint32_t)ev->pid,
+		.parent_pid = (uint32_t)ev->parent_pid,
+		.host = ev->host,
+		.port = ev->port,
+		.denied = ev->denied,
+		.argv = ev->argv,
+		.argc = ev->argc > UINT32_MAX ? UINT32_MAX : (uint32_t)ev->argc,
+	};
+	return p->cb(&e, ctx, p->ud);
 }

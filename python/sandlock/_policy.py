@@ -52,7 +52,7 @@ def _decl(name, restype, *argtypes):
     return fn
 
 
-_decl("sandlock_sandbox_builder_policy_fn", ctypes.c_void_p, ctypes.c_void_p, _POLICY_FN,
+_decl("sandlock_sandbox_builder_policy_callback", ctypes.c_void_p, ctypes.c_void_p, _POLICY_FN,
       ctypes.c_void_p)
 _decl("sandlock_policy_deny_path", ctypes.c_int32, ctypes.c_void_p, ctypes.c_char_p)
 _decl("sandlock_policy_allow_path", ctypes.c_int32, ctypes.c_void_p, ctypes.c_char_p)
@@ -61,6 +61,10 @@ _decl("sandlock_policy_restrict_network", ctypes.c_int32, ctypes.c_void_p,
 _decl("sandlock_policy_grant_network", ctypes.c_int32, ctypes.c_void_p,
       ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t)
 _decl("sandlock_policy_kill", None, ctypes.c_void_p)
+_decl("sandlock_ctx_restrict_max_memory", None, ctypes.c_void_p, ctypes.c_uint64)
+_decl("sandlock_ctx_restrict_max_processes", None, ctypes.c_void_p, ctypes.c_uint32)
+_decl("sandlock_ctx_restrict_pid_network", None, ctypes.c_void_p, ctypes.c_uint32,
+      ctypes.POINTER(ctypes.c_char_p), ctypes.c_uint32)
 
 
 class SyscallEvent:
@@ -175,17 +179,38 @@ class PolicyContext:
         """End the whole sandbox once policy_fn returns."""
         _lib.sandlock_policy_kill(self._live("kill"))
 
-    def _unsupported(self, name):
-        raise NotImplementedError("PolicyContext.%s is not supported yet" % name)
-
     def restrict_max_memory(self, n) -> None:
-        self._unsupported("restrict_max_memory")
+        """Lower the sandbox's memory budget to n bytes (an int or a size
+        such as "256M"): its memory cgroup's limit, else every process's
+        RLIMIT_AS.  Tighten only: a larger value than the current one is
+        ignored."""
+        from . import parse_memory_size
+
+        _lib.sandlock_ctx_restrict_max_memory(self._live("restrict_max_memory"),
+                                              parse_memory_size(n))
 
     def restrict_max_processes(self, n) -> None:
-        self._unsupported("restrict_max_processes")
+        """Lower max_processes to n for the forks that follow (tighten only)."""
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 0xFFFFFFFF:
+            raise ValueError("restrict_max_processes: expected a count >= 1, got %r" % (n,))
+        _lib.sandlock_ctx_restrict_max_processes(self._live("restrict_max_processes"), n)
 
     def restrict_pid_network(self, pid, ips) -> None:
-        self._unsupported("restrict_pid_network")
+        """From now on process pid (and its threads) may reach only these IPs
+        (narrowing on repeated calls)."""
+        if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid <= 0xFFFFFFFF:
+            raise ValueError("restrict_pid_network: bad pid %r" % (pid,))
+        v = _ips("restrict_pid_network", ips)
+        import ipaddress
+
+        for ip in v:
+            try:
+                ipaddress.ip_address(ip)
+            except ValueError:
+                raise ValueError("restrict_pid_network: not an IP address: %r" % ip) from None
+        arr = (ctypes.c_char_p * max(1, len(v)))(*[s.encode() for s in v])
+        _lib.sandlock_ctx_restrict_pid_network(self._live("restrict_pid_network"), pid, arr,
+                                               len(v))
 
 
 def verdict(v) -> Tuple[int, Optional[str]]:
@@ -257,5 +282,5 @@ def step(b, c):
     """The builder step: hand the trampoline to the native builder."""
     h = c.get("policy_fn")
     if h is not None:
-        b = _lib.sandlock_sandbox_builder_policy_fn(b, h.cfunc, None)
+        b = _lib.sandlock_sandbox_builder_policy_callback(b, h.cfunc, None)
     return b

@@ -50,6 +50,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -108,6 +110,16 @@ struct sandlock_policy_ctx {
 	/* the network call netdest may ask about (supervisor thread only) */
 	uint64_t net_id;
 	bool net_seen;
+	/* tightened at run time by the reference's sandlock_ctx_* calls */
+	pid_t init;          /* the sandbox's init, from the call being decided */
+	uint32_t max_procs;  /* 0: max_processes as configured */
+	uint64_t max_memory; /* 0: as configured */
+	struct pol_pidnet {
+		pid_t pid; /* a process (thread group) */
+		struct pol_ip *ips;
+		size_t n;
+	} *pidnets;
+	size_t npidnets;
 };
 
 /* ---------------- the context's methods (sandlock.h) ---------------- */
@@ -265,6 +277,140 @@ SL_EXPORT void sandlock_policy_kill(sandlock_policy_ctx_t *ctx)
 {
 	if (ctx)
 		ctx->kill = true;
+}
+
+/* ---------------- the reference's context calls ---------------- */
+
+SL_EXPORT void sandlock_ctx_restrict_network(sandlock_ctx_t *ctx, const char *const *ips,
+                                             uint32_t count)
+{
+	(void)sandlock_policy_restrict_network(ctx, ips, count);
+}
+
+SL_EXPORT void sandlock_ctx_grant_network(sandlock_ctx_t *ctx, const char *const *ips,
+                                          uint32_t count)
+{
+	(void)sandlock_policy_grant_network(ctx, ips, count);
+}
+
+SL_EXPORT void sandlock_ctx_deny_path(sandlock_ctx_t *ctx, const char *path)
+{
+	(void)sandlock_policy_deny_path(ctx, path);
+}
+
+SL_EXPORT void sandlock_ctx_allow_path(sandlock_ctx_t *ctx, const char *path)
+{
+	(void)sandlock_policy_allow_path(ctx, path);
+}
+
+SL_EXPORT void sandlock_ctx_restrict_max_processes(sandlock_ctx_t *ctx, uint32_t n)
+{
+	/* Checked on each fork after the callback (pol_decide); procs.c still
+	 * holds the configured limit, so the tighter of the two applies. */
+	if (ctx && n && (!ctx->max_procs || n < ctx->max_procs))
+		ctx->max_procs = n;
+}
+
+/* The v2 cgroup directory of pid (heap), or NULL. */
+static char *cgroup_dir(pid_t pid)
+{
+	char path[48], line[4096];
+	snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
+	FILE *f = fopen(path, "re");
+	char *dir = NULL;
+	while (f && !dir && fgets(line, sizeof line, f))
+		if (strncmp(line, "0::", 3) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			dir = sl_asprintf("/sys/fs/cgroup%s", line + 3);
+		}
+	if (f)
+		fclose(f);
+	return dir;
+}
+
+/* Lower memory.max of the run's cgroup to bytes.  0, or -1 when the run
+ * has no memory cgroup of its own (or it cannot be written). */
+static int lower_memory_max(pid_t init, uint64_t bytes)
+{
+	char *dir = cgroup_dir(init);
+	char *file = dir ? sl_asprintf("%s/memory.max", dir) : NULL;
+	free(dir);
+	int rc = -1;
+	FILE *f = file ? fopen(file, "re") : NULL;
+	char cur[32] = "";
+	if (f && fgets(cur, sizeof cur, f)) {
+		unsigned long long now = strncmp(cur, "max", 3) == 0 ? ULLONG_MAX : strtoull(cur, NULL, 10);
+		rc = 0;
+		if (bytes < now) {
+			FILE *w = fopen(file, "we");
+			rc = w && fprintf(w, "%llu\n", (unsigned long long)bytes) > 0 ? 0 : -1;
+			if (w && fclose(w) != 0)
+				rc = -1;
+		}
+	}
+	if (f)
+		fclose(f);
+	free(file);
+	return rc;
+}
+
+/* No memory cgroup: RLIMIT_AS of every process of the sandbox, lowered. */
+static void lower_address_space(pid_t init, uint64_t bytes)
+{
+	struct sl_proc v[512];
+	int n = sl_tree_list(init, v, sizeof v / sizeof v[0]);
+	for (int i = 0; i < n; i++) {
+		struct rlimit cur;
+		if (prlimit(v[i].pid, RLIMIT_AS, NULL, &cur) < 0)
+			continue;
+		struct rlimit rl = { cur.rlim_cur, cur.rlim_max };
+		if (rl.rlim_cur > bytes)
+			rl.rlim_cur = bytes;
+		if (rl.rlim_max > bytes)
+			rl.rlim_max = bytes;
+		(void)prlimit(v[i].pid, RLIMIT_AS, &rl, NULL);
+	}
+}
+
+SL_EXPORT void sandlock_ctx_restrict_max_memory(sandlock_ctx_t *ctx, uint64_t bytes)
+{
+	if (!ctx || !bytes || (ctx->max_memory && bytes >= ctx->max_memory) || ctx->init <= 0)
+		return;
+	ctx->max_memory = bytes;
+	if (lower_memory_max(ctx->init, bytes) < 0)
+		lower_address_space(ctx->init, bytes);
+}
+
+SL_EXPORT void sandlock_ctx_restrict_pid_network(sandlock_ctx_t *ctx, uint32_t pid,
+                                                 const char *const *ips, uint32_t count)
+{
+	int32_t err;
+	if (!ctx || !pid || (count && !ips))
+		return;
+	struct pol_ip *v = parse_ips(ips, count, &err);
+	if (!v)
+		return;
+	struct pol_pidnet *e = NULL;
+	for (size_t i = 0; i < ctx->npidnets && !e; i++)
+		if (ctx->pidnets[i].pid == (pid_t)pid)
+			e = &ctx->pidnets[i];
+	if (e) { /* narrow only: what both lists allow */
+		size_t k = 0;
+		for (uint32_t i = 0; i < count; i++)
+			if (ip_in(e->ips, e->n, &v[i]))
+				v[k++] = v[i];
+		free(e->ips);
+		e->ips = v;
+		e->n = k;
+		return;
+	}
+	struct pol_pidnet *grown = realloc(ctx->pidnets, (ctx->npidnets + 1) * sizeof(*grown));
+	if (!grown) {
+		free(v);
+		return;
+	}
+	ctx->pidnets = grown;
+	ctx->pidnets[ctx->npidnets++] = (struct pol_pidnet){ (pid_t)pid, v, count };
 }
 
 /* ---------------- calling the callback ---------------- */
@@ -461,12 +607,25 @@ static void pol_answered(void *state, const sandlock_notif_t *n)
 
 /* ---------------- network (asked by netdest.c) ---------------- */
 
+/* restrict_pid_network: the calling thread's process may reach ip. */
+static bool pid_may_reach(const sandlock_policy_ctx_t *ctx, pid_t tid, const struct pol_ip *ip)
+{
+	if (!ctx->npidnets)
+		return true;
+	pid_t tgid = tgid_of(tid);
+	for (size_t i = 0; i < ctx->npidnets; i++)
+		if (ctx->pidnets[i].pid == tid || ctx->pidnets[i].pid == tgid)
+			return ip_in(ctx->pidnets[i].ips, ctx->pidnets[i].n, ip);
+	return true;
+}
+
 int sl_policy_net(const struct sl_call *call, const char *syscall, const struct sl_sockaddr *a,
                   int static_err)
 {
 	sandlock_policy_ctx_t *ctx = sl_policy_current;
 	if (!ctx || !ctx->net_seen || ctx->net_id != call->n->id)
 		return static_err;
+	ctx->init = call->init;
 	int fam = a->len >= sizeof(sa_family_t) ? a->ss.ss_family : AF_UNSPEC;
 	if (fam != AF_INET && fam != AF_INET6)
 		return static_err; /* unix paths: the static policy's business */
@@ -499,6 +658,8 @@ int sl_policy_net(const struct sl_call *call, const char *syscall, const struct 
 	/* A restriction binds outgoing calls, not the address a server binds. */
 	if (!static_err && ctx->net_restricted && strcmp(syscall, "bind") != 0 &&
 	    !ip_in(ctx->ips, ctx->nips, &ip))
+		return EACCES;
+	if (!static_err && strcmp(syscall, "bind") != 0 && !pid_may_reach(ctx, call->n->pid, &ip))
 		return EACCES;
 	return static_err;
 }
@@ -549,12 +710,25 @@ static const char *fork_name(int nr)
 	}
 }
 
+/* restrict_max_processes: this fork would pass the tightened limit (a
+ * thread is not a process; an uncountable tree fails closed). */
+static bool over_max_procs(const sandlock_policy_ctx_t *ctx, const struct sl_call *call)
+{
+	if (!ctx->max_procs)
+		return false;
+	if (call->n->syscall_nr == __NR_clone && (call->n->args[0] & CLONE_THREAD))
+		return false;
+	int count = sl_count_tree_processes(call->init);
+	return count < 0 || (uint32_t)count >= ctx->max_procs;
+}
+
 static bool pol_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
 {
 	sandlock_policy_ctx_t *ctx = state;
 	int nr = call->n->syscall_nr;
 	sl_policy_current = ctx;
 	ctx->net_seen = false;
+	ctx->init = call->init;
 	if (sl_sys_is_exec_like(nr))
 		return decide_exec(ctx, call, act);
 	if (sl_opener_handles(nr))
@@ -573,6 +747,8 @@ static bool pol_decide(void *state, const struct sl_call *call, sandlock_action_
 	int v = run_fn(ctx, &ev);
 	if (nr == __NR_exit_group && v != SL_POLICY_KILL)
 		return false; /* an exit cannot be refused */
+	if (v == 0 && over_max_procs(ctx, call))
+		v = EAGAIN; /* what fork says at RLIMIT_NPROC, as procs.c */
 	set_verdict(act, v);
 	return true;
 }
@@ -626,6 +802,9 @@ static void pol_free(void *state)
 		free(ctx->denied[i].path);
 	free(ctx->denied);
 	free(ctx->ips);
+	for (size_t i = 0; i < ctx->npidnets; i++)
+		free(ctx->pidnets[i].ips);
+	free(ctx->pidnets);
 	pthread_mutex_destroy(&ctx->mu);
 	free(ctx);
 }

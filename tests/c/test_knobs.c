@@ -716,7 +716,7 @@ TEST(confine_refuses_what_needs_a_child_or_a_supervisor)
 		{ sandlock_sandbox_builder_max_cpu(tu_system_builder(), 50), "max_cpu" },
 		{ sandlock_sandbox_builder_on_decision(tu_system_builder(), ignore_decision, NULL),
 		  "on_decision" },
-		{ sandlock_sandbox_builder_policy_fn(tu_system_builder(), allow_all, NULL), "policy_fn" },
+		{ sandlock_sandbox_builder_policy_callback(tu_system_builder(), allow_all, NULL), "policy_fn" },
 		{ sandlock_sandbox_builder_port_remap(tu_system_builder(), true), "port_remap" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

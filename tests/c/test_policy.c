@@ -125,7 +125,7 @@ static void free_seen(struct seen *s)
 static sandlock_sandbox_t *with_policy(sandlock_builder_t *b, struct seen *s)
 {
 	b = sandlock_sandbox_builder_fs_write(b, "/dev/null");
-	return tu_build(sandlock_sandbox_builder_policy_fn(b, policy, s));
+	return tu_build(sandlock_sandbox_builder_policy_callback(b, policy, s));
 }
 
 static bool saw_exec(const struct seen *s, const char *a)

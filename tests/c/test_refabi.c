@@ -17,6 +17,9 @@
 #include <seccomp.h>
 #include <stdint.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/utsname.h>
 
 #include "harness.h"
@@ -99,6 +102,14 @@ static void take_every_shared_function(void)
 	TYPED(void, sandlock_handler_set_deferred, (sandlock_handler_t *, bool))
 	TYPED(void, sandlock_handler_free, (sandlock_handler_t *))
 	TYPED(sandlock_result_t *, sandlock_run_with_handlers, (const sandlock_sandbox_t *, const char *, const char *const *, uint32_t, const sandlock_handler_registration_t *, uintptr_t))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_policy_fn, (sandlock_builder_t *, sandlock_policy_fn_t, void *, void (*)(void *)))
+	TYPED(void, sandlock_ctx_restrict_network, (sandlock_ctx_t *, const char *const *, uint32_t))
+	TYPED(void, sandlock_ctx_grant_network, (sandlock_ctx_t *, const char *const *, uint32_t))
+	TYPED(void, sandlock_ctx_restrict_max_memory, (sandlock_ctx_t *, uint64_t))
+	TYPED(void, sandlock_ctx_restrict_max_processes, (sandlock_ctx_t *, uint32_t))
+	TYPED(void, sandlock_ctx_restrict_pid_network, (sandlock_ctx_t *, uint32_t, const char *const *, uint32_t))
+	TYPED(void, sandlock_ctx_deny_path, (sandlock_ctx_t *, const char *))
+	TYPED(void, sandlock_ctx_allow_path, (sandlock_ctx_t *, const char *))
 	/* Keep the compiler from dropping the table. */
 	CHECK(p_sandlock_run != NULL && p_sandlock_handler_new != NULL);
 }
@@ -307,3 +318,129 @@ TEST(confine_takes_only_the_policy)
 }
 
 
+
+/* ---------------- policy_fn and its context, the reference's way ---------------- */
+
+struct pol {
+	int drops;     /* user_data_drop calls (a shared page: see below) */
+	int saw_exec;  /* an execve event with category 2 (process) */
+	uint32_t procs; /* restrict_max_processes on the first exec, if set */
+	uint64_t mem;   /* restrict_max_memory on the first exec, if set */
+	const char *pid_ip; /* restrict_pid_network(the exec's pid, {ip}) */
+};
+
+static int32_t ref_policy(const sandlock_event_t *ev, sandlock_ctx_t *ctx, void *ud)
+{
+	struct pol *p = ud;
+	if (ev->category == 2 && strcmp(ev->syscall, "execve") == 0 && !p->saw_exec++) {
+		if (p->procs)
+			sandlock_ctx_restrict_max_processes(ctx, p->procs);
+		if (p->mem)
+			sandlock_ctx_restrict_max_memory(ctx, p->mem);
+		if (p->pid_ip)
+			sandlock_ctx_restrict_pid_network(ctx, ev->pid, &p->pid_ip, 1);
+	}
+	return 0;
+}
+
+static void ref_drop(void *ud)
+{
+	((struct pol *)ud)->drops++;
+}
+
+/* The supervisor calls the policy in this process, so p can be ordinary
+ * memory; a python guest prints what it could do. */
+static sandlock_result_t *py_under_policy(struct pol *p, const char *net, const char *code)
+{
+	sandlock_builder_t *b = tu_system_builder();
+	if (net)
+		b = sandlock_sandbox_builder_net_allow(b, net);
+	b = sandlock_sandbox_builder_policy_fn(b, ref_policy, p, ref_drop);
+	int err = 0;
+	char *msg = NULL;
+	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
+	if (!sb) {
+		fprintf(stderr, "  build: %s\n", msg ? msg : "?");
+		sandlock_string_free(msg);
+		return NULL;
+	}
+	const char *const argv[] = { TU_PY, "-c", code, NULL };
+	sandlock_result_t *r = sandlock_run(sb, NULL, argv, 3);
+	CHECK_EQ_INT(p->drops, 0);
+	sandlock_sandbox_free(sb);
+	CHECK_EQ_INT(p->drops, 1); /* dropped once, with the sandbox */
+	return r;
+}
+
+#define PY_FORK3                                                                       \
+	"import os, time\n"                                                            \
+	"n = 0\n"                                                                      \
+	"for i in range(3):\n"                                                         \
+	"    try:\n"                                                                   \
+	"        pid = os.fork()\n"                                                    \
+	"    except OSError:\n"                                                        \
+	"        continue\n"                                                           \
+	"    if pid == 0:\n"                                                           \
+	"        time.sleep(0.5); os._exit(0)\n"                                        \
+	"    n += 1\n"                                                                 \
+	"print(n, flush=True)\n"
+
+TEST(ctx_restrict_max_processes_tightens_forks)
+{
+	struct pol free_run = { 0 };
+	sandlock_result_t *r = py_under_policy(&free_run, NULL, PY_FORK3);
+	REQUIRE(r);
+	CHECK(free_run.saw_exec && tu_out_is(r, "3\n")); /* the probe forks freely */
+	sandlock_result_free(r);
+	struct pol tight = { .procs = 2 };
+	r = py_under_policy(&tight, NULL, PY_FORK3);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "1\n")); /* python + one child: the other forks fail */
+	sandlock_result_free(r);
+}
+
+#define PY_ALLOC "a = bytearray(400 << 20)\nfor i in range(0, len(a), 4096): a[i] = 1\nprint('ok')\n"
+
+TEST(ctx_restrict_max_memory_tightens_the_budget)
+{
+	struct pol free_run = { 0 };
+	sandlock_result_t *r = py_under_policy(&free_run, NULL, PY_ALLOC);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "ok\n")); /* 400 MiB is fine without the restriction */
+	sandlock_result_free(r);
+	struct pol tight = { .mem = 128ull << 20 };
+	r = py_under_policy(&tight, NULL, PY_ALLOC);
+	REQUIRE(r);
+	CHECK(!sandlock_result_success(r)); /* OOM-killed or MemoryError */
+	uintptr_t n = 0;
+	const uint8_t *o = sandlock_result_stdout_bytes(r, &n);
+	CHECK(!(o && n >= 2 && memcmp(o, "ok", 2) == 0));
+	sandlock_result_free(r);
+}
+
+TEST(ctx_restrict_pid_network_limits_one_process)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	REQUIRE(s >= 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	REQUIRE(bind(s, (struct sockaddr *)&a, sizeof a) == 0 && listen(s, 8) == 0);
+	socklen_t alen = sizeof a;
+	REQUIRE(getsockname(s, (struct sockaddr *)&a, &alen) == 0);
+	int port = ntohs(a.sin_port);
+	char net[64], code[256];
+	snprintf(net, sizeof net, "tcp://127.0.0.1:%d", port);
+	snprintf(code, sizeof code,
+	         "import socket\ns = socket.socket()\ns.settimeout(5)\n"
+	         "print(s.connect_ex(('127.0.0.1', %d)))\n", port);
+	struct pol free_run = { 0 };
+	sandlock_result_t *r = py_under_policy(&free_run, net, code);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "0\n")); /* the rule lets it through */
+	sandlock_result_free(r);
+	struct pol tight = { .pid_ip = "127.0.0.2" };
+	r = py_under_policy(&tight, net, code);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "13\n")); /* EACCES: this process may reach 127.0.0.2 only */
+	sandlock_result_free(r);
+	close(s);
+}

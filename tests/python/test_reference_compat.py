@@ -128,3 +128,77 @@ def test_path_presets_decide_from_read_path_without_a_live_notification():
     ctx = HandlerCtx(id=1, pid=2, flags=0, syscall_nr=257, arch=0, instruction_pointer=0,
                      args=(0,) * 6)
     assert deny.handle(ctx) == cont and allow.handle(ctx) == eacces
+
+
+FORK3 = """
+import os, time
+n = 0
+for i in range(3):
+    try:
+        pid = os.fork()
+    except OSError:
+        continue
+    if pid == 0:
+        time.sleep(0.5); os._exit(0)
+    n += 1
+print(n, flush=True)
+"""
+
+
+def _restricting(**what):
+    """A policy_fn that applies what on the command's first exec."""
+    state = {"done": False}
+
+    def policy(event, ctx):
+        if event.syscall == "execve" and not state["done"]:
+            state["done"] = True
+            if "procs" in what:
+                ctx.restrict_max_processes(what["procs"])
+            if "memory" in what:
+                ctx.restrict_max_memory(what["memory"])
+            if "pid_ips" in what:
+                ctx.restrict_pid_network(event.pid, what["pid_ips"])
+        return False
+    return policy
+
+
+def test_policy_context_restrict_max_processes():
+    from conftest import PY
+    free = sandlock.Sandbox(fs_readable=SYSTEM, policy_fn=_restricting()).run([PY, "-c", FORK3])
+    assert free.stdout == b"3\n"  # the probe forks freely
+    r = sandlock.Sandbox(fs_readable=SYSTEM, policy_fn=_restricting(procs=2)).run(
+        [PY, "-c", FORK3])
+    assert r.stdout == b"1\n"  # python + one child
+    with pytest.raises(ValueError):
+        sandlock.PolicyContext(None).restrict_max_processes(0)
+
+
+def test_policy_context_restrict_max_memory():
+    from conftest import PY
+    alloc = "a = bytearray(400 << 20)\nfor i in range(0, len(a), 4096): a[i] = 1\nprint('ok')"
+    assert sandlock.Sandbox(fs_readable=SYSTEM, policy_fn=_restricting()).run(
+        [PY, "-c", alloc]).stdout == b"ok\n"
+    r = sandlock.Sandbox(fs_readable=SYSTEM, policy_fn=_restricting(memory="128M")).run(
+        [PY, "-c", alloc])
+    assert not r.success and r.stdout != b"ok\n"
+
+
+def test_policy_context_restrict_pid_network():
+    import socket
+    from conftest import PY
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    port = srv.getsockname()[1]
+    code = ("import socket\ns = socket.socket()\ns.settimeout(5)\n"
+            "print(s.connect_ex(('127.0.0.1', %d)))" % port)
+    net = ["tcp://127.0.0.1:%d" % port]
+    try:
+        r = sandlock.Sandbox(fs_readable=SYSTEM, net_allow=net,
+                             policy_fn=_restricting()).run([PY, "-c", code])
+        assert r.stdout == b"0\n"  # allowed by the rule
+        r = sandlock.Sandbox(fs_readable=SYSTEM, net_allow=net,
+                             policy_fn=_restricting(pid_ips=["127.0.0.2"])).run([PY, "-c", code])
+        assert r.stdout == b"13\n"  # EACCES: this process may reach 127.0.0.2 only
+    finally:
+        srv.close()

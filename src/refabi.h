@@ -1,0 +1,15 @@
+/* refabi.h — the reference's policy_fn over ours (refabi.c), for builder.c. */
+#ifndef SANDLOCK_REFABI_H
+#define SANDLOCK_REFABI_H
+
+#include "sandlock.h"
+
+/* An adapter holding the reference callback, its user data and drop;
+ * NULL when out of memory.  sl_ref_policy_call is our sandlock_policy_fn
+ * over it, sl_ref_policy_free drops the user data and the adapter. */
+void *sl_ref_policy_new(sandlock_policy_fn_t cb, void *ud, void (*drop)(void *));
+int32_t sl_ref_policy_call(void *adapter, const sandlock_policy_event_t *ev,
+                           sandlock_policy_ctx_t *ctx);
+void sl_ref_policy_free(void *adapter);
+
+#endif
