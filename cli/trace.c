@@ -391,7 +391,7 @@ static int32_t on_call(void *ud, const sandlock_notif_t *n, sandlock_mem_t *mem,
 	struct call_args c;
 	if (!decode(t, n, &c))
 		return 0;
-	char *raw = sandlock_mem_read_cstr(mem, c.path, PATH_MAX);
+	char *raw = sandlock_mem_read_string(mem, c.path, PATH_MAX);
 	if (!raw || !raw[0]) {
 		sandlock_string_free(raw);
 		return 0; /* unreadable, or AT_EMPTY_PATH on a descriptor */

@@ -840,13 +840,23 @@ void sandlock_action_set_kill(sandlock_action_t *out, int32_t sig, int32_t pgid)
 /* ---- child memory (valid only inside a callback) ----
  * Every read is confirmed with SECCOMP_IOCTL_NOTIF_ID_VALID before it is
  * reported as successful, so data from a recycled pid is never returned.
- * read/write return 0 when all len bytes were transferred, else a negative
+ * peek/poke return 0 when all len bytes were transferred, else a negative
  * errno (-ESRCH once the call is no longer pending). */
-int32_t sandlock_mem_read(sandlock_mem_t *m, uint64_t addr, void *buf, size_t len);
-int32_t sandlock_mem_write(sandlock_mem_t *m, uint64_t addr, const void *buf, size_t len);
+int32_t sandlock_mem_peek(sandlock_mem_t *m, uint64_t addr, void *buf, size_t len);
+int32_t sandlock_mem_poke(sandlock_mem_t *m, uint64_t addr, const void *buf, size_t len);
 /* Heap string (free with sandlock_string_free), or NULL when unreadable or
  * when no NUL occurs within max_len bytes (never truncates silently). */
-char *sandlock_mem_read_cstr(sandlock_mem_t *m, uint64_t addr, size_t max_len);
+char *sandlock_mem_read_string(sandlock_mem_t *m, uint64_t addr, size_t max_len);
+/* The reference's accessors over the same checks: 0, or -1.  read copies
+ * exactly len bytes (*out_len: how many); read_cstr copies a string of at
+ * most max_len - 1 bytes and its NUL (*out_len: its length), and fails
+ * rather than cut a longer one; write copies len bytes. */
+int32_t sandlock_mem_read(const sandlock_mem_handle_t *handle, uint64_t addr, uint8_t *buf,
+                          uintptr_t len, uintptr_t *out_len);
+int32_t sandlock_mem_read_cstr(const sandlock_mem_handle_t *handle, uint64_t addr, uint8_t *buf,
+                               uintptr_t max_len, uintptr_t *out_len);
+int32_t sandlock_mem_write(const sandlock_mem_handle_t *handle, uint64_t addr,
+                           const uint8_t *buf, uintptr_t len);
 
 /* ---- opening on the caller's behalf (open, creat, openat, openat2) ----
  * A handler that checks a path and answers CONTINUE can be raced: another

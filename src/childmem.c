@@ -199,7 +199,7 @@ static int raw_xfer(sandlock_mem_t *m, uint64_t addr, void *buf, size_t len, boo
 	return -EFAULT;
 }
 
-SL_EXPORT int32_t sandlock_mem_read(sandlock_mem_t *m, uint64_t addr, void *buf, size_t len)
+SL_EXPORT int32_t sandlock_mem_peek(sandlock_mem_t *m, uint64_t addr, void *buf, size_t len)
 {
 	if (!m || (!buf && len))
 		return -EINVAL;
@@ -215,7 +215,7 @@ SL_EXPORT int32_t sandlock_mem_read(sandlock_mem_t *m, uint64_t addr, void *buf,
 	return rc;
 }
 
-SL_EXPORT int32_t sandlock_mem_write(sandlock_mem_t *m, uint64_t addr, const void *buf,
+SL_EXPORT int32_t sandlock_mem_poke(sandlock_mem_t *m, uint64_t addr, const void *buf,
                                      size_t len)
 {
 	if (!m || (!buf && len))
@@ -230,7 +230,7 @@ SL_EXPORT int32_t sandlock_mem_write(sandlock_mem_t *m, uint64_t addr, const voi
 	return raw_xfer(m, addr, (void *)buf, len, true);
 }
 
-SL_EXPORT char *sandlock_mem_read_cstr(sandlock_mem_t *m, uint64_t addr, size_t max_len)
+SL_EXPORT char *sandlock_mem_read_string(sandlock_mem_t *m, uint64_t addr, size_t max_len)
 {
 	if (!m || max_len == 0)
 		return NULL;

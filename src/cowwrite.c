@@ -131,7 +131,7 @@ static long put(struct sl_cow *c, int fd, sandlock_mem_t *mem, const struct iove
 			                                            : lseek(fd, 0, SEEK_CUR)) < 0)
 				err = -errno;
 			else if ((err = fit(c, &st, pos, &want)) == 0 &&
-			         sandlock_mem_read(mem, addr, buf, want) != 0)
+			         sandlock_mem_peek(mem, addr, buf, want) != 0)
 				err = -EFAULT;
 			if (err)
 				break;
@@ -165,7 +165,7 @@ static struct iovec *read_iov(sandlock_mem_t *mem, uint64_t addr, uint64_t cnt, 
 	struct iovec *v = calloc(cnt ? cnt : 1, sizeof(*v));
 	if (!v)
 		*e = -ENOMEM;
-	else if (cnt && sandlock_mem_read(mem, addr, v, cnt * sizeof(*v)) != 0) {
+	else if (cnt && sandlock_mem_peek(mem, addr, v, cnt * sizeof(*v)) != 0) {
 		free(v);
 		v = NULL;
 		*e = -EFAULT;

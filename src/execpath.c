@@ -49,7 +49,7 @@ uint64_t sl_exec_path_addr(const sandlock_notif_t *n)
 
 struct moved {
 	uint64_t slot; /* address of the argv/envp pointer */
-	char *s;       /* the string (sandlock_mem_read_cstr's) */
+	char *s;       /* the string (sandlock_mem_read_string's) */
 	size_t len;    /* with its NUL */
 };
 
@@ -101,7 +101,7 @@ static int scan_vec(const struct sl_call *call, uint64_t arr, uint64_t lo, uint6
 		uint64_t slot = arr + (uint64_t)i * 8, p;
 		if (meets(slot, 8, lo, hi))
 			return -ENAMETOOLONG;
-		if (sandlock_mem_read(call->mem, slot, &p, sizeof p) != 0)
+		if (sandlock_mem_peek(call->mem, slot, &p, sizeof p) != 0)
 			return -EFAULT;
 		if (!p)
 			return 0;
@@ -109,7 +109,7 @@ static int scan_vec(const struct sl_call *call, uint64_t arr, uint64_t lo, uint6
 		 * string's length before lo can reach the range. */
 		if (p >= hi || p + MAX_STR < lo)
 			continue;
-		char *s = sandlock_mem_read_cstr(call->mem, p, MAX_STR);
+		char *s = sandlock_mem_read_string(call->mem, p, MAX_STR);
 		if (!s)
 			return -EFAULT;
 		size_t len = strlen(s) + 1;
@@ -162,13 +162,13 @@ static int place_moves(const struct sl_call *call, const struct moves *m, uint64
 		return -ENAMETOOLONG;
 	for (size_t i = 0; i < m->n; i++) {
 		at -= (m->v[i].len + 15) & ~(size_t)15;
-		if (sandlock_mem_write(call->mem, at, m->v[i].s, m->v[i].len) != 0)
+		if (sandlock_mem_poke(call->mem, at, m->v[i].s, m->v[i].len) != 0)
 			return -ENAMETOOLONG;
 	}
 	at = (sp - SCRATCH_GAP) & ~(uint64_t)15;
 	for (size_t i = 0; i < m->n; i++) {
 		at -= (m->v[i].len + 15) & ~(size_t)15;
-		if (sandlock_mem_write(call->mem, m->v[i].slot, &at, sizeof at) != 0)
+		if (sandlock_mem_poke(call->mem, m->v[i].slot, &at, sizeof at) != 0)
 			return -EFAULT;
 	}
 	return 0;
@@ -226,7 +226,7 @@ static int undo_save(const struct sl_call *call, struct sl_exec_undo *u, uint64_
 	unsigned char *old = malloc(len);
 	if (!old)
 		return -ENOMEM;
-	if (sandlock_mem_read(call->mem, addr, old, len) != 0) {
+	if (sandlock_mem_peek(call->mem, addr, old, len) != 0) {
 		free(old);
 		return -EFAULT;
 	}
@@ -347,7 +347,7 @@ int sl_path_swap(const struct sl_call *call, uint64_t addr, const char *path,
 		return r;
 	}
 	u->id = call->n->id;
-	if (sandlock_mem_write(call->mem, addr, path, n) != 0) {
+	if (sandlock_mem_poke(call->mem, addr, path, n) != 0) {
 		undo_apply(u);
 		return -ENAMETOOLONG;
 	}
@@ -486,7 +486,7 @@ int sl_exec_set_path(const struct sl_call *call, const char *path, bool short_ok
 	if (!r && use_short)
 		r = short_path(call, path, shortp, sizeof shortp);
 	const char *use = use_short ? shortp : path;
-	if (!r && sandlock_mem_write(call->mem, addr, use, strlen(use) + 1) != 0)
+	if (!r && sandlock_mem_poke(call->mem, addr, use, strlen(use) + 1) != 0)
 		r = -EFAULT;
 	if (r && undo->id) /* the call is refused: the memory is given back now */
 		undo_apply(undo);

@@ -427,7 +427,7 @@ static int read_how(sandlock_mem_t *m, uint64_t addr, uint64_t size, struct open
 	if (size > OPEN_HOW_SIZE_MAX)
 		return E2BIG;
 	unsigned char buf[OPEN_HOW_SIZE_MAX];
-	if (sandlock_mem_read(m, addr, buf, (size_t)size) != 0)
+	if (sandlock_mem_peek(m, addr, buf, (size_t)size) != 0)
 		return EFAULT;
 	memset(how, 0, sizeof(*how));
 	size_t k = size < sizeof(*how) ? (size_t)size : sizeof(*how);
@@ -518,11 +518,11 @@ static void rewrite_mtab(char *p)
 /* The path argument, read once and rewritten.  NULL with *e on failure. */
 static char *read_path(sandlock_mem_t *m, uint64_t addr, unsigned tid, int *e)
 {
-	char *p = addr ? sandlock_mem_read_cstr(m, addr, PATH_MAX) : NULL;
+	char *p = addr ? sandlock_mem_read_string(m, addr, PATH_MAX) : NULL;
 	if (!p) {
 		char ch;
 		/* Readable but unterminated within PATH_MAX: too long. */
-		*e = addr && sandlock_mem_read(m, addr, &ch, 1) == 0 ? ENAMETOOLONG : EFAULT;
+		*e = addr && sandlock_mem_peek(m, addr, &ch, 1) == 0 ? ENAMETOOLONG : EFAULT;
 		return NULL;
 	}
 	char *q = realloc(p, PATH_MAX + 64);

@@ -169,3 +169,46 @@ int32_t sl_ref_policy_call(void *adapter, const sandlock_policy_event_t *ev,
 	};
 	return p->cb(&e, ctx, p->ud);
 }
+
+/* ---------------- child memory, the reference's accessors ---------------- */
+
+/* The handle is const in the reference's signatures; ours caches the
+ * child's memory fd in it, which is not part of what the caller sees. */
+static sandlock_mem_t *mem_of(const sandlock_mem_handle_t *h)
+{
+	return (sandlock_mem_t *)(uintptr_t)h;
+}
+
+SL_EXPORT int32_t sandlock_mem_read(const sandlock_mem_handle_t *handle, uint64_t addr,
+                                    uint8_t *buf, uintptr_t len, uintptr_t *out_len)
+{
+	if (!handle || (!buf && len) || !out_len)
+		return -1;
+	if (sandlock_mem_peek(mem_of(handle), addr, buf, len) != 0)
+		return -1;
+	*out_len = len;
+	return 0;
+}
+
+SL_EXPORT int32_t sandlock_mem_read_cstr(const sandlock_mem_handle_t *handle, uint64_t addr,
+                                         uint8_t *buf, uintptr_t max_len, uintptr_t *out_len)
+{
+	if (!handle || !buf || max_len < 1 || !out_len)
+		return -1;
+	char *s = sandlock_mem_read_string(mem_of(handle), addr, max_len);
+	if (!s)
+		return -1; /* unreadable, or no NUL within max_len: never a cut string */
+	size_t n = strlen(s);
+	memcpy(buf, s, n + 1);
+	*out_len = n;
+	sandlock_string_free(s);
+	return 0;
+}
+
+SL_EXPORT int32_t sandlock_mem_write(const sandlock_mem_handle_t *handle, uint64_t addr,
+                                     const uint8_t *buf, uintptr_t len)
+{
+	if (!handle || (!buf && len))
+		return -1;
+	return sandlock_mem_poke(mem_of(handle), addr, buf, len) == 0 ? 0 : -1;
+}

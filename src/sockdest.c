@@ -37,7 +37,7 @@ int sl_sd_copy_addr(sandlock_mem_t *m, uint64_t addr, uint64_t len, struct sl_so
 	memset(out, 0, sizeof(*out));
 	if (len > sizeof(out->ss))
 		return EINVAL;
-	if (len && sandlock_mem_read(m, addr, &out->ss, (size_t)len) != 0)
+	if (len && sandlock_mem_peek(m, addr, &out->ss, (size_t)len) != 0)
 		return EFAULT;
 	out->len = (socklen_t)len;
 	return 0;
@@ -244,7 +244,7 @@ static int copy_payload(sandlock_mem_t *m, const struct child_msghdr *h, bool st
 	struct child_iovec *iov = niov ? calloc(niov, sizeof(*iov)) : NULL;
 	if (niov && !iov)
 		return ENOMEM;
-	int e = niov && sandlock_mem_read(m, h->iov, iov, niov * sizeof(*iov)) ? EFAULT : 0;
+	int e = niov && sandlock_mem_peek(m, h->iov, iov, niov * sizeof(*iov)) ? EFAULT : 0;
 	size_t total = 0;
 	for (size_t i = 0; !e && i < niov; i++) {
 		if (iov[i].len > SSIZE_MAX || total + iov[i].len > SSIZE_MAX)
@@ -262,7 +262,7 @@ static int copy_payload(sandlock_mem_t *m, const struct child_msghdr *h, bool st
 	size_t at = 0;
 	for (size_t i = 0; !e && i < niov && at < total; i++) {
 		size_t k = (size_t)iov[i].len < total - at ? (size_t)iov[i].len : total - at;
-		if (k && sandlock_mem_read(m, iov[i].base, (char *)out->data + at, k))
+		if (k && sandlock_mem_peek(m, iov[i].base, (char *)out->data + at, k))
 			e = EFAULT;
 		at += k;
 	}
@@ -318,7 +318,7 @@ int sl_sd_copy_msg(sandlock_mem_t *m, int listener, const sandlock_notif_t *n, u
 {
 	memset(out, 0, sizeof(*out));
 	struct child_msghdr h;
-	if (sandlock_mem_read(m, addr, &h, sizeof h))
+	if (sandlock_mem_peek(m, addr, &h, sizeof h))
 		return EFAULT;
 	if (h.name && h.namelen) {
 		int e = sl_sd_copy_addr(m, h.name, h.namelen, &out->name);
@@ -336,7 +336,7 @@ int sl_sd_copy_msg(sandlock_mem_t *m, int listener, const sandlock_notif_t *n, u
 		out->control = malloc(out->controllen);
 		if (!out->control)
 			return ENOMEM;
-		if (sandlock_mem_read(m, h.control, out->control, out->controllen))
+		if (sandlock_mem_peek(m, h.control, out->control, out->controllen))
 			return EFAULT;
 		return translate_control(listener, n, out);
 	}
@@ -356,7 +356,7 @@ int sl_sd_copy_buf(sandlock_mem_t *m, uint64_t addr, uint64_t len, bool stream,
 	if (!out->data)
 		return ENOMEM;
 	out->len = k;
-	if (k && sandlock_mem_read(m, addr, out->data, k))
+	if (k && sandlock_mem_peek(m, addr, out->data, k))
 		return EFAULT;
 	return 0;
 }

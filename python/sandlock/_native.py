@@ -302,9 +302,9 @@ _decl("sandlock_action_set_hold", None, _PA)
 _decl("sandlock_action_set_kill", None, _PA, ctypes.c_int32, ctypes.c_int32)
 
 # child memory
-_decl("sandlock_mem_read", ctypes.c_int32, _p, ctypes.c_uint64, _p, ctypes.c_size_t)
-_decl("sandlock_mem_write", ctypes.c_int32, _p, ctypes.c_uint64, _p, ctypes.c_size_t)
-_decl("sandlock_mem_read_cstr", _p, _p, ctypes.c_uint64, ctypes.c_size_t)
+_decl("sandlock_mem_peek", ctypes.c_int32, _p, ctypes.c_uint64, _p, ctypes.c_size_t)
+_decl("sandlock_mem_poke", ctypes.c_int32, _p, ctypes.c_uint64, _p, ctypes.c_size_t)
+_decl("sandlock_mem_read_string", _p, _p, ctypes.c_uint64, ctypes.c_size_t)
 
 # misc
 _decl("sandlock_syscall_nr", ctypes.c_int64, _cs)

@@ -399,7 +399,7 @@ class HandlerCtx:
         surrogateescape), or None if unreadable, longer than ``max_len`` or
         the ctx is stale."""
         addr, max_len = _check_addr(addr), _check_len("max_len", max_len)
-        raw = self._call(lambda p: _native.take_string(_lib.sandlock_mem_read_cstr(p, addr, max_len)))
+        raw = self._call(lambda p: _native.take_string(_lib.sandlock_mem_read_string(p, addr, max_len)))
         return None if raw is None else os.fsdecode(raw)
 
     def read(self, addr: int, length: int) -> Optional[bytes]:
@@ -410,7 +410,7 @@ class HandlerCtx:
         buf = ctypes.create_string_buffer(length or 1)
 
         def rd(p):
-            if _lib.sandlock_mem_read(p, addr, buf, length) != 0:
+            if _lib.sandlock_mem_peek(p, addr, buf, length) != 0:
                 return None
             return buf.raw[:length]
 
@@ -422,7 +422,7 @@ class HandlerCtx:
         if isinstance(data, str):
             raise TypeError("write needs bytes, not str")
         data = bytes(data)
-        r = self._call(lambda p: _lib.sandlock_mem_write(p, addr, data, len(data)))
+        r = self._call(lambda p: _lib.sandlock_mem_poke(p, addr, data, len(data)))
         return r == 0
 
     def read_path(self, arg: Optional[int] = None, max_len: int = 4096) -> Optional[str]:

@@ -135,7 +135,7 @@ static int guest_path(const struct chroot_state *s, const struct sl_call *call, 
 	*empty = false;
 	if (!addr)
 		return EFAULT;
-	char *p = sandlock_mem_read_cstr(call->mem, addr, PATH_MAX);
+	char *p = sandlock_mem_read_string(call->mem, addr, PATH_MAX);
 	if (!p)
 		return ENAMETOOLONG; /* unreadable or unterminated */
 	if (!p[0]) {
@@ -273,7 +273,7 @@ static long do_unlink(const struct chroot_state *s, const struct sl_call *call, 
 static long do_symlink(const struct chroot_state *s, const struct sl_call *call,
                        uint64_t target, int dirfd, uint64_t addr)
 {
-	char *t = sandlock_mem_read_cstr(call->mem, target, PATH_MAX);
+	char *t = sandlock_mem_read_string(call->mem, target, PATH_MAX);
 	if (!t)
 		return -EFAULT;
 	if (exists_in_view(s, call, dirfd, addr)) {
@@ -352,7 +352,7 @@ static long do_meta(const struct chroot_state *s, const struct sl_call *call, in
 			r = rc(fchownat(fd, "", (uid_t)a[i], (gid_t)a[i + 1], AT_EMPTY_PATH));
 		} else if (nr == __NR_utimensat) {
 			struct timespec ts[2];
-			if (a[2] && sandlock_mem_read(call->mem, a[2], ts, sizeof ts) != 0)
+			if (a[2] && sandlock_mem_peek(call->mem, a[2], ts, sizeof ts) != 0)
 				r = -EFAULT;
 			else
 				r = rc(utimensat(AT_FDCWD, p, a[2] ? ts : NULL, 0));
@@ -414,7 +414,7 @@ static long readlink_fd(const struct chroot_state *s, const struct sl_call *call
 	}
 	if ((size_t)len > cap)
 		len = (ssize_t)cap;
-	return sandlock_mem_write(call->mem, buf, t, (size_t)len) == 0 ? len : -EFAULT;
+	return sandlock_mem_poke(call->mem, buf, t, (size_t)len) == 0 ? len : -EFAULT;
 }
 
 static long do_lookup(const struct chroot_state *s, const struct sl_call *call, int dirfd,
@@ -434,19 +434,19 @@ static long do_lookup(const struct chroot_state *s, const struct sl_call *call, 
 	struct stat st;
 	if (nr == __NR_newfstatat || nr == C_stat || nr == C_lstat) {
 		r = rc(fstatat(fd, "", &st, AT_EMPTY_PATH));
-		if (!r && sandlock_mem_write(call->mem, nr == __NR_newfstatat ? a[2] : a[1], &st,
+		if (!r && sandlock_mem_poke(call->mem, nr == __NR_newfstatat ? a[2] : a[1], &st,
 		                             sizeof st) != 0)
 			r = -EFAULT;
 	} else if (nr == __NR_statx) {
 		struct statx sx;
 		int fl = ((int)a[2] & ~AT_SYMLINK_NOFOLLOW) | AT_EMPTY_PATH;
 		r = rc(statx(fd, "", fl, (unsigned)a[3], &sx));
-		if (!r && sandlock_mem_write(call->mem, a[4], &sx, sizeof sx) != 0)
+		if (!r && sandlock_mem_poke(call->mem, a[4], &sx, sizeof sx) != 0)
 			r = -EFAULT;
 	} else if (nr == __NR_statfs) {
 		struct statfs sf;
 		r = rc(fstatfs(fd, &sf));
-		if (!r && sandlock_mem_write(call->mem, a[1], &sf, sizeof sf) != 0)
+		if (!r && sandlock_mem_poke(call->mem, a[1], &sf, sizeof sf) != 0)
 			r = -EFAULT;
 	} else if (nr == C_readlink) {
 		r = readlink_fd(s, call, fd, a[1], (size_t)a[2]);
@@ -472,7 +472,7 @@ static long do_getcwd(const struct chroot_state *s, const struct sl_call *call)
 	size_t len = strlen(g) + 1;
 	if (len > (size_t)call->n->args[1])
 		return -ERANGE;
-	return sandlock_mem_write(call->mem, call->n->args[0], g, len) == 0 ? (long)len : -EFAULT;
+	return sandlock_mem_poke(call->mem, call->n->args[0], g, len) == 0 ? (long)len : -EFAULT;
 }
 
 /* ---------------- chdir ---------------- */
@@ -513,7 +513,7 @@ static bool do_chdir(struct chroot_state *s, const struct sl_call *call,
                      sandlock_action_t *act)
 {
 	uint64_t addr = call->n->args[0];
-	char *orig = addr ? sandlock_mem_read_cstr(call->mem, addr, PATH_MAX) : NULL;
+	char *orig = addr ? sandlock_mem_read_string(call->mem, addr, PATH_MAX) : NULL;
 	if (!orig)
 		return answer(act, -EFAULT);
 	bool ro;
@@ -563,7 +563,7 @@ static bool do_exec(struct chroot_state *s, const struct sl_call *call,
 	bool at = call->n->syscall_nr == __NR_execveat;
 	int dirfd = at ? (int)a[0] : AT_FDCWD;
 	uint64_t addr = at ? a[1] : a[0];
-	char *orig = addr ? sandlock_mem_read_cstr(call->mem, addr, PATH_MAX) : NULL;
+	char *orig = addr ? sandlock_mem_read_string(call->mem, addr, PATH_MAX) : NULL;
 	if (!orig)
 		return answer(act, -EFAULT);
 	if (!orig[0]) {

@@ -95,7 +95,7 @@ static uint64_t vdso_base(const struct sl_call *call)
 
 static bool read_child(const struct sl_call *call, uint64_t addr, void *buf, size_t n)
 {
-	return sandlock_mem_read(call->mem, addr, buf, n) == 0;
+	return sandlock_mem_peek(call->mem, addr, buf, n) == 0;
 }
 
 /* The whole vDSO image (it is mapped from its start, sections included). */
@@ -153,7 +153,7 @@ static bool patch_symbols(const struct sl_call *call, uint64_t base, const uint8
 		for (size_t k = 0; k < N_STUBS; k++) {
 			if (strcmp(nm, k_stubs[k].name) != 0)
 				continue;
-			if (sandlock_mem_write(call->mem, base + syms[i].st_value, k_stubs[k].code,
+			if (sandlock_mem_poke(call->mem, base + syms[i].st_value, k_stubs[k].code,
 			                       sizeof k_stubs[k].code) == 0 && k == 0)
 				patched = true;
 		}
@@ -204,7 +204,7 @@ static bool now_virtual(const struct clock_state *s, uint64_t clk, struct timesp
 /* Write n bytes to the caller at addr (0 = the caller passed NULL). */
 static bool put(const struct sl_call *call, uint64_t addr, const void *p, size_t n)
 {
-	return addr == 0 || sandlock_mem_write(call->mem, addr, p, n) == 0;
+	return addr == 0 || sandlock_mem_poke(call->mem, addr, p, n) == 0;
 }
 
 static bool answer_clock_gettime(const struct clock_state *s, const struct sl_call *call,

@@ -214,7 +214,7 @@ static bool has_dotdot(const char *p)
 static bool call_path(const struct cow_state *s, const struct sl_call *call, int dirfd,
                       uint64_t addr, char *out, size_t cap, bool *aliased)
 {
-	char *p = addr ? sandlock_mem_read_cstr(call->mem, addr, PATH_MAX) : NULL;
+	char *p = addr ? sandlock_mem_read_string(call->mem, addr, PATH_MAX) : NULL;
 	bool ok = p && p[0];
 	char base[PATH_MAX], guest[PATH_MAX];
 	const char *from = "";
@@ -474,7 +474,7 @@ static bool do_dents(struct cow_state *s, const struct sl_call *call, sandlock_a
 	         : s->sorted ? sl_dirsort_getdents(s->sorted, (pid_t)n->pid, cfd, fd, true,
 	                                           merged_batch, &m, buf, cap)
 	                     : merged_batch(&m, fd, buf, cap);
-	if (r > 0 && sandlock_mem_write(call->mem, n->args[1], buf, (size_t)r) != 0)
+	if (r > 0 && sandlock_mem_poke(call->mem, n->args[1], buf, (size_t)r) != 0)
 		r = -EFAULT;
 	free(buf);
 	int de = sl_child_file_done(call->listener, n, &cf, r >= 0);
@@ -499,14 +499,14 @@ static long do_xattr(int fd, const struct sl_call *call, bool follow)
 		cap = 65536;
 	char *buf = malloc(cap ? cap : 1);
 	if (!list)
-		name = sandlock_mem_read_cstr(call->mem, n->args[1], 256);
+		name = sandlock_mem_read_string(call->mem, n->args[1], 256);
 	long r = !buf || (!list && !name) ? -EFAULT : 0;
 	if (!r) {
 		ssize_t len = list ? listxattr(p, buf, cap) : getxattr(p, name, buf, cap);
 		r = len < 0 ? -errno : (long)len;
 	}
 	uint64_t dst = list ? n->args[1] : n->args[2];
-	if (r > 0 && cap && sandlock_mem_write(call->mem, dst, buf, (size_t)r) != 0)
+	if (r > 0 && cap && sandlock_mem_poke(call->mem, dst, buf, (size_t)r) != 0)
 		r = -EFAULT;
 	free(buf);
 	sandlock_string_free(name);
@@ -541,7 +541,7 @@ static long stat_fd(const struct sl_call *call, int fd, bool follow, const struc
 		r = fstatat(fd, "", &st, AT_EMPTY_PATH) == 0 ? 0 : -errno;
 		if (!r)
 			view_apply(v, &st);
-		if (!r && sandlock_mem_write(call->mem, buf, &st, sizeof st) != 0)
+		if (!r && sandlock_mem_poke(call->mem, buf, &st, sizeof st) != 0)
 			r = -EFAULT;
 	} else if (nr == __NR_statx) {
 		struct statx sx;
@@ -551,7 +551,7 @@ static long stat_fd(const struct sl_call *call, int fd, bool follow, const struc
 			sx.stx_nlink = (uint32_t)v->nlink;
 		if (!r && v->mode >= 0 && (sx.stx_mask & STATX_MODE))
 			sx.stx_mode = (uint16_t)((sx.stx_mode & S_IFMT) | (unsigned)v->mode);
-		if (!r && sandlock_mem_write(call->mem, n->args[4], &sx, sizeof sx) != 0)
+		if (!r && sandlock_mem_poke(call->mem, n->args[4], &sx, sizeof sx) != 0)
 			r = -EFAULT;
 	} else if (nr == SLC_readlink || nr == __NR_readlinkat) {
 		char t[PATH_MAX];
@@ -565,7 +565,7 @@ static long stat_fd(const struct sl_call *call, int fd, bool follow, const struc
 		else {
 			if ((size_t)len > cap)
 				len = (ssize_t)cap;
-			r = sandlock_mem_write(call->mem, buf, t, (size_t)len) == 0 ? len : -EFAULT;
+			r = sandlock_mem_poke(call->mem, buf, t, (size_t)len) == 0 ? len : -EFAULT;
 		}
 	} else if (nr == __NR_getxattr || nr == __NR_lgetxattr || nr == __NR_listxattr ||
 	           nr == __NR_llistxattr) {
@@ -628,10 +628,10 @@ static long set_xattr(const struct sl_call *call, int fd, const char *p)
 	size_t size = rm ? 0 : (size_t)n->args[3];
 	if (size > 65536)
 		return -E2BIG;
-	char *name = sandlock_mem_read_cstr(call->mem, n->args[1], 256);
+	char *name = sandlock_mem_read_string(call->mem, n->args[1], 256);
 	void *val = size ? malloc(size) : NULL;
 	long r = !name ? -ERANGE : size && !val ? -ENOMEM : 0;
-	if (!r && size && sandlock_mem_read(call->mem, n->args[2], val, size) != 0)
+	if (!r && size && sandlock_mem_peek(call->mem, n->args[2], val, size) != 0)
 		r = -EFAULT;
 	struct sl_caps_saved sv;
 	if (!r && sl_caps_lower(&sv) < 0)
@@ -679,7 +679,7 @@ static bool do_meta(struct cow_state *s, const struct sl_call *call, const char 
 	} else if (nr == __NR_utimensat) {
 		struct timespec ts[2];
 		bool have = n->args[2] != 0;
-		if (have && sandlock_mem_read(call->mem, n->args[2], ts, sizeof ts) != 0)
+		if (have && sandlock_mem_peek(call->mem, n->args[2], ts, sizeof ts) != 0)
 			r = -EFAULT;
 		else
 			r = utimensat(AT_FDCWD, p, have ? ts : NULL, 0) == 0 ? 0 : -errno;
@@ -957,7 +957,7 @@ static bool do_getcwd(struct cow_state *s, const struct sl_call *call, sandlock_
 	size_t len = strlen(out) + 1;
 	if (len > (size_t)call->n->args[1])
 		return answer(act, -ERANGE);
-	return answer(act, sandlock_mem_write(call->mem, call->n->args[0], out, len) == 0
+	return answer(act, sandlock_mem_poke(call->mem, call->n->args[0], out, len) == 0
 	                           ? (long)len : -EFAULT);
 }
 
@@ -1070,7 +1070,7 @@ static bool decide_rel(struct cow_state *s, const struct sl_call *call, const ch
 	}
 	case SLC_symlink:
 	case __NR_symlinkat: {
-		char *t = sandlock_mem_read_cstr(call->mem, a[0], PATH_MAX);
+		char *t = sandlock_mem_read_string(call->mem, a[0], PATH_MAX);
 		long r = t ? sl_cow_symlink(s->cow, t, rel) : -EFAULT;
 		sandlock_string_free(t);
 		return answer(act, r);
@@ -1090,7 +1090,7 @@ static bool decide_rel(struct cow_state *s, const struct sl_call *call, const ch
  * (trailing slashes ignored). */
 static int last_dot(const struct sl_call *call, uint64_t addr)
 {
-	char *p = addr ? sandlock_mem_read_cstr(call->mem, addr, PATH_MAX) : NULL;
+	char *p = addr ? sandlock_mem_read_string(call->mem, addr, PATH_MAX) : NULL;
 	int r = 0;
 	if (p) {
 		size_t n = strlen(p);

@@ -74,7 +74,7 @@ static bool cpus_decide(void *state, const struct sl_call *call, sandlock_action
 	}
 	for (uint32_t c = 0; c < s->n; c++)
 		mask[c / 8] |= (uint8_t)(1u << (c % 8));
-	if (sandlock_mem_write(call->mem, n->args[2], mask, ret) != 0)
+	if (sandlock_mem_poke(call->mem, n->args[2], mask, ret) != 0)
 		sandlock_action_set_errno(act, EFAULT);
 	else
 		sandlock_action_set_return_value(act, (int64_t)ret);

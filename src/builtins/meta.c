@@ -146,7 +146,7 @@ static int arg_fd(uint64_t a)
 /* Read n bytes at addr; a failed read is the kernel's EFAULT. */
 static int read_mem(sandlock_mem_t *m, uint64_t addr, void *buf, size_t n)
 {
-	return sandlock_mem_read(m, addr, buf, n) == 0 ? 0 : EFAULT;
+	return sandlock_mem_peek(m, addr, buf, n) == 0 ? 0 : EFAULT;
 }
 
 #ifdef __NR_utime
@@ -494,11 +494,11 @@ static bool rewrite_self(char *path, size_t cap, unsigned tid)
 /* The path argument, read once.  NULL with *e set on failure. */
 static char *read_path(sandlock_mem_t *m, uint64_t addr, unsigned tid, int *e)
 {
-	char *p = addr ? sandlock_mem_read_cstr(m, addr, PATH_MAX) : NULL;
+	char *p = addr ? sandlock_mem_read_string(m, addr, PATH_MAX) : NULL;
 	if (!p) {
 		char c;
 		/* Readable but unterminated within PATH_MAX: too long. */
-		*e = addr && sandlock_mem_read(m, addr, &c, 1) == 0 ? ENAMETOOLONG : EFAULT;
+		*e = addr && sandlock_mem_peek(m, addr, &c, 1) == 0 ? ENAMETOOLONG : EFAULT;
 		return NULL;
 	}
 	size_t cap = strlen(p) + 64 < PATH_MAX ? PATH_MAX : strlen(p) + 64;
@@ -625,10 +625,10 @@ static int resolve_and_perform(const struct meta_state *s, const struct meta_cal
 /* The xattr name (and value) from child memory, with the kernel's limits. */
 static int read_xattr(sandlock_mem_t *m, const struct meta_call *c, struct xattr_args *x)
 {
-	x->name = sandlock_mem_read_cstr(m, c->name, XATTR_NAME_LEN + 1);
+	x->name = sandlock_mem_read_string(m, c->name, XATTR_NAME_LEN + 1);
 	if (!x->name) {
 		char ch;
-		return c->name && sandlock_mem_read(m, c->name, &ch, 1) == 0 ? ERANGE : EFAULT;
+		return c->name && sandlock_mem_peek(m, c->name, &ch, 1) == 0 ? ERANGE : EFAULT;
 	}
 	if (x->name[0] == '\0')
 		return ERANGE;

@@ -407,7 +407,7 @@ static long do_sendmmsg(const struct nd_state *st, const struct sl_call *call)
 		if (r < 0)
 			break;
 		unsigned len = (unsigned)r;
-		if (sandlock_mem_write(call->mem, at + MMSG_LEN_OFF, &len, sizeof len) != 0) {
+		if (sandlock_mem_poke(call->mem, at + MMSG_LEN_OFF, &len, sizeof len) != 0) {
 			r = -EFAULT;
 			break;
 		}
@@ -607,7 +607,7 @@ static long do_sockname(const struct sl_call *call, bool peer)
 	if ((s.si.domain == AF_INET || s.si.domain == AF_INET6) && proto_of(&s.si) == SL_NP_TCP) {
 		int32_t cap;
 		struct sl_sockaddr sa = { .len = sizeof sa.ss };
-		if (sandlock_mem_read(call->mem, a[2], &cap, sizeof cap) != 0 || cap < 0)
+		if (sandlock_mem_peek(call->mem, a[2], &cap, sizeof cap) != 0 || cap < 0)
 			r = cap < 0 ? -EINVAL : -EFAULT;
 		else if ((peer ? getpeername : getsockname)(s.fd, (struct sockaddr *)&sa.ss, &sa.len) < 0)
 			r = -errno;
@@ -618,8 +618,8 @@ static long do_sockname(const struct sl_call *call, bool peer)
 				*p = htons(v);
 			int32_t len = (int32_t)sa.len;
 			size_t n = (size_t)(len < cap ? len : cap);
-			r = (n && sandlock_mem_write(call->mem, a[1], &sa.ss, n) != 0) ||
-			            sandlock_mem_write(call->mem, a[2], &len, sizeof len) != 0
+			r = (n && sandlock_mem_poke(call->mem, a[1], &sa.ss, n) != 0) ||
+			            sandlock_mem_poke(call->mem, a[2], &len, sizeof len) != 0
 			        ? -EFAULT
 			        : 0;
 		}

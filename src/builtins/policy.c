@@ -485,11 +485,11 @@ static int read_argv(sandlock_mem_t *m, uint64_t addr, char ***out, size_t *argc
 	int e = v ? 0 : ENOMEM;
 	for (; !e && addr && n < POL_MAX_ARGS; n++) {
 		uint64_t p;
-		if (sandlock_mem_read(m, addr + n * sizeof p, &p, sizeof p) != 0)
+		if (sandlock_mem_peek(m, addr + n * sizeof p, &p, sizeof p) != 0)
 			e = EFAULT;
 		else if (!p)
 			break;
-		else if (!(v[n] = sandlock_mem_read_cstr(m, p, POL_MAX_ARG_LEN)))
+		else if (!(v[n] = sandlock_mem_read_string(m, p, POL_MAX_ARG_LEN)))
 			e = EFAULT;
 		else if ((bytes += strlen(v[n]) + 1) > POL_MAX_ARGV_BYTES)
 			e = E2BIG;

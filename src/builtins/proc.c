@@ -236,7 +236,7 @@ static int dents_on_behalf(const struct proc_state *s, const struct sl_call *cal
 		got = produce(&p, fd, buf, cap);
 	}
 	int e = got < 0 ? (int)-got : 0;
-	if (got > 0 && sandlock_mem_write(call->mem, n->args[1], buf, (size_t)got) != 0)
+	if (got > 0 && sandlock_mem_poke(call->mem, n->args[1], buf, (size_t)got) != 0)
 		e = EFAULT;
 	*ret = got;
 	free(buf);

@@ -53,7 +53,7 @@ static bool random_decide(void *state, const struct sl_call *call, sandlock_acti
 		return true;
 	}
 	sl_prng_fill(state, buf, len);
-	int32_t rc = len ? sandlock_mem_write(call->mem, n->args[0], buf, len) : 0;
+	int32_t rc = len ? sandlock_mem_poke(call->mem, n->args[0], buf, len) : 0;
 	free(buf);
 	if (rc != 0)
 		sandlock_action_set_errno(act, EFAULT);

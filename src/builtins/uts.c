@@ -71,7 +71,7 @@ static bool uts_decide(void *state, const struct sl_call *call, sandlock_action_
 		snprintf(u.nodename, sizeof u.nodename, "%s", s->name);
 	else
 		snprintf(u.nodename, sizeof u.nodename, "sandbox-%d", (int)call->init);
-	if (sandlock_mem_write(call->mem, call->n->args[0], &u, sizeof u) != 0)
+	if (sandlock_mem_poke(call->mem, call->n->args[0], &u, sizeof u) != 0)
 		sandlock_action_set_errno(act, EFAULT);
 	else
 		sandlock_action_set_return_value(act, 0);

@@ -229,7 +229,7 @@ static int32_t late_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
 	atomic_fetch_add(&c->hits, 1);
 	char b;
 	for (int i = 0; i < 30000; i++) { /* bounded: a broken deadline fails, not hangs */
-		if (sandlock_mem_read(m, n->args[1], &b, 1) != 0) {
+		if (sandlock_mem_peek(m, n->args[1], &b, 1) != 0) {
 			atomic_store(&c->answered_before_return, 1);
 			break;
 		}

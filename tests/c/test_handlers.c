@@ -183,25 +183,25 @@ static int32_t mem_fn(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
 	if (!p)
 		return 0;
 	if (c->from && strcmp(p, c->from) == 0) {
-		if (sandlock_mem_write(m, n->args[1], c->to, strlen(c->to) + 1) == 0)
+		if (sandlock_mem_poke(m, n->args[1], c->to, strlen(c->to) + 1) == 0)
 			atomic_store(&c->wrote, 1);
 	}
 	if (strcmp(p, "/etc/hostname") == 0) {
 		snprintf(c->full, sizeof(c->full), "%s", p);
 		atomic_store(&c->full_ok, 1);
 		/* "/etc/hostname" is 13 chars + NUL: 14 is enough, 13 is not. */
-		char *e = sandlock_mem_read_cstr(m, n->args[1], 14);
+		char *e = sandlock_mem_read_string(m, n->args[1], 14);
 		atomic_store(&c->exact_ok, e && strcmp(e, p) == 0);
 		sandlock_string_free(e);
-		char *s = sandlock_mem_read_cstr(m, n->args[1], 13);
+		char *s = sandlock_mem_read_string(m, n->args[1], 13);
 		atomic_store(&c->short_null, s == NULL);
 		sandlock_string_free(s);
-		char *t = sandlock_mem_read_cstr(m, n->args[1], 4);
+		char *t = sandlock_mem_read_string(m, n->args[1], 4);
 		atomic_store(&c->tiny_null, t == NULL);
 		sandlock_string_free(t);
 		char buf[5] = { 0 };
 		atomic_store(&c->read4_ok,
-		             sandlock_mem_read(m, n->args[1], buf, 4) == 0 && strcmp(buf, "/etc") == 0);
+		             sandlock_mem_peek(m, n->args[1], buf, 4) == 0 && strcmp(buf, "/etc") == 0);
 	}
 	sandlock_string_free(p);
 	return 0;

@@ -57,7 +57,7 @@ static int32_t policy(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
 {
 	struct pol *p = ud;
 	if (p->mode == CHECK_THEN_CONTINUE) {
-		char *s = sandlock_mem_read_cstr(m, path_arg(n), 4096);
+		char *s = sandlock_mem_read_string(m, path_arg(n), 4096);
 		if (ends_with_b(s))
 			sandlock_action_set_errno(out, EACCES);
 		else

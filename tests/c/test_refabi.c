@@ -110,6 +110,9 @@ static void take_every_shared_function(void)
 	TYPED(void, sandlock_ctx_restrict_pid_network, (sandlock_ctx_t *, uint32_t, const char *const *, uint32_t))
 	TYPED(void, sandlock_ctx_deny_path, (sandlock_ctx_t *, const char *))
 	TYPED(void, sandlock_ctx_allow_path, (sandlock_ctx_t *, const char *))
+	TYPED(int32_t, sandlock_mem_read_cstr, (const sandlock_mem_handle_t *, uint64_t, uint8_t *, uintptr_t, uintptr_t *))
+	TYPED(int32_t, sandlock_mem_read, (const sandlock_mem_handle_t *, uint64_t, uint8_t *, uintptr_t, uintptr_t *))
+	TYPED(int32_t, sandlock_mem_write, (const sandlock_mem_handle_t *, uint64_t, const uint8_t *, uintptr_t))
 	/* Keep the compiler from dropping the table. */
 	CHECK(p_sandlock_run != NULL && p_sandlock_handler_new != NULL);
 }
@@ -443,4 +446,79 @@ TEST(ctx_restrict_pid_network_limits_one_process)
 	CHECK(tu_out_is(r, "13\n")); /* EACCES: this process may reach 127.0.0.2 only */
 	sandlock_result_free(r);
 	close(s);
+}
+
+/* ---------------- child memory through the reference's accessors ---------------- */
+
+struct memctx {
+	int short_fails; /* read_cstr with a too small buffer refused */
+	int raw_ok;      /* mem_read of the path's first bytes matched */
+};
+
+/* openat: refuse /etc/hostname, read the path both ways. */
+static int32_t deny_hostname(void *ud, const sandlock_notif_data_t *n, sandlock_mem_handle_t *mem,
+                             sandlock_action_out_t *out)
+{
+	struct memctx *c = ud;
+	uint8_t path[256], tiny[4], raw[5];
+	uintptr_t len = 0;
+	if (sandlock_mem_read_cstr(mem, n->args[1], tiny, sizeof tiny, &len) != 0)
+		c->short_fails++;
+	if (sandlock_mem_read_cstr(mem, n->args[1], path, sizeof path, &len) != 0) {
+		sandlock_action_set_errno(out, EIO);
+		return 0;
+	}
+	if (sandlock_mem_read(mem, n->args[1], raw, sizeof raw, &len) == 0 && len == sizeof raw &&
+	    memcmp(raw, path, sizeof raw) == 0)
+		c->raw_ok++;
+	if (strcmp((const char *)path, "/etc/hostname") == 0)
+		sandlock_action_set_errno(out, EACCES);
+	else
+		sandlock_action_set_continue(out);
+	return 0;
+}
+
+/* getcwd: write "/fake" into the caller's buffer and return its size. */
+static int32_t fake_cwd(void *ud, const sandlock_notif_data_t *n, sandlock_mem_handle_t *mem,
+                        sandlock_action_out_t *out)
+{
+	(void)ud;
+	static const uint8_t fake[] = "/fake";
+	if (n->args[1] < sizeof fake || sandlock_mem_write(mem, n->args[0], fake, sizeof fake) != 0)
+		sandlock_action_set_errno(out, ERANGE);
+	else
+		sandlock_action_set_return_value(out, (int64_t)sizeof fake);
+	return 0;
+}
+
+TEST(child_memory_through_the_references_accessors)
+{
+	sandlock_sandbox_t *sb = policy();
+	REQUIRE(sb);
+	/* the probe reads the file outside the handler */
+	const char *const cat[] = { "/bin/cat", "/etc/hostname", NULL };
+	sandlock_result_t *r = sandlock_run(sb, NULL, cat, 2);
+	REQUIRE(r);
+	CHECK(sandlock_result_success(r));
+	sandlock_result_free(r);
+	struct memctx c = { 0 };
+	int nr = seccomp_syscall_resolve_name("openat");
+	sandlock_handler_registration_t regs[] = {
+		{ nr, sandlock_handler_new(deny_hostname, &c, NULL, SANDLOCK_EXCEPTION_KILL) }
+	};
+	r = sandlock_run_with_handlers(sb, NULL, cat, 2, regs, 1);
+	REQUIRE(r);
+	CHECK(!sandlock_result_success(r)); /* refused by the handler */
+	CHECK(c.short_fails > 0 && c.raw_ok > 0);
+	sandlock_result_free(r);
+	const char *const pwd[] = { TU_PY, "-c", "import os; print(os.getcwd())", NULL };
+	sandlock_handler_registration_t w[] = {
+		{ seccomp_syscall_resolve_name("getcwd"),
+		  sandlock_handler_new(fake_cwd, NULL, NULL, SANDLOCK_EXCEPTION_KILL) }
+	};
+	r = sandlock_run_with_handlers(sb, NULL, pwd, 3, w, 1);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "/fake\n"));
+	sandlock_result_free(r);
+	sandlock_sandbox_free(sb);
 }

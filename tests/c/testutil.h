@@ -194,7 +194,7 @@ static inline char *tu_openat_path(sandlock_mem_t *m, const sandlock_notif_t *n)
 {
 	if (n->syscall_nr != SYS_openat)
 		return NULL;
-	return sandlock_mem_read_cstr(m, n->args[1], 4096);
+	return sandlock_mem_read_string(m, n->args[1], 4096);
 }
 
 /* True if the call is an openat of exactly want. */
