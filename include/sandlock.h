@@ -708,7 +708,7 @@ typedef struct sandlock_fork_opts {
 } sandlock_fork_opts_t;
 
 /* The running clones, or NULL (init failed: SANDLOCK_ERR_SYSTEM with its reason). */
-sandlock_fork_t *sandlock_fork(const sandlock_sandbox_t *sb, uint32_t n,
+sandlock_fork_t *sandlock_fork_start(const sandlock_sandbox_t *sb, uint32_t n,
                                const sandlock_fork_opts_t *opts, int *err, char **err_msg);
 uint32_t sandlock_fork_count(const sandlock_fork_t *f);
 int32_t sandlock_fork_pid(const sandlock_fork_t *f, uint32_t clone_id); /* -1: no such clone */
@@ -725,9 +725,35 @@ const sandlock_result_t *sandlock_fork_result(const sandlock_fork_t *f, uint32_t
 void sandlock_fork_free(sandlock_fork_t *f);
 /* Wait for f's clones, then run argv in sb with all their stdout, in clone
  * order, on its stdin; its result (owned by the caller) or NULL. */
-sandlock_result_t *sandlock_reduce(const sandlock_sandbox_t *sb, const char *const *argv,
+sandlock_result_t *sandlock_fork_reduce(const sandlock_sandbox_t *sb, const char *const *argv,
                                    uint32_t argc, sandlock_fork_t *f, int *err,
                                    char **err_msg);
+
+/*
+ * The reference's fork mode (refork.c), over the calls above: a
+ * sandlock_t holds the policy and the two callbacks (init_fn once in the
+ * template, work_fn(clone_id) in each clone, which then exits 0);
+ * sandlock_fork makes n clones (NULL on failure), sandlock_wait says how
+ * the last fork's template ended (0, or -1 when it failed), and
+ * sandlock_reduce consumes the clones: their stdout, in clone order, on
+ * argv's stdin.  name is kept for the reference's sake (the clones have
+ * no supervisor, hence no virtual hostname).
+ */
+typedef struct sandlock_fns sandlock_t;
+typedef sandlock_fork_t sandlock_fork_result_t;
+typedef void (*sandlock_init_fn_t)(void);
+typedef void (*sandlock_work_fn_t)(uint32_t clone_id);
+sandlock_t *sandlock_new_with_fns(const sandlock_sandbox_t *policy, const char *name,
+                                  sandlock_init_fn_t init_fn, sandlock_work_fn_t work_fn);
+sandlock_fork_result_t *sandlock_fork(sandlock_t *sb, uint32_t n);
+uint32_t sandlock_fork_result_count(const sandlock_fork_result_t *r);
+int32_t sandlock_fork_result_pid(const sandlock_fork_result_t *r, uint32_t index);
+sandlock_result_t *sandlock_reduce(sandlock_fork_result_t *fork_result,
+                                   const sandlock_sandbox_t *policy, const char *name,
+                                   const char *const *argv, unsigned int argc);
+void sandlock_fork_result_free(sandlock_fork_result_t *r);
+int sandlock_wait(sandlock_t *sb);
+void sandlock_sandbox_fns_free(sandlock_t *sb);
 
 /* ================= copy-on-write workdir ================= */
 enum { SANDLOCK_BRANCH_COMMIT = 0, SANDLOCK_BRANCH_ABORT = 1, SANDLOCK_BRANCH_KEEP = 2 };

@@ -386,7 +386,7 @@ static int receive_one(struct sandlock_fork *f, int *err, char **msg)
 	return 0;
 }
 
-SL_EXPORT sandlock_fork_t *sandlock_fork(const sandlock_sandbox_t *sb, uint32_t n,
+SL_EXPORT sandlock_fork_t *sandlock_fork_start(const sandlock_sandbox_t *sb, uint32_t n,
                                          const sandlock_fork_opts_t *opts, int *err,
                                          char **err_msg)
 {
@@ -634,7 +634,7 @@ static void feed(int fd, const sandlock_fork_t *f)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-SL_EXPORT sandlock_result_t *sandlock_reduce(const sandlock_sandbox_t *sb,
+SL_EXPORT sandlock_result_t *sandlock_fork_reduce(const sandlock_sandbox_t *sb,
                                              const char *const *argv, uint32_t argc,
                                              sandlock_fork_t *f, int *err, char **err_msg)
 {

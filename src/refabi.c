@@ -21,8 +21,8 @@
  * name points at the caller's string.  Only the name differs; everything
  * else is shared, and the copy lives on the caller's stack for the run.
  */
-static const sandlock_sandbox_t *named(const sandlock_sandbox_t *policy, const char *name,
-                                       sandlock_sandbox_t *copy)
+const sandlock_sandbox_t *sl_named_policy(const sandlock_sandbox_t *policy, const char *name,
+                                          sandlock_sandbox_t *copy)
 {
 	if (!policy || !name)
 		return policy;
@@ -38,7 +38,7 @@ SL_EXPORT sandlock_result_t *sandlock_run(const sandlock_sandbox_t *policy, cons
                                           const char *const *argv, unsigned int argc)
 {
 	sandlock_sandbox_t copy;
-	const sandlock_sandbox_t *sb = named(policy, name, &copy);
+	const sandlock_sandbox_t *sb = sl_named_policy(policy, name, &copy);
 	return sb ? sandlock_run_err(sb, argv, argc, NULL, NULL) : NULL;
 }
 
@@ -61,7 +61,7 @@ sandlock_run_with_handlers(const sandlock_sandbox_t *policy, const char *name,
                            uintptr_t nregistrations)
 {
 	sandlock_sandbox_t copy;
-	const sandlock_sandbox_t *sb = named(policy, name, &copy);
+	const sandlock_sandbox_t *sb = sl_named_policy(policy, name, &copy);
 	sandlock_registration_t *regs = calloc(nregistrations ? nregistrations : 1, sizeof(*regs));
 	char **names = calloc(nregistrations ? nregistrations : 1, sizeof(*names));
 	bool ok = sb && regs && names && (registrations || nregistrations == 0);

@@ -12,4 +12,9 @@ int32_t sl_ref_policy_call(void *adapter, const sandlock_policy_event_t *ev,
                            sandlock_policy_ctx_t *ctx);
 void sl_ref_policy_free(void *adapter);
 
+/* policy under another name for one synchronous run (NULL name: policy
+ * itself): a shallow copy in *copy; NULL for a name over 64 bytes. */
+const sandlock_sandbox_t *sl_named_policy(const sandlock_sandbox_t *policy, const char *name,
+                                          sandlock_sandbox_t *copy);
+
 #endif

@@ -38,14 +38,14 @@ class _Opts(ctypes.Structure):
                 ("fork_fn", _FORK_FN), ("ud", _p)]
 
 
-_native._decl("sandlock_fork", _p, _p, ctypes.c_uint32, ctypes.POINTER(_Opts), *_ERR)
+_native._decl("sandlock_fork_start", _p, _p, ctypes.c_uint32, ctypes.POINTER(_Opts), *_ERR)
 _native._decl("sandlock_fork_count", ctypes.c_uint32, _p)
 _native._decl("sandlock_fork_pid", ctypes.c_int32, _p, ctypes.c_uint32)
 _native._decl("sandlock_fork_kill", None, _p)
 _native._decl("sandlock_fork_wait", ctypes.c_int, _p, ctypes.c_int64, *_ERR)
 _native._decl("sandlock_fork_result", _p, _p, ctypes.c_uint32)
 _native._decl("sandlock_fork_free", None, _p)
-_native._decl("sandlock_reduce", _p, _p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_uint32, _p,
+_native._decl("sandlock_fork_reduce", _p, _p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_uint32, _p,
               *_ERR)
 
 # Applied by the fork itself: cwd and timeout by the C side, env and
@@ -166,12 +166,12 @@ def start(sb, n, init_fn, work_fn) -> "ForkResult":
     _flush_std()  # or the template would write this process's buffered output again
     try:
         err, msg = _native.error_out()
-        h = _lib.sandlock_fork(ptr, n, ctypes.byref(opts), ctypes.byref(err),
+        h = _lib.sandlock_fork_start(ptr, n, ctypes.byref(opts), ctypes.byref(err),
                                ctypes.byref(msg))
     finally:
         _lib.sandlock_sandbox_free(ptr)
     if not h:
-        _raise(err, msg, "sandlock_fork")
+        _raise(err, msg, "sandlock_fork_start")
     return ForkResult(h)
 
 
@@ -270,7 +270,7 @@ def reduce(sb, cmd, clones, timeout=None):
             raise RuntimeError("the ForkResult was closed before reduce()")
         arr = (ctypes.c_char_p * len(argv))(*argv)
         err, msg = _native.error_out()
-        r = _lib.sandlock_reduce(nsb.ptr, arr, len(argv), h, ctypes.byref(err),
+        r = _lib.sandlock_fork_reduce(nsb.ptr, arr, len(argv), h, ctypes.byref(err),
                                  ctypes.byref(msg))
     if not r:
         return _run_failure(err, msg, "reduce")

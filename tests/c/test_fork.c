@@ -47,7 +47,7 @@ static sandlock_fork_t *fork_n(const sandlock_sandbox_t *sb, uint32_t n,
 {
 	int err = 0;
 	char *msg = NULL;
-	sandlock_fork_t *f = sandlock_fork(sb, n, o, &err, &msg);
+	sandlock_fork_t *f = sandlock_fork_start(sb, n, o, &err, &msg);
 	if (!f)
 		fprintf(stderr, "  fork failed: %d %s\n", err, msg ? msg : "");
 	sandlock_string_free(msg);
@@ -170,7 +170,7 @@ TEST(fork_8_and_reduce_compute_a_known_sum)
 	const char *argv[] = { "/usr/bin/awk", "{ s += $1 } END { print s }", NULL };
 	int err = 0;
 	char *msg = NULL;
-	sandlock_result_t *r = sandlock_reduce(sb, argv, 2, f, &err, &msg);
+	sandlock_result_t *r = sandlock_fork_reduce(sb, argv, 2, f, &err, &msg);
 	REQUIRE(r);
 	CHECK(tu_out_is(r, "140\n")); /* 0 + 1 + 4 + ... + 49 */
 	sandlock_result_free(r);
@@ -348,7 +348,7 @@ TEST(a_failing_init_is_an_error_with_its_reason)
 	o.init = failing_init;
 	int err = 0;
 	char *msg = NULL;
-	CHECK(sandlock_fork(sb, 2, &o, &err, &msg) == NULL);
+	CHECK(sandlock_fork_start(sb, 2, &o, &err, &msg) == NULL);
 	CHECK_EQ_INT(err, SANDLOCK_ERR_SYSTEM);
 	CHECK(msg && strstr(msg, "no model at /nowhere"));
 	sandlock_string_free(msg);
@@ -362,17 +362,17 @@ TEST(bad_arguments_are_clear_errors)
 	sandlock_fork_opts_t o = opts(NULL, NULL);
 	int err = 0;
 	char *msg = NULL;
-	CHECK(sandlock_fork(sb, 2, &o, &err, &msg) == NULL);
+	CHECK(sandlock_fork_start(sb, 2, &o, &err, &msg) == NULL);
 	CHECK(err == SANDLOCK_ERR_INVALID && msg && strstr(msg, "no work function"));
 	sandlock_string_free(msg);
 	o.work = print_square;
-	CHECK(sandlock_fork(sb, 0, &o, &err, &msg) == NULL);
+	CHECK(sandlock_fork_start(sb, 0, &o, &err, &msg) == NULL);
 	CHECK(err == SANDLOCK_ERR_INVALID && msg && strstr(msg, "got 0"));
 	sandlock_string_free(msg);
 	sandlock_sandbox_t *mem =
 		tu_build(sandlock_sandbox_builder_max_memory(tu_system_builder(), 64 << 20));
 	REQUIRE(mem);
-	CHECK(sandlock_fork(mem, 2, &o, &err, &msg) == NULL);
+	CHECK(sandlock_fork_start(mem, 2, &o, &err, &msg) == NULL);
 	CHECK(err == SANDLOCK_ERR_CONFLICT && msg && strstr(msg, "max_memory"));
 	sandlock_string_free(msg);
 	sandlock_sandbox_free(mem);

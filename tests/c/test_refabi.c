@@ -113,6 +113,15 @@ static void take_every_shared_function(void)
 	TYPED(int32_t, sandlock_mem_read_cstr, (const sandlock_mem_handle_t *, uint64_t, uint8_t *, uintptr_t, uintptr_t *))
 	TYPED(int32_t, sandlock_mem_read, (const sandlock_mem_handle_t *, uint64_t, uint8_t *, uintptr_t, uintptr_t *))
 	TYPED(int32_t, sandlock_mem_write, (const sandlock_mem_handle_t *, uint64_t, const uint8_t *, uintptr_t))
+	TYPED(sandlock_t *, sandlock_new_with_fns, (const sandlock_sandbox_t *, const char *, sandlock_init_fn_t, sandlock_work_fn_t))
+	TYPED(sandlock_fork_result_t *, sandlock_fork, (sandlock_t *, uint32_t))
+	TYPED(uint32_t, sandlock_fork_result_count, (const sandlock_fork_result_t *))
+	TYPED(int32_t, sandlock_fork_result_pid, (const sandlock_fork_result_t *, uint32_t))
+	TYPED(sandlock_result_t *, sandlock_reduce, (sandlock_fork_result_t *, const sandlock_sandbox_t *, const char *, const char *const *, unsigned int))
+	TYPED(void, sandlock_fork_result_free, (sandlock_fork_result_t *))
+	TYPED(int, sandlock_wait, (sandlock_t *))
+	TYPED(void, sandlock_sandbox_fns_free, (sandlock_t *))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_gpu_devices, (sandlock_builder_t *, const uint32_t *, uint32_t))
 	/* Keep the compiler from dropping the table. */
 	CHECK(p_sandlock_run != NULL && p_sandlock_handler_new != NULL);
 }
@@ -521,4 +530,44 @@ TEST(child_memory_through_the_references_accessors)
 	CHECK(tu_out_is(r, "/fake\n"));
 	sandlock_result_free(r);
 	sandlock_sandbox_free(sb);
+}
+
+/* ---------------- fork and reduce, the reference's way ---------------- */
+
+static void fork_init(void)
+{
+	setenv("REFABI_INIT", "ran", 1); /* inherited by every clone */
+}
+
+static void fork_work(uint32_t clone_id)
+{
+	const char *init = getenv("REFABI_INIT");
+	printf("%u %s\n", clone_id, init ? init : "no-init");
+	fflush(stdout);
+}
+
+TEST(fork_and_reduce_with_the_references_handles)
+{
+	sandlock_sandbox_t *pol = policy();
+	REQUIRE(pol);
+	sandlock_t *sb = sandlock_new_with_fns(pol, "forker", fork_init, fork_work);
+	REQUIRE(sb);
+	sandlock_fork_result_t *fr = sandlock_fork(sb, 3);
+	REQUIRE(fr);
+	CHECK_EQ_INT(sandlock_wait(sb), 0);
+	CHECK_EQ_INT(sandlock_fork_result_count(fr), 3);
+	for (uint32_t i = 0; i < 3; i++)
+		CHECK(sandlock_fork_result_pid(fr, i) > 0);
+	const char *const sort[] = { "/usr/bin/sort", NULL };
+	sandlock_result_t *r = sandlock_reduce(fr, pol, "reducer", sort, 1); /* consumes fr */
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "0 ran\n1 ran\n2 ran\n"));
+	sandlock_result_free(r);
+	/* a result freed without reducing */
+	fr = sandlock_fork(sb, 1);
+	REQUIRE(fr);
+	sandlock_fork_result_free(fr);
+	sandlock_sandbox_fns_free(sb);
+	CHECK(sandlock_new_with_fns(pol, NULL, fork_init, NULL) == NULL);
+	sandlock_sandbox_free(pol);
 }
