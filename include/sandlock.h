@@ -755,6 +755,35 @@ void sandlock_fork_result_free(sandlock_fork_result_t *r);
 int sandlock_wait(sandlock_t *sb);
 void sandlock_sandbox_fns_free(sandlock_t *sb);
 
+/* ================= pipelines and gathers, the reference's C calls ================= */
+/*
+ * A pipeline: each stage's stdout is the next one's stdin (the first reads
+ * /dev/null); sandlock_pipeline_run returns the last stage's result (its
+ * stdout and stderr captured) and consumes the pipeline.  A gather: the
+ * sources run at once, each into a pipe; the consumer reads the last
+ * source on its stdin and the others on fds 3, 4, ... in the order added,
+ * named in its environment as _SANDLOCK_GATHER="name:fd,..." (Python's
+ * sandlock.inputs reads it).  A stage keeps its policy (the caller may
+ * free its own at once).  timeout_ms bounds the whole run (0: none): then
+ * every stage is killed and the result's reason is TIMEOUT.  NULL on any
+ * failure (no stage, a stage that cannot start).
+ */
+typedef struct sandlock_pipeline sandlock_pipeline_t;
+typedef struct sandlock_gather sandlock_gather_t;
+sandlock_pipeline_t *sandlock_pipeline_new(void);
+void sandlock_pipeline_add_stage(sandlock_pipeline_t *pipe, const sandlock_sandbox_t *policy,
+                                 const char *const *argv, unsigned int argc);
+sandlock_result_t *sandlock_pipeline_run(sandlock_pipeline_t *pipe, uint64_t timeout_ms);
+void sandlock_pipeline_free(sandlock_pipeline_t *pipe);
+sandlock_gather_t *sandlock_gather_new(void);
+void sandlock_gather_add_source(sandlock_gather_t *g, const char *name,
+                                const sandlock_sandbox_t *policy, const char *const *argv,
+                                unsigned int argc);
+void sandlock_gather_set_consumer(sandlock_gather_t *g, const sandlock_sandbox_t *policy,
+                                  const char *const *argv, unsigned int argc);
+sandlock_result_t *sandlock_gather_run(sandlock_gather_t *g, uint64_t timeout_ms);
+void sandlock_gather_free(sandlock_gather_t *g);
+
 /* ================= copy-on-write workdir ================= */
 enum { SANDLOCK_BRANCH_COMMIT = 0, SANDLOCK_BRANCH_ABORT = 1, SANDLOCK_BRANCH_KEEP = 2 };
 /* Writes under dir are staged, never applied to it during the run; paths

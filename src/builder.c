@@ -1394,14 +1394,22 @@ SL_EXPORT sandlock_sandbox_t *sandlock_sandbox_build(sandlock_builder_t *b, int 
 	/* Move the configuration out of the builder, then free the rest. */
 	*sb = b->cfg;
 	sb->progs = progs;
+	sb->refs = 1;
 	memset(&b->cfg, 0, sizeof(b->cfg));
 	sandlock_sandbox_builder_free(b);
 	return sb;
 }
 
+/* A pipeline or gather stage keeps the policy it was given (the
+ * reference's "cloned": the caller may free its own at once). */
+void sl_sandbox_ref(const sandlock_sandbox_t *sb)
+{
+	__atomic_add_fetch(&((sandlock_sandbox_t *)(uintptr_t)sb)->refs, 1, __ATOMIC_RELAXED);
+}
+
 SL_EXPORT void sandlock_sandbox_free(sandlock_sandbox_t *sb)
 {
-	if (!sb)
+	if (!sb || __atomic_sub_fetch(&sb->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
 	cfg_release(sb);
 	sl_prog_cache_free(sb->progs);

@@ -109,6 +109,7 @@ struct sandlock_sandbox {
 	void *policy_ud;
 	sl_strvec image_argv; /* image: its Entrypoint + Cmd, run when argv is empty */
 	void (*policy_ud_free)(void *); /* NULL, or frees policy_ud with the config */
+	int refs; /* holders of a built sandbox: sandlock_sandbox_free drops one */
 };
 
 struct sandlock_builder {

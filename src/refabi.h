@@ -16,5 +16,7 @@ void sl_ref_policy_free(void *adapter);
  * itself): a shallow copy in *copy; NULL for a name over 64 bytes. */
 const sandlock_sandbox_t *sl_named_policy(const sandlock_sandbox_t *policy, const char *name,
                                           sandlock_sandbox_t *copy);
+/* One more holder of a built sandbox (sandlock_sandbox_free drops one). */
+void sl_sandbox_ref(const sandlock_sandbox_t *sb);
 
 #endif

@@ -32,6 +32,13 @@
 	ret(*volatile p_##name) params = name;                                 \
 	(void)p_##name;
 
+static int64_t now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec;
+}
+
 static void take_every_shared_function(void)
 {
 	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_new, (void))
@@ -122,6 +129,15 @@ static void take_every_shared_function(void)
 	TYPED(int, sandlock_wait, (sandlock_t *))
 	TYPED(void, sandlock_sandbox_fns_free, (sandlock_t *))
 	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_gpu_devices, (sandlock_builder_t *, const uint32_t *, uint32_t))
+	TYPED(sandlock_pipeline_t *, sandlock_pipeline_new, (void))
+	TYPED(void, sandlock_pipeline_add_stage, (sandlock_pipeline_t *, const sandlock_sandbox_t *, const char *const *, unsigned int))
+	TYPED(sandlock_result_t *, sandlock_pipeline_run, (sandlock_pipeline_t *, uint64_t))
+	TYPED(void, sandlock_pipeline_free, (sandlock_pipeline_t *))
+	TYPED(sandlock_gather_t *, sandlock_gather_new, (void))
+	TYPED(void, sandlock_gather_add_source, (sandlock_gather_t *, const char *, const sandlock_sandbox_t *, const char *const *, unsigned int))
+	TYPED(void, sandlock_gather_set_consumer, (sandlock_gather_t *, const sandlock_sandbox_t *, const char *const *, unsigned int))
+	TYPED(sandlock_result_t *, sandlock_gather_run, (sandlock_gather_t *, uint64_t))
+	TYPED(void, sandlock_gather_free, (sandlock_gather_t *))
 	/* Keep the compiler from dropping the table. */
 	CHECK(p_sandlock_run != NULL && p_sandlock_handler_new != NULL);
 }
@@ -570,4 +586,72 @@ TEST(fork_and_reduce_with_the_references_handles)
 	sandlock_sandbox_fns_free(sb);
 	CHECK(sandlock_new_with_fns(pol, NULL, fork_init, NULL) == NULL);
 	sandlock_sandbox_free(pol);
+}
+
+/* ---------------- pipelines and gathers ---------------- */
+
+TEST(pipeline_stages_feed_each_other_and_keep_their_policy)
+{
+	sandlock_sandbox_t *sb = policy();
+	REQUIRE(sb);
+	sandlock_pipeline_t *p = sandlock_pipeline_new();
+	const char *const a[] = { "/bin/echo", "hello", NULL };
+	const char *const b[] = { "/usr/bin/tr", "a-z", "A-Z", NULL };
+	sandlock_pipeline_add_stage(p, sb, a, 2);
+	sandlock_pipeline_add_stage(p, sb, b, 3);
+	sandlock_sandbox_free(sb); /* the stages hold their own reference */
+	sandlock_result_t *r = sandlock_pipeline_run(p, 0); /* consumes p */
+	REQUIRE(r);
+	CHECK(sandlock_result_success(r) && tu_out_is(r, "HELLO\n"));
+	sandlock_result_free(r);
+}
+
+TEST(pipeline_timeout_bounds_the_whole_run)
+{
+	sandlock_sandbox_t *sb = policy();
+	REQUIRE(sb);
+	sandlock_pipeline_t *p = sandlock_pipeline_new();
+	const char *const a[] = { "/bin/sh", "-c", "echo one; exec sleep 30", NULL };
+	const char *const b[] = { "/usr/bin/head", "-n1", NULL };
+	sandlock_pipeline_add_stage(p, sb, a, 3);
+	sandlock_pipeline_add_stage(p, sb, b, 2);
+	int64_t t0 = now_s();
+	sandlock_result_t *r = sandlock_pipeline_run(p, 300);
+	REQUIRE(r);
+	CHECK(now_s() - t0 < 10);
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_REASON_TIMEOUT);
+	CHECK(!sandlock_result_success(r) && tu_out_is(r, "one\n"));
+	sandlock_result_free(r);
+	sandlock_pipeline_t *empty = sandlock_pipeline_new();
+	CHECK(sandlock_pipeline_run(empty, 0) == NULL);
+	sandlock_pipeline_free(sandlock_pipeline_new());
+	sandlock_sandbox_free(sb);
+}
+
+TEST(gather_consumer_reads_the_last_source_on_stdin_the_others_on_3_4)
+{
+	sandlock_sandbox_t *sb = policy();
+	REQUIRE(sb);
+	sandlock_gather_t *g = sandlock_gather_new();
+	const char *const a[] = { "/bin/echo", "A", NULL };
+	const char *const b[] = { "/bin/echo", "B", NULL };
+	const char *const c[] = { "/bin/echo", "C", NULL };
+	sandlock_gather_add_source(g, "a", sb, a, 2);
+	sandlock_gather_add_source(g, "b", sb, b, 2);
+	sandlock_gather_add_source(g, "c", sb, c, 2);
+	const char *const consumer[] = { "/bin/sh", "-c",
+		                         "read s; read x <&3; read y <&4; echo $s $x $y $_SANDLOCK_GATHER",
+		                         NULL };
+	sandlock_gather_set_consumer(g, sb, consumer, 3);
+	sandlock_result_t *r = sandlock_gather_run(g, 30000);
+	REQUIRE(r);
+	CHECK(sandlock_result_success(r) && tu_out_is(r, "C A B a:3,b:4,c:0\n"));
+	sandlock_result_free(r);
+	/* a name that cannot be written into the variable fails the run */
+	g = sandlock_gather_new();
+	sandlock_gather_add_source(g, "a,b", sb, a, 2);
+	sandlock_gather_set_consumer(g, sb, consumer, 3);
+	CHECK(sandlock_gather_run(g, 0) == NULL);
+	sandlock_gather_free(sandlock_gather_new());
+	sandlock_sandbox_free(sb);
 }
