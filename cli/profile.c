@@ -111,8 +111,8 @@ static int net_rules(struct pctx *c, const struct toml_value *v, int id)
 			return perr(c, it, "expected a rule (string) or a port (integer), got %s",
 				    toml_type_name(it->type));
 		}
-		if (id == OPT_NET_ALLOW) {
-			char *e = sandlock_net_spec_error(spec, 0);
+		if (id == OPT_NET_ALLOW || id == OPT_NET_DENY) {
+			char *e = sandlock_net_spec_error(spec, id == OPT_NET_DENY);
 			if (e) {
 				int rc = perr(c, it, "'%s': %s", spec, e);
 				sandlock_string_free(e);
@@ -128,6 +128,11 @@ static int net_rules(struct pctx *c, const struct toml_value *v, int id)
 static int k_net_allow(struct pctx *c, const struct toml_value *v)
 {
 	return net_rules(c, v, OPT_NET_ALLOW);
+}
+
+static int k_net_deny(struct pctx *c, const struct toml_value *v)
+{
+	return net_rules(c, v, OPT_NET_DENY);
 }
 
 static int k_net_bind(struct pctx *c, const struct toml_value *v)
@@ -597,6 +602,7 @@ static const struct key_spec schema[] = {
 	{ "filesystem", "on_error", k_on_error },
 	{ "filesystem", "tmp", k_tmp },
 	{ "network", "allow", k_net_allow },
+	{ "network", "deny", k_net_deny },
 	{ "network", "allow_bind", k_net_bind },
 	{ "network", "deny_bind", k_net_deny_bind },
 	{ "network", "port_remap", k_port_remap },
@@ -964,6 +970,7 @@ static const struct {
 	{ OPT_ON_ERROR, "filesystem", "on_error", PK_STR },
 	{ OPT_TMP, "filesystem", "tmp", PK_FLAG },
 	{ OPT_NET_ALLOW, "network", "allow", PK_RULES },
+	{ OPT_NET_DENY, "network", "deny", PK_RULES },
 	{ OPT_NET_ALLOW_BIND, "network", "allow_bind", PK_RULES },
 	{ OPT_NET_DENY_BIND, "network", "deny_bind", PK_RULES },
 	{ OPT_PORT_REMAP, "network", "port_remap", PK_FLAG },

@@ -223,6 +223,8 @@ _SCHEMA: Dict[Tuple[str, str], Any] = {
     ("network", "allow"): ("net_allow", _ports),
     ("network", "allow_bind"): ("net_allow_bind", _ports),
     ("network", "deny_bind"): ("net_deny_bind", _ports),
+    ("network", "deny"): ("net_deny", _str_list),
+    ("network", "port_remap"): ("port_remap", _bool),
     ("syscalls", "extra_allow"): ("extra_allow_syscalls", _str_list),
     ("syscalls", "extra_deny"): ("extra_deny_syscalls", _str_list),
     ("program", "no_coredump"): ("no_coredump", _bool),
@@ -257,7 +259,6 @@ _SCHEMA: Dict[Tuple[str, str], Any] = {
 }
 for _s, _keys in {
     "program": "uid gid no_supervisor",
-    "network": "port_remap",
 }.items():
     for _k in _keys.split():
         _SCHEMA[(_s, _k)] = _UNSUPPORTED

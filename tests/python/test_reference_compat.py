@@ -3,6 +3,7 @@ each test from the reference's documented behaviour: configuration
 parsing and errors, the public sandlock.sandbox module, equality,
 keyword-only parameters, frozen events."""
 import dataclasses
+import os
 
 import pytest
 
@@ -202,3 +203,28 @@ def test_policy_context_restrict_pid_network():
         assert r.stdout == b"13\n"  # EACCES: this process may reach 127.0.0.2 only
     finally:
         srv.close()
+
+
+def test_profiles_network_deny_and_port_remap_in_cli_and_python(tmp_path):
+    import subprocess
+    from conftest import REPO
+    prof = tmp_path / "net.toml"
+    prof.write_text('[network]\ndeny = ["10.0.0.0/8", "169.254.169.254:80"]\nport_remap = true\n')
+    os_mode = 0o600
+    prof.chmod(os_mode)
+    sb = sandlock.load_profile(path=str(prof))
+    assert sb.net_deny == ["10.0.0.0/8", "169.254.169.254:80"] and sb.port_remap is True
+    # the CLI takes the same keys: the profile round-trips through inspect's printer
+    cli = os.path.join(os.environ.get("SANDLOCK_BUILD", os.path.join(REPO, "build")), "sandlock")
+    r = subprocess.run([cli, "run", "--profile-file", str(prof), "-r", "/usr", "-r", "/lib",
+                        "-r", "/lib64", "--", "/bin/true"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[network]\ndeny = ["example.com"]\n')
+    bad.chmod(os_mode)
+    r = subprocess.run([cli, "run", "--profile-file", str(bad), "--", "/bin/true"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 125 and "deny" in r.stderr
+    with pytest.raises(Exception):
+        sandlock.load_profile(path=str(bad))
