@@ -78,7 +78,6 @@ const struct cli_opt cli_run_opts[] = {
 const struct cli_unsupported cli_unsupported[] = {
 	{ "no-supervisor", no_argument },
 	{ "user", required_argument },
-	{ "image", required_argument },
 	{ "exec-shell", required_argument },
 	{ NULL, 0 },
 };

@@ -67,6 +67,47 @@ static int str_list(struct pctx *c, const struct toml_value *v, struct cli_list 
 	return 0;
 }
 
+/* A heap string from fmt, or NULL. */
+__attribute__((format(printf, 1, 2))) static char *heap_printf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = NULL;
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+/* p as a path: relative ones are beside the profile (its own directory,
+ * as the reference resolves them), not in the caller's cwd.  Heap. */
+static char *beside_profile(const struct pctx *c, const char *p)
+{
+	const char *slash = strrchr(c->path, '/');
+	if (p[0] == '/' || !slash)
+		return strdup(p);
+	return heap_printf("%.*s/%s", (int)(slash - c->path), c->path, p);
+}
+
+static int path_list(struct pctx *c, const struct toml_value *v, struct cli_list *l)
+{
+	if (want(c, v, TOML_ARRAY) < 0)
+		return -1;
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		const struct toml_value *it = &v->u.arr.items[i];
+		if (want(c, it, TOML_STRING) < 0)
+			return -1;
+		if (!it->u.s[0])
+			return perr(c, it, "empty path");
+		char *p = beside_profile(c, it->u.s);
+		int rc = p ? cli_list_add(l, p) : -1;
+		free(p);
+		if (rc < 0)
+			return nomem(c, it);
+	}
+	return 0;
+}
+
 static int k_extra_allow(struct pctx *c, const struct toml_value *v)
 {
 	return str_list(c, v, &c->cfg->extra_allow);
@@ -74,17 +115,17 @@ static int k_extra_allow(struct pctx *c, const struct toml_value *v)
 
 static int k_read(struct pctx *c, const struct toml_value *v)
 {
-	return str_list(c, v, &c->cfg->read);
+	return path_list(c, v, &c->cfg->read);
 }
 
 static int k_write(struct pctx *c, const struct toml_value *v)
 {
-	return str_list(c, v, &c->cfg->write);
+	return path_list(c, v, &c->cfg->write);
 }
 
 static int k_deny(struct pctx *c, const struct toml_value *v)
 {
-	return str_list(c, v, &c->cfg->deny);
+	return path_list(c, v, &c->cfg->deny);
 }
 
 /*
@@ -467,30 +508,62 @@ static int string_op(struct pctx *c, const struct toml_value *v, int id)
 	return op(c, v, id, v->u.s);
 }
 
+/* A host path option (relative: beside the profile). */
+static int path_op(struct pctx *c, const struct toml_value *v, int id)
+{
+	if (want(c, v, TOML_STRING) < 0)
+		return -1;
+	if (!v->u.s[0])
+		return perr(c, v, "empty path");
+	char *p = beside_profile(c, v->u.s);
+	if (!p)
+		return nomem(c, v);
+	int rc = op(c, v, id, p);
+	free(p);
+	return rc;
+}
+
 static int k_workdir(struct pctx *c, const struct toml_value *v)
 {
-	return string_op(c, v, OPT_WORKDIR);
+	return path_op(c, v, OPT_WORKDIR);
 }
 
 static int k_chroot(struct pctx *c, const struct toml_value *v)
 {
-	return string_op(c, v, OPT_CHROOT);
+	return path_op(c, v, OPT_CHROOT);
 }
 
-/* mount = ["VIRTUAL:HOST[:ro]", ...]: each as one --fs-mount. */
+/* mount = ["VIRTUAL:HOST[:ro]", ...]: each as one --fs-mount, a relative
+ * HOST beside the profile. */
 static int k_mount(struct pctx *c, const struct toml_value *v)
 {
 	if (want(c, v, TOML_ARRAY) < 0)
 		return -1;
-	for (size_t i = 0; i < v->u.arr.n; i++)
-		if (string_op(c, &v->u.arr.items[i], OPT_FS_MOUNT) < 0)
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		const struct toml_value *it = &v->u.arr.items[i];
+		if (want(c, it, TOML_STRING) < 0)
 			return -1;
+		const char *colon = strchr(it->u.s, ':');
+		if (!colon || colon[1] == '/' || colon[1] == '\0' || colon[1] == ':') {
+			if (string_op(c, it, OPT_FS_MOUNT) < 0) /* absolute or malformed: as written */
+				return -1;
+			continue;
+		}
+		char *host = beside_profile(c, colon + 1);
+		char *spec = host ? heap_printf("%.*s:%s", (int)(colon - it->u.s), it->u.s, host)
+		                  : NULL;
+		free(host);
+		int rc = spec ? op(c, it, OPT_FS_MOUNT, spec) : nomem(c, it);
+		free(spec);
+		if (rc < 0)
+			return -1;
+	}
 	return 0;
 }
 
 static int k_fs_storage(struct pctx *c, const struct toml_value *v)
 {
-	return string_op(c, v, OPT_FS_STORAGE);
+	return path_op(c, v, OPT_FS_STORAGE);
 }
 
 static int branch_op(struct pctx *c, const struct toml_value *v, int id)

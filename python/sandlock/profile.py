@@ -265,6 +265,26 @@ for _s, _keys in {
 _SECTIONS = {s for s, _ in _SCHEMA}
 
 
+# Host paths: a relative one is beside the profile (its own directory), as
+# the reference resolves them and the CLI does, not in the caller's cwd.
+_PATH_LISTS = ("fs_readable", "fs_writable", "fs_denied")
+_PATHS = ("workdir", "fs_storage", "chroot")
+
+
+def _beside(path: str, p: str) -> str:
+    return p if p.startswith("/") else os.path.join(os.path.dirname(path), p)
+
+
+def _beside_profile(path: str, name: str, value: Any) -> Any:
+    if name in _PATH_LISTS:
+        return [_beside(path, p) for p in value]
+    if name in _PATHS:
+        return _beside(path, value)
+    if name == "fs_mount":
+        return {virt: _beside(path, host) for virt, host in value.items()}
+    return value
+
+
 def _asks_nothing(v: Any) -> bool:
     return v is False or v == [] or v == {}
 
@@ -289,7 +309,7 @@ def _apply(path: str, doc: Dict[str, Any]) -> Profile:
             if spec == _UNSUPPORTED:
                 continue
             name, conv = spec
-            value = conv(c, value)
+            value = _beside_profile(path, name, conv(c, value))
             if name == "exec":
                 if not value:
                     raise c.fail("empty command")

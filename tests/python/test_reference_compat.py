@@ -228,3 +228,24 @@ def test_profiles_network_deny_and_port_remap_in_cli_and_python(tmp_path):
     assert r.returncode == 125 and "deny" in r.stderr
     with pytest.raises(Exception):
         sandlock.load_profile(path=str(bad))
+
+
+def test_relative_profile_paths_are_beside_the_profile(tmp_path, monkeypatch):
+    import subprocess
+    from conftest import REPO
+    d = tmp_path / "proj"
+    (d / "data").mkdir(parents=True)
+    (d / "data" / "x").write_text("beside\n")
+    prof = d / "p.toml"
+    prof.write_text('[filesystem]\nread = ["data", "/usr", "/lib", "/lib64", "/bin"]\n')
+    prof.chmod(0o600)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the caller's cwd is not the profile's directory
+    sb = sandlock.load_profile(path=str(prof))
+    assert str(d / "data") in sb.fs_readable
+    assert sb.run(["/bin/cat", str(d / "data" / "x")]).stdout == b"beside\n"
+    cli = os.path.join(os.environ.get("SANDLOCK_BUILD", os.path.join(REPO, "build")), "sandlock")
+    r = subprocess.run([cli, "run", "--profile-file", str(prof), "--", "/bin/cat",
+                        str(d / "data" / "x")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout == "beside\n", r.stderr
