@@ -214,7 +214,7 @@ static __attribute__((noreturn)) void exit_like(const sandlock_result_t *res)
 		oci_error("the sandbox's run failed");
 		_exit(255);
 	}
-	int sig = sandlock_result_signal(res);
+	int sig = sandlock_result_term_signal(res); /* a SIGKILL too: die as it did */
 	int code = sandlock_result_exit_code(res);
 	oci_info("the process ended: status %d, signal %d", code, sig);
 	if (sig > 0) {

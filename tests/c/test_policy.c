@@ -287,7 +287,7 @@ static void run_guest(sandlock_sandbox_t *sb, const char *const *argv, char *out
 	char *o = r ? sandlock_result_stdout(r) : NULL;
 	snprintf(out, len, "%s", o ? o : "");
 	if (sig)
-		*sig = r ? sandlock_result_signal(r) : -1;
+		*sig = r ? sandlock_result_term_signal(r) : -1;
 	sandlock_string_free(o);
 	sandlock_result_free(r);
 	sandlock_sandbox_free(sb);
