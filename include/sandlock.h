@@ -262,14 +262,14 @@ sandlock_builder_t *sandlock_sandbox_builder_timeout_ms(sandlock_builder_t *b, u
 sandlock_builder_t *sandlock_sandbox_builder_deferred_timeout_ms(sandlock_builder_t *b,
                                                                  uint64_t ms);
 /*
- * Re-allow a group of syscalls the sandbox denies by default (call once per
- * group).  Groups: "sysv_ipc" — SysV shared memory, message queues and
+ * Re-allow groups of syscalls the sandbox denies by default (one, or a
+ * comma-separated list, as the reference takes them; repeatable).  Groups: "sysv_ipc" — SysV shared memory, message queues and
  * semaphores and POSIX message queues, which the sandbox shares with the
  * host's IPC namespace.  A single syscall's name or an unknown group makes
  * sandlock_sandbox_build fail with SANDLOCK_ERR_INVALID.
  */
 sandlock_builder_t *sandlock_sandbox_builder_extra_allow_syscalls(sandlock_builder_t *b,
-                                                                  const char *group);
+                                                                  const char *names);
 /*
  * Captured output kept per stream (stdout, stderr), in bytes; 0 = no limit.
  * Default SANDLOCK_DEFAULT_MAX_OUTPUT.  Past it the rest is still read (the
@@ -341,10 +341,11 @@ sandlock_builder_t *sandlock_sandbox_builder_cpu_core(sandlock_builder_t *b, uin
 sandlock_builder_t *sandlock_sandbox_builder_no_coredump(sandlock_builder_t *b, bool on);
 sandlock_builder_t *sandlock_sandbox_builder_no_huge_pages(sandlock_builder_t *b, bool on);
 sandlock_builder_t *sandlock_sandbox_builder_no_randomize_memory(sandlock_builder_t *b, bool on);
-/* Deny one more syscall (a name) or a group of them (e.g. "sysv_ipc") with
- * EPERM, on top of the default blocklist; repeatable. */
+/* Deny more syscalls (names) or groups of them (e.g. "sysv_ipc") with
+ * EPERM, on top of the default blocklist: one, or a comma-separated list
+ * ("mkdir,mkdirat"); repeatable.  An empty name in a list fails the build. */
 sandlock_builder_t *sandlock_sandbox_builder_extra_deny_syscalls(sandlock_builder_t *b,
-                                                                 const char *name_or_group);
+                                                                 const char *names);
 /* ---- Landlock protections (SANDLOCK_PROTECTION_*): strict by default ----
  * A protection the kernel's Landlock ABI lacks makes the run fail with
  * SANDLOCK_ERR_UNSUPPORTED, unless allow_degraded lists it (then it is

@@ -552,11 +552,37 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_time_start_ns(sandlock_bu
  * single syscall cannot be re-allowed (a half-open group is a policy
  * nobody reviewed), and an unknown name is an error, never ignored.
  */
-SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_extra_allow_syscalls(sandlock_builder_t *b,
-                                                                            const char *group)
+/*
+ * Each name of a comma-separated list (the reference's "names"), given
+ * to one(b, name); an empty name (",,", a trailing comma) is an error
+ * naming the list.
+ */
+static sandlock_builder_t *each_name(sandlock_builder_t *b, const char *list, const char *what,
+                                     sandlock_builder_t *(*one)(sandlock_builder_t *,
+                                                                const char *))
 {
 	if (!b)
 		return NULL;
+	if (!list || !strchr(list, ','))
+		return one(b, list);
+	for (const char *p = list;; p++) {
+		size_t len = strcspn(p, ",");
+		char *name = len ? strndup(p, len) : NULL;
+		if (!len)
+			b_error(b, SANDLOCK_ERR_INVALID, what, list);
+		else if (!name)
+			b_oom(b);
+		else
+			one(b, name);
+		free(name);
+		p += len;
+		if (!*p)
+			return b;
+	}
+}
+
+static sandlock_builder_t *allow_group(sandlock_builder_t *b, const char *group)
+{
 	if (!group || !*group) {
 		b_error(b, SANDLOCK_ERR_INVALID, "extra_allow_syscalls: empty or NULL group%s", "");
 		return b;
@@ -579,6 +605,12 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_extra_allow_syscalls(sand
 	b_error(b, SANDLOCK_ERR_INVALID, why, group);
 	free(why);
 	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_extra_allow_syscalls(sandlock_builder_t *b,
+                                                                            const char *names)
+{
+	return each_name(b, names, "extra_allow_syscalls: an empty group in '%s'", allow_group);
 }
 
 /* ---------------- knobs ---------------- */
@@ -703,11 +735,8 @@ static void b_deny_nr(sandlock_builder_t *b, int nr)
 }
 
 /* A group (filter.c's table) expands to its members; else one syscall. */
-SL_EXPORT sandlock_builder_t *
-sandlock_sandbox_builder_extra_deny_syscalls(sandlock_builder_t *b, const char *name)
+static sandlock_builder_t *deny_name(sandlock_builder_t *b, const char *name)
 {
-	if (!b)
-		return NULL;
 	if (!name || !*name) {
 		b_error(b, SANDLOCK_ERR_INVALID, "extra_deny_syscalls: empty or NULL name%s", "");
 		return b;
@@ -726,6 +755,13 @@ sandlock_sandbox_builder_extra_deny_syscalls(sandlock_builder_t *b, const char *
 	else
 		b_deny_nr(b, (int)nr);
 	return b;
+}
+
+/* Names or groups, comma-separated as the reference takes them. */
+SL_EXPORT sandlock_builder_t *
+sandlock_sandbox_builder_extra_deny_syscalls(sandlock_builder_t *b, const char *names)
+{
+	return each_name(b, names, "extra_deny_syscalls: an empty name in '%s'", deny_name);
 }
 
 static sandlock_builder_t *b_protection(sandlock_builder_t *b, uint32_t p, uint8_t mode,

@@ -655,3 +655,38 @@ TEST(gather_consumer_reads_the_last_source_on_stdin_the_others_on_3_4)
 	sandlock_gather_free(sandlock_gather_new());
 	sandlock_sandbox_free(sb);
 }
+
+TEST(extra_deny_syscalls_takes_a_comma_list)
+{
+	const char *const argv[] = { TU_PY, "-c",
+		                     "import os\ntry:\n    os.mkdir('/tmp/refabi-never')\nexcept OSError as e:\n"
+		                     "    print(e.errno)\nelse:\n    print('made')\n", NULL };
+	/* the probe: mkdir reaches the kernel (EACCES: /tmp is not granted) */
+	sandlock_builder_t *b = tu_system_builder();
+	int err = 0;
+	char *msg = NULL;
+	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
+	REQUIRE(sb);
+	sandlock_result_t *r = sandlock_run(sb, NULL, argv, 3);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "13\n"));
+	sandlock_result_free(r);
+	sandlock_sandbox_free(sb);
+	/* "mkdir,mkdirat": both denied with EPERM before the kernel sees them */
+	b = sandlock_sandbox_builder_extra_deny_syscalls(tu_system_builder(), "mkdir,mkdirat");
+	sb = sandlock_sandbox_build(b, &err, &msg);
+	REQUIRE(sb);
+	r = sandlock_run(sb, NULL, argv, 3);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "1\n"));
+	sandlock_result_free(r);
+	sandlock_sandbox_free(sb);
+	b = sandlock_sandbox_builder_extra_deny_syscalls(tu_system_builder(), "mkdir,,mkdirat");
+	CHECK(sandlock_sandbox_build(b, &err, &msg) == NULL && msg && strstr(msg, "empty name"));
+	sandlock_string_free(msg);
+	msg = NULL;
+	b = sandlock_sandbox_builder_extra_allow_syscalls(tu_system_builder(), "sysv_ipc,sysv_ipc");
+	sb = sandlock_sandbox_build(b, &err, &msg);
+	CHECK(sb != NULL);
+	sandlock_sandbox_free(sb);
+}
