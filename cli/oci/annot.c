@@ -1,6 +1,7 @@
 /*
  * annot.c — sandlock.* annotations.  Lists are space-separated (a network
- * rule may itself hold commas: "github.com:22,443").
+ * rule may itself hold commas: "github.com:22,443"); HTTP rules, which
+ * hold a space ("GET example.com/any"), are separated by ';' or newlines.
  */
 #include "annot.h"
 #include "log.h"
@@ -15,7 +16,7 @@ typedef sandlock_builder_t *(*spec_fn)(sandlock_builder_t *, const char *);
 typedef sandlock_builder_t *(*u32_fn)(sandlock_builder_t *, uint32_t);
 typedef sandlock_builder_t *(*bool_fn)(sandlock_builder_t *, bool);
 
-enum kind { LIST, U32, BOOL, MEMORY, U64 };
+enum kind { LIST, RULES, U32, BOOL, MEMORY, U64 };
 
 static const struct annot {
 	const char *key;
@@ -32,6 +33,8 @@ static const struct annot {
 	  (void (*)(void))sandlock_sandbox_builder_extra_deny_syscalls },
 	{ "sandlock.allow-syscalls", LIST,
 	  (void (*)(void))sandlock_sandbox_builder_extra_allow_syscalls },
+	{ "sandlock.http-allow", RULES, (void (*)(void))sandlock_sandbox_builder_http_allow },
+	{ "sandlock.http-deny", RULES, (void (*)(void))sandlock_sandbox_builder_http_deny },
 	{ "sandlock.workdir", LIST, (void (*)(void))sandlock_sandbox_builder_workdir },
 	{ "sandlock.max-cpu", U32, (void (*)(void))sandlock_sandbox_builder_max_cpu },
 	{ "sandlock.max-processes", U32, (void (*)(void))sandlock_sandbox_builder_max_processes },
@@ -47,13 +50,18 @@ static const struct annot {
 	{ "sandlock.random-seed", U64, (void (*)(void))sandlock_sandbox_builder_random_seed },
 };
 
-static int apply_list(sandlock_builder_t *b, const struct annot *a, const char *v)
+static int apply_list(sandlock_builder_t *b, const struct annot *a, const char *v,
+                      const char *sep)
 {
 	char *copy = strdup(v), *save = NULL;
 	if (!copy)
 		return -1;
-	for (char *t = strtok_r(copy, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save))
-		((spec_fn)a->fn)(b, t);
+	for (char *t = strtok_r(copy, sep, &save); t; t = strtok_r(NULL, sep, &save)) {
+		while (*t == ' ')
+			t++;
+		if (*t)
+			((spec_fn)a->fn)(b, t);
+	}
 	free(copy);
 	return 0;
 }
@@ -64,7 +72,9 @@ static int apply_one(sandlock_builder_t *b, const struct annot *a, const char *v
 	errno = 0;
 	switch (a->kind) {
 	case LIST:
-		return apply_list(b, a, v);
+		return apply_list(b, a, v, " \t\n");
+	case RULES: /* "METHOD host/path" rules hold a space: ';' or newline between */
+		return apply_list(b, a, v, ";\n");
 	case U32: {
 		unsigned long long n = strtoull(v, &end, 10);
 		if (errno || end == v || *end || n > UINT32_MAX)

@@ -35,6 +35,8 @@ int oci_parse(int argc, char **argv, const struct oci_opt *opts, const char **po
 
 int oci_cmd_create(const struct oci_global *g, int argc, char **argv);
 int oci_cmd_start(const struct oci_global *g, int argc, char **argv);
+int oci_cmd_pause(const struct oci_global *g, int argc, char **argv);
+int oci_cmd_resume(const struct oci_global *g, int argc, char **argv);
 int oci_cmd_state(const struct oci_global *g, int argc, char **argv);
 int oci_cmd_kill(const struct oci_global *g, int argc, char **argv);
 int oci_cmd_delete(const struct oci_global *g, int argc, char **argv);

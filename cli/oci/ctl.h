@@ -2,8 +2,9 @@
  * ctl.h — the supervisor's control socket (DIR/ctl.sock, in the 0700
  * state directory) and its one-line protocol:
  *
- *   status          -> "created PID" | "running PID" | "stopped PID"
+ *   status          -> "created PID" | "running PID" | "paused PID" | "stopped PID"
  *   start           -> "ok" | "error WHY"
+ *   pause, resume   -> "ok" | "error WHY" (the whole sandbox stopped/continued)
  *   kill SIG [all]  -> "ok" | "error WHY"
  *   attach          -> "ok", then the connection stays open: an exec's
  *                      supervisor holds it, receives "kill SIG" lines for

@@ -184,22 +184,38 @@ int oci_cmd_create(const struct oci_global *g, int argc, char **argv)
 	return 0;
 }
 
-int oci_cmd_start(const struct oci_global *g, int argc, char **argv)
+/* start / pause / resume: one request, answered "ok". */
+static int simple_request(const struct oci_global *g, int argc, char **argv, const char *req)
 {
 	const char *pos[1];
 	char dir[OCI_PATH_MAX], reply[256];
 	if (oci_parse(argc, argv, NULL, pos, 1, false) < 0 ||
 	    oci_container_dir(g, pos[0], dir, sizeof dir) < 0)
 		return 1;
-	if (!oci_state_alive(dir) || oci_ctl_request(dir, "start", reply, sizeof reply) < 0) {
-		oci_error("cannot start container \"%s\": it is stopped", pos[0]);
+	if (!oci_state_alive(dir) || oci_ctl_request(dir, req, reply, sizeof reply) < 0) {
+		oci_error("cannot %s container \"%s\": it is stopped", req, pos[0]);
 		return 1;
 	}
 	if (strcmp(reply, "ok") != 0) {
-		oci_error("cannot start container \"%s\": %s", pos[0], reply + 6);
+		oci_error("cannot %s container \"%s\": %s", req, pos[0], reply + 6);
 		return 1;
 	}
 	return 0;
+}
+
+int oci_cmd_start(const struct oci_global *g, int argc, char **argv)
+{
+	return simple_request(g, argc, argv, "start");
+}
+
+int oci_cmd_pause(const struct oci_global *g, int argc, char **argv)
+{
+	return simple_request(g, argc, argv, "pause");
+}
+
+int oci_cmd_resume(const struct oci_global *g, int argc, char **argv)
+{
+	return simple_request(g, argc, argv, "resume");
 }
 
 int oci_cmd_state(const struct oci_global *g, int argc, char **argv)
@@ -293,9 +309,9 @@ int oci_cmd_delete(const struct oci_global *g, int argc, char **argv)
 		return 1;
 	}
 	status_of(dir, status, sizeof status, &pid);
-	if (strcmp(status, "running") == 0 && !force) {
-		oci_error("cannot delete container \"%s\": it is running (stop it, or --force)",
-		          pos[0]);
+	if ((strcmp(status, "running") == 0 || strcmp(status, "paused") == 0) && !force) {
+		oci_error("cannot delete container \"%s\": it is %s (stop it, or --force)",
+		          pos[0], status);
 		return 1;
 	}
 	if (strcmp(status, "stopped") != 0) {

@@ -23,6 +23,7 @@ static const char usage[] =
 	"commands:\n"
 	"  create ID [--bundle DIR] [--pid-file F] [--console-socket S] [--preserve-fds N]\n"
 	"  start ID | state ID | kill ID [SIGNAL] [--all] | delete ID [--force]\n"
+	"  pause ID | resume ID\n"
 	"  exec ID [--process F | CMD ARGS...] [--pid-file F] [--detach] [--console-socket S]\n"
 	"       [--tty] [--cwd D] [--env K=V]\n"
 	"  list [--format table|json] [--quiet] | features | --version\n";
@@ -34,6 +35,7 @@ static const struct {
 	{ "create", oci_cmd_create }, { "start", oci_cmd_start },   { "state", oci_cmd_state },
 	{ "kill", oci_cmd_kill },     { "delete", oci_cmd_delete }, { "list", oci_cmd_list },
 	{ "exec", oci_cmd_exec },     { "features", oci_cmd_features },
+	{ "pause", oci_cmd_pause },   { "resume", oci_cmd_resume },
 };
 
 static int option_value(int argc, char **argv, int *i, const char *name, const char **out)

@@ -433,6 +433,21 @@ static int linux_section(sandlock_builder_t *b, json_t *linux)
 	return 0;
 }
 
+/* Does a bind mount bring a host /dev (or a directory in it) into the view? */
+static bool binds_devices(json_t *c)
+{
+	size_t i;
+	json_t *m;
+	json_array_foreach(json_object_get(c, "mounts"), i, m) {
+		const char *src = json_string_value(json_object_get(m, "source"));
+		const char *type = json_string_value(json_object_get(m, "type"));
+		if (src && type && strcmp(type, "bind") == 0 &&
+		    (strcmp(src, "/dev") == 0 || strncmp(src, "/dev/", 5) == 0 || strcmp(src, "/") == 0))
+			return true;
+	}
+	return false;
+}
+
 sandlock_sandbox_t *oci_spec_sandbox(json_t *c, const struct oci_proc *proc,
                                      const char *bundle, const char *scratch, bool make,
                                      const char *helper_dir)
@@ -469,6 +484,13 @@ sandlock_sandbox_t *oci_spec_sandbox(json_t *c, const struct oci_proc *proc,
 	sandlock_sandbox_builder_cwd(b, proc->cwd);
 	/* The container's stdio are the engine's fds (or our pty). */
 	sandlock_sandbox_builder_inherit_stdio(b, true);
+	/* A terminal's shell opens /dev/tty (the pty, through the minimal /dev)
+	 * and asks it for its foreground group: an ioctl Landlock's device
+	 * rule refuses on a file opened inside the sandbox, which turns job
+	 * control off.  The view holds no other device an ioctl could reach
+	 * unless a bind mount brings one: then it stays refused. */
+	if (proc->terminal && !binds_devices(c))
+		sandlock_sandbox_builder_disable(b, SANDLOCK_PROTECTION_FS_IOCTL_DEV);
 	int err = 0;
 	char *msg = NULL;
 	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);

@@ -28,7 +28,7 @@
 
 #define MAX_ATTACHED 64
 
-enum phase { CREATED, RUNNING, STOPPED };
+enum phase { CREATED, RUNNING, PAUSED, STOPPED };
 
 struct super {
 	const struct oci_run *r;
@@ -170,7 +170,7 @@ static void serve(struct super *s, int fd)
 		close(fd);
 		return;
 	}
-	static const char *const names[] = { "created", "running", "stopped" };
+	static const char *const names[] = { "created", "running", "paused", "stopped" };
 	int sig;
 	char all[8] = "";
 	if (strcmp(req, "status") == 0) {
@@ -184,6 +184,16 @@ static void serve(struct super *s, int fd)
 		else {
 			s->phase = RUNNING;
 			start_waiter(s);
+			snprintf(reply, sizeof reply, "ok");
+		}
+	} else if (strcmp(req, "pause") == 0 || strcmp(req, "resume") == 0) {
+		bool pause = req[0] == 'p';
+		if (s->phase != (pause ? RUNNING : PAUSED))
+			snprintf(reply, sizeof reply, "error the container is %s", names[s->phase]);
+		else if ((pause ? sandlock_handle_pause(s->h) : sandlock_handle_resume(s->h)) < 0)
+			snprintf(reply, sizeof reply, "error %s", strerror(errno));
+		else {
+			s->phase = pause ? PAUSED : RUNNING;
 			snprintf(reply, sizeof reply, "ok");
 		}
 	} else if (sscanf(req, "kill %d %7s", &sig, all) >= 1) {

@@ -164,6 +164,8 @@ def test_log_json_and_systemd_cgroup_flag(bundle):
      "linux.resources.cpu"),
     (lambda c: c["process"].update(terminal=True), "--console-socket"),
     (lambda c: c.update(annotations={"sandlock.no-such-option": "1"}), "sandlock.no-such-option"),
+    (lambda c: c.update(annotations={
+        "sandlock.http-allow": "GET 127.0.0.1/*; GET 127.0.0.1:99999/"}), "99999"),
     (lambda c: c["linux"].update(seccomp={"defaultAction": "SCMP_ACT_NOTIFY"}),
      "linux.seccomp.defaultAction"),
 ])

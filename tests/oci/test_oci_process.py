@@ -102,6 +102,33 @@ def test_kill_delivers_the_signal_and_logs_keep_output(image, cname):
     assert logs.splitlines() == ["started", "got-usr1"]
 
 
+def test_pause_and_unpause_freeze_the_whole_container(image, cname, hostdir):
+    podman("run", "-d", "--name", cname, "-v", hostdir + ":/out", image, "/bin/sh", "-c",
+           "i=0; while :; do i=$((i+1)); echo $i > /out/n.tmp; mv /out/n.tmp /out/n; "
+           "sleep 0.05; done", check=True)
+    n = os.path.join(hostdir, "n")
+
+    def count():
+        try:
+            return int(open(n).read() or 0)
+        except FileNotFoundError:
+            return 0
+    assert wait_for(lambda: count() > 2)
+    podman("pause", cname, check=True)
+    assert inspect(cname, "{{.State.Status}}") == "paused"
+    cid = inspect(cname, "{{.Id}}")
+    st = subprocess.run([OCI, "state", cid], capture_output=True, text=True)
+    assert '"status": "paused"' in st.stdout
+    r = subprocess.run([OCI, "delete", cid], capture_output=True, text=True)
+    assert r.returncode != 0 and "paused" in r.stderr
+    frozen = count()
+    time.sleep(0.5)
+    assert count() == frozen, "the container ran while paused"
+    podman("unpause", cname, check=True)
+    assert wait_for(lambda: count() > frozen + 3)
+    assert inspect(cname, "{{.State.Status}}") == "running"
+
+
 # ---- a real pty: podman run -it / exec -it inside tmux ----
 
 def tmux(*args):
@@ -142,6 +169,10 @@ def test_run_it_on_a_real_pty(image, cname, session):
         pane(session)
     out = pane(session)
     assert "A42B" in out and "30 100" in out
+    # Job control: the shell owns the terminal's foreground (/dev/tty).
+    assert "job control turned off" not in out
+    assert type_until(session, "sleep 100 & jobs", "Running"), pane(session)
+    assert type_until(session, "kill %1; wait; echo k''illed", "killed"), pane(session)
     # A second shell on its own pty: podman exec -it.
     tmux("split-window", "-t", session,
          "podman --cgroup-manager cgroupfs --runtime %s exec -it %s /bin/sh -c "
