@@ -324,6 +324,75 @@ def _apply(path: str, doc: Dict[str, Any]) -> Profile:
     return Profile(path=path, sandbox_kwargs=kwargs, command=command)
 
 
+# The TOML the CLI's parser (cli/toml.c) refuses, refused here too with
+# its words, so that a profile means the same to both loaders.
+_HEX = re.compile(r"(?<![\w.])[+-]?0[xob]")
+
+
+def _outside_strings(line: str):
+    """(line without its strings and comment, contents blanked; whether a
+    multi-line string starts on it)."""
+    out, q, i = [], None, 0
+    while i < len(line):
+        ch = line[i]
+        if q:
+            if ch == "\\" and q == '"':
+                i += 2
+                continue
+            if ch == q:
+                q = None
+            out.append(" ")
+        elif ch in "\"'":
+            if line[i:i + 3] == ch * 3:
+                return "".join(out), True
+            q = ch
+            out.append(" ")
+        elif ch == "#":
+            break
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out), False
+
+
+def _check_grammar(path: str, text: str) -> None:
+    for n, line in enumerate(text.splitlines(), 1):
+        where = "%s:%d: " % (path, n)
+        bare, multiline = _outside_strings(line)
+        if multiline:
+            raise ProfileError(where + "multi-line strings are not supported")
+        stripped = bare.strip()
+        if stripped.startswith("[["):
+            raise ProfileError(where + "arrays of tables ([[...]]) are not supported")
+        if stripped.startswith("["):
+            continue  # a [table] header (or an array's continuation line)
+        for part in bare.split("{"):
+            key, eq, _ = part.partition("=")
+            if eq and "." in key.split(",")[-1]:
+                raise ProfileError(where + "dotted keys are not supported (use a [table] or "
+                                   "an inline table)")
+        if _HEX.search(bare.partition("=")[2] if "=" in bare else bare):
+            raise ProfileError(where + "hexadecimal, octal and binary integers are not "
+                               "supported")
+
+
+def _check_values(path: str, v: Any) -> None:
+    import datetime
+    import math
+
+    if isinstance(v, dict):
+        for x in v.values():
+            _check_values(path, x)
+    elif isinstance(v, list):
+        for x in v:
+            _check_values(path, x)
+    elif isinstance(v, (datetime.datetime, datetime.date, datetime.time)):
+        raise ProfileError("%s: dates and times are not supported (write them as strings)"
+                           % path)
+    elif isinstance(v, float) and (math.isinf(v) or math.isnan(v)):
+        raise ProfileError("%s: inf and nan are not supported" % path)
+
+
 def read_profile(name: Optional[str] = None, *, path: Optional[str] = None) -> Profile:
     """Parse and validate a profile, by ``name`` (in :func:`profiles_dir`) or ``path``."""
     if (name is None) == (path is None):
@@ -331,11 +400,14 @@ def read_profile(name: Optional[str] = None, *, path: Optional[str] = None) -> P
     p = _profile_path(name) if name is not None else os.fspath(path)  # type: ignore[arg-type]
     try:
         with open(p, "rb") as f:
-            doc = _toml.load(f)
+            raw = f.read()
+        doc = _toml.loads(raw.decode("utf-8"))
     except OSError as e:
         raise ProfileError("%s: %s" % (p, e.strerror or e)) from e
-    except _toml.TOMLDecodeError as e:
+    except (_toml.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ProfileError("%s: %s" % (p, e)) from e
+    _check_grammar(p, raw.decode("utf-8"))
+    _check_values(p, doc)
     return _apply(p, doc)
 
 

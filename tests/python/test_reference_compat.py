@@ -3,6 +3,7 @@ each test from the reference's documented behaviour: configuration
 parsing and errors, the public sandlock.sandbox module, equality,
 keyword-only parameters, frozen events."""
 import dataclasses
+import re
 import os
 
 import pytest
@@ -249,3 +250,37 @@ def test_relative_profile_paths_are_beside_the_profile(tmp_path, monkeypatch):
     r = subprocess.run([cli, "run", "--profile-file", str(prof), "--", "/bin/cat",
                         str(d / "data" / "x")], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout == "beside\n", r.stderr
+
+
+@pytest.mark.parametrize("text,phrase", [
+    ('[program]\nexec = """/bin/true"""\n', "multi-line strings are not supported"),
+    ('[limits]\nprocesses = 0x10\n', "hexadecimal, octal and binary integers are not supported"),
+    ('filesystem.read = ["/usr"]\n', "dotted keys are not supported"),
+    ('[program]\nenv = { a.b = "x" }\n', "dotted keys are not supported"),
+    ('[[filesystem]]\nread = ["/usr"]\n', "arrays of tables ([[...]]) are not supported"),
+    ('[determinism]\ntime_start = 2026-01-01T00:00:00Z\n', "dates and times are not supported"),
+    ('[limits]\ncpu = inf\n', "inf and nan are not supported"),
+])
+def test_python_and_cli_refuse_the_same_toml(tmp_path, text, phrase):
+    import subprocess
+    from conftest import REPO
+    prof = tmp_path / "p.toml"
+    prof.write_text(text)
+    prof.chmod(0o600)
+    cli = os.path.join(os.environ.get("SANDLOCK_BUILD", os.path.join(REPO, "build")), "sandlock")
+    r = subprocess.run([cli, "run", "--profile-file", str(prof), "--", "/bin/true"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 125 and phrase in r.stderr, r.stderr
+    with pytest.raises(sandlock.profile.ProfileError, match=re.escape(phrase)):
+        sandlock.load_profile(path=str(prof))
+
+
+def test_the_grammar_check_leaves_ordinary_profiles_alone(tmp_path):
+    prof = tmp_path / "ok.toml"
+    prof.write_text('# a comment with """ and 0x10 and a.b = 1\n'
+                    '[filesystem]\nread = ["/usr", "/lib.d", "a=b.c"]  # x.y = 1\n'
+                    '[network]\nallow = ["1.2.3.4:80", "0x.example:443"]\n'
+                    '[limits]\nmemory = "1.5G"\nprocesses = 10\n')
+    prof.chmod(0o600)
+    p = sandlock.profile.read_profile(path=str(prof))
+    assert p.sandbox_kwargs["net_allow"] == ["1.2.3.4:80", "0x.example:443"]
