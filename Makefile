@@ -41,7 +41,7 @@ HELPERS  := $(patsubst tests/c/helpers/%.c,$(BUILD)/helpers/%,$(HELPER_SRC)) \
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all lib test test-c test-py test-oci test-workloads demo asan bench clean install uninstall
+.PHONY: all lib test test-c test-py test-go test-oci test-workloads demo asan bench clean install uninstall
 all: lib $(BUILD)/sandlock $(BUILD)/sandlock-oci $(TESTS) $(HELPERS) $(BENCHES)
 lib: $(BUILD)/libsandlock.so $(BUILD)/libsandlock.a
 
@@ -98,11 +98,17 @@ $(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h) include/sandlock.h $(BUILD)/li
 export SANDLOCK_LIB = $(abspath $(BUILD)/libsandlock.so)
 export SANDLOCK_BUILD = $(abspath $(BUILD))
 
-test: test-c test-py
+test: test-c test-py test-go
 test-c: all
 	@tests/run_c_tests.sh $(BUILD)
 test-py: all
 	PYTHONPATH=python $(PYTHON) -m pytest -q tests/python
+
+# The Go SDK (go/): cgo over build/libsandlock.a; no module downloads.
+test-go: lib
+	@if command -v go >/dev/null; then \
+	    cd go && GOFLAGS=-mod=mod go vet ./... && GOFLAGS=-mod=mod go test -count=1 ./...; \
+	else echo "test-go: skipped (go is not installed: apt-get install golang-go)"; fi
 
 # The OCI runtime through podman (its own target: it starts containers).
 test-oci: all

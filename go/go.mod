@@ -1,0 +1,3 @@
+module sandlock.dev/sandlock/go
+
+go 1.19
