@@ -30,6 +30,7 @@
 #include <sys/socket.h>
 
 #include "proxyint.h"
+#include "proxyredact.h"
 
 #define BUF_SZ 65536
 #define MAX_HDRS 128
@@ -548,22 +549,36 @@ static int build_head(struct px_conn *c, http_parser *p, struct reqhead *r,
 
 /* ---------------- streaming ---------------- */
 
+/* Pass response bytes to the client (an injected credential masked). */
+static int to_client(struct px_conn *c, struct px_redact *red, const char *buf, size_t n,
+                     bool last)
+{
+	if (!px_redact_active(red))
+		return n ? px_write_all(&c->client, buf, n, sl_now_ms() + PX_IO_MS) : 0;
+	const char *out;
+	size_t outn;
+	if (px_redact_feed(red, buf, n, last, &out, &outn) < 0)
+		return -1;
+	return outn ? px_write_all(&c->client, out, outn, sl_now_ms() + PX_IO_MS) : 0;
+}
+
 /* Feed upstream bytes to the response parser and pass them to the client. */
-static int pump_response(struct px_conn *c, http_parser *rp, struct resp *rs, char *buf)
+static int pump_response(struct px_conn *c, http_parser *rp, struct resp *rs, char *buf,
+                         struct px_redact *red)
 {
 	ssize_t n = px_read(&c->up, buf, BUF_SZ, sl_now_ms() + PX_IO_MS);
 	if (n < 0)
 		return -1;
 	size_t used = http_parser_execute(rp, &k_resp, buf, (size_t)n);
-	if (n == 0)
-		return rs->done ? 0 : -1; /* EOF: ends a close-delimited body, or breaks one */
+	if (n == 0) /* EOF: ends a close-delimited body, or breaks one */
+		return rs->done ? to_client(c, red, buf, 0, true) : -1;
 	enum http_errno e = HTTP_PARSER_ERRNO(rp);
 	if (e != HPE_OK && e != HPE_PAUSED)
 		return -1;
 	if (rs->done && (used != (size_t)n || rs->status == 101))
 		return -1; /* bytes past the response, or a protocol switch: unjudgeable */
 	rs->bytes += used;
-	return px_write_all(&c->client, buf, used, sl_now_ms() + PX_IO_MS);
+	return to_client(c, red, buf, used, rs->done);
 }
 
 /* Feed client bytes (the body) to the request parser and pass them up.
@@ -599,6 +614,7 @@ struct exchange {
 	struct reqhead r;
 	struct inbuf in;
 	char *ubuf;
+	struct px_redact red; /* the credential injected into this request */
 };
 
 static void log_req(struct exchange *x, const struct target *t, int status, const char *decision,
@@ -687,7 +703,7 @@ static bool stream(struct exchange *x, const struct target *t, const struct sl_h
 		if (ok && (w & 1) && !x->r.msg_done)
 			ok = pump_body(c, &x->p, &x->r, &x->in, &skip, &out) == 0;
 		if (ok && (w & 2) && !rs.done)
-			ok = pump_response(c, &rp, &rs, x->ubuf) == 0;
+			ok = pump_response(c, &rp, &rs, x->ubuf, &x->red) == 0;
 		if (rs.done && !x->r.msg_done)
 			ok = false; /* answered before the body ended: cannot resync */
 	}
@@ -736,17 +752,26 @@ static bool one_request(struct exchange *x, bool first)
 	sl_buf head = { 0 };
 	bool keep = http_should_keep_alive(&x->p);
 	int rc = build_head(c, &x->p, &x->r, &t, &inj, keep, &head);
+	/* Whatever form the secret took upstream is masked on the way back. */
+	const char *forms[] = { inj.cred ? inj.cred->value : NULL,
+		                    inj.value && inj.rule->kind == SL_AUTH_BASIC ? inj.value + 6 : inj.value };
+	if (rc == 0)
+		rc = px_redact_init(&x->red, forms, 2);
 	inject_free(&inj);
 	if (rc == 0)
 		rc = px_write_all(&c->up, head.data, head.len, sl_now_ms() + PX_IO_MS);
 	if (head.data)
 		explicit_bzero(head.data, head.len);
 	sl_buf_free(&head);
-	if (rc < 0)
+	if (rc < 0) {
+		px_redact_free(&x->red);
 		return false;
+	}
 	/* Resume: the parser's next byte is the head's last LF. */
 	http_parser_pause(&x->p, 0);
-	return stream(x, &t, rule, 1) && keep;
+	bool go = stream(x, &t, rule, 1) && keep;
+	px_redact_free(&x->red);
+	return go;
 }
 
 void px_http_serve(struct px_conn *c)

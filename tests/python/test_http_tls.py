@@ -214,3 +214,35 @@ def test_credential_errors_name_the_credential_not_its_value(pki):
     r = run(pki, "--http-allow", "* x/*", "--credential", "a=env:HOME",
             "--http-auth", "* x/* basic:us:er a", "--", "/bin/true")
     assert r.returncode == 125 and "may not contain ':'" in r.stderr
+
+
+def test_a_server_echoing_the_request_does_not_hand_the_secret_back(pki, origin, tls):
+    # /headers echoes every request header in its body: the guest gets the
+    # response with the injected credential masked, the server saw it.
+    p = origin.port
+    sh = ("%s -s http://localhost:%d/headers/a; "
+          "%s -s -u me:pw http://localhost:%d/headers/b" % (CURL, p, CURL, p))
+    r = run(pki, "--http-port", str(p), "--http-allow", "GET localhost/*",
+            "--credential", "tok=env:SL_TEST_TOKEN", "--credential", "pw=env:SL_TEST_PW",
+            "--http-auth", "GET localhost/headers/a bearer tok",
+            "--http-auth", "GET localhost/headers/b basic:deploy pw",
+            "--", "/bin/sh", "-c", sh,
+            env={"SL_TEST_TOKEN": "echo-s3cret-token", "SL_TEST_PW": "echo-s3cret-pw"})
+    seen = {path: h for _, path, h in origin.seen}
+    assert seen["/headers/a"]["Authorization"] == "Bearer echo-s3cret-token"
+    assert seen["/headers/b"]["Authorization"].startswith("Basic ")  # replaced the guest's
+    assert "Authorization: Bearer xxxxxxxxxxxxxxxxx" in r.stdout, r.stdout
+    assert "s3cret" not in r.stdout
+    import base64
+    enc = base64.b64encode(b"deploy:echo-s3cret-pw").decode()
+    assert seen["/headers/b"]["Authorization"] == "Basic " + enc
+    assert enc not in r.stdout and "Authorization: Basic " + "x" * len(enc) in r.stdout
+    # Over TLS too (terminated): the secret goes encrypted to the server, and
+    # is masked on the way back.
+    sh = "%s -s --cacert %s https://localhost:%d/headers/c" % (CURL, pki["bundle"], tls.port)
+    r = run(pki, "--http-port", str(tls.port), "--http-inject-ca", pki["bundle"],
+            "--http-allow", "GET localhost/*", "--credential", "tok=env:SL_TEST_TOKEN",
+            "--http-auth", "GET localhost/headers/* bearer tok", "--", "/bin/sh", "-c", sh,
+            env={"SL_TEST_TOKEN": "echo-s3cret-token", "SSL_CERT_FILE": pki["ca"]})
+    assert "Authorization: Bearer xxxxxxxxxxxxxxxxx" in r.stdout and "s3cret" not in r.stdout, r.stdout
+    assert "cleartext" not in r.stderr  # TLS: no warning
