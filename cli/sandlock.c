@@ -230,6 +230,18 @@ static int apply_learn(struct run_args *ra, int id, const char *arg)
 	return 0;
 }
 
+/* A rule option checked here, so the error names the flag: why is the
+ * checker's verdict (NULL: well-formed; freed here). */
+static int add_checked_rule(struct cli_cfg *c, int id, const char *arg, char *why)
+{
+	if (why) {
+		fprintf(stderr, "sandlock: --%s '%s': %s\n", cli_opt_by_id(id)->name, arg, why);
+		sandlock_string_free(why);
+		return EXIT_SANDLOCK;
+	}
+	return cli_ops_add(&c->ops, id, arg) < 0 ? out_of_memory() : 0;
+}
+
 /* Apply one parsed option.  Returns 0 or an exit status.  Path validity
  * is the library's job: it reports bad paths at build time. */
 static int apply_option(struct run_args *ra, int id, const char *arg)
@@ -247,26 +259,11 @@ static int apply_option(struct run_args *ra, int id, const char *arg)
 	case OPT_TIMEOUT:
 		return apply_limit(c, id, arg);
 	case OPT_NET_ALLOW:
-	case OPT_NET_DENY: {
-		/* checked here so the error names the flag */
-		char *e = sandlock_net_spec_error(arg, id == OPT_NET_DENY);
-		if (e) {
-			fprintf(stderr, "sandlock: --%s '%s': %s\n", cli_opt_by_id(id)->name, arg, e);
-			sandlock_string_free(e);
-			return EXIT_SANDLOCK;
-		}
-		return cli_ops_add(&c->ops, id, arg) < 0 ? out_of_memory() : 0;
-	}
+	case OPT_NET_DENY:
+		return add_checked_rule(c, id, arg, sandlock_net_spec_error(arg, id == OPT_NET_DENY));
 	case OPT_HTTP_ALLOW:
-	case OPT_HTTP_DENY: {
-		char *e = sandlock_http_rule_error(arg);
-		if (e) {
-			fprintf(stderr, "sandlock: --%s '%s': %s\n", cli_opt_by_id(id)->name, arg, e);
-			sandlock_string_free(e);
-			return EXIT_SANDLOCK;
-		}
-		return cli_ops_add(&c->ops, id, arg) < 0 ? out_of_memory() : 0;
-	}
+	case OPT_HTTP_DENY:
+		return add_checked_rule(c, id, arg, sandlock_http_rule_error(arg));
 	case OPT_HTTP_PORT:
 	case OPT_HTTP_CA:
 	case OPT_HTTP_KEY:
