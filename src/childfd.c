@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,4 +204,85 @@ mode_t sl_child_umask(int listener, const sandlock_notif_t *n)
 	buf[len] = '\0';
 	char *u = strstr(buf, "Umask:");
 	return u ? (mode_t)strtoul(u + 6, NULL, 8) & 0777 : 022;
+}
+
+long sl_child_tgid(const sandlock_notif_t *n)
+{
+	char p[48], buf[512];
+	snprintf(p, sizeof p, "/proc/%u/status", n->pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ESRCH;
+	ssize_t len = read(fd, buf, sizeof buf - 1); /* Tgid: is the 4th line */
+	close(fd);
+	buf[len > 0 ? len : 0] = '\0';
+	char *t = strstr(buf, "\nTgid:");
+	long v = t ? strtol(t + 6, NULL, 10) : 0;
+	return v > 0 ? v : -ESRCH;
+}
+
+int sl_child_self_path(char *p, size_t cap, const sandlock_notif_t *n)
+{
+	/* to: a printf format; "self" kinds take (tgid, tid), the others tid.
+	 * /proc/self is the thread GROUP (its status names the process, its
+	 * fd and task lists are the process's), /proc/thread-self the thread:
+	 * for a worker thread the two differ.  /dev/fd and the links to
+	 * self/mounts and self/net are the same for every thread sharing the
+	 * process's files and namespaces, so the tid serves (no lookup). */
+	enum { TID, GROUP, THREAD };
+	static const struct {
+		const char *from, *to;
+		int kind;
+	} map[] = {
+		{ "/proc/self", "/proc/%ld", GROUP },
+		{ "/proc/thread-self", "/proc/%ld/task/%u", THREAD },
+		{ "/dev/fd", "/proc/%u/fd", TID },        { "/dev/stdin", "/proc/%u/fd/0", TID },
+		{ "/dev/stdout", "/proc/%u/fd/1", TID },  { "/dev/stderr", "/proc/%u/fd/2", TID },
+		{ "/proc/mounts", "/proc/%u/mounts", TID }, /* a link to self/mounts */
+		{ "/proc/net", "/proc/%u/net", TID },       /* a link to self/net: the caller's */
+	};
+	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+		size_t k = strlen(map[i].from);
+		if (strncmp(p, map[i].from, k) != 0 || (p[k] != '/' && p[k] != '\0'))
+			continue;
+		long tgid = map[i].kind == TID ? 0 : sl_child_tgid(n);
+		if (tgid < 0)
+			return (int)tgid;
+		char head[64];
+		int h = map[i].kind == TID ? snprintf(head, sizeof head, map[i].to, n->pid)
+		                           : snprintf(head, sizeof head, map[i].to, tgid, n->pid);
+		size_t rest = strlen(p + k);
+		if ((size_t)h + rest + 1 > cap)
+			return -ENAMETOOLONG;
+		memmove(p + h, p + k, rest + 1);
+		memcpy(p, head, (size_t)h);
+		return 0;
+	}
+	return 0;
+}
+
+char *sl_child_read_path(sandlock_mem_t *m, uint64_t addr, const sandlock_notif_t *n, int *e)
+{
+	char *p = addr ? sandlock_mem_read_string(m, addr, PATH_MAX) : NULL;
+	if (!p) {
+		char ch;
+		/* Readable but unterminated within PATH_MAX: too long. */
+		*e = addr && sandlock_mem_peek(m, addr, &ch, 1) == 0 ? ENAMETOOLONG : EFAULT;
+		return NULL;
+	}
+	char *q = realloc(p, SL_CHILD_PATH_CAP);
+	if (!q) {
+		sandlock_string_free(p);
+		*e = ENOMEM;
+		return NULL;
+	}
+	int r = sl_child_self_path(q, SL_CHILD_PATH_CAP, n);
+	if (r == 0 && strlen(q) >= PATH_MAX)
+		r = -ENAMETOOLONG;
+	if (r < 0) {
+		free(q);
+		*e = -r;
+		return NULL;
+	}
+	return q;
 }

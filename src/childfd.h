@@ -11,6 +11,10 @@
 #define SANDLOCK_CHILDFD_H
 
 #include <stdbool.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "sandlock.h"
 
@@ -49,8 +53,23 @@ int sl_child_procdir(int listener, const sandlock_notif_t *n);
  * else its fd dirfd, as our own O_PATH fd. */
 int sl_child_dirfd(int listener, const sandlock_notif_t *n, int dirfd);
 
+/* The caller's thread group id: n->pid for a process's main thread, the
+ * leader's pid for any other thread.  From /proc/TID/status (not pinned:
+ * what is opened or signalled with it is confirmed by its user); -errno. */
+long sl_child_tgid(const sandlock_notif_t *n);
+/* A path naming the caller through /proc/self, /proc/thread-self,
+ * /dev/fd, /dev/std*, /proc/mounts or /proc/net, rewritten in place (cap
+ * bytes) to the caller's own /proc/PID or /proc/PID/task/TID directory,
+ * as the kernel would resolve it for that thread: the supervisor
+ * following them would reach itself.  0 or -errno. */
+int sl_child_self_path(char *p, size_t cap, const sandlock_notif_t *n);
+/* A path argument of the call (at addr), read once and rewritten as above,
+ * in a heap buffer of SL_CHILD_PATH_CAP bytes (to free()); NULL with *e:
+ * EFAULT, ENAMETOOLONG (no NUL within PATH_MAX), ENOMEM, ESRCH. */
+#define SL_CHILD_PATH_CAP (PATH_MAX + 64)
+char *sl_child_read_path(sandlock_mem_t *m, uint64_t addr, const sandlock_notif_t *n, int *e);
+
 /* The caller's umask (from /proc/TID/status; 022 if it cannot be read). */
-#include <sys/types.h>
 mode_t sl_child_umask(int listener, const sandlock_notif_t *n);
 
 #endif /* SANDLOCK_CHILDFD_H */

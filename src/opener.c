@@ -471,71 +471,35 @@ static int decode(const sandlock_notif_t *n, sandlock_mem_t *m, struct open_call
 
 /* ---------------- the path ---------------- */
 
-/* /proc/self... (and friends) name the caller: rewrite them to /proc/TID
- * in place.  False if the result would not fit in cap. */
-static bool rewrite_self(char *p, size_t cap, unsigned tid)
-{
-	static const struct {
-		const char *from, *to; /* to: printf format taking the tid */
-	} map[] = {
-		{ "/proc/self", "/proc/%u" },        { "/proc/thread-self", "/proc/%u" },
-		{ "/dev/fd", "/proc/%u/fd" },        { "/dev/stdin", "/proc/%u/fd/0" },
-		{ "/dev/stdout", "/proc/%u/fd/1" },  { "/dev/stderr", "/proc/%u/fd/2" },
-		{ "/proc/mounts", "/proc/%u/mounts" }, /* a link to self/mounts */
-		{ "/proc/net", "/proc/%u/net" }, /* a link to self/net: the caller's */
-	};
-	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
-		size_t k = strlen(map[i].from);
-		if (strncmp(p, map[i].from, k) != 0 || (p[k] != '/' && p[k] != '\0'))
-			continue;
-		char head[48];
-		int h = snprintf(head, sizeof head, map[i].to, tid);
-		size_t rest = strlen(p + k);
-		if ((size_t)h + rest + 1 > cap)
-			return false;
-		memmove(p + h, p + k, rest + 1);
-		memcpy(p, head, (size_t)h);
-		return true;
-	}
-	return true;
-}
-
 /* /etc/mtab is normally a link to the mount table of "self": followed
  * here it would name the supervisor, so it is spelled /proc/self/mounts
  * (when it is such a link; the guest's own table, filtered, is opened). */
-static void rewrite_mtab(char *p)
+static bool rewrite_mtab(char *p)
 {
 	char t[64];
 	ssize_t n = strcmp(p, "/etc/mtab") == 0 ? readlink(p, t, sizeof t - 1) : -1;
 	if (n <= 0)
-		return;
+		return false;
 	t[n] = '\0';
-	if (strcmp(t, "/proc/mounts") == 0 || strcmp(t, "../proc/mounts") == 0 ||
-	    strcmp(t, "/proc/self/mounts") == 0 || strcmp(t, "../proc/self/mounts") == 0)
-		strcpy(p, "/proc/self/mounts");
+	if (strcmp(t, "/proc/mounts") != 0 && strcmp(t, "../proc/mounts") != 0 &&
+	    strcmp(t, "/proc/self/mounts") != 0 && strcmp(t, "../proc/self/mounts") != 0)
+		return false;
+	strcpy(p, "/proc/self/mounts");
+	return true;
 }
 
-/* The path argument, read once and rewritten.  NULL with *e on failure. */
-static char *read_path(sandlock_mem_t *m, uint64_t addr, unsigned tid, int *e)
+/* The path argument, read once and rewritten (childfd.h; /etc/mtab
+ * first).  NULL with *e on failure. */
+static char *read_path(sandlock_mem_t *m, uint64_t addr, const sandlock_notif_t *n, int *e)
 {
-	char *p = addr ? sandlock_mem_read_string(m, addr, PATH_MAX) : NULL;
-	if (!p) {
-		char ch;
-		/* Readable but unterminated within PATH_MAX: too long. */
-		*e = addr && sandlock_mem_peek(m, addr, &ch, 1) == 0 ? ENAMETOOLONG : EFAULT;
-		return NULL;
-	}
-	char *q = realloc(p, PATH_MAX + 64);
-	if (!q) {
-		sandlock_string_free(p);
-		*e = ENOMEM;
-		return NULL;
-	}
-	rewrite_mtab(q);
-	if (!rewrite_self(q, PATH_MAX + 64, tid) || strlen(q) >= PATH_MAX) {
-		free(q);
-		*e = ENAMETOOLONG;
-		return NULL;
+	char *q = sl_child_read_path(m, addr, n, e);
+	if (q && rewrite_mtab(q)) {
+		int r = sl_child_self_path(q, SL_CHILD_PATH_CAP, n);
+		if (r < 0) {
+			free(q);
+			*e = -r;
+			return NULL;
+		}
 	}
 	return q;
 }
@@ -1047,7 +1011,7 @@ int sl_opener_open_call(struct sl_opener *op, int listener, const sandlock_notif
 	int e = decode(n, m, &c);
 	if (e)
 		return e;
-	char *path = read_path(m, c.path, n->pid, &e);
+	char *path = read_path(m, c.path, n, &e);
 	if (!path)
 		return e;
 	struct req r = { .base = AT_FDCWD, .how = c.how, .fd = -1 };

@@ -84,8 +84,12 @@ static void kill_sandbox(struct sl_responder *s, const sandlock_notif_t *n, int 
 	/* Record first so the run reports KILLED even if it reaps at once. */
 	atomic_store(&s->kill_sig, sig);
 	atomic_store(&s->killed, 1);
-	if (sig == SIGKILL && s->init > 1)
-		sl_kill_tree(s->init, (pid_t)n->pid); /* the rest first, the caller last */
+	if (sig == SIGKILL && s->init > 1) {
+		/* The rest first, the caller's process last (a worker thread's
+		 * call names the thread: the tree lists its thread group). */
+		long tgid = sl_child_tgid(n);
+		sl_kill_tree(s->init, tgid > 0 ? (pid_t)tgid : (pid_t)n->pid);
+	}
 	if ((pid_t)n->pid != s->init) /* init's own call: init ends it all below */
 		signal_caller(s, n, sig);
 	if (s->init > 1) {

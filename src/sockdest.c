@@ -148,36 +148,27 @@ int sl_sd_abstract_inode(const struct sl_sockaddr *a, int type, unsigned long *i
 
 /* The path of a pathname address, NUL-terminated (the kernel stops at
  * the first NUL or the address length).  /proc/self and
- * /proc/thread-self name the caller: rewritten to /proc/TID. */
-static int unix_path(const struct sl_sockaddr *a, unsigned tid, char *out, size_t cap)
+ * /proc/thread-self name the caller: rewritten (childfd.h). */
+static int unix_path(const struct sl_sockaddr *a, const sandlock_notif_t *nf, char *out,
+                     size_t cap)
 {
 	const struct sockaddr_un *u = (const void *)&a->ss;
 	size_t max = a->len - SUN_PATH_OFF;
 	if (max > sizeof(u->sun_path))
 		max = sizeof(u->sun_path);
-	char path[sizeof(u->sun_path) + 1];
 	size_t n = strnlen(u->sun_path, max);
-	memcpy(path, u->sun_path, n);
-	path[n] = '\0';
-	static const char *const pfx[] = { "/proc/self/", "/proc/thread-self/" };
-	for (size_t i = 0; i < 2; i++) {
-		size_t k = strlen(pfx[i]);
-		if (strncmp(path, pfx[i], k) == 0) {
-			int w = snprintf(out, cap, "/proc/%u/%s", tid, path + k);
-			return w < 0 || (size_t)w >= cap ? ENAMETOOLONG : 0;
-		}
-	}
 	if (n + 1 > cap)
 		return ENAMETOOLONG;
-	memcpy(out, path, n + 1);
-	return 0;
+	memcpy(out, u->sun_path, n);
+	out[n] = '\0';
+	return -sl_child_self_path(out, cap, nf);
 }
 
 int sl_sd_unix_open(int listener, const sandlock_notif_t *n, const struct sl_sockaddr *a,
                     int *fd, char *canon, size_t cap)
 {
 	char path[160];
-	int e = unix_path(a, n->pid, path, sizeof path);
+	int e = unix_path(a, n, path, sizeof path);
 	if (e)
 		return e;
 	/* The kernel resolves a relative sun_path against the caller's cwd,

@@ -211,20 +211,31 @@ static bool has_dotdot(const char *p)
 	return false;
 }
 
-static bool call_path(const struct cow_state *s, const struct sl_call *call, int dirfd,
-                      uint64_t addr, char *out, size_t cap, bool *aliased)
+/* The path a call names, made absolute (in guest terms under chroot):
+ * 1 with out filled; 0 when the kernel answers the call by itself (a NULL
+ * or empty string, a starting fd that is no directory path); -errno when
+ * we cannot look at the caller's memory, cwd or fd: never passed on, so
+ * the real call cannot run in the caller's stead (fail closed). */
+static int call_path(const struct cow_state *s, const struct sl_call *call, int dirfd,
+                     uint64_t addr, char *out, size_t cap, bool *aliased)
 {
-	char *p = addr ? sandlock_mem_read_string(call->mem, addr, PATH_MAX) : NULL;
-	bool ok = p && p[0];
+	if (!addr)
+		return 0; /* the kernel's EFAULT */
+	char *p = sandlock_mem_read_string(call->mem, addr, PATH_MAX);
+	if (!p) {
+		char ch;
+		return sandlock_mem_peek(call->mem, addr, &ch, 1) == 0 ? -ENAMETOOLONG : -EFAULT;
+	}
+	int ok = p[0] ? 1 : 0;
 	char base[PATH_MAX], guest[PATH_MAX];
 	const char *from = "";
 	*aliased = ok && has_dotdot(p);
 	if (ok && p[0] != '/') {
 		int fd = sl_child_dirfd(call->listener, call->n, dirfd);
-		ok = sl_fd_path(fd, base, sizeof base);
+		ok = fd < 0 ? fd : sl_fd_path(fd, base, sizeof base);
 		if (fd >= 0)
 			close(fd);
-		const char *rel = ok ? sl_cow_rel(s->cow, base) : NULL;
+		const char *rel = ok > 0 ? sl_cow_rel(s->cow, base) : NULL;
 		char moved[PATH_MAX];
 		/* A real directory the run moved is found at its new place. */
 		if (rel && !sl_cow_upper_rel(s->cow, base) &&
@@ -233,24 +244,27 @@ static bool call_path(const struct cow_state *s, const struct sl_call *call, int
 			*aliased = true;
 		}
 		if (rel)
-			ok = snprintf(guest, sizeof guest, "%s/%s", s->space.root, rel) < (int)sizeof guest;
-		else if (ok && s->view)
+			ok = snprintf(guest, sizeof guest, "%s/%s", s->space.root, rel) < (int)sizeof guest
+			             ? 1 : -ENAMETOOLONG;
+		else if (ok > 0 && s->view)
 			ok = sl_view_guest(s->view, base, guest, sizeof guest);
 		from = rel || s->view ? guest : base;
-		*aliased |= ok && sl_path_under(base, sl_cow_upper_path(s->cow));
+		*aliased |= ok > 0 && sl_path_under(base, sl_cow_upper_path(s->cow));
 	}
-	ok = ok && snprintf(out, cap, "%s%s%s", from, from[0] ? "/" : "", p) < (int)cap;
+	if (ok > 0 && snprintf(out, cap, "%s%s%s", from, from[0] ? "/" : "", p) >= (int)cap)
+		ok = -ENAMETOOLONG;
 	sandlock_string_free(p);
-	if (ok)
+	if (ok > 0)
 		sl_path_normalize(out);
-	const char *up = ok ? sl_cow_upper_rel(s->cow, out) : NULL;
+	const char *up = ok > 0 ? sl_cow_upper_rel(s->cow, out) : NULL;
 	if (up) {
-		ok = snprintf(guest, sizeof guest, "%s/%s", s->space.root, up) < (int)sizeof guest;
-		if (ok) {
+		ok = snprintf(guest, sizeof guest, "%s/%s", s->space.root, up) < (int)sizeof guest
+		             ? 1 : -ENAMETOOLONG;
+		if (ok > 0) {
 			memcpy(out, guest, strlen(guest) + 1);
 			sl_path_normalize(out);
 		}
-		*aliased = ok;
+		*aliased = ok > 0;
 	}
 	return ok;
 }
@@ -262,8 +276,9 @@ static int resolve_arg(struct cow_state *s, const struct sl_call *call, int dirf
 {
 	char p[PATH_MAX];
 	bool aliased;
-	if (!call_path(s, call, dirfd, addr, p, sizeof p, &aliased))
-		return 0;
+	int k = call_path(s, call, dirfd, addr, p, sizeof p, &aliased);
+	if (k <= 0)
+		return k;
 	int r = sl_cow_resolve(s->cow, &s->space, p, follow, res);
 	if (r < 0)
 		return r;
@@ -939,10 +954,11 @@ static bool do_chdir(struct cow_state *s, const struct sl_call *call, sandlock_a
 static bool do_getcwd(struct cow_state *s, const struct sl_call *call, sandlock_action_t *act)
 {
 	int fd = sl_child_dirfd(call->listener, call->n, AT_FDCWD);
+	if (fd < 0) /* the real getcwd would name the layer's host path */
+		return answer(act, fd);
 	char cwd[PATH_MAX], out[PATH_MAX];
 	bool ok = sl_fd_path(fd, cwd, sizeof cwd);
-	if (fd >= 0)
-		close(fd);
+	close(fd);
 	if (!ok)
 		return false;
 	const char *rel = sl_cow_upper_rel(s->cow, cwd), *real = rel ? NULL : sl_cow_rel(s->cow, cwd);

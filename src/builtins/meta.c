@@ -470,52 +470,6 @@ static bool fd_path(int fd, char *buf, size_t cap)
 	return buf[0] == '/'; /* pipes, sockets, anon inodes are in no tree */
 }
 
-/* Rewrite a path that names the caller through /proc/self (etc.) into
- * /proc/TID, in place.  False if it no longer fits PATH_MAX. */
-static bool rewrite_self(char *path, size_t cap, unsigned tid)
-{
-	static const char *const pfx[] = { "/proc/self", "/proc/thread-self", "/dev/fd" };
-	for (size_t i = 0; i < 3; i++) {
-		size_t k = strlen(pfx[i]);
-		if (strncmp(path, pfx[i], k) != 0 || (path[k] != '/' && path[k] != '\0'))
-			continue;
-		char head[48];
-		int h = snprintf(head, sizeof head, i == 2 ? "/proc/%u/fd" : "/proc/%u", tid);
-		size_t rest = strlen(path + k);
-		if ((size_t)h + rest + 1 > cap)
-			return false;
-		memmove(path + h, path + k, rest + 1);
-		memcpy(path, head, (size_t)h);
-		return true;
-	}
-	return true;
-}
-
-/* The path argument, read once.  NULL with *e set on failure. */
-static char *read_path(sandlock_mem_t *m, uint64_t addr, unsigned tid, int *e)
-{
-	char *p = addr ? sandlock_mem_read_string(m, addr, PATH_MAX) : NULL;
-	if (!p) {
-		char c;
-		/* Readable but unterminated within PATH_MAX: too long. */
-		*e = addr && sandlock_mem_peek(m, addr, &c, 1) == 0 ? ENAMETOOLONG : EFAULT;
-		return NULL;
-	}
-	size_t cap = strlen(p) + 64 < PATH_MAX ? PATH_MAX : strlen(p) + 64;
-	char *q = realloc(p, cap);
-	if (!q) {
-		sandlock_string_free(p);
-		*e = ENOMEM;
-		return NULL;
-	}
-	if (!rewrite_self(q, cap, tid) || strlen(q) >= PATH_MAX) {
-		free(q);
-		*e = ENAMETOOLONG;
-		return NULL;
-	}
-	return q;
-}
-
 /* ---------------- performing the change ---------------- */
 
 struct xattr_args {
@@ -652,7 +606,7 @@ static int guard(const struct meta_state *s, int listener, const sandlock_notif_
 	char *path = NULL;
 	struct xattr_args x = { NULL, NULL };
 	if (!e && !c->fd_only)
-		path = read_path(m, c->path, n->pid, &e);
+		path = sl_child_read_path(m, c->path, n, &e);
 	if (!e && (c->op == OP_SETXATTR || c->op == OP_REMOVEXATTR))
 		e = read_xattr(m, c, &x);
 	if (!e && c->fd_only && c->dirfd >= 0 && fd_is_opath(piddir, c->dirfd))
