@@ -17,6 +17,7 @@
 #include "chroot.h"
 #include "image.h"
 #include "config.h"
+#include "cowstore.h"
 #include "filter.h"
 #include "launch.h"
 #include "refabi.h"
@@ -850,6 +851,14 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_policy_fn(sandlock_builde
 }
 
 /* Free the members of a configuration (not the struct itself). */
+/* Our default storage, then its owner lock (each run removed its own
+ * upper layer; a layer kept on purpose keeps the storage too). */
+static void remove_storage(int lock, const char *path)
+{
+	sl_store_release(lock, path, SL_STORE_INSIDE);
+	rmdir(path);
+}
+
 static void cfg_release(struct sandlock_sandbox *c)
 {
 	sl_strvec_free(&c->fs_read);
@@ -870,7 +879,7 @@ static void cfg_release(struct sandlock_sandbox *c)
 	sl_private_tmp_remove(c->tmp_root); /* each run removed its own */
 	c->tmp_root = NULL;
 	if (c->storage_owned && c->fs_storage)
-		rmdir(c->fs_storage); /* each run removed its own upper layer */
+		remove_storage(c->storage_lock, c->fs_storage);
 	free(c->workdir);
 	free(c->fs_storage);
 	c->workdir = c->fs_storage = NULL;
@@ -1041,29 +1050,32 @@ static bool granted(const struct sandlock_sandbox *c, const char *p)
  */
 static int make_storage(struct sandlock_sandbox *c, int *err, char **msg)
 {
-	char *t = NULL;
-	int e = 0;
-	for (size_t pass = 0; pass < 3 && !t; pass++)
-		for (size_t i = 0; sl_tmp_candidate(i) && !t; i++) {
+	char t[PATH_MAX];
+	int lock = -ENOENT;
+	for (size_t pass = 0; pass < 3 && lock < 0; pass++)
+		for (size_t i = 0; sl_tmp_candidate(i) && lock < 0; i++) {
 			char *dir = realpath(sl_tmp_candidate(i), NULL);
 			bool ok = dir && (pass == 2 || !granted(c, dir)) &&
 			          (pass > 0 || sl_dir_exec_allowed(dir)) && !path_within(dir, c->workdir);
-			t = ok ? sl_asprintf("%s/sandlock-cow-XXXXXX", dir) : NULL;
-			if (t && !mkdtemp(t)) {
-				e = errno;
-				free(t);
-				t = NULL;
-			}
+			/* Owned by a lock file (cowstore.h): storage left by
+			 * SIGKILLed callers is swept here, a live one never. */
+			if (ok)
+				sl_store_sweep(dir, "sandlock-cow-", SL_STORE_INSIDE);
+			int r = ok ? sl_store_make(dir, "sandlock-cow-", SL_STORE_INSIDE, t, sizeof t) : -ENOENT;
+			if (ok)
+				lock = r;
 			free(dir);
 		}
-	if (!t)
+	if (lock < 0)
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "cannot make COW storage: %s",
-		               strerror(e ? e : ENOENT));
+		               strerror(-lock));
 	c->fs_storage = realpath(t, NULL);
-	free(t);
-	c->storage_owned = c->fs_storage != NULL;
-	if (!c->fs_storage)
+	if (!c->fs_storage) {
+		remove_storage(lock, t);
 		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	}
+	c->storage_owned = true;
+	c->storage_lock = lock;
 	return 0;
 }
 

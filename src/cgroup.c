@@ -160,16 +160,15 @@ static int make_dir(const char *name)
 
 /*
  * Groups left by a caller that was SIGKILLed (its sandbox died with it,
- * but nobody was left to remove the empty group): removed by the next
- * run of the same parent group, once per process.  Only ours by name
- * ("sandlock-PID-N"), only when PID is gone, and rmdir refuses a group
- * that still holds a process.
+ * but nobody was left to remove the empty group): removed at the end of
+ * every run of the same parent group (a long-lived caller, a Python
+ * supervisor, keeps sweeping), after the run's own group is gone: off
+ * the start-up path, and one listing of a directory that holds only the
+ * runs in flight.  Only ours by name ("sandlock-PID-N"), only when PID
+ * is gone, and rmdir refuses a group that still holds a process.
  */
 static void sweep_stale(int parent)
 {
-	static atomic_bool swept;
-	if (atomic_exchange(&swept, true))
-		return;
 	DIR *d = sl_fdopendir(openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	if (!d)
 		return;
@@ -201,7 +200,6 @@ bool sl_cgroup_create(struct sl_cgroup *cg)
 		cg->name[0] = '\0';
 		return false;
 	}
-	sweep_stale(parent);
 	cg->dirfd = sl_fd_high(openat(parent, cg->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	/* Our own handle on the parent: the shared one may be replaced. */
 	cg->parentfd = sl_fd_high(fcntl(parent, F_DUPFD_CLOEXEC, 3));
@@ -282,8 +280,10 @@ void sl_cgroup_destroy(struct sl_cgroup *cg)
 	}
 	if (cg->parentfd >= 0) {
 		/* EBUSY only if a process would not die: then it is left behind. */
-		if (cg->name[0])
+		if (cg->name[0]) {
 			(void)unlinkat(cg->parentfd, cg->name, AT_REMOVEDIR);
+			sweep_stale(cg->parentfd);
+		}
 		close(cg->parentfd);
 		cg->parentfd = -1;
 	}

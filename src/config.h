@@ -90,6 +90,7 @@ struct sandlock_sandbox {
 	char *workdir;    /* canonical, or NULL = off */
 	char *fs_storage; /* canonical: upper layers are made in it */
 	bool storage_owned; /* we made fs_storage: rmdir at free */
+	int storage_lock;   /* storage_owned: its owner lock (cowstore.h) */
 	int on_exit, on_error; /* SANDLOCK_BRANCH_* */
 	uint64_t max_disk;
 	bool private_tmp; /* each run gets its own empty TMPDIR (tmpdir.c) */

@@ -38,6 +38,7 @@
 #include "cow.h"
 #include "tmpdir.h"
 #include "cowlinks.h"
+#include "cowstore.h"
 #include "util.h"
 
 #ifndef RENAME_NOREPLACE
@@ -62,6 +63,7 @@ struct sl_cow {
 	 * counting until the run ends.  NULL without a quota. */
 	char *trash;
 	int trash_fd;
+	int lock_fd; /* the layer's owner lock (cowstore.h), held for its life */
 	uint64_t ntrash;
 	uint64_t used; /* an upper bound of bytes_used(), see sl_cow_charge */
 	dev_t upper_dev;
@@ -358,12 +360,14 @@ struct sl_cow *sl_cow_new(const char *workdir, const char *storage, uint64_t max
 		*msg = sl_strdup("out of memory or storage path too long");
 		return NULL;
 	}
-	c->lower_fd = c->upper_fd = c->trash_fd = -1;
+	c->lower_fd = c->upper_fd = c->trash_fd = c->lock_fd = -1;
 	c->root_mode = -1;
 	c->max_disk = max_disk;
 	c->lower = sl_strdup(workdir);
-	if (!mkdtemp(tmpl)) {
-		sl_fail(NULL, msg, 0, "workdir storage '%s': %s", storage, strerror(errno));
+	sl_store_sweep(storage, "upper-", SL_STORE_BESIDE); /* layers of runs whose caller was killed */
+	c->lock_fd = sl_store_make(storage, "upper-", SL_STORE_BESIDE, tmpl, sizeof tmpl);
+	if (c->lock_fd < 0) {
+		sl_fail(NULL, msg, 0, "workdir storage '%s': %s", storage, strerror(-c->lock_fd));
 		goto fail;
 	}
 	c->upper = sl_strdup(tmpl);
@@ -411,6 +415,7 @@ void sl_cow_free(struct sl_cow *c, bool keep)
 		close(c->trash_fd);
 	}
 	free(c->trash);
+	sl_store_release(c->lock_fd, c->upper, SL_STORE_BESIDE); /* removed, or kept on purpose */
 	if (c->lower_fd >= 0)
 		close(c->lower_fd);
 	if (c->upper_fd >= 0)
@@ -1493,7 +1498,8 @@ int sl_cow_changes(struct sl_cow *c, struct sl_changes *out)
 		sl_changes_free(out);
 		return e;
 	}
-	qsort(out->v, out->n, sizeof(*out->v), cmp_change);
+	if (out->n) /* v is NULL for a run that changed nothing: qsort's UB */
+		qsort(out->v, out->n, sizeof(*out->v), cmp_change);
 	return 0;
 }
 

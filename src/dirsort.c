@@ -113,7 +113,8 @@ static long collect(struct sl_dirsort *d, int fd, sl_dents_fn produce, void *ud)
 		drop(d);
 		return r;
 	}
-	qsort(d->v, d->n, sizeof(*d->v), ent_cmp);
+	if (d->n)
+		qsort(d->v, d->n, sizeof(*d->v), ent_cmp);
 	return 0;
 }
 

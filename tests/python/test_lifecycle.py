@@ -101,6 +101,23 @@ def test_a_group_left_by_a_sigkilled_supervisor_is_removed_by_the_next_run(tmpdi
     assert not os.path.exists(group)
 
 
+def test_a_long_lived_caller_sweeps_left_groups_at_every_run(tmpdir_path):
+    """A caller that has run sandboxes before (this pytest process) still
+    sweeps a group left meanwhile by a SIGKILLed caller: every run sweeps,
+    not only a process's first (a Python supervisor piled them up)."""
+    import sandlock
+    box = sandlock.Sandbox(fs_readable=SYSTEM, timeout=60)
+    assert box.run(["/bin/true"]).exit_code == 0  # not this process's first run
+    group = _kill_supervisor_then_check(tmpdir_path, COMMAND)
+    if not group or not os.path.basename(group).startswith("sandlock-"):
+        pytest.skip("the run had no cgroup of its own here")
+    assert _wait_for(lambda: not os.path.exists(group) or not open(
+        os.path.join(group, "cgroup.procs")).read(), 10)
+    assert os.path.isdir(group)  # left behind
+    assert box.run(["/bin/true"]).exit_code == 0
+    assert not os.path.exists(group)
+
+
 def test_sigkilled_supervisor_takes_grandchildren_with_it(tmpdir_path):
     # PR_SET_PDEATHSIG reaches only the supervisor's direct child; the
     # grandchild dies only because that child (init) kills its subtree.
