@@ -442,13 +442,29 @@ static const char *decision_hint(const char *by)
 	return "refused by the supervisor";
 }
 
+/* An errno a builtin answered is a refusal (EPERM, EACCES, a limit
+ * reached), not the call's ordinary result: a COW workdir or a chroot
+ * performing a call answers ENOENT, EEXIST, ENOTDIR... as the kernel
+ * would, and those were reported as denials of calls that did their job. */
+static bool refusal(const char *by, int e)
+{
+	if (e == EPERM || e == EACCES)
+		return true;
+	if (strcmp(by, "process count") == 0)
+		return e == EAGAIN;
+	if (strcmp(by, "copy-on-write workdir") == 0)
+		return e == ENOSPC; /* max_disk */
+	return false;
+}
+
 void cli_trace_decision(void *ud, const sandlock_decision_t *d)
 {
 	struct cli_trace *t = ud;
 	uint32_t kind = d->action->kind;
 	/* The trace's own handler always continues; report refusals only. */
 	if (!t->out || !d->decided_by || strcmp(d->decided_by, "handler") == 0 ||
-	    (kind != SANDLOCK_ACTION_ERRNO && kind != SANDLOCK_ACTION_KILL))
+	    (kind != SANDLOCK_ACTION_ERRNO && kind != SANDLOCK_ACTION_KILL) ||
+	    (kind == SANDLOCK_ACTION_ERRNO && !refusal(d->decided_by, d->action->u.errno_value)))
 		return;
 	char *name = sandlock_syscall_name(d->notif->syscall_nr);
 	json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:s}", "event", "denied", "syscall",
@@ -479,6 +495,23 @@ void cli_trace_decision(void *ud, const sandlock_decision_t *d)
 
 /* ---------------------------------------------------------------- setup */
 
+/* A --workdir tree is read and written by the run (writes are staged by
+ * the supervisor, which decides them before this trace sees them): its
+ * files are never "not under any -r/-w". */
+static int add_workdir(struct cli_trace *t, const struct cli_cfg *cfg)
+{
+	for (size_t i = 0; i < cfg->ops.n; i++) {
+		if (cfg->ops.v[i].id != OPT_WORKDIR || !cfg->ops.v[i].arg)
+			continue;
+		char *c = realpath(cfg->ops.v[i].arg, NULL);
+		int rc = c ? cli_list_add(&t->read, c) | cli_list_add(&t->write, c) : 0;
+		free(c);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
 struct cli_trace *cli_trace_new(const struct cli_cfg *cfg, FILE *out, bool learn)
 {
 	struct cli_trace *t = calloc(1, sizeof(*t));
@@ -488,7 +521,7 @@ struct cli_trace *cli_trace_new(const struct cli_cfg *cfg, FILE *out, bool learn
 	t->learn = learn;
 	t->tty = isatty(0) || isatty(1) || isatty(2);
 	if (canon_list(&t->read, &cfg->read) < 0 || canon_list(&t->write, &cfg->write) < 0 ||
-	    canon_list(&t->deny, &cfg->deny) < 0) {
+	    canon_list(&t->deny, &cfg->deny) < 0 || add_workdir(t, cfg) < 0) {
 		cli_trace_free(t);
 		return NULL;
 	}

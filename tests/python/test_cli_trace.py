@@ -181,3 +181,21 @@ def test_learn_output_merge_and_collapse(tree):
     # learn-only options are not run's
     r = sandlock("run", "-o", str(prof), "--", "/bin/true")
     assert r.returncode == 125 and "belongs to 'sandlock learn'" in r.stderr
+
+
+def test_trace_under_a_workdir_reports_only_real_denials(tree):
+    """Reads of the workdir's files succeed (the run reads and stages the
+    tree), and a COW answer such as ENOENT for a file the run deleted is
+    the call's result: neither is a denial.  A real one still is."""
+    work, data = tree / "out", tree / "data"
+    (work / "a").write_text("hi\n")
+    (work / "gone").write_text("x\n")
+    r = subprocess.run([SANDLOCK, "run", *SYS_RO, "--trace", "--workdir", ".", "--dry-run", "--",
+                        "/bin/sh", "-c", f"cat a; ls >/dev/null; rm gone; cat gone; echo n > b; "
+                        f"cat b; cat {data}/x; true"],
+                       cwd=str(work), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "hi\nn\n" in r.stdout and "secret" not in r.stdout
+    lines = trace_lines(r.stderr)
+    assert [l for l in lines if str(work) in l.get("path", "") or l.get("errno") == 2] == []
+    assert [l["path"] for l in lines if l.get("path", "").startswith(str(data))] == [f"{data}/x"]
