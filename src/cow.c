@@ -33,10 +33,12 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cow.h"
 #include "tmpdir.h"
+#include "cowjournal.h"
 #include "cowlinks.h"
 #include "cowstore.h"
 #include "util.h"
@@ -64,6 +66,8 @@ struct sl_cow {
 	char *trash;
 	int trash_fd;
 	int lock_fd; /* the layer's owner lock (cowstore.h), held for its life */
+	struct sl_commit_log log; /* a commit's lock and journal (cowjournal.h) */
+	int test_delay_ms; /* SANDLOCK_TEST_COMMIT_DELAY_MS: see sl_cow_commit */
 	uint64_t ntrash;
 	uint64_t used; /* an upper bound of bytes_used(), see sl_cow_charge */
 	dev_t upper_dev;
@@ -377,6 +381,7 @@ struct sl_cow *sl_cow_new(const char *workdir, const char *storage, uint64_t max
 		sl_fail(NULL, msg, 0, "workdir '%s': %s", workdir, strerror(errno));
 		goto fail;
 	}
+	sl_commit_recover(c->lower_fd); /* what a killed commit left in workdir */
 	struct stat st;
 	if (fstat(c->upper_fd, &st) < 0) {
 		sl_fail(NULL, msg, 0, "workdir storage '%s': %s", tmpl, strerror(errno));
@@ -1620,12 +1625,16 @@ static int collect_linked(struct sl_cow *c, const char *rel, const struct sl_cha
 	return e;
 }
 
-/* A fresh temporary name for p, next to its target. */
-static void tmp_name(struct pending *p)
+/* A fresh temporary name for p, next to its target, in the journal
+ * before the temporary is made.  0 or -errno. */
+static int tmp_name(struct sl_cow *c, struct pending *p)
 {
 	uint32_t rnd = 0;
 	(void)!getrandom(&rnd, sizeof rnd, 0);
-	snprintf(p->tmp, sizeof p->tmp, ".sandlock-commit-%08x", rnd);
+	snprintf(p->tmp, sizeof p->tmp, SL_COMMIT_PREFIX "%08x", rnd);
+	char parent[4096];
+	parent_of(p->x->path, parent, sizeof parent);
+	return sl_commit_note(&c->log, parent, p->tmp);
 }
 
 /* Hard link (d1, n1) to p's temporary next to its target: 1, 0 when the
@@ -1634,8 +1643,9 @@ static int link_to_tmp(struct sl_cow *c, int d1, const char *n1, struct pending 
 {
 	const char *n2;
 	int d2 = real_parent(c, p->x->path, &n2);
-	tmp_name(p);
-	int r = d2 < 0 ? d2 : linkat(d1, n1, d2, p->tmp, 0) == 0 ? 1 : errno == EXDEV ? 0 : -errno;
+	int r = d2 < 0 ? d2 : tmp_name(c, p);
+	if (!r)
+		r = linkat(d1, n1, d2, p->tmp, 0) == 0 ? 1 : errno == EXDEV ? 0 : -errno;
 	if (d2 >= 0)
 		close(d2);
 	return r;
@@ -1682,8 +1692,11 @@ static int stage_file(struct sl_cow *c, const char *rel, const struct stat *u, s
 	if (dir < 0)
 		return dir;
 	char *tmp = p->tmp;
-	tmp_name(p);
-	int e = 0;
+	int e = tmp_name(c, p);
+	if (e) {
+		close(dir);
+		return e;
+	}
 	if (S_ISLNK(u->st_mode)) {
 		char target[4096];
 		int fd = open_beneath(c->upper_fd, rel, O_PATH | O_NOFOLLOW, 0);
@@ -1734,6 +1747,10 @@ static int put_in_place(struct sl_cow *c, const struct pending *p)
 	/* A directory this commit removed is gone on purpose (NOREPLACE
 	 * still refuses a name that appeared since). */
 	int e = !p->was_dir && moved_on(c, p->x->path) ? -EBUSY : 0;
+	if (c->test_delay_ms > 0) { /* the window the commit lock closes */
+		struct timespec ts = { c->test_delay_ms / 1000, (c->test_delay_ms % 1000) * 1000000L };
+		nanosleep(&ts, NULL);
+	}
 	if (!e && renameat2(dir, p->tmp, dir, name, p->replace ? 0 : RENAME_NOREPLACE) < 0)
 		e = -errno;
 	if (e)
@@ -1761,9 +1778,9 @@ static int apply_delete(struct sl_cow *c, const char *rel)
 	return e == -ENOENT ? 0 : e;
 }
 
-int sl_cow_commit(struct sl_cow *c, const struct sl_changes *ch, struct sl_changes *conflicts)
+static int commit_locked(struct sl_cow *c, const struct sl_changes *ch,
+                         struct sl_changes *conflicts)
 {
-	memset(conflicts, 0, sizeof(*conflicts));
 	struct sl_change *dels = calloc(ch->n + 1, sizeof(*dels));
 	if (!dels)
 		return -ENOMEM;
@@ -1884,5 +1901,26 @@ int sl_cow_commit(struct sl_cow *c, const struct sl_changes *ch, struct sl_chang
 	free(dmode);
 	free(pend);
 	linked_free(&lk);
+	return e;
+}
+
+/*
+ * The commit runs under the workdir's commit lock, with a journal of its
+ * temporaries (cowjournal.c): another commit into the same directory
+ * waits, so its "moved on?" checks see this one's files; a kill half-way
+ * leaves a journal the next commit or run cleans up.
+ * SANDLOCK_TEST_COMMIT_DELAY_MS (a test hook) holds each rename after its
+ * check, so tests can overlap two commits and kill one half-way.
+ */
+int sl_cow_commit(struct sl_cow *c, const struct sl_changes *ch, struct sl_changes *conflicts)
+{
+	memset(conflicts, 0, sizeof(*conflicts));
+	const char *d = getenv("SANDLOCK_TEST_COMMIT_DELAY_MS");
+	c->test_delay_ms = d ? atoi(d) : 0;
+	int e = sl_commit_begin(c->lower_fd, &c->log);
+	if (e)
+		return e;
+	e = commit_locked(c, ch, conflicts);
+	sl_commit_end(&c->log);
 	return e;
 }

@@ -56,11 +56,16 @@ bool sl_cowwrite_is(int nr)
 }
 
 /* The caller's fd as ours (sl_child_file, into *cf) if it is a staged
- * file, else -1: the kernel performs the call. */
+ * file, else -1: the kernel performs the call.  *err: the fd could not be
+ * looked at (never left to the kernel: an uncharged write to a staged
+ * file would pass max_disk); 0 otherwise. */
 static int staged_fd(struct sl_cow *c, int listener, const sandlock_notif_t *n, uint64_t arg,
-                     struct sl_child_file *cf)
+                     struct sl_child_file *cf, int *err)
 {
-	if (sl_child_file(listener, n, (int)(int32_t)arg, cf) < 0)
+	int ge = sl_child_file(listener, n, (int)(int32_t)arg, cf);
+	/* No such fd, or one that is no file: the kernel's answer is ours. */
+	*err = ge == -EBADF || ge == -ENXIO ? 0 : ge;
+	if (ge < 0)
 		return -1;
 	int fd = cf->fd;
 	struct stat st;
@@ -245,7 +250,12 @@ bool sl_cowwrite(struct sl_cow *c, int listener, const sandlock_notif_t *n, sand
 	}
 	int out = nr == __NR_copy_file_range || nr == __NR_splice ? 2 : 0;
 	struct sl_child_file cf;
-	int fd = staged_fd(c, listener, n, n->args[out], &cf);
+	int err;
+	int fd = staged_fd(c, listener, n, n->args[out], &cf, &err);
+	if (fd < 0 && err) {
+		*ret = err;
+		return true;
+	}
 	if (fd < 0)
 		return false;
 	const uint64_t *a = n->args;

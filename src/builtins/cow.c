@@ -1326,7 +1326,10 @@ static void cow_finish(void *state, struct sandlock_result *r)
 		keep = true;
 	} else if (action == SANDLOCK_BRANCH_COMMIT) {
 		e = sl_cow_commit(s->cow, &r->changes, &r->conflicts);
-		if (e)
+		if (e == -EBUSY) /* cowjournal.c: the workdir's commit lock */
+			r->cow_error = sl_strdup("commit failed: another commit into the workdir "
+			                         "held its lock for a minute");
+		else if (e)
 			r->cow_error = sl_asprintf("commit failed: %s", strerror(-e));
 		keep = e || r->conflicts.n > 0; /* never lose staged work */
 	}

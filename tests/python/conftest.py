@@ -11,6 +11,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "python"))
 
+# `make asan` preloads the sanitizer runtimes into this interpreter; the
+# programs the tests run (sandboxed or not) must not load them too.
+if "libasan" in os.environ.get("LD_PRELOAD", ""):
+    del os.environ["LD_PRELOAD"]
+
 import sandlock  # noqa: E402
 
 # What a dynamically linked /bin/cat or /usr/bin/python3 needs to start.

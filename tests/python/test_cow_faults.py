@@ -131,3 +131,114 @@ def test_fs_storage_layer_of_a_sigkilled_caller_is_swept_and_a_kept_one_is_not(t
     assert storage_dirs(store, "upper-") == kept
     with open(os.path.join(store, kept[0], "k")) as f:
         assert f.read() == "kept\n"
+
+
+# ---------------- a commit killed half-way ----------------
+
+# Test hook (cowjournal.c): each staged file's rename into place waits
+# this long, so a kill lands in the middle of a commit and two commits
+# overlap.
+SLOW = {"SANDLOCK_TEST_COMMIT_DELAY_MS": "2"}
+NFILES = 300
+
+
+def leftovers(root):
+    return [os.path.join(d, n) for d, dirs, files in os.walk(root)
+            for n in dirs + files if n.startswith(".sandlock-commit-")]
+
+
+def seed_files(work, nfiles=NFILES):
+    os.mkdir(os.path.join(work, "sub"))
+    for i in range(nfiles):
+        with open(os.path.join(work, "sub" if i % 2 else "", "f%d" % i), "w") as f:
+            f.write("old\n")
+
+
+WRITE = ("for i in $(seq 0 %d); do d=.; [ $((i %% 2)) = 1 ] && d=sub; "
+         "echo {tag} > $d/f$i; echo {tag} > $d/new$i; done")
+WRITE_ALL = WRITE % (NFILES - 1)
+
+
+def contents(work):
+    out = {}
+    for d, _, files in os.walk(work):
+        for n in files:
+            with open(os.path.join(d, n)) as f:
+                out[os.path.relpath(os.path.join(d, n), work)] = f.read()
+    return out
+
+
+def test_a_commit_killed_half_way_is_cleaned_by_the_next_run(tmp):
+    """kill -9 of the caller at several points of a commit: every name is
+    fully old or fully new, and the next run on the directory removes
+    every temporary the commit left (a journal lists them)."""
+    work, tmpdir, _, _ = tmp
+    env = dict(os.environ, TMPDIR=tmpdir, **SLOW)
+    seed_files(work)
+    left_any = False
+    for delay in (0.0, 0.05, 0.15, 0.3, 0.5):
+        p = subprocess.Popen([SANDLOCK, "run"] + READ + ["--workdir", ".", "--", "sh", "-c",
+                             WRITE_ALL.format(tag="new")], cwd=work, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: leftovers(work) or p.poll() is not None, 30)
+            time.sleep(delay)
+        finally:
+            p.kill()
+            p.wait()
+        left_any |= bool(leftovers(work))
+        got = contents(work)
+        assert set(v for k, v in got.items() if not k.startswith(".sandlock-commit-")
+                   and "/.sandlock-commit-" not in k) <= {"old\n", "new\n"}
+        r = cli("--workdir", ".", "--", "true", cwd=work, env=env)
+        assert r.returncode == 0, r.stderr
+        assert leftovers(work) == []
+        for k, v in contents(work).items():
+            assert v in ("old\n", "new\n"), k
+        # start over: every file old again, no new ones
+        for k in list(contents(work)):
+            if "new" in os.path.basename(k):
+                os.unlink(os.path.join(work, k))
+            else:
+                with open(os.path.join(work, k), "w") as f:
+                    f.write("old\n")
+    assert left_any, "no kill landed inside a commit"
+
+
+def test_two_sandboxes_committing_into_one_dir_never_both_overwrite(tmp):
+    """Two runs change the same files and commit at the same moment: each
+    file is committed by at most one of them (the other reports it as a
+    conflict), and holds that one's content.  Repeated."""
+    work, tmpdir, _, sync = tmp
+    # A long window on few files: the two commits reach the same file
+    # within it (without the commit lock both overwrite it).
+    env = dict(os.environ, TMPDIR=tmpdir, SANDLOCK_TEST_COMMIT_DELAY_MS="40")
+    seed_files(work, 16)
+    for rnd in range(3):
+        go = os.path.join(sync, "go%d" % rnd)
+        procs = {}
+        for tag in ("a", "b"):
+            ready = os.path.join(sync, "ready-%s%d" % (tag, rnd))
+            script = ((WRITE % 15).format(tag=tag + str(rnd)) + "; : > %s; while [ ! -e %s ]; do sleep 0.01; done"
+                      % (ready, go))
+            procs[tag] = subprocess.Popen(
+                [SANDLOCK, "run"] + READ + ["-w", sync, "--workdir", ".", "--", "sh", "-c", script],
+                cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert wait_for(lambda: all(os.path.exists(os.path.join(sync, "ready-%s%d" % (t, rnd)))
+                                    for t in "ab"), 60)
+        open(go, "w").close()
+        out = {t: p.communicate(timeout=120) for t, p in procs.items()}
+        got = contents(work)
+        changed = {k for k in got if os.path.basename(k).startswith(("f", "new"))}
+        committed = {}
+        for t in "ab":
+            conflicts = {l.split()[-1] for l in out[t][1].splitlines()
+                         if "not committed" in l}
+            assert procs[t].returncode in (0, 125), out[t][1]
+            committed[t] = {c for c in changed if c not in conflicts}
+        both = committed["a"] & committed["b"]
+        assert not both, ("both reported committed: %s" % sorted(both)[:5], out["a"][1][-600:], out["b"][1][-600:])
+        for t in "ab":
+            for k in committed[t]:
+                assert got[k] == "%s%d\n" % (t, rnd), (k, got[k], t)
+        assert leftovers(work) == []
