@@ -60,10 +60,11 @@ $(BUILD)/libsandlock.a: $(LIB_OBJ)
 $(BUILD)/sandlock: $(wildcard cli/*.c) $(wildcard cli/*.h) include/sandlock.h $(BUILD)/libsandlock.a
 	$(CC) $(CFLAGS) $(LDFLAGS) $(CLI_STATIC) -o $@ $(wildcard cli/*.c) $(BUILD)/libsandlock.a $(LDLIBS) $(CLI_LDLIBS) -lm
 
-# The OCI runtime (docs/oci.md): a second command over the library.
-OCI_SRC := $(sort $(wildcard cli/oci/*.c))
-$(BUILD)/sandlock-oci: $(OCI_SRC) $(wildcard cli/oci/*.h) include/sandlock.h $(BUILD)/libsandlock.a
-	$(CC) $(CFLAGS) $(LDFLAGS) $(CLI_STATIC) -o $@ $(OCI_SRC) $(BUILD)/libsandlock.a $(LDLIBS) $(CLI_LDLIBS)
+# The OCI runtime (docs/oci.md): a second command over the library
+# (cli/signals.c: dying of the container's signal, as the CLI does).
+OCI_SRC := $(sort $(wildcard cli/oci/*.c)) cli/signals.c
+$(BUILD)/sandlock-oci: $(OCI_SRC) $(wildcard cli/oci/*.h) cli/signals.h include/sandlock.h $(BUILD)/libsandlock.a
+	$(CC) $(CFLAGS) -Icli $(LDFLAGS) $(CLI_STATIC) -o $@ $(OCI_SRC) $(BUILD)/libsandlock.a $(LDLIBS) $(CLI_LDLIBS)
 
 $(BUILD)/tests/%: tests/c/%.c $(wildcard tests/c/*.h) include/sandlock.h $(BUILD)/libsandlock.a
 	@mkdir -p $(dir $@)

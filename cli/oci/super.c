@@ -6,6 +6,7 @@
 #include "ctl.h"
 #include "log.h"
 #include "seccomp.h"
+#include "signals.h"
 #include "state.h"
 
 #include <dirent.h>
@@ -230,12 +231,7 @@ static __attribute__((noreturn)) void exit_like(const sandlock_result_t *res)
 	if (sig > 0) {
 		struct rlimit none = { 0, 0 };
 		setrlimit(RLIMIT_CORE, &none); /* no core of ours for its SIGSEGV */
-		signal(sig, SIG_DFL);
-		sigset_t set;
-		sigemptyset(&set);
-		sigaddset(&set, sig);
-		sigprocmask(SIG_UNBLOCK, &set, NULL);
-		raise(sig);
+		cli_die_of(sig);
 	}
 	_exit(code);
 }

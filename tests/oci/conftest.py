@@ -32,6 +32,15 @@ def podman(*args, runtime=OCI, check=False, timeout=60, **kw):
     return r
 
 
+def alive(pid):
+    """True if pid exists and is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def unique(kind="c"):
     return PREFIX + kind + "-" + uuid.uuid4().hex[:10]
 

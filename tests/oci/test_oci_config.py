@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from conftest import PROBE, podman, unique
+from conftest import PROBE, podman
 
 
 def run(image, *cmd, opts=(), **kw):

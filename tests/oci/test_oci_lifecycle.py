@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import OCI, PREFIX, podman, unique, _rootfs_tar
+from conftest import OCI, PREFIX, alive, podman, unique, _rootfs_tar
 
 
 def oci(root, *args):
@@ -24,14 +24,6 @@ def oci(root, *args):
         err.seek(0)
         r.stdout, r.stderr = out.read(), err.read()
     return r
-
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 @pytest.fixture

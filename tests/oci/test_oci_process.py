@@ -8,15 +8,7 @@ import time
 
 import pytest
 
-from conftest import OCI, podman, unique
-
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+from conftest import OCI, alive, podman, unique
 
 
 def inspect(name, fmt):
