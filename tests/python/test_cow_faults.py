@@ -225,7 +225,7 @@ def test_two_sandboxes_committing_into_one_dir_never_both_overwrite(tmp):
                 [SANDLOCK, "run"] + READ + ["-w", sync, "--workdir", ".", "--", "sh", "-c", script],
                 cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert wait_for(lambda: all(os.path.exists(os.path.join(sync, "ready-%s%d" % (t, rnd)))
-                                    for t in "ab"), 60)
+                                    for t in "ab"), 120)
         open(go, "w").close()
         out = {t: p.communicate(timeout=120) for t, p in procs.items()}
         got = contents(work)
