@@ -41,7 +41,7 @@ HELPERS  := $(patsubst tests/c/helpers/%.c,$(BUILD)/helpers/%,$(HELPER_SRC)) \
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all lib test test-c test-py test-go test-oci test-workloads demo asan bench clean install uninstall
+.PHONY: all lib test test-c test-py test-go test-oci test-workloads test-containers demo asan bench clean install uninstall
 all: lib $(BUILD)/sandlock $(BUILD)/sandlock-oci $(TESTS) $(HELPERS) $(BENCHES)
 lib: $(BUILD)/libsandlock.so $(BUILD)/libsandlock.a
 
@@ -120,6 +120,11 @@ test-oci: all
 # (tests/workloads/, docs/workloads.md).  Heavy: not part of `make test`.
 test-workloads: all
 	$(PYTHON) -m pytest -q tests/workloads
+
+# sandlock inside real containers (podman + runc, four configurations:
+# docs/containers.md); skips only where podman cannot start a container.
+test-containers: all
+	@tests/containers/run.sh $(BUILD)
 
 demo: all
 	PYTHONPATH=python $(PYTHON) examples/demo.py

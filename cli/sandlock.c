@@ -38,7 +38,7 @@ static const char usage_main[] =
 	"Usage: sandlock run [OPTIONS] -- CMD [ARG]...\n"
 	"       sandlock learn [OPTIONS] -- CMD [ARG]...\n"
 	"       sandlock profile list | show NAME\n"
-	"       sandlock check\n"
+	"       sandlock check [--json]\n"
 	"       sandlock ps [--json] | inspect NAME [--json|--toml] | kill NAME\n"
 	"       sandlock --help | --version\n"
 	"\n"
@@ -1035,13 +1035,14 @@ static const char usage_learn[] =
 	"Exit status: CMD's, as for 'sandlock run'.\n";
 
 /* `sandlock check`: the library's report of this host. */
-static int cmd_check(int argc)
+static int cmd_check(int argc, char **argv)
 {
-	if (argc != 1) {
-		fputs("sandlock: 'check' takes no arguments\n", stderr);
+	bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
+	if (argc != 1 && !json) {
+		fputs("sandlock: 'check' takes no arguments but --json\n", stderr);
 		return EXIT_SANDLOCK;
 	}
-	char *s = sandlock_check_report();
+	char *s = json ? sandlock_check_report_json() : sandlock_check_report();
 	if (!s)
 		return out_of_memory();
 	fputs(s, stdout);
@@ -1119,7 +1120,7 @@ int main(int argc, char **argv)
 	if (strcmp(sub, "kill") == 0)
 		return cli_cmd_kill(argc - 1, argv + 1);
 	if (strcmp(sub, "check") == 0)
-		return cmd_check(argc - 1);
+		return cmd_check(argc - 1, argv + 1);
 	if (strcmp(sub, "learn") == 0)
 		return cmd_learn(argc - 1, argv + 1);
 	if (strcmp(sub, "profile") == 0)

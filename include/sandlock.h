@@ -969,8 +969,12 @@ int sandlock_min_landlock_abi(void);
  * -3 too large (>= 2^64). */
 int sandlock_parse_memory_size(const char *s, uint64_t *out);
 /* The `sandlock check` report: this host's Landlock ABI, each protection,
- * seccomp features, cgroups, Yama.  Heap string, free with sandlock_string_free. */
+ * seccomp features, cgroups, and the mechanisms the supervisor uses here
+ * (inside a container some are refused: which features that costs, and
+ * why).  Heap string, free with sandlock_string_free. */
 char *sandlock_check_report(void);
+/* The same report as one JSON object (a line). */
+char *sandlock_check_report_json(void);
 
 #ifdef __cplusplus
 }

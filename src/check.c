@@ -16,6 +16,7 @@
 
 #include "cglimits.h"
 #include "landlock.h"
+#include "mechs.h"
 #include "proxy.h"
 
 /* ---------------- "1.5G" ---------------- */
@@ -116,18 +117,73 @@ static int seccomp_features(void)
 	return WEXITSTATUS(st);
 }
 
-static void yama(char *buf, size_t cap)
+/*
+ * The report is written once, as text or as JSON, through this emitter:
+ * sections of key/value items.  Values are ours (no quotes, no control
+ * characters) except the cgroup path, which is escaped.
+ */
+struct out {
+	FILE *f;
+	bool json;
+	int n; /* items written in the current object */
+};
+
+static void json_str(FILE *f, const char *s)
 {
-	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
-	int v = -1;
-	if (f && fscanf(f, "%d", &v) == 1)
-		snprintf(buf, cap, "%d%s", v,
-		         v >= 2 ? " (pidfd_getfd and /proc/PID/mem of the sandbox may be refused)"
-		                : "");
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static void sep(struct out *o)
+{
+	if (o->json && o->n++)
+		fputc(',', o->f);
+}
+
+static void section(struct out *o, const char *title, const char *key)
+{
+	if (!o->json) {
+		fprintf(o->f, "%s:\n", title);
+		return;
+	}
+	sep(o);
+	json_str(o->f, key);
+	fputs(":{", o->f);
+	o->n = 0;
+}
+
+static void section_end(struct out *o)
+{
+	if (o->json) {
+		fputc('}', o->f);
+		o->n = 1;
+	}
+}
+
+/* One item: text "  label  value", JSON "key": value (a string, or raw
+ * for numbers and booleans). */
+static void item(struct out *o, const char *label, const char *key, const char *value, bool raw)
+{
+	if (!o->json) {
+		fprintf(o->f, "  %-28s %s\n", label, value);
+		return;
+	}
+	sep(o);
+	json_str(o->f, key);
+	fputc(':', o->f);
+	if (raw)
+		fputs(value, o->f);
 	else
-		snprintf(buf, cap, "not present (no Yama restriction)");
-	if (f)
-		fclose(f);
+		json_str(o->f, value);
 }
 
 static const char *yes(bool b)
@@ -135,58 +191,161 @@ static const char *yes(bool b)
 	return b ? "yes" : "no";
 }
 
-SL_EXPORT char *sandlock_check_report(void)
+static const char *tf(bool b)
 {
-	int abi = sl_landlock_abi();
+	return b ? "true" : "false";
+}
+
+static void report_landlock(struct out *o, int abi)
+{
+	char v[96];
+	if (o->json) {
+		snprintf(v, sizeof v, "%d", abi);
+		item(o, "", "landlock_abi", v, true);
+		snprintf(v, sizeof v, "%d", sandlock_min_landlock_abi());
+		item(o, "", "landlock_abi_needed", v, true);
+	} else {
+		fprintf(o->f, "Landlock ABI: %d%s (the strict default needs %d)\n", abi,
+		        abi < 1 ? " (unavailable: sandlock refuses to run)" : "",
+		        sandlock_min_landlock_abi());
+	}
+	section(o, "protections", "protections");
+	for (uint32_t p = 0; p < SANDLOCK_PROTECTION_COUNT; p++) {
+		int need = sandlock_protection_min_abi(p);
+		const char *st = abi >= need ? "available"
+		                             : "MISSING (runs are refused unless allow_degraded or disable)";
+		snprintf(v, sizeof v, "ABI %d  %s", need, st);
+		item(o, sandlock_protection_name(p), sandlock_protection_name(p),
+		     o->json ? (abi >= need ? "available" : "missing") : v, false);
+	}
+	section_end(o);
+}
+
+static void report_seccomp(struct out *o)
+{
+	int sc = seccomp_features();
+	section(o, "seccomp", "seccomp");
+	item(o, "user notification", "user_notification", o->json ? tf(sc & SC_NOTIF) : yes(sc & SC_NOTIF), o->json);
+	item(o, "SYNC_WAKE_UP", "sync_wake_up", o->json ? tf(sc & SC_SYNC_WAKE) : yes(sc & SC_SYNC_WAKE), o->json);
+	item(o, "ADDFD", "addfd", o->json ? tf(sc & SC_ADDFD) : yes(sc & SC_ADDFD), o->json);
+	section_end(o);
+}
+
+static void report_cgroups(struct out *o)
+{
+	struct sl_cg_probe cg;
+	sl_cg_probe(&cg);
+	char v[sizeof cg.v2_path + sizeof cg.v2_controllers + 64];
+	section(o, "cgroups", "cgroups");
+	if (cg.v2_path[0])
+		snprintf(v, sizeof v, "%s (%s; controllers: %s)", cg.v2_path,
+		         cg.v2_writable ? "delegated: writable" : "not delegated: read-only",
+		         cg.v2_controllers[0] ? cg.v2_controllers : "none");
+	item(o, "v2 group", "v2_group", cg.v2_path[0] ? v : "none", false);
+	bool b = o->json;
+	item(o, "v1 memory (writable)", "v1_memory", b ? tf(cg.v1_memory) : yes(cg.v1_memory), b);
+	item(o, "v1 cpu (writable)", "v1_cpu", b ? tf(cg.v1_cpu) : yes(cg.v1_cpu), b);
+	bool v2mem = cg.v2_writable && strstr(cg.v2_controllers, "memory");
+	bool v2cpu = cg.v2_writable && strstr(cg.v2_controllers, "cpu");
+	item(o, "max_memory", "max_memory",
+	     v2mem || cg.v1_memory ? "whole sandbox (cgroup)" : "per process (RLIMIT_AS fallback)",
+	     false);
+	item(o, "max_cpu", "max_cpu",
+	     v2cpu || cg.v1_cpu ? "available (cgroup)"
+	                        : "available (supervisor throttle: SIGSTOP/SIGCONT)",
+	     false);
+	section_end(o);
+}
+
+/* /.dockerenv, /run/.containerenv: what the runtimes leave in their containers. */
+static const char *container(void)
+{
+	if (access("/run/.containerenv", F_OK) == 0)
+		return "yes (podman)";
+	if (access("/.dockerenv", F_OK) == 0)
+		return "yes (docker)";
+	return "not detected";
+}
+
+/*
+ * How the supervisor reaches the sandboxed processes here (mechs.h): the
+ * one mechanism in use for each need, or the features refused and why.
+ */
+static void report_mechanisms(struct out *o)
+{
+	const struct sl_mechs *m = sl_mechs();
+	const char *getfd_why = sl_mech_getfd_why();
+	const char *mem_why = sl_mech_attach_why();
+	char yama[64];
+	if (m->yama >= 0)
+		snprintf(yama, sizeof yama, "%d", m->yama);
+	else
+		snprintf(yama, sizeof yama, "not present");
+	section(o, "mechanisms (how the supervisor reaches sandboxed processes)", "mechanisms");
+	item(o, "container", "container", container(), false);
+	item(o, "Yama ptrace_scope", "yama_ptrace_scope", yama, false);
+	item(o, "listener hand-over", "listener",
+	     m->getfd ? "pidfd_getfd" : "SCM_RIGHTS from a helper sharing the command's fd table",
+	     false);
+	item(o, "caller's memory", "memory",
+	     mem_why ? "UNAVAILABLE: every call checked on behalf is refused" : "/proc/PID/mem",
+	     false);
+	item(o, "caller's files", "files",
+	     m->getfd ? "pidfd_getfd"
+	              : "reopened through /proc/PID/fd, installed back with ADDFD (SETFD)",
+	     false);
+	item(o, "caller's sockets", "sockets",
+	     m->getfd ? "pidfd_getfd"
+	              : "connect: a socket made like the caller's replaces it (a bound or "
+	                "connected one is refused); sendto/sendmsg/sendmmsg with an address and "
+	                "SCM_RIGHTS sends: UNAVAILABLE, refused with EPERM",
+	     false);
+	if (getfd_why || mem_why)
+		item(o, "why", "why", mem_why ? mem_why : getfd_why, false);
+	section_end(o);
+}
+
+static void report_proxy(struct out *o)
+{
+	char tls[128], v[160];
+	bool tls_ok = sl_proxy_tls_probe(tls, sizeof tls);
+	unsigned long hp = sl_http_parser_version();
+	section(o, "HTTP proxy", "http_proxy");
+	snprintf(v, sizeof v, "yes (HTTP/1.1, http-parser %lu.%lu.%lu)", (hp >> 16) & 255,
+	         (hp >> 8) & 255, hp & 255);
+	item(o, "http_allow / http_deny", "http_allow_deny", v, false);
+	snprintf(v, sizeof v, "%s (%s)", yes(tls_ok), tls);
+	item(o, "TLS interception", "tls_interception", v, false);
+	section_end(o);
+}
+
+static char *report(bool json)
+{
 	char *s = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&s, &len);
 	if (!f)
 		return NULL;
-	fprintf(f, "Landlock ABI: %d%s (the strict default needs %d)\n", abi,
-	        abi < 1 ? " (unavailable: sandlock refuses to run)" : "",
-	        sandlock_min_landlock_abi());
-	fprintf(f, "protections:\n");
-	for (uint32_t p = 0; p < SANDLOCK_PROTECTION_COUNT; p++) {
-		int need = sandlock_protection_min_abi(p);
-		fprintf(f, "  %-28s ABI %d  %s\n", sandlock_protection_name(p), need,
-		        abi >= need ? "available"
-		                    : "MISSING (runs are refused unless allow_degraded or disable)");
-	}
-	int sc = seccomp_features();
-	fprintf(f, "seccomp:\n");
-	fprintf(f, "  %-28s %s\n", "user notification", yes(sc & SC_NOTIF));
-	fprintf(f, "  %-28s %s\n", "SYNC_WAKE_UP", yes(sc & SC_SYNC_WAKE));
-	fprintf(f, "  %-28s %s\n", "ADDFD", yes(sc & SC_ADDFD));
-	struct sl_cg_probe cg;
-	sl_cg_probe(&cg);
-	fprintf(f, "cgroups:\n");
-	if (cg.v2_path[0])
-		fprintf(f, "  %-28s %s (%s; controllers: %s)\n", "v2 group", cg.v2_path,
-		        cg.v2_writable ? "delegated: writable" : "not delegated: read-only",
-		        cg.v2_controllers[0] ? cg.v2_controllers : "none");
-	else
-		fprintf(f, "  %-28s none\n", "v2 group");
-	fprintf(f, "  %-28s %s\n", "v1 memory (writable)", yes(cg.v1_memory));
-	fprintf(f, "  %-28s %s\n", "v1 cpu (writable)", yes(cg.v1_cpu));
-	bool v2mem = cg.v2_writable && strstr(cg.v2_controllers, "memory");
-	bool v2cpu = cg.v2_writable && strstr(cg.v2_controllers, "cpu");
-	fprintf(f, "  %-28s %s\n", "max_memory",
-	        v2mem || cg.v1_memory ? "whole sandbox (cgroup)"
-	                              : "per process (RLIMIT_AS fallback)");
-	fprintf(f, "  %-28s %s\n", "max_cpu",
-	        v2cpu || cg.v1_cpu ? "available (cgroup)"
-	                           : "available (supervisor throttle: SIGSTOP/SIGCONT)");
-	char tls[128];
-	bool tls_ok = sl_proxy_tls_probe(tls, sizeof tls);
-	fprintf(f, "HTTP proxy:\n");
-	fprintf(f, "  %-28s yes (HTTP/1.1, http-parser %lu.%lu.%lu)\n", "http_allow / http_deny",
-	        (sl_http_parser_version() >> 16) & 255, (sl_http_parser_version() >> 8) & 255,
-	        sl_http_parser_version() & 255);
-	fprintf(f, "  %-28s %s (%s)\n", "TLS interception", yes(tls_ok), tls);
-	char y[128];
-	yama(y, sizeof y);
-	fprintf(f, "Yama ptrace_scope: %s\n", y);
+	struct out o = { f, json, 0 };
+	if (json)
+		fputc('{', f);
+	report_landlock(&o, sl_landlock_abi());
+	report_seccomp(&o);
+	report_cgroups(&o);
+	report_proxy(&o);
+	report_mechanisms(&o);
+	if (json)
+		fputs("}\n", f);
 	fclose(f);
 	return s;
+}
+
+SL_EXPORT char *sandlock_check_report(void)
+{
+	return report(false);
+}
+
+SL_EXPORT char *sandlock_check_report_json(void)
+{
+	return report(true);
 }

@@ -70,8 +70,7 @@ int sl_child_getfd(int listener, const sandlock_notif_t *n, int fd)
 	return confirmed(listener, n, e);
 }
 
-/* The caller's offset and open flags of fd num (/proc/TID/fdinfo/N). */
-static int fd_info(pid_t pid, int num, int64_t *pos, int *flags)
+int sl_child_fdinfo(pid_t pid, int num, int64_t *pos, int *flags)
 {
 	char p[48], buf[512];
 	snprintf(p, sizeof p, "/proc/%d/fdinfo/%d", (int)pid, num);
@@ -100,7 +99,7 @@ static int reopen(int listener, const sandlock_notif_t *n, int num, struct sl_ch
 {
 	int64_t pos = 0;
 	int flags = 0;
-	int e = fd_info((pid_t)n->pid, num, &pos, &flags);
+	int e = sl_child_fdinfo((pid_t)n->pid, num, &pos, &flags);
 	if (e < 0)
 		return e;
 	if (flags & O_PATH)

@@ -47,6 +47,13 @@ int sl_child_file(int listener, const sandlock_notif_t *n, int num, struct sl_ch
 int sl_child_file_done(int listener, const sandlock_notif_t *n, struct sl_child_file *f,
                        bool ok);
 
+/* The offset and open flags (O_CLOEXEC included when set) of fd num of
+ * pid (/proc/PID/fdinfo/N): 0 or -errno (-EBADF: no such fd).  Not
+ * confirmed: the caller pins what it acts on. */
+#include <stdint.h>
+#include <sys/types.h>
+int sl_child_fdinfo(pid_t pid, int num, int64_t *pos, int *flags);
+
 /* /proc/TID of the caller, as an O_PATH directory fd. */
 int sl_child_procdir(int listener, const sandlock_notif_t *n);
 /* The starting point of a *at() call: the caller's cwd for AT_FDCWD,

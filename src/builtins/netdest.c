@@ -26,6 +26,11 @@
  * Every denial is EACCES (what Landlock answers for a TCP port it
  * denies), except abstract unix names (EPERM, Landlock's scope answer).
  *
+ * Where pidfd_getfd is refused (a container's default seccomp profile,
+ * mechs.h), a connect is performed on a fresh socket made like the
+ * caller's, which then replaces it (sockremake.h); sends with an address
+ * need the caller's own socket and are refused (EPERM) there.
+ *
  * TOCTOU: the call is never continued to the kernel once its address has
  * been looked at.  The supervisor copies the address (and for sendmsg the
  * whole message) once, takes a pidfd_getfd duplicate of the socket,
@@ -63,11 +68,13 @@
 #include "../caps.h"
 #include "../childfd.h"
 #include "../ctldir.h"
+#include "../mechs.h"
 #include "../netrules.h"
 #include "../portmap.h"
 #include "../proctree.h"
 #include "../proxy.h"
 #include "../sockdest.h"
+#include "../sockremake.h"
 #include "builtin.h"
 #include "policy.h"
 
@@ -284,16 +291,51 @@ static long redirect(const struct sl_call *call, const struct nd_sock *s,
 	return r;
 }
 
+/* A TCP connect whose every rule Landlock enforces in the kernel. */
+static bool landlock_decides(const struct nd_state *st, const struct sl_sockinfo *si)
+{
+	return st->tcp_by_landlock && (si->domain == AF_INET || si->domain == AF_INET6) &&
+	       proto_of(si) == SL_NP_TCP;
+}
+
+/*
+ * The socket a connect acts on: our duplicate of the caller's; where
+ * pidfd_getfd is refused (mechs.h), a fresh one made like it, which
+ * replaces the caller's once connected (sockremake.h: r->fd >= 0).  A
+ * connect Landlock decides needs neither: ND_CONTINUE.
+ */
+static int connect_sock(const struct nd_state *st, const struct sl_call *call, int fdnum,
+                        struct nd_sock *s, struct sl_remade *r)
+{
+	r->fd = -1;
+	if (sl_mech_getfd()) {
+		int e = open_sock(call, (uint64_t)(uint32_t)fdnum, s);
+		if (!e && landlock_decides(st, &s->si)) {
+			close(s->fd);
+			s->fd = -1;
+			return -1;
+		}
+		return e;
+	}
+	struct sl_sockinfo si;
+	int e = sl_sock_kind(call->listener, call->n, fdnum, &si);
+	if (!e && landlock_decides(st, &si))
+		return -1;
+	if (!e)
+		e = sl_sock_remake(call->listener, call->n, fdnum, r);
+	s->fd = r->fd;
+	s->si = r->si;
+	return e;
+}
+
 static long do_connect(const struct nd_state *st, const struct sl_call *call)
 {
 	const uint64_t *a = call->n->args;
 	struct nd_sock s = { -1, { 0, 0, 0 } };
-	int e = open_sock(call, a[0], &s);
-	if (!e && st->tcp_by_landlock && (s.si.domain == AF_INET || s.si.domain == AF_INET6) &&
-	    proto_of(&s.si) == SL_NP_TCP) {
-		close(s.fd);
+	struct sl_remade remade;
+	int e = connect_sock(st, call, (int)(uint32_t)a[0], &s, &remade);
+	if (e < 0)
 		return ND_CONTINUE; /* the kernel checks whatever address it reads */
-	}
 	struct sl_sockaddr sa;
 	if (!e)
 		e = sl_sd_copy_addr(call->mem, a[1], (uint32_t)a[2], &sa);
@@ -309,8 +351,12 @@ static long do_connect(const struct nd_state *st, const struct sl_call *call)
 	                             : AS_CALLER(connect(s.fd, (struct sockaddr *)&sa.ss, sa.len));
 	if (hold >= 0)
 		close(hold);
-	if (s.fd >= 0)
+	if (remade.fd >= 0 && (r == 0 || r == -EINPROGRESS)) {
+		int ie = sl_sock_remade_install(call->listener, call->n, &remade);
+		r = ie < 0 ? ie : r; /* ours is the caller's now */
+	} else if (s.fd >= 0) {
 		close(s.fd);
+	}
 	return r;
 }
 

@@ -108,22 +108,134 @@ def test_file_denial_still_holds(tmp_path):
     assert r.returncode != 0 and "s3cret" not in r.stdout, r
 
 
-def test_sockets_on_behalf_are_refused_not_skipped(tmp_path):
-    """Hostile: without pidfd_getfd the unix-socket gate cannot act on the
-    caller's socket: the connect is refused (EPERM), never let through."""
+def _unix_listener(tmp_path):
     import socket
     path = str(tmp_path / "s")
     srv = socket.socket(socket.AF_UNIX)
     srv.bind(path)
-    srv.listen(1)
-    probe = ("import socket,sys\ns=socket.socket(socket.AF_UNIX)\n"
+    srv.listen(8)
+    return srv, path
+
+
+UNIX_PROBE = ("import socket,sys\ns=socket.socket(socket.AF_UNIX)\n"
+              "try:\n s.connect(sys.argv[1]); print('connected')\n"
+              "except OSError as e: print(e.errno)\n")
+
+
+def test_unix_socket_gate_without_pidfd_getfd(tmp_path):
+    """Hostile: the gate still decides: a socket outside the granted trees
+    is refused (EACCES), one inside is reached (connected on a socket made
+    like the caller's, which replaces it)."""
+    srv, path = _unix_listener(tmp_path)
+    bare = under_filter(PY, "-c", UNIX_PROBE, path)
+    assert bare.stdout.strip() == "connected", bare  # the probe works
+    denied = under_filter(SANDLOCK, "run", *SYS_RO, "--", PY, "-c", UNIX_PROBE, path)
+    granted = under_filter(SANDLOCK, "run", *SYS_RO, "-w", str(tmp_path), "--", PY, "-c",
+                           UNIX_PROBE, path)
+    srv.close()
+    assert denied.stdout.strip() == "13", denied
+    assert granted.stdout.strip() == "connected", granted
+
+
+# A socket set up as programs do (non-blocking by settimeout, close-on-exec
+# by default), connected under an IP rule: the replacement keeps its fd
+# number, flags and kind, and carries data both ways.
+REPLACED = r"""
+import fcntl, os, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.settimeout(5)
+fd = s.fileno()
+try:
+    s.connect(("127.0.0.1", int(sys.argv[1])))
+except OSError as e:
+    print("errno", e.errno); sys.exit(0)
+s.sendall(b"ping")
+print(s.fileno() == fd, s.recv(4).decode(),
+      bool(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_NONBLOCK),
+      bool(fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC),
+      s.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) == socket.SOCK_STREAM)
+"""
+
+
+def _echo_server():
+    import socket
+    import threading
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+
+    def serve():
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            with c:
+                c.sendall(c.recv(4).replace(b"ping", b"pong"))
+    threading.Thread(target=serve, daemon=True).start()
+    return srv, srv.getsockname()[1]
+
+
+def test_connect_under_ip_rules_replaces_the_socket():
+    srv, port = _echo_server()
+    ok = under_filter(SANDLOCK, "run", *SYS_RO, "--net-allow", "127.0.0.1:%d" % port, "--",
+                      PY, "-c", REPLACED, str(port))
+    other = under_filter(SANDLOCK, "run", *SYS_RO, "--net-allow", "127.0.0.2:%d" % port,
+                         "--", PY, "-c", REPLACED, str(port))
+    srv.close()
+    assert ok.stdout.split() == ["True", "pong", "True", "True", "True"], ok
+    assert other.stdout.split() == ["errno", "13"], other  # hostile: another address
+
+
+def test_a_socket_with_state_is_not_remade(tmp_path):
+    """A bound unix socket's bind cannot be carried over: refused (EPERM),
+    never connected without it."""
+    srv, path = _unix_listener(tmp_path)
+    probe = ("import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[2])\n"
              "try:\n s.connect(sys.argv[1]); print('connected')\n"
              "except OSError as e: print(e.errno)\n")
-    bare = under_filter(PY, "-c", probe, path)
-    assert bare.stdout.strip() == "connected", bare  # the probe works
+    args = ["run", *SYS_RO, "-w", str(tmp_path), "--", PY, "-c", probe, path]
+    granted = subprocess.run([SANDLOCK, *args[:-1], path, str(tmp_path / "c1")],
+                             capture_output=True, text=True)
+    r = under_filter(SANDLOCK, *args[:-1], path, str(tmp_path / "c2"))
+    srv.close()
+    assert granted.stdout.strip() == "connected", granted  # works with pidfd_getfd
+    assert r.stdout.strip() == "1", r
+
+
+def test_sends_with_an_address_are_refused_not_skipped(tmp_path):
+    """Hostile: a datagram to a socket file needs the caller's own socket:
+    refused (EPERM) where pidfd_getfd is, never sent unchecked."""
+    import socket
+    path = str(tmp_path / "d")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    srv.bind(path)
+    probe = ("import socket,sys\ns=socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+             "try:\n s.sendto(b'x', sys.argv[1]); print('sent')\n"
+             "except OSError as e: print(e.errno)\n")
     args = ["run", *SYS_RO, "-w", str(tmp_path), "--", PY, "-c", probe, path]
     granted = subprocess.run([SANDLOCK, *args], capture_output=True, text=True)
-    assert granted.stdout.strip() == "connected", granted  # allowed with pidfd_getfd
     r = under_filter(SANDLOCK, *args)
     srv.close()
-    assert r.stdout.strip() == "1", r  # EPERM
+    assert granted.stdout.strip() == "sent", granted  # works with pidfd_getfd
+    assert r.stdout.strip() == "1", r
+
+
+def test_check_reports_the_mechanisms_in_use():
+    """`sandlock check` (text and JSON) names the mechanism used for each
+    need, and under the filter what is unavailable and how to grant it."""
+    import json
+    bare = json.loads(subprocess.run([SANDLOCK, "check", "--json"], capture_output=True,
+                                     text=True, check=True).stdout)
+    assert bare["mechanisms"]["listener"] == "pidfd_getfd"
+    assert bare["mechanisms"]["memory"] == "/proc/PID/mem"
+    assert "why" not in bare["mechanisms"]
+    r = under_filter(SANDLOCK, "check", "--json")
+    m = json.loads(r.stdout)["mechanisms"]
+    assert m["listener"].startswith("SCM_RIGHTS"), m
+    assert m["files"].startswith("reopened through /proc"), m
+    assert m["sockets"].startswith("connect: a socket made like the caller's"), m
+    assert "pidfd_getfd is refused" in m["why"] and "SYS_PTRACE" in m["why"], m
+    text = under_filter(SANDLOCK, "check").stdout
+    assert "listener hand-over           SCM_RIGHTS" in text, text
+    assert "--cap-add SYS_PTRACE" in text, text

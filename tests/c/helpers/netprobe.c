@@ -6,6 +6,9 @@
  *   netprobe unix-sendmsg PATH      datagram sendmsg with msg_name
  *   netprobe unix-race GOOD BAD N   N connects while a thread flips the path
  *   netprobe tcp-race PORT BAD N    the same with a TCP port on 127.0.0.1
+ *   netprobe unix-listen PATH SECS  a stream listener at PATH for SECS seconds
+ *                                   (the target of the others; for shells
+ *                                   without one, tests/containers/)
  * Prints "ok" or "errno=NAME"; the races print "bad=K good=M".
  */
 #ifndef _GNU_SOURCE
@@ -43,6 +46,10 @@ static int unix_probe(const char *how, const char *path)
 	if (strcmp(how, "unix-connect") == 0) {
 		int s = socket(AF_UNIX, SOCK_STREAM, 0);
 		return report(connect(s, (struct sockaddr *)&a, len));
+	}
+	if (strcmp(how, "unix-listen") == 0) {
+		int s = socket(AF_UNIX, SOCK_STREAM, 0);
+		return report(bind(s, (struct sockaddr *)&a, len) < 0 ? -1 : listen(s, 64));
 	}
 	int s = socket(AF_UNIX, SOCK_DGRAM, 0);
 	if (strcmp(how, "unix-sendto") == 0)
@@ -126,6 +133,14 @@ static int race(int n)
 
 int main(int argc, char **argv)
 {
+	if (argc == 4 && strcmp(argv[1], "unix-listen") == 0) {
+		fflush(stdout);
+		int rc = unix_probe(argv[1], argv[2]);
+		fflush(stdout);
+		if (rc == 0)
+			sleep((unsigned)atoi(argv[3]));
+		return rc;
+	}
 	if (argc == 3 && strncmp(argv[1], "unix-", 5) == 0)
 		return unix_probe(argv[1], argv[2]);
 	if (argc == 5 && strcmp(argv[1], "unix-race") == 0) {

@@ -1,0 +1,93 @@
+#!/bin/sh
+# Run inside the test image by tests/containers/run.sh (busybox sh).
+# CT_CONFIG names the configuration: default, docker, user, readonly.
+# Functional CLI checks must work; every hostile probe is first shown to
+# work outside the sandbox (the control), then to be denied inside.
+# Prints "ok NAME" or "FAIL NAME: why"; exits 1 if anything failed.
+
+fails=0
+ok() { echo "ok   $1"; }
+fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
+# expect NAME WANT CMD...: CMD's stdout (last line) must be WANT
+expect() {
+	name=$1 want=$2
+	shift 2
+	got=$("$@" 2>/tmp/ct-err | tail -n 1)
+	if [ "$got" = "$want" ]; then ok "$name"; else fail "$name" "got '$got', want '$want' ($(tail -n 2 /tmp/ct-err | tr '\n' ' '))"; fi
+}
+SL="sandlock run -r /bin -r /etc"
+W=$(mktemp -d /work/ct.XXXXXX)
+echo "config=$CT_CONFIG uid=$(id -u) nofile=$(ulimit -n)"
+
+# ---------------- functional ----------------
+expect echo hi $SL -- /bin/echo hi
+expect exit-status 3 sh -c "$SL -- /bin/sh -c 'exit 3'; echo \$?"
+expect write-tree data sh -c "$SL -w $W -- /bin/sh -c 'echo data > $W/f' && cat $W/f"
+expect proc-listing yes $SL -r /proc -- /bin/sh -c 'ls /proc | grep -q "^[0-9]" && echo yes'
+expect timeout 124 sh -c "$SL -t 0.5 -- /bin/sleep 10; echo \$?"
+expect many-fds ok $SL -- /bin/sh -c 'ulimit -n 64 && /bin/true && echo ok'
+mkdir -p "$W/cow/d" && echo a >"$W/cow/d/a"
+expect cow-listing "a b" $SL -r /dev -w "$W/cow" --workdir "$W/cow" -C "$W/cow" -- \
+	/bin/sh -c 'echo b > d/b && echo $(ls d)'
+expect cow-committed b cat "$W/cow/d/b"
+expect cow-abort gone sh -c "$SL -w $W/cow --workdir $W/cow -C $W/cow --on-exit abort -- \
+	/bin/sh -c 'echo x > new'; [ -e $W/cow/new ] || echo gone"
+$SL -r /dev -w "$W/cow" --workdir "$W/cow" -C "$W/cow" --max-disk 64K -- \
+	/bin/sh -c 'head -c 200000 /dev/zero > big; echo status=$?' >/tmp/ct-out 2>&1
+expect max-disk "status=1 capped" sh -c "echo \$(grep -o 'status=[0-9]*' /tmp/ct-out) \$([ \$(wc -c < $W/cow/big) -le 65536 ] && echo capped)"
+expect check-runs yes sh -c 'sandlock check >/dev/null && echo yes'
+expect check-json yes sh -c 'sandlock check --json | grep -q "\"listener\"" && echo yes'
+
+# ---------------- hostile: files ----------------
+echo secret >"$W/secret"
+expect file-control secret cat "$W/secret"
+expect file-read-denied denied sh -c "$SL -- /bin/cat $W/secret >/dev/null 2>&1 || echo denied"
+expect file-write-denied denied sh -c "$SL -r $W -- /bin/sh -c 'echo x > $W/secret' 2>/dev/null || echo denied"
+expect file-unchanged secret cat "$W/secret"
+
+# ---------------- hostile: network (TCP on loopback) ----------------
+port=$((20000 + $$ % 10000))
+nc -l -p $port </dev/null >/dev/null 2>&1 &
+sleep 0.3
+expect tcp-control ok contain stream 2 0 connect $port
+nc -l -p $port </dev/null >/dev/null 2>&1 &
+ncpid=$!
+sleep 0.3
+expect tcp-denied errno=EACCES $SL -- /bin/contain stream 2 0 connect $port
+expect tcp-allowed ok $SL --net-allow "127.0.0.1:$port" -- /bin/contain stream 2 0 connect $port
+kill $ncpid 2>/dev/null
+
+# ---------------- hostile: unix sockets ----------------
+mkdir -p "$W/sock"
+netprobe unix-listen "$W/sock/s" 30 >/dev/null &
+lpid=$!
+sleep 0.3
+expect unix-control ok netprobe unix-connect "$W/sock/s"
+# Outside every granted tree: never reached; inside one: reached.  (Where
+# pidfd_getfd is refused, the Docker-like profile, the connect is made on
+# a socket like the caller's that replaces it, and `sandlock check` says so.)
+expect unix-denied errno=EACCES $SL -- /bin/netprobe unix-connect "$W/sock/s"
+expect unix-granted ok $SL -w "$W/sock" -- /bin/netprobe unix-connect "$W/sock/s"
+if [ "$CT_CONFIG" = docker ]; then
+	expect check-explains yes sh -c 'sandlock check | grep -q "pidfd_getfd is refused" && echo yes'
+	expect check-json-explains yes sh -c 'sandlock check --json | grep -q "\"listener\":\"SCM_RIGHTS" && echo yes'
+fi
+kill $lpid 2>/dev/null
+
+# ---------------- hostile: signals ----------------
+sleep 60 &
+victim=$!
+expect signal-control yes sh -c "kill -0 $victim && echo yes"
+expect signal-denied denied sh -c "$SL -- /bin/kill -TERM $victim 2>/dev/null || echo denied"
+expect signal-victim-alive yes sh -c "kill -0 $victim && echo yes"
+kill $victim
+
+# ---------------- hostile: limits ----------------
+expect procs-control 8 sh -c 'for i in 1 2 3 4 5 6 7 8; do sleep 1 & done; jobs -p | wc -l'
+wait
+expect procs-limited limited sh -c "$SL -P 4 -- /bin/sh -c 'for i in 1 2 3 4 5 6 7 8; do /bin/sleep 1 & done; wait' 2>&1 | grep -q -i 'resource\|fork\|again' && echo limited"
+expect memory-limited limited sh -c "$SL -r /dev -m 32M -- /bin/sh -c 'head -c 100000000 /dev/zero | tr -d x | sort >/dev/null' >/dev/null 2>&1 || echo limited"
+
+rm -rf "$W"
+echo "$CT_CONFIG: $fails failed"
+[ $fails -eq 0 ]
