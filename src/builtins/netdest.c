@@ -29,7 +29,8 @@
  * Where pidfd_getfd is refused (a container's default seccomp profile,
  * mechs.h), a connect is performed on a fresh socket made like the
  * caller's, which then replaces it (sockremake.h); sends with an address
- * need the caller's own socket and are refused (EPERM) there.
+ * need the caller's own socket and are refused (EPERM) there, and so is
+ * a listen that could autobind a port nobody granted.
  *
  * TOCTOU: the call is never continued to the kernel once its address has
  * been looked at.  The supervisor copies the address (and for sendmsg the
@@ -614,6 +615,11 @@ static long do_listen(const struct nd_state *st, const struct sl_call *call)
 {
 	const uint64_t *a = call->n->args;
 	struct nd_sock s = { -1, { 0, 0, 0 } };
+	/* Without pidfd_getfd (mechs.h) the socket's state cannot be read,
+	 * and a continued call would act on whatever the caller's fd number
+	 * holds by then: continued only where any outcome is allowed. */
+	if (!sl_mech_getfd())
+		return autobind_allowed(st) ? ND_CONTINUE : -EPERM;
 	if (open_sock(call, a[0], &s) != 0)
 		return ND_CONTINUE; /* not a socket: the kernel gives the errno */
 	long r = ND_CONTINUE;

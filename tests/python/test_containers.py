@@ -239,3 +239,30 @@ def test_check_reports_the_mechanisms_in_use():
     text = under_filter(SANDLOCK, "check").stdout
     assert "listener hand-over           SCM_RIGHTS" in text, text
     assert "--cap-add SYS_PTRACE" in text, text
+
+
+LISTEN = r"""
+import socket
+s = socket.socket()
+try:
+    s.listen(1)  # unbound: the kernel would pick a port itself
+    print("listening", s.getsockname()[1] > 0)
+except OSError as e:
+    print("errno", e.errno)
+"""
+
+
+def test_an_unbound_listen_is_refused_not_continued():
+    """Hostile: listen(2) on an unbound TCP socket autobinds a port no rule
+    granted.  Without the socket its state cannot be read, so the listen
+    is refused there (it was continued, and got a port)."""
+    bare = under_filter(PY, "-c", LISTEN)
+    assert bare.stdout.split() == ["listening", "True"], bare  # the probe works
+    fast = subprocess.run([SANDLOCK, "run", *SYS_RO, "--", PY, "-c", LISTEN],
+                          capture_output=True, text=True)
+    assert fast.stdout.split() == ["errno", "13"], fast  # refused with pidfd_getfd too
+    r = under_filter(SANDLOCK, "run", *SYS_RO, "--", PY, "-c", LISTEN)
+    assert r.stdout.split() == ["errno", "1"], r
+    anyport = under_filter(SANDLOCK, "run", *SYS_RO, "--net-allow-bind", "*", "--", PY, "-c",
+                           LISTEN)
+    assert anyport.stdout.split() == ["listening", "True"], anyport
