@@ -226,7 +226,7 @@ int sl_cg_prepare(const struct sandlock_sandbox *cfg, struct sl_cglimits *cg, in
                   char **msg)
 {
 	sl_cg_init(cg);
-	if (sl_limits_check_cores(cfg, err, msg) < 0)
+	if (sl_limits_check(cfg, err, msg) < 0)
 		return -1;
 	if (!cfg->max_memory && !cfg->max_cpu)
 		return 0;

@@ -35,12 +35,13 @@ void sl_cg_init(struct sl_cglimits *cg);
  * their limits.  max_memory without a memory group falls back to RLIMIT_AS
  * (with a warning); max_cpu without a CPU group is left to the
  * supervisor's SIGSTOP/SIGCONT throttle (cpu_throttle).  Also checks
- * cpu_cores against the caller's affinity.  0, or -1 with *err, *msg.
+ * cpu_cores and no_randomize_memory (sl_limits_check).  0, or -1 with *err, *msg.
  */
 int sl_cg_prepare(const struct sandlock_sandbox *cfg, struct sl_cglimits *cg, int *err,
                   char **msg);
-/* Every cpu_cores entry is in the caller's affinity (limits.c). */
-int sl_limits_check_cores(const struct sandlock_sandbox *cfg, int *err, char **msg);
+/* Before fork (limits.c): every cpu_cores entry is in the caller's
+ * affinity, and no_randomize_memory's personality is allowed here. */
+int sl_limits_check(const struct sandlock_sandbox *cfg, int *err, char **msg);
 /* After the run (every process gone): remove the groups, close the fds. */
 void sl_cg_release(struct sl_cglimits *cg);
 

@@ -139,7 +139,7 @@ SL_EXPORT int sandlock_confine_err(const sandlock_sandbox_t *sb, int *err, char 
 		return sl_fail(err, err_msg, SANDLOCK_ERR_CONFLICT,
 		               "confine: the process has %d threads; Landlock would confine only "
 		               "the calling one", threads);
-	int rc = sl_limits_check_cores(sb, err, err_msg);
+	int rc = sl_limits_check(sb, err, err_msg);
 	if (rc < 0)
 		return -1;
 	int rs = sl_landlock_prepare(sb, err, err_msg);

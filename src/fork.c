@@ -188,7 +188,7 @@ static int fork_validate(const sandlock_sandbox_t *sb, uint32_t n, const sandloc
 		return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
 		               "fork: %s cannot be applied to fork clones (no supervisor runs for "
 		               "a fork)", what);
-	return sl_limits_check_cores(sb, err, msg) < 0 ? -1 : 0;
+	return sl_limits_check(sb, err, msg) < 0 ? -1 : 0;
 }
 
 /* Raise the soft RLIMIT_NOFILE when n received pipes would not fit. */

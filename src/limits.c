@@ -91,8 +91,34 @@ int sl_limits_command(const struct sandlock_sandbox *cfg)
 	return setrlimit(RLIMIT_NOFILE, &rl) < 0 ? errno : 0;
 }
 
+/*
+ * Parent side: no_randomize_memory needs personality(ADDR_NO_RANDOMIZE),
+ * which Docker's and podman's default seccomp profiles refuse (they allow
+ * a few personality values only).  Tried on this thread and undone at
+ * once (a personality is per thread and only acts at the next exec), so
+ * the run fails here with the reason instead of in the child with a bare
+ * EPERM.
+ */
+static int check_personality(const struct sandlock_sandbox *cfg, int *err, char **msg)
+{
+	if (!cfg->no_randomize_memory)
+		return 0;
+	int cur = personality(0xffffffff);
+	if (cur >= 0 && (cur & ADDR_NO_RANDOMIZE))
+		return 0;
+	if (cur >= 0 && personality((unsigned long)cur | ADDR_NO_RANDOMIZE) >= 0) {
+		(void)personality((unsigned long)cur);
+		return 0;
+	}
+	return sl_fail(err, msg, SANDLOCK_ERR_UNSUPPORTED,
+	               "no_randomize_memory: personality(ADDR_NO_RANDOMIZE) is refused here (%s): "
+	               "a container's default seccomp profile allows only a few personalities; "
+	               "run without --no-randomize-memory, or with a profile that allows it",
+	               strerror(errno));
+}
+
 /* Parent side: every requested core must be one the caller may run on. */
-int sl_limits_check_cores(const struct sandlock_sandbox *cfg, int *err, char **msg)
+static int check_cores(const struct sandlock_sandbox *cfg, int *err, char **msg)
 {
 	if (!has_cores(cfg))
 		return 0;
@@ -107,4 +133,11 @@ int sl_limits_check_cores(const struct sandlock_sandbox *cfg, int *err, char **m
 			               "cpu_cores: core %u is not available to this process", c);
 	}
 	return 0;
+}
+
+int sl_limits_check(const struct sandlock_sandbox *cfg, int *err, char **msg)
+{
+	if (check_cores(cfg, err, msg) < 0)
+		return -1;
+	return check_personality(cfg, err, msg);
 }

@@ -123,25 +123,38 @@ static int diag_read(int nl, const char *name, size_t len, int type, unsigned lo
 	return e;
 }
 
-int sl_sd_abstract_inode(const struct sl_sockaddr *a, int type, unsigned long *ino)
+int sl_sd_unix_diag(const struct unix_diag_req *r, bool dump)
 {
-	*ino = 0;
-	const struct sockaddr_un *u = (const void *)&a->ss;
-	size_t len = a->len - SUN_PATH_OFF; /* the name: every byte, NULs included */
 	int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (nl < 0)
-		return errno;
+		return -errno;
 	struct {
 		struct nlmsghdr h;
 		struct unix_diag_req r;
 	} req = {
 		.h = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
-		       .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP },
-		.r = { .sdiag_family = AF_UNIX, .udiag_states = ~0u, .udiag_show = UDIAG_SHOW_NAME },
+		       .nlmsg_flags = (__u16)(NLM_F_REQUEST | (dump ? NLM_F_DUMP : 0)) },
+		.r = *r,
 	};
-	int e = send(nl, &req, sizeof req, 0) == (ssize_t)sizeof req
-	            ? diag_read(nl, u->sun_path, len, type, ino)
-	            : errno;
+	req.r.sdiag_family = AF_UNIX;
+	if (send(nl, &req, sizeof req, 0) != (ssize_t)sizeof req) {
+		int e = errno;
+		close(nl);
+		return -e;
+	}
+	return nl;
+}
+
+int sl_sd_abstract_inode(const struct sl_sockaddr *a, int type, unsigned long *ino)
+{
+	*ino = 0;
+	const struct sockaddr_un *u = (const void *)&a->ss;
+	size_t len = a->len - SUN_PATH_OFF; /* the name: every byte, NULs included */
+	struct unix_diag_req r = { .udiag_states = ~0u, .udiag_show = UDIAG_SHOW_NAME };
+	int nl = sl_sd_unix_diag(&r, true);
+	if (nl < 0)
+		return -nl;
+	int e = diag_read(nl, u->sun_path, len, type, ino);
 	close(nl);
 	return e;
 }

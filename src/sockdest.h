@@ -51,6 +51,11 @@ bool sl_sd_unix_abstract(const struct sl_sockaddr *a);
  * or an errno. */
 int sl_sd_abstract_inode(const struct sl_sockaddr *a, int type, unsigned long *ino);
 
+/* A sock_diag request r for AF_UNIX sockets (one, or with dump all that
+ * match), sent: the netlink socket to read the answers from, or -errno. */
+struct unix_diag_req;
+int sl_sd_unix_diag(const struct unix_diag_req *r, bool dump);
+
 /* Open the pathname socket of a as the caller reaches it (a relative
  * path from its cwd, /proc/self meaning the caller) with O_PATH, and give
  * its canonical path.  0 with *fd, or an errno (ENOENT, ENOTDIR, ...). */

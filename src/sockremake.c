@@ -53,22 +53,14 @@ static const struct {
  * listening (sock_diag's exact lookup by inode). */
 static int unix_state(unsigned long ino, int *type, bool *busy)
 {
-	int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	struct unix_diag_req r = { .udiag_states = ~0u, .udiag_ino = (__u32)ino,
+		                       .udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_PEER,
+		                       .udiag_cookie = { INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE } };
+	int nl = sl_sd_unix_diag(&r, false);
 	if (nl < 0)
-		return errno;
-	struct {
-		struct nlmsghdr h;
-		struct unix_diag_req r;
-	} req = {
-		.h = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
-		       .nlmsg_flags = NLM_F_REQUEST },
-		.r = { .sdiag_family = AF_UNIX, .udiag_states = ~0u, .udiag_ino = (__u32)ino,
-		       .udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_PEER,
-		       .udiag_cookie = { INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE } },
-	};
+		return -nl;
 	char buf[1024] __attribute__((aligned(8)));
-	ssize_t len = send(nl, &req, sizeof req, 0) == (ssize_t)sizeof req
-	                  ? recv(nl, buf, sizeof buf, 0) : -1;
+	ssize_t len = recv(nl, buf, sizeof buf, 0);
 	int e = len < 0 ? errno : 0;
 	close(nl);
 	const struct nlmsghdr *h = (const void *)buf;
