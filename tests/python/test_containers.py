@@ -266,3 +266,17 @@ def test_an_unbound_listen_is_refused_not_continued():
     anyport = under_filter(SANDLOCK, "run", *SYS_RO, "--net-allow-bind", "*", "--", PY, "-c",
                            LISTEN)
     assert anyport.stdout.split() == ["listening", "True"], anyport
+
+
+def test_a_staged_program_run_by_a_vfork_shell(tmp_path):
+    """dash starts commands with vfork: the exec of a staged program
+    rewrites its path in memory the shell shares, so the shell must be
+    held and its bytes put back.  Without kcmp (refused with pidfd_getfd)
+    the sharing is found with a marker; the shell crashed before
+    ('munmap_chunk(): invalid pointer', status 134)."""
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    r = under_filter(SANDLOCK, "run", *SYS_RO, "--workdir", str(wd), "-C", str(wd),
+                     "--on-exit", "abort", "--", "/bin/sh", "-c",
+                     "mkdir -p b/c && cd b/c && cp /bin/echo e && ./e ran here && ls && echo end")
+    assert (r.returncode, r.stdout) == (0, "ran here\ne\nend\n"), r
