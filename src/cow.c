@@ -624,8 +624,28 @@ static bool same_user_xattrs(int a, int b)
 	return count_a == count_b;
 }
 
+/*
+ * Copy in's contents to out.  copy_file_range first: the kernel copies
+ * (or shares extents, on filesystems that can) without the bytes passing
+ * through us; EXDEV/EINVAL/ENOSYS (another filesystem, an old kernel) and
+ * a first call that copies nothing (procfs and sysfs files report size 0)
+ * fall back to read/write, which also finishes a partial copy.
+ */
 static int copy_data(int in, int out)
 {
+	for (bool first = true;; first = false) {
+		ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n > 0)
+			continue;
+		if (n == 0 && !first)
+			return 0;
+		if (n < 0 && errno != EXDEV && errno != EINVAL && errno != ENOSYS &&
+		    errno != EOPNOTSUPP && errno != EPERM)
+			return -errno;
+		break;
+	}
 	char buf[65536];
 	for (;;) {
 		ssize_t n = read(in, buf, sizeof buf);
