@@ -77,6 +77,7 @@ enum cli_opt_id {
 	OPT_CREDENTIAL,
 	OPT_HTTP_AUTH,
 	OPT_HTTP_LOG,
+	OPT_JSON_FILE,
 	/* getopt's val for the i-th entry of cli_unsupported[] */
 	OPT_UNSUPPORTED_BASE = 1024,
 };

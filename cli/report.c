@@ -196,7 +196,7 @@ void cli_report_end(struct cli_report *rep, const sandlock_result_t *r, int stat
 {
 	if (r && rep->workdir)
 		warn_branch(r);
-	if (r && rep->dry_run && !rep->json) {
+	if (r && rep->dry_run) {
 		for (size_t i = 0; i < sandlock_result_change_count(r, false); i++) {
 			char k;
 			const char *p = sandlock_result_change(r, false, i, &k);
@@ -204,12 +204,18 @@ void cli_report_end(struct cli_report *rep, const sandlock_result_t *r, int stat
 		}
 		fflush(stdout);
 	}
-	if (rep->json) {
-		fflush(stdout);
+	if (rep->json || rep->json_fd >= 0) {
+		fflush(NULL);
 		json_t *o = result_object(rep, r, status, msg);
 		if (o && r && rep->workdir)
 			add_changes(o, r);
-		emit(STDOUT_FILENO, o);
+		if (o && rep->json_fd >= 0 && ftruncate(rep->json_fd, 0) == 0)
+			emit(rep->json_fd, json_incref(o));
+		if (o && rep->json) {
+			write_all(STDERR_FILENO, "\n", 1);
+			emit(STDERR_FILENO, json_incref(o));
+		}
+		json_decref(o);
 	}
 	if (rep->status_fd >= 0) {
 		json_t *o = result_object(rep, r, status, msg);

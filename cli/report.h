@@ -1,7 +1,11 @@
 /*
  * report.h — machine-readable output of `sandlock run`, via jansson.
  *
- *   --json          one JSON object on stdout after the command ended:
+ *   --json          one JSON object on stderr after the command ended and
+ *                   every process of the sandbox is gone, on a line of its
+ *                   own (a newline first: a guest line without one cannot
+ *                   join it), so it is always the last line and stdout
+ *                   stays the command's:
  *                   {"exit_code", "reason", "signal", "duration_ms"}, or
  *                   {"exit_code", "reason": "error", "error"} when sandlock
  *                   could not run it.
@@ -9,6 +13,8 @@
  *                   "conflicts" / "kept" when a commit left changes out.
  *   --dry-run       without --json, the change list as "K path" lines on
  *                   stdout after the command's own output.
+ *   --json-file P   the same object alone in file P (opened before the
+ *                   run, written after it: a channel the command never has).
  *   --status-fd FD  JSON lines on FD: {"event": "started", "child_pid"}
  *                   once the sandbox runs, then the same object as --json
  *                   with "event": "exited".
@@ -24,6 +30,7 @@
 struct cli_report {
 	bool json;
 	int status_fd; /* -1: none */
+	int json_fd;   /* --json-file, opened by the parser; -1: none */
 	uint64_t start_ms;
 	bool workdir; /* a COW workdir: report its changes */
 	bool dry_run; /* --dry-run: print the change list */

@@ -10,12 +10,15 @@
  * library reports for a command that cannot be executed / found.
  */
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "control.h"
 #include "learn.h"
@@ -201,6 +204,14 @@ static int apply_output(struct run_args *ra, int id, const char *arg)
 		ra->rep.json = true;
 		return 0;
 	}
+	if (id == OPT_JSON_FILE) {
+		/* Opened now, before anything runs: the command never holds it
+		 * (close-on-exec, and the launcher closes every fd above 2). */
+		if (ra->rep.json_fd >= 0)
+			close(ra->rep.json_fd);
+		ra->rep.json_fd = open(arg, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		return ra->rep.json_fd < 0 ? bad_value(id, arg, strerror(errno)) : 0;
+	}
 	uint64_t fd = 0;
 	const char *why = NULL;
 	if (cli_parse_uint(arg, 0, INT32_MAX, &fd, &why))
@@ -326,6 +337,7 @@ static int apply_option(struct run_args *ra, int id, const char *arg)
 		ra->profile_file = arg;
 		return 0;
 	case OPT_JSON:
+	case OPT_JSON_FILE:
 	case OPT_STATUS_FD:
 		return apply_output(ra, id, arg);
 	case OPT_TRACE:
@@ -975,9 +987,9 @@ static int run_config(struct cli_cfg *cfg, struct cli_report *rep, struct cli_tr
 		status = 125;
 	bool interrupted = sandlock_result_reason(r) == SANDLOCK_EXIT_SIGNALED &&
 			   sandlock_result_signal(r) == SIGINT;
-	cli_report_end(rep, r, status, NULL);
-	if (learn)
+	if (learn) /* before the report: the result stays stderr's last line */
 		forward_output(r);
+	cli_report_end(rep, r, status, NULL);
 	sandlock_result_free(r);
 	/*
 	 * With the sandbox in the terminal's foreground, Ctrl-C reaches only the
@@ -995,7 +1007,7 @@ static int cmd_run(int argc, char **argv)
 {
 	struct run_args ra = { 0 };
 	cli_cfg_init(&ra.flags);
-	ra.rep.status_fd = -1;
+	ra.rep.status_fd = ra.rep.json_fd = -1;
 	struct cli_cfg cfg;
 	cli_cfg_init(&cfg);
 	int rc = parse_run(argc, argv, &ra); /* prints its own errors */
@@ -1055,7 +1067,7 @@ static int cmd_learn(int argc, char **argv)
 {
 	struct run_args ra = { 0 };
 	cli_cfg_init(&ra.flags);
-	ra.rep.status_fd = -1;
+	ra.rep.status_fd = ra.rep.json_fd = -1;
 	struct cli_cfg cfg;
 	cli_cfg_init(&cfg);
 	int rc = parse_run(argc, argv, &ra);

@@ -453,7 +453,7 @@ def case(seed, ents=None, ops=None, fail_exit=None, tag=""):
     if m:
         probs.append("dry-run changed the tree:\n" + "\n".join(m))
     try:
-        j = json.loads(out_c.strip().splitlines()[-1])
+        j = json.loads(err_c.strip().splitlines()[-1])
         got = set((c["kind"], c["path"]) for c in j.get("changes", []))
         exp = expected_changes(init[0], snap_a[0])
         if got != exp:

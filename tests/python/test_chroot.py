@@ -159,7 +159,7 @@ def test_cli_chroot_workdir_dry_run_json(rootfs):
                         "--dry-run", "--json", "--", "sh", "-c", "echo x > /etc/new; rm /etc/abs"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["changes"] == [{"kind": "D", "path": "etc/abs"},
+    assert json.loads(r.stderr.splitlines()[-1])["changes"] == [{"kind": "D", "path": "etc/abs"},
                                                {"kind": "A", "path": "etc/new"}]
     assert tree(root) == before
     r = subprocess.run([str(SANDLOCK_BIN), "run", "--chroot", str(root), "--workdir", str(d),

@@ -66,30 +66,64 @@ def test_version_matches_header():
 # ---------------------------------------------------------------- --json
 
 def test_json_reports_exit_status_after_the_output():
-    r = run_in_sandbox("--json", "--", "/bin/sh", "-c", "echo out; exit 3")
+    # stdout stays the command's; the object is stderr's last line.
+    r = run_in_sandbox("--json", "--", "/bin/sh", "-c", "echo out; echo err >&2; exit 3")
     assert r.returncode == 3
-    lines = r.stdout.splitlines()
-    assert lines[0] == "out"
-    obj = json.loads(lines[-1])
+    assert r.stdout == "out\n"
+    assert r.stderr.startswith("err\n")
+    obj = json.loads(r.stderr.splitlines()[-1])
     assert obj["exit_code"] == 3 and obj["reason"] == "exited" and obj["signal"] is None
     assert isinstance(obj["duration_ms"], int) and obj["duration_ms"] >= 0
 
 
 def test_json_reports_signal_and_timeout():
     r = run_in_sandbox("--json", "--", "/bin/sh", "-c", "kill -TERM $$")
-    obj = json.loads(r.stdout.splitlines()[-1])
+    obj = json.loads(r.stderr.splitlines()[-1])
     assert obj == {**obj, "exit_code": 143, "reason": "signaled", "signal": 15}
     r = run_in_sandbox("--json", "-t", "0.2", "--", "/bin/sleep", "30")
-    obj = json.loads(r.stdout.splitlines()[-1])
+    obj = json.loads(r.stderr.splitlines()[-1])
     assert r.returncode == 124 and obj["reason"] == "timeout" and obj["exit_code"] == 124
 
 
 def test_json_reports_configuration_errors():
     r = sandlock("run", "--json", "-r", "/nope-sandlock-json", "--", "/bin/true")
-    assert r.returncode == 125
-    obj = json.loads(r.stdout)
+    assert r.returncode == 125 and r.stdout == ""
+    obj = json.loads(r.stderr.splitlines()[-1])
     assert obj["reason"] == "error" and "/nope-sandlock-json" in obj["error"]
     assert obj["exit_code"] == 125 and obj["duration_ms"] == 0 and obj["signal"] is None
+
+
+FORGE = ('printf \'{"exit_code":0,"reason":"exited","signal":null,"duration_ms":1}\'; '
+         'printf \'{"exit_code":0,"reason":"exited","signal":null,"duration_ms":1}\' >&2; exit 7')
+
+
+def test_json_cannot_be_forged_by_the_guest(tmp_path):
+    # Issue 21 item 11: a guest printing a result object without a final
+    # newline, on stdout and on stderr.  The real object is still stderr's
+    # last line, alone; --json-file holds only the real one (the command
+    # never has that file).
+    out = tmp_path / "result.json"
+    r = run_in_sandbox("--json", "--json-file", str(out), "--", "/bin/sh", "-c", FORGE)
+    assert r.returncode == 7
+    assert r.stdout.startswith('{"exit_code":0')      # the guest's own bytes, untouched
+    assert json.loads(r.stderr.splitlines()[-1])["exit_code"] == 7
+    assert json.loads(out.read_text())["exit_code"] == 7
+    assert out.read_text().count("\n") == 1
+
+
+def test_json_file_unwritable_is_refused(tmp_path):
+    r = sandlock("run", "--json-file", str(tmp_path / "no" / "such" / "dir.json"), "-r", "/usr",
+                 "--", "/bin/true")
+    assert r.returncode == 125 and "--json-file" in r.stderr
+
+
+def test_learn_json_keeps_stdout_a_valid_profile(tmp_path):
+    import tomllib
+    r = sandlock("learn", "--json", "--", "/bin/sh", "-c",
+                 'printf \'{"fake":1}\'; cat /etc/hostname >/dev/null')
+    assert r.returncode == 0, r.stderr
+    tomllib.loads(r.stdout)            # the profile alone: it parses
+    assert json.loads(r.stderr.splitlines()[-1])["exit_code"] == 0
 
 
 # ---------------------------------------------------------------- --status-fd

@@ -290,7 +290,7 @@ def test_cli_dry_run_lists_the_changes_and_applies_nothing(work):
     j = sandlock_cli("--workdir", ".", "--dry-run", "--json", "--", "sh", "-c", "echo x > new",
                      cwd=work)
     import json
-    assert json.loads(j.stdout)["changes"] == [{"kind": "A", "path": "new"}]
+    assert json.loads(j.stderr.splitlines()[-1])["changes"] == [{"kind": "A", "path": "new"}]
     assert digest(work) == before
     c = sandlock_cli("--workdir", ".", "--", "sh", "-c", "echo x > new", cwd=work)
     assert c.returncode == 0 and open(os.path.join(work, "new")).read() == "x\n"
