@@ -4,6 +4,7 @@
 #include "options.h"
 
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* One line per option; keep lines independent so parallel additions merge. */
@@ -173,4 +174,71 @@ void cli_print_run_options(FILE *f)
 		col += w;
 	}
 	fputc('\n', f);
+}
+
+/* Library setting names, as the user's flags.  Longer names first, so a
+ * prefix (net_allow) never takes a longer one's place (net_allow_bind). */
+static const struct { const char *api, *flag; } g_words[] = {
+	{ "extra_allow_syscalls", "--extra-allow-syscalls" },
+	{ "extra_deny_syscalls", "--extra-deny-syscalls" },
+	{ "net_allow_bind", "--net-allow-bind" },
+	{ "net_deny_bind", "--net-deny-bind" },
+	{ "net_allow_unix", "--allow-unix" },
+	{ "max_processes", "-P/--max-processes" },
+	{ "max_memory", "-m/--max-memory" },
+	{ "fs_storage", "--fs-storage" },
+	{ "net_allow", "--net-allow" },
+	{ "net_deny", "--net-deny" },
+	{ "cpu_cores", "--cpu-cores" },
+	{ "fs_write", "-w/--fs-write" },
+	{ "fs_mount", "--fs-mount" },
+	{ "max_disk", "--max-disk" },
+	{ "fs_deny", "-d/--fs-deny" },
+	{ "fs_read", "-r/--fs-read" },
+	{ "workdir", "--workdir" },
+	{ "chroot", "--chroot" },
+	{ "tmp", "--tmp" },
+	{ "cwd", "-C/--cwd" },
+};
+
+static bool word_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+	       c == '/' || c == '.';
+}
+
+char *cli_flag_words(const char *msg)
+{
+	size_t cap = strlen(msg) * 2 + 64, n = 0;
+	char *out = malloc(cap);
+	if (!out)
+		return NULL;
+	bool quoted = false; /* never rewrite inside '...' (a user's path) */
+	for (const char *p = msg; *p;) {
+		size_t hit = 0;
+		const char *flag = NULL;
+		if (*p == '\'')
+			quoted = !quoted;
+		else if (!quoted && (p == msg || !word_char(p[-1])))
+			for (size_t i = 0; i < sizeof g_words / sizeof g_words[0] && !flag; i++) {
+				size_t l = strlen(g_words[i].api);
+				if (strncmp(p, g_words[i].api, l) == 0 && !word_char(p[l]))
+					hit = l, flag = g_words[i].flag;
+			}
+		const char *src = flag ? flag : p;
+		size_t len = flag ? strlen(flag) : 1;
+		if (n + len + 1 > cap) {
+			char *t = realloc(out, cap = (n + len + 1) * 2);
+			if (!t) {
+				free(out);
+				return NULL;
+			}
+			out = t;
+		}
+		memcpy(out + n, src, len);
+		n += len;
+		p += flag ? hit : 1;
+	}
+	out[n] = '\0';
+	return out;
 }

@@ -82,6 +82,11 @@ enum cli_opt_id {
 	OPT_UNSUPPORTED_BASE = 1024,
 };
 
+/* msg (a library message naming its settings: "fs_read: ...",
+ * "workdir '/': ...") with each setting named by the flag a user typed
+ * (-r, --workdir).  Heap string, or NULL when out of memory. */
+char *cli_flag_words(const char *msg);
+
 struct cli_opt {
 	int id;
 	char short_name;   /* 0: none */

@@ -190,12 +190,20 @@ static bool take_zone(const char **sp, int64_t *off)
 	return true;
 }
 
+/* Days in month mo (1-12) of year y: 2000-02-30 is no date, not March 1. */
+static unsigned month_days(unsigned y, unsigned mo)
+{
+	static const unsigned char days[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+	return days[mo - 1] + (mo == 2 && leap);
+}
+
 static int parse_rfc3339(const char *s, int64_t *out_ns)
 {
 	unsigned y, mo, d, h, mi, se;
 	int64_t off;
 	if (!fixed_digits(&s, 4, 1970, 9999, &y) || *s++ != '-' || !fixed_digits(&s, 2, 1, 12, &mo) ||
-	    *s++ != '-' || !fixed_digits(&s, 2, 1, 31, &d))
+	    *s++ != '-' || !fixed_digits(&s, 2, 1, 31, &d) || d > month_days(y, mo))
 		return -1;
 	if (*s != 'T' && *s != 't' && *s != ' ')
 		return -1;
@@ -227,6 +235,7 @@ int cli_parse_time(const char *s, int64_t *out_ns, const char **why)
 	}
 	if (parse_rfc3339(s, out_ns) == 0)
 		return 0;
-	*why = "expected Unix seconds or an RFC 3339 time such as 2000-01-01T00:00:00Z";
+	*why = "expected Unix seconds or an RFC 3339 time such as 2000-01-01T00:00:00Z "
+	       "(a real date, from 1970)";
 	return -1;
 }

@@ -455,6 +455,30 @@ static int parse_command(int argc, char **argv, const char *last_optarg, struct 
 	return 0;
 }
 
+/* Flags that mean nothing, or the opposite of what is asked, together. */
+static int check_combinations(const struct run_args *ra)
+{
+	bool workdir = false, disk = false, commit = false;
+	const char *commit_flag = NULL;
+	for (size_t i = 0; i < ra->flags.ops.n; i++) {
+		const struct cli_op *op = &ra->flags.ops.v[i];
+		workdir |= op->id == OPT_WORKDIR;
+		disk |= op->id == OPT_MAX_DISK;
+		if ((op->id == OPT_ON_EXIT || op->id == OPT_ON_ERROR) && strcmp(op->arg, "commit") == 0) {
+			commit = true;
+			commit_flag = op->id == OPT_ON_EXIT ? "--on-exit" : "--on-error";
+		}
+	}
+	bool from_profile = ra->profile || ra->profile_file; /* may name the workdir */
+	if (disk && !workdir && !from_profile)
+		return usage_error("--max-disk caps what a --workdir run stages: add --workdir DIR, "
+		                   "or drop --max-disk%s%s", "", "");
+	if (ra->rep.dry_run && commit)
+		return usage_error("--dry-run commits nothing: drop %s commit (or --dry-run)%s",
+		                   commit_flag, "");
+	return 0;
+}
+
 /*
  * Parse `run`'s options.  argv[0] is "run".  Returns 0, or an exit status
  * after printing the error.  The command must follow "--": requiring it
@@ -485,6 +509,8 @@ static int parse_run(int argc, char **argv, struct run_args *ra)
 	}
 	if (ra->profile && ra->profile_file)
 		return usage_error("give only one of --profile and --profile-file%s%s", "", "");
+	if ((rc = check_combinations(ra)) != 0)
+		return rc;
 	return parse_command(argc, argv, last_optarg, ra);
 }
 
@@ -706,8 +732,9 @@ static int apply_fs_mount(sandlock_builder_t *b, const char *arg)
 {
 	const char *colon = strchr(arg, ':');
 	if (!colon || colon == arg || !colon[1]) {
-		fprintf(stderr, "sandlock: --fs-mount '%s': expected VIRTUAL:HOST[:ro]\n", arg);
-		return -1;
+		fprintf(stderr, "sandlock: --fs-mount '%s': expected VIRTUAL:HOST[:ro], e.g. "
+		                "--fs-mount /work:/home/me/project\n", arg);
+		return EXIT_SANDLOCK;
 	}
 	char *virt = strndup(arg, (size_t)(colon - arg));
 	char *host = strdup(colon + 1);
@@ -948,7 +975,9 @@ static int run_config(struct cli_cfg *cfg, struct cli_report *rep, struct cli_tr
 	char *msg = NULL;
 	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
 	if (!sb) {
-		fprintf(stderr, "sandlock: %s\n", msg ? msg : "invalid configuration");
+		char *said = msg ? cli_flag_words(msg) : NULL;
+		fprintf(stderr, "sandlock: %s\n", said ? said : msg ? msg : "invalid configuration");
+		free(said);
 		int rc = run_failed(rep, EXIT_SANDLOCK, msg ? msg : "invalid configuration");
 		sandlock_string_free(msg);
 		return rc;
@@ -1120,6 +1149,10 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(sub, "--version") == 0 || strcmp(sub, "-V") == 0) {
+		if (argc > 2) {
+			fprintf(stderr, "sandlock: %s takes no argument (got '%s')\n", sub, argv[2]);
+			return EXIT_SANDLOCK;
+		}
 		printf("sandlock %s\n", sandlock_version());
 		return 0;
 	}

@@ -117,7 +117,7 @@ static sandlock_builder_t *b_mount(sandlock_builder_t *b, const char *virt, cons
 	if (!b)
 		return NULL;
 	if (!virt || !*virt || !host || !*host) {
-		b_error(b, SANDLOCK_ERR_INVALID, "fs_mount: empty or NULL path%s", "");
+		b_error(b, SANDLOCK_ERR_INVALID, "fs_mount: empty path%s", "");
 		return b;
 	}
 	if (b->n_raw_mounts == SL_MAX_MOUNTS) {
@@ -188,7 +188,7 @@ static sandlock_builder_t *b_add_path(sandlock_builder_t *b, sl_strvec *v, const
                                       const char *what)
 {
 	if (!path || !*path) {
-		b_error(b, SANDLOCK_ERR_INVALID, "%s: empty or NULL path", what);
+		b_error(b, SANDLOCK_ERR_INVALID, "%s: empty path", what);
 		return b;
 	}
 	if (sl_strvec_push(v, path) < 0)
@@ -226,7 +226,7 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_cwd(sandlock_builder_t *b
 	if (!b)
 		return NULL;
 	if (!path || !*path) {
-		b_error(b, SANDLOCK_ERR_INVALID, "cwd: empty or NULL path%s", "");
+		b_error(b, SANDLOCK_ERR_INVALID, "cwd: empty path%s", "");
 		return b;
 	}
 	free(b->raw_cwd);
@@ -1103,8 +1103,13 @@ static int setup_workdir(sandlock_builder_t *b, int *err, char **msg)
 	c->workdir = realpath(b->raw_workdir, NULL);
 	struct stat st;
 	if (!c->workdir || stat(c->workdir, &st) < 0 || !S_ISDIR(st.st_mode))
-		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "workdir '%s': not a directory",
-		               b->raw_workdir);
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "workdir '%s': %s", b->raw_workdir,
+		               c->workdir ? "not a directory" : strerror(errno));
+	/* Its staging storage must lie outside it, and so must everything else. */
+	if (strcmp(c->workdir, "/") == 0 && !c->chroot)
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID,
+		               "workdir '/': the whole filesystem cannot be staged (the staging "
+		               "storage must lie outside it); name your project's directory");
 	if (c->chroot && chroot_workdir(c, err, msg) < 0)
 		return -1;
 	if (b->raw_storage) {
@@ -1223,8 +1228,8 @@ static int setup_chroot(sandlock_builder_t *b, int *err, char **msg)
 	c->chroot = realpath(b->raw_chroot, NULL);
 	struct stat st;
 	if (!c->chroot || stat(c->chroot, &st) < 0 || !S_ISDIR(st.st_mode))
-		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "chroot '%s': not a directory",
-		               b->raw_chroot);
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "chroot '%s': %s", b->raw_chroot,
+		               c->chroot ? "not a directory" : strerror(errno));
 	if (sl_strvec_push(&c->fs_read, c->chroot) < 0)
 		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 	for (size_t i = 0; i < b->n_raw_mounts; i++) {

@@ -1,0 +1,40 @@
+"""Bad input is refused with exit 125 and a message naming the user's
+flag, what is wrong and the fix (issue 23, "Bad input")."""
+import pytest
+
+from test_cli import SYS_RO, sandlock
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--max-disk", "1M"], "--max-disk caps what a --workdir run stages"),
+    (["--time-start", "2000-02-30T00:00:00Z"], "--time-start"),
+    (["--time-start", "2001-02-29T00:00:00Z"], "a real date"),
+    (["--workdir", "/tmp", "--dry-run", "--on-exit", "commit"], "drop --on-exit commit"),
+    (["--workdir", "/tmp", "--on-error", "commit", "--dry-run"], "drop --on-error commit"),
+    (["--fs-mount", "bad"], "--fs-mount 'bad': expected VIRTUAL:HOST"),
+    (["--workdir", "/"], "--workdir '/': the whole filesystem cannot be staged"),
+    (["-r", ""], "-r/--fs-read: empty path"),
+    (["--chroot", "/nonexistent-sandlock-root"], "--chroot '/nonexistent-sandlock-root': No such file"),
+    (["--net-allow-bind", "70000"], "--net-allow-bind '70000'"),
+])
+def test_refused_with_the_users_flag(args, says):
+    r = sandlock("run", *SYS_RO, *args, "--", "/bin/true")
+    assert r.returncode == 125, (r.returncode, r.stderr)
+    assert says in r.stderr, r.stderr
+    for internal in ("fs_read", "fs_mount", "net_allow_bind", "workdir '", "max_disk"):
+        if internal == "workdir '":
+            assert "sandlock: workdir" not in r.stderr
+        else:
+            assert internal not in r.stderr, r.stderr
+
+
+def test_leap_day_is_accepted():
+    r = sandlock("run", *SYS_RO, "--time-start", "2000-02-29T12:00:00Z", "--", "/bin/date", "-u",
+                 "+%F")
+    assert r.returncode == 0 and r.stdout == "2000-02-29\n", r.stderr
+
+
+def test_version_takes_no_argument():
+    r = sandlock("--version", "foo")
+    assert r.returncode == 125 and "--version takes no argument" in r.stderr
+    assert sandlock("--version").returncode == 0
