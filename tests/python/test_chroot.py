@@ -164,7 +164,7 @@ def test_cli_chroot_workdir_dry_run_json(rootfs):
     assert tree(root) == before
     r = subprocess.run([str(SANDLOCK_BIN), "run", "--chroot", str(root), "--workdir", str(d),
                         "--", "true"], capture_output=True, text=True, timeout=60)
-    assert r.returncode != 0 and "with chroot it must be the rootfs" in r.stderr
+    assert r.returncode != 0 and "with --chroot it must be the rootfs" in r.stderr
 
 
 def test_programs_named_by_path_run_with_their_argv(rootfs):
