@@ -9,17 +9,17 @@ Each guest script runs its probe on the main thread and then on a worker
 thread and prints both results: the two lines must agree with what the
 sandbox promises (the main thread's answer is the reference)."""
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 
 import pytest
 
 import sandlock
 from conftest import PY, SYSTEM
+from test_cow import work  # noqa: F401 (a fixture)
+from test_net import tcp_server  # noqa: F401 (a fixture)
 from sandlock import NotifAction
 from sandlock.handler import Handler
 
@@ -53,25 +53,7 @@ def both(box, probe, *args, **kw):
     return lines
 
 
-@pytest.fixture
-def work():
-    d = tempfile.mkdtemp(prefix="sandlock-thr-", dir="/tmp")
-    try:
-        yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
-
-
 # ---------------- the network ----------------
-
-@pytest.fixture
-def tcp_server():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    s.listen(64)
-    yield s.getsockname()[1]
-    s.close()
-
 
 @pytest.fixture
 def udp_sink():
