@@ -224,10 +224,17 @@ def test_two_sandboxes_committing_into_one_dir_never_both_overwrite(tmp):
             procs[tag] = subprocess.Popen(
                 [SANDLOCK, "run"] + READ + ["-w", sync, "--workdir", ".", "--", "sh", "-c", script],
                 cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert wait_for(lambda: all(os.path.exists(os.path.join(sync, "ready-%s%d" % (t, rnd)))
-                                    for t in "ab"), 120)
-        open(go, "w").close()
-        out = {t: p.communicate(timeout=120) for t, p in procs.items()}
+        try:
+            ready = wait_for(lambda: all(os.path.exists(os.path.join(sync, "ready-%s%d" % (t, rnd)))
+                                         for t in "ab"), 120)
+            open(go, "w").close()
+            out = {t: p.communicate(timeout=120) for t, p in procs.items()}
+        finally:  # never leave a run behind (later tests count processes)
+            for p in procs.values():
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        assert ready, out
         got = contents(work)
         changed = {k for k in got if os.path.basename(k).startswith(("f", "new"))}
         committed = {}
