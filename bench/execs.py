@@ -71,7 +71,7 @@ def figures():
             shutil.copy(BUSYBOX, os.path.join(root, "bin", "busybox"))
             for a in ("sh", "true", "date"):
                 os.symlink("/bin/busybox", os.path.join(root, "bin", a))
-            chroot = sandlock.Sandbox(chroot=root, fs_readable=[top])
+            chroot = sandlock.Sandbox(chroot=root)
         runs = {k: [] for k in list(boxes) + (["chroot"] if chroot else [])}
         def loop_us(sb, argv):
             """The loop's own figure (us per exec); bare runs in work."""

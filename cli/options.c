@@ -53,7 +53,7 @@ const struct cli_opt cli_run_opts[] = {
 	{ OPT_TIME_START, 0, "time-start", NULL, "T", NULL, "wall clock starts at T (Unix seconds or RFC 3339)" },
 	{ OPT_NO_RANDOMIZE, 0, "no-randomize-memory", NULL, NULL, NULL, "no address-space layout randomization" },
 	{ OPT_DETERMINISTIC_DIRS, 0, "deterministic-dirs", NULL, NULL, NULL, "directory listings sorted by name" },
-	{ OPT_CHROOT, 0, "chroot", NULL, "ROOTFS", "Virtual chroot:", "the guest sees ROOTFS as / (paths resolved inside it, no privilege needed)" },
+	{ OPT_CHROOT, 0, "chroot", NULL, "ROOTFS", "Virtual chroot:", "the guest sees ROOTFS as / (no privilege needed); -C and -r/-w/-d then name guest paths (missing -r/-w/-d skipped)" },
 	{ OPT_IMAGE, 0, "image", NULL, "REF", NULL, "run in a local Podman/Docker image's filesystem (never pulled; its command, env and workdir are the defaults)" },
 	{ OPT_FS_MOUNT, 0, "fs-mount", NULL, "VIRT:HOST[:ro]", NULL, "under --chroot, show host directory HOST at guest path VIRT (repeatable)" },
 	{ OPT_WORKDIR, 0, "workdir", NULL, "DIR", "Copy-on-write workdir (writes under DIR are staged, then committed or thrown away):", "stage every write under DIR (does not set the cwd; with --chroot: the rootfs or a mount's host directory)" },

@@ -163,7 +163,8 @@ typedef struct sandlock_registration {
 
 /* ================= builder ================= */
 sandlock_builder_t *sandlock_sandbox_builder_new(void);
-/* Paths must exist; they are resolved (symlinks followed) at build time. */
+/* Paths must exist; they are resolved (symlinks followed) at build time.
+ * Under chroot they are guest paths instead (see sandlock_sandbox_builder_chroot). */
 sandlock_builder_t *sandlock_sandbox_builder_fs_read(sandlock_builder_t *b, const char *path);
 sandlock_builder_t *sandlock_sandbox_builder_fs_write(sandlock_builder_t *b, const char *path);
 sandlock_builder_t *sandlock_sandbox_builder_fs_deny(sandlock_builder_t *b, const char *path);
@@ -813,8 +814,13 @@ sandlock_builder_t *sandlock_sandbox_builder_max_disk(sandlock_builder_t *b, uin
 /* ================= virtual chroot ================= */
 /* The guest sees rootfs as "/" for every path syscall and exec (paths are
  * resolved inside it by the supervisor; ".." and symlinks cannot leave
- * it).  The rootfs is readable (and executable), never writable unless a
- * host path of it is in fs_write.  cwd is then a guest path. */
+ * it).  The rootfs is readable (and executable), never writable unless
+ * fs_write names a guest path of it.  cwd, fs_read, fs_write and fs_deny
+ * are then guest paths, resolved at build in the guest's view (symlinks
+ * followed as the guest sees them, ".." stopping at its "/"), so each
+ * names a host path in the rootfs or a mount's host directory, never one
+ * outside; one the view does not have is skipped (as the reference
+ * does); fs_write inside a read-only mount is SANDLOCK_ERR_CONFLICT. */
 sandlock_builder_t *sandlock_sandbox_builder_chroot(sandlock_builder_t *b, const char *rootfs);
 /* Map the host directory host at the absolute guest path virt (needs
  * chroot): read-write, or read-only (writes fail with EROFS). */

@@ -1172,7 +1172,7 @@ static int resolve_mount(const struct sl_mount *raw, struct sl_mount *m, int *er
 }
 
 /* The guest's cwd (a guest path) as the host directory behind it. */
-static int chroot_cwd(sandlock_builder_t *b, int *err, char **msg)
+static int chroot_cwd(sandlock_builder_t *b, const struct sl_view *v, int *err, char **msg)
 {
 	struct sandlock_sandbox *c = &b->cfg;
 	if (!b->raw_cwd) { /* the guest starts at its "/" */
@@ -1183,31 +1183,82 @@ static int chroot_cwd(sandlock_builder_t *b, int *err, char **msg)
 	if (b->raw_cwd[0] != '/')
 		return sl_fail(err, msg, SANDLOCK_ERR_INVALID,
 		               "cwd '%s': under chroot it must be an absolute guest path", b->raw_cwd);
-	struct sl_view *v = sl_view_new(c, msg);
-	if (!v)
-		return sl_fail(err, NULL, SANDLOCK_ERR_SYSTEM, "%s", "view");
+	char host[PATH_MAX];
 	bool ro;
-	int fd = sl_view_open(v, b->raw_cwd, O_PATH | O_DIRECTORY, &ro);
-	sl_view_free(v);
-	char link[64], host[PATH_MAX];
-	ssize_t n = -1;
-	if (fd >= 0) {
-		snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-		n = readlink(link, host, sizeof host - 1);
-		close(fd);
-	}
-	if (n <= 0)
+	if (sl_view_host(v, b->raw_cwd, O_PATH | O_DIRECTORY, host, sizeof host, &ro))
 		return sl_fail(err, msg, SANDLOCK_ERR_NOT_FOUND, "cwd '%s': not a directory in chroot '%s'",
 		               b->raw_cwd, c->chroot);
-	host[n] = '\0';
 	c->cwd = sl_strdup(host);
 	return c->cwd ? 0 : sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 }
 
+/* The read-only fs_mount whose host directory holds host, or NULL. */
+static const struct sl_mount *ro_mount_holding(const struct sandlock_sandbox *c, const char *host)
+{
+	for (size_t i = 0; i < c->n_mounts; i++)
+		if (c->mounts[i].ro && sl_path_under(host, c->mounts[i].host))
+			return &c->mounts[i];
+	return NULL;
+}
+
+/*
+ * One fs_read / fs_write / fs_deny entry under chroot: a guest path (a
+ * relative one from the guest's "/", as the reference joins it to the
+ * rootfs), resolved in the view (symlinks followed at the guest's level,
+ * ".." stopping at its "/", each step RESOLVE_IN_ROOT), so the host path
+ * granted always lies in the rootfs or a mount: naming a host path, or
+ * climbing out, grants nothing outside.  One the view does not have is
+ * skipped, as the reference skips it.  A write grant inside a read-only
+ * mount is refused (the view would answer EROFS anyway).
+ */
+static int chroot_grant(const struct sandlock_sandbox *c, const struct sl_view *v,
+                        const char *what, const char *guest, sl_strvec *out, int *err,
+                        char **msg)
+{
+	char g[PATH_MAX], host[PATH_MAX];
+	if (snprintf(g, sizeof g, "%s%s", guest[0] == '/' ? "" : "/", guest) >= (int)sizeof g)
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "%s '%s': path too long", what, guest);
+	bool ro;
+	int e = sl_view_host(v, g, O_PATH, host, sizeof host, &ro);
+	if (e == ENOENT || e == ENOTDIR)
+		return 0;
+	if (e)
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID,
+		               "%s '%s': cannot resolve this guest path in chroot '%s': %s", what,
+		               guest, c->chroot, strerror(e));
+	const struct sl_mount *m = out == &c->fs_write ? ro_mount_holding(c, host) : NULL;
+	if (m)
+		return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
+		               "%s '%s' is inside the read-only fs_mount '%s': make that mount "
+		               "read-write or drop the grant", what, guest, m->virt);
+	return sl_strvec_push(out, host) < 0 ? sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory")
+	                                     : 0;
+}
+
+/* Every fs_read / fs_write / fs_deny entry of b as a guest path. */
+static int chroot_grants(sandlock_builder_t *b, const struct sl_view *v, int *err, char **msg)
+{
+	struct sandlock_sandbox *c = &b->cfg;
+	const struct {
+		const sl_strvec *raw;
+		sl_strvec *out;
+		const char *what;
+	} lists[] = { { &b->raw_read, &c->fs_read, "fs_read" },
+		      { &b->raw_write, &c->fs_write, "fs_write" },
+		      { &b->raw_deny, &c->fs_deny, "fs_deny" } };
+	for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++)
+		for (size_t i = 0; i < lists[l].raw->n; i++)
+			if (chroot_grant(c, v, lists[l].what, lists[l].raw->v[i], lists[l].out, err,
+			                 msg) < 0)
+				return -1;
+	return 0;
+}
+
 /*
  * The virtual chroot: the rootfs is granted read (+exec) to Landlock, each
- * mount's host directory read or read-write; fs_read/fs_write/fs_deny stay
- * host paths.  A workdir under chroot is checked by chroot_workdir.
+ * mount's host directory read or read-write; fs_read/fs_write/fs_deny are
+ * guest paths (chroot_grant).  A workdir under chroot is checked by
+ * chroot_workdir.
  */
 static int setup_chroot(sandlock_builder_t *b, int *err, char **msg)
 {
@@ -1239,8 +1290,17 @@ static int setup_chroot(sandlock_builder_t *b, int *err, char **msg)
 		if (sl_strvec_push(m->ro ? &c->fs_read : &c->fs_write, m->host) < 0)
 			return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 	}
-	/* Once every mount is in: a read-only host directory inside a
-	 * writable one (fs_write, or a read-write mount given before or
+	struct sl_view *v = sl_view_new(c, msg);
+	if (!v)
+		return sl_fail(err, NULL, SANDLOCK_ERR_SYSTEM, "%s", "view");
+	int rc = chroot_grants(b, v, err, msg);
+	if (!rc)
+		rc = chroot_cwd(b, v, err, msg);
+	sl_view_free(v);
+	if (rc < 0)
+		return -1;
+	/* Once every mount and grant is in: a read-only host directory inside
+	 * a writable one (fs_write, or a read-write mount given before or
 	 * after it) would be writable through the other. */
 	for (size_t i = 0; i < c->n_mounts; i++)
 		for (size_t k = 0; c->mounts[i].ro && k < c->fs_write.n; k++)
@@ -1249,7 +1309,7 @@ static int setup_chroot(sandlock_builder_t *b, int *err, char **msg)
 				               "fs_mount '%s' is read-only but its host directory '%s' is "
 				               "writable through '%s' (fs_write or a read-write fs_mount)",
 				               c->mounts[i].virt, c->mounts[i].host, c->fs_write.v[k]);
-	return chroot_cwd(b, err, msg);
+	return 0;
 }
 
 /* A path both allowed and denied is ambiguous: refuse it. */
@@ -1346,9 +1406,11 @@ static int parse_net(sandlock_builder_t *b, int *err, char **msg)
 /* Resolve every path of the builder into its cfg. */
 static int resolve_paths(sandlock_builder_t *b, int *err, char **msg)
 {
-	if (resolve_all(&b->raw_read, &b->cfg.fs_read, err, msg) < 0 ||
-	    resolve_all(&b->raw_write, &b->cfg.fs_write, err, msg) < 0 ||
-	    resolve_all(&b->raw_deny, &b->cfg.fs_deny, err, msg) < 0 ||
+	/* Under chroot (or an image) the fs lists are guest paths: setup_chroot. */
+	bool host = !b->raw_chroot;
+	if ((host && (resolve_all(&b->raw_read, &b->cfg.fs_read, err, msg) < 0 ||
+	              resolve_all(&b->raw_write, &b->cfg.fs_write, err, msg) < 0 ||
+	              resolve_all(&b->raw_deny, &b->cfg.fs_deny, err, msg) < 0)) ||
 	    resolve_all(&b->raw_unix, &b->cfg.unix_allow, err, msg) < 0)
 		return -1;
 	if (b->raw_cwd && !b->raw_chroot) {

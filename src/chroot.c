@@ -371,6 +371,22 @@ int sl_view_open(const struct sl_view *v, const char *guest, int flags, bool *ro
 	return fd < 0 ? -e : sl_fd_high(fd);
 }
 
+int sl_view_host(const struct sl_view *v, const char *guest, int flags, char *out, size_t cap,
+                 bool *ro)
+{
+	char back[PATH_MAX];
+	int fd = sl_view_open(v, guest, flags, ro);
+	if (fd < 0)
+		return -fd;
+	bool named = sl_fd_path(fd, out, cap);
+	close(fd);
+	if (!named)
+		return ENAMETOOLONG;
+	/* RESOLVE_IN_ROOT kept it inside; a grant built on it must never
+	 * name anything else, so say so again (fail closed). */
+	return sl_view_guest(v, out, back, sizeof back) ? 0 : EACCES;
+}
+
 bool sl_view_writable(const struct sl_view *v, const char *host)
 {
 	for (size_t i = 0; i < v->deny.n; i++)

@@ -52,6 +52,13 @@ bool sl_view_fd_guest(const struct sl_view *v, int fd, char *out, size_t cap);
  * (the caller's DAC rights, but not its Landlock domain: for O_PATH
  * lookups and files the view's own checks allow).  fd or -errno. */
 int sl_view_open(const struct sl_view *v, const char *guest, int flags, bool *ro);
+/* The canonical host path behind the absolute guest path guest, opened as
+ * sl_view_open does (flags: O_PATH plus e.g. O_DIRECTORY) and read back
+ * from the fd, into out; *ro as sl_view_open.  The result always lies in
+ * the rootfs or a mount's host directory (checked again: EACCES
+ * otherwise).  0 or an errno (ENOENT, ENOTDIR, ELOOP, EACCES...). */
+int sl_view_host(const struct sl_view *v, const char *guest, int flags, char *out, size_t cap,
+                 bool *ro);
 /* True if the canonical host path may be written: under a read-write
  * mount or an fs_write tree of cfg, and not under fs_deny. */
 bool sl_view_writable(const struct sl_view *v, const char *host);

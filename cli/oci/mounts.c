@@ -272,7 +272,7 @@ int oci_mounts_apply(sandlock_builder_t *b, json_t *c, const char *bundle, const
 	}
 	sandlock_sandbox_builder_chroot(b, rootfs);
 	if (!json_is_true(json_object_get(root, "readonly")))
-		sandlock_sandbox_builder_fs_write(b, rootfs);
+		sandlock_sandbox_builder_fs_write(b, "/"); /* a guest path: the rootfs */
 	size_t i;
 	json_t *m;
 	int rc = 0;

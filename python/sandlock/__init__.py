@@ -746,7 +746,8 @@ class Sandbox:
     """A reusable sandbox configuration.
 
     Paths must exist (they are resolved when the native policy is built,
-    which also reports configuration errors as PolicyError).
+    which also reports configuration errors as PolicyError); under
+    ``chroot`` the filesystem lists are guest paths, see below.
     ``max_memory`` is bytes (int) or a size string ("512M", "1.5G", see
     parse_memory_size); ``timeout`` is seconds.  ``max_output`` caps the
     captured stdout and stderr, each (bytes or a size string; default 64
@@ -845,6 +846,10 @@ class Sandbox:
     the guest's ``/`` (docs: "Virtual chroot"), with ``fs_mount``
     ({virtual path: host dir}, read-write; read-only mounts only from the
     CLI's ``--fs-mount V:H:ro`` or C) showing host directories inside it;
+    ``fs_readable`` / ``fs_writable`` / ``fs_denied`` are then guest paths
+    (resolved in that view, so they never grant a host path outside the
+    rootfs and mounts; one the view does not have is skipped; a writable
+    one inside a read-only mount is refused);
     with a ``workdir`` too, that workdir must be the rootfs (or a directory
     in it) or one mount's host directory, and is seen through guest paths.
     ``policy_fn(event, ctx)`` decides exec,

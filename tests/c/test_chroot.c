@@ -3,8 +3,8 @@
  * rootfs of the static busybox, run as "/" with real processes.  The
  * hostile probes (".." climbing, absolute and climbing symlinks,
  * /proc/self/root, rename out) each reach the host marker outside the
- * sandbox first; inside, Landlock is even granted the marker's directory,
- * so only the view can stop them.
+ * sandbox first; inside, Landlock is even granted the marker's directory
+ * (grant_marker), so only the view can stop them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,15 +14,18 @@
 
 #include "harness.h"
 #include "testutil.h"
+#include "config.h" /* struct sandlock_sandbox: the grants a build made */
 
 #define BUSYBOX "/bin/busybox"
 
 /* D/root: bin/busybox + applet links, etc/hostname_marker, etc/abs (an
- * absolute link to D/marker), etc/relup (../../marker); D/marker (host
- * secret); D/w (mounted rw at /work), D/ro (mounted ro at /data). */
+ * absolute link to D/marker), etc/relup (../../marker); D/marker (a link
+ * to the host secret D/host/marker: its directory can be granted apart
+ * from D, see grant_marker); D/w (mounted rw at /work), D/ro (mounted ro
+ * at /data). */
 struct fx {
 	char d[TU_TMPDIR_LEN];
-	char root[128], marker[128], w[128], ro[128];
+	char root[128], marker[128], host[128], w[128], ro[128];
 };
 
 static bool fx_make(struct fx *x)
@@ -34,7 +37,9 @@ static bool fx_make(struct fx *x)
 	snprintf(x->marker, sizeof x->marker, "%s/marker", x->d);
 	snprintf(x->w, sizeof x->w, "%s/w", x->d);
 	snprintf(x->ro, sizeof x->ro, "%s/ro", x->d);
-	const char *dirs[] = { "root", "root/bin", "root/etc", "root/work", "root/data", "w", "ro" };
+	snprintf(x->host, sizeof x->host, "%s/host", x->d);
+	const char *dirs[] = { "root", "root/bin", "root/etc", "root/work", "root/data",
+			       "w",    "ro",       "host" };
 	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
 		snprintf(p, sizeof p, "%s/%s", x->d, dirs[i]);
 		if (mkdir(p, 0755) < 0)
@@ -54,22 +59,34 @@ static bool fx_make(struct fx *x)
 	snprintf(q, sizeof q, "%s/etc/abs", x->root);
 	char r[256];
 	snprintf(r, sizeof r, "%s/etc/relup", x->root);
-	char rof[160];
+	char rof[160], secret[160];
 	snprintf(rof, sizeof rof, "%s/f", x->ro);
-	return tu_write_file(p, "inroot\n") && tu_write_file(x->marker, "HOSTSECRET\n") &&
-	       tu_write_file(rof, "rodata\n") && symlink(x->marker, q) == 0 &&
-	       symlink("../../marker", r) == 0;
+	snprintf(secret, sizeof secret, "%s/marker", x->host);
+	return tu_write_file(p, "inroot\n") && tu_write_file(secret, "HOSTSECRET\n") &&
+	       symlink("host/marker", x->marker) == 0 && tu_write_file(rof, "rodata\n") &&
+	       symlink(x->marker, q) == 0 && symlink("../../marker", r) == 0;
+}
+
+/*
+ * Landlock reads the marker's directory too, so a probe the view let
+ * through would read it.  Under chroot fs_read names guest paths (a host
+ * path grants nothing outside the view), so it is granted as a read-only
+ * mount at /hostd, a guest path no probe names.
+ */
+static void grant_marker(sandlock_builder_t *b, const struct fx *x)
+{
+	sandlock_sandbox_builder_fs_mount_ro(b, "/hostd", x->host);
 }
 
 /* A chroot of x's rootfs with /work and /data mounted; Landlock also
- * reads all of D (the marker too). */
+ * reads the marker (grant_marker). */
 static sandlock_sandbox_t *fx_sandbox(const struct fx *x)
 {
 	sandlock_builder_t *b = sandlock_sandbox_builder_new();
 	sandlock_sandbox_builder_chroot(b, x->root);
 	sandlock_sandbox_builder_fs_mount(b, "/work", x->w);
 	sandlock_sandbox_builder_fs_mount_ro(b, "/data", x->ro);
-	sandlock_sandbox_builder_fs_read(b, x->d);
+	grant_marker(b, x);
 	return tu_build(b);
 }
 
@@ -209,7 +226,7 @@ TEST(bad_input_is_a_clear_error)
 
 /* ---------------- the COW layer over the view ---------------- */
 
-/* x's chroot (mounts, Landlock reads all of D) with workdir and action. */
+/* x's chroot (mounts, Landlock reads the marker) with workdir and action. */
 static sandlock_result_t *cow_run(const struct fx *x, const char *workdir, int action,
                                   const char *script)
 {
@@ -217,7 +234,7 @@ static sandlock_result_t *cow_run(const struct fx *x, const char *workdir, int a
 	sandlock_sandbox_builder_chroot(b, x->root);
 	sandlock_sandbox_builder_fs_mount(b, "/work", x->w);
 	sandlock_sandbox_builder_fs_mount_ro(b, "/data", x->ro);
-	sandlock_sandbox_builder_fs_read(b, x->d);
+	grant_marker(b, x);
 	sandlock_sandbox_builder_workdir(b, workdir);
 	sandlock_sandbox_builder_on_exit(b, action);
 	return tu_run_sh(b, "sh", script);
@@ -416,8 +433,7 @@ TEST(hostile_exec_short_form_reads_nothing_denied)
 	CHECK(strcmp(tu_outside_line(ctl), "direct: opened") == 0);
 	sandlock_builder_t *b = sandlock_sandbox_builder_new();
 	sandlock_sandbox_builder_chroot(b, x.root);
-	snprintf(p, sizeof p, "%s/secret", x.root);
-	sandlock_sandbox_builder_fs_deny(b, p);
+	sandlock_sandbox_builder_fs_deny(b, "/secret"); /* a guest path */
 	sandlock_sandbox_builder_cwd(b, "/a/b/c/d/e/f/g");
 	sandlock_result_t *r = tu_run_sh(b, "sh", "/bin/execprobe open /secret/tool; "
 	                                          "/bin/execprobe execat /secret/tool 32");
@@ -506,7 +522,6 @@ TEST(proc_lookups_are_the_callers)
 	sandlock_builder_t *b = sandlock_sandbox_builder_new();
 	sandlock_sandbox_builder_chroot(b, x.root);
 	sandlock_sandbox_builder_fs_mount_ro(b, "/proc", "/proc");
-	sandlock_sandbox_builder_fs_read(b, x.d);
 	snprintf(script, sizeof script,
 	         "readlink /proc/self/exe; cd /etc; readlink /proc/self/cwd; "
 	         "readlink /proc/thread-self/exe; readlink %s || echo hidden; "
@@ -564,6 +579,229 @@ TEST(read_only_mount_inside_a_writable_one_refused_in_any_order)
 	sandlock_sandbox_builder_chroot(b, x.root);
 	sandlock_sandbox_builder_fs_mount_ro(b, "/v", x.ro);
 	sandlock_sandbox_builder_fs_mount(b, "/w", x.w);
+	sandlock_sandbox_t *sb = tu_build(b);
+	CHECK(sb != NULL);
+	sandlock_sandbox_free(sb);
+	tu_rm_rf(x.d);
+}
+
+/* ---------------- fs_read / fs_write / fs_deny are guest paths ---------------- */
+
+/* A chroot of x's rootfs with x's /work and /data mounts (nothing else). */
+static sandlock_builder_t *guest_builder(const struct fx *x)
+{
+	sandlock_builder_t *b = sandlock_sandbox_builder_new();
+	sandlock_sandbox_builder_chroot(b, x->root);
+	sandlock_sandbox_builder_fs_mount(b, "/work", x->w);
+	sandlock_sandbox_builder_fs_mount_ro(b, "/data", x->ro);
+	return b;
+}
+
+/* True if every path sb grants or denies lies in x's rootfs or mounts,
+ * and no grant is a host path outside (shown). */
+static bool grants_inside(const sandlock_sandbox_t *sb, const struct fx *x)
+{
+	const sl_strvec *lists[] = { &sb->fs_read, &sb->fs_write, &sb->fs_deny };
+	bool ok = true;
+	for (size_t l = 0; l < 3; l++)
+		for (size_t i = 0; i < lists[l]->n; i++) {
+			const char *p = lists[l]->v[i];
+			if (!sl_path_under(p, x->root) && !sl_path_under(p, x->w) &&
+			    !sl_path_under(p, x->ro)) {
+				fprintf(stderr, "  granted outside the view: '%s'\n", p);
+				ok = false;
+			}
+		}
+	return ok;
+}
+
+/* True if list holds exactly path. */
+static bool has_path(const sl_strvec *list, const char *path)
+{
+	for (size_t i = 0; i < list->n; i++)
+		if (strcmp(list->v[i], path) == 0)
+			return true;
+	return false;
+}
+
+/* The rootfs is read-only until fs_write names a guest path of it; then
+ * that guest path (the host's ROOT/tmp) is writable.  fs_deny names a
+ * guest file, which the guest then cannot read. */
+TEST(guest_path_grants_apply_inside)
+{
+	struct fx x;
+	if (access(BUSYBOX, X_OK) != 0)
+		SKIP("no static busybox (apt-get install busybox-static)");
+	REQUIRE(fx_make(&x));
+	char p[300];
+	snprintf(p, sizeof p, "%s/tmp", x.root);
+	REQUIRE(mkdir(p, 0755) == 0);
+	const char *script = "echo hi > /tmp/f && cat /tmp/f || echo ro; "
+	                     "cat /etc/hostname_marker || echo denied";
+	/* The control: without the grants, /tmp is read-only, the file read. */
+	sandlock_result_t *r = tu_run_sh(guest_builder(&x), "sh", script);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "ro\ninroot\n"));
+	sandlock_result_free(r);
+	sandlock_builder_t *b = guest_builder(&x);
+	sandlock_sandbox_builder_fs_write(b, "/tmp");
+	sandlock_sandbox_builder_fs_deny(b, "/etc/hostname_marker");
+	r = tu_run_sh(b, "sh", script);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "hi\ndenied\n"));
+	sandlock_result_free(r);
+	snprintf(p, sizeof p, "%s/tmp/f", x.root);
+	CHECK(access(p, F_OK) == 0);
+	tu_rm_rf(x.d);
+}
+
+/*
+ * A host path given under chroot is a guest path: the host directory of
+ * the marker (readable and writable outside, the control) is not granted,
+ * the guest cannot reach it by its host name, and once the rootfs has a
+ * directory at that path, the grant is that directory.
+ */
+TEST(host_paths_are_read_as_guest_paths)
+{
+	struct fx x;
+	if (access(BUSYBOX, X_OK) != 0)
+		SKIP("no static busybox (apt-get install busybox-static)");
+	REQUIRE(fx_make(&x));
+	char p[600], script[900];
+	snprintf(p, sizeof p, "%s/marker", x.host);
+	CHECK(strcmp(outside_cat(p), "HOSTSECRET") == 0);
+	snprintf(script, sizeof script,
+	         "cat %s/marker || echo none; echo w > %s/new || echo ro; cat %s/new", x.host,
+	         x.host, x.host);
+	for (int mirror = 0; mirror < 2; mirror++) {
+		if (mirror) { /* ROOT/<host path of D/host>: now a guest directory */
+			snprintf(p, sizeof p, "mkdir -p %s%s", x.root, x.host);
+			REQUIRE(system(p) == 0);
+		}
+		sandlock_builder_t *b = guest_builder(&x);
+		sandlock_sandbox_builder_fs_read(b, x.host);
+		sandlock_sandbox_builder_fs_write(b, x.host);
+		sandlock_sandbox_t *sb = tu_build(b);
+		REQUIRE(sb);
+		CHECK(grants_inside(sb, &x));
+		CHECK(!has_path(&sb->fs_write, x.host) && !has_path(&sb->fs_read, x.host));
+		int code;
+		char *out = run_script(sb, script, &code);
+		CHECK(out && !strstr(out, "HOSTSECRET"));
+		CHECK(tu_str_is(out, mirror ? "none\nw\n" : "none\nro\n"));
+		sandlock_string_free(out);
+		snprintf(p, sizeof p, "%s/new", x.host);
+		CHECK(access(p, F_OK) != 0);
+	}
+	snprintf(p, sizeof p, "%s%s/new", x.root, x.host);
+	CHECK(access(p, F_OK) == 0);
+	tu_rm_rf(x.d);
+}
+
+/* A guest path the view does not have is skipped (the reference skips
+ * it), whichever list names it, and relative ones start at the guest's /. */
+TEST(missing_guest_paths_are_skipped)
+{
+	struct fx x;
+	if (access(BUSYBOX, X_OK) != 0)
+		SKIP("no static busybox (apt-get install busybox-static)");
+	REQUIRE(fx_make(&x));
+	sandlock_builder_t *b = guest_builder(&x);
+	sandlock_sandbox_builder_fs_read(b, "/nonexistent");
+	sandlock_sandbox_builder_fs_write(b, "/nope/deeper");
+	sandlock_sandbox_builder_fs_write(b, "/etc/hostname_marker/under-a-file");
+	sandlock_sandbox_builder_fs_deny(b, "/gone");
+	sandlock_sandbox_builder_fs_read(b, "etc");
+	sandlock_sandbox_t *sb = tu_build(b);
+	REQUIRE(sb);
+	char etc[300];
+	snprintf(etc, sizeof etc, "%s/etc", x.root);
+	CHECK(has_path(&sb->fs_read, etc));
+	CHECK(sb->fs_deny.n == 0);
+	CHECK(grants_inside(sb, &x));
+	int code;
+	char *out = run_script(sb, "cat /etc/hostname_marker", &code);
+	CHECK(tu_str_is(out, "inroot\n"));
+	CHECK_EQ_INT(code, 0);
+	sandlock_string_free(out);
+	tu_rm_rf(x.d);
+}
+
+/*
+ * Grants that climb with ".." or go through a symlink out of the rootfs
+ * (each reaching the marker or D on the host: the control) stay in the
+ * view: ".." stops at the guest's /, an absolute link target is a guest
+ * path, a climbing one stops at /.  /proc/self/root with the host's /proc
+ * mounted is a magic link to the host's /: refused at build.
+ */
+TEST(hostile_grants_never_leave_the_view)
+{
+	struct fx x;
+	if (access(BUSYBOX, X_OK) != 0)
+		SKIP("no static busybox (apt-get install busybox-static)");
+	REQUIRE(fx_make(&x));
+	char p[700], up[300], hostabs[300];
+	snprintf(up, sizeof up, "%s/etc/up", x.root);
+	snprintf(hostabs, sizeof hostabs, "%s/etc/hostd", x.root);
+	REQUIRE(symlink("../..", up) == 0 && symlink(x.d, hostabs) == 0);
+	snprintf(p, sizeof p, "%s/marker", up);
+	CHECK(strcmp(outside_cat(p), "HOSTSECRET") == 0);
+	snprintf(p, sizeof p, "%s/marker", hostabs);
+	CHECK(strcmp(outside_cat(p), "HOSTSECRET") == 0);
+	sandlock_builder_t *b = guest_builder(&x);
+	const char *reads[] = { "/etc/abs", "/etc/relup", "/../marker", "/etc/up/marker",
+		                "/etc/hostd/marker", "/etc/hostd/host" };
+	for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++)
+		sandlock_sandbox_builder_fs_read(b, reads[i]);
+	sandlock_sandbox_builder_fs_write(b, "/../../..");
+	sandlock_sandbox_builder_fs_write(b, "/etc/up");
+	sandlock_sandbox_builder_fs_write(b, "/etc/hostd");
+	sandlock_sandbox_builder_fs_deny(b, "/etc/up/../../w");
+	sandlock_sandbox_t *sb = tu_build(b);
+	REQUIRE(sb);
+	CHECK(grants_inside(sb, &x));
+	CHECK(has_path(&sb->fs_write, x.root)); /* "/../../.." and "/etc/up": the guest's / */
+	CHECK(sb->fs_deny.n == 0);              /* "/w": no such guest path */
+	int code;
+	char *out = run_script(sb, "echo x > /etc/new && cat /etc/new /etc/up/marker || echo none",
+	                       &code);
+	CHECK(tu_str_is(out, "x\nnone\n"));
+	sandlock_string_free(out);
+	b = guest_builder(&x);
+	sandlock_sandbox_builder_fs_mount_ro(b, "/proc", "/proc");
+	sandlock_sandbox_builder_fs_read(b, "/proc/self/root");
+	expect_build_error(b, "fs_read '/proc/self/root': cannot resolve this guest path");
+	tu_rm_rf(x.d);
+}
+
+/* fs_write of a guest path inside a read-only mount (directly, or through
+ * a symlink of the rootfs) is refused, as is one holding a read-only
+ * mount's host directory; beside it, a read-write mount is fine. */
+TEST(guest_write_grant_inside_a_read_only_mount_refused)
+{
+	struct fx x;
+	if (access(BUSYBOX, X_OK) != 0)
+		SKIP("no static busybox (apt-get install busybox-static)");
+	REQUIRE(fx_make(&x));
+	char p[300];
+	snprintf(p, sizeof p, "%s/etc/todata", x.root);
+	REQUIRE(symlink("/data", p) == 0);
+	const char *inside_ro[] = { "/data", "/data/f", "/etc/todata/f" };
+	for (size_t i = 0; i < sizeof inside_ro / sizeof inside_ro[0]; i++) {
+		sandlock_builder_t *b = guest_builder(&x);
+		sandlock_sandbox_builder_fs_write(b, inside_ro[i]);
+		char want[200];
+		snprintf(want, sizeof want, "fs_write '%s' is inside the read-only fs_mount '/data'",
+		         inside_ro[i]);
+		expect_build_error(b, want);
+	}
+	sandlock_builder_t *b = guest_builder(&x);
+	snprintf(p, sizeof p, "%s/etc", x.root);
+	sandlock_sandbox_builder_fs_mount_ro(b, "/v", p); /* a host directory in the rootfs */
+	sandlock_sandbox_builder_fs_write(b, "/");
+	expect_build_error(b, "fs_mount '/v' is read-only");
+	b = guest_builder(&x);
+	sandlock_sandbox_builder_fs_write(b, "/work");
 	sandlock_sandbox_t *sb = tu_build(b);
 	CHECK(sb != NULL);
 	sandlock_sandbox_free(sb);

@@ -1,8 +1,9 @@
 """The virtual chroot from Python and the CLI: Sandbox(chroot=, fs_mount=),
 --chroot/--fs-mount and the [filesystem] chroot/mount profile keys, on a
 tiny rootfs of the static busybox.  Hostile probes reach the host marker
-outside first; inside, Landlock is granted the marker too, so only the
-view stops them."""
+outside first; inside, Landlock is granted the marker too (mounted at
+/hostd, a guest path no probe names: under chroot fs_readable names guest
+paths), so only the view stops them."""
 import os
 import shutil
 import subprocess
@@ -23,7 +24,9 @@ pytestmark = pytest.mark.skipif(not os.access(BUSYBOX, os.X_OK),
 @pytest.fixture
 def rootfs(tmpdir_path):
     """(tmp dir, rootfs): busybox applets, etc/hostname_marker, an absolute
-    link etc/abs and a climbing link etc/relup to the host's tmp/marker."""
+    link etc/abs and a climbing link etc/relup to the host's tmp/marker (a
+    link to the secret tmp/host/marker, whose directory can be mounted
+    apart from tmp: HOSTD)."""
     d = Path(tmpdir_path)
     root = d / "root"
     for sub in ("bin", "etc", "work"):
@@ -32,19 +35,26 @@ def rootfs(tmpdir_path):
     for a in ("sh", "ls", "cat", "echo"):
         os.symlink("/bin/busybox", str(root / "bin" / a))
     (root / "etc" / "hostname_marker").write_text("inroot\n")
-    (d / "marker").write_text("HOSTSECRET\n")
+    (d / "host").mkdir()
+    (d / "host" / "marker").write_text("HOSTSECRET\n")
+    os.symlink("host/marker", str(d / "marker"))
     os.symlink(str(d / "marker"), str(root / "etc" / "abs"))
     os.symlink("../../marker", str(root / "etc" / "relup"))
     (d / "w").mkdir()
     return d, root
 
 
+def hostd(d):
+    """The mount that has Landlock grant the marker's directory."""
+    return {"/hostd": str(d / "host")}
+
+
 def test_python_chroot_sees_rootfs_and_blocks_escapes(rootfs):
     d, root = rootfs
     for probe in ("etc/abs", "etc/relup", "../marker"):  # the probes work outside
         assert (root / probe).read_text() == "HOSTSECRET\n"
-    sb = sandlock.Sandbox(chroot=str(root), fs_mount={"/work": str(d / "w")},
-                          fs_readable=[str(d)], timeout=60)
+    sb = sandlock.Sandbox(chroot=str(root), fs_mount={"/work": str(d / "w"), **hostd(d)},
+                          timeout=60)
     r = sb.run(["sh", "-c", "ls /; cat /etc/hostname_marker; cat /etc/abs; cat /etc/relup;"
                 "cat /../../marker; cat /proc/self/root%s; echo made > /work/f" % (d / "marker")])
     assert b"HOSTSECRET" not in r.stdout
@@ -113,15 +123,14 @@ ROOTFS_EDIT = ("echo new > /etc/hostname_marker; echo made > /etc/x; rm /etc/rel
 def test_python_cow_over_the_rootfs_dry_run_then_commit(rootfs):
     d, root = rootfs
     before = tree(root)
-    sb = sandlock.Sandbox(chroot=str(root), workdir=str(root), fs_readable=[str(d)],
-                          timeout=60)
+    sb = sandlock.Sandbox(chroot=str(root), workdir=str(root), timeout=60)
     dry = sb.dry_run(["sh", "-c", ROOTFS_EDIT])
     assert dry.stdout == b"q\nnew\n", dry.stderr
     assert [(c.kind, c.path) for c in dry.changes] == [
         ("M", "etc/hostname_marker"), ("A", "etc/lq"), ("D", "etc/relup"), ("A", "etc/x"),
         ("A", "opt"), ("A", "opt/q")]
     assert tree(root) == before
-    r = sandlock.Sandbox(chroot=str(root), workdir=str(root), fs_readable=[str(d)],
+    r = sandlock.Sandbox(chroot=str(root), workdir=str(root),
                          on_exit=sandlock.BranchAction.COMMIT, timeout=60).run(
         ["sh", "-c", ROOTFS_EDIT])
     assert r.success, r.stderr
@@ -139,7 +148,7 @@ def test_python_cow_over_a_mount_with_max_disk(rootfs):
     (w / "keep").write_text("k\n")
     sb = sandlock.Sandbox(chroot=str(root), fs_mount={"/work": str(w)}, workdir=str(w),
                           max_disk="64K", on_exit=sandlock.BranchAction.COMMIT,
-                          fs_readable=[str(d)], timeout=60)
+                          timeout=60)
     r = sb.run(["sh", "-c", "cd /work && echo a > a && cat keep a && ls /work; "
                 "echo no > /etc/no || echo rootfs-ro"])
     assert r.success, r.stderr
@@ -174,11 +183,11 @@ def test_programs_named_by_path_run_with_their_argv(rootfs):
     the guest installed in the run (a staged busybox copy and a staged link
     to it) runs from the layer."""
     d, root = rootfs
-    r = sandlock.Sandbox(chroot=str(root), fs_readable=[str(d)], timeout=60).run(
+    r = sandlock.Sandbox(chroot=str(root), timeout=60).run(
         ["sh", "-c", "/bin/ls /; cd /etc && ../bin/echo rel ok; /bin/sh -c '/bin/echo nested'"])
     assert r.stdout == b"bin\netc\nwork\nrel ok\nnested\n", r.stderr
     before = tree(root)
-    r = sandlock.Sandbox(chroot=str(root), workdir=str(root), fs_readable=[str(d)],
+    r = sandlock.Sandbox(chroot=str(root), workdir=str(root),
                          on_exit="abort", timeout=60).run(
         ["sh", "-c", "cp /bin/busybox /bin/bb2 && ln -s /bin/bb2 /bin/pwd && cd /etc && /bin/pwd && "
                      "printf '#!/bin/sh\\necho no\\n' > /bin/tool && "
@@ -187,3 +196,43 @@ def test_programs_named_by_path_run_with_their_argv(rootfs):
     # this rootfs's /bin/sh is not the host's, so it is refused (README).
     assert r.stdout == b"/etc\nrefused\n", r.stderr
     assert tree(root) == before
+
+
+def test_python_fs_lists_are_guest_paths(rootfs):
+    """fs_writable / fs_denied name guest paths (the reference joins them to
+    the rootfs): the guest's /tmp becomes writable and its file denied; a
+    host path (readable outside, the control) grants nothing, and a missing
+    guest path is skipped."""
+    d, root = rootfs
+    (root / "tmp").mkdir()
+    assert (d / "host" / "marker").read_text() == "HOSTSECRET\n"
+    script = ("echo hi > /tmp/f && cat /tmp/f || echo ro; cat /etc/hostname_marker || echo denied; "
+              "cat %s/marker || echo none" % (d / "host"))
+    r = sandlock.Sandbox(chroot=str(root), timeout=60).run(["sh", "-c", script])
+    assert r.stdout == b"ro\ninroot\nnone\n", r.stderr
+    r = sandlock.Sandbox(chroot=str(root), fs_writable=["/tmp"], fs_denied=["/etc/hostname_marker"],
+                         fs_readable=[str(d / "host"), "/no/such/dir"], timeout=60).run(
+        ["sh", "-c", script])
+    assert r.stdout == b"hi\ndenied\nnone\n", r.stderr
+    assert (root / "tmp" / "f").read_text() == "hi\n"
+
+
+def test_cli_fs_flags_are_guest_paths(rootfs):
+    """--chroot with -r/-w/-d: guest paths; a '..' climb or a link out of
+    the rootfs grants nothing outside it; -w inside a :ro mount is refused
+    naming the flag."""
+    d, root = rootfs
+    (root / "tmp").mkdir()
+    ro = d / "ro"
+    ro.mkdir()
+    base = [str(SANDLOCK_BIN), "run", "--chroot", str(root), "--fs-mount", "/data:%s:ro" % ro]
+    r = subprocess.run(base + ["-w", "/../../tmp", "-r", "/etc/abs", "-r", "/etc/relup",
+                               "-d", "/missing", "--", "sh", "-c",
+                               "echo hi > /tmp/f && cat /tmp/f /etc/abs /etc/relup"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.stdout == "hi\n", r.stderr
+    assert (root / "tmp" / "f").read_text() == "hi\n"
+    r = subprocess.run(base + ["-w", "/data/sub", "-w", "/data", "--", "true"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "-w/--fs-write '/data' is inside the read-only --fs-mount '/data'" in r.stderr
