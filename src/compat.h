@@ -177,4 +177,10 @@ struct sl_ll_net_port_attr {
 #define NETLINK_ROUTE 0
 #endif
 
+/* The kernel's internal "restart the call, or EINTR by SA_RESTART" errno
+ * (include/linux/errno.h, not exported): an answer to a trapped call that
+ * a signal interrupts, only when that signal is sure to be taken on the
+ * way out (connwait.c), else the program would see errno 512. */
+#define SL_ERESTARTSYS 512
+
 #endif /* SANDLOCK_COMPAT_H */

@@ -16,7 +16,9 @@
  * handler can let such a call reach the kernel unchecked.
  *
  * Deferred user handlers run on the worker pool (deferred.c); their
- * decisions come back through deferred_done and are answered here too.
+ * decisions come back through deferred_done and are answered here too,
+ * as are blocking connects netdest hands to the connect waiter
+ * (connwait.c, connwait_done).
  *
  * Lifetime: the dispatcher is reference-counted.  The run holds one
  * reference, the supervisor thread one, every deferred worker one; the
@@ -43,6 +45,7 @@
 #include "builtins/uts.h"
 #include "childmem.h"
 #include "chroot.h"
+#include "connwait.h"
 #include "deferred.h"
 #include "dispatch.h"
 #include "filter.h"
@@ -94,6 +97,7 @@ struct sl_dispatch {
 	char *hosts;                /* the synthetic /etc/hosts, NULL = the real one */
 	struct sl_portmap *ports;   /* port_remap: the run's port map, else NULL */
 	struct sl_proxy *proxy;     /* HTTP rules: the run's proxy (proxy.h), else NULL */
+	struct sl_connwait *connwait; /* blocking connects performed on behalf (connwait.h) */
 	struct sl_opener *opener;  /* opener.h; NULL until sl_dispatch_use_ruleset */
 	struct sl_virt *virt;      /* its synthetic views until handed to it (virtfiles.h) */
 	atomic_int refs;
@@ -389,6 +393,14 @@ static void deferred_done(void *ctx, const sandlock_notif_t *n, sandlock_action_
 	answer(d, n, act);
 }
 
+/* A connect netdest handed to the waiter is over (connwait.h). */
+static void connwait_done(void *ctx, const sandlock_notif_t *n, sandlock_action_t *act)
+{
+	struct sl_dispatch *d = ctx;
+	report(d, n, act, "socket destinations");
+	answer(d, n, act);
+}
+
 void sl_dispatch_ref(struct sl_dispatch *d)
 {
 	atomic_fetch_add(&d->refs, 1);
@@ -427,7 +439,9 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 	d->cache = sl_memcache_new();
 	uint64_t dto = cfg->deferred_timeout_ms ? cfg->deferred_timeout_ms : 30000;
 	d->deferred = sl_deferred_new(dto, deferred_done, d, deferred_hold, deferred_drop);
-	if (!d->cache || !d->deferred) {
+	/* Its thread is joined in destroy, before anything it answers through. */
+	d->connwait = sl_connwait_new(connwait_done, d);
+	if (!d->cache || !d->deferred || !d->connwait) {
 		oom(err, msg);
 		goto fail;
 	}
@@ -571,13 +585,15 @@ static bool run_last(const struct inst *last, const struct sl_call *call, sandlo
 
 /*
  * Run c for n: true with *act decided, false for CONTINUE.  *deferred is
- * set when a deferred handler took the call (its completion answers).
+ * set when a deferred handler took the call, or a builtin handed it to
+ * the connect waiter (call.later): their completions answer.
  */
 static bool run_chain(struct sl_dispatch *d, const struct sl_chain *c,
                       const sandlock_notif_t *n, sandlock_mem_t *mem, sandlock_action_t *act,
                       bool *deferred, const char **by)
 {
-	struct sl_call call = { n, mem, d->listener, d->init, d->ports, d->proxy };
+	struct sl_call call = { n,       mem,      d->listener, d->init, d->ports,
+		                    d->proxy, d->connwait, deferred };
 	for (size_t i = 0; i < c->nfirst; i++)
 		if (c->first[i]->b->decide(c->first[i]->state, &call, act)) {
 			*by = c->first[i]->b->name;
@@ -669,6 +685,7 @@ void sl_dispatch_finish(struct sl_dispatch *d, struct sandlock_result *r)
 
 static void destroy(struct sl_dispatch *d)
 {
+	sl_connwait_free(d->connwait); /* its thread answers through d: first */
 	sl_deferred_free(d->deferred); /* no worker left: each held a reference */
 	sl_opener_free(d->opener);     /* no handler can call it any more */
 	sl_view_free(d->view);         /* the opener's, freed after it */

@@ -37,6 +37,11 @@ struct sl_call {
 	pid_t init;          /* the sandbox's init; its pid is the sandbox's pgid */
 	struct sl_portmap *ports; /* port_remap: the run's port map (portmap.h), else NULL */
 	struct sl_proxy *proxy;   /* the run's HTTP proxy (proxy.h), else NULL */
+	/* The run's waiter for blocking connects performed on behalf
+	 * (connwait.h).  A builtin that hands a call to it sets *later: the
+	 * waiter answers that call, the dispatcher does not. */
+	struct sl_connwait *connwait;
+	bool *later;
 };
 
 enum sl_phase {

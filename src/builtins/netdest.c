@@ -32,8 +32,13 @@
  * need the caller's own socket and are refused (EPERM) there, and so is
  * a listen that could autobind a port nobody granted.
  *
- * TOCTOU: the call is never continued to the kernel once its address has
- * been looked at.  The supervisor copies the address (and for sendmsg the
+ * TOCTOU: the call is never continued to the kernel once its address or
+ * its socket has been looked at: the kernel would read the address again
+ * and look the fd number up again, and a second thread can change either
+ * meanwhile (dup2 a unix socket over a TCP one: Landlock (ABI <= 7)
+ * checks no connect to a socket file).  This holds even where Landlock
+ * alone would decide the address (`:port` rules): the fd is not Landlock's
+ * to check.  The supervisor copies the address (and for sendmsg the
  * whole message) once, takes a pidfd_getfd duplicate of the socket,
  * checks, and performs the call on the duplicate with its copy; for a
  * unix path it opens the socket file with O_PATH as the caller would
@@ -42,8 +47,12 @@
  * errno, EINPROGRESS for a non-blocking connect included) is the
  * caller's.  The supervisor thread lowers its effective capabilities for
  * the call, so the kernel's permission checks are the caller's (it has
- * none).  Known differences from a call made by the caller: a blocking
- * connect or send blocks the supervisor meanwhile; a peer's SO_PEERCRED /
+ * none).  A TCP connect is started without waiting; a caller whose socket
+ * blocks then waits for the handshake in the connect waiter (connwait.h),
+ * which answers it as the kernel's blocking connect would, while the
+ * supervisor goes on.  Known differences from a call made by the caller:
+ * a blocking unix connect (a full backlog) or a blocking send blocks the
+ * supervisor meanwhile; a peer's SO_PEERCRED /
  * SCM_CREDENTIALS show the supervisor's pid; explicit SCM_CREDENTIALS are
  * refused (EPERM); SIGPIPE is sent to the caller by us.
  *
@@ -68,6 +77,7 @@
 
 #include "../caps.h"
 #include "../childfd.h"
+#include "../connwait.h"
 #include "../ctldir.h"
 #include "../mechs.h"
 #include "../netrules.h"
@@ -81,13 +91,13 @@
 
 #define ND_CONTINUE LONG_MIN /* let the kernel run the call */
 #define ND_KILL (LONG_MIN + 1) /* policy_fn's verdict: end the sandbox */
+#define ND_LATER (LONG_MIN + 2) /* handed to the connect waiter, which answers */
 #define ND_MAX_MMSG 1024     /* UIO_MAXIOV: the kernel's sendmmsg cap */
 
 struct nd_state {
 	sl_strvec write, read, deny, unix_allow;
 	bool unix_readable;
 	bool tcp_disabled; /* the net_tcp protection is disabled: TCP is not checked */
-	bool tcp_by_landlock; /* TCP connects are continued: Landlock alone enforces them */
 	struct sl_netrules net;
 	struct sl_portranges bind_deny;
 	bool remap;                      /* port_remap: binds on behalf, ports virtual */
@@ -274,91 +284,136 @@ static bool to_proxy(const struct sl_call *call, const struct nd_sock *s, struct
 	return p && sl_proxy_intercepts(call->proxy, ntohs(*p));
 }
 
-/* Connect the guest's socket to the proxy instead, telling the proxy
- * where it was meant to go (proxy.h). */
-static long redirect(const struct sl_call *call, const struct nd_sock *s,
-                     const struct sl_sockaddr *sa)
+/* An IP stream socket, whose connect may wait for a handshake. */
+static bool is_tcp(const struct sl_sockinfo *si)
 {
-	struct sockaddr_storage to;
-	socklen_t len;
-	sl_proxy_target(call->proxy, s->si.domain, &to, &len);
-	long r = AS_CALLER(connect(s->fd, (struct sockaddr *)&to, len));
-	if (r == 0 || r == -EINPROGRESS) {
-		int e = sl_proxy_expect(call->proxy, s->fd, (const struct sockaddr *)&sa->ss, sa->len,
-		                        (pid_t)call->n->pid);
-		if (e)
-			r = e;
-	}
-	return r;
-}
-
-/* A TCP connect whose every rule Landlock enforces in the kernel. */
-static bool landlock_decides(const struct nd_state *st, const struct sl_sockinfo *si)
-{
-	return st->tcp_by_landlock && (si->domain == AF_INET || si->domain == AF_INET6) &&
-	       proto_of(si) == SL_NP_TCP;
+	return (si->domain == AF_INET || si->domain == AF_INET6) && proto_of(si) == SL_NP_TCP;
 }
 
 /*
  * The socket a connect acts on: our duplicate of the caller's; where
  * pidfd_getfd is refused (mechs.h), a fresh one made like it, which
- * replaces the caller's once connected (sockremake.h: r->fd >= 0).  A
- * connect Landlock decides needs neither: ND_CONTINUE.
+ * replaces the caller's once connected (sockremake.h: r->fd >= 0).
  */
-static int connect_sock(const struct nd_state *st, const struct sl_call *call, int fdnum,
-                        struct nd_sock *s, struct sl_remade *r)
+static int connect_sock(const struct sl_call *call, int fdnum, struct nd_sock *s,
+                        struct sl_remade *r)
 {
 	r->fd = -1;
-	if (sl_mech_getfd()) {
-		int e = open_sock(call, (uint64_t)(uint32_t)fdnum, s);
-		if (!e && landlock_decides(st, &s->si)) {
-			close(s->fd);
-			s->fd = -1;
-			return -1;
-		}
-		return e;
-	}
-	struct sl_sockinfo si;
-	int e = sl_sock_kind(call->listener, call->n, fdnum, &si);
-	if (!e && landlock_decides(st, &si))
-		return -1;
-	if (!e)
-		e = sl_sock_remake(call->listener, call->n, fdnum, r);
+	if (sl_mech_getfd())
+		return open_sock(call, (uint64_t)(uint32_t)fdnum, s);
+	int e = sl_sock_remake(call->listener, call->n, fdnum, r);
 	s->fd = r->fd;
 	s->si = r->si;
 	return e;
 }
 
+/* Where a checked connect goes: the destination, or the HTTP proxy, which
+ * is told where the guest meant to go (proxy.h). */
+struct nd_target {
+	struct sockaddr_storage to;
+	socklen_t len;
+	bool proxied;
+};
+
+/*
+ * Connect our socket s to t as the caller.  A TCP connect is started
+ * without waiting (connwait.h); *wait: the caller's socket blocks and the
+ * handshake goes on, so the caller must wait for it.
+ */
+static long connect_as_caller(const struct sl_call *call, const struct nd_sock *s,
+                              const struct nd_target *t, const struct sl_sockaddr *meant,
+                              bool *wait)
+{
+	bool blocking = false;
+	const struct sockaddr *to = (const struct sockaddr *)&t->to;
+	long r = is_tcp(&s->si) ? AS_CALLER(sl_connwait_connect(s->fd, to, t->len, &blocking))
+	                        : AS_CALLER(connect(s->fd, to, t->len));
+	if (t->proxied && (r == 0 || r == -EINPROGRESS)) {
+		int e = sl_proxy_expect(call->proxy, s->fd, (const struct sockaddr *)&meant->ss,
+		                        meant->len, (pid_t)call->n->pid);
+		if (e)
+			r = e;
+	}
+	*wait = blocking && (r == -EINPROGRESS || r == -EALREADY);
+	return r;
+}
+
+/* Our socket for the connect waiter: a duplicate of one we made (it is
+ * installed in the caller's place and closed), else our duplicate itself. */
+static int keep_for_wait(const struct nd_sock *s, const struct sl_remade *remade)
+{
+	return remade->fd >= 0 ? fcntl(remade->fd, F_DUPFD_CLOEXEC, 3) : s->fd;
+}
+
+/*
+ * The connect performed (r): a socket we made is installed in the
+ * caller's place; a caller that must wait is handed to the connect
+ * waiter (ND_LATER) unless the handshake is already over.  Closes ours.
+ */
+static long connect_done(const struct sl_call *call, const struct nd_sock *s,
+                         struct sl_remade *remade, const struct nd_target *t, long r, bool wait)
+{
+	int waitfd = wait ? keep_for_wait(s, remade) : -1;
+	if (wait && waitfd < 0)
+		r = -errno; /* cannot wait: the caller is not told it is connecting */
+	if (remade->fd >= 0 && (r == 0 || r == -EINPROGRESS || r == -EALREADY)) {
+		int ie = sl_sock_remade_install(call->listener, call->n, remade);
+		r = ie < 0 ? ie : r; /* ours is the caller's now */
+	} else if (remade->fd >= 0) {
+		close(remade->fd);
+	} else if (s->fd >= 0 && s->fd != waitfd) {
+		close(s->fd);
+	}
+	if (waitfd >= 0 && (r == -EINPROGRESS || r == -EALREADY)) {
+		long w = sl_connwait_wait(call->connwait, call->listener, call->n, waitfd, &t->to,
+		                          t->len);
+		if (w == 1) {
+			*call->later = true; /* the waiter owns waitfd */
+			return ND_LATER;
+		}
+		r = w;
+	}
+	if (waitfd >= 0)
+		close(waitfd);
+	return r;
+}
+
+/*
+ * connect: never continued to the kernel.  The kernel would look the
+ * caller's fd number up again, and a second thread can dup2 another
+ * socket over it after our look: a unix socket then connects to any
+ * pathname socket (Landlock (ABI <= 7) does not check that), a UDP one
+ * to any address.  So whatever the rules, the connect is performed on
+ * our duplicate, the very socket checked, with the address copied once.
+ */
 static long do_connect(const struct nd_state *st, const struct sl_call *call)
 {
 	const uint64_t *a = call->n->args;
 	struct nd_sock s = { -1, { 0, 0, 0 } };
 	struct sl_remade remade;
-	int e = connect_sock(st, call, (int)(uint32_t)a[0], &s, &remade);
-	if (e < 0)
-		return ND_CONTINUE; /* the kernel checks whatever address it reads */
+	int e = connect_sock(call, (int)(uint32_t)a[0], &s, &remade);
 	struct sl_sockaddr sa;
 	if (!e)
 		e = sl_sd_copy_addr(call->mem, a[1], (uint32_t)a[2], &sa);
 	int hold = -1;
 	if (!e)
 		e = sl_policy_net(call, "connect", &sa, check_dest(st, call, &s, &sa, false, &hold));
-	bool proxied = !e && to_proxy(call, &s, &sa);
-	if (!e && !proxied && call->ports && proto_of(&s.si) == SL_NP_TCP)
+	struct nd_target t = { .proxied = !e && to_proxy(call, &s, &sa) };
+	if (!e && !t.proxied && call->ports && proto_of(&s.si) == SL_NP_TCP)
 		to_real_port(call->ports, &sa); /* checked as the guest sees it */
+	if (t.proxied) {
+		sl_proxy_target(call->proxy, s.si.domain, &t.to, &t.len);
+	} else if (!e) {
+		t.to = sa.ss;
+		t.len = sa.len;
+	}
+	bool wait = false;
 	long r = e == SL_POLICY_KILL ? ND_KILL
 	         : e                 ? -e
-	         : proxied           ? redirect(call, &s, &sa)
-	                             : AS_CALLER(connect(s.fd, (struct sockaddr *)&sa.ss, sa.len));
+	                             : connect_as_caller(call, &s, &t, &sa, &wait);
 	if (hold >= 0)
 		close(hold);
-	if (remade.fd >= 0 && (r == 0 || r == -EINPROGRESS)) {
-		int ie = sl_sock_remade_install(call->listener, call->n, &remade);
-		r = ie < 0 ? ie : r; /* ours is the caller's now */
-	} else if (s.fd >= 0) {
-		close(s.fd);
-	}
-	return r;
+	return connect_done(call, &s, &remade, &t, r, wait);
 }
 
 /* Send msg on s (the checks done), as sendmsg. */
@@ -715,7 +770,9 @@ static bool nd_decide(void *state, const struct sl_call *call, sandlock_action_t
 	default:
 		return false;
 	}
-	if (r == ND_KILL)
+	if (r == ND_LATER)
+		sandlock_action_set_errno(act, EIO); /* unused: the waiter answers (call->later) */
+	else if (r == ND_KILL)
 		sandlock_action_set_kill(act, SIGKILL, 0);
 	else if (r == ND_CONTINUE)
 		sandlock_action_set_continue(act);
@@ -822,19 +879,9 @@ static int nd_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
 	}
 	s->unix_readable = cfg->unix_readable;
 	s->tcp_disabled = cfg->protection[SANDLOCK_PROTECTION_NET_TCP] == SL_PROT_DISABLED;
-	/* Only `:port` TCP rules (or none): Landlock's CONNECT_TCP says all
-	 * there is to say, in the kernel, on the caller's own call, so a
-	 * thread racing the address can only pick another address that
-	 * Landlock checks.  Degraded (no ABI 4): checked here instead. */
 	s->remap = cfg->port_remap;
 	s->policy = cfg->policy_fn != NULL;
 	s->listen = listen_checked(cfg);
-	s->tcp_by_landlock = !cfg->port_remap && /* remap: connects go to real ports */
-	    !sl_http_active(&cfg->http) && /* the proxy: connects are redirected */
-	    !s->policy && /* policy_fn: every connect is an event */
-	    (s->tcp_disabled || (cfg->ll_connect && sl_netrules_landlock_only(&cfg->net) &&
-	                        sandlock_sandbox_protection_status(cfg, SANDLOCK_PROTECTION_NET_TCP) ==
-	                            SANDLOCK_PROTECTION_ACTIVE));
 	*state = s;
 	return 0;
 }

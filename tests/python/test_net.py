@@ -574,3 +574,120 @@ def test_connect_from_worker_threads(tcp_server, rule):
     assert r.stdout.decode().split() == ["ok"] * 8
     denied = sb().run([PY, "-c", THREADED, str(p)])
     assert denied.stdout.decode().split() == ["PermissionError"] * 8
+
+
+# ---- blocking connects: performed on behalf, waited for off the supervisor thread ----
+
+@pytest.fixture
+def stalled_server():
+    """A TCP listener whose accept queue is full, so the kernel drops SYNs
+    to it and a connect waits (SYN retransmits) until release() accepts;
+    and a second listener that accepts at once."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(0)
+    port = s.getsockname()[1]
+    filler = socket.socket()
+    filler.setblocking(False)
+    filler.connect_ex(("127.0.0.1", port))
+    time.sleep(0.1)  # the handshake is over: the queue is full
+    good = socket.socket()
+    good.bind(("127.0.0.1", 0))
+    good.listen(128)
+    stop = threading.Event()
+
+    def accept(l):
+        l.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                l.accept()[0].close()
+            except OSError:
+                pass
+
+    threads = [threading.Thread(target=accept, args=(good,), daemon=True)]
+    threads[0].start()
+
+    def release():
+        threads.append(threading.Thread(target=accept, args=(s,), daemon=True))
+        threads[-1].start()
+
+    yield port, good.getsockname()[1], release
+    stop.set()
+    for t in threads:
+        t.join()
+    for x in (s, filler, good):
+        x.close()
+
+
+BLOCKING = r'''
+import errno, signal, socket, struct, sys, threading, time
+slow, good, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+
+def connect(sndtimeo=0):
+    s = socket.socket()  # blocking: no timeout
+    if sndtimeo:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", sndtimeo, 0))
+    try:
+        s.connect(("127.0.0.1", slow))
+        return "ok"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+
+if mode == "others-go-on":
+    # a blocking connect waits in one thread; the other's connects go on
+    out = []
+    t = threading.Thread(target=lambda: out.append("slow:" + connect()), daemon=True)
+    t.start()
+    time.sleep(0.3)
+    for _ in range(20):
+        socket.create_connection(("127.0.0.1", good), timeout=10).close()
+    out.append("20 fast")
+    print(" ".join(out))
+elif mode == "sndtimeo":
+    print(connect(1))
+elif mode == "signal":
+    class Alarm(Exception):
+        pass
+    def alarm(*a):
+        raise Alarm()
+    signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(1)
+    try:
+        print(connect())
+    except Alarm:
+        print("interrupted")
+elif mode == "completes":
+    print(connect())
+'''
+
+
+@pytest.mark.parametrize("mode,want", [
+    ("others-go-on", "20 fast"),       # the slow connect still waits
+    ("sndtimeo", "EINPROGRESS"),       # SO_SNDTIMEO bounds the wait, as in the kernel
+    ("signal", "interrupted"),         # a handled signal interrupts it
+])
+def test_blocking_connect_waits_off_the_supervisor(stalled_server, mode, want):
+    """Every connect is performed on the supervisor's duplicate of the
+    socket (never continued: a racing thread could swap the fd); a
+    blocking caller waits for the handshake without holding up the
+    sandbox, and sees the kernel's SO_SNDTIMEO and signal behaviour."""
+    slow, good, _ = stalled_server
+    args = [PY, "-c", BLOCKING, str(slow), str(good), mode]
+    bare = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert bare.stdout.strip() == want, bare.stderr
+    for rules in (["%d" % slow, "%d" % good],
+                  ["tcp://127.0.0.1:%d" % slow, "tcp://127.0.0.1:%d" % good]):
+        r = sb(net_allow=rules).run(args, timeout=60)
+        assert r.stdout.decode().strip() == want, r.stderr
+
+
+def test_blocking_connect_completes_once_accepted(stalled_server):
+    slow, good, release = stalled_server
+    timer = threading.Timer(1.5, release)
+    timer.start()
+    try:
+        r = sb(net_allow=["%d" % slow]).run(
+            [PY, "-c", BLOCKING, str(slow), str(good), "completes"], timeout=60)
+    finally:
+        timer.cancel()
+    assert r.stdout.decode().strip() == "ok", r.stderr
