@@ -188,16 +188,26 @@ static bool trusted_peer(int fd, pid_t *pid)
 	return mine >= 0 && theirs >= 0 && theirs <= mine;
 }
 
-/* A connection to path whose server is trusted_peer; -1 (after saying
+/* The server behind fd, connected to path: a trusted_peer that itself
+ * holds the socket listening there.  The second half matters because a
+ * listen a sandbox's supervisor performed for a guest (netdest) carries
+ * the supervisor's credentials, which trusted_peer cannot tell from a
+ * run's; only the guest holds that socket (ctldir.h). */
+static bool trusted_server(int fd, const char *path, pid_t *pid)
+{
+	return trusted_peer(fd, pid) && sl_ctldir_served_by(path, *pid);
+}
+
+/* A connection to path whose server is trusted_server; -1 (after saying
  * why, for a server that is not) otherwise. */
 static int connect_server(const char *path)
 {
 	int fd = connect_path(path);
 	pid_t pid;
-	if (fd >= 0 && !trusted_peer(fd, &pid)) {
+	if (fd >= 0 && !trusted_server(fd, path, &pid)) {
 		fprintf(stderr, "sandlock: %s is not served by a sandlock run of yours (its server, "
-		                "pid %d, is another user's or sandboxed); not trusting it\n", path,
-		        (int)pid);
+		                "pid %d, is another user's, sandboxed, or does not hold it); not "
+		                "trusting it\n", path, (int)pid);
 		close(fd);
 		return -1;
 	}
@@ -322,7 +332,7 @@ struct cli_control *cli_control_open(const char *name)
 		goto fail;
 	int probe = connect_path(c->path);
 	pid_t holder;
-	bool ours = probe >= 0 && trusted_peer(probe, &holder);
+	bool ours = probe >= 0 && trusted_server(probe, c->path, &holder);
 	if (probe >= 0)
 		close(probe);
 	if (ours) {

@@ -261,7 +261,7 @@ static void *waiter_main(void *arg)
 static int start(struct sl_connwait *w, int listener)
 {
 	w->listener = listener;
-	w->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	w->wake = sl_fd_high(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)); /* stdio numbers: util.h */
 	if (w->wake < 0)
 		return -errno;
 	sigset_t all, old;
@@ -311,11 +311,16 @@ long sl_connwait_wait(struct sl_connwait *w, int listener, const sandlock_notif_
 		if (r <= 0)
 			return r;
 	}
-	struct pend p = { .n = *n, .fd = fd, .to = *to, .len = len,
+	/* Kept for long: above the stdio numbers a launch may be filling. */
+	int held = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (held < 0)
+		return -errno;
+	struct pend p = { .n = *n, .fd = held, .to = *to, .len = len,
 		              .deadline_ms = send_deadline(fd) };
 	int e = w->started ? 0 : start(w, listener);
 	if (!e)
 		e = hand_over(w, &p);
+	close(e ? held : fd);
 	return e ? e : 1;
 }
 

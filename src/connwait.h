@@ -41,7 +41,8 @@ int sl_connwait_connect(int fd, const struct sockaddr *to, socklen_t len, bool *
  * for n's caller, whose socket blocks, and is in progress.  Either it is
  * over at once (returns its result: 0 or -errno), or the call is handed
  * to the thread, which owns fd from then on and answers n through the
- * completion: returns 1.  A result <= 0 leaves fd to the caller.
+ * completion: returns 1, fd closed (the thread keeps a duplicate).  A
+ * result <= 0 leaves fd to the caller.
  */
 long sl_connwait_wait(struct sl_connwait *w, int listener, const sandlock_notif_t *n, int fd,
                       const struct sockaddr_storage *to, socklen_t len);

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proctree.h"
+#include "sockdest.h"
 #include "util.h"
 
 int sl_ctldir_candidates(char out[SL_CTLDIR_MAX][SL_CTLDIR_LEN])
@@ -64,4 +66,13 @@ bool sl_ctldir_holds(const char *path)
 			return true;
 	}
 	return false;
+}
+
+bool sl_ctldir_served_by(const char *path, pid_t pid)
+{
+	struct stat st;
+	unsigned long sock = 0;
+	return stat(path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	       sl_sd_unix_listener_at(st.st_dev, st.st_ino, &sock) == 0 && sock &&
+	       sl_pid_holds_socket(pid, sock);
 }

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #define SL_CTLDIR_MAX 4   /* candidates, in the order they are tried */
 #define SL_CTLDIR_LEN 108 /* a sun_path: the socket's name must fit below */
@@ -19,5 +20,12 @@ int sl_ctldir_candidates(char out[SL_CTLDIR_MAX][SL_CTLDIR_LEN]);
 /* True if canonical path names an entry of a control directory of any
  * user (the candidates above, and /run/user/N/sandlock, /tmp/sandlock-N). */
 bool sl_ctldir_holds(const char *path);
+
+/* Is the socket file at path listened on by a socket that process pid
+ * itself holds?  A control client asks it of the SO_PEERCRED pid of its
+ * connection: a listen a supervisor performed on a guest's behalf
+ * (netdest) shows the supervisor's pid, which holds no such socket, so a
+ * guest's socket put in place of a run's is never taken for the run's. */
+bool sl_ctldir_served_by(const char *path, pid_t pid);
 
 #endif

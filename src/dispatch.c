@@ -450,7 +450,9 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 		goto fail;
 	d->wants_opener = hs->n > 0; /* sandlock_open_on_behalf needs one */
 	for (size_t i = 0; i < d->ninsts; i++)
-		if (d->insts[i].b->needs_opener && d->insts[i].nrs.n > 0)
+		if ((d->insts[i].b->needs_opener ||
+		     (d->insts[i].b->opener_if && d->insts[i].b->opener_if(cfg))) &&
+		    d->insts[i].nrs.n > 0)
 			d->wants_opener = true;
 	d->proc_guard = sl_proc_readable(cfg);
 	if (cfg->name && !(d->name = sl_strdup(cfg->name))) {

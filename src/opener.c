@@ -53,6 +53,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -94,6 +95,11 @@ struct req {
 	bool set_umask;
 	mode_t umask;
 	bool local;          /* performed by the calling thread (local_self) */
+	/* A bind instead of an open (sl_opener_bind_socket): sock to addr, from cwd. */
+	bool bind;
+	int sock, cwd;
+	const struct sockaddr *addr;
+	socklen_t alen;
 	int fd, err;         /* the answer */
 	bool done;           /* under mu: fd, err are final */
 };
@@ -163,6 +169,17 @@ static int confine_self(int ruleset_fd)
 	return 0;
 }
 
+/* bind(2) from the caller's cwd (this thread's own: unshared), then
+ * back home. */
+static void perform_bind(struct req *r, int home)
+{
+	umask(r->umask);
+	int rc = fchdir(r->cwd) < 0 ? -1 : bind(r->sock, r->addr, r->alen);
+	r->err = rc < 0 ? (errno ? errno : EIO) : 0;
+	if (fchdir(home) < 0)
+		sl_warn("opener: cannot go back to its directory: %s", strerror(errno));
+}
+
 static void perform(struct req *r)
 {
 	if (r->set_umask)
@@ -176,6 +193,11 @@ static void *opener_main(void *arg)
 {
 	struct sl_opener *op = arg;
 	int e = confine_self(op->ruleset_fd);
+	/* Above the stdio numbers: a caller with fd 0-2 closed must not
+	 * have them taken (the launch fills them with /dev/null). */
+	int home = e ? -1 : sl_fd_high(open(".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+	if (!e && home < 0)
+		e = errno;
 	pthread_mutex_lock(&op->mu);
 	op->setup_err = e;
 	op->ready = true;
@@ -188,12 +210,17 @@ static void *opener_main(void *arg)
 		struct req *r = op->req;
 		op->req = NULL;
 		pthread_mutex_unlock(&op->mu);
-		perform(r);
+		if (r->bind)
+			perform_bind(r, home);
+		else
+			perform(r);
 		pthread_mutex_lock(&op->mu);
 		r->done = true;
 		pthread_cond_broadcast(&op->cv);
 	}
 	pthread_mutex_unlock(&op->mu);
+	if (home >= 0)
+		close(home);
 	return NULL;
 }
 
@@ -1096,6 +1123,27 @@ int sl_opener_open_at(struct sl_opener *op, int listener, const sandlock_notif_t
 	}
 	*fd = r.fd;
 	return 0;
+}
+
+int sl_opener_bind_socket(struct sl_opener *op, int listener, const sandlock_notif_t *n,
+                          int sock, const struct sockaddr *addr, socklen_t len)
+{
+	int piddir = sl_child_procdir(listener, n); /* pins the caller */
+	if (piddir < 0)
+		return ESRCH;
+	struct req r = { .bind = true, .sock = sock, .addr = addr, .alen = len, .fd = -1 };
+	int e = caller_creds(piddir, &r.umask); /* its ids (DAC) and umask (the file's mode) */
+	r.cwd = e ? -1 : openat(piddir, "cwd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (!e && r.cwd < 0)
+		e = errno == ENOENT ? ESRCH : errno;
+	close(piddir);
+	if (!e) {
+		submit(op, &r);
+		e = r.err;
+	}
+	if (r.cwd >= 0)
+		close(r.cwd);
+	return e;
 }
 
 /* ---------------- the C ABI ---------------- */

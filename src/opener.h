@@ -18,6 +18,7 @@
 #define SANDLOCK_OPENER_H
 
 #include <stdbool.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "sandlock.h"
@@ -85,5 +86,13 @@ int sl_opener_open_call(struct sl_opener *op, int listener, const sandlock_notif
  * for write flags or a /proc file). */
 int sl_opener_open_at(struct sl_opener *op, int listener, const sandlock_notif_t *n, int base,
                       const char *path, uint64_t flags, uint64_t resolve, int *fd);
+
+/* bind(2) our socket sock (a unix one) to the path in addr, by the
+ * confined thread: resolved from the caller's cwd, the socket file made
+ * with its umask, Landlock's MAKE_SOCK right checked by the kernel as for
+ * the caller's own call (netdest: a bind it must not continue).  0 or an
+ * errno. */
+int sl_opener_bind_socket(struct sl_opener *op, int listener, const sandlock_notif_t *n,
+                          int sock, const struct sockaddr *addr, socklen_t len);
 
 #endif /* SANDLOCK_OPENER_H */

@@ -251,6 +251,13 @@ static bool pid_holds(pid_t pid, const char *want)
 	return found;
 }
 
+bool sl_pid_holds_socket(pid_t pid, unsigned long ino)
+{
+	char want[40];
+	snprintf(want, sizeof want, "socket:[%lu]", ino);
+	return pid_holds(pid, want);
+}
+
 bool sl_tree_holds_socket(pid_t root, unsigned long ino)
 {
 	enum { MAX = 4096 };

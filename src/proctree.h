@@ -38,5 +38,7 @@ int sl_tree_list(pid_t root, struct sl_proc *out, size_t max);
 /* True if some descendant of root (root excluded) holds an fd of the
  * socket with inode ino (its /proc/PID/fd links read "socket:[ino]"). */
 bool sl_tree_holds_socket(pid_t root, unsigned long ino);
+/* Does process pid itself hold socket ino (its /proc/PID/fd)? */
+bool sl_pid_holds_socket(pid_t pid, unsigned long ino);
 
 #endif /* SANDLOCK_PROCTREE_H */

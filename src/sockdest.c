@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -73,27 +74,56 @@ bool sl_sd_unix_abstract(const struct sl_sockaddr *a)
 
 #define DIAG_BUF 32768
 
-/* Does the diag message m (one socket) hold name[0..len) and could a
- * socket of type reach it? */
-static bool diag_match(const struct nlmsghdr *h, const char *name, size_t len, int type)
+/* What a dump looks for: the first socket m matches. */
+struct diag_want {
+	bool (*match)(const struct nlmsghdr *h, const struct diag_want *w);
+	const char *name; /* abstract: the name and its length, the socket type */
+	size_t len;
+	int type;
+	unsigned long vfs_dev, vfs_ino; /* by file: the kernel's dev_t, the inode */
+};
+
+/* The attribute type of m's, or NULL. */
+static const struct rtattr *diag_attr(const struct nlmsghdr *h, int type)
 {
 	const struct unix_diag_msg *m = NLMSG_DATA(h);
-	if (m->udiag_type != type)
-		return false;
-	/* A stream listener's accepted sockets carry its name too: only the
-	 * listener is what a connect reaches. */
-	if (type != SOCK_DGRAM && m->udiag_state != TCP_LISTEN)
-		return false;
 	size_t rem = h->nlmsg_len - NLMSG_LENGTH(sizeof(*m));
 	for (const struct rtattr *at = (const void *)(m + 1); RTA_OK(at, rem);
 	     at = RTA_NEXT(at, rem))
-		if (at->rta_type == UNIX_DIAG_NAME)
-			return RTA_PAYLOAD(at) == len && memcmp(RTA_DATA(at), name, len) == 0;
-	return false;
+		if (at->rta_type == type)
+			return at;
+	return NULL;
+}
+
+/* Does the diag message m (one socket) hold w's name and could a socket
+ * of w's type reach it? */
+static bool match_name(const struct nlmsghdr *h, const struct diag_want *w)
+{
+	const struct unix_diag_msg *m = NLMSG_DATA(h);
+	if (m->udiag_type != w->type)
+		return false;
+	/* A stream listener's accepted sockets carry its name too: only the
+	 * listener is what a connect reaches. */
+	if (w->type != SOCK_DGRAM && m->udiag_state != TCP_LISTEN)
+		return false;
+	const struct rtattr *at = diag_attr(h, UNIX_DIAG_NAME);
+	return at && RTA_PAYLOAD(at) == w->len && memcmp(RTA_DATA(at), w->name, w->len) == 0;
+}
+
+/* Is m a listener bound to w's socket file? */
+static bool match_file(const struct nlmsghdr *h, const struct diag_want *w)
+{
+	const struct unix_diag_msg *m = NLMSG_DATA(h);
+	const struct rtattr *at = diag_attr(h, UNIX_DIAG_VFS);
+	struct unix_diag_vfs v;
+	if (m->udiag_state != TCP_LISTEN || !at || RTA_PAYLOAD(at) < sizeof v)
+		return false;
+	memcpy(&v, RTA_DATA(at), sizeof v);
+	return v.udiag_vfs_ino == w->vfs_ino && v.udiag_vfs_dev == w->vfs_dev;
 }
 
 /* Read the dump's answers; 0 (with *ino when found) or an errno. */
-static int diag_read(int nl, const char *name, size_t len, int type, unsigned long *ino)
+static int diag_read(int nl, const struct diag_want *w, unsigned long *ino)
 {
 	char *buf = malloc(DIAG_BUF);
 	if (!buf)
@@ -115,11 +145,25 @@ static int diag_read(int nl, const char *name, size_t len, int type, unsigned lo
 				e = EIO;
 				break;
 			}
-			if (!*ino && diag_match(h, name, len, type))
+			if (!*ino && w->match(h, w))
 				*ino = ((const struct unix_diag_msg *)NLMSG_DATA(h))->udiag_ino;
 		}
 	}
 	free(buf);
+	return e;
+}
+
+/* Dump every unix socket r asks for, the first that w matches: 0 with
+ * *ino (0: none), or an errno. */
+static int diag_find(const struct unix_diag_req *r, const struct diag_want *w,
+                     unsigned long *ino)
+{
+	*ino = 0;
+	int nl = sl_sd_unix_diag(r, true);
+	if (nl < 0)
+		return -nl;
+	int e = diag_read(nl, w, ino);
+	close(nl);
 	return e;
 }
 
@@ -147,16 +191,22 @@ int sl_sd_unix_diag(const struct unix_diag_req *r, bool dump)
 
 int sl_sd_abstract_inode(const struct sl_sockaddr *a, int type, unsigned long *ino)
 {
-	*ino = 0;
 	const struct sockaddr_un *u = (const void *)&a->ss;
-	size_t len = a->len - SUN_PATH_OFF; /* the name: every byte, NULs included */
+	/* the name: every byte, NULs included */
+	struct diag_want w = { .match = match_name, .name = u->sun_path,
+		                   .len = a->len - SUN_PATH_OFF, .type = type };
 	struct unix_diag_req r = { .udiag_states = ~0u, .udiag_show = UDIAG_SHOW_NAME };
-	int nl = sl_sd_unix_diag(&r, true);
-	if (nl < 0)
-		return -nl;
-	int e = diag_read(nl, u->sun_path, len, type, ino);
-	close(nl);
-	return e;
+	return diag_find(&r, &w, ino);
+}
+
+int sl_sd_unix_listener_at(dev_t dev, ino_t ino, unsigned long *sock)
+{
+	/* sock_diag gives the superblock's kernel dev_t: MAJOR << 20 | MINOR */
+	struct diag_want w = { .match = match_file,
+		                   .vfs_dev = (unsigned long)major(dev) << 20 | minor(dev),
+		                   .vfs_ino = (unsigned long)ino };
+	struct unix_diag_req r = { .udiag_states = 1u << TCP_LISTEN, .udiag_show = UDIAG_SHOW_VFS };
+	return diag_find(&r, &w, sock);
 }
 
 /* The path of a pathname address, NUL-terminated (the kernel stops at

@@ -51,6 +51,11 @@ bool sl_sd_unix_abstract(const struct sl_sockaddr *a);
  * or an errno. */
 int sl_sd_abstract_inode(const struct sl_sockaddr *a, int type, unsigned long *ino);
 
+/* The sockfs inode of the listening unix socket bound to the socket file
+ * (dev, ino) (stat(2)'s), found with sock_diag: 0 with *sock (0: none
+ * listens there), or an errno. */
+int sl_sd_unix_listener_at(dev_t dev, ino_t ino, unsigned long *sock);
+
 /* A sock_diag request r for AF_UNIX sockets (one, or with dump all that
  * match), sent: the netlink socket to read the answers from, or -errno. */
 struct unix_diag_req;

@@ -72,6 +72,9 @@ struct sl_builtin {
 	/* Performs opens on the caller's behalf (opener.h): the run then
 	 * starts an opener even without user handlers. */
 	bool needs_opener;
+	/* Optional, instead: needs the opener only for configurations where
+	 * this says so (netdest: unix binds it performs, when it traps bind). */
+	bool (*opener_if)(const struct sandlock_sandbox *cfg);
 	/* Its syscalls are trapped by the filter only for some arguments
 	 * (filter.c's conditions, e.g. the pid rules of syscalls.h): they get
 	 * a chain but stay out of the unconditionally trapped set. */

@@ -53,14 +53,17 @@
  * supervisor goes on.  Known differences from a call made by the caller:
  * a blocking unix connect (a full backlog) or a blocking send blocks the
  * supervisor meanwhile; a peer's SO_PEERCRED /
- * SCM_CREDENTIALS show the supervisor's pid; explicit SCM_CREDENTIALS are
+ * SCM_CREDENTIALS show the supervisor's pid (a listener's clients too:
+ * init_peercred at listen; cli/control.c checks the pid holds the
+ * listener, ctldir.h); explicit SCM_CREDENTIALS are
  * refused (EPERM); SIGPIPE is sent to the caller by us.
  *
  * sendto without an address (send(2) on a connected socket) is not even
  * trapped (a conditional trap on arg 4, filter.h); when a user handler
  * traps every sendto, that form is continued: its address is a register,
- * nothing to re-read.  bind is
- * trapped only for net_deny_bind (Landlock cannot express a deny list).
+ * nothing to re-read.  bind, listen and getsockname/getpeername, where
+ * trapped, are performed on our duplicate too (a unix bind by the
+ * opener's confined thread, for Landlock's check of the file it makes).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,11 +71,13 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "../caps.h"
@@ -81,6 +86,7 @@
 #include "../ctldir.h"
 #include "../mechs.h"
 #include "../netrules.h"
+#include "../opener.h"
 #include "../portmap.h"
 #include "../proctree.h"
 #include "../proxy.h"
@@ -368,7 +374,7 @@ static long connect_done(const struct sl_call *call, const struct nd_sock *s,
 		long w = sl_connwait_wait(call->connwait, call->listener, call->n, waitfd, &t->to,
 		                          t->len);
 		if (w == 1) {
-			*call->later = true; /* the waiter owns waitfd */
+			*call->later = true; /* the waiter answers: waitfd is closed */
 			return ND_LATER;
 		}
 		r = w;
@@ -599,11 +605,64 @@ static bool bind_allowed(const struct nd_state *st, uint16_t port)
 	return sl_portranges_has(&st->bind_allow, port);
 }
 
-/* An IP bind: net_deny_bind, and with port_remap the bind rules (the
- * bind is ours then, outside Landlock), checked on the port the guest
- * names; performed on behalf.  Other families (unix: Landlock checks the
- * socket file it creates), UDP without remap and port 0 under remap (the
- * kernel picks, Landlock checks) go to the kernel. */
+/* An IP bind, checked on the port the guest names: net_deny_bind, and
+ * what Landlock would allow (the bind is ours, outside Landlock); with
+ * port_remap a TCP port is bound through the run's port map. */
+static long bind_ip(const struct nd_state *st, const struct sl_call *call,
+                    const struct nd_sock *s, struct sl_sockaddr *sa)
+{
+	uint16_t *pf = port_field(sa);
+	uint16_t port = pf ? ntohs(*pf) : 0;
+	bool tcp = s->si.type == SOCK_STREAM && s->si.protocol == IPPROTO_TCP;
+	int d = 0;
+	if (tcp && (port || st->bind_deny.all) && sl_portranges_has(&st->bind_deny, port))
+		d = EACCES;
+	else if (tcp && !bind_allowed(st, port))
+		d = EACCES; /* what Landlock answers */
+	if (st->policy) /* policy_fn sees the copied address, allowed or not */
+		d = sl_policy_net(call, "bind", sa, d);
+	if (d == SL_POLICY_KILL)
+		return ND_KILL;
+	if (d)
+		return -d;
+	if (call->ports && tcp && port)
+		return bind_remapped(call->ports, s->fd, sa, port);
+	return AS_CALLER(bind(s->fd, (struct sockaddr *)&sa->ss, sa->len));
+}
+
+/* A unix bind: a path is made into a socket file by the opener's
+ * confined thread (Landlock's MAKE_SOCK checked there, from the caller's
+ * cwd, with its umask); an abstract name or an autobind makes no file. */
+static long bind_unix(const struct sl_call *call, const struct nd_sock *s,
+                      const struct sl_sockaddr *sa)
+{
+	if (!sl_sd_unix_pathname(sa))
+		return AS_CALLER(bind(s->fd, (const struct sockaddr *)&sa->ss, sa->len));
+	struct sl_opener *op = sl_opener_find(call->listener);
+	if (!op)
+		return -EPERM; /* cannot make the file as the caller would: refused */
+	struct sockaddr_un u = { .sun_family = AF_UNIX };
+	const struct sockaddr_un *from = (const void *)&sa->ss;
+	size_t max = sa->len - offsetof(struct sockaddr_un, sun_path);
+	memcpy(u.sun_path, from->sun_path, max < sizeof u.sun_path ? max : sizeof u.sun_path - 1);
+	/* /proc/self would be ours in the opener; the kernel keeps the
+	 * address's length up to the NUL (unix_bind_bsd) */
+	int e = -sl_child_self_path(u.sun_path, sizeof u.sun_path, call->n);
+	if (!e)
+		e = sl_opener_bind_socket(op, call->listener, call->n, s->fd,
+		                          (const struct sockaddr *)&u, (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+		                               strlen(u.sun_path) + 1));
+	return -e;
+}
+
+/*
+ * bind: trapped for net_deny_bind, port_remap and policy_fn, and then
+ * never continued to the kernel, whatever the socket: the kernel would
+ * look the fd number up again, and a second thread can dup2 a TCP socket
+ * over a unix or UDP one meanwhile (Landlock allows every port under a
+ * deny list, and policy_fn would never see that bind).  So every bind is
+ * performed on our duplicate, the very socket checked.
+ */
 static long do_bind(const struct nd_state *st, const struct sl_call *call)
 {
 	const uint64_t *a = call->n->args;
@@ -611,35 +670,12 @@ static long do_bind(const struct nd_state *st, const struct sl_call *call)
 	int e = open_sock(call, a[0], &s);
 	if (e)
 		return -e;
-	long r = ND_CONTINUE;
-	bool ip = s.si.domain == AF_INET || s.si.domain == AF_INET6;
-	bool tcp = s.si.protocol == IPPROTO_TCP;
 	struct sl_sockaddr sa;
-	if (ip)
-		e = sl_sd_copy_addr(call->mem, a[1], (uint32_t)a[2], &sa);
-	uint16_t *pf = ip && !e ? port_field(&sa) : NULL;
-	uint16_t port = pf ? ntohs(*pf) : 0;
-	bool remap = call->ports && tcp && port != 0;
-	if (ip && e) {
-		r = -e;
-	} else if (ip && (tcp || !call->ports) &&
-	           (st->bind_deny.n || st->bind_deny.all || remap || st->policy)) {
-		int d = 0;
-		if (tcp && (port || st->bind_deny.all) && sl_portranges_has(&st->bind_deny, port))
-			d = EACCES;
-		else if (remap && !bind_allowed(st, port))
-			d = EACCES; /* what Landlock answers */
-		if (st->policy) /* policy_fn sees the copied address, allowed or not */
-			d = sl_policy_net(call, "bind", &sa, d);
-		if (d == SL_POLICY_KILL)
-			r = ND_KILL;
-		else if (d)
-			r = -d;
-		else if (remap)
-			r = bind_remapped(call->ports, s.fd, &sa, port);
-		else
-			r = AS_CALLER(bind(s.fd, (struct sockaddr *)&sa.ss, sa.len));
-	}
+	e = sl_sd_copy_addr(call->mem, a[1], (uint32_t)a[2], &sa);
+	long r = e                                                        ? -e
+	         : s.si.domain == AF_INET || s.si.domain == AF_INET6 ? bind_ip(st, call, &s, &sa)
+	         : s.si.domain == AF_UNIX                             ? bind_unix(call, &s, &sa)
+	                                  : AS_CALLER(bind(s.fd, (struct sockaddr *)&sa.ss, sa.len));
 	close(s.fd);
 	return r;
 }
@@ -675,9 +711,10 @@ static long do_listen(const struct nd_state *st, const struct sl_call *call)
 	 * holds by then: continued only where any outcome is allowed. */
 	if (!sl_mech_getfd())
 		return autobind_allowed(st) ? ND_CONTINUE : -EPERM;
-	if (open_sock(call, a[0], &s) != 0)
-		return ND_CONTINUE; /* not a socket: the kernel gives the errno */
-	long r = ND_CONTINUE;
+	int e = open_sock(call, a[0], &s);
+	if (e)
+		return -e; /* EBADF, ENOTSOCK: never continued (the fd could change) */
+	long r;
 	if ((s.si.domain == AF_INET || s.si.domain == AF_INET6) && s.si.type == SOCK_STREAM) {
 		struct tcp_info ti;
 		socklen_t tl = sizeof ti;
@@ -696,40 +733,50 @@ static long do_listen(const struct nd_state *st, const struct sl_call *call)
 			connect(s.fd, &unspec, sizeof unspec); /* closes the listener again */
 			r = -EACCES;
 		}
+	} else {
+		r = AS_CALLER(listen(s.fd, (int)(uint32_t)a[1]));
 	}
 	close(s.fd);
 	return r;
 }
 
-/* port_remap: getsockname/getpeername of a TCP socket show virtual
- * ports.  Performed on our duplicate (the call only writes the caller's
- * memory); anything else goes to the kernel. */
-static long do_sockname(const struct sl_call *call, bool peer)
+/* Write sa into the caller's (addr, *addrlen) as getsockname does. */
+static long put_name(const struct sl_call *call, const struct sl_sockaddr *sa)
 {
 	const uint64_t *a = call->n->args;
+	int32_t cap;
+	if (sandlock_mem_peek(call->mem, a[2], &cap, sizeof cap) != 0)
+		return -EFAULT;
+	if (cap < 0)
+		return -EINVAL;
+	int32_t len = (int32_t)sa->len;
+	size_t n = (size_t)(len < cap ? len : cap);
+	if ((n && sandlock_mem_poke(call->mem, a[1], &sa->ss, n) != 0) ||
+	    sandlock_mem_poke(call->mem, a[2], &len, sizeof len) != 0)
+		return -EFAULT;
+	return 0;
+}
+
+/* port_remap: getsockname/getpeername of a TCP socket show virtual
+ * ports.  Performed on our duplicate for every socket (the call only
+ * writes the caller's memory; continued, a thread could swap a TCP
+ * socket in and read its real port). */
+static long do_sockname(const struct sl_call *call, bool peer)
+{
 	struct nd_sock s = { -1, { 0, 0, 0 } };
-	if (open_sock(call, a[0], &s) != 0)
-		return ND_CONTINUE; /* the kernel gives the errno */
-	long r = ND_CONTINUE;
-	if ((s.si.domain == AF_INET || s.si.domain == AF_INET6) && proto_of(&s.si) == SL_NP_TCP) {
-		int32_t cap;
-		struct sl_sockaddr sa = { .len = sizeof sa.ss };
-		if (sandlock_mem_peek(call->mem, a[2], &cap, sizeof cap) != 0 || cap < 0)
-			r = cap < 0 ? -EINVAL : -EFAULT;
-		else if ((peer ? getpeername : getsockname)(s.fd, (struct sockaddr *)&sa.ss, &sa.len) < 0)
-			r = -errno;
-		else {
-			uint16_t *p = port_field(&sa);
-			uint16_t v = p ? sl_portmap_virt(call->ports, ntohs(*p)) : 0;
-			if (v)
-				*p = htons(v);
-			int32_t len = (int32_t)sa.len;
-			size_t n = (size_t)(len < cap ? len : cap);
-			r = (n && sandlock_mem_poke(call->mem, a[1], &sa.ss, n) != 0) ||
-			            sandlock_mem_poke(call->mem, a[2], &len, sizeof len) != 0
-			        ? -EFAULT
-			        : 0;
-		}
+	int e = open_sock(call, call->n->args[0], &s);
+	if (e)
+		return -e;
+	struct sl_sockaddr sa = { .len = sizeof sa.ss };
+	long r = (peer ? getpeername : getsockname)(s.fd, (struct sockaddr *)&sa.ss, &sa.len);
+	if (r == 0) {
+		uint16_t *p = proto_of(&s.si) == SL_NP_TCP ? port_field(&sa) : NULL;
+		uint16_t v = p ? sl_portmap_virt(call->ports, ntohs(*p)) : 0;
+		if (v)
+			*p = htons(v);
+		r = put_name(call, &sa);
+	} else {
+		r = -errno;
 	}
 	close(s.fd);
 	return r;
@@ -798,6 +845,14 @@ static bool listen_checked(const struct sandlock_sandbox *cfg)
 	                        SANDLOCK_PROTECTION_ACTIVE;
 }
 
+/* bind is trapped for net_deny_bind (Landlock cannot express a deny
+ * list), port_remap and policy_fn's bind events; elsewhere the kernel's
+ * Landlock checks every bind a continued call could make. */
+static bool binds_trapped(const struct sandlock_sandbox *cfg)
+{
+	return cfg->bind_deny.n || cfg->bind_deny.all || cfg->port_remap || cfg->policy_fn;
+}
+
 static int nd_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
 {
 	/* Always: pathname unix sockets are guarded by default. */
@@ -806,12 +861,11 @@ static int nd_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
 	if (listen_checked(cfg) && sl_nrset_add(out, __NR_listen) < 0)
 		return -1;
 	if (cfg->port_remap) {
-		static const int k_remap_nrs[] = { __NR_bind, __NR_getsockname, __NR_getpeername };
-		return sl_nrset_add_all(out, k_remap_nrs, 3);
+		static const int k_remap_nrs[] = { __NR_getsockname, __NR_getpeername };
+		if (sl_nrset_add_all(out, k_remap_nrs, 2) < 0)
+			return -1;
 	}
-	/* bind: for net_deny_bind, and for policy_fn's bind events. */
-	bool bind = cfg->bind_deny.n || cfg->bind_deny.all || cfg->policy_fn;
-	return bind ? sl_nrset_add(out, __NR_bind) : 0;
+	return binds_trapped(cfg) ? sl_nrset_add(out, __NR_bind) : 0;
 }
 
 static void nd_free(void *state)
@@ -893,4 +947,5 @@ const struct sl_builtin sl_builtin_netdest = {
 	.init = nd_init,
 	.free = nd_free,
 	.decide = nd_decide,
+	.opener_if = binds_trapped, /* unix binds are made by its confined thread */
 };

@@ -458,6 +458,78 @@ TEST(connect_fd_swap_never_reaches_unix_socket)
 	tu_rm_rf(dir);
 }
 
+/* A TCP port that was free a moment ago. */
+static int free_port(void)
+{
+	int port = -1;
+	int s = tu_tcp_listener(&port);
+	if (s >= 0)
+		close(s);
+	return s >= 0 ? port : -1;
+}
+
+/* The swap wins outside (a few rounds: it needs the two threads to run
+ * at once, which a loaded machine does not always give). */
+static long reached_outside(const char *const *argv)
+{
+	long out = 0;
+	for (int i = 0; i < 5 && out <= 0; i++)
+		out = reached(tu_outside_line(argv));
+	return out;
+}
+
+static int32_t allow_all(void *ud, const sandlock_policy_event_t *ev, sandlock_policy_ctx_t *ctx)
+{
+	(void)ud, (void)ev, (void)ctx;
+	return SANDLOCK_VERDICT_ALLOW;
+}
+
+/*
+ * bind and listen swapped the same way: a unix socket while the
+ * supervisor looks, a TCP one when the kernel runs the call.  Before
+ * binds and listens were always performed on behalf, a continued bind
+ * put the TCP socket on a port net_deny_bind refuses (1006 of 5000
+ * tries) and a continued listen autobound a port no rule granted (208
+ * of 5000).
+ */
+TEST(bind_and_listen_fd_swap_stay_within_the_bind_rules)
+{
+	int port = free_port();
+	REQUIRE(port > 0);
+	char ps[16];
+	snprintf(ps, sizeof ps, "%d", port);
+	const char *bind_argv[] = { race_fd(), "bind", ps, "5000", NULL };
+	const char *listen_argv[] = { race_fd(), "listen", "5000", NULL };
+	CHECK(reached_outside(bind_argv) > 0);
+	CHECK(reached(run_line(sandlock_sandbox_builder_net_deny_bind(base(), ps), bind_argv)) == 0);
+	CHECK(reached(run_line(sandlock_sandbox_builder_policy_callback(base(), allow_all, NULL),
+	                       bind_argv)) == 0);
+	CHECK(reached_outside(listen_argv) > 0);
+	CHECK(reached(run_line(base(), listen_argv)) == 0);
+}
+
+/* policy_fn's bind events: the bind is performed on behalf, and still
+ * only on a port the bind rules grant (it was performed on any port:
+ * the supervisor is outside Landlock). */
+TEST(bind_rules_hold_under_policy_fn)
+{
+	int port = free_port();
+	REQUIRE(port > 0);
+	char ps[16], contain[4200];
+	snprintf(ps, sizeof ps, "%d", port);
+	snprintf(contain, sizeof contain, "%s/contain", tu_helpers_dir());
+	const char *argv[] = { contain, "stream", "2", "6", "listen", ps, NULL };
+	CHECK(strcmp(tu_outside_line(argv), "ok") == 0);
+	sandlock_builder_t *b = sandlock_sandbox_builder_policy_callback(base(), allow_all, NULL);
+	const char *in = run_line(b, argv);
+	CHECK(strcmp(in, "errno=EACCES") == 0);
+	if (th_failed_now)
+		fprintf(stderr, "  policy_fn, no bind rule: %s\n", in);
+	b = sandlock_sandbox_builder_net_allow_bind_port(
+	    sandlock_sandbox_builder_policy_callback(base(), allow_all, NULL), (uint32_t)port);
+	CHECK(strcmp(run_line(b, argv), "ok") == 0);
+}
+
 /* A guest server: bind port, listen, print its getsockname port, then
  * answer one connection with "hi" and exit. */
 static const char k_remap_guest[] =

@@ -691,3 +691,45 @@ def test_blocking_connect_completes_once_accepted(stalled_server):
     finally:
         timer.cancel()
     assert r.stdout.decode().strip() == "ok", r.stderr
+
+
+UNIX_BIND = r'''
+import errno, os, socket, stat, sys
+os.umask(0o027)
+out = []
+for path in sys.argv[1:]:
+    path = path.replace("@", "\0", 1) if path.startswith("@") else path
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.bind(path)
+        name = s.getsockname()
+        mode = "" if path.startswith("\0") else oct(stat.S_IMODE(os.stat(path).st_mode))
+        out.append("ok:%s:%s" % (name if isinstance(name, str) else "abstract", mode))
+    except OSError as e:
+        out.append(errno.errorcode[e.errno])
+print(" ".join(out))
+'''
+
+
+@pytest.mark.parametrize("kw", [{"port_remap": True}, {"net_deny_bind": [9]}],
+                         ids=["port_remap", "net_deny_bind"])
+def test_unix_bind_performed_on_behalf_as_the_caller(tmp_path, kw):
+    """Where bind is trapped, a unix bind is never continued (a racing
+    thread could swap a TCP socket in): the opener's confined thread makes
+    the socket file from the caller's cwd, with its umask, under
+    Landlock's check, and the socket keeps the address as given."""
+    work, ro = tmp_path / "w", tmp_path / "ro"
+    work.mkdir()
+    ro.mkdir()
+    args = ["rel.sock", str(work / "abs.sock"), str(ro / "no.sock"), "@sandlock-ab-%d" % os.getpid()]
+    bare = subprocess.run([PY, "-c", UNIX_BIND, *args], cwd=work, capture_output=True, text=True)
+    for f in ("rel.sock", "abs.sock"):
+        (work / f).unlink()
+    (ro / "no.sock").unlink()
+    assert bare.stdout.split() == ["ok:rel.sock:0o750", "ok:%s:0o750" % (work / "abs.sock"),
+                                   "ok:%s:0o750" % (ro / "no.sock"), "ok:abstract:"]
+    r = sandlock.Sandbox(fs_readable=SYS + [str(ro)], fs_writable=[str(work)], cwd=str(work),
+                         **kw).run([PY, "-c", UNIX_BIND, *args])
+    assert r.stdout.decode().split() == bare.stdout.split()[:2] + ["EACCES", "ok:abstract:"], \
+        r.stderr
+    assert not (ro / "no.sock").exists()

@@ -11,12 +11,27 @@
  *       "reached" counts connects that succeeded (only a unix socket can
  *       connect to a sockaddr_un).
  *
+ *   race_fd bind PORT TRIES
+ *       fd N flips between a unix socket and a TCP socket while the main
+ *       thread binds N to 127.0.0.1:PORT.  A supervisor that sees the unix
+ *       socket and continues the call lets the kernel bind the TCP one to
+ *       a port a net_deny_bind list refuses.  "reached" counts tries that
+ *       left the TCP socket bound to PORT.
+ *
+ *   race_fd listen TRIES
+ *       fd N flips between an unbound unix socket and an unbound TCP
+ *       socket while the main thread calls listen(N): continued after the
+ *       supervisor saw the unix one, the kernel makes the TCP socket listen
+ *       on an ephemeral port it binds itself, which no bind rule granted.
+ *       "reached" counts tries that left the TCP socket listening.
+ *
  * Prints "reached=R tries=T".  Every socket is non-blocking, so a full
  * backlog on the far side is an error, never a hang.
  */
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -58,6 +73,9 @@ static socklen_t unix_addr(struct sockaddr_un *sun, const char *path)
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(sun->sun_path) + 1);
 }
 
+static void publish(int a, int b);
+static void retire(int a, int b);
+
 static int race_connect(const char *path, long tries)
 {
 	struct sockaddr_un sun;
@@ -70,32 +88,107 @@ static int race_connect(const char *path, long tries)
 			printf("setup-");
 			return report(-1);
 		}
-		atomic_store(&g_a, t);
-		atomic_store(&g_b, u);
-		long r0 = atomic_load(&g_rounds);
-		while (atomic_load(&g_rounds) < r0 + 2)
-			; /* the swapper is at work on this try's pair */
+		publish(t, u);
 		if (connect(SWAP_FD, (struct sockaddr *)&sun, len) == 0)
 			reached++;
-		atomic_store(&g_a, -1);
-		atomic_store(&g_b, -1);
-		close(t);
-		close(u);
+		retire(t, u);
 	}
 	printf("reached=%ld tries=%ld\n", reached, tries);
 	return 0;
 }
 
+/* Make a and b this try's pair, wait until the swapper works on them. */
+static void publish(int a, int b)
+{
+	atomic_store(&g_a, a);
+	atomic_store(&g_b, b);
+	long r0 = atomic_load(&g_rounds);
+	while (atomic_load(&g_rounds) < r0 + 2)
+		;
+}
+
+static void retire(int a, int b)
+{
+	atomic_store(&g_a, -1);
+	atomic_store(&g_b, -1);
+	close(a);
+	close(b);
+}
+
+/* The TCP socket t is bound to port (want 0: to any port). */
+static bool tcp_bound(int t, int want)
+{
+	struct sockaddr_in in;
+	socklen_t len = sizeof in;
+	if (getsockname(t, (struct sockaddr *)&in, &len) < 0 || in.sin_family != AF_INET)
+		return false;
+	return want ? ntohs(in.sin_port) == want : in.sin_port != 0;
+}
+
+static int race_bind(int port, long tries)
+{
+	struct sockaddr_in in = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+		                      .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	long reached = 0;
+	for (long i = 0; i < tries; i++) {
+		int u = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		int t = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		if (t < 0 || u < 0 || dup2(u, SWAP_FD) < 0) {
+			printf("setup-");
+			return report(-1);
+		}
+		publish(u, t);
+		bind(SWAP_FD, (struct sockaddr *)&in, sizeof in);
+		dup2(u, SWAP_FD); /* the TCP socket's only fd is t now: closing it frees the port */
+		if (tcp_bound(t, port))
+			reached++;
+		retire(u, t);
+	}
+	printf("reached=%ld tries=%ld\n", reached, tries);
+	return 0;
+}
+
+static int race_listen(long tries)
+{
+	long reached = 0;
+	for (long i = 0; i < tries; i++) {
+		int u = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		int t = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		if (t < 0 || u < 0 || dup2(u, SWAP_FD) < 0) {
+			printf("setup-");
+			return report(-1);
+		}
+		publish(u, t);
+		listen(SWAP_FD, 1);
+		dup2(u, SWAP_FD);
+		int on = 0;
+		socklen_t len = sizeof on;
+		if (getsockopt(t, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on)
+			reached++;
+		retire(u, t);
+	}
+	printf("reached=%ld tries=%ld\n", reached, tries);
+	return 0;
+}
+
+static int run(int argc, char **argv)
+{
+	if (argc == 4 && strcmp(argv[1], "connect") == 0)
+		return race_connect(argv[2], strtol(argv[3], NULL, 10));
+	if (argc == 4 && strcmp(argv[1], "bind") == 0)
+		return race_bind((int)strtol(argv[2], NULL, 10), strtol(argv[3], NULL, 10));
+	if (argc == 3 && strcmp(argv[1], "listen") == 0)
+		return race_listen(strtol(argv[2], NULL, 10));
+	fprintf(stderr, "usage: race_fd connect UNIXPATH TRIES | bind PORT TRIES | listen TRIES\n");
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 4 || strcmp(argv[1], "connect") != 0) {
-		fprintf(stderr, "usage: race_fd connect UNIXPATH TRIES\n");
-		return 2;
-	}
 	pthread_t th;
 	if (pthread_create(&th, NULL, swapper, NULL) != 0)
 		return 2;
-	int rc = race_connect(argv[2], strtol(argv[3], NULL, 10));
+	int rc = run(argc, argv);
 	atomic_store(&g_stop, 1);
 	pthread_join(th, NULL);
 	fflush(stdout);
