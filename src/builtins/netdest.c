@@ -110,6 +110,7 @@ struct nd_state {
 	struct sl_portranges bind_allow; /* remap: what Landlock would allow a bind to */
 	bool policy; /* a policy_fn is set: binds are performed to show it the address */
 	bool listen; /* Landlock checks TCP binds: listen(2) must not autobind past it */
+	bool binds;  /* bind is trapped (binds_trapped): never continued */
 };
 
 /* The socket a call names, as our duplicate. */
@@ -595,29 +596,34 @@ static long bind_remapped(struct sl_portmap *m, int fd, struct sl_sockaddr *sa, 
 	return r;
 }
 
-/* What Landlock allows a bind to (landlock.c's ll_bind): with a deny
- * list or `*` every port (the deny list is checked apart), else the
- * net_allow_bind ports. */
-static bool bind_allowed(const struct nd_state *st, uint16_t port)
+/* What Landlock allows a TCP bind to (landlock.c's ll_bind), and what the
+ * bind rules allow a UDP one: with a deny list or `*` every port (the
+ * deny list is checked apart), else the net_allow_bind ports. */
+static bool bind_allowed(const struct nd_state *st, uint16_t port, bool tcp)
 {
-	if (st->tcp_disabled || st->bind_allow.all || st->bind_deny.n || st->bind_deny.all)
+	if ((tcp && st->tcp_disabled) || st->bind_allow.all || st->bind_deny.n ||
+	    st->bind_deny.all)
 		return true;
 	return sl_portranges_has(&st->bind_allow, port);
 }
 
 /* An IP bind, checked on the port the guest names: net_deny_bind, and
  * what Landlock would allow (the bind is ours, outside Landlock); with
- * port_remap a TCP port is bound through the run's port map. */
+ * port_remap a TCP port is bound through the run's port map.  UDP binds
+ * are held to the same port rules (a UDP server is a server: Landlock
+ * has no UDP rule, the reference leaves them open), but for port 0,
+ * which binds no more than a first sendto would. */
 static long bind_ip(const struct nd_state *st, const struct sl_call *call,
                     const struct nd_sock *s, struct sl_sockaddr *sa)
 {
 	uint16_t *pf = port_field(sa);
 	uint16_t port = pf ? ntohs(*pf) : 0;
 	bool tcp = s->si.type == SOCK_STREAM && s->si.protocol == IPPROTO_TCP;
+	bool udp = s->si.type == SOCK_DGRAM && s->si.protocol == IPPROTO_UDP && port;
 	int d = 0;
-	if (tcp && (port || st->bind_deny.all) && sl_portranges_has(&st->bind_deny, port))
+	if ((tcp || udp) && (port || st->bind_deny.all) && sl_portranges_has(&st->bind_deny, port))
 		d = EACCES;
-	else if (tcp && !bind_allowed(st, port))
+	else if ((tcp || udp) && !bind_allowed(st, port, tcp))
 		d = EACCES; /* what Landlock answers */
 	if (st->policy) /* policy_fn sees the copied address, allowed or not */
 		d = sl_policy_net(call, "bind", sa, d);
@@ -699,7 +705,7 @@ static long do_bind(const struct nd_state *st, const struct sl_call *call)
  */
 static bool autobind_allowed(const struct nd_state *st)
 {
-	return !st->bind_deny.all && bind_allowed(st, 0);
+	return !st->bind_deny.all && bind_allowed(st, 0, true);
 }
 
 static long do_listen(const struct nd_state *st, const struct sl_call *call)
@@ -802,8 +808,7 @@ static bool nd_decide(void *state, const struct sl_call *call, sandlock_action_t
 		r = do_sendmmsg(st, call);
 		break;
 	case __NR_bind:
-		r = (st->bind_deny.n || st->bind_deny.all || call->ports || st->policy)
-		        ? do_bind(st, call)
+		r = st->binds ? do_bind(st, call)
 		        : ND_CONTINUE;
 		break;
 	case __NR_listen:
@@ -846,11 +851,16 @@ static bool listen_checked(const struct sandlock_sandbox *cfg)
 }
 
 /* bind is trapped for net_deny_bind (Landlock cannot express a deny
- * list), port_remap and policy_fn's bind events; elsewhere the kernel's
- * Landlock checks every bind a continued call could make. */
+ * list), port_remap, policy_fn's bind events, and wherever UDP sockets
+ * may exist (no Landlock rule covers a UDP bind); elsewhere the kernel's
+ * Landlock checks every bind a continued call could make.  Without
+ * pidfd_getfd (mechs.h) a trapped bind is refused (EPERM: it needs the
+ * caller's socket), so UDP alone does not trap it there: UDP binds stay
+ * unchecked in such a container, as TCP ones stay Landlock's. */
 static bool binds_trapped(const struct sandlock_sandbox *cfg)
 {
-	return cfg->bind_deny.n || cfg->bind_deny.all || cfg->port_remap || cfg->policy_fn;
+	return cfg->bind_deny.n || cfg->bind_deny.all || cfg->port_remap || cfg->policy_fn ||
+	       (cfg->filter.allow_udp && sl_mech_getfd());
 }
 
 static int nd_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
@@ -936,6 +946,7 @@ static int nd_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
 	s->remap = cfg->port_remap;
 	s->policy = cfg->policy_fn != NULL;
 	s->listen = listen_checked(cfg);
+	s->binds = binds_trapped(cfg);
 	*state = s;
 	return 0;
 }

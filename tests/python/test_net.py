@@ -733,3 +733,36 @@ def test_unix_bind_performed_on_behalf_as_the_caller(tmp_path, kw):
     assert r.stdout.decode().split() == bare.stdout.split()[:2] + ["EACCES", "ok:abstract:"], \
         r.stderr
     assert not (ro / "no.sock").exists()
+
+
+UDP_BIND = r'''
+import errno, socket, sys
+out = []
+for p in sys.argv[1:]:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.bind(("127.0.0.1", int(p)))
+        out.append("ok")
+    except OSError as e:
+        out.append(errno.errorcode[e.errno])
+    s.close()
+print(" ".join(out))
+'''
+
+
+def test_udp_bind_follows_the_bind_rules():
+    """A UDP socket bound to a port is a server reachable from outside:
+    held to the bind rules like TCP (Landlock has no UDP rule; the
+    reference leaves UDP binds open).  Port 0 binds no more than a first
+    sendto would: always allowed."""
+    a, b = free_ports(2)
+    args = [PY, "-c", UDP_BIND, str(a), str(b), "0"]
+    bare = subprocess.run(args, capture_output=True, text=True)
+    assert bare.stdout.split() == ["ok", "ok", "ok"]
+    udp = ["udp://127.0.0.1:9"]  # opens the UDP gate: UDP sockets may exist
+    for kw, want in (({}, ["EACCES", "EACCES", "ok"]),
+                     ({"net_allow_bind": [a]}, ["ok", "EACCES", "ok"]),
+                     ({"net_deny_bind": [b]}, ["ok", "EACCES", "ok"]),
+                     ({"net_allow_bind": ["*"]}, ["ok", "ok", "ok"])):
+        r = sb(net_allow=udp, **kw).run(args)
+        assert r.stdout.decode().split() == want, (kw, r.stderr)
