@@ -537,6 +537,59 @@ TEST(proc_lookups_are_the_callers)
 	tu_rm_rf(x.d);
 }
 
+/*
+ * Magic links in the middle of a path (/proc/self/root, /proc/PID/root,
+ * /proc/self/cwd, /proc/self/fd/N) lead to host objects: the kernel
+ * follows them whatever the view.  Every call the view resolves must
+ * refuse them (they are never followed: EACCES), reads, listings, chdir,
+ * exec, creation and a directory fd alike.  The host directory is
+ * mounted read-write, so Landlock would allow each probe: the view is
+ * what refuses.  Outside, the same script reaches the host each way.
+ */
+TEST(magic_links_inside_paths_fail_closed)
+{
+	struct fx x;
+	if (access(BUSYBOX, X_OK) != 0)
+		SKIP("no static busybox (apt-get install busybox-static)");
+	REQUIRE(fx_make(&x));
+	char p[300], q[600], script[1600], made[300];
+	snprintf(p, sizeof p, "%s/busybox", x.host);
+	snprintf(q, sizeof q, "cp %s %s", BUSYBOX, p);
+	REQUIRE(system(q) == 0);
+	snprintf(p, sizeof p, "%s/bin/mkdir", x.root);
+	REQUIRE(symlink("/bin/busybox", p) == 0);
+	snprintf(made, sizeof made, "%s/made", x.host);
+	snprintf(script, sizeof script,
+	         "M=%s/marker; cd %s || cd /work\n"
+	         "for p in /proc/self/root$M /proc/$$/root$M /proc/thread-self/root$M "
+	         "/proc/self/cwd/../host/marker; do\n"
+	         "  cat $p 2>&-; ls $p >&- 2>&- && echo LS\n"
+	         "done\n"
+	         "(cd /proc/self/root%s 2>&- && echo CD)\n"
+	         "/proc/self/root%s/busybox echo EXEC 2>&-\n"
+	         "mkdir /proc/self/root%s 2>&- && echo MKDIR\n"
+	         "(exec 3</proc/self/root%s && cat /proc/self/fd/3/host/marker) 2>&-\n"
+	         "echo end\n",
+	         x.host, x.w, x.host, x.host, made, x.d);
+	char one_line[1700];
+	snprintf(one_line, sizeof one_line, "{ %s} | " BUSYBOX " tr '\\n' ' '", script);
+	const char *argv[] = { BUSYBOX, "sh", "-c", one_line, NULL };
+	CHECK(tu_str_is(tu_outside_line(argv), "HOSTSECRET LS HOSTSECRET LS HOSTSECRET LS "
+	                                       "HOSTSECRET LS CD EXEC MKDIR HOSTSECRET end "));
+	REQUIRE(rmdir(made) == 0);
+	sandlock_builder_t *b = sandlock_sandbox_builder_new();
+	sandlock_sandbox_builder_chroot(b, x.root);
+	sandlock_sandbox_builder_fs_mount(b, "/work", x.w);
+	sandlock_sandbox_builder_fs_mount(b, "/hostw", x.host);
+	sandlock_sandbox_builder_fs_mount_ro(b, "/proc", "/proc");
+	int code;
+	char *out = run_script(tu_build(b), script, &code);
+	CHECK(tu_str_is(out, "end\n"));
+	CHECK(access(made, F_OK) != 0);
+	sandlock_string_free(out);
+	tu_rm_rf(x.d);
+}
+
 /* A build of b must fail naming the read-only mount. */
 static bool mount_conflict(sandlock_builder_t *b)
 {
