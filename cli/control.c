@@ -6,7 +6,12 @@
  * directory.  Two layers keep other users out: the directory is 0700 and
  * owned by us (checked, not assumed: /tmp/sandlock-UID could have been
  * made by someone else first), and the server answers only a peer whose
- * SO_PEERCRED uid is ours.  A request is one line ("inspect" or "kill"),
+ * SO_PEERCRED uid is ours.  The same server also listens on an abstract
+ * name derived from the directory and the run's name (abstract_name): a
+ * guest granted -w over the directory can delete the socket file, not an
+ * abstract name, so clients fall back to it and a run stays reachable
+ * (a guest cannot connect to it either: its supervisor refuses, as
+ * Landlock's scope does).  A request is one line ("inspect" or "kill"),
  * the answer one line of JSON; "policy" is answered with the run's policy
  * as a TOML profile, many lines, ended by closing the connection.
  */
@@ -33,8 +38,11 @@
 #define NAME_MAX_LEN 64
 #define REPLY_MAX 8192
 
+#define ABSTRACT_TRIES 8 /* names NAME, NAME/1 ... if someone took the first */
+
 struct cli_control {
 	int lfd;
+	int afd; /* the abstract listener, or -1 */
 	int stop[2];
 	bool serving;
 	pthread_t thread;
@@ -135,18 +143,46 @@ static int sock_path(const char *name, char *out, size_t len, bool create)
 	return 0;
 }
 
-static int connect_path(const char *path)
+/* The abstract name (without its leading NUL) of try i of a run named
+ * name whose control directory is dir: per user and directory (two
+ * sessions of one user may both have a run "x"), the try number last. */
+static void abstract_name(const char *dir, const char *name, int i, char *out, size_t len)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+	uint32_t h = 2166136261u; /* FNV-1a of the directory */
+	for (const unsigned char *p = (const unsigned char *)dir; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	int n = snprintf(out, len, "sandlock-%u-%08x/%s", (unsigned)getuid(), h, name);
+	if (i && n > 0 && (size_t)n < len)
+		snprintf(out + n, len - (size_t)n, "/%d", i);
+}
+
+/* A unix address: a path, or (abstract) a name given without its NUL. */
+static socklen_t unix_addr(struct sockaddr_un *a, const char *name, bool abstract)
+{
+	memset(a, 0, sizeof *a);
+	a->sun_family = AF_UNIX;
+	size_t n = strnlen(name, sizeof a->sun_path - 1 - abstract); /* callers keep it short */
+	memcpy(a->sun_path + abstract, name, n);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + abstract + n + !abstract);
+}
+
+static int connect_addr(const char *name, bool abstract)
+{
+	struct sockaddr_un a;
+	socklen_t len = unix_addr(&a, name, abstract);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
-	if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+	if (connect(fd, (struct sockaddr *)&a, len) < 0) {
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+static int connect_path(const char *path)
+{
+	return connect_addr(path, false);
 }
 
 /* The seccomp filters on pid (how deeply it is sandboxed; every sandbox
@@ -196,6 +232,12 @@ static bool trusted_peer(int fd, pid_t *pid)
 static bool trusted_server(int fd, const char *path, pid_t *pid)
 {
 	return trusted_peer(fd, pid) && sl_ctldir_served_by(path, *pid);
+}
+
+/* The same for a connection to the abstract name aname. */
+static bool trusted_abstract(int fd, const char *aname, pid_t *pid)
+{
+	return trusted_peer(fd, pid) && sl_ctldir_abstract_served_by(aname, *pid);
 }
 
 /* A connection to path whose server is trusted_server; -1 (after saying
@@ -299,21 +341,50 @@ static void *serve_main(void *arg)
 {
 	struct cli_control *c = arg;
 	for (;;) {
-		struct pollfd pf[2] = { { c->lfd, POLLIN, 0 }, { c->stop[0], POLLIN, 0 } };
-		if (poll(pf, 2, -1) < 0) {
+		struct pollfd pf[3] = { { c->stop[0], POLLIN, 0 },
+			                    { c->lfd, POLLIN, 0 },
+			                    { c->afd, POLLIN, 0 } }; /* -1: ignored by poll */
+		if (poll(pf, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
-		if (pf[1].revents)
+		if (pf[0].revents)
 			break;
-		int fd = accept4(c->lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		serve_client(c, fd);
-		close(fd);
+		for (int i = 1; i < 3; i++) {
+			int fd = pf[i].revents ? accept4(pf[i].fd, NULL, NULL, SOCK_CLOEXEC) : -1;
+			if (fd < 0)
+				continue;
+			serve_client(c, fd);
+			close(fd);
+		}
 	}
 	return NULL;
+}
+
+/* Listen on the first free abstract name of the run too (a name someone
+ * else holds, another user's or a guest's, is passed over: clients check
+ * whoever answers).  Without one the run is reachable by its file only. */
+static void listen_abstract(struct cli_control *c)
+{
+	char dir[sizeof c->path], aname[sizeof c->path];
+	snprintf(dir, sizeof dir, "%s", c->path);
+	*strrchr(dir, '/') = 0;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	for (int i = 0; fd >= 0 && i < ABSTRACT_TRIES; i++) {
+		struct sockaddr_un a;
+		abstract_name(dir, c->name, i, aname, sizeof aname);
+		socklen_t len = unix_addr(&a, aname, true);
+		if (bind(fd, (struct sockaddr *)&a, len) == 0 && listen(fd, 8) == 0) {
+			c->afd = fd;
+			return;
+		}
+		if (errno != EADDRINUSE)
+			break;
+	}
+	if (fd >= 0)
+		close(fd);
+	fprintf(stderr, "sandlock: warning: '%s' is reachable by its socket file only\n", c->name);
 }
 
 struct cli_control *cli_control_open(const char *name)
@@ -326,7 +397,7 @@ struct cli_control *cli_control_open(const char *name)
 	struct cli_control *c = calloc(1, sizeof *c);
 	if (!c)
 		return NULL;
-	c->lfd = c->stop[0] = c->stop[1] = -1;
+	c->lfd = c->afd = c->stop[0] = c->stop[1] = -1;
 	snprintf(c->name, sizeof c->name, "%s", name);
 	if (sock_path(name, c->path, sizeof c->path, true) < 0)
 		goto fail;
@@ -348,6 +419,7 @@ struct cli_control *cli_control_open(const char *name)
 		fprintf(stderr, "sandlock: control socket %s: %s\n", c->path, strerror(errno));
 		goto fail;
 	}
+	listen_abstract(c);
 	return c;
 fail:
 	if (c->lfd >= 0) {
@@ -382,6 +454,8 @@ void cli_control_close(struct cli_control *c)
 	}
 	unlink(c->path);
 	close(c->lfd);
+	if (c->afd >= 0)
+		close(c->afd);
 	close(c->stop[0]);
 	close(c->stop[1]);
 	free(c->policy);
@@ -390,10 +464,40 @@ void cli_control_close(struct cli_control *c)
 
 /* ---------------- clients ---------------- */
 
-/* Send req to the named run; its one-line answer in buf.  0 or -1. */
-static int request(const char *path, const char *req, char *buf, size_t len)
+#define SUN_LEN_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
+
+/*
+ * A connection to the run named name whose server is trusted: by its
+ * socket file, else (deleted, or someone else's in its place) by its
+ * abstract names.  -1 when none answers.
+ */
+static int connect_named(const char *name)
 {
-	int fd = connect_server(path);
+	char dir[SUN_LEN_MAX], path[SUN_LEN_MAX + NAME_MAX_LEN + 8], aname[SUN_LEN_MAX];
+	if (!valid_name(name)) {
+		fprintf(stderr, "sandlock: invalid sandbox name '%s'\n", name);
+		return -1;
+	}
+	if (control_dir(dir, sizeof dir, false) < 0 ||
+	    (size_t)snprintf(path, sizeof path, "%s/%s.sock", dir, name) >= SUN_LEN_MAX)
+		return -1;
+	int fd = access(path, F_OK) == 0 ? connect_server(path) : -1;
+	for (int i = 0; fd < 0 && i < ABSTRACT_TRIES; i++) {
+		pid_t pid;
+		abstract_name(dir, name, i, aname, sizeof aname);
+		fd = connect_addr(aname, true);
+		if (fd >= 0 && !trusted_abstract(fd, aname, &pid)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	return fd;
+}
+
+/* Send req to the named run; its one-line answer in buf.  0 or -1. */
+static int request(const char *name, const char *req, char *buf, size_t len)
+{
+	int fd = connect_named(name);
 	if (fd < 0)
 		return -1;
 	reply(fd, req);
@@ -429,19 +533,9 @@ static const char *json_raw(const char *j, const char *key)
 	return p ? p + strlen(pat) : "";
 }
 
-static int named_path(const char *name, char *path, size_t len)
-{
-	if (!valid_name(name)) {
-		fprintf(stderr, "sandlock: invalid sandbox name '%s'\n", name);
-		return -1;
-	}
-	return sock_path(name, path, len, false);
-}
-
 static int ask_named(const char *name, const char *req, char *buf, size_t len)
 {
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	if (named_path(name, path, sizeof path) < 0 || request(path, req, buf, len) < 0) {
+	if (request(name, req, buf, len) < 0) {
 		fprintf(stderr, "sandlock: no running sandbox named '%s'\n", name);
 		return -1;
 	}
@@ -456,8 +550,7 @@ static int ask_named(const char *name, const char *req, char *buf, size_t len)
  * stdout, unless it is an error line.  0, or -1 after saying why. */
 static int request_all(const char *name, const char *req, char **text)
 {
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	int fd = named_path(name, path, sizeof path) < 0 ? -1 : connect_server(path);
+	int fd = connect_named(name);
 	if (fd < 0) {
 		fprintf(stderr, "sandlock: no running sandbox named '%s'\n", name);
 		return -1;
@@ -562,6 +655,47 @@ int cli_cmd_kill(int argc, char **argv)
 	return 0;
 }
 
+/* Add name to the list of n names (at most max) unless it is there. */
+static void add_name(char (*v)[NAME_MAX_LEN + 1], int *n, int max, const char *name, size_t len)
+{
+	if (len == 0 || len > NAME_MAX_LEN || *n >= max)
+		return;
+	for (int i = 0; i < *n; i++)
+		if (strlen(v[i]) == len && memcmp(v[i], name, len) == 0)
+			return;
+	memcpy(v[*n], name, len);
+	v[(*n)++][len] = 0;
+}
+
+/* The names of the runs of control directory dir: its socket files, and
+ * its abstract names (/proc/net/unix: a file may have been deleted). */
+static int run_names(const char *dir, char (*v)[NAME_MAX_LEN + 1], int max)
+{
+	int n = 0;
+	DIR *d = opendir(dir);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		if (len >= 6 && strcmp(e->d_name + len - 5, ".sock") == 0)
+			add_name(v, &n, max, e->d_name, len - 5);
+	}
+	if (d)
+		closedir(d);
+	char prefix[SUN_LEN_MAX + 1] = "@", line[512];
+	abstract_name(dir, "", 0, prefix + 1, sizeof prefix - 1);
+	FILE *f = fopen("/proc/net/unix", "re");
+	while (f && fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = 0;
+		char *at = strrchr(line, ' ');
+		if (at && strncmp(at + 1, prefix, strlen(prefix)) == 0) {
+			const char *name = at + 1 + strlen(prefix);
+			add_name(v, &n, max, name, strcspn(name, "/"));
+		}
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
 int cli_cmd_ps(int argc, char **argv)
 {
 	bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
@@ -569,21 +703,16 @@ int cli_cmd_ps(int argc, char **argv)
 		fprintf(stderr, "Usage: sandlock ps [--json]\n");
 		return 125;
 	}
-	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	int n = 0;
+	char dir[SUN_LEN_MAX];
+	static char names[256][NAME_MAX_LEN + 1];
+	int n = 0, k = control_dir(dir, sizeof dir, false) == 0 ? run_names(dir, names, 256) : 0;
 	if (json)
 		fputs("[", stdout);
 	else
 		printf("%-20s %8s %12s  %s\n", "NAME", "PID", "STARTED", "COMMAND");
-	DIR *d = control_dir(dir, sizeof dir, false) == 0 ? opendir(dir) : NULL;
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		size_t len = strlen(e->d_name);
-		if (len < 6 || strcmp(e->d_name + len - 5, ".sock") != 0)
-			continue;
-		char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 256], buf[REPLY_MAX];
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		if (request(path, "inspect\n", buf, sizeof buf) < 0 || strstr(buf, "\"error\""))
+	for (int i = 0; i < k; i++) {
+		char buf[REPLY_MAX];
+		if (request(names[i], "inspect\n", buf, sizeof buf) < 0 || strstr(buf, "\"error\""))
 			continue; /* stale: its run died without removing it */
 		if (json) {
 			printf("%s%s", n ? "," : "", buf);
@@ -596,8 +725,6 @@ int cli_cmd_ps(int argc, char **argv)
 		}
 		n++;
 	}
-	if (d)
-		closedir(d);
 	if (json)
 		fputs("]\n", stdout);
 	return 0;

@@ -6,10 +6,12 @@
  */
 #include "ctldir.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "proctree.h"
@@ -74,5 +76,19 @@ bool sl_ctldir_served_by(const char *path, pid_t pid)
 	unsigned long sock = 0;
 	return stat(path, &st) == 0 && S_ISSOCK(st.st_mode) &&
 	       sl_sd_unix_listener_at(st.st_dev, st.st_ino, &sock) == 0 && sock &&
+	       sl_pid_holds_socket(pid, sock);
+}
+
+bool sl_ctldir_abstract_served_by(const char *name, pid_t pid)
+{
+	struct sl_sockaddr a = { .len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+	                                            strlen(name)) };
+	struct sockaddr_un *u = (struct sockaddr_un *)&a.ss;
+	u->sun_family = AF_UNIX;
+	if (strlen(name) + 1 >= sizeof u->sun_path)
+		return false;
+	memcpy(u->sun_path + 1, name, strlen(name));
+	unsigned long sock = 0;
+	return sl_sd_abstract_inode(&a, SOCK_STREAM, &sock) == 0 && sock &&
 	       sl_pid_holds_socket(pid, sock);
 }

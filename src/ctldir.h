@@ -27,5 +27,8 @@ bool sl_ctldir_holds(const char *path);
  * (netdest) shows the supervisor's pid, which holds no such socket, so a
  * guest's socket put in place of a run's is never taken for the run's. */
 bool sl_ctldir_served_by(const char *path, pid_t pid);
+/* The same for the abstract name (given without its leading NUL) a named
+ * run also listens on (cli/control.c): no guest can delete that one. */
+bool sl_ctldir_abstract_served_by(const char *name, pid_t pid);
 
 #endif

@@ -209,17 +209,22 @@ def test_a_sandboxed_server_in_place_of_a_run_is_not_believed(runtime):
         forger = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
         try:
             assert forger.stdout.readline().strip() == "serving"
-            kill = cli(env, "kill", name)
             shown = cli(env, "inspect", name, "--json")
             if where == "outside":
                 # The same user outside any sandbox is trusted: this only
                 # shows the forgery is real (kill "succeeds", the run goes on).
+                kill = cli(env, "kill", name)
                 assert kill.returncode == 0 and '"forged"' in shown.stdout
+                assert alive(info["pid"])
             else:
-                assert kill.returncode == 1 and "not served by a sandlock run" in kill.stderr
-                assert shown.returncode == 1 and "forged" not in shown.stdout
-                assert "[]" == cli(env, "ps", "--json").stdout.strip()
-            assert alive(info["pid"])
+                # The guest's server is passed over (said so) and the run
+                # is reached by its abstract name: the real one answers.
+                assert "not served by a sandlock run" in shown.stderr
+                assert json.loads(shown.stdout)["name"] == name
+                assert [x["name"] for x in json.loads(cli(env, "ps", "--json").stdout)] == [name]
+                kill = cli(env, "kill", name)
+                assert kill.returncode == 0, kill.stderr
+                assert p.wait(timeout=60) == 128 + 9
         finally:
             forger.kill()
             forger.wait()
@@ -251,3 +256,59 @@ def test_a_control_directory_of_another_user_is_passed_over(runtime):
                 os.rmdir(tmp)
             except OSError:
                 pass
+
+
+# A guest that deletes a control socket file it can write, then tries the
+# run's abstract name.
+DELETE = """
+import os, socket, sys
+os.unlink(sys.argv[1])
+print("deleted", not os.path.exists(sys.argv[1]))
+for name in sys.argv[2:]:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect("\\0" + name)
+        s.sendall(b"inspect\\n")
+        print("answer", s.recv(4000).decode().strip())
+    except OSError as e:
+        print("refused", e.errno)
+"""
+
+
+def abstract_names(name):
+    with open("/proc/net/unix") as f:
+        return [line.split()[-1][1:] for line in f
+                if line.split()[-1].startswith("@sandlock-%d-" % os.getuid())
+                and line.split()[-1].endswith("/" + name)]
+
+
+def test_a_deleted_control_socket_does_not_hide_the_run(runtime):
+    """A guest granted -w over the control directory can delete a run's
+    socket file: the run also listens on an abstract name no guest can
+    delete (nor connect to), and ps/inspect/kill fall back to it."""
+    d, env = runtime
+    p, info = start(env, "victim", "sleep", "1000")
+    try:
+        sock = os.path.join(d, "sandlock", "victim.sock")
+        names = abstract_names("victim")
+        assert len(names) == 1
+        ask = ["/usr/bin/python3", "-c", DELETE, sock, names[0]]
+        r = cli(env, "run", *SYS_RO, "-w", d, "--", *ask)
+        lines = r.stdout.splitlines()
+        assert lines[0] == "deleted True", r.stderr  # the deletion is real
+        assert lines[1] == "refused 1", lines  # EPERM: outside the sandbox
+        assert not os.path.exists(sock)
+        # outside, the abstract name answers (the control for the refusal)
+        s = socket.socket(socket.AF_UNIX)
+        s.connect("\0" + names[0])
+        s.sendall(b"inspect\n")
+        assert '"victim"' in s.recv(4000).decode()
+        s.close()
+        assert [x["name"] for x in json.loads(cli(env, "ps", "--json").stdout)] == ["victim"]
+        assert json.loads(cli(env, "inspect", "victim", "--json").stdout)["running"]
+        assert cli(env, "kill", "victim").returncode == 0
+        assert p.wait(timeout=60) == 128 + 9
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
