@@ -423,7 +423,8 @@ static bool trapped_plain(int nr, const int *trapped, size_t n)
 }
 
 /* trapped[i]'s NOTIFY rule: unconditional, or (SL_TRAP_IF_NONZERO) only
- * when its argument is nonzero, unless nr is also trapped outright. */
+ * when its argument is nonzero, (SL_TRAP_IF_EQ) only when its low 32 bits
+ * are the value, unless nr is also trapped outright. */
 static int add_notify_rule(scmp_filter_ctx ctx, const int *trapped, size_t n, size_t i,
                            int *err, char **msg)
 {
@@ -435,6 +436,9 @@ static int add_notify_rule(scmp_filter_ctx ctx, const int *trapped, size_t n, si
 	if (trapped_plain(nr, trapped, n))
 		return 0;
 	struct scmp_arg_cmp c = SCMP_CMP((unsigned)arg, SCMP_CMP_NE, 0);
+	if (SL_TRAP_IS_EQ(trapped[i]))
+		c = SCMP_CMP((unsigned)arg, SCMP_CMP_MASKED_EQ, 0xffffffffu,
+		             (scmp_datum_t)SL_TRAP_VAL(trapped[i]));
 	return add_rule(ctx, SCMP_ACT_NOTIFY, nr, 1, &c, err, msg);
 }
 

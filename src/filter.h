@@ -26,14 +26,19 @@ int sl_filter_group_members(const char *name, const int **nrs, size_t *n);
 /*
  * An entry of the trapped set may be conditional: SL_TRAP_IF_NONZERO(nr,
  * arg) traps nr only when argument arg (0-5) is nonzero (e.g. sendto with
- * a destination address, arg 4), so the common form never leaves the
- * kernel.  Plain numbers trap unconditionally; when both are present the
- * unconditional trap wins.  Encoded entries sort after every plain one.
+ * a destination address, arg 4), SL_TRAP_IF_EQ(nr, arg, val) only when its
+ * low 32 bits (what the kernel reads of an int) are val (0-2047: socket
+ * with AF_NETLINK), so the common form never leaves the kernel.  Plain
+ * numbers trap unconditionally; when both are present the unconditional
+ * trap wins.  Encoded entries sort after every plain one.
  */
 #define SL_TRAP_COND_SHIFT 16
 #define SL_TRAP_IF_NONZERO(nr, arg) ((nr) | (((arg) + 1) << SL_TRAP_COND_SHIFT))
+#define SL_TRAP_IF_EQ(nr, arg, val) (SL_TRAP_IF_NONZERO(nr, arg) | (1 << 19) | ((val) << 20))
 #define SL_TRAP_NR(v) ((v) & ((1 << SL_TRAP_COND_SHIFT) - 1))
-#define SL_TRAP_ARG(v) (((v) >> SL_TRAP_COND_SHIFT) - 1) /* -1: unconditional */
+#define SL_TRAP_ARG(v) ((((v) >> SL_TRAP_COND_SHIFT) & 7) - 1) /* -1: unconditional */
+#define SL_TRAP_IS_EQ(v) (((v) >> 19) & 1)
+#define SL_TRAP_VAL(v) (((v) >> 20) & 0x7ff)
 
 /*
  * Build the BPF program (before fork): blocklist -> ERRNO/KILL, x32/i386

@@ -21,6 +21,7 @@ extern const struct sl_builtin sl_builtin_uts;
 extern const struct sl_builtin sl_builtin_netdest;
 extern const struct sl_builtin sl_builtin_cpus;
 extern const struct sl_builtin sl_builtin_hosts;
+extern const struct sl_builtin sl_builtin_netlink;
 
 const struct sl_builtin *const sl_builtin_table[] = {
 	&sl_builtin_args,  /* FIRST: the filter's argument rules, again */
@@ -37,6 +38,7 @@ const struct sl_builtin *const sl_builtin_table[] = {
 	&sl_builtin_netdest, /* LAST: connect/send/bind destinations, performed on behalf */
 	&sl_builtin_cpus,  /* FIRST: num_cpus, sched_getaffinity answers N CPUs */
 	&sl_builtin_hosts,   /* LAST: opens on behalf for the synthetic /etc/hosts */
+	&sl_builtin_netlink, /* FIRST: NETLINK_ROUTE sockets of a loopback-only view */
 };
 
 const size_t sl_builtin_count = sizeof(sl_builtin_table) / sizeof(sl_builtin_table[0]);

@@ -766,3 +766,52 @@ def test_udp_bind_follows_the_bind_rules():
                      ({"net_allow_bind": ["*"]}, ["ok", "ok", "ok"])):
         r = sb(net_allow=udp, **kw).run(args)
         assert r.stdout.decode().split() == want, (kw, r.stderr)
+
+
+NETVIEW = r'''
+import json, socket, subprocess
+out = {"names": [n for _, n in socket.if_nameindex()],
+       "gai": socket.getaddrinfo("localhost", 80, type=socket.SOCK_STREAM)[0][4][0]}
+ip = subprocess.run(["/usr/sbin/ip", "addr"], capture_output=True, text=True)
+out["ip"] = ip.stdout
+add = subprocess.run(["/usr/sbin/ip", "addr", "add", "10.9.9.9/32", "dev", "lo"],
+                     capture_output=True, text=True)
+out["add"] = add.returncode
+print(json.dumps(out))
+'''
+
+
+def host_view():
+    import json as _json
+    return _json.loads(subprocess.run([PY, "-c", NETVIEW.replace(
+        '["/usr/sbin/ip", "addr", "add", "10.9.9.9/32", "dev", "lo"]', '["true"]')],
+        capture_output=True, text=True).stdout)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/sbin/ip"),
+                    reason="the view needs CAP_SYS_ADMIN (root), and iproute2")
+def test_netlink_shows_a_loopback_view():
+    """NETLINK_ROUTE dumps list the host's interfaces, addresses and MACs:
+    the guest's netlink sockets are made in a namespace of loopback only
+    (with documentation addresses for AI_ADDRCONFIG), and stay real
+    kernel sockets (if_nameindex, getaddrinfo, ip work); changes through
+    them are refused (the guest has no CAP_NET_ADMIN there either)."""
+    import json as _json
+    host = host_view()
+    others = [n for n in host["names"] if n != "lo"]
+    if not others:
+        pytest.skip("this host has no interface but lo: nothing to hide")
+    assert all(n in host["ip"] for n in others)  # the control: visible outside
+    r = sb().run([PY, "-c", NETVIEW])
+    assert r.exit_code == 0, r.stderr
+    view = _json.loads(r.stdout.decode())
+    assert view["names"] == ["lo"]
+    assert view["gai"] == "127.0.0.1"
+    assert not any(n in view["ip"] for n in others)
+    for line in host["ip"].splitlines():  # no host address or MAC either
+        words = line.split()
+        if words and words[0] in ("inet", "inet6", "link/ether") and \
+                not words[1].startswith(("127.", "::1", "00:00:00:00:00:00")):
+            assert words[1] not in view["ip"], words[1]
+    assert "192.0.2.1" in view["ip"]
+    assert view["add"] != 0

@@ -1,0 +1,87 @@
+/*
+ * netlink.c — NETLINK_ROUTE sockets that show a loopback-only view.
+ *
+ * WHY: the filter lets a guest make NETLINK_ROUTE sockets (getaddrinfo's
+ * AI_ADDRCONFIG, if_nameindex and `ip` read interfaces through them), and
+ * a dump through one lists every host interface, address, MAC and
+ * route.  So socket(AF_NETLINK, ...) (the filter lets through only
+ * NETLINK_ROUTE, and traps only AF_NETLINK: SL_TRAP_IF_EQ) is answered
+ * with a socket made in a network namespace of loopback only
+ * (netview.h), injected at the caller's fd number.  It is a real kernel
+ * socket: everything works as on the host, with lo (and documentation
+ * addresses for the families the host has) as the whole network.  The
+ * guest's other sockets stay in the host's namespace.
+ *
+ * The view needs CAP_SYS_ADMIN (a root sandlock, see netview.h for why
+ * not a user namespace); without it nothing is trapped and the guest
+ * keeps the host's view, as `sandlock check` would tell.  If the view
+ * cannot be made at run time, the socket is refused (EACCES): never the
+ * host's view instead.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+#include "../filter.h"
+#include "../netview.h"
+#include "../util.h"
+#include "builtin.h"
+
+struct nl_state {
+	struct sl_netview *view; /* made at the first netlink socket */
+	bool failed;             /* it could not be: every later socket refused too */
+};
+
+static int nl_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+{
+	(void)cfg; /* always on where it can be */
+	if (!sl_netview_possible())
+		return 0;
+	return sl_nrset_add(out, SL_TRAP_IF_EQ(__NR_socket, 0, AF_NETLINK));
+}
+
+static bool nl_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
+{
+	struct nl_state *s = state;
+	const uint64_t *a = call->n->args;
+	if ((int)(uint32_t)a[0] != AF_NETLINK)
+		return false; /* a user handler traps every socket: not ours */
+	int type = (int)(uint32_t)a[1];
+	if (!s->view && !s->failed && !(s->view = sl_netview_new()))
+		s->failed = true;
+	int fd = s->view ? sl_netview_socket(s->view, type & ~SOCK_CLOEXEC) : -EACCES;
+	if (fd < 0)
+		sandlock_action_set_errno(act, -fd);
+	else
+		sandlock_action_set_inject_fd_send(act, fd, (type & SOCK_CLOEXEC) ? O_CLOEXEC : 0);
+	return true;
+}
+
+static int nl_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+{
+	(void)cfg;
+	if (!(*state = calloc(1, sizeof(struct nl_state)))) {
+		*msg = sl_strdup("out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static void nl_free(void *state)
+{
+	struct nl_state *s = state;
+	if (s)
+		sl_netview_free(s->view);
+	free(s);
+}
+
+const struct sl_builtin sl_builtin_netlink = {
+	.name = "netlink view",
+	.phase = SL_PHASE_FIRST,
+	.syscalls = nl_syscalls,
+	.init = nl_init,
+	.free = nl_free,
+	.decide = nl_decide,
+};

@@ -1,0 +1,39 @@
+/*
+ * netview.h — a network namespace of loopback only, where the guest's
+ * NETLINK_ROUTE sockets are made (builtins/netlink.c).
+ *
+ * A netlink socket answers for the network namespace it was made in, so a
+ * socket made in a namespace of our own shows that namespace's links,
+ * addresses and routes, not the host's, while it stays a real kernel
+ * socket (bind, getsockname, recvmsg, dumps and errors as the kernel
+ * gives them).  The namespace has "lo" up, and a documentation address
+ * (192.0.2.1, 2001:db8::1) on it for each family the host has an address
+ * of, so that getaddrinfo's AI_ADDRCONFIG still sees the families the
+ * host can reach.  Nothing in it names or addresses the host.
+ *
+ * It is made without a user namespace (CAP_SYS_ADMIN is needed: a root
+ * sandlock): a namespace owned by a user namespace of the guest's own uid
+ * would give the guest, through those sockets, CAP_NET_ADMIN over it
+ * (the owner's implied capabilities), which its dropped capabilities
+ * deny today.  Here the namespace belongs to the initial user namespace,
+ * so a change request from the guest meets its own empty capability set.
+ */
+#ifndef SANDLOCK_NETVIEW_H
+#define SANDLOCK_NETVIEW_H
+
+#include <stdbool.h>
+
+struct sl_netview;
+
+/* Can this process make the view (CAP_SYS_ADMIN in the initial user
+ * namespace)?  Without it the guest keeps the host's view. */
+bool sl_netview_possible(void);
+/* Start the helper that lives in the namespace.  NULL with errno. */
+struct sl_netview *sl_netview_new(void);
+/* A NETLINK_ROUTE socket made in the view, type as socket(2)'s (with
+ * SOCK_NONBLOCK; SOCK_CLOEXEC is the caller's to apply).  Ours, or -errno. */
+int sl_netview_socket(struct sl_netview *v, int type);
+/* Stop the helper (NULL is fine). */
+void sl_netview_free(struct sl_netview *v);
+
+#endif /* SANDLOCK_NETVIEW_H */
