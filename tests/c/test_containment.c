@@ -131,16 +131,6 @@ static void port_str(char buf[16], int port)
 	snprintf(buf, 16, "%d", port);
 }
 
-/* A TCP port that was free a moment ago (for bind/listen probes). */
-static int free_port(void)
-{
-	int port = -1;
-	int s = tu_tcp_listener(&port);
-	if (s >= 0)
-		close(s);
-	return s >= 0 ? port : -1;
-}
-
 /* ================= stream protocols Landlock does not cover ================= */
 
 /*
@@ -177,7 +167,7 @@ TEST(mptcp_connect_denied)
 
 static void mptcp_listen(const char *family)
 {
-	int port = free_port();
+	int port = tu_free_port();
 	REQUIRE(port > 0);
 	char ps[16], o[LINE], in[LINE];
 	port_str(ps, port);
@@ -219,7 +209,7 @@ static void autolisten(const char *family)
 	inside(sandlock_sandbox_builder_net_deny_bind(base(), "9"), in,
 	       ARGS("stream", family, "0", "autolisten", "0"));
 	CHECK(is(in, "ok", "listen without bind, a deny list"));
-	int port = free_port();
+	int port = tu_free_port();
 	REQUIRE(port > 0);
 	char ps[16];
 	port_str(ps, port);

@@ -458,16 +458,6 @@ TEST(connect_fd_swap_never_reaches_unix_socket)
 	tu_rm_rf(dir);
 }
 
-/* A TCP port that was free a moment ago. */
-static int free_port(void)
-{
-	int port = -1;
-	int s = tu_tcp_listener(&port);
-	if (s >= 0)
-		close(s);
-	return s >= 0 ? port : -1;
-}
-
 /* The swap wins outside (a few rounds: it needs the two threads to run
  * at once, which a loaded machine does not always give). */
 static long reached_outside(const char *const *argv)
@@ -494,7 +484,7 @@ static int32_t allow_all(void *ud, const sandlock_policy_event_t *ev, sandlock_p
  */
 TEST(bind_and_listen_fd_swap_stay_within_the_bind_rules)
 {
-	int port = free_port();
+	int port = tu_free_port();
 	REQUIRE(port > 0);
 	char ps[16];
 	snprintf(ps, sizeof ps, "%d", port);
@@ -513,7 +503,7 @@ TEST(bind_and_listen_fd_swap_stay_within_the_bind_rules)
  * the supervisor is outside Landlock). */
 TEST(bind_rules_hold_under_policy_fn)
 {
-	int port = free_port();
+	int port = tu_free_port();
 	REQUIRE(port > 0);
 	char ps[16], contain[4200];
 	snprintf(ps, sizeof ps, "%d", port);

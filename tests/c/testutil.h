@@ -421,6 +421,16 @@ static inline int tu_tcp_listener(int *port)
 	return s;
 }
 
+/* A TCP port that was free a moment ago (for bind/listen probes), or -1. */
+static inline int tu_free_port(void)
+{
+	int port = -1;
+	int s = tu_tcp_listener(&port);
+	if (s >= 0)
+		close(s);
+	return s >= 0 ? port : -1;
+}
+
 /* The cgroup v2 directory pid is in (dir, len), or false: no v2 mount,
  * the root group, or no cgroup.freeze there. */
 static inline bool tu_v2_group(pid_t pid, char *dir, size_t len)

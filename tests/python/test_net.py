@@ -735,19 +735,7 @@ def test_unix_bind_performed_on_behalf_as_the_caller(tmp_path, kw):
     assert not (ro / "no.sock").exists()
 
 
-UDP_BIND = r'''
-import errno, socket, sys
-out = []
-for p in sys.argv[1:]:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        s.bind(("127.0.0.1", int(p)))
-        out.append("ok")
-    except OSError as e:
-        out.append(errno.errorcode[e.errno])
-    s.close()
-print(" ".join(out))
-'''
+UDP_BIND = BIND.replace("socket.socket()", "socket.socket(socket.AF_INET, socket.SOCK_DGRAM)")
 
 
 def test_udp_bind_follows_the_bind_rules():

@@ -73,30 +73,6 @@ static socklen_t unix_addr(struct sockaddr_un *sun, const char *path)
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(sun->sun_path) + 1);
 }
 
-static void publish(int a, int b);
-static void retire(int a, int b);
-
-static int race_connect(const char *path, long tries)
-{
-	struct sockaddr_un sun;
-	socklen_t len = unix_addr(&sun, path);
-	long reached = 0;
-	for (long i = 0; i < tries; i++) {
-		int t = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-		int u = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
-		if (t < 0 || u < 0 || dup2(t, SWAP_FD) < 0) {
-			printf("setup-");
-			return report(-1);
-		}
-		publish(t, u);
-		if (connect(SWAP_FD, (struct sockaddr *)&sun, len) == 0)
-			reached++;
-		retire(t, u);
-	}
-	printf("reached=%ld tries=%ld\n", reached, tries);
-	return 0;
-}
-
 /* Make a and b this try's pair, wait until the swapper works on them. */
 static void publish(int a, int b)
 {
@@ -107,12 +83,52 @@ static void publish(int a, int b)
 		;
 }
 
-static void retire(int a, int b)
+/* This try's pair: a TCP socket *t and a unix socket *u, the TCP one at
+ * SWAP_FD first when tcp_first, the swapper at work on them.  False if
+ * they cannot be made. */
+static bool start_try(int *t, int *u, bool tcp_first)
+{
+	*t = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	*u = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	int first = tcp_first ? *t : *u, second = tcp_first ? *u : *t;
+	if (*t < 0 || *u < 0 || dup2(first, SWAP_FD) < 0)
+		return false;
+	publish(first, second);
+	return true;
+}
+
+/* The try is over: the swapper lets go, the unix socket is at SWAP_FD
+ * (the TCP one's only fd is t: closing it frees its port). */
+static void end_try(int t, int u)
 {
 	atomic_store(&g_a, -1);
 	atomic_store(&g_b, -1);
-	close(a);
-	close(b);
+	dup2(u, SWAP_FD);
+	close(t);
+	close(u);
+}
+
+static int setup_failed(void)
+{
+	printf("setup-");
+	return report(-1);
+}
+
+static int race_connect(const char *path, long tries)
+{
+	struct sockaddr_un sun;
+	socklen_t len = unix_addr(&sun, path);
+	long reached = 0;
+	for (long i = 0; i < tries; i++) {
+		int t, u;
+		if (!start_try(&t, &u, true))
+			return setup_failed();
+		if (connect(SWAP_FD, (struct sockaddr *)&sun, len) == 0)
+			reached++;
+		end_try(t, u);
+	}
+	printf("reached=%ld tries=%ld\n", reached, tries);
+	return 0;
 }
 
 /* The TCP socket t is bound to port (want 0: to any port). */
@@ -131,18 +147,13 @@ static int race_bind(int port, long tries)
 		                      .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	long reached = 0;
 	for (long i = 0; i < tries; i++) {
-		int u = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
-		int t = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-		if (t < 0 || u < 0 || dup2(u, SWAP_FD) < 0) {
-			printf("setup-");
-			return report(-1);
-		}
-		publish(u, t);
+		int t, u;
+		if (!start_try(&t, &u, false))
+			return setup_failed();
 		bind(SWAP_FD, (struct sockaddr *)&in, sizeof in);
-		dup2(u, SWAP_FD); /* the TCP socket's only fd is t now: closing it frees the port */
 		if (tcp_bound(t, port))
 			reached++;
-		retire(u, t);
+		end_try(t, u);
 	}
 	printf("reached=%ld tries=%ld\n", reached, tries);
 	return 0;
@@ -152,20 +163,14 @@ static int race_listen(long tries)
 {
 	long reached = 0;
 	for (long i = 0; i < tries; i++) {
-		int u = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
-		int t = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-		if (t < 0 || u < 0 || dup2(u, SWAP_FD) < 0) {
-			printf("setup-");
-			return report(-1);
-		}
-		publish(u, t);
+		int t, u, on = 0;
+		if (!start_try(&t, &u, false))
+			return setup_failed();
 		listen(SWAP_FD, 1);
-		dup2(u, SWAP_FD);
-		int on = 0;
 		socklen_t len = sizeof on;
 		if (getsockopt(t, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on)
 			reached++;
-		retire(u, t);
+		end_try(t, u);
 	}
 	printf("reached=%ld tries=%ld\n", reached, tries);
 	return 0;
