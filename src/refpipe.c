@@ -279,7 +279,8 @@ static const sandlock_sandbox_t *with_spec(const sandlock_sandbox_t *sb, char *s
 	*env = calloc(sb->env.n + 1, sizeof(char *));
 	if (!*env)
 		return NULL;
-	memcpy(*env, sb->env.v, sb->env.n * sizeof(char *));
+	if (sb->env.n) /* no vector at all when empty: memcpy's NULL is UB */
+		memcpy(*env, sb->env.v, sb->env.n * sizeof(char *));
 	(*env)[sb->env.n] = spec;
 	copy->env.v = *env;
 	copy->env.n = copy->env.cap = sb->env.n + 1;
