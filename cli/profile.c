@@ -277,6 +277,11 @@ static int k_port_remap(struct pctx *c, const struct toml_value *v)
 	return flag_key(c, v, OPT_PORT_REMAP);
 }
 
+static int k_host_interfaces(struct pctx *c, const struct toml_value *v)
+{
+	return flag_key(c, v, OPT_NET_HOST_INTERFACES);
+}
+
 static int k_tmp(struct pctx *c, const struct toml_value *v)
 {
 	return flag_key(c, v, OPT_TMP);
@@ -679,6 +684,7 @@ static const struct key_spec schema[] = {
 	{ "network", "allow_bind", k_net_bind },
 	{ "network", "deny_bind", k_net_deny_bind },
 	{ "network", "port_remap", k_port_remap },
+	{ "network", "host_interfaces", k_host_interfaces },
 	{ "http", "ports", k_http_ports },
 	{ "http", "allow", k_http_allow },
 	{ "http", "deny", k_http_deny },
@@ -1047,6 +1053,7 @@ static const struct {
 	{ OPT_NET_ALLOW_BIND, "network", "allow_bind", PK_RULES },
 	{ OPT_NET_DENY_BIND, "network", "deny_bind", PK_RULES },
 	{ OPT_PORT_REMAP, "network", "port_remap", PK_FLAG },
+	{ OPT_NET_HOST_INTERFACES, "network", "host_interfaces", PK_FLAG },
 	{ OPT_EXTRA_DENY, "syscalls", "extra_deny", PK_NAMES },
 	{ OPT_MAX_OPEN_FILES, "limits", "open_files", PK_INT },
 	{ OPT_MAX_CPU, "limits", "cpu", PK_INT },

@@ -288,6 +288,7 @@ static int apply_option(struct run_args *ra, int id, const char *arg)
 	case OPT_ALLOW_UNIX:
 	case OPT_UNIX_READABLE:
 	case OPT_PORT_REMAP:
+	case OPT_NET_HOST_INTERFACES:
 	case OPT_TMP:
 		return cli_ops_add(&c->ops, id, arg) < 0 ? out_of_memory() : 0;
 	case OPT_CLEAN_ENV:
@@ -832,6 +833,9 @@ static int apply_knob(sandlock_builder_t *b, const struct cli_op *op)
 		return apply_branch(b, op);
 	case OPT_PORT_REMAP:
 		sandlock_sandbox_builder_port_remap(b, true);
+		return 0;
+	case OPT_NET_HOST_INTERFACES:
+		sandlock_sandbox_builder_net_host_interfaces(b, true);
 		return 0;
 	case OPT_TMP:
 		sandlock_sandbox_builder_private_tmp(b, true);

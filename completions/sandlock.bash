@@ -66,7 +66,7 @@ _sandlock()
 	esac
 	COMPREPLY=($(compgen -W '--fs-read --fs-write --fs-deny --tmp --max-memory
 		--max-processes --timeout --net-allow --net-allow-bind --clean-env --env
-		--net-deny --net-deny-bind --allow-unix --net-unix-readable --port-remap
+		--net-deny --net-deny-bind --allow-unix --net-unix-readable --port-remap --net-host-interfaces
 		--http-allow --http-deny --http-port --http-ports --http-ca --http-key --http-inject-ca
 		--http-ca-out --credential --http-auth --http-log
 		--max-open-files --max-cpu --cpu-cores --num-cpus --gpu --image --no-coredump --no-huge-pages

@@ -258,6 +258,14 @@ sandlock_builder_t *sandlock_sandbox_builder_net_unix_readable(sandlock_builder_
  * the real port.  sandlock_handle_ports gives the remapped pairs.
  */
 sandlock_builder_t *sandlock_sandbox_builder_port_remap(sandlock_builder_t *b, bool on);
+/*
+ * Route netlink (what ip addr, if_nameindex and getaddrinfo's
+ * AI_ADDRCONFIG read) shows a loopback-only network where sandlock may
+ * make one (CAP_SYS_ADMIN: docs/network.md); show = true gives the guest
+ * the host's interfaces, addresses, MACs and routes instead.
+ */
+sandlock_builder_t *sandlock_sandbox_builder_net_host_interfaces(sandlock_builder_t *b,
+                                                                 bool show);
 sandlock_builder_t *sandlock_sandbox_builder_timeout_ms(sandlock_builder_t *b, uint64_t ms);
 /* Deferred handler calls still running after this long are failed with EIO (default 30000). */
 sandlock_builder_t *sandlock_sandbox_builder_deferred_timeout_ms(sandlock_builder_t *b,

@@ -479,6 +479,14 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_port_remap(sandlock_build
 	return b;
 }
 
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_net_host_interfaces(sandlock_builder_t *b,
+                                                                          bool show)
+{
+	if (b)
+		b->cfg.net_host_interfaces = show;
+	return b;
+}
+
 SL_EXPORT sandlock_builder_t *
 sandlock_sandbox_builder_net_unix_readable(sandlock_builder_t *b, bool allow)
 {

@@ -60,6 +60,7 @@ struct sandlock_sandbox {
 	sl_strvec unix_allow;     /* canonical */
 	bool unix_readable;
 	bool port_remap;          /* own port space: binds performed on behalf (portmap.h) */
+	bool net_host_interfaces; /* route netlink shows the host's, not a loopback view */
 	/* HTTP policy: the supervisor's proxy (proxy.h) when it has rules. */
 	struct sl_httpcfg http;
 	uint64_t timeout_ms;          /* 0 = none */

@@ -716,6 +716,8 @@ def _step_net(b, c):
         b = _lib.sandlock_sandbox_builder_net_unix_readable(b, True)
     if c["port_remap"]:
         b = _lib.sandlock_sandbox_builder_port_remap(b, True)
+    if c["net_host_interfaces"]:
+        b = _lib.sandlock_sandbox_builder_net_host_interfaces(b, True)
     if c["tmp"]:
         b = _lib.sandlock_sandbox_builder_private_tmp(b, True)
     return b
@@ -842,7 +844,10 @@ class Sandbox:
     ``port_remap=True`` gives the sandbox its own TCP port space: binds
     are performed by the supervisor, on another real port when the asked
     one is taken; the guest sees its own ports, and ``ports()`` returns
-    the {virtual: real} map while it runs.  ``chroot`` (a directory) is
+    the {virtual: real} map while it runs.  ``net_host_interfaces=True``
+    shows the guest the host's network interfaces through route netlink
+    (by default, where sandlock may make one, a loopback-only view).
+    ``chroot`` (a directory) is
     the guest's ``/`` (docs: "Virtual chroot"), with ``fs_mount``
     ({virtual path: host dir}, read-write; read-only mounts only from the
     CLI's ``--fs-mount V:H:ro`` or C) showing host directories inside it;
@@ -884,6 +889,7 @@ class Sandbox:
     net_allow_unix = _Field(_path_list)
     net_unix_readable = _Field(_bool)
     port_remap = _Field(_bool)
+    net_host_interfaces = _Field(_bool)
     tmp = _Field(_bool)
     timeout = _Field(_timeout)
     max_output = _Field(_max_output)
@@ -956,6 +962,7 @@ class Sandbox:
         net_allow_unix: Iterable = (),
         net_unix_readable: bool = False,
         port_remap: bool = False,
+        net_host_interfaces: bool = False,
         tmp: bool = False,
         max_output: Optional[int] = None,
         trace: Optional[Callable[[dict], None]] = None,
@@ -1003,6 +1010,7 @@ class Sandbox:
         self.net_allow_unix = net_allow_unix
         self.net_unix_readable = net_unix_readable
         self.port_remap = port_remap
+        self.net_host_interfaces = net_host_interfaces
         self.tmp = tmp
         self.timeout = timeout
         self.name = name

@@ -225,6 +225,7 @@ _SCHEMA: Dict[Tuple[str, str], Any] = {
     ("network", "deny_bind"): ("net_deny_bind", _ports),
     ("network", "deny"): ("net_deny", _str_list),
     ("network", "port_remap"): ("port_remap", _bool),
+    ("network", "host_interfaces"): ("net_host_interfaces", _bool),
     ("syscalls", "extra_allow"): ("extra_allow_syscalls", _str_list),
     ("syscalls", "extra_deny"): ("extra_deny_syscalls", _str_list),
     ("program", "no_coredump"): ("no_coredump", _bool),

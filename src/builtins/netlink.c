@@ -12,7 +12,8 @@
  * addresses for the families the host has) as the whole network.  The
  * guest's other sockets stay in the host's namespace.
  *
- * The view needs CAP_SYS_ADMIN (a root sandlock, see netview.h for why
+ * net_host_interfaces (--net-host-interfaces) turns it off: the user grants
+ * the host's view.  The view needs CAP_SYS_ADMIN (a root sandlock, see netview.h for why
  * not a user namespace); without it nothing is trapped and the guest
  * keeps the host's view, as `sandlock check` would tell.  If the view
  * cannot be made at run time, the socket is refused (EACCES): never the
@@ -36,8 +37,7 @@ struct nl_state {
 
 static int nl_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
 {
-	(void)cfg; /* always on where it can be */
-	if (!sl_netview_possible())
+	if (cfg->net_host_interfaces || !sl_netview_possible())
 		return 0;
 	return sl_nrset_add(out, SL_TRAP_IF_EQ(__NR_socket, 0, AF_NETLINK));
 }

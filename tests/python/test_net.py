@@ -803,3 +803,6 @@ def test_netlink_shows_a_loopback_view():
             assert words[1] not in view["ip"], words[1]
     assert "192.0.2.1" in view["ip"]
     assert view["add"] != 0
+    # granted: the host's view
+    granted = sb(net_host_interfaces=True).run([PY, "-c", NETVIEW])
+    assert _json.loads(granted.stdout.decode())["names"] == host["names"], granted.stderr
