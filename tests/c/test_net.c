@@ -520,6 +520,95 @@ TEST(bind_rules_hold_under_policy_fn)
 	CHECK(strcmp(run_line(b, argv), "ok") == 0);
 }
 
+/* A TCP listener whose accept queue is full (backlog 0, one connection
+ * queued): the kernel drops SYNs to it until, after delay_ms, a thread
+ * starts accepting; a connect meanwhile waits in SYN retransmits. */
+struct late_listener {
+	int lfd, filler, port, delay_ms;
+	atomic_bool stop;
+	pthread_t t;
+};
+
+static void *late_accept(void *arg)
+{
+	struct late_listener *l = arg;
+	tu_sleep_ms(l->delay_ms);
+	while (!atomic_load(&l->stop)) {
+		struct pollfd p = { l->lfd, POLLIN, 0 };
+		if (poll(&p, 1, 50) > 0) {
+			int c = accept4(l->lfd, NULL, NULL, SOCK_NONBLOCK);
+			if (c >= 0)
+				close(c);
+		}
+	}
+	return NULL;
+}
+
+static bool late_start(struct late_listener *l, int delay_ms)
+{
+	l->lfd = tu_tcp_listener(&l->port);
+	if (l->lfd < 0 || listen(l->lfd, 0) < 0)
+		return false;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)l->port),
+		                     .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	l->filler = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	connect(l->filler, (struct sockaddr *)&a, sizeof a);
+	tu_sleep_ms(100); /* its handshake is over: the queue is full */
+	l->delay_ms = delay_ms;
+	atomic_store(&l->stop, false);
+	return pthread_create(&l->t, NULL, late_accept, l) == 0;
+}
+
+static void late_stop(struct late_listener *l)
+{
+	atomic_store(&l->stop, true);
+	pthread_join(l->t, NULL);
+	close(l->filler);
+	close(l->lfd);
+}
+
+/* The probe's line against a fresh late listener, outside (b NULL) or in b. */
+static const char *signal_probe(sandlock_builder_t *b, bool by_port, const char *mode)
+{
+	static char line[256];
+	struct late_listener l;
+	if (!late_start(&l, 700))
+		return "(no listener)";
+	char ps[16];
+	snprintf(ps, sizeof ps, "%d", l.port);
+	const char *argv[] = { netprobe(), "tcp-signal", ps, mode, NULL };
+	if (b && by_port)
+		b = sandlock_sandbox_builder_net_allow_port(b, (uint32_t)l.port);
+	else if (b) {
+		char spec[64];
+		snprintf(spec, sizeof spec, "tcp://127.0.0.1:%d", l.port);
+		b = sandlock_sandbox_builder_net_allow_spec(b, spec);
+	}
+	snprintf(line, sizeof line, "%s", b ? run_line(b, argv) : tu_outside_line(argv));
+	late_stop(&l);
+	return line;
+}
+
+/*
+ * A signal during a blocking connect: the kernel restarts it under
+ * SA_RESTART (the connect then waits on and succeeds) and fails it with
+ * EINTR otherwise.  The supervisor performs the connect and its waiter
+ * answers the wait (connwait.c): the same, the handler run once.
+ */
+TEST(signal_during_a_blocking_connect_as_in_the_kernel)
+{
+	const char *modes[] = { "restart", "interrupt" };
+	const char *want[] = { "handled=1 ok", "handled=1 errno=EINTR" };
+	for (int i = 0; i < 2; i++) {
+		const char *out = signal_probe(NULL, false, modes[i]);
+		CHECK(tu_str_is(out, want[i]));
+		out = signal_probe(base(), true, modes[i]);
+		CHECK(tu_str_is(out, want[i]));
+		out = signal_probe(base(), false, modes[i]);
+		CHECK(tu_str_is(out, want[i]));
+	}
+}
+
 /* A guest server: bind port, listen, print its getsockname port, then
  * answer one connection with "hi" and exit. */
 static const char k_remap_guest[] =

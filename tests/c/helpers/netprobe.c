@@ -9,7 +9,13 @@
  *   netprobe unix-listen PATH SECS  a stream listener at PATH for SECS seconds
  *                                   (the target of the others; for shells
  *                                   without one, tests/containers/)
- * Prints "ok" or "errno=NAME"; the races print "bad=K good=M".
+ *   netprobe tcp-signal PORT restart|interrupt
+ *                                   a blocking TCP connect to 127.0.0.1:PORT
+ *                                   (a listener that answers late) while
+ *                                   SIGALRM, handled with or without
+ *                                   SA_RESTART, arrives after 300 ms
+ * Prints "ok" or "errno=NAME"; the races print "bad=K good=M"; tcp-signal
+ * puts "handled=N " (handler runs) first.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -24,7 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -131,8 +139,41 @@ static int race(int n)
 	return 0;
 }
 
+/* ---------------- a signal during a blocking connect ---------------- */
+
+static volatile sig_atomic_t g_handled;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	g_handled++;
+}
+
+/* The kernel's blocking connect restarts under SA_RESTART (and waits on
+ * for the handshake), else fails with EINTR: the same inside, where the
+ * supervisor performs the connect and answers the wait. */
+static int tcp_signal(int port, bool restart)
+{
+	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = restart ? SA_RESTART : 0 };
+	sigemptyset(&sa.sa_mask);
+	struct itimerval t = { .it_value = { 0, 300000 } };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+		                     .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	if (s < 0 || sigaction(SIGALRM, &sa, NULL) < 0 || setitimer(ITIMER_REAL, &t, NULL) < 0) {
+		printf("setup-");
+		return report(-1);
+	}
+	int r = connect(s, (struct sockaddr *)&a, sizeof a), e = errno;
+	printf("handled=%d ", (int)g_handled);
+	errno = e;
+	return report(r);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && strcmp(argv[1], "tcp-signal") == 0)
+		return tcp_signal(atoi(argv[2]), strcmp(argv[3], "restart") == 0);
 	if (argc == 4 && strcmp(argv[1], "unix-listen") == 0) {
 		fflush(stdout);
 		int rc = unix_probe(argv[1], argv[2]);
