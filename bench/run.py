@@ -14,8 +14,10 @@ Figures:
             (sandlock_open_on_behalf), with a bare run of the same batch as
             the base
   connect   ns per TCP connect+close to a local listener: bare, with an IP
-            rule (performed on the caller's behalf) and with a port rule
-            (trapped, continued: Landlock checks it)
+            rule and with a port rule (both performed on the caller's
+            behalf: never continued, a racing thread could swap the fd);
+            ns per socket(AF_NETLINK) (+close): bare, and sandboxed (as root:
+            made in the loopback-only view and injected)
   redis     redis-server inside `sandlock run --net-allow-bind PORT`, driven
             by redis-benchmark from outside, vs a bare redis-server: SET and
             GET requests/s and p99 latency (skipped without redis-server)
@@ -138,7 +140,8 @@ print((time.perf_counter_ns() - t0) / n)
 
 def connect_figures():
     """ns per connect+close to a local listener (python3 loop): bare, an
-    IP rule (on-behalf connect), a bare port rule (also on behalf).  Each
+    IP rule (on-behalf connect), a bare port rule (also on behalf); ns per
+    netlink route socket, bare and sandboxed.  Each
     run gets a fresh listener that never accepts: its connects wait in a
     backlog deeper than the loop, so no accepting thread sets the pace."""
     import socket
@@ -165,7 +168,25 @@ def connect_figures():
             fs_readable=SYS_RO, net_allow=["tcp://127.0.0.1:%d" % p]),
         "connect_port_rule_ns": lambda p: sandlock.Sandbox(fs_readable=SYS_RO, net_allow=[p]),
     }
-    return {k: statistics.median(one(v) for _ in range(REPS)) for k, v in variants.items()}
+    fig = {k: statistics.median(one(v) for _ in range(REPS)) for k, v in variants.items()}
+    argv = ["/usr/bin/python3", "-c", NETLINK_LOOP, str(CONNECT_N)]
+    fig["netlink_bare_ns"] = statistics.median(
+        float(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+        for _ in range(REPS))
+    fig["netlink_sandbox_ns"] = statistics.median(
+        float(as_text(sandlock.Sandbox(fs_readable=SYS_RO).run(argv).stdout))
+        for _ in range(REPS))
+    return fig
+
+
+NETLINK_LOOP = r"""
+import socket, sys, time
+n = int(sys.argv[1])
+t0 = time.perf_counter_ns()
+for _ in range(n):
+    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).close()
+print((time.perf_counter_ns() - t0) / n)
+"""
 
 
 FORK_N = int(os.environ.get("BENCH_FORK_N", "1000"))
@@ -470,9 +491,13 @@ def main():
         bare = ("vs bare", fig["connect_bare_ns"])
         for key, label in (("connect_bare_ns", "bare, no sandbox"),
                            ("connect_ip_rule_ns", "IP rule: trapped, on behalf"),
-                           ("connect_port_rule_ns", "port rule: trapped, continued")):
+                           ("connect_port_rule_ns", "port rule: trapped, on behalf")):
             if key in fig:
                 print(row(label, fig[key], "ns", *(() if key == "connect_bare_ns" else (bare,))))
+        print(f"socket(AF_NETLINK, NETLINK_ROUTE)+close (per call, loop of {CONNECT_N})")
+        print(row("bare, no sandbox", fig["netlink_bare_ns"], "ns"))
+        print(row("sandboxed (the loopback view as root)", fig["netlink_sandbox_ns"], "ns",
+                  ("vs bare", fig["netlink_bare_ns"])))
     procvirt.report(fig, row)
     httpproxy.report(fig, row)
     if "fork_clone_us" in fig:
