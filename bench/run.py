@@ -16,7 +16,7 @@ Figures:
   connect   ns per TCP connect+close to a local listener: bare, with an IP
             rule and with a port rule (both performed on the caller's
             behalf: never continued, a racing thread could swap the fd);
-            ns per socket(AF_NETLINK) (+close): bare, and sandboxed (as root:
+            ns per socket(AF_NETLINK) (+close): bare, and sandboxed (
             made in the loopback-only view and injected)
   redis     redis-server inside `sandlock run --net-allow-bind PORT`, driven
             by redis-benchmark from outside, vs a bare redis-server: SET and
@@ -496,7 +496,7 @@ def main():
                 print(row(label, fig[key], "ns", *(() if key == "connect_bare_ns" else (bare,))))
         print(f"socket(AF_NETLINK, NETLINK_ROUTE)+close (per call, loop of {CONNECT_N})")
         print(row("bare, no sandbox", fig["netlink_bare_ns"], "ns"))
-        print(row("sandboxed (the loopback view as root)", fig["netlink_sandbox_ns"], "ns",
+        print(row("sandboxed (the loopback-only view)", fig["netlink_sandbox_ns"], "ns",
                   ("vs bare", fig["netlink_bare_ns"])))
     procvirt.report(fig, row)
     httpproxy.report(fig, row)

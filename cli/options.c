@@ -28,7 +28,7 @@ const struct cli_opt cli_run_opts[] = {
 	{ OPT_ALLOW_UNIX, 0, "allow-unix", NULL, "PATH", NULL, "allow connecting to unix sockets at or below PATH" },
 	{ OPT_UNIX_READABLE, 0, "net-unix-readable", NULL, NULL, NULL, "also allow unix sockets inside -r trees" },
 	{ OPT_PORT_REMAP, 0, "port-remap", NULL, NULL, NULL, "own port space: a bind to a taken port gets another real one" },
-	{ OPT_NET_HOST_INTERFACES, 0, "net-host-interfaces", NULL, NULL, NULL, "show the host's network interfaces (else loopback only, as root)" },
+	{ OPT_NET_HOST_INTERFACES, 0, "net-host-interfaces", NULL, NULL, NULL, "show the host's network interfaces (else loopback only)" },
 	{ OPT_HTTP_ALLOW, 0, "http-allow", NULL, "RULE", "HTTP (a proxy judges requests; docs/http.md):", "allow requests 'METHOD host/path' (* globs); others refused" },
 	{ OPT_HTTP_DENY, 0, "http-deny", NULL, "RULE", NULL, "refuse requests 'METHOD host/path' (wins over --http-allow)" },
 	{ OPT_HTTP_PORT, 0, "http-port", "http-ports", "PORT", NULL, "intercept this TCP port (default 80; 443 added with a CA)" },

@@ -261,7 +261,7 @@ sandlock_builder_t *sandlock_sandbox_builder_port_remap(sandlock_builder_t *b, b
 /*
  * Route netlink (what ip addr, if_nameindex and getaddrinfo's
  * AI_ADDRCONFIG read) shows a loopback-only network where sandlock may
- * make one (CAP_SYS_ADMIN: docs/network.md); show = true gives the guest
+ * make one (CAP_SYS_ADMIN or user namespaces: docs/network.md); show = true gives the guest
  * the host's interfaces, addresses, MACs and routes instead.
  */
 sandlock_builder_t *sandlock_sandbox_builder_net_host_interfaces(sandlock_builder_t *b,

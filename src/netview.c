@@ -2,7 +2,9 @@
  * netview.c — the loopback-only network namespace of netview.h.
  *
  * One helper process per run that needs it, made on the first netlink
- * socket the guest asks for: cloned into a new network namespace (no
+ * socket the guest asks for: cloned into a new network namespace (and a
+ * new user namespace without CAP_SYS_ADMIN; its capabilities are dropped
+ * once the namespace is set up, see netview.h) (no
  * exit signal, so the caller's own SIGCHLD handling never sees it), it
  * brings "lo" up, adds the documentation addresses, then makes one
  * NETLINK_ROUTE socket per request and sends it back over a socketpair
@@ -26,6 +28,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -47,13 +50,43 @@ struct sl_netview {
 	pthread_mutex_t mu; /* one request at a time */
 };
 
-bool sl_netview_possible(void)
+static bool have_sys_admin(void)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct d[2];
 	if (syscall(SYS_capget, &h, d) < 0)
 		return false;
 	return d[CAP_SYS_ADMIN / 32].effective & (1u << (CAP_SYS_ADMIN % 32));
+}
+
+/* The namespaces the helper is cloned into. */
+static unsigned long clone_flags(void)
+{
+	return have_sys_admin() ? CLONE_NEWNET : CLONE_NEWUSER | CLONE_NEWNET;
+}
+
+/* Can a child be cloned into a new user and network namespace here?
+ * Once per process: a child that exits at once. */
+static bool userns_works(void)
+{
+	static atomic_int known; /* 0 unknown, 1 yes, 2 no */
+	int k = atomic_load(&known);
+	if (k)
+		return k == 1;
+	long pid = syscall(SYS_clone, (unsigned long)(CLONE_NEWUSER | CLONE_NEWNET), NULL, NULL,
+	                   NULL, NULL);
+	if (pid == 0)
+		_exit(0);
+	if (pid > 0)
+		while (waitpid((pid_t)pid, NULL, __WALL) < 0 && errno == EINTR)
+			;
+	atomic_store(&known, pid > 0 ? 1 : 2);
+	return pid > 0;
+}
+
+bool sl_netview_possible(void)
+{
+	return have_sys_admin() || userns_works();
 }
 
 /* ---------------- the helper (raw system calls only) ---------------- */
@@ -135,6 +168,17 @@ static void send_fd(int s, int fd, int e)
 	sendmsg(s, &m, MSG_NOSIGNAL);
 }
 
+/* No capability left, in any set: the sockets made from here on carry
+ * credentials that may change nothing (see netview.h). */
+static void drop_caps(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	memset(d, 0, sizeof d);
+	if (syscall(SYS_capset, &h, d) < 0)
+		_exit(1); /* never serve sockets with our capabilities */
+}
+
 static __attribute__((noreturn)) void helper(int s, bool v4, bool v6)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -144,6 +188,7 @@ static __attribute__((noreturn)) void helper(int s, bool v4, bool v6)
 	syscall(__NR_close_range, CHILD_SOCK + 1, ~0u, 0);
 	lo_up();
 	documentation_addrs(v4, v6);
+	drop_caps();
 	for (;;) {
 		int type;
 		if (recv(CHILD_SOCK, &type, sizeof type, 0) != (ssize_t)sizeof type)
@@ -190,7 +235,7 @@ struct sl_netview *sl_netview_new(void)
 	host_families(&v4, &v6);
 	/* fork-like (no CLONE_VM, no stack), into a new network namespace,
 	 * no exit signal: reaped with __WALL. */
-	long pid = syscall(SYS_clone, (unsigned long)CLONE_NEWNET, NULL, NULL, NULL, NULL);
+	long pid = syscall(SYS_clone, clone_flags(), NULL, NULL, NULL, NULL);
 	if (pid == 0)
 		helper(sv[1], v4, v6);
 	int e = errno;

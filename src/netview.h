@@ -11,12 +11,15 @@
  * of, so that getaddrinfo's AI_ADDRCONFIG still sees the families the
  * host can reach.  Nothing in it names or addresses the host.
  *
- * It is made without a user namespace (CAP_SYS_ADMIN is needed: a root
- * sandlock): a namespace owned by a user namespace of the guest's own uid
- * would give the guest, through those sockets, CAP_NET_ADMIN over it
- * (the owner's implied capabilities), which its dropped capabilities
- * deny today.  Here the namespace belongs to the initial user namespace,
- * so a change request from the guest meets its own empty capability set.
+ * With CAP_SYS_ADMIN (a root sandlock) the namespace is made in our own
+ * user namespace, the guest's: a change request through a socket meets
+ * the guest's empty capability set.  Without it, in a new user namespace
+ * (where the kernel allows unprivileged ones), which the guest's uid
+ * owns: the guest then holds every capability in it by the owner's rule
+ * (cap_capable), so the helper drops all of its own before it makes any
+ * socket, and rtnetlink, which wants CAP_NET_ADMIN of the socket's
+ * opener as well as of the caller (netlink_net_capable), refuses every
+ * change.  Where neither is possible the guest keeps the host's view.
  */
 #ifndef SANDLOCK_NETVIEW_H
 #define SANDLOCK_NETVIEW_H
@@ -25,8 +28,8 @@
 
 struct sl_netview;
 
-/* Can this process make the view (CAP_SYS_ADMIN in the initial user
- * namespace)?  Without it the guest keeps the host's view. */
+/* Can this process make the view (CAP_SYS_ADMIN, or unprivileged user
+ * namespaces: probed once)?  Without it the guest keeps the host's view. */
 bool sl_netview_possible(void);
 /* Start the helper that lives in the namespace.  NULL with errno. */
 struct sl_netview *sl_netview_new(void);

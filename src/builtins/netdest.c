@@ -68,6 +68,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -423,6 +425,24 @@ static long do_connect(const struct nd_state *st, const struct sl_call *call)
 	return connect_done(call, &s, &remade, &t, r, wait);
 }
 
+/*
+ * Does a route netlink message of msg ask for a change (a kind other than
+ * GET)?  Such a request needs CAP_NET_ADMIN, which the guest has not; but
+ * in the loopback view made in a user namespace (netview.h) the guest's
+ * uid owns that namespace and so would have it, through a send with an
+ * address (the kernel then checks only the sender, not the socket's
+ * opener), which is ours to perform: refused here for every netlink
+ * socket, as the kernel refuses it a guest without capabilities.
+ */
+static bool netlink_changes(const struct sl_sd_msg *msg)
+{
+	size_t rem = msg->len;
+	for (const struct nlmsghdr *h = msg->data; h && NLMSG_OK(h, rem); h = NLMSG_NEXT(h, rem))
+		if (h->nlmsg_type >= RTM_BASE && (h->nlmsg_type & 3) != 2)
+			return true;
+	return false;
+}
+
 /* Send msg on s (the checks done), as sendmsg. */
 static long send_checked(const struct nd_state *st, const struct sl_call *call,
                          const char *syscall, const struct nd_sock *s, struct sl_sd_msg *msg,
@@ -432,6 +452,8 @@ static long send_checked(const struct nd_state *st, const struct sl_call *call,
 	int e = msg->has_name ? sl_policy_net(call, syscall, &msg->name,
 	                                      check_dest(st, call, s, &msg->name, true, &hold))
 	                      : 0;
+	if (!e && s->si.domain == AF_NETLINK && netlink_changes(msg))
+		e = EPERM;
 	/* A TCP send with an address connects (TCP Fast Open): never around
 	 * the proxy. */
 	if (!e && msg->has_name && to_proxy(call, s, &msg->name))

@@ -13,9 +13,9 @@
  * guest's other sockets stay in the host's namespace.
  *
  * net_host_interfaces (--net-host-interfaces) turns it off: the user grants
- * the host's view.  The view needs CAP_SYS_ADMIN (a root sandlock, see netview.h for why
- * not a user namespace); without it nothing is trapped and the guest
- * keeps the host's view, as `sandlock check` would tell.  If the view
+ * the host's view.  The view needs CAP_SYS_ADMIN or unprivileged user
+ * namespaces (netview.h); without either nothing is trapped and the
+ * guest keeps the host's view.  If the view
  * cannot be made at run time, the socket is refused (EACCES): never the
  * host's view instead.
  */

@@ -806,3 +806,15 @@ def test_netlink_shows_a_loopback_view():
     # granted: the host's view
     granted = sb(net_host_interfaces=True).run([PY, "-c", NETVIEW])
     assert _json.loads(granted.stdout.decode())["names"] == host["names"], granted.stderr
+    # an unprivileged sandlock: the view is made in a user namespace its
+    # uid owns, where changes must still be refused
+    setpriv = "/usr/bin/setpriv"
+    if os.path.exists(setpriv):
+        r = subprocess.run([setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups",
+                            "--", str(BUILD / "sandlock"), "run", *[a for d in SYS
+                                                                   for a in ("-r", d)],
+                            "--", PY, "-c", NETVIEW], capture_output=True, text=True,
+                           cwd="/", timeout=60)
+        view = _json.loads(r.stdout or "{}")
+        assert view.get("names") == ["lo"], r.stderr
+        assert view["add"] != 0 and not any(n in view["ip"] for n in others)
