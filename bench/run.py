@@ -16,8 +16,8 @@ Figures:
   connect   ns per TCP connect+close to a local listener: bare, with an IP
             rule and with a port rule (both performed on the caller's
             behalf: never continued, a racing thread could swap the fd);
-            ns per socket(AF_NETLINK) (+close): bare, and sandboxed (
-            made in the loopback-only view and injected)
+            ns per socket(AF_NETLINK) (+close): bare, and sandboxed (made in
+            the loopback-only view and injected)
   redis     redis-server inside `sandlock run --net-allow-bind PORT`, driven
             by redis-benchmark from outside, vs a bare redis-server: SET and
             GET requests/s and p99 latency (skipped without redis-server)
