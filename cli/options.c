@@ -71,7 +71,7 @@ const struct cli_opt cli_run_opts[] = {
 	{ OPT_STATUS_FD, 0, "status-fd", "json-status-fd", "FD", NULL, "JSON lines on FD: child pid at start, status at end" },
 	{ OPT_OUTPUT, 'o', "output", NULL, "PATH", "Learn only (sandlock learn):", "write the learned profile to PATH instead of stdout" },
 	{ OPT_MERGE, 0, "merge", NULL, "PATH", NULL, "add the learned grants to the profile at PATH and write it back" },
-	{ OPT_COLLAPSE, 0, "collapse", NULL, "N", NULL, "grant a whole directory where N or more of its files were used" },
+	{ OPT_COLLAPSE, 0, "collapse", NULL, "[N]", NULL, "grant a whole directory where N (default 4) or more of its files were used" },
 	{ OPT_HELP, 'h', "help", NULL, NULL, NULL, "show this help" },
 	{ 0, 0, NULL, NULL, NULL, NULL, NULL },
 };
@@ -95,7 +95,8 @@ const struct option *cli_long_options(void)
 		return longs;
 	size_t n = 0;
 	for (const struct cli_opt *o = cli_run_opts; o->name && n + 3 < MAX_LONG; o++) {
-		int has = o->arg ? required_argument : no_argument;
+		/* "[N]": the argument may be left out (--collapse, as the reference) */
+		int has = !o->arg ? no_argument : o->arg[0] == '[' ? optional_argument : required_argument;
 		longs[n++] = (struct option){ o->name, has, NULL, o->id };
 		if (o->alias)
 			longs[n++] = (struct option){ o->alias, has, NULL, o->id };

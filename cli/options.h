@@ -93,7 +93,7 @@ struct cli_opt {
 	char short_name;   /* 0: none */
 	const char *name;  /* long name (the reference CLI's) */
 	const char *alias; /* second long name, or NULL */
-	const char *arg;   /* argument name for --help; NULL: takes none */
+	const char *arg;   /* argument name for --help; NULL: takes none; "[N]": optional */
 	const char *group; /* --help section it starts, or NULL */
 	const char *help;  /* one line */
 };

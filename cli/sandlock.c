@@ -222,7 +222,10 @@ static int apply_output(struct run_args *ra, int id, const char *arg)
 	return 0;
 }
 
-/* learn's -o/--output, --merge, --collapse N (refused by run later). */
+/* The reference's default for a bare --collapse. */
+#define CLI_COLLAPSE_DEFAULT 4
+
+/* learn's -o/--output, --merge, --collapse [N] (refused by run later). */
 static int apply_learn(struct run_args *ra, int id, const char *arg)
 {
 	if (!ra->learn_flag)
@@ -232,9 +235,9 @@ static int apply_learn(struct run_args *ra, int id, const char *arg)
 	else if (id == OPT_MERGE)
 		ra->learn.merge = arg;
 	else {
-		uint64_t n = 0;
+		uint64_t n = CLI_COLLAPSE_DEFAULT;
 		const char *why = NULL;
-		if (cli_parse_uint(arg, 1, 1000000, &n, &why))
+		if (arg && cli_parse_uint(arg, 1, 1000000, &n, &why))
 			return bad_value(id, arg, why);
 		ra->learn.collapse = (unsigned)n;
 	}
@@ -432,6 +435,16 @@ static int option_id(int c)
 	return o ? o->id : -1;
 }
 
+/* An optional argument given as the next word ("--collapse 5", as the
+ * reference parses it): getopt takes only "--collapse=5".  A number is
+ * taken (never the "--" or an option). */
+static const char *optional_separate_arg(int argc, char **argv)
+{
+	if (optind >= argc || !argv[optind][0] || strspn(argv[optind], "0123456789") != strlen(argv[optind]))
+		return NULL;
+	return argv[optind++];
+}
+
 /* After the options: "-- CMD..." (required unless a profile names one). */
 static int parse_command(int argc, char **argv, const char *last_optarg, struct run_args *ra)
 {
@@ -504,8 +517,11 @@ static int parse_run(int argc, char **argv, struct run_args *ra)
 			ra->help = true;
 			return 0;
 		}
-		last_optarg = optarg;
-		if ((rc = apply_option(ra, id, optarg)) != 0)
+		const char *arg = optarg;
+		if (id == OPT_COLLAPSE && !arg)
+			arg = optional_separate_arg(argc, argv);
+		last_optarg = arg;
+		if ((rc = apply_option(ra, id, arg)) != 0)
 			return rc;
 	}
 	if (ra->profile && ra->profile_file)
@@ -1075,7 +1091,8 @@ static const char usage_learn[] =
 	"and:\n"
 	"  -o, --output PATH  write the profile to PATH instead of stdout\n"
 	"  --merge PATH       add what was learned to the profile at PATH (rewritten)\n"
-	"  --collapse N       grant a whole directory where N of its entries were used\n"
+	"  --collapse [N]     grant a whole directory where N (default 4) of its entries\n"
+	"                     were used\n"
 	"Use the profile with 'sandlock run --profile-file FILE'.\n"
 	"Exit status: CMD's, as for 'sandlock run'.\n";
 

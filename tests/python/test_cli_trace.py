@@ -168,6 +168,12 @@ def test_learn_output_merge_and_collapse(tree):
     assert str(data) in reads and str(data / "a") not in reads
     r = sandlock("learn", "--collapse", "5", "--", *cat)  # fewer than 5: kept apart
     assert str(data) not in tomllib.loads(r.stdout)["filesystem"]["read"]
+    # a bare --collapse is the reference's N = 4; --collapse=N works too
+    r = sandlock("learn", "--collapse", "--", *cat)
+    assert r.returncode == 0, r.stderr
+    assert str(data) in tomllib.loads(r.stdout)["filesystem"]["read"]
+    r = sandlock("learn", "--collapse=5", "--", *cat)
+    assert str(data) not in tomllib.loads(r.stdout)["filesystem"]["read"]
     # --merge: what this run used is added to the profile already there
     (data / "e").write_text("e")
     r = sandlock("learn", "--merge", str(prof), "--", "/bin/cat", str(data / "e"))
