@@ -335,6 +335,12 @@ sandlock_builder_t *sandlock_sandbox_builder_gpu_devices(sandlock_builder_t *b,
  * sched_getaffinity a mask of CPUs 0..n-1 (the real affinity, cpu_core,
  * is unchanged).  With max_memory, /proc/meminfo shows the budget. */
 sandlock_builder_t *sandlock_sandbox_builder_num_cpus(sandlock_builder_t *b, uint32_t n);
+/* The reference's list forms: cpu_core for each of cores[0..len), and
+ * time_start_ns in whole seconds. */
+sandlock_builder_t *sandlock_sandbox_builder_cpu_cores(sandlock_builder_t *b,
+                                                       const uint32_t *cores, uint32_t len);
+sandlock_builder_t *sandlock_sandbox_builder_time_start(sandlock_builder_t *b,
+                                                        uint64_t epoch_secs);
 /* ---- knobs: resource limits and process settings (limits.c, cglimits.c) ----
  * max_processes defaults to 64 (0 = unlimited).  max_memory is a budget for
  * the whole sandbox (cgroup memory limit) where a cgroup can be made, else
@@ -686,6 +692,51 @@ sandlock_result_t *sandlock_handle_wait_timeout(sandlock_handle_t *h, uint64_t t
 /* Ends the run if it still runs (nothing of it is left running after
  * this returns), releases its handlers and frees everything.  NULL is ok. */
 void sandlock_handle_free(sandlock_handle_t *h);
+/*
+ * The reference's handle calls (name: this run's sandbox name, NULL: the
+ * policy's; the policy may be freed once they return).  sandlock_create
+ * (and _create_for_run, the same here) stops the command before exec
+ * until sandlock_start, output captured into the result.  sandlock_popen
+ * starts it with each stream 0 inherit, 1 piped, 2 null: a piped stream's
+ * fd goes to *out (closed when out is NULL; the caller closes it: close
+ * stdin before waiting), others get -1; NULL for an unknown mode.
+ * sandlock_run_interactive runs on the caller's stdio and returns the exit
+ * code (-1: not run).  sandlock_handle_port_mappings: port_remap's moved
+ * ports as JSON {"80":9001} (sandlock_string_free), NULL when none.
+ */
+sandlock_handle_t *sandlock_create(const sandlock_sandbox_t *policy, const char *name,
+                                   const char *const *argv, unsigned int argc);
+sandlock_handle_t *sandlock_create_for_run(const sandlock_sandbox_t *policy, const char *name,
+                                           const char *const *argv, unsigned int argc);
+int sandlock_start(sandlock_handle_t *h);
+sandlock_handle_t *sandlock_popen(const sandlock_sandbox_t *policy, const char *name,
+                                  const char *const *argv, unsigned int argc,
+                                  uint32_t stdin_mode, uint32_t stdout_mode, uint32_t stderr_mode,
+                                  int *out_stdin_fd, int *out_stdout_fd, int *out_stderr_fd);
+int sandlock_run_interactive(const sandlock_sandbox_t *policy, const char *name,
+                             const char *const *argv, unsigned int argc);
+char *sandlock_handle_port_mappings(const sandlock_handle_t *h);
+/*
+ * sandlock_dry_run: the command runs on its COW workdir, its changes are
+ * listed and discarded (never committed), its output captured.  NULL
+ * without a workdir (the writes would be real) or when it cannot run.
+ * change_kind: 'A', 'M' or 'D'; change_path: sandlock_string_free.
+ */
+typedef struct sandlock_dry_run_result sandlock_dry_run_result_t;
+sandlock_dry_run_result_t *sandlock_dry_run(const sandlock_sandbox_t *policy, const char *name,
+                                            const char *const *argv, unsigned int argc);
+int sandlock_dry_run_result_exit_code(const sandlock_dry_run_result_t *r);
+sandlock_exit_reason sandlock_dry_run_result_reason(const sandlock_dry_run_result_t *r);
+int sandlock_dry_run_result_signal(const sandlock_dry_run_result_t *r);
+bool sandlock_dry_run_result_success(const sandlock_dry_run_result_t *r);
+const uint8_t *sandlock_dry_run_result_stdout_bytes(const sandlock_dry_run_result_t *r,
+                                                    uintptr_t *len);
+const uint8_t *sandlock_dry_run_result_stderr_bytes(const sandlock_dry_run_result_t *r,
+                                                    uintptr_t *len);
+uintptr_t sandlock_dry_run_result_changes_len(const sandlock_dry_run_result_t *r);
+char sandlock_dry_run_result_change_kind(const sandlock_dry_run_result_t *r, uintptr_t i);
+char *sandlock_dry_run_result_change_path(const sandlock_dry_run_result_t *r, uintptr_t i);
+void sandlock_dry_run_result_free(sandlock_dry_run_result_t *r);
 /* ================= COW fork: clones of an initialized template ================= */
 /*
  * sandlock_fork makes a template process that confines itself with sb

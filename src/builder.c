@@ -556,6 +556,16 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_time_start_ns(sandlock_bu
 	return b;
 }
 
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_time_start(sandlock_builder_t *b,
+                                                                  uint64_t epoch_secs)
+{
+	if (b && epoch_secs > (uint64_t)INT64_MAX / 1000000000u) {
+		b_error(b, SANDLOCK_ERR_INVALID, "time_start: %s seconds is past year 2262", "epoch_secs");
+		return b;
+	}
+	return sandlock_sandbox_builder_time_start_ns(b, (int64_t)epoch_secs * 1000000000);
+}
+
 /*
  * Re-allow a syscall group the filter blocks by default.  Groups only: a
  * single syscall cannot be re-allowed (a half-open group is a policy
@@ -664,6 +674,17 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_cpu_core(sandlock_builder
 		b_error_num(b, "cpu_cores: core %s out of range (max 1023)", core);
 	else
 		b->cfg.cpu_cores[core / 64] |= 1ull << (core % 64);
+	return b;
+}
+
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_cpu_cores(sandlock_builder_t *b,
+                                                                 const uint32_t *cores,
+                                                                 uint32_t len)
+{
+	if (b && !cores && len)
+		b_error(b, SANDLOCK_ERR_INVALID, "cpu_cores: NULL list of %s cores", "len");
+	for (uint32_t i = 0; b && cores && i < len; i++)
+		(void)sandlock_sandbox_builder_cpu_core(b, cores[i]);
 	return b;
 }
 

@@ -19,4 +19,8 @@ const sandlock_sandbox_t *sl_named_policy(const sandlock_sandbox_t *policy, cons
 /* One more holder of a built sandbox (sandlock_sandbox_free drops one). */
 void sl_sandbox_ref(const sandlock_sandbox_t *sb);
 
+/* fn(arg) once the handle is destroyed, after everything of its run
+ * (refspawn.c: a policy copy the run used).  One per handle. */
+void sl_handle_on_free(sandlock_handle_t *h, void (*fn)(void *), void *arg);
+
 #endif

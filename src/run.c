@@ -33,6 +33,7 @@
 #include "pause.h"
 #include "portmap.h"
 #include "proctree.h"
+#include "refabi.h"
 #include "result.h"
 #include "supervisor.h"
 #include "throttle.h"
@@ -451,6 +452,10 @@ struct sandlock_handle {
 	bool paused;
 	bool frozen; /* the pause froze cg (cgroup.freeze), not the signal tree */
 	sandlock_result_t *r;
+	/* Called last in handle_destroy (sl_handle_on_free): what a caller
+	 * made for this run only, as refspawn.c's policy under a name. */
+	void (*on_free)(void *);
+	void *on_free_arg;
 };
 
 static void handle_lock(sandlock_handle_t *h)
@@ -567,7 +572,15 @@ static void handle_destroy(sandlock_handle_t *h)
 	sl_handlers_release(&h->hs, h->abandoned);
 	pthread_mutex_destroy(&h->mu);
 	pthread_cond_destroy(&h->cv);
+	if (h->on_free)
+		h->on_free(h->on_free_arg);
 	free(h);
+}
+
+void sl_handle_on_free(sandlock_handle_t *h, void (*fn)(void *), void *arg)
+{
+	h->on_free = fn;
+	h->on_free_arg = arg;
 }
 
 /*

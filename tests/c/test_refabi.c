@@ -138,6 +138,25 @@ static void take_every_shared_function(void)
 	TYPED(void, sandlock_gather_set_consumer, (sandlock_gather_t *, const sandlock_sandbox_t *, const char *const *, unsigned int))
 	TYPED(sandlock_result_t *, sandlock_gather_run, (sandlock_gather_t *, uint64_t))
 	TYPED(void, sandlock_gather_free, (sandlock_gather_t *))
+	TYPED(sandlock_handle_t *, sandlock_create, (const sandlock_sandbox_t *, const char *, const char *const *, unsigned int))
+	TYPED(sandlock_handle_t *, sandlock_create_for_run, (const sandlock_sandbox_t *, const char *, const char *const *, unsigned int))
+	TYPED(int, sandlock_start, (sandlock_handle_t *))
+	TYPED(sandlock_handle_t *, sandlock_popen, (const sandlock_sandbox_t *, const char *, const char *const *, unsigned int, uint32_t, uint32_t, uint32_t, int *, int *, int *))
+	TYPED(int, sandlock_run_interactive, (const sandlock_sandbox_t *, const char *, const char *const *, unsigned int))
+	TYPED(char *, sandlock_handle_port_mappings, (const sandlock_handle_t *))
+	TYPED(sandlock_dry_run_result_t *, sandlock_dry_run, (const sandlock_sandbox_t *, const char *, const char *const *, unsigned int))
+	TYPED(int, sandlock_dry_run_result_exit_code, (const sandlock_dry_run_result_t *))
+	TYPED(sandlock_exit_reason, sandlock_dry_run_result_reason, (const sandlock_dry_run_result_t *))
+	TYPED(int, sandlock_dry_run_result_signal, (const sandlock_dry_run_result_t *))
+	TYPED(bool, sandlock_dry_run_result_success, (const sandlock_dry_run_result_t *))
+	TYPED(const uint8_t *, sandlock_dry_run_result_stdout_bytes, (const sandlock_dry_run_result_t *, uintptr_t *))
+	TYPED(const uint8_t *, sandlock_dry_run_result_stderr_bytes, (const sandlock_dry_run_result_t *, uintptr_t *))
+	TYPED(uintptr_t, sandlock_dry_run_result_changes_len, (const sandlock_dry_run_result_t *))
+	TYPED(char, sandlock_dry_run_result_change_kind, (const sandlock_dry_run_result_t *, uintptr_t))
+	TYPED(char *, sandlock_dry_run_result_change_path, (const sandlock_dry_run_result_t *, uintptr_t))
+	TYPED(void, sandlock_dry_run_result_free, (sandlock_dry_run_result_t *))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_cpu_cores, (sandlock_builder_t *, const uint32_t *, uint32_t))
+	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_time_start, (sandlock_builder_t *, uint64_t))
 	/* Keep the compiler from dropping the table. */
 	CHECK(p_sandlock_run != NULL && p_sandlock_handler_new != NULL);
 }
@@ -688,5 +707,212 @@ TEST(extra_deny_syscalls_takes_a_comma_list)
 	b = sandlock_sandbox_builder_extra_allow_syscalls(tu_system_builder(), "sysv_ipc,sysv_ipc");
 	sb = sandlock_sandbox_build(b, &err, &msg);
 	CHECK(sb != NULL);
+	sandlock_sandbox_free(sb);
+}
+
+/* A system policy that may write dir (and, with workdir, stages it). */
+static sandlock_sandbox_t *policy_writing(const char *dir, bool workdir)
+{
+	sandlock_builder_t *b = sandlock_sandbox_builder_fs_write(tu_system_builder(), dir);
+	if (workdir)
+		b = sandlock_sandbox_builder_workdir(b, dir);
+	return tu_build(b);
+}
+
+TEST(create_waits_for_start_and_keeps_a_freed_policy)
+{
+	char dir[TU_TMPDIR_LEN], mark[TU_TMPDIR_LEN + 16], script[TU_TMPDIR_LEN + 64];
+	REQUIRE(tu_mkdtemp(dir, "refcreate"));
+	snprintf(mark, sizeof mark, "%s/started", dir);
+	snprintf(script, sizeof script, "touch %s; uname -n", mark);
+	sandlock_sandbox_t *sb = policy_writing(dir, false);
+	REQUIRE(sb);
+	const char *const argv[] = { "/bin/sh", "-c", script, NULL };
+	sandlock_handle_t *h = sandlock_create(sb, "refcreate-box", argv, 3);
+	sandlock_sandbox_free(sb); /* the handle holds what it needs */
+	REQUIRE(h);
+	CHECK(sandlock_handle_pid(h) > 0);
+	tu_sleep_ms(300);
+	CHECK(access(mark, F_OK) < 0); /* not run before sandlock_start */
+	CHECK_EQ_INT(sandlock_start(h), 0);
+	CHECK_EQ_INT(sandlock_start(h), -1); /* once */
+	sandlock_result_t *r = sandlock_handle_wait(h);
+	REQUIRE(r);
+	CHECK(sandlock_result_success(r) && out_is(r, "refcreate-box\n"));
+	CHECK(access(mark, F_OK) == 0);
+	sandlock_result_free(r);
+	sandlock_handle_free(h);
+	/* create_for_run: the same, for one-shot wrappers */
+	sb = policy();
+	REQUIRE(sb);
+	const char *const t[] = { "/bin/true", NULL };
+	h = sandlock_create_for_run(sb, NULL, t, 1);
+	REQUIRE(h);
+	CHECK_EQ_INT(sandlock_start(h), 0);
+	r = sandlock_handle_wait(h);
+	CHECK(r && sandlock_result_success(r));
+	sandlock_result_free(r);
+	sandlock_handle_free(h);
+	sandlock_sandbox_free(sb);
+	tu_rm_rf(dir);
+}
+
+TEST(popen_pipes_the_streams_asked_for)
+{
+	sandlock_sandbox_t *sb = policy();
+	REQUIRE(sb);
+	const char *const cat[] = { "/bin/sh", "-c", "cat; echo err >&2", NULL };
+	int in = -2, out = -2, err = -2;
+	sandlock_handle_t *h = sandlock_popen(sb, NULL, cat, 3, 1, 1, 2, &in, &out, &err);
+	REQUIRE(h);
+	CHECK(in >= 0 && out >= 0 && err == -1); /* null stream: no fd */
+	CHECK(write(in, "hello", 5) == 5);
+	close(in); /* the reference's rule: EOF before the wait */
+	char buf[64] = "";
+	tu_read_line(out, buf, sizeof buf);
+	CHECK(tu_str_is(buf, "hello"));
+	close(out);
+	sandlock_result_t *r = sandlock_handle_wait(h);
+	REQUIRE(r);
+	CHECK(sandlock_result_success(r));
+	sandlock_result_free(r);
+	sandlock_handle_free(h);
+	/* an unknown mode: NULL, every fd -1, nothing started */
+	in = out = err = -2;
+	CHECK(sandlock_popen(sb, NULL, cat, 3, 1, 7, 0, &in, &out, &err) == NULL);
+	CHECK(in == -1 && out == -1 && err == -1);
+	sandlock_sandbox_free(sb);
+}
+
+TEST(run_interactive_uses_the_callers_stdio_and_returns_the_code)
+{
+	sandlock_sandbox_t *sb = policy();
+	REQUIRE(sb);
+	int p[2];
+	REQUIRE(pipe(p) == 0);
+	fflush(stdout);
+	int saved = dup(1);
+	dup2(p[1], 1);
+	const char *const argv[] = { "/bin/sh", "-c", "echo on-my-stdout; exit 7", NULL };
+	int code = sandlock_run_interactive(sb, NULL, argv, 3);
+	dup2(saved, 1);
+	close(saved);
+	close(p[1]);
+	CHECK_EQ_INT(code, 7);
+	char buf[64] = "";
+	tu_read_line(p[0], buf, sizeof buf);
+	CHECK(tu_str_is(buf, "on-my-stdout"));
+	close(p[0]);
+	sandlock_sandbox_free(sb);
+}
+
+TEST(dry_run_lists_the_changes_and_applies_none)
+{
+	char dir[TU_TMPDIR_LEN], path[TU_TMPDIR_LEN + 8], script[4 * TU_TMPDIR_LEN];
+	REQUIRE(tu_mkdtemp(dir, "refdry"));
+	snprintf(path, sizeof path, "%s/a", dir);
+	REQUIRE(tu_write_file(path, "old\n"));
+	snprintf(path, sizeof path, "%s/c", dir);
+	REQUIRE(tu_write_file(path, "gone?\n"));
+	char *before = tu_tree_sum(dir);
+	snprintf(script, sizeof script, "echo new > %s/b; echo mod > %s/a; rm %s/c; echo out",
+		 dir, dir, dir);
+	const char *const argv[] = { "/bin/sh", "-c", script, NULL };
+	sandlock_sandbox_t *sb = policy_writing(dir, true);
+	REQUIRE(sb);
+	sandlock_dry_run_result_t *d = sandlock_dry_run(sb, NULL, argv, 3);
+	REQUIRE(d);
+	CHECK(sandlock_dry_run_result_success(d));
+	CHECK_EQ_INT(sandlock_dry_run_result_exit_code(d), 0);
+	CHECK_EQ_INT(sandlock_dry_run_result_signal(d), -1);
+	uintptr_t n = 0;
+	const uint8_t *o = sandlock_dry_run_result_stdout_bytes(d, &n);
+	CHECK(o && n == 4 && memcmp(o, "out\n", 4) == 0);
+	char got[256] = "";
+	for (uintptr_t i = 0; i < sandlock_dry_run_result_changes_len(d); i++) {
+		char *p = sandlock_dry_run_result_change_path(d, i);
+		size_t l = strlen(got);
+		snprintf(got + l, sizeof got - l, "%c %s;", sandlock_dry_run_result_change_kind(d, i),
+			 p ? p : "?");
+		sandlock_string_free(p);
+	}
+	CHECK(tu_str_is(got, "M a;A b;D c;"));
+	CHECK(sandlock_dry_run_result_change_path(d, 99) == NULL);
+	sandlock_dry_run_result_free(d);
+	char *after = tu_tree_sum(dir);
+	CHECK(before && after && strcmp(before, after) == 0); /* nothing applied */
+	free(before);
+	free(after);
+	sandlock_sandbox_free(sb);
+	/* without a workdir the writes would be real: refused */
+	sb = policy_writing(dir, false);
+	REQUIRE(sb);
+	CHECK(sandlock_dry_run(sb, NULL, argv, 3) == NULL);
+	CHECK(access(path, F_OK) == 0);
+	sandlock_sandbox_free(sb);
+	tu_rm_rf(dir);
+}
+
+TEST(builder_cpu_cores_and_time_start_take_the_references_forms)
+{
+	const uint32_t cores[] = { 0 };
+	sandlock_builder_t *b = sandlock_sandbox_builder_cpu_cores(tu_system_builder(), cores, 1);
+	b = sandlock_sandbox_builder_time_start(b, 315532800); /* 1980-01-01 */
+	sandlock_sandbox_t *sb = tu_build(b);
+	REQUIRE(sb);
+	sandlock_result_t *r =
+	    sh(sb, NULL, "date -u +%Y; nproc");
+	REQUIRE(r);
+	CHECK(sandlock_result_success(r) && out_is(r, "1980\n1\n"));
+	sandlock_result_free(r);
+	sandlock_sandbox_free(sb);
+	CHECK(tu_build(sandlock_sandbox_builder_cpu_cores(sandlock_sandbox_builder_new(), NULL, 2)) ==
+	      NULL);
+}
+
+/* A guest binds a port held outside: port_remap moves it, and the
+ * reference's JSON says where. */
+TEST(handle_port_mappings_is_the_references_json)
+{
+	int port = 0;
+	int held = tu_tcp_listener(&port);
+	REQUIRE(held >= 0);
+	char code[256];
+	snprintf(code, sizeof code,
+		 "import socket, time\ns = socket.socket()\ns.bind(('127.0.0.1', %d))\n"
+		 "s.listen()\nprint('bound', flush=True)\ntime.sleep(30)\n", port);
+	char spec[32];
+	snprintf(spec, sizeof spec, "%d", port);
+	sandlock_builder_t *b = sandlock_sandbox_builder_port_remap(tu_system_builder(), true);
+	sandlock_sandbox_t *sb = tu_build(sandlock_sandbox_builder_net_allow_bind(b, spec));
+	REQUIRE(sb);
+	const char *const argv[] = { TU_PY, "-c", code, NULL };
+	int in = -1, out = -1;
+	sandlock_handle_t *h = sandlock_popen(sb, NULL, argv, 3, 2, 1, 0, &in, &out, NULL);
+	REQUIRE(h);
+	char line[32] = "";
+	tu_read_line(out, line, sizeof line);
+	CHECK(tu_str_is(line, "bound"));
+	char *json = sandlock_handle_port_mappings(h);
+	char want[32];
+	snprintf(want, sizeof want, "{\"%d\":", port);
+	CHECK(json && strncmp(json, want, strlen(want)) == 0 && json[strlen(json) - 1] == '}');
+	if (json)
+		fprintf(stderr, "  mappings: %s\n", json);
+	sandlock_string_free(json);
+	CHECK_EQ_INT(sandlock_handle_kill(h), 0);
+	sandlock_result_free(sandlock_handle_wait(h));
+	sandlock_handle_free(h);
+	close(out);
+	close(held);
+	/* port_remap off: NULL */
+	sandlock_sandbox_free(sb);
+	sb = policy();
+	REQUIRE(sb);
+	const char *const t[] = { "/bin/true", NULL };
+	h = sandlock_create(sb, NULL, t, 1);
+	REQUIRE(h);
+	CHECK(sandlock_handle_port_mappings(h) == NULL);
+	sandlock_handle_free(h);
 	sandlock_sandbox_free(sb);
 }
