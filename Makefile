@@ -37,7 +37,8 @@ TEST_SRC := $(sort $(wildcard tests/c/test_*.c))
 TESTS    := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 HELPER_SRC := $(sort $(wildcard tests/c/helpers/*.c))
 HELPERS  := $(patsubst tests/c/helpers/%.c,$(BUILD)/helpers/%,$(HELPER_SRC)) \
-            $(BUILD)/helpers/execprobe-static $(BUILD)/helpers/oci-probe
+            $(BUILD)/helpers/execprobe-static $(BUILD)/helpers/xattrprobe-static \
+            $(BUILD)/helpers/oci-probe
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
@@ -80,9 +81,9 @@ $(BUILD)/helpers/%: tests/c/helpers/%.c $(wildcard tests/c/helpers/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lpthread
 
-# A static copy for the chroot tests: it runs in a rootfs without the
+# Static copies for the chroot tests: they run in a rootfs without the
 # host's libraries (no sanitizers: their runtimes do not link statically).
-$(BUILD)/helpers/execprobe-static: tests/c/helpers/execprobe.c
+$(BUILD)/helpers/%-static: tests/c/helpers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -std=c11 -Wall -Wextra -Werror -static -o $@ $<
 

@@ -682,7 +682,7 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_cpu_cores(sandlock_builde
                                                                  uint32_t len)
 {
 	if (b && !cores && len)
-		b_error(b, SANDLOCK_ERR_INVALID, "cpu_cores: NULL list of %s cores", "len");
+		b_error_num(b, "cpu_cores: a NULL list of %s cores", len);
 	for (uint32_t i = 0; b && cores && i < len; i++)
 		(void)sandlock_sandbox_builder_cpu_core(b, cores[i]);
 	return b;

@@ -387,11 +387,18 @@ int sl_view_host(const struct sl_view *v, const char *guest, int flags, char *ou
 	return sl_view_guest(v, out, back, sizeof back) ? 0 : EACCES;
 }
 
-bool sl_view_writable(const struct sl_view *v, const char *host)
+bool sl_view_denied(const struct sl_view *v, const char *host)
 {
 	for (size_t i = 0; i < v->deny.n; i++)
 		if (sl_path_under(host, v->deny.v[i]))
-			return false;
+			return true;
+	return false;
+}
+
+bool sl_view_writable(const struct sl_view *v, const char *host)
+{
+	if (sl_view_denied(v, host))
+		return false;
 	for (size_t i = 0; i < v->n; i++)
 		if (v->m[i].ro && sl_path_under(host, v->m[i].host))
 			return false;

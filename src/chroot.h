@@ -62,6 +62,8 @@ int sl_view_host(const struct sl_view *v, const char *guest, int flags, char *ou
 /* True if the canonical host path may be written: under a read-write
  * mount or an fs_write tree of cfg, and not under fs_deny. */
 bool sl_view_writable(const struct sl_view *v, const char *host);
+/* True if the canonical host path is under an fs_deny tree of cfg. */
+bool sl_view_denied(const struct sl_view *v, const char *host);
 
 /* Whether the kernel may run the file behind our O_PATH fd for the guest
  * (v NULL: no chroot, only that it is a regular file): a regular file the

@@ -39,7 +39,8 @@
  * and the configured host trees, so a call this builtin misses, or a
  * racing thread that rewrites a path after our check, reaches nothing
  * else.  mknod makes fifos and sockets where the view is writable.
- * Refused outright: xattr by path, utime/utimes/futimesat,
+ * xattrs by path: resolved in the view, performed by chrootxattr.c.
+ * Refused outright: utime/utimes/futimesat,
  * inotify_add_watch, name_to_handle_at (not supported under chroot yet).
  */
 #include <errno.h>
@@ -61,6 +62,7 @@
 #include "../opener.h"
 #include "../syscalls.h"
 #include "builtin.h"
+#include "chrootxattr.h"
 #include "proc.h" /* sl_open_on_behalf */
 
 #ifndef AT_EMPTY_PATH
@@ -364,6 +366,18 @@ static long do_meta(const struct chroot_state *s, const struct sl_call *call, in
 		}
 		sl_caps_restore(&sv);
 	}
+	close(fd);
+	return r;
+}
+
+/* get/set/list/removexattr by path: the file found in the view. */
+static long do_xattr(const struct chroot_state *s, const struct sl_call *call, bool follow)
+{
+	bool ro = false;
+	int fd = open_call_path(s, call, AT_FDCWD, call->n->args[0], follow ? 0 : O_NOFOLLOW, &ro);
+	if (fd < 0)
+		return fd == -ENOTEMPTY ? -ENOENT : fd; /* "": the kernel's ENOENT */
+	long r = sl_chroot_xattr(s->view, call, fd, ro);
 	close(fd);
 	return r;
 }
@@ -701,8 +715,11 @@ static bool chroot_decide_for(struct chroot_state *st, const struct sl_call *cal
 		return answer(act, do_create(s, call, AT_FDCWD, a[0], (mode_t)a[1], (dev_t)a[2], false));
 	if (nr == __NR_mknodat)
 		return answer(act, do_create(s, call, d0, a[1], (mode_t)a[2], (dev_t)a[3], false));
-	/* xattrs by path, utime(s), inotify, handles, chroot: not
-	 * supported under chroot yet (they would name host paths). */
+	bool follow;
+	if (sl_chroot_is_xattr(nr, &follow))
+		return answer(act, do_xattr(s, call, follow));
+	/* utime(s), inotify, handles, chroot: not supported under chroot
+	 * yet (they would name host paths). */
 	return answer(act, -ENOSYS);
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -858,5 +859,60 @@ TEST(guest_write_grant_inside_a_read_only_mount_refused)
 	sandlock_sandbox_t *sb = tu_build(b);
 	CHECK(sb != NULL);
 	sandlock_sandbox_free(sb);
+	tu_rm_rf(x.d);
+}
+
+/*
+ * Path xattr calls go through the view (issue 25): on a mount they reach
+ * its host directory, a read-only mount refuses writes (EROFS), the
+ * read-only rootfs EACCES, and a link to the host secret (read outside
+ * first, the control) finds nothing inside.  Landlock reads the secret's
+ * directory (grant_marker), so only the view stops the probe.
+ */
+TEST(path_xattrs_go_through_the_view)
+{
+	struct fx x;
+	if (access(BUSYBOX, X_OK) != 0)
+		SKIP("no static busybox (apt-get install busybox-static)");
+	char probe[4200];
+	snprintf(probe, sizeof probe, "%s/xattrprobe-static", tu_helpers_dir());
+	if (access(probe, X_OK) != 0)
+		SKIP("no static xattrprobe");
+	REQUIRE(fx_make(&x));
+	char secret[200], rof[200], wf[200], cmd[9000];
+	snprintf(secret, sizeof secret, "%s/marker", x.host);
+	snprintf(rof, sizeof rof, "%s/f", x.ro);
+	snprintf(wf, sizeof wf, "%s/f", x.w);
+	if (setxattr(secret, "user.secret", "HOSTSECRET", 10, 0) < 0) {
+		tu_rm_rf(x.d);
+		SKIP("no user xattrs on this filesystem");
+	}
+	REQUIRE(setxattr(rof, "user.ro", "rov", 3, 0) == 0);
+	REQUIRE(tu_write_file(wf, "w\n"));
+	snprintf(cmd, sizeof cmd, "cp %s %s/bin/xattrprobe", probe, x.root);
+	REQUIRE(system(cmd) == 0);
+	/* the control: the link leads to the secret's xattr outside */
+	char abs[200];
+	snprintf(abs, sizeof abs, "%s/etc/abs", x.root);
+	const char *ctl[] = { probe, "get", abs, "user.secret", NULL };
+	CHECK(tu_str_is(tu_outside_line(ctl), "HOSTSECRET"));
+	char want[256];
+	snprintf(want, sizeof want,
+	         "ok\nv1\nuser.k\nok\nerr %d\nok\n"   /* /work: set, get, list, rm, get, set */
+	         "rov\nerr %d\nerr %d\n"               /* /data: get, set, rm */
+	         "err %d\nerr %d\nerr %d\nerr %d\n",   /* rootfs set; the links; missing */
+	         ENODATA, EROFS, EROFS, EACCES, ENOENT, ENOENT, ENOENT);
+	check_inside(&x,
+	             "xattrprobe set /work/f user.k v1 -- get /work/f user.k -- list /work/f"
+	             " -- rm /work/f user.k -- get /work/f user.k -- set /work/f user.kept yes;"
+	             "xattrprobe get /data/f user.ro -- set /data/f user.x y -- rm /data/f user.ro;"
+	             "xattrprobe set /etc/hostname_marker user.x y -- get /etc/abs user.secret"
+	             " -- get /etc/relup user.secret -- get /nonexistent user.x",
+	             want, false);
+	/* what the guest did is on the mount's host file; the rest unchanged */
+	char v[32] = "";
+	CHECK(getxattr(wf, "user.kept", v, sizeof v) == 3 && memcmp(v, "yes", 3) == 0);
+	CHECK(getxattr(wf, "user.k", v, sizeof v) < 0 && errno == ENODATA);
+	CHECK(getxattr(rof, "user.ro", v, sizeof v) == 3);
 	tu_rm_rf(x.d);
 }
