@@ -16,7 +16,9 @@
  * as a TOML profile, many lines, ended by closing the connection.
  */
 #include "control.h"
+#include "parse.h"
 #include "profile.h"
+#include "signals.h"
 /* The library's list of control directories (libsandlock.a, linked in):
  * its sandboxes refuse to connect into them. */
 #include "ctldir.h"
@@ -26,6 +28,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,6 +332,11 @@ static void serve_client(struct cli_control *c, int fd)
 		free(j);
 	} else if (strcmp(line, "policy") == 0) {
 		reply(fd, c->policy ? c->policy : "{\"error\":\"policy not available\"}\n");
+	} else if (strcmp(line, "stop") == 0) {
+		/* As if SIGTERM were sent to this sandlock: forwarded to the
+		 * command, with this run's --kill-after (signals.c). */
+		reply(fd, cli_signals_request(SIGTERM) == 0 ? "{\"ok\":true}\n"
+		                                             : "{\"ok\":false,\"error\":\"not running\"}\n");
 	} else if (strcmp(line, "kill") == 0) {
 		reply(fd, sandlock_handle_kill(c->h) == 0 ? "{\"ok\":true}\n"
 		                                          : "{\"ok\":false,\"error\":\"not running\"}\n");
@@ -650,6 +658,58 @@ int cli_cmd_kill(int argc, char **argv)
 		return 1;
 	if (!strstr(buf, "\"ok\":true")) {
 		fprintf(stderr, "sandlock: %s is not running any more\n", argv[1]);
+		return 1;
+	}
+	return 0;
+}
+
+/* Poll until the run named name no longer answers; false after ms. */
+static bool wait_gone(const char *name, uint64_t ms)
+{
+	for (uint64_t waited = 0;; waited += 50) {
+		int fd = connect_named(name);
+		if (fd < 0)
+			return true;
+		close(fd);
+		if (waited >= ms)
+			return false;
+		usleep(50 * 1000);
+	}
+}
+
+/*
+ * sandlock stop [-t SECS] NAME: SIGTERM to the command (forwarded by the
+ * run, so its cleanup runs), then, if it still runs SECS later (default
+ * 10, as docker stop), end the whole sandbox as `kill` does.
+ */
+int cli_cmd_stop(int argc, char **argv)
+{
+	uint64_t grace_ms = 10000;
+	const char *why = NULL;
+	int i = 1;
+	if (argc == 4 && strcmp(argv[1], "-t") == 0) {
+		if (cli_parse_seconds(argv[2], &grace_ms, &why)) {
+			fprintf(stderr, "sandlock: stop %s '%s': %s\n", argv[1], argv[2], why);
+			return 125;
+		}
+		i = 3;
+	}
+	if (argc != i + 1 || argv[i][0] == '-') {
+		fprintf(stderr, "Usage: sandlock stop [-t SECS] NAME\n");
+		return 125;
+	}
+	const char *name = argv[i];
+	char buf[256];
+	if (ask_named(name, "stop\n", buf, sizeof buf) < 0)
+		return 1;
+	if (!strstr(buf, "\"ok\":true")) {
+		fprintf(stderr, "sandlock: %s is not running any more\n", name);
+		return 1;
+	}
+	if (wait_gone(name, grace_ms))
+		return 0;
+	if (request(name, "kill\n", buf, sizeof buf) == 0 && !wait_gone(name, 10000)) {
+		fprintf(stderr, "sandlock: %s did not end after SIGTERM and kill\n", name);
 		return 1;
 	}
 	return 0;

@@ -28,5 +28,7 @@ void cli_control_close(struct cli_control *c);
 int cli_cmd_ps(int argc, char **argv);
 int cli_cmd_inspect(int argc, char **argv);
 int cli_cmd_kill(int argc, char **argv);
+/* sandlock stop [-t SECS] NAME: SIGTERM to the command, then kill. */
+int cli_cmd_stop(int argc, char **argv);
 
 #endif

@@ -221,6 +221,7 @@ int cli_cfg_merge(struct cli_cfg *out, const struct cli_cfg *pr, const struct cl
 	PICK(has_max_memory, max_memory);
 	PICK(has_max_processes, max_processes);
 	PICK(has_timeout, timeout_ms);
+	PICK(has_kill_after, kill_after_ms);
 	PICK(has_random_seed, random_seed);
 	PICK(has_time_start, time_start_ns);
 #undef PICK
@@ -260,8 +261,11 @@ void cli_cfg_apply(const struct cli_cfg *c, sandlock_builder_t *b)
 		sandlock_sandbox_builder_max_memory(b, c->max_memory);
 	if (c->has_max_processes)
 		sandlock_sandbox_builder_max_processes(b, c->max_processes);
+	/* With --kill-after the timeout is SIGTERM first (signals.c); the
+	 * library's timeout, kill_after later, is the backstop that ends all. */
 	if (c->has_timeout)
-		sandlock_sandbox_builder_timeout_ms(b, c->timeout_ms);
+		sandlock_sandbox_builder_timeout_ms(
+			b, c->timeout_ms + (c->has_kill_after ? c->kill_after_ms : 0));
 	if (c->has_random_seed)
 		sandlock_sandbox_builder_random_seed(b, c->random_seed);
 	if (c->has_time_start)

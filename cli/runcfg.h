@@ -46,10 +46,11 @@ struct cli_cfg {
 	char *cwd;
 	char *name; /* hostname inside the sandbox, or NULL */
 	int clean_env; /* -1: not set */
-	bool has_max_memory, has_max_processes, has_timeout, has_random_seed, has_time_start;
+	bool has_max_memory, has_max_processes, has_timeout, has_kill_after, has_random_seed, has_time_start;
 	uint64_t max_memory;
 	uint32_t max_processes;
 	uint64_t timeout_ms;
+	uint64_t kill_after_ms; /* --kill-after: CLI only, never in a profile */
 	uint64_t random_seed;
 	int64_t time_start_ns; /* Unix time, ns */
 	struct cli_list argv; /* [program] exec + args; empty: none */

@@ -43,6 +43,7 @@ static const char usage_main[] =
 	"       sandlock profile list | show NAME\n"
 	"       sandlock check [--json]\n"
 	"       sandlock ps [--json] | inspect NAME [--json|--toml] | kill NAME\n"
+	"       sandlock stop [-t SECS] NAME\n"
 	"       sandlock --help | --version\n"
 	"\n"
 	"Run CMD confined by Landlock, a seccomp-bpf blocklist and a seccomp\n"
@@ -57,6 +58,7 @@ static const char usage_main[] =
 	"  ps        list the running sandboxes started with 'run --name'\n"
 	"  inspect   show one of them (pids, start time, command; --toml: its policy as a profile)\n"
 	"  kill      end one of them, with every process in it\n"
+	"  stop      SIGTERM to its command; after SECS (default 10) end it as kill does\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help     show this help\n"
@@ -149,6 +151,12 @@ static int apply_limit(struct cli_cfg *c, int id, const char *arg)
 			return bad_value(id, arg, why);
 		c->has_max_processes = true;
 		c->max_processes = (uint32_t)v;
+		return 0;
+	case OPT_KILL_AFTER:
+		if (cli_parse_seconds(arg, &v, &why))
+			return bad_value(id, arg, why);
+		c->has_kill_after = true;
+		c->kill_after_ms = v;
 		return 0;
 	default: /* OPT_TIMEOUT */
 		if (cli_parse_seconds(arg, &v, &why))
@@ -271,6 +279,7 @@ static int apply_option(struct run_args *ra, int id, const char *arg)
 	case OPT_MAX_MEMORY:
 	case OPT_MAX_PROCESSES:
 	case OPT_TIMEOUT:
+	case OPT_KILL_AFTER:
 		return apply_limit(c, id, arg);
 	case OPT_NET_ALLOW:
 	case OPT_NET_DENY:
@@ -1007,7 +1016,11 @@ static int run_config(struct cli_cfg *cfg, struct cli_report *rep, struct cli_tr
 		return run_failed(rep, EXIT_SANDLOCK, "no command");
 	}
 	fflush(NULL); /* nothing of ours may be written after the child's output */
-	if (cli_signals_install() < 0) {
+	struct cli_signal_opts so = {
+		.kill_after_ms = cfg->has_kill_after ? cfg->kill_after_ms : 0,
+		.term_after_ms = cfg->has_kill_after && cfg->has_timeout ? cfg->timeout_ms : 0,
+	};
+	if (cli_signals_install(&so) < 0) {
 		perror("sandlock: sigaction");
 		sandlock_sandbox_free(sb);
 		return run_failed(rep, EXIT_SANDLOCK, "sigaction failed");
@@ -1021,9 +1034,12 @@ static int run_config(struct cli_cfg *cfg, struct cli_report *rep, struct cli_tr
 	sandlock_result_t *r = run_sandbox(sb, cfg, trace, &err, &msg);
 	sandlock_sandbox_free(sb);
 	cli_reaper_sweep(); /* nothing of the sandbox outlives us */
-	/* Ctrl-C / kill: the group is already dead; now die of the signal. */
-	cli_signals_reraise();
 	if (!r) {
+		/* A signal during setup: the run ended; die of it as asked. */
+		if (cli_signals_received()) {
+			fflush(NULL);
+			cli_die_of(cli_signals_received());
+		}
 		int rc = launch_failure(err, msg);
 		run_failed(rep, rc, msg);
 		sandlock_string_free(msg);
@@ -1034,8 +1050,16 @@ static int run_config(struct cli_cfg *cfg, struct cli_report *rep, struct cli_tr
 	 * a success of the command's to build on (the layer is kept). */
 	if (status == 0 && cli_report_branch_failed(r))
 		status = 125;
-	bool interrupted = sandlock_result_reason(r) == SANDLOCK_EXIT_SIGNALED &&
-			   sandlock_result_signal(r) == SIGINT;
+	/* --timeout with --kill-after: the command obeyed the timeout's
+	 * SIGTERM (or not); either way the run timed out, as timeout(1) says. */
+	if (cli_signals_timed_out())
+		status = 124;
+	/* The command died of SIGINT (Ctrl-C reaches the sandbox directly when
+	 * it is the terminal's foreground) or of a signal sent to us and
+	 * forwarded: die of it too, so our caller sees what it sent. */
+	int died_of = sandlock_result_reason(r) == SANDLOCK_EXIT_SIGNALED ? sandlock_result_signal(r) : 0;
+	bool interrupted = !cli_signals_timed_out() && died_of &&
+	                   (died_of == SIGINT || died_of == cli_signals_received());
 	if (learn) /* before the report: the result stays stderr's last line */
 		forward_output(r);
 	cli_report_end(rep, r, status, NULL);
@@ -1047,7 +1071,7 @@ static int run_config(struct cli_cfg *cfg, struct cli_report *rep, struct cli_tr
 	 */
 	if (interrupted) {
 		fflush(NULL);
-		cli_die_of(SIGINT);
+		cli_die_of(died_of);
 	}
 	return status;
 }
@@ -1185,6 +1209,8 @@ int main(int argc, char **argv)
 		return cli_cmd_inspect(argc - 1, argv + 1);
 	if (strcmp(sub, "kill") == 0)
 		return cli_cmd_kill(argc - 1, argv + 1);
+	if (strcmp(sub, "stop") == 0)
+		return cli_cmd_stop(argc - 1, argv + 1);
 	if (strcmp(sub, "check") == 0)
 		return cmd_check(argc - 1, argv + 1);
 	if (strcmp(sub, "learn") == 0)

@@ -45,7 +45,7 @@ _sandlock()
 		COMPREPLY=($(compgen -W "$(sandlock profile list 2>/dev/null)" -- "$cur"))
 		return
 		;;
-	-m | --max-memory | -P | --max-processes | -t | --timeout | --net-allow | --net-allow-bind | --env | --status-fd | --json-status-fd | --random-seed | --time-start | --max-open-files | --max-cpu | -c | --cpu | --collapse | --cpu-cores | --extra-deny-syscalls | --net-deny | --net-deny-bind)
+	-m | --max-memory | -P | --max-processes | -t | --timeout | --kill-after | --net-allow | --net-allow-bind | --env | --status-fd | --json-status-fd | --random-seed | --time-start | --max-open-files | --max-cpu | -c | --cpu | --collapse | --cpu-cores | --extra-deny-syscalls | --net-deny | --net-deny-bind)
 		return
 		;;
 	--allow-degraded | --disable)
@@ -65,7 +65,7 @@ _sandlock()
 		;;
 	esac
 	COMPREPLY=($(compgen -W '--fs-read --fs-write --fs-deny --tmp --max-memory
-		--max-processes --timeout --net-allow --net-allow-bind --clean-env --env
+		--max-processes --timeout --kill-after --net-allow --net-allow-bind --clean-env --env
 		--net-deny --net-deny-bind --allow-unix --net-unix-readable --port-remap --net-host-interfaces
 		--http-allow --http-deny --http-port --http-ports --http-ca --http-key --http-inject-ca
 		--http-ca-out --credential --http-auth --http-log

@@ -102,6 +102,17 @@ typedef uint32_t sandlock_exception;   /* SANDLOCK_EXCEPTION_* */
  */
 #define SANDLOCK_SIG_END_SANDBOX 12
 
+/*
+ * Forward a signal to the sandboxed command: sigqueue(init_pid,
+ * SANDLOCK_SIG_FORWARD, (union sigval){ .sival_int = SIG }) makes init send
+ * SIG to the sandbox's process group (the command and whatever stayed in its
+ * group, as a terminal would reach them).  SIG is one of SIGINT, SIGTERM,
+ * SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT; anything else is
+ * ignored.  A plain kill of the group would reach init too, which takes
+ * SIGUSR1/SIGUSR2 from the caller as its own requests.  Async-signal-safe.
+ */
+#define SANDLOCK_SIG_FORWARD 40
+
 /* flags for sandlock_action_set_inject_bytes */
 #define SANDLOCK_INJECT_WRITABLE (1u << 0)   /* do not seal the memfd read-only */
 #define SANDLOCK_INJECT_NO_CLOEXEC (1u << 1) /* child-side fd without O_CLOEXEC */

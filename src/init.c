@@ -271,6 +271,25 @@ static bool from_parent(const struct init_state *st, const siginfo_t *si)
 	return si->si_code == SI_USER && si->si_pid == st->in->parent;
 }
 
+/*
+ * The caller's SL_INIT_SIG_FORWARD: send si_value's signal to our process
+ * group, which is the sandbox's (init ignores its own copy: it is not from
+ * the parent).  A sigqueue's sender pid can be forged, so the request is
+ * not trusted: only signals the sandbox could send its own group anyway
+ * (kill(0, sig)) are passed — never SIGKILL or SIGSTOP, which would reach
+ * init, which the sandbox itself cannot signal.
+ */
+static void forward(const siginfo_t *si)
+{
+	static const int ok[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT,
+		                  SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT };
+	if (si->si_code != SI_QUEUE)
+		return;
+	for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
+		if (si->si_value.sival_int == ok[i])
+			(void)kill(0, ok[i]);
+}
+
 void sl_init_main(const struct sl_init *in, pid_t cmd)
 {
 	struct init_state st = { in, cmd, 0, false };
@@ -290,6 +309,8 @@ void sl_init_main(const struct sl_init *in, pid_t cmd)
 		} else if (sig == SL_INIT_SIG_KILL || sig == SL_INIT_SIG_PDEATH) {
 			if (from_parent(&st, &si))
 				finish(&st);
+		} else if (sig == SL_INIT_SIG_FORWARD) {
+			forward(&si);
 		}
 		/* Anything else (terminal signals included) is for the command. */
 	}

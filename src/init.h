@@ -15,6 +15,8 @@
 #define SL_INIT_SIG_PDEATH SIGUSR1 /* its PR_SET_PDEATHSIG: the parent died */
 #define SL_INIT_SIG_KILL SIGUSR2   /* the parent asks it to end the sandbox */
 _Static_assert(SIGUSR2 == SANDLOCK_SIG_END_SANDBOX, "public ABI number");
+/* The caller asks init to pass a signal (si_value) to the sandbox's group. */
+#define SL_INIT_SIG_FORWARD SANDLOCK_SIG_FORWARD
 struct sl_init {
 	pid_t self;       /* init's pid (never asked once confined: getpid may be trapped) */
 	pid_t parent;     /* the supervising process */
