@@ -34,6 +34,7 @@ struct cli_report {
 	uint64_t start_ms;
 	bool workdir; /* a COW workdir: report its changes */
 	bool dry_run; /* --dry-run: print the change list */
+	bool quiet;   /* -q: no end-of-run explanation (explain.c) */
 };
 
 /* Check FD is open for writing and keep it out of the sandbox.

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "explain.h"
 #include "learn.h"
 #include "learnhttp.h"
 #include "options.h"
@@ -355,6 +356,9 @@ static int apply_option(struct run_args *ra, int id, const char *arg)
 		return apply_output(ra, id, arg);
 	case OPT_TRACE:
 		ra->trace = true;
+		return 0;
+	case OPT_QUIET:
+		ra->rep.quiet = true;
 		return 0;
 	case OPT_OUTPUT:
 	case OPT_MERGE:
@@ -966,10 +970,43 @@ static bool has_http_rules(const struct cli_cfg *cfg)
 	return false;
 }
 
+/* The end-of-run explanation's view of cfg (explain.c). */
+static struct cli_explain *explain_new(const struct cli_cfg *cfg)
+{
+	struct cli_explain_cfg c = {
+		.has_timeout = cfg->has_timeout, .timeout_ms = cfg->timeout_ms,
+		.has_max_memory = cfg->has_max_memory, .max_memory = cfg->max_memory,
+		.has_max_processes = cfg->has_max_processes, .max_processes = cfg->max_processes,
+		.on_error_abort = true,
+	};
+	for (size_t i = 0; i < cfg->ops.n; i++) {
+		const struct cli_op *op = &cfg->ops.v[i];
+		if (op->id == OPT_WORKDIR) {
+			c.workdir = true;
+			c.workdir_path = op->arg;
+		} else if (op->id == OPT_ON_ERROR && op->arg) {
+			c.on_error_abort = strcmp(op->arg, "abort") == 0;
+		}
+	}
+	return cli_explain_new(&c);
+}
+
+static int run_config_ex(struct cli_cfg *cfg, struct cli_report *rep, struct cli_trace *trace,
+                         bool learn, struct cli_explain *ex);
+
 /* Build the sandbox from cfg and run its command.  Returns the status.
  * trace: --trace or learn's recorder (NULL: none); learn captures output. */
 static int run_config(struct cli_cfg *cfg, struct cli_report *rep, struct cli_trace *trace,
                       bool learn)
+{
+	struct cli_explain *ex = learn || rep->quiet ? NULL : explain_new(cfg);
+	int rc = run_config_ex(cfg, rep, trace, learn, ex);
+	cli_explain_free(ex);
+	return rc;
+}
+
+static int run_config_ex(struct cli_cfg *cfg, struct cli_report *rep, struct cli_trace *trace,
+                         bool learn, struct cli_explain *ex)
 {
 	sandlock_builder_t *b = sandlock_sandbox_builder_new();
 	if (!b)
@@ -996,8 +1033,12 @@ static int run_config(struct cli_cfg *cfg, struct cli_report *rep, struct cli_tr
 	sandlock_sandbox_builder_inherit_stdio(b, !learn);
 	if (rep->status_fd >= 0)
 		sandlock_sandbox_builder_on_start(b, cli_report_started, rep);
-	if (trace && !learn)
+	if (ex) { /* it passes each decision on to --trace's printer */
+		cli_explain_chain(ex, trace ? cli_trace_decision : NULL, trace);
+		sandlock_sandbox_builder_on_decision(b, cli_explain_decision, ex);
+	} else if (trace && !learn) {
 		sandlock_sandbox_builder_on_decision(b, cli_trace_decision, trace);
+	}
 	if (trace && !learn && has_http_rules(cfg)) /* the egress log's lines too */
 		sandlock_sandbox_builder_http_log_fd(b, STDERR_FILENO);
 	int err = 0;
@@ -1062,6 +1103,8 @@ static int run_config(struct cli_cfg *cfg, struct cli_report *rep, struct cli_tr
 	                   (died_of == SIGINT || died_of == cli_signals_received());
 	if (learn) /* before the report: the result stays stderr's last line */
 		forward_output(r);
+	if (!cli_signals_received()) /* not for a run the user ended */
+		cli_explain_end(ex, r, status); /* before --json's line, stderr's last */
 	cli_report_end(rep, r, status, NULL);
 	sandlock_result_free(r);
 	/*

@@ -71,6 +71,6 @@ _sandlock()
 		--http-ca-out --credential --http-auth --http-log
 		--max-open-files --max-cpu --cpu-cores --num-cpus --gpu --image --no-coredump --no-huge-pages
 		--no-randomize-memory --extra-deny-syscalls --allow-degraded --disable
-		--extra-allow-syscalls --cwd --name --interactive --random-seed --time-start --deterministic-dirs --chroot --fs-mount --workdir --fs-storage --on-exit --on-error --max-disk --dry-run --output --merge --collapse --profile --profile-file --json --json-file --trace --status-fd --help --' -- "$cur"))
+		--extra-allow-syscalls --cwd --name --interactive --random-seed --time-start --deterministic-dirs --chroot --fs-mount --workdir --fs-storage --on-exit --on-error --max-disk --dry-run --output --merge --collapse --profile --profile-file --json --json-file --trace --quiet --status-fd --help --' -- "$cur"))
 }
 complete -F _sandlock sandlock

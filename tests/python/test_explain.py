@@ -1,0 +1,118 @@
+"""A run that fails for a reason the sandbox caused ends with a line on
+stderr saying which limit or rule, and the flag that allows it (without
+--trace); `-q` silences it; a successful run says nothing."""
+import json
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
+SANDLOCK = str(BUILD / "sandlock")
+SYS_RO = [a for d in ("/usr", "/bin", "/lib", "/lib64", "/etc") if os.path.exists(d)
+          for a in ("-r", d)]
+PY = "/usr/bin/python3"
+
+
+def run(*args):
+    return subprocess.run([SANDLOCK, "run", *SYS_RO, *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def said(r):
+    return [l for l in r.stderr.splitlines() if l.startswith("sandlock: ")]
+
+
+def test_timeout_is_explained():
+    r = run("--timeout", "0.5", "--", "sleep", "30")
+    assert r.returncode == 124
+    assert said(r) == ["sandlock: the command ran out of time: stopped at --timeout 0.5 s "
+                       "(raise it)"]
+
+
+def test_memory_limit_is_explained():
+    r = run("--max-memory", "32M", "--", PY, "-c", "x = bytearray(400 << 20); print(len(x))")
+    assert r.returncode == 137
+    assert said(r) == ["sandlock: the command was killed (SIGKILL), most likely at the "
+                       "memory limit: --max-memory 32M (raise it)"]
+
+
+def test_process_cap_is_explained():
+    r = run("--max-processes", "3", "--", "/bin/sh", "-c",
+            "for i in 1 2 3 4 5 6; do sleep 0.2 & done; wait")
+    assert r.returncode != 0
+    lines = said(r)
+    assert lines and "the sandbox reached its process limit (3); raise it with " \
+                     "--max-processes N (0 = no limit)" in lines[0], r.stderr
+
+
+CONNECT = "import socket,sys; s=socket.socket(); s.connect(('127.0.0.1', int(sys.argv[1])))"
+
+
+def test_refused_connect_names_the_address_and_the_flag():
+    # The probe works outside: something listens there.
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    try:
+        subprocess.run([PY, "-c", CONNECT, str(port)], check=True, timeout=60)
+        r = run("--", PY, "-c", CONNECT, str(port))
+        assert r.returncode == 1 and "PermissionError" in r.stderr
+        assert said(r) == [
+            "sandlock: 1 connect refused by the network rules (first: connect "
+            "127.0.0.1:%d); allow with --net-allow 127.0.0.1:%d" % (port, port)]
+        # The flag it names does allow it.
+        ok = run("--net-allow", "127.0.0.1:%d" % port, "--", PY, "-c", CONNECT, str(port))
+        assert ok.returncode == 0 and said(ok) == [], ok.stderr
+    finally:
+        srv.close()
+
+
+def test_refused_unix_connect_names_allow_unix(tmp_path):
+    path = tmp_path / "s.sock"
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(str(path))
+    srv.listen(1)
+    try:
+        code = ("import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])")
+        r = run("-r", str(tmp_path), "--", PY, "-c", code, str(path))
+        assert r.returncode == 1
+        assert said(r) == ["sandlock: 1 connect refused by the network rules (first: "
+                           "connect unix %s); allow with --allow-unix %s" % (path, path)]
+    finally:
+        srv.close()
+
+
+def test_quiet_silences_it():
+    r = run("-q", "--timeout", "0.5", "--", "sleep", "30")
+    assert r.returncode == 124 and said(r) == []
+
+
+def test_success_and_ordinary_failure_say_nothing():
+    assert said(run("--", "/bin/true")) == []
+    r = run("--", "/bin/false")
+    assert r.returncode == 1 and said(r) == []
+
+
+def test_discarded_workdir_changes_are_explained(tmp_path):
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    r = run("--workdir", str(wd), "--", "/bin/sh", "-c", "echo a > %s/f; exit 1" % wd)
+    assert r.returncode == 1 and not (wd / "f").exists()
+    assert said(r) == ["sandlock: the command failed: its 1 change under %s was discarded "
+                       "(keep them with --on-error keep, or apply them with --on-error "
+                       "commit)" % wd]
+    kept = run("--workdir", str(wd), "--on-error", "commit", "--", "/bin/sh", "-c",
+               "echo a > %s/f; exit 1" % wd)
+    assert kept.returncode == 1 and (wd / "f").exists() and said(kept) == []
+
+
+def test_json_stays_the_last_line():
+    r = run("--json", "--timeout", "0.5", "--", "sleep", "30")
+    lines = r.stderr.splitlines()
+    assert json.loads(lines[-1])["exit_code"] == 124
+    assert any("ran out of time" in l for l in lines[:-1])
