@@ -18,7 +18,10 @@
  * Deferred user handlers run on the worker pool (deferred.c); their
  * decisions come back through deferred_done and are answered here too,
  * as are blocking connects netdest hands to the connect waiter
- * (connwait.c, connwait_done).
+ * (connwait.c, connwait_done).  A deferred handler that does not
+ * intervene on a syscall with a LAST builtin resumes the chain there:
+ * the builtin runs on the worker, under builtin_lock (the loop holds it
+ * while it runs a chain), so builtins never run two at a time.
  *
  * Lifetime: the dispatcher is reference-counted.  The run holds one
  * reference, the supervisor thread one, every deferred worker one; the
@@ -106,6 +109,9 @@ struct sl_dispatch {
 	 * write side to set closed, so no answer is in flight after it. */
 	pthread_rwlock_t answer_lock;
 	bool closed;
+	/* Held while builtins run: by the loop around a chain, by a deferred
+	 * worker around the LAST builtin its CONTINUE resumes. */
+	pthread_mutex_t builtin_lock;
 	sandlock_decision_fn on_decision; /* tracing hook (sandlock.h), or NULL */
 	void *on_decision_ud;
 };
@@ -229,13 +235,8 @@ static int registration_nr(const struct sl_dispatch *d, const sandlock_registrat
 	if (!r->handler)
 		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "NULL handler for syscall '%s'",
 		               name);
-	/* A deferred worker answers CONTINUE when its handler does not
-	 * intervene, which would skip the LAST builtin that guards nr. */
-	struct inst *last = last_for(d, nr);
-	if (r->handler->deferred && last)
-		return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL,
-		               "a handler on '%s' cannot be deferred: sandlock performs this "
-		               "call itself (%s)", name, last->b->name);
+	/* A deferred handler may sit before a LAST builtin: its CONTINUE
+	 * resumes the chain there (deferred_done). */
 	return nr;
 }
 
@@ -386,10 +387,34 @@ static void report(const struct sl_dispatch *d, const sandlock_notif_t *n,
 	}
 }
 
+static bool run_last(const struct inst *last, const struct sl_call *call, sandlock_action_t *act,
+                     const char **by);
+
+/*
+ * A deferred handler's decision.  CONTINUE on a syscall with a LAST
+ * builtin is not the kernel's yet: the builtin performs or refuses the
+ * call as it would have on the loop (with a memory handle of this
+ * thread's own; a connect it hands to the waiter is answered there).
+ */
 static void deferred_done(void *ctx, const sandlock_notif_t *n, sandlock_action_t *act)
 {
 	struct sl_dispatch *d = ctx;
-	report(d, n, act, "handler");
+	const struct sl_chain *c = find_chain(d, n->syscall_nr);
+	const char *by = "handler";
+	if (c && c->last && act->kind == SANDLOCK_ACTION_CONTINUE) {
+		bool later = false;
+		sandlock_mem_t mem;
+		sl_mem_init(&mem, d->listener, n, NULL);
+		struct sl_call call = { n,       &mem,     d->listener, d->init, d->ports,
+			                d->proxy, d->connwait, &later };
+		pthread_mutex_lock(&d->builtin_lock);
+		(void)run_last(c->last, &call, act, &by);
+		pthread_mutex_unlock(&d->builtin_lock);
+		sl_mem_done(&mem);
+		if (later)
+			return; /* the connect waiter answers */
+	}
+	report(d, n, act, by);
 	answer(d, n, act);
 }
 
@@ -433,6 +458,7 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 	d->cfg = cfg;
 	atomic_init(&d->refs, 1);
 	pthread_rwlock_init(&d->answer_lock, NULL);
+	pthread_mutex_init(&d->builtin_lock, NULL);
 	d->on_decision = cfg->on_decision;
 	d->on_decision_ud = cfg->on_decision_ud;
 	d->listener = -1;
@@ -604,8 +630,8 @@ static bool run_chain(struct sl_dispatch *d, const struct sl_chain *c,
 	*by = "handler";
 	for (size_t i = 0; i < c->nh; i++) {
 		if (c->h[i]->deferred) {
-			/* Deferral is terminal for the chain (never on a syscall
-			 * with a LAST builtin: refused at registration). */
+			/* Deferral ends the user handlers; a LAST builtin runs
+			 * after a CONTINUE (deferred_done). */
 			int e = sl_deferred_submit(d->deferred, c->h[i], n, d->listener);
 			*deferred = e == 0;
 			if (e)
@@ -639,7 +665,9 @@ void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n)
 	} else {
 		sandlock_mem_t mem;
 		sl_mem_init(&mem, d->listener, n, d->cache);
+		pthread_mutex_lock(&d->builtin_lock);
 		decided = run_chain(d, c, n, &mem, &act, &deferred, &by);
+		pthread_mutex_unlock(&d->builtin_lock);
 		sl_mem_done(&mem);
 	}
 	if (!deferred) {
@@ -713,6 +741,7 @@ static void destroy(struct sl_dispatch *d)
 	sl_memcache_free(d->cache);
 	sl_responder_destroy(&d->resp);
 	pthread_rwlock_destroy(&d->answer_lock);
+	pthread_mutex_destroy(&d->builtin_lock);
 	if (d->listener >= 0)
 		close(d->listener);
 	free(d);

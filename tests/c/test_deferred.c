@@ -1,11 +1,15 @@
 /*
  * test_deferred.c — deferred handlers: answers from worker threads, the
- * 64-in-flight cap (EAGAIN), refusal on execve (EPERM), and the deadline
- * after which a pending deferred call fails with EIO.
+ * 64-in-flight cap (EAGAIN), refusal on execve (EPERM), the deadline
+ * after which a pending deferred call fails with EIO, and a "continue"
+ * that resumes at the syscall's LAST builtin (connect, openat).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -253,5 +257,136 @@ TEST(deferred_call_past_deadline_fails_with_eio)
 	int fd = atomic_load(&c.late_fd);
 	CHECK(fd >= 0);
 	CHECK(tu_fd_closed(fd)); /* dropped result: fd closed */
+	sandlock_result_free(r);
+}
+
+/* ---- a CONTINUE resumes at the syscall's LAST builtin (issue 25) ---- */
+struct connect_seen {
+	atomic_int performed, continued;
+};
+
+static void log_connects(void *ud, const sandlock_decision_t *d)
+{
+	struct connect_seen *l = ud;
+	if (d->notif->syscall_nr != __NR_connect)
+		return;
+	if (d->action->kind == SANDLOCK_ACTION_CONTINUE)
+		atomic_fetch_add(&l->continued, 1);
+	else if (d->decided_by && strcmp(d->decided_by, "socket destinations") == 0)
+		atomic_fetch_add(&l->performed, 1);
+}
+
+/*
+ * An async handler on connect (a thread of the guest connecting, as a
+ * threaded client does): its "continue" goes on to the destination rules,
+ * which perform the call.  The rule names 127.0.0.1 only; a continued
+ * connect to 127.0.0.2 would meet the kernel (ECONNREFUSED: nothing
+ * listens there), the rules refuse it (EACCES).
+ */
+TEST(deferred_continue_on_connect_resumes_at_the_destination_rules)
+{
+	int port = 0;
+	int ls = tu_tcp_listener(&port);
+	REQUIRE(ls >= 0);
+	char spec[64], code[512];
+	snprintf(spec, sizeof spec, "tcp://127.0.0.1:%d", port);
+	snprintf(code, sizeof code,
+	         "import socket, threading\n"
+	         "def go(host):\n"
+	         "    s = socket.socket()\n"
+	         "    try:\n"
+	         "        s.connect((host, %d)); print('ok', flush=True)\n"
+	         "    except OSError as e:\n"
+	         "        print(e.errno, flush=True)\n"
+	         "for h in ('127.0.0.1', '127.0.0.2'):\n"
+	         "    t = threading.Thread(target=go, args=(h,)); t.start(); t.join()\n",
+	         port);
+	struct connect_seen seen = { 0, 0 };
+	struct tu_counter c = { 0, 0 };
+	sandlock_handler_t *h = deferred_handler(tu_count_and_continue, &c);
+	sandlock_registration_t regs[] = { { "connect", h } };
+	sandlock_builder_t *b = sandlock_sandbox_builder_net_allow_spec(tu_system_builder(), spec);
+	b = sandlock_sandbox_builder_on_decision(b, log_connects, &seen);
+	sandlock_sandbox_t *sb = tu_build(b);
+	REQUIRE(sb);
+	const char *const argv[] = { TU_PY, "-c", code, NULL };
+	sandlock_result_t *r = tu_run_with(sb, argv, regs, 1);
+	sandlock_sandbox_free(sb);
+	REQUIRE(r);
+	char want[32];
+	snprintf(want, sizeof want, "ok\n%d\n", EACCES);
+	CHECK(tu_out_is(r, want));
+	CHECK(atomic_load(&c.calls) >= 2);
+	CHECK(atomic_load(&seen.performed) >= 2 && atomic_load(&seen.continued) == 0);
+	sandlock_result_free(r);
+	close(ls);
+}
+
+/* An async deny on connect still wins over the rules' allow. */
+static int32_t deny_exdev(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
+                          sandlock_action_t *out)
+{
+	(void)ud, (void)n, (void)m;
+	sandlock_action_set_errno(out, EXDEV);
+	return 0;
+}
+
+TEST(deferred_deny_on_connect_is_answered)
+{
+	int port = 0;
+	int ls = tu_tcp_listener(&port);
+	REQUIRE(ls >= 0);
+	char spec[64], code[256];
+	snprintf(spec, sizeof spec, "tcp://127.0.0.1:%d", port);
+	snprintf(code, sizeof code,
+	         "import socket\ns = socket.socket()\n"
+	         "try:\n    s.connect(('127.0.0.1', %d)); print('ok')\n"
+	         "except OSError as e:\n    print(e.errno)\n", port);
+	sandlock_registration_t regs[] = { { "connect", deferred_handler(deny_exdev, NULL) } };
+	sandlock_sandbox_t *sb =
+	    tu_build(sandlock_sandbox_builder_net_allow_spec(tu_system_builder(), spec));
+	REQUIRE(sb);
+	const char *const argv[] = { TU_PY, "-c", code, NULL };
+	sandlock_result_t *r = tu_run_with(sb, argv, regs, 1);
+	sandlock_sandbox_free(sb);
+	REQUIRE(r);
+	char want[16];
+	snprintf(want, sizeof want, "%d\n", EXDEV);
+	CHECK(tu_out_is(r, want));
+	sandlock_result_free(r);
+	close(ls);
+}
+
+/*
+ * An async handler on openat with /proc readable: its "continue" goes on
+ * to the /proc policy, which opens on behalf and hides processes outside
+ * the sandbox (Landlock alone would let /proc/PID of a host process be
+ * read: shown outside first).
+ */
+TEST(deferred_continue_on_openat_resumes_at_the_proc_policy)
+{
+	pid_t victim = tu_spawn_victim();
+	REQUIRE(victim > 0);
+	char p[64], script[256];
+	snprintf(p, sizeof p, "/proc/%d/cmdline", (int)victim);
+	int fd = open(p, O_RDONLY); /* control: visible from outside */
+	CHECK(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	snprintf(script, sizeof script,
+	         "cat %s >/dev/null 2>&1 && echo saw || echo hidden; "
+	         "head -1 /proc/self/status", p);
+	struct tu_counter c = { 0, 0 };
+	sandlock_registration_t regs[] = { { "openat", deferred_handler(tu_count_and_continue, &c) } };
+	sandlock_sandbox_t *sb =
+	    tu_build(sandlock_sandbox_builder_fs_read(tu_system_builder(), "/proc"));
+	REQUIRE(sb);
+	const char *const argv[] = { "/bin/sh", "-c", script, NULL };
+	sandlock_result_t *r = tu_run_with(sb, argv, regs, 1);
+	sandlock_sandbox_free(sb);
+	tu_reap_victim(victim);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "hidden\nName:\thead\n"));
+	CHECK(atomic_load(&c.calls) >= 2);
 	sandlock_result_free(r);
 }

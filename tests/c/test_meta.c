@@ -367,6 +367,9 @@ static int32_t deny_eacces(void *ud, const sandlock_notif_t *n, sandlock_mem_t *
 	return 0;
 }
 
+/* Set: run_chmod_with's handlers are deferred (run on worker threads). */
+static bool g_deferred;
+
 static bool run_chmod_with(const struct fx *x, const char *path, const char *mode,
                            sandlock_handler_fn fn, struct tu_counter *cnt, const char *want)
 {
@@ -377,6 +380,8 @@ static bool run_chmod_with(const struct fx *x, const char *path, const char *mod
 	                                              SANDLOCK_EXCEPTION_KILL);
 	sandlock_handler_t *h2 = sandlock_handler_new(fn, cnt, tu_counter_free,
 	                                              SANDLOCK_EXCEPTION_KILL);
+	sandlock_handler_set_deferred(h1, g_deferred);
+	sandlock_handler_set_deferred(h2, g_deferred);
 	sandlock_registration_t regs[] = { { "chmod", h1 }, { "fchmodat", h2 } };
 	const char *argv[] = { tu_escape_path(), "chmod", path, mode, NULL };
 	sandlock_result_t *r = tu_run_with(sb, argv, regs, 2);
@@ -409,25 +414,25 @@ TEST(user_handler_continue_cannot_bypass_guard)
 	tu_rm_rf(x.dir);
 }
 
-/* A deferred worker would answer CONTINUE: refused up front. */
-TEST(deferred_handler_on_guarded_syscall_refused)
+/*
+ * A deferred handler's "continue" resumes the chain at the guard (issue
+ * 25: async handlers on any syscall): the read-only tree stays refused,
+ * the writable one is changed, a deferred deny still wins.
+ */
+TEST(deferred_handler_continue_resumes_at_the_guard)
 {
-	sandlock_sandbox_t *sb = tu_build(tu_escape_builder());
-	REQUIRE(sb);
+	struct fx x;
+	REQUIRE(fx_make(&x));
+	g_deferred = true;
 	struct tu_counter c = { 0, 0 };
-	sandlock_handler_t *h = sandlock_handler_new(tu_count_and_continue, &c, tu_counter_free,
-	                                             SANDLOCK_EXCEPTION_KILL);
-	sandlock_handler_set_deferred(h, true);
-	sandlock_registration_t reg = { "fchownat", h };
-	const char *argv[] = { "/bin/true", NULL };
-	int err = 0;
-	char *msg = NULL;
-	sandlock_result_t *r = sandlock_run_with_handlers_err(sb, argv, 1, &reg, 1, &err, &msg);
-	CHECK(r == NULL);
-	CHECK_EQ_INT(err, SANDLOCK_ERR_SYSCALL);
-	CHECK(msg && strstr(msg, "deferred"));
-	CHECK_EQ_INT(atomic_load(&c.freed), 1);
-	sandlock_string_free(msg);
-	sandlock_result_free(r);
-	sandlock_sandbox_free(sb);
+	CHECK(run_chmod_with(&x, x.rof, "777", tu_count_and_continue, &c, "errno=EPERM"));
+	CHECK(atomic_load(&c.calls) >= 1);
+	CHECK_EQ_INT(mode_of(x.rof), 0644);
+	CHECK(run_chmod_with(&x, x.rwf, "600", tu_count_and_continue, &c, "ok"));
+	CHECK_EQ_INT(mode_of(x.rwf), 0600);
+	struct tu_counter d = { 0, 0 };
+	CHECK(run_chmod_with(&x, x.rwf, "666", deny_eacces, &d, "errno=EACCES"));
+	CHECK_EQ_INT(mode_of(x.rwf), 0600);
+	g_deferred = false;
+	tu_rm_rf(x.dir);
 }

@@ -340,6 +340,59 @@ def test_stale_ctx_after_callback(sb):
 
 
 # ---- deferred (async) handlers ----
+def test_async_handler_on_connect_resumes_at_the_destination_rules():
+    """An async handler on connect (issue 25): its continue_() goes on to
+    the destination rules, which perform the call; the rule names
+    127.0.0.1 only, so 127.0.0.2 is refused (EACCES; the kernel would
+    have said ECONNREFUSED: nothing listens there)."""
+    import socket
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(4)
+    port = ls.getsockname()[1]
+    seen = []
+
+    class SlowAudit(Handler):
+        async def handle(self, ctx):
+            await asyncio.sleep(0.01)
+            seen.append(ctx.syscall_nr)
+            return NotifAction.continue_()
+
+    code = ("import socket\n"
+            "for h in ('127.0.0.1', '127.0.0.2'):\n"
+            "    s = socket.socket()\n"
+            "    try:\n"
+            "        s.connect((h, %d)); print('ok')\n"
+            "    except OSError as e:\n"
+            "        print(e.errno)\n" % port)
+    sb = sandlock.Sandbox(fs_readable=SYSTEM, net_allow=["tcp://127.0.0.1:%d" % port],
+                          timeout=60)
+    r = sb.run_with_handlers([PY, "-c", code], [("connect", SlowAudit())])
+    ls.close()
+    assert r.stdout.decode().split() == ["ok", str(errno.EACCES)], r.stderr
+    assert len(seen) >= 2
+
+
+def test_async_handler_on_openat_under_the_proc_policy(files):
+    """With /proc readable every open is performed by sandlock; an async
+    handler's continue_() hands the open to it (it once refused to
+    register), and an async deny still wins."""
+    t = files["aaaa.txt"]
+
+    class SlowDeny(Handler):
+        async def handle(self, ctx):
+            await asyncio.sleep(0.01)
+            if ctx.read_path() == t:
+                return NotifAction.errno(errno.EXDEV)
+            return NotifAction.continue_()
+
+    sb = sandlock.Sandbox(fs_readable=SYSTEM + [os.path.dirname(t), "/proc"], timeout=60)
+    r = sb.run_with_handlers(["/bin/sh", "-c", "head -1 /proc/self/status; cat %s" % t],
+                             [("openat", SlowDeny())])
+    assert r.stdout.decode().startswith("Name:\thead"), r.stderr
+    assert b"cross-device" in r.stderr
+
+
 def test_async_handler_errno_after_await(files):
     seen = []
     t = files["aaaa.txt"]
