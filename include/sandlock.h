@@ -594,6 +594,10 @@ sandlock_result_t *sandlock_run_with_handlers(const sandlock_sandbox_t *policy, 
                                               const char *const *argv, uint32_t argc,
                                               const sandlock_handler_registration_t *registrations,
                                               uintptr_t nregistrations);
+/* The same on the caller's own stdin, stdout and stderr (nothing captured). */
+sandlock_result_t *sandlock_run_interactive_with_handlers(
+    const sandlock_sandbox_t *policy, const char *name, const char *const *argv, uint32_t argc,
+    const sandlock_handler_registration_t *registrations, uintptr_t nregistrations);
 
 /* ================= handles: a run as an object ================= */
 /* How one of the command's standard streams is connected. */

@@ -1,6 +1,7 @@
 /*
  * refabi.c — the reference header's calls whose shape differs from ours:
- * sandlock_run / _run_with_handlers (a per-run name, registrations by
+ * sandlock_run / _run_with_handlers / _run_interactive_with_handlers
+ * (a per-run name, registrations by
  * syscall number, no error out-parameters), sandlock_handle_wait /
  * _wait_timeout and sandlock_confine, each over our own call.
  */
@@ -54,14 +55,20 @@ static void free_handlers(const sandlock_handler_registration_t *regs, uintptr_t
 	}
 }
 
-SL_EXPORT sandlock_result_t *
-sandlock_run_with_handlers(const sandlock_sandbox_t *policy, const char *name,
-                           const char *const *argv, uint32_t argc,
-                           const sandlock_handler_registration_t *registrations,
-                           uintptr_t nregistrations)
+/* run_with_handlers, on the caller's stdio when interactive. */
+static sandlock_result_t *run_handlers(const sandlock_sandbox_t *policy, const char *name,
+                                       const char *const *argv, uint32_t argc,
+                                       const sandlock_handler_registration_t *registrations,
+                                       uintptr_t nregistrations, bool interactive)
 {
 	sandlock_sandbox_t copy;
 	const sandlock_sandbox_t *sb = sl_named_policy(policy, name, &copy);
+	if (sb && interactive) {
+		if (sb != &copy)
+			copy = *sb;
+		copy.inherit_stdio = true;
+		sb = &copy;
+	}
 	sandlock_registration_t *regs = calloc(nregistrations ? nregistrations : 1, sizeof(*regs));
 	char **names = calloc(nregistrations ? nregistrations : 1, sizeof(*names));
 	bool ok = sb && regs && names && (registrations || nregistrations == 0);
@@ -84,6 +91,22 @@ sandlock_run_with_handlers(const sandlock_sandbox_t *policy, const char *name,
 	free(names);
 	free(regs);
 	return r;
+}
+
+SL_EXPORT sandlock_result_t *
+sandlock_run_with_handlers(const sandlock_sandbox_t *policy, const char *name,
+                           const char *const *argv, uint32_t argc,
+                           const sandlock_handler_registration_t *registrations,
+                           uintptr_t nregistrations)
+{
+	return run_handlers(policy, name, argv, argc, registrations, nregistrations, false);
+}
+
+SL_EXPORT sandlock_result_t *sandlock_run_interactive_with_handlers(
+    const sandlock_sandbox_t *policy, const char *name, const char *const *argv, uint32_t argc,
+    const sandlock_handler_registration_t *registrations, uintptr_t nregistrations)
+{
+	return run_handlers(policy, name, argv, argc, registrations, nregistrations, true);
 }
 
 SL_EXPORT sandlock_result_t *sandlock_handle_wait(sandlock_handle_t *h)

@@ -157,6 +157,7 @@ static void take_every_shared_function(void)
 	TYPED(void, sandlock_dry_run_result_free, (sandlock_dry_run_result_t *))
 	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_cpu_cores, (sandlock_builder_t *, const uint32_t *, uint32_t))
 	TYPED(sandlock_builder_t *, sandlock_sandbox_builder_time_start, (sandlock_builder_t *, uint64_t))
+	TYPED(sandlock_result_t *, sandlock_run_interactive_with_handlers, (const sandlock_sandbox_t *, const char *, const char *const *, uint32_t, const sandlock_handler_registration_t *, uintptr_t))
 	/* Keep the compiler from dropping the table. */
 	CHECK(p_sandlock_run != NULL && p_sandlock_handler_new != NULL);
 }
@@ -278,6 +279,27 @@ TEST(handlers_are_registered_by_syscall_number)
 	h = sandlock_handler_new(answer_42, &calls, NULL, SANDLOCK_EXCEPTION_KILL);
 	sandlock_handler_registration_t bad[] = { { 1 << 20, h } };
 	CHECK(sandlock_run_with_handlers(sb, NULL, argv, 3, bad, 1) == NULL);
+	/* the interactive variant: the same handlers, the caller's stdout */
+	int p[2];
+	REQUIRE(pipe(p) == 0);
+	fflush(stdout);
+	int saved = dup(1);
+	dup2(p[1], 1);
+	h = sandlock_handler_new(answer_42, &calls, NULL, SANDLOCK_EXCEPTION_KILL);
+	sandlock_handler_registration_t again[] = { { nr, h } };
+	r = sandlock_run_interactive_with_handlers(sb, NULL, argv, 3, again, 1);
+	dup2(saved, 1);
+	close(saved);
+	close(p[1]);
+	REQUIRE(r);
+	uintptr_t captured = 1;
+	(void)sandlock_result_stdout_bytes(r, &captured);
+	CHECK(sandlock_result_success(r) && captured == 0); /* nothing captured */
+	char line[16] = "";
+	tu_read_line(p[0], line, sizeof line);
+	CHECK(tu_str_is(line, "42"));
+	close(p[0]);
+	sandlock_result_free(r);
 	sandlock_sandbox_free(sb);
 }
 
