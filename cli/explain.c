@@ -16,6 +16,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 enum kind { K_PROCS, K_CONNECT, K_BIND, K_SEND, K_META, K_ARGS, K_DISK, K_OTHER, K_N };
 
@@ -101,6 +103,23 @@ static enum kind kind_of(const sandlock_decision_t *d, const char *call)
 	return K_OTHER;
 }
 
+/* Copy len bytes at addr of pid: process_vm_readv, else /proc/PID/mem
+ * (a container's default seccomp profile refuses the former). */
+static bool read_caller(pid_t pid, uint64_t addr, void *out, size_t len)
+{
+	struct iovec local = { out, len }, remote = { (void *)(uintptr_t)addr, len };
+	if (process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len)
+		return true;
+	char path[40];
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool ok = pread(fd, out, len, (off_t)addr) == (ssize_t)len;
+	close(fd);
+	return ok;
+}
+
 /* "1.2.3.4:443", "[::1]:80", "unix /path": the address the call names,
  * read from the caller (still held).  Best effort: it is for a message. */
 static void describe_addr(const sandlock_notif_t *n, uint64_t ptr, uint64_t len, char *out,
@@ -109,9 +128,8 @@ static void describe_addr(const sandlock_notif_t *n, uint64_t ptr, uint64_t len,
 	struct sockaddr_storage ss;
 	memset(&ss, 0, sizeof ss);
 	size_t want = len < sizeof ss ? (size_t)len : sizeof ss;
-	struct iovec local = { &ss, want }, remote = { (void *)(uintptr_t)ptr, want };
 	out[0] = '\0';
-	if (!ptr || !want || process_vm_readv((pid_t)n->pid, &local, 1, &remote, 1, 0) <= 0)
+	if (!ptr || !want || !read_caller((pid_t)n->pid, ptr, &ss, want))
 		return;
 	char ip[INET6_ADDRSTRLEN];
 	if (ss.ss_family == AF_INET) {

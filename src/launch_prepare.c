@@ -21,6 +21,7 @@
 #include "devmin.h"
 #include "gpu.h"
 #include "landlock.h"
+#include "mechs.h"
 #include "tmpdir.h"
 #include "launch.h"
 
@@ -43,6 +44,15 @@ static int env_set(sl_strvec *env, const char *kv)
 		}
 	}
 	return sl_strvec_push(env, kv);
+}
+
+static const char *env_get(const sl_strvec *env, const char *key)
+{
+	size_t klen = strlen(key);
+	for (size_t i = 0; i < env->n; i++)
+		if (strncmp(env->v[i], key, klen) == 0 && env->v[i][klen] == '=')
+			return env->v[i] + klen + 1;
+	return NULL;
 }
 
 /* Remove every "K=..." of env. */
@@ -97,6 +107,32 @@ static int gpu_env(const struct sandlock_sandbox *cfg, sl_strvec *env)
 	return env_set(env, kv);
 }
 
+/*
+ * Without pidfd_getfd (a container's default seccomp profile), a send
+ * with an address or with sendmsg/sendmmsg cannot be checked on the
+ * caller's own socket and is refused (netdest.c), but a plain send() on a
+ * connected socket is never trapped.  glibc's resolver connects its UDP
+ * socket and then sends its A and AAAA queries together with sendmmsg,
+ * unless told "single-request", when it sends them one at a time with
+ * send().  RES_OPTIONS (resolv.conf(5)) says so without touching any
+ * file, so name lookups work there under the same checks (the connect is
+ * still checked against the rules).  Added to what the environment has;
+ * an explicit env override still wins.
+ */
+static int resolver_env(sl_strvec *env)
+{
+	if (sl_mech_getfd())
+		return 0;
+	const char *cur = env_get(env, "RES_OPTIONS");
+	if (cur && strstr(cur, "single-request"))
+		return 0;
+	char *kv = sl_asprintf("RES_OPTIONS=%s%ssingle-request", cur ? cur : "",
+	                       cur && *cur ? " " : "");
+	int rc = kv ? env_set(env, kv) : -1;
+	free(kv);
+	return rc;
+}
+
 /* The sandbox environment: inherited or clean, then the overrides. */
 int sl_launch_build_env(const struct sandlock_sandbox *cfg, sl_strvec *env)
 {
@@ -108,7 +144,7 @@ int sl_launch_build_env(const struct sandlock_sandbox *cfg, sl_strvec *env)
 			if (strchr(*e, '=') && env_set(env, *e) < 0)
 				return -1;
 	}
-	if (gpu_env(cfg, env) < 0)
+	if (gpu_env(cfg, env) < 0 || resolver_env(env) < 0)
 		return -1;
 	for (size_t i = 0; i < cfg->env.n; i++)
 		if (env_set(env, cfg->env.v[i]) < 0)
@@ -119,15 +155,6 @@ int sl_launch_build_env(const struct sandlock_sandbox *cfg, sl_strvec *env)
 		if (cfg->http.creds.v[i].env_var)
 			env_unset(env, cfg->http.creds.v[i].env_var);
 	return 0;
-}
-
-static const char *env_get(const sl_strvec *env, const char *key)
-{
-	size_t klen = strlen(key);
-	for (size_t i = 0; i < env->n; i++)
-		if (strncmp(env->v[i], key, klen) == 0 && env->v[i][klen] == '=')
-			return env->v[i] + klen + 1;
-	return NULL;
 }
 
 /* argv[0] with a '/' is used as is; otherwise search the sandbox's PATH. */

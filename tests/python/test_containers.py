@@ -280,3 +280,71 @@ def test_a_staged_program_run_by_a_vfork_shell(tmp_path):
                      "--on-exit", "abort", "--", "/bin/sh", "-c",
                      "mkdir -p b/c && cd b/c && cp /bin/echo e && ./e ran here && ls && echo end")
     assert (r.returncode, r.stdout) == (0, "ran here\ne\nend\n"), r
+
+
+# ------------------------------------------------------------ name lookups
+
+DNS_QUERY = ("import socket; print(socket.getaddrinfo('fake.test', 80, "
+             "proto=socket.IPPROTO_TCP)[0][4][0])")
+
+
+def _dns_server():
+    """A one-name DNS server on 127.0.0.1:53: fake.test A 10.9.8.7."""
+    import socket
+    import struct
+    import threading
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 53))
+
+    def serve():
+        while True:
+            try:
+                q, a = s.recvfrom(512)
+            except OSError:
+                return
+            i = 12
+            while q[i]:
+                i += 1 + q[i]
+            qtype = struct.unpack(">H", q[i + 1:i + 3])[0]
+            head = q[:2] + struct.pack(">HHHHH", 0x8180, 1, 1 if qtype == 1 else 0, 0, 0)
+            ans = (b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + bytes([10, 9, 8, 7])
+                   if qtype == 1 else b"")
+            s.sendto(head + q[12:i + 5] + ans, a)
+    threading.Thread(target=serve, daemon=True).start()
+    return s
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="binds port 53 and a private mount of "
+                    "/etc/resolv.conf (root only)")
+def test_name_lookups_work_without_pidfd_getfd(tmp_path):
+    """glibc's resolver sends A and AAAA with sendmmsg, which cannot be
+    checked without pidfd_getfd (refused): the sandbox tells it to send
+    them one by one (RES_OPTIONS=single-request), so getaddrinfo works
+    inside a container, and a resolver the rules do not allow stays
+    refused.  /etc/resolv.conf is replaced in a private mount namespace."""
+    resolv = tmp_path / "resolv.conf"
+    resolv.write_text("nameserver 127.0.0.1\n")
+    srv = _dns_server()
+
+    def lookup(rule, env=()):
+        script = ('mount --bind "$1" /etc/resolv.conf && shift && exec "$@"')
+        return subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", str(resolv),
+                               NOPTRACE, SANDLOCK, "run", *SYS_RO, "--net-allow", rule,
+                               *env, "--", PY, "-c", DNS_QUERY],
+                              capture_output=True, text=True, timeout=120)
+    try:
+        bare = subprocess.run(["unshare", "-m", "sh", "-c",
+                               'mount --bind "$1" /etc/resolv.conf && exec "$2" -c "$3"',
+                               "sh", str(resolv), PY, DNS_QUERY],
+                              capture_output=True, text=True, timeout=60)
+        assert bare.stdout.strip() == "10.9.8.7", bare  # the probe works outside
+        ok = lookup("udp://127.0.0.1:53")
+        assert ok.stdout.strip() == "10.9.8.7", ok
+        # Without single-request (an explicit override), sendmmsg is refused.
+        forced = lookup("udp://127.0.0.1:53", ("--env", "RES_OPTIONS=attempts:1"))
+        assert forced.returncode != 0 and "10.9.8.7" not in forced.stdout, forced
+        # Hostile: a resolver the rules do not name is still refused.
+        other = lookup("udp://127.0.0.2:53")
+        assert other.returncode != 0 and "10.9.8.7" not in other.stdout, other
+    finally:
+        srv.close()
