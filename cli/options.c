@@ -68,7 +68,7 @@ const struct cli_opt cli_run_opts[] = {
 	{ OPT_PROFILE_FILE, 0, "profile-file", NULL, "PATH", NULL, "load the profile at PATH" },
 	{ OPT_JSON, 0, "json", NULL, NULL, "Output:", "print the result as one JSON object, the last line on stderr" },
 	{ OPT_JSON_FILE, 0, "json-file", NULL, "PATH", NULL, "write the result as one JSON object to PATH (the command never has it)" },
-	{ OPT_TRACE, 0, "trace", NULL, NULL, NULL, "a JSON line on stderr for each file access the rules deny" },
+	{ OPT_TRACE, 0, "trace", NULL, NULL, NULL, "a line on stderr for each file access the rules deny (JSON unless stderr is a terminal)" },
 	{ OPT_QUIET, 'q', "quiet", NULL, NULL, NULL, "no end-of-run lines saying what the sandbox refused (limits, rules) and the flag that allows it" },
 	{ OPT_STATUS_FD, 0, "status-fd", "json-status-fd", "FD", NULL, "JSON lines on FD: child pid at start, status at end" },
 	{ OPT_OUTPUT, 'o', "output", NULL, "PATH", "Learn only (sandlock learn):", "write the learned profile to PATH instead of stdout" },

@@ -23,6 +23,7 @@ struct cli_trace {
 	FILE *out;  /* --trace: JSON lines; NULL in learn mode */
 	bool learn;
 	bool tty;   /* the CLI's stdio is a terminal: the sandbox may open /dev/tty */
+	bool human; /* out is a terminal: the message in words, not JSON */
 	struct cli_list read, write, deny; /* canonical roots of the rules */
 	struct cli_list used_read, used_write; /* learn: canonical paths used */
 	int nr_open, nr_openat, nr_creat, nr_execve, nr_execveat;
@@ -203,6 +204,21 @@ static const char *access_name(enum access a)
 	return a == ACC_WRITE ? "write" : a == ACC_EXEC ? "execute" : "read";
 }
 
+/* One event: a JSON line for a pipe or file, its message in words for a
+ * person at a terminal.  Takes o. */
+static void print_event(const struct cli_trace *t, json_t *o)
+{
+	const char *msg = json_string_value(json_object_get(o, "message"));
+	char *s = t->human && msg ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (s)
+		fprintf(t->out, "%s\n", s);
+	else if (t->human && msg)
+		fprintf(t->out, "sandlock: trace: %s\n", msg);
+	fflush(t->out);
+	free(s);
+	json_decref(o);
+}
+
 static void emit_denial(const struct cli_trace *t, const char *syscall, uint32_t pid,
                         const char *path, enum access acc, const struct verdict *v)
 {
@@ -230,14 +246,8 @@ static void emit_denial(const struct cli_trace *t, const char *syscall, uint32_t
 		json_object_set_new(o, "deny_path", json_string(v->allow));
 	if (msg)
 		json_object_set_new(o, "message", json_string(msg));
-	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(o);
 	free(msg);
-	if (s) {
-		fprintf(t->out, "%s\n", s);
-		fflush(t->out);
-		free(s);
-	}
+	print_event(t, o);
 }
 
 /* learn: remember path (for reading or writing). */
@@ -484,13 +494,8 @@ void cli_trace_decision(void *ud, const sandlock_decision_t *d)
 		free(msg);
 	}
 	sandlock_string_free(name);
-	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-	json_decref(o);
-	if (s) {
-		fprintf(t->out, "%s\n", s);
-		fflush(t->out);
-		free(s);
-	}
+	if (o)
+		print_event(t, o);
 }
 
 /* ---------------------------------------------------------------- setup */
@@ -518,6 +523,7 @@ struct cli_trace *cli_trace_new(const struct cli_cfg *cfg, FILE *out, bool learn
 	if (!t)
 		return NULL;
 	t->out = out;
+	t->human = out && isatty(fileno(out));
 	t->learn = learn;
 	t->tty = isatty(0) || isatty(1) || isatty(2);
 	if (canon_list(&t->read, &cfg->read) < 0 || canon_list(&t->write, &cfg->write) < 0 ||

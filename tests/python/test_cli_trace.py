@@ -205,3 +205,19 @@ def test_trace_under_a_workdir_reports_only_real_denials(tree):
     lines = trace_lines(r.stderr)
     assert [l for l in lines if str(work) in l.get("path", "") or l.get("errno") == 2] == []
     assert [l["path"] for l in lines if l.get("path", "").startswith(str(data))] == [f"{data}/x"]
+
+
+def test_trace_on_a_terminal_is_in_words(tmp_path):
+    """--trace writes JSON lines to a pipe or file, and the messages in
+    words to a person at a terminal (stderr a pty)."""
+    from test_cli import PtyProcess
+    secret = tmp_path / "secret.txt"
+    secret.write_text("x")
+    cmd = [SANDLOCK, "run", "--trace", *SYS_RO, "--", "/bin/cat", str(secret)]
+    piped = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert json.loads(piped.stderr.splitlines()[0])["path"] == str(secret)
+    with PtyProcess(cmd) as p:
+        before = p.expect(("sandlock: trace: denied openat %s (read): " % secret).encode())
+        after = p.expect(b"allow with -r ")
+        assert p.wait() == 1
+    assert b'{"event"' not in before + after + p.buf
