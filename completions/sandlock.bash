@@ -17,10 +17,19 @@ _sandlock()
 		fi
 	done
 	if ((cword == 1)); then
-		COMPREPLY=($(compgen -W 'run learn profile --help --version' -- "$cur"))
+		COMPREPLY=($(compgen -W 'run learn profile check ps inspect kill stop --help --version' -- "$cur"))
 		return
 	fi
 	case ${words[1]} in
+	check | ps)
+		COMPREPLY=($(compgen -W '--json' -- "$cur"))
+		return
+		;;
+	inspect | kill | stop)
+		# The running named sandboxes (first column of `sandlock ps`).
+		COMPREPLY=($(compgen -W "$(sandlock ps 2>/dev/null | awk 'NR > 1 { print $1 }') --json --toml -t" -- "$cur"))
+		return
+		;;
 	profile)
 		if ((cword == 2)); then
 			COMPREPLY=($(compgen -W 'list show delete' -- "$cur"))

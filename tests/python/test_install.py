@@ -159,13 +159,33 @@ def complete(destdir, words):
 
 
 def test_bash_completion(destdir):
-    assert complete(destdir, ["sandlock", ""]) == ["run", "learn", "profile", "--help",
+    assert complete(destdir, ["sandlock", ""]) == ["run", "learn", "profile", "check", "ps",
+                                                   "inspect", "kill", "stop", "--help",
                                                    "--version"]
     assert "--trace" in complete(destdir, ["sandlock", "learn", "--tr"])
     assert complete(destdir, ["sandlock", "run", "--fs-"]) == \
         ["--fs-read", "--fs-write", "--fs-deny", "--fs-mount", "--fs-storage"]
     assert "--status-fd" in complete(destdir, ["sandlock", "run", "--st"])
     assert complete(destdir, ["sandlock", "profile", ""]) == ["list", "show", "delete"]
+
+
+def test_completion_and_man_page_know_every_command(destdir):
+    """Every command `sandlock --help` lists is offered by the bash and zsh
+    completion and is in sandlock(1)'s synopsis."""
+    import re as _re
+    help_text = subprocess.run([str(destdir / "usr/bin/sandlock"), "--help"],
+                               capture_output=True, text=True).stdout
+    block = help_text.split("Commands:")[1].split("\n\n")[0]
+    cmds = _re.findall(r"^  ([a-z]+) ", block, _re.M)
+    assert {"run", "learn", "ps", "kill", "stop"} <= set(cmds), cmds
+    offered = complete(destdir, ["sandlock", ""])
+    zsh = (destdir / "usr/share/zsh/site-functions/_sandlock").read_text()
+    zcmds = _re.search(r"1:command:\(([^)]*)\)", zsh).group(1).split()
+    synopsis = (REPO / "man" / "sandlock.1").read_text().split(".SH DESCRIPTION")[0]
+    for c in cmds:
+        assert c in offered, c
+        assert c in zcmds, c
+        assert ".B sandlock " + c in synopsis, c
 
 
 def test_default_prefix_and_uninstall(tmp_path):
