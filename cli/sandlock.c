@@ -575,7 +575,9 @@ fail:
 /* Map a failed sandlock_run to an exit status, after printing why. */
 static int launch_failure(int err, const char *msg)
 {
-	fprintf(stderr, "sandlock: %s\n", msg ? msg : "failed to run the command");
+	char *said = msg ? cli_flag_words(msg) : NULL; /* the flags, not the API's names */
+	fprintf(stderr, "sandlock: %s\n", said ? said : msg ? msg : "failed to run the command");
+	free(said);
 	if (err == SANDLOCK_ERR_NOT_FOUND)
 		return EXIT_NOT_FOUND;
 	return EXIT_SANDLOCK;

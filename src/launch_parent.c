@@ -226,12 +226,21 @@ static int read_report(int sync, int32_t m[SL_REPORT_INTS], int flags, int *fd)
 	return -1;
 }
 
-/* Turn a failure report (m[0] > 0) or a silent death into an error. */
-static int setup_error(int rc, const int32_t m[SL_REPORT_INTS], int *err, char **msg)
+/* Turn a failure report (m[0] > 0) or a silent death into an error.  A
+ * silent death under a memory limit is almost always that limit (the
+ * cgroup's OOM kill during the loader's first pages): say so, with the
+ * setting to raise. */
+static int setup_error(const struct sl_launch *L, int rc, const int32_t m[SL_REPORT_INTS],
+                       int *err, char **msg)
 {
 	if (rc == 1 && m[0] > 0)
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "%s failed: %s", step_name(m[0]),
 		               errname(m[1]));
+	if (L->cfg->max_memory)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
+		               "sandboxed child was killed during setup: max_memory (%llu bytes) "
+		               "is too small to start the command; raise it (a few megabytes at "
+		               "least)", (unsigned long long)L->cfg->max_memory);
 	return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "sandboxed child exited during setup");
 }
 
@@ -251,7 +260,7 @@ static int recv_announcement(struct sl_launch *L, int64_t deadline, int *fdnum,
 	int32_t m[SL_REPORT_INTS] = { -1, 0, 0 };
 	int rc = read_report(L->sync_fd, m, 0, NULL);
 	if (rc != 1 || m[0] != ST_OK || m[1] < 0 || m[2] <= 0)
-		return setup_error(rc, m, err, msg);
+		return setup_error(L, rc, m, err, msg);
 	/*
 	 * The command is init's child and announced itself before seccomp(),
 	 * so it is alive unless it failed since (its report is then queued)
@@ -260,7 +269,7 @@ static int recv_announcement(struct sl_launch *L, int64_t deadline, int *fdnum,
 	*cmd_pidfd = sl_fd_high((int)syscall(__NR_pidfd_open, (pid_t)m[2], 0));
 	if (*cmd_pidfd < 0) {
 		int32_t f[SL_REPORT_INTS] = { -1, 0, 0 };
-		return setup_error(read_report(L->sync_fd, f, MSG_DONTWAIT, NULL), f, err, msg);
+		return setup_error(L, read_report(L->sync_fd, f, MSG_DONTWAIT, NULL), f, err, msg);
 	}
 	*fdnum = m[1];
 	L->cmd_pid = (pid_t)m[2];
@@ -322,7 +331,7 @@ static int fetch_listener(struct sl_launch *L, int cmd_pidfd, int fdnum, int64_t
 			int rc = read_report(L->sync_fd, m, MSG_DONTWAIT, NULL);
 			bool attached = rc == 1 && m[0] == ST_OK;
 			if (!attached && (rc != 0 || pf[1].revents))
-				return setup_error(rc, m, err, msg);
+				return setup_error(L, rc, m, err, msg);
 		}
 		if (now_ns() >= deadline)
 			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
@@ -365,7 +374,7 @@ static int receive_listener(struct sl_launch *L, int64_t deadline, int *err, cha
 			close(fd);
 		if (rc == 0 && !pf[1].revents)
 			continue;
-		return setup_error(rc, m, err, msg);
+		return setup_error(L, rc, m, err, msg);
 	}
 }
 
@@ -401,7 +410,7 @@ static int send_prog(struct sl_launch *L, int *err, char **msg)
 		return 0;
 	/* The child is gone: its own report (queued before it exited) says why. */
 	int32_t m[SL_REPORT_INTS] = { -1, 0, 0 };
-	return setup_error(read_report(L->sync_fd, m, MSG_DONTWAIT, NULL), m, err, msg);
+	return setup_error(L, read_report(L->sync_fd, m, MSG_DONTWAIT, NULL), m, err, msg);
 }
 
 /*

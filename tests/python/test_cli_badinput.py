@@ -38,3 +38,13 @@ def test_version_takes_no_argument():
     r = sandlock("--version", "foo")
     assert r.returncode == 125 and "--version takes no argument" in r.stderr
     assert sandlock("--version").returncode == 0
+
+
+def test_a_memory_limit_too_small_to_start_says_so():
+    """-m 1: the child is OOM-killed before the command runs; the message
+    names the flag and the fix, not "child exited during setup"."""
+    r = sandlock("run", *SYS_RO, "-m", "1", "--", "/bin/true")
+    assert r.returncode == 125
+    assert r.stderr == ("sandlock: sandboxed child was killed during setup: -m/--max-memory "
+                        "(1 bytes) is too small to start the command; raise it (a few "
+                        "megabytes at least)\n")
