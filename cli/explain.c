@@ -29,9 +29,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-enum kind { K_PROCS, K_CONNECT, K_BIND, K_SEND, K_META, K_ARGS, K_DISK, K_OTHER, K_N };
+enum kind { K_PROCS, K_CONNECT, K_BIND, K_LISTEN, K_SEND, K_META, K_ARGS, K_DISK, K_OTHER, K_N };
 
-static const char *const k_names[K_N] = { "process creations", "connects", "binds",
+static const char *const k_names[K_N] = { "process creations", "connects", "binds", "listens",
 	                                  "sends", "metadata changes", "argument rules",
 	                                  "writes past --max-disk", "other calls" };
 
@@ -98,7 +98,10 @@ static enum kind kind_of(const sandlock_decision_t *d, const char *call)
 			return K_CONNECT;
 		if (call && strcmp(call, "bind") == 0)
 			return K_BIND;
-		return K_SEND;
+		if (call && strcmp(call, "listen") == 0)
+			return K_LISTEN;
+		if (call && strncmp(call, "send", 4) == 0)
+			return K_SEND;
 	}
 	return K_OTHER;
 }
@@ -210,6 +213,15 @@ static void explain_network(const struct cli_explain *e)
 		         "%u bind%s refused by the network rules (first: %s); allow with "
 		         "--net-allow-bind %s", b, b == 1 ? "" : "s", e->first[K_BIND],
 		         port ? port + 1 : "PORT");
+		say(line);
+	}
+	unsigned l = e->count[K_LISTEN];
+	if (l) {
+		snprintf(line, sizeof line,
+		         "%u listen%s refused: a server may listen only on a port the bind rules "
+		         "grant (--net-allow-bind PORT; in a container without pidfd_getfd only "
+		         "--net-allow-bind '*' lets it listen, see docs/containers.md)", l,
+		         l == 1 ? "" : "s");
 		say(line);
 	}
 	if (s) {

@@ -116,3 +116,23 @@ def test_json_stays_the_last_line():
     lines = r.stderr.splitlines()
     assert json.loads(lines[-1])["exit_code"] == 124
     assert any("ran out of time" in l for l in lines[:-1])
+
+
+def test_refused_listen_in_a_container_says_what_allows_it():
+    """Without pidfd_getfd (a container's default seccomp profile, made here
+    by the nosysptrace helper) a listen is refused unless any port may be
+    bound: the line says so instead of leaving a bare EPERM."""
+    noptrace = str(BUILD / "helpers" / "nosysptrace")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code = ("import socket; s=socket.socket(); s.bind(('127.0.0.1', %d)); s.listen(); "
+            "print('listening')" % port)
+    r = subprocess.run([noptrace, SANDLOCK, "run", *SYS_RO, "--net-allow-bind", str(port),
+                        "--", PY, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "PermissionError" in r.stderr
+    assert said(r)[0].startswith("sandlock: 1 listen refused: a server may listen only on a "
+                                 "port the bind rules grant"), r.stderr
+    ok = subprocess.run([noptrace, SANDLOCK, "run", *SYS_RO, "--net-allow-bind", "*", "--",
+                         PY, "-c", code], capture_output=True, text=True, timeout=120)
+    assert ok.stdout == "listening\n" and said(ok) == [], ok.stderr
