@@ -32,6 +32,7 @@
 #include "opener.h"
 #include "pause.h"
 #include "proctree.h"
+#include "syscalls.h"
 #include "util.h"
 
 #define MAX_VEC 65536          /* argv/envp entries looked at */
@@ -42,7 +43,7 @@
 
 uint64_t sl_exec_path_addr(const sandlock_notif_t *n)
 {
-	return n->syscall_nr == __NR_execveat ? n->args[1] : n->args[0];
+	return n->args[sl_sys_exec_path_arg(n->syscall_nr)];
 }
 
 /* ---------------- relocating argv/envp strings ---------------- */

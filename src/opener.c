@@ -425,11 +425,6 @@ void sl_opener_free(struct sl_opener *op)
 
 /* ---------------- decoding the call ---------------- */
 
-bool sl_opener_handles(int nr)
-{
-	return sl_sys_is_open_family(nr);
-}
-
 struct open_call {
 	int dirfd;
 	uint64_t path;
@@ -1157,7 +1152,7 @@ SL_EXPORT int32_t sandlock_open_on_behalf(sandlock_mem_t *m, const sandlock_noti
 	memset(out, 0, sizeof(*out));
 	out->fd = -1;
 	if (!m || !n || n->id != m->id || (pid_t)n->pid != m->pid ||
-	    !sl_opener_handles(n->syscall_nr))
+	    !sl_sys_is_open_family(n->syscall_nr))
 		return EINVAL;
 	struct sl_opener *op = sl_opener_find(m->listener);
 	if (!op)

@@ -64,9 +64,6 @@ int sl_opener_bind(struct sl_opener *op, int listener);
 void sl_opener_free(struct sl_opener *op);
 /* The opener bound to listener, or NULL. */
 struct sl_opener *sl_opener_find(int listener);
-
-/* True for open, creat, openat and openat2. */
-bool sl_opener_handles(int nr);
 /*
  * Perform the trapped open n on the caller's behalf; check (may be NULL)
  * decides on the opened file before O_TRUNC/O_CREAT take effect (see

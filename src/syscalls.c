@@ -60,6 +60,16 @@ size_t sl_sys_exec_like(const int **nrs)
 	return N_OF(k_exec_like);
 }
 
+int sl_sys_exec_path_arg(int nr)
+{
+	return nr == __NR_execveat ? 1 : 0;
+}
+
+int sl_sys_exec_argv_arg(int nr)
+{
+	return sl_sys_exec_path_arg(nr) + 1;
+}
+
 bool sl_sys_is_open_family(int nr)
 {
 	return member(k_open_family, N_OF(k_open_family), nr);

@@ -15,6 +15,10 @@ size_t sl_sys_fork_like(const int **nrs);
 /* execve, execveat: the caller's address space is replaced. */
 bool sl_sys_is_exec_like(int nr);
 size_t sl_sys_exec_like(const int **nrs);
+/* Which argument of an exec-like call holds the path, and which argv
+ * (execveat has its dirfd first). */
+int sl_sys_exec_path_arg(int nr);
+int sl_sys_exec_argv_arg(int nr);
 /* open, creat, openat, openat2: a file opened by path (what the on-behalf
  * opener performs). */
 bool sl_sys_is_open_family(int nr);

@@ -563,7 +563,7 @@ static bool decide_exec(sandlock_policy_ctx_t *ctx, const struct sl_call *call,
 			return true;
 		}
 	}
-	uint64_t argv_addr = n->syscall_nr == __NR_execveat ? n->args[2] : n->args[1];
+	uint64_t argv_addr = n->args[sl_sys_exec_argv_arg(n->syscall_nr)];
 	char **argv = NULL;
 	size_t argc = 0;
 	int e = read_argv(call->mem, argv_addr, &argv, &argc);
@@ -731,7 +731,7 @@ static bool pol_decide(void *state, const struct sl_call *call, sandlock_action_
 	ctx->init = call->init;
 	if (sl_sys_is_exec_like(nr))
 		return decide_exec(ctx, call, act);
-	if (sl_opener_handles(nr))
+	if (sl_sys_is_open_family(nr))
 		return decide_open(ctx, call, act);
 	if (nr == __NR_connect || nr == __NR_bind || nr == __NR_sendto || nr == __NR_sendmsg ||
 	    nr == __NR_sendmmsg) {

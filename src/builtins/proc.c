@@ -252,7 +252,7 @@ static bool proc_decide(void *state, const struct sl_call *call, sandlock_action
 		sandlock_action_set_errno(act, EPERM);
 		return true;
 	}
-	if (sl_opener_handles(nr))
+	if (sl_sys_is_open_family(nr))
 		return sl_open_on_behalf(call, NULL, NULL, act);
 	long ret = 0;
 	int e = dents_on_behalf(s, call, &ret);
