@@ -2,19 +2,13 @@
 stderr saying which limit or rule, and the flag that allows it (without
 --trace); `-q` silences it; a successful run says nothing."""
 import json
-import os
 import socket
 import subprocess
-from pathlib import Path
 
-import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
+from test_cli import BUILD, PY, SYS_RO  # noqa: E402
+
 SANDLOCK = str(BUILD / "sandlock")
-SYS_RO = [a for d in ("/usr", "/bin", "/lib", "/lib64", "/etc") if os.path.exists(d)
-          for a in ("-r", d)]
-PY = "/usr/bin/python3"
 
 
 def run(*args):

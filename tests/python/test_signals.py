@@ -2,9 +2,6 @@
 cleanup runs), `--kill-after` ends what ignores them, `--timeout` with
 `--kill-after` is SIGTERM first, and `sandlock stop NAME` is TERM then KILL.
 Each test checks what the guest saw: its handler writes a log line."""
-import ctypes
-import json
-import os
 import signal
 import subprocess
 import time
@@ -12,14 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import alive
+from test_cli import BUILD, PY, SYS_RO  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
 SANDLOCK = str(BUILD / "sandlock")
-SYS_RO = [a for d in ("/usr", "/bin", "/lib", "/lib64", "/etc") if os.path.exists(d)
-          for a in ("-r", d)]
-PY = "/usr/bin/python3"
 
 # The guest: logs each signal it gets; SIGTERM is its cue to clean up and
 # exit 3.  "ready" once its handlers are in place.
