@@ -5,6 +5,10 @@
  * closed.
  */
 #include <dirent.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -296,7 +300,8 @@ static bool cgroup2_mount(char *out, size_t sz)
 	return found;
 }
 
-TEST(sandbox_runs_in_its_own_cgroup_removed_after_the_run)
+/* The guest's cgroup path as it reads it; the group must be gone after. */
+static void check_run_in_own_cgroup(void)
 {
 	struct sl_cgroup probe;
 	char mnt[1024];
@@ -320,6 +325,38 @@ TEST(sandbox_runs_in_its_own_cgroup_removed_after_the_run)
 	CHECK(access(full, F_OK) < 0 && errno == ENOENT);
 	sandlock_string_free(path);
 	sandlock_result_free(r);
+}
+
+TEST(sandbox_runs_in_its_own_cgroup_removed_after_the_run)
+{
+	check_run_in_own_cgroup();
+}
+
+/* clone3 answered ENOSYS, as a container runtime's seccomp profile does
+ * (Docker's default profile did before clone3 was allowed): the launcher
+ * must fall back to fork and have the child join the group itself. */
+static int refuse_clone3(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof f / sizeof f[0], f };
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -1;
+	return (int)syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+}
+
+TEST(sandbox_joins_its_cgroup_where_clone3_is_refused)
+{
+	REQUIRE(refuse_clone3() == 0);
+	/* The probe: clone3 really is refused in this process now (a real
+	 * clone3 with an invalid size would say EINVAL, not ENOSYS). */
+	errno = 0;
+	CHECK(syscall(__NR_clone3, NULL, (size_t)0) < 0 && errno == ENOSYS);
+	check_run_in_own_cgroup();
 }
 
 /* ================= the run loop fails loudly (run.c) ================= */
