@@ -61,13 +61,20 @@ def lines(path, n, proc):
     pytest.fail("guest log has %r" % (path.read_text() if path.exists() else None))
 
 
+def default_signals():
+    """In the child before exec: sandlock leaves a signal its parent ignores
+    ignored (nohup), so a harness run under nohup must not decide the test."""
+    for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
+        signal.signal(s, signal.SIG_DFL)
+
+
 def start(tmp, code, *flags):
     log = tmp / "log"
     src = tmp / "guest.py"
     src.write_text(code)
     p = subprocess.Popen([SANDLOCK, "run", *SYS_RO, "-w", str(tmp), *flags, "--", PY,
                           str(src), str(log)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
+                         stderr=subprocess.PIPE, preexec_fn=default_signals)
     wait_for(Path(str(log) + ".ready"), p)
     return p, log
 
@@ -156,7 +163,8 @@ def test_stop_sends_term_then_kill(runtime, tmp_path):
         (tmp_path / "guest.py").write_text(code)
         p = subprocess.Popen([SANDLOCK, "run", "--name", "stopme", *SYS_RO, "-w",
                               str(tmp_path), "--", PY, str(tmp_path / "guest.py"), str(log)],
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=default_signals)
         try:
             wait_for(Path(str(log) + ".ready"), p)
             s = subprocess.run([SANDLOCK, "stop", "-t", "1", "stopme"], env=env,
