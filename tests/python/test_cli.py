@@ -414,6 +414,14 @@ def test_net_allow_bind():
 
 # ---------------------------------------------------------------- signals
 
+
+def default_signals():
+    """Default dispositions for the signals sandlock forwards: it keeps a
+    signal its parent ignores ignored (nohup; `cmd &` in a script ignores
+    SIGINT), so a harness started that way must not decide these tests."""
+    for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
+        signal.signal(s, signal.SIG_DFL)
+
 from conftest import alive as _alive  # noqa: E402
 
 
@@ -427,7 +435,8 @@ def test_signal_to_cli_kills_whole_sandbox(tmpdir_path, sig, starter):
     script = (f"{starter}sleep 300 & echo $! > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; "
               "wait")
     proc = subprocess.Popen([str(SANDLOCK), "run", *SYS_RO, "-r", "/dev/null",
-                             "-w", str(tmpdir_path), "--", "/bin/sh", "-c", script])
+                             "-w", str(tmpdir_path), "--", "/bin/sh", "-c", script],
+                            preexec_fn=default_signals)
     try:
         deadline = time.monotonic() + 30
         while not pidfile.exists() and time.monotonic() < deadline:
@@ -461,6 +470,7 @@ class PtyProcess:
         pid, fd = pty.fork()
         if pid == 0:  # child: only exec (or report failure through the status)
             try:
+                default_signals()  # as from a terminal, whatever the harness ignores
                 if not echo:  # what comes back was then written by a program
                     attrs = termios.tcgetattr(0)
                     attrs[3] &= ~termios.ECHO

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from test_cli import BUILD, PY, SYS_RO  # noqa: E402
+from test_cli import BUILD, PY, SYS_RO, default_signals  # noqa: E402
 
 SANDLOCK = str(BUILD / "sandlock")
 
@@ -59,13 +59,6 @@ def lines(path, n, proc):
             return got
         time.sleep(0.01)
     pytest.fail("guest log has %r" % (path.read_text() if path.exists() else None))
-
-
-def default_signals():
-    """In the child before exec: sandlock leaves a signal its parent ignores
-    ignored (nohup), so a harness run under nohup must not decide the test."""
-    for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
-        signal.signal(s, signal.SIG_DFL)
 
 
 def start(tmp, code, *flags):
