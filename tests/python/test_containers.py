@@ -294,7 +294,11 @@ def _dns_server():
     import struct
     import threading
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("127.0.0.1", 53))
+    try:
+        s.bind(("127.0.0.1", 53))
+    except OSError as e:
+        s.close()
+        pytest.skip("127.0.0.1:53 is taken here (%s)" % e)
 
     def serve():
         while True:
