@@ -715,6 +715,16 @@ int cli_cmd_stop(int argc, char **argv)
 	return 0;
 }
 
+/* Unix seconds as local "YYYY-MM-DD HH:MM:SS" for people (JSON keeps the
+ * number). */
+static void local_time(long long t, char *out, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	if (t < 0 || !localtime_r(&tt, &tm) || !strftime(out, len, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(out, len, "%lld", t);
+}
+
 /* Add name to the list of n names (at most max) unless it is there. */
 static void add_name(char (*v)[NAME_MAX_LEN + 1], int *n, int max, const char *name, size_t len)
 {
@@ -769,7 +779,7 @@ int cli_cmd_ps(int argc, char **argv)
 	if (json)
 		fputs("[", stdout);
 	else
-		printf("%-20s %8s %12s  %s\n", "NAME", "PID", "STARTED", "COMMAND");
+		printf("%-20s %8s %-19s  %s\n", "NAME", "PID", "STARTED", "COMMAND");
 	for (int i = 0; i < k; i++) {
 		char buf[REPLY_MAX];
 		if (request(names[i], "inspect\n", buf, sizeof buf) < 0 || strstr(buf, "\"error\""))
@@ -780,8 +790,10 @@ int cli_cmd_ps(int argc, char **argv)
 			char name[NAME_MAX_LEN + 1] = "";
 			sscanf(json_raw(buf, "name"), "\"%64[^\"]\"", name);
 			const char *cmd = json_raw(buf, "command");
-			printf("%-20s %8lld %12lld  %.*s\n", name, json_num(buf, "pid"),
-			       json_num(buf, "started"), (int)(strlen(cmd) ? strlen(cmd) - 1 : 0), cmd);
+			char when[32];
+			local_time(json_num(buf, "started"), when, sizeof when);
+			printf("%-20s %8lld %-19s  %.*s\n", name, json_num(buf, "pid"), when,
+			       (int)(strlen(cmd) ? strlen(cmd) - 1 : 0), cmd);
 		}
 		n++;
 	}

@@ -56,6 +56,10 @@ def test_ps_inspect_kill_from_another_process(runtime):
         assert [x["name"] for x in ps] == ["job-1"]
         text = cli(env, "ps").stdout
         assert "job-1" in text and str(info["pid"]) in text
+        # People read local time; JSON keeps Unix seconds.
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info["started"]))
+        row = [l for l in text.splitlines() if l.startswith("job-1 ")][0]
+        assert when in row and str(info["started"]) not in row, row
         shown = cli(env, "inspect", "job-1").stdout
         assert "pid:            %d" % info["pid"] in shown
         # The directory and the socket are this user's only.
