@@ -30,9 +30,11 @@ BASHCOMPDIR  ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR   ?= $(PREFIX)/share/zsh/site-functions
 INSTALL    ?= install
 
-LIB_SRC  := $(sort $(wildcard src/*.c src/builtins/*.c))
+# The library's sources live in sub-system folders (docs/architecture.md);
+# every #include names its header by its path under src/.
+LIB_SRC  := $(sort $(shell find src -name '*.c'))
 LIB_OBJ  := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
-LIB_HDR  := $(wildcard src/*.h src/builtins/*.h)
+LIB_HDR  := $(shell find src -name '*.h')
 TEST_SRC := $(sort $(wildcard tests/c/test_*.c))
 TESTS    := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 HELPER_SRC := $(sort $(wildcard tests/c/helpers/*.c))

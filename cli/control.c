@@ -21,7 +21,7 @@
 #include "signals.h"
 /* The library's list of control directories (libsandlock.a, linked in):
  * its sandboxes refuse to connect into them. */
-#include "ctldir.h"
+#include "run/ctldir.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -11,7 +11,7 @@
  * whatever stayed in its group — what a terminal would reach; init sends
  * them for us), followed by SIGCONT for the terminating ones so a stopped
  * job can act on them.  The run then ends when the command does:
- * init ends everything else of the sandbox (src/init.c), and we exit with
+ * init ends everything else of the sandbox (src/launch/init.c), and we exit with
  * its status, or die of its signal.
  *
  * Escalation (--kill-after, like timeout(1)): after a forwarded

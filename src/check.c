@@ -14,10 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cglimits.h"
-#include "landlock.h"
-#include "mechs.h"
-#include "proxy.h"
+#include "launch/cglimits.h"
+#include "launch/landlock.h"
+#include "launch/mechs.h"
+#include "proxy/proxy.h"
 
 /* ---------------- "1.5G" ---------------- */
 

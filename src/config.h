@@ -6,8 +6,8 @@
 #ifndef SANDLOCK_CONFIG_H
 #define SANDLOCK_CONFIG_H
 
-#include "httprules.h"
-#include "netrules.h"
+#include "net/httprules.h"
+#include "net/netrules.h"
 #include "sandlock.h"
 #include "util.h"
 

@@ -4,7 +4,7 @@
 #include <seccomp.h>
 #include <stdlib.h>
 
-#include "landlock.h"
+#include "launch/landlock.h"
 #include "util.h"
 
 SL_EXPORT int64_t sandlock_syscall_nr(const char *name)

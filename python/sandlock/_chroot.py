@@ -1,6 +1,6 @@
 """The virtual chroot from Python: the ``chroot`` and ``fs_mount`` fields
 of Sandbox (validators and builder step).  The view itself is the C
-library's (src/chroot.c, src/builtins/chroot.c)."""
+library's (src/builtins/chroot.c, src/builtins/chroot.c)."""
 
 import ctypes
 import os

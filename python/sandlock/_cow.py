@@ -3,7 +3,7 @@
 and builder step), ``BranchAction``, and what a run reports about its
 branch: the change list (``Change``, ``DryRunResult`` of
 ``Sandbox.dry_run``) and commit failures (``BranchConflictError``).
-The layer itself is the C library's (src/cow.c, src/builtins/cow.c)."""
+The layer itself is the C library's (src/builtins/cow/cow.c, src/builtins/cow/cow.c)."""
 
 import ctypes
 import dataclasses

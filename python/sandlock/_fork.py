@@ -1,5 +1,5 @@
 """COW fork mode: ``Sandbox(init_fn=, work_fn=).fork(n)`` and ``reduce``,
-over the C ABI (sandlock_fork, src/fork.c and src/fork_child.c).
+over the C ABI (sandlock_fork, src/fork/fork.c and src/fork/fork_child.c).
 
 The C side makes the keeper (outside the sandbox), the template (which
 confines itself, runs init, forks the clones) and the clones.  Python

@@ -130,7 +130,7 @@ class MemoryProtectError(SandlockError):
 
 
 # A run-time SANDLOCK_ERR_SYSTEM failure names the step that failed at the
-# start of its message (src/launch.c, src/supervisor.c, src/filter.c); the
+# start of its message (src/launch/, src/supervisor/supervisor.c, src/launch/filter.c); the
 # first matching fragment picks the class.
 _SYSTEM_STEPS = (
     ("fork:", ForkError),

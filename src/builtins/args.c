@@ -16,8 +16,8 @@
 #include <seccomp.h>
 #include <stdlib.h>
 
-#include "../filter.h"
-#include "builtin.h"
+#include "launch/filter.h"
+#include "builtins/builtin.h"
 
 /* State: the run's filter policy (the rules depend on it: the UDP gate). */
 static int args_init(const struct sandlock_sandbox *cfg, void **state, char **msg)

@@ -23,9 +23,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "../config.h"
-#include "../filter.h" /* SL_TRAP_IF_NONZERO */
-#include "../nrset.h"
+#include "config.h"
+#include "launch/filter.h" /* SL_TRAP_IF_NONZERO */
+#include "nrset.h"
 
 /* What a builtin sees of one trapped call. */
 struct sandlock_result;

@@ -3,7 +3,7 @@
  * "/" (with cfg->mounts' host directories at their virtual paths) for
  * every path syscall and exec.  No mount, namespace or privilege: each
  * call naming a path is performed here, on the caller's behalf, on the
- * file the guest path names inside the view (src/chroot.c: resolved with
+ * file the guest path names inside the view (src/builtins/chroot.c: resolved with
  * openat2(RESOLVE_IN_ROOT) from the rootfs or mount fd, so ".." and
  * absolute or climbing symlinks cannot leave it).
  *
@@ -54,16 +54,16 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../caps.h"
-#include "../childfd.h"
-#include "../chroot.h"
-#include "../compat.h"
-#include "../execpath.h"
-#include "../opener.h"
-#include "../syscalls.h"
-#include "builtin.h"
-#include "chrootxattr.h"
-#include "proc.h" /* sl_open_on_behalf */
+#include "launch/caps.h"
+#include "supervisor/childfd.h"
+#include "paths/chroot.h"
+#include "compat.h"
+#include "paths/execpath.h"
+#include "opener/opener.h"
+#include "syscalls.h"
+#include "builtins/builtin.h"
+#include "builtins/chrootxattr.h"
+#include "builtins/proc.h" /* sl_open_on_behalf */
 
 #ifndef AT_EMPTY_PATH
 #define AT_EMPTY_PATH 0x1000

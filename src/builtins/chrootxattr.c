@@ -23,9 +23,9 @@
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 
-#include "../caps.h"
-#include "../util.h"
-#include "chrootxattr.h"
+#include "launch/caps.h"
+#include "util.h"
+#include "builtins/chrootxattr.h"
 
 #define NAME_CAP 256       /* XATTR_NAME_MAX + NUL */
 #define VALUE_CAP 65536    /* XATTR_SIZE_MAX (and XATTR_LIST_MAX) */

@@ -4,8 +4,8 @@
 
 #include <stdbool.h>
 
-#include "../chroot.h"
-#include "builtin.h"
+#include "paths/chroot.h"
+#include "builtins/builtin.h"
 
 /* True for get/set/list/removexattr and their l* forms; *follow: whether
  * the last component's symlink is followed. */

@@ -37,8 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../childfd.h"
-#include "builtin.h"
+#include "supervisor/childfd.h"
+#include "builtins/builtin.h"
 
 #ifndef ARCH_SET_FS
 #define ARCH_SET_FS 0x1002

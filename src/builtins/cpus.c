@@ -18,7 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "builtin.h"
+#include "builtins/builtin.h"
 
 struct cpus_state {
 	uint32_t n;

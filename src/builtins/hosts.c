@@ -23,11 +23,11 @@
 #include <errno.h>
 #include <sys/syscall.h>
 
-#include "../netrules.h"
-#include "../opener.h"
-#include "../syscalls.h"
-#include "builtin.h"
-#include "proc.h"
+#include "net/netrules.h"
+#include "opener/opener.h"
+#include "syscalls.h"
+#include "builtins/builtin.h"
+#include "builtins/proc.h"
 
 static int hosts_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
 {

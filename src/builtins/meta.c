@@ -66,11 +66,11 @@
 #include <unistd.h>
 #include <utime.h>
 
-#include "../caps.h"
-#include "../childfd.h"
-#include "../childmem.h"
-#include "../util.h"
-#include "builtin.h"
+#include "launch/caps.h"
+#include "supervisor/childfd.h"
+#include "supervisor/childmem.h"
+#include "util.h"
+#include "builtins/builtin.h"
 
 #define XATTR_NAME_LEN 255     /* XATTR_NAME_MAX */
 #define XATTR_VALUE_LEN 65536  /* XATTR_SIZE_MAX */

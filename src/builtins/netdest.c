@@ -82,20 +82,20 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "../caps.h"
-#include "../childfd.h"
-#include "../connwait.h"
-#include "../ctldir.h"
-#include "../mechs.h"
-#include "../netrules.h"
-#include "../opener.h"
-#include "../portmap.h"
-#include "../proctree.h"
-#include "../proxy.h"
-#include "../sockdest.h"
-#include "../sockremake.h"
-#include "builtin.h"
-#include "policy.h"
+#include "launch/caps.h"
+#include "supervisor/childfd.h"
+#include "net/connwait.h"
+#include "run/ctldir.h"
+#include "launch/mechs.h"
+#include "net/netrules.h"
+#include "opener/opener.h"
+#include "net/portmap.h"
+#include "run/proctree.h"
+#include "proxy/proxy.h"
+#include "net/sockdest.h"
+#include "net/sockremake.h"
+#include "builtins/builtin.h"
+#include "builtins/policy.h"
 
 #define ND_CONTINUE LONG_MIN /* let the kernel run the call */
 #define ND_KILL (LONG_MIN + 1) /* policy_fn's verdict: end the sandbox */

@@ -25,10 +25,10 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
-#include "../filter.h"
-#include "../netview.h"
-#include "../util.h"
-#include "builtin.h"
+#include "launch/filter.h"
+#include "net/netview.h"
+#include "util.h"
+#include "builtins/builtin.h"
 
 struct nl_state {
 	struct sl_netview *view; /* made at the first netlink socket */

@@ -32,9 +32,9 @@
 #include <stdio.h>
 #include <sys/syscall.h>
 
-#include "../proctree.h"
-#include "../syscalls.h"
-#include "builtin.h"
+#include "run/proctree.h"
+#include "syscalls.h"
+#include "builtins/builtin.h"
 
 /* Ancestors are walked at most this deep (a deeper chain is refused). */
 #define SL_PID_MAX_DEPTH 8192

@@ -56,13 +56,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../execcheck.h"
-#include "../opener.h"
-#include "../pause.h"
-#include "../proctree.h"
-#include "../syscalls.h"
-#include "policy.h"
-#include "proc.h"
+#include "supervisor/execcheck.h"
+#include "opener/opener.h"
+#include "run/pause.h"
+#include "run/proctree.h"
+#include "syscalls.h"
+#include "builtins/policy.h"
+#include "builtins/proc.h"
 
 #define POL_MAX_ARGS 4096          /* argv entries read for an event */
 #define POL_MAX_ARG_LEN (128 * 1024) /* bytes of one argument (MAX_ARG_STRLEN) */

@@ -7,8 +7,8 @@
 #ifndef SANDLOCK_BUILTIN_POLICY_H
 #define SANDLOCK_BUILTIN_POLICY_H
 
-#include "../sockdest.h"
-#include "builtin.h"
+#include "net/sockdest.h"
+#include "builtins/builtin.h"
 
 /* The verdict is "end the sandbox". */
 #define SL_POLICY_KILL (-1)

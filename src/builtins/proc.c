@@ -47,13 +47,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../childfd.h"
-#include "../dirsort.h"
-#include "../opener.h"
-#include "../proctree.h"
-#include "../syscalls.h"
-#include "builtin.h"
-#include "proc.h"
+#include "supervisor/childfd.h"
+#include "opener/dirsort.h"
+#include "opener/opener.h"
+#include "run/proctree.h"
+#include "syscalls.h"
+#include "builtins/builtin.h"
+#include "builtins/proc.h"
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 #define PROC_ROOT_INO 1

@@ -9,10 +9,10 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "../config.h"
-#include "../opener.h"
-#include "builtin.h"
-#include "../procpolicy.h"
+#include "config.h"
+#include "opener/opener.h"
+#include "builtins/builtin.h"
+#include "opener/procpolicy.h"
 
 /* The open call performed by the run's opener (the /proc policy and
  * check, if any, applied to the file it opened) and its fd injected as

@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <sys/syscall.h>
 
-#include "../proctree.h"
-#include "../syscalls.h"
-#include "builtin.h"
+#include "run/proctree.h"
+#include "syscalls.h"
+#include "builtins/builtin.h"
 
 static int procs_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
 {

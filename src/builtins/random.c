@@ -17,8 +17,8 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-#include "../prng.h"
-#include "builtin.h"
+#include "prng.h"
+#include "builtins/builtin.h"
 
 #define RANDOM_MAX_CALL (256u << 10)
 

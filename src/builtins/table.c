@@ -5,7 +5,7 @@
  * Order matters for FIRST-phase builtins: the argument re-check comes
  * first so that nothing later sees a call the filter would have denied.
  */
-#include "builtin.h"
+#include "builtins/builtin.h"
 
 extern const struct sl_builtin sl_builtin_args;
 extern const struct sl_builtin sl_builtin_procs;

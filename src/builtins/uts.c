@@ -17,8 +17,8 @@
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 
-#include "builtin.h"
-#include "uts.h"
+#include "builtins/builtin.h"
+#include "builtins/uts.h"
 
 void sl_uts_name(const struct sandlock_sandbox *cfg, pid_t init, char *out, size_t cap)
 {

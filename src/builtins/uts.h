@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "../config.h"
+#include "config.h"
 
 /* cfg->name, or "sandbox-<init>". */
 void sl_uts_name(const struct sandlock_sandbox *cfg, pid_t init, char *out, size_t cap);

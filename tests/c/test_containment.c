@@ -1,7 +1,7 @@
 /*
  * test_containment.c — escapes closed by the seccomp filter's containment
- * rules (src/filter.c) and the metadata guard's set-id refusal
- * (src/builtin_meta.c): stream protocols Landlock does not cover, TCP
+ * rules (src/launch/filter.c) and the metadata guard's set-id refusal
+ * (src/builtins/meta.c): stream protocols Landlock does not cover, TCP
  * Fast Open, socket families, UDP and ping sockets, personality, SysV and
  * POSIX IPC shared with the host, and set-id files.
  *
@@ -38,7 +38,7 @@
 #include "harness.h"
 #include "testutil.h"
 #include "config.h" /* struct sandlock_sandbox: the UDP/ICMP gate */
-#include "filter.h" /* sl_filter_arg_check */
+#include "launch/filter.h" /* sl_filter_arg_check */
 
 #define LINE 256
 #define ARGS(...) ((const char *const[]){ __VA_ARGS__, NULL })

@@ -9,8 +9,8 @@
 
 #include <time.h>
 
-#include "cglimits.h" /* sl_cglimits_no_cpu_group: max_cpu by the throttle */
-#include "pause.h" /* sl_pause_freezer: force the fallback */
+#include "launch/cglimits.h" /* sl_cglimits_no_cpu_group: max_cpu by the throttle */
+#include "run/pause.h" /* sl_pause_freezer: force the fallback */
 
 
 

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "landlock.h" /* sl_landlock_abi_cap: linked from libsandlock.a */
+#include "launch/landlock.h" /* sl_landlock_abi_cap: linked from libsandlock.a */
 #include "testutil.h"
 
 /* The system directories and /proc (the guests below read their own /proc/self). */

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "landlock.h" /* sl_landlock_abi_cap: linked from libsandlock.a */
+#include "launch/landlock.h" /* sl_landlock_abi_cap: linked from libsandlock.a */
 #include "testutil.h"
 
 /* The kernel's own ABI (cap lifted). */

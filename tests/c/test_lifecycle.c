@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup.h" /* sl_cgroup_create: linked from libsandlock.a */
+#include "run/cgroup.h" /* sl_cgroup_create: linked from libsandlock.a */
 #include "harness.h"
 #include "testutil.h"
 

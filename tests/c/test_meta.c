@@ -1,5 +1,5 @@
 /*
- * test_meta.c — the metadata guard (src/builtin_meta.c).  Landlock does not
+ * test_meta.c — the metadata guard (src/builtins/meta.c).  Landlock does not
  * control chmod, chown, xattrs or timestamps, so without the guard every
  * "denied" case below succeeds (we run as root).  Each test runs real
  * processes — the escape helper's probes, /bin/chmod, /bin/chown,

@@ -16,8 +16,8 @@
 #include "testutil.h"
 
 /* Internal: the run's trapped set and its BPF (static linking reaches them). */
-#include "../../src/dispatch.h"
-#include "../../src/filter.h"
+#include "../../src/supervisor/dispatch.h"
+#include "../../src/launch/filter.h"
 
 static const char *netprobe(void)
 {

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "proctree.h" /* sl_count_tree_processes: linked from libsandlock.a */
+#include "run/proctree.h" /* sl_count_tree_processes: linked from libsandlock.a */
 #include "testutil.h"
 
 /* Run argv in a sandbox for system programs, limited to max_processes

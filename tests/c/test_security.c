@@ -219,7 +219,7 @@ static void killed(const char *probe)
 TEST(x32_syscall_killed) { killed("x32"); }
 TEST(int80_i386_syscall_killed) { killed("int80"); }
 
-/* ---------------- capabilities (src/caps.c) ---------------- */
+/* ---------------- capabilities (src/launch/caps.c) ---------------- */
 
 /*
  * A sandbox started by root keeps no capability in any set.  Without

@@ -7,7 +7,7 @@
 #include "harness.h"
 #include "testutil.h"
 
-#include "cgroup.h" /* sl_cgroup_disabled: take the no-cgroup path here */
+#include "run/cgroup.h" /* sl_cgroup_disabled: take the no-cgroup path here */
 
 static sandlock_spawn_opts_t pipe_out(void)
 {

@@ -1,4 +1,4 @@
-"""The minimal /dev every sandbox gets (src/devmin.c): null, zero, full,
+"""The minimal /dev every sandbox gets (src/launch/devmin.c): null, zero, full,
 random, urandom, the files behind its own stdin/stdout/stderr, /dev/fd, and
 /dev/tty when its stdio is a terminal; no other device node.  Only the
 README's grants are given (-r /usr -r /lib -r /lib64 -r /bin -r /etc)."""

@@ -1,5 +1,5 @@
 """--tmp / tmp=True / [filesystem] tmp: each run gets its own empty,
-writable TMPDIR, removed at the end (src/tmpdir.c), so builds need no grant
+writable TMPDIR, removed at the end (src/launch/tmpdir.c), so builds need no grant
 of the host's shared /tmp."""
 import os
 import subprocess

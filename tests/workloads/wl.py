@@ -26,7 +26,7 @@ BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
 SANDLOCK = str(BUILD / "sandlock")
 SYS_RO = [d for d in ("/usr", "/bin", "/lib", "/lib64", "/etc") if os.path.exists(d)]
 MODES = ("bare", "sandbox", "cow")
-# /dev/null, /dev/urandom: every sandbox has them (src/devmin.c); nothing
+# /dev/null, /dev/urandom: every sandbox has them (src/launch/devmin.c); nothing
 # of /dev is granted here.
 TIMES = {}  # (workload, mode) -> [seconds]: ratios printed by conftest.py
 

@@ -1,6 +1,6 @@
 /*
  * execprobe.c — hostile probes of the exec and chdir path rewrites
- * (src/execpath.c), run in a COW workdir by tests/c/test_cow.c.
+ * (src/paths/execpath.c), run in a COW workdir by tests/c/test_cow.c.
  *   execprobe open FILE         open FILE for reading (the control)
  *   execprobe shortfd SECRET    a staged link to SECRET exec'd with argv
  *                               right behind the path (the /dev/fd form);

@@ -1,0 +1,754 @@
+/*
+ * dispatch.c — deciding one notification, and the one place that
+ * answers the kernel.
+ *
+ * At construction the dispatcher instantiates every builtin of the table
+ * (builtins/table.c) for the run's configuration, resolves the user
+ * registrations, and builds one chain per trapped syscall:
+ *
+ *   FIRST-phase builtins (table order) -> user handlers (registration
+ *   order) -> the syscall's LAST-phase builtin, if any.
+ *
+ * The first link that decides ends the chain; nobody deciding means
+ * CONTINUE.  Builtins come first so that a user handler can never let
+ * through a call the filter itself would have denied; a LAST builtin
+ * (the metadata guard) performs or refuses what no handler decided, so no
+ * handler can let such a call reach the kernel unchecked.
+ *
+ * Deferred user handlers run on the worker pool (deferred.c); their
+ * decisions come back through deferred_done and are answered here too,
+ * as are blocking connects netdest hands to the connect waiter
+ * (connwait.c, connwait_done).  A deferred handler that does not
+ * intervene on a syscall with a LAST builtin resumes the chain there:
+ * the builtin runs on the worker, under builtin_lock (the loop holds it
+ * while it runs a chain), so builtins never run two at a time.
+ *
+ * Lifetime: the dispatcher is reference-counted.  The run holds one
+ * reference, the supervisor thread one, every deferred worker one; the
+ * last to let go frees it.  So when the run stops waiting for a handler
+ * that does not return (the run's timeout bounds the whole run), the
+ * abandoned thread still finds its dispatcher, its builtins' state and
+ * its own duplicate of the listener (never a recycled fd number).  Once
+ * the run declares itself over (sl_dispatch_close, before init is
+ * reaped) nothing more is answered: a late decision is dropped, and no
+ * KILL can signal a pid that may have been recycled.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <seccomp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "builtins/builtin.h"
+#include "opener/procpolicy.h"
+#include "builtins/uts.h"
+#include "supervisor/childmem.h"
+#include "paths/chroot.h"
+#include "net/connwait.h"
+#include "supervisor/deferred.h"
+#include "supervisor/dispatch.h"
+#include "launch/filter.h"
+#include "opener/opener.h"
+#include "proxy/proxy.h"
+#include "net/portmap.h"
+#include "supervisor/respond.h"
+#include "syscalls.h"
+#include "opener/virtfiles.h"
+
+/* One builtin of the table, instantiated for this run. */
+struct inst {
+	const struct sl_builtin *b;
+	void *state;
+	struct sl_nrset nrs; /* the syscalls it traps in this run */
+	bool live;           /* init succeeded: free its state */
+};
+
+/* Everything that runs for one trapped syscall, in order. */
+struct sl_chain {
+	int nr;
+	struct inst **first;   /* FIRST-phase builtins */
+	size_t nfirst;
+	sandlock_handler_t **h; /* user handlers */
+	size_t nh;
+	struct inst *last;     /* LAST-phase builtin, or NULL */
+};
+
+struct sl_dispatch {
+	struct sl_view *view; /* virtual chroot (chroot.h), for the opener; NULL */
+	struct inst *insts;
+	size_t ninsts;
+	struct sl_chain *chains; /* sorted by nr */
+	size_t nchains;
+	int *trapped; /* sorted, unique: trapped by the filter unconditionally */
+	size_t ntrapped;
+	struct sl_filter_policy filter; /* what the run's seccomp filter blocks */
+	int *chained; /* sorted, unique: trapped + the filter-conditional ones */
+	size_t nchained;
+	int listener;
+	pid_t init;
+	struct sl_memcache *cache; /* supervisor thread only */
+	struct sl_deferred *deferred;
+	struct sl_responder resp;
+	const struct sandlock_sandbox *cfg; /* the sandbox's: valid until the launch is over */
+	bool wants_opener;         /* handlers or builtins open on the caller's behalf */
+	bool proc_guard, proc_fast; /* /proc readable; nothing denied beneath it */
+	char *name;                 /* cfg->name copy (NULL: sandbox-<init>) */
+	char *hosts;                /* the synthetic /etc/hosts, NULL = the real one */
+	struct sl_portmap *ports;   /* port_remap: the run's port map, else NULL */
+	struct sl_proxy *proxy;     /* HTTP rules: the run's proxy (proxy.h), else NULL */
+	struct sl_connwait *connwait; /* blocking connects performed on behalf (connwait.h) */
+	struct sl_opener *opener;  /* opener.h; NULL until sl_dispatch_use_ruleset */
+	struct sl_virt *virt;      /* its synthetic views until handed to it (virtfiles.h) */
+	atomic_int refs;
+	atomic_int failed; /* errno that stopped the supervisor thread */
+	/* Answers are sent under the read side; sl_dispatch_close takes the
+	 * write side to set closed, so no answer is in flight after it. */
+	pthread_rwlock_t answer_lock;
+	bool closed;
+	/* Held while builtins run: by the loop around a chain, by a deferred
+	 * worker around the LAST builtin its CONTINUE resumes. */
+	pthread_mutex_t builtin_lock;
+	sandlock_decision_fn on_decision; /* tracing hook (sandlock.h), or NULL */
+	void *on_decision_ud;
+};
+
+/* nr is in s, trapped outright or conditionally (filter.h). */
+static bool nrset_has(const struct sl_nrset *s, int nr)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (SL_TRAP_NR(s->v[i]) == nr)
+			return true;
+	return false;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* Sort and de-duplicate in place. */
+static void nrset_normalize(struct sl_nrset *s)
+{
+	if (s->n == 0)
+		return;
+	qsort(s->v, s->n, sizeof(*s->v), cmp_int);
+	size_t u = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (u == 0 || s->v[u - 1] != s->v[i])
+			s->v[u++] = s->v[i];
+	s->n = u;
+}
+
+/* ---------------- construction ---------------- */
+
+static int oom(int *err, char **msg)
+{
+	return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+}
+
+/* The LAST builtin before in that also traps one of in's syscalls, or
+ * NULL.  A chain has room for one terminal builtin: a second would never
+ * run, and its guard would be silently lost. */
+static const struct inst *last_clash(const struct sl_dispatch *d, const struct inst *in)
+{
+	if (in->b->phase != SL_PHASE_LAST)
+		return NULL;
+	for (const struct inst *o = d->insts; o < in; o++)
+		if (o->b->phase == SL_PHASE_LAST)
+			for (size_t k = 0; k < in->nrs.n; k++)
+				if (nrset_has(&o->nrs, in->nrs.v[k]))
+					return o;
+	return NULL;
+}
+
+/* Instantiate every builtin of the table for cfg. */
+static int make_builtins(struct sl_dispatch *d, const struct sandlock_sandbox *cfg, int *err,
+                         char **msg)
+{
+	d->insts = calloc(sl_builtin_count, sizeof(*d->insts));
+	if (!d->insts)
+		return oom(err, msg);
+	d->ninsts = sl_builtin_count;
+	for (size_t i = 0; i < sl_builtin_count; i++) {
+		struct inst *in = &d->insts[i];
+		in->b = sl_builtin_table[i];
+		if (in->b->syscalls && in->b->syscalls(cfg, &in->nrs) < 0)
+			return oom(err, msg);
+		const struct inst *clash = last_clash(d, in);
+		if (clash)
+			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
+			               "internal: builtins '%s' and '%s' both guard one syscall",
+			               clash->b->name, in->b->name);
+		char *why = NULL;
+		if (in->b->init && in->b->init(cfg, &in->state, &why) < 0) {
+			sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "%s: %s", in->b->name,
+			        why ? why : "cannot start");
+			free(why);
+			return -1;
+		}
+		in->live = true;
+	}
+	return 0;
+}
+
+static struct sl_chain *find_chain(const struct sl_dispatch *d, int nr)
+{
+	size_t lo = 0, hi = d->nchains;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (d->chains[mid].nr == nr)
+			return &d->chains[mid];
+		if (d->chains[mid].nr < nr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* The LAST-phase builtin guarding nr, or NULL. */
+static struct inst *last_for(const struct sl_dispatch *d, int nr)
+{
+	for (size_t i = 0; i < d->ninsts; i++)
+		if (d->insts[i].b->phase == SL_PHASE_LAST && nrset_has(&d->insts[i].nrs, nr))
+			return &d->insts[i];
+	return NULL;
+}
+
+/* Resolve and check one registration; its number, or -1 with *err, *msg. */
+static int registration_nr(const struct sl_dispatch *d, const sandlock_registration_t *r,
+                           int *err, char **msg)
+{
+	const char *name = r->syscall;
+	int nr = name ? seccomp_syscall_resolve_name(name) : -1;
+	if (nr < 0) /* libseccomp uses negative pseudo numbers for other arches */
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL, "unknown syscall '%s'",
+		               name ? name : "(null)");
+	if (sl_filter_is_blocked(&d->filter, nr) || sl_filter_extra_denied(d->cfg, nr))
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL,
+		               "syscall '%s' is denied by the sandbox and cannot be handled", name);
+	if (!r->handler)
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "NULL handler for syscall '%s'",
+		               name);
+	/* A deferred handler may sit before a LAST builtin: its CONTINUE
+	 * resumes the chain there (deferred_done). */
+	return nr;
+}
+
+/* Syscalls with a chain: the trapped set plus those the filter traps
+ * only for some arguments (filter_conditional builtins, whose
+ * conditions are filter.c's, and SL_TRAP_IF_NONZERO entries). */
+static int build_chained(struct sl_dispatch *d)
+{
+	struct sl_nrset t = { 0 };
+	for (size_t i = 0; i < d->ntrapped; i++) /* conditional entries: their nr */
+		if (sl_nrset_add(&t, SL_TRAP_NR(d->trapped[i])) < 0)
+			goto nomem;
+	for (size_t i = 0; i < d->ninsts; i++)
+		if (d->insts[i].b->filter_conditional &&
+		    sl_nrset_add_all(&t, d->insts[i].nrs.v, d->insts[i].nrs.n) < 0)
+			goto nomem;
+	nrset_normalize(&t);
+	d->chained = t.v;
+	d->nchained = t.n;
+	return 0;
+nomem:
+	free(t.v);
+	return -1;
+}
+
+/* A conditional trap (filter.h) on a syscall also trapped outright is
+ * dropped: the unconditional trap wins, its chain sees every call. */
+static void drop_shadowed(struct sl_nrset *t)
+{
+	size_t u = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		int v = t->v[i];
+		if (SL_TRAP_ARG(v) >= 0 && bsearch(&(int){ SL_TRAP_NR(v) }, t->v, t->n,
+		                                   sizeof(int), cmp_int))
+			continue;
+		t->v[u++] = v;
+	}
+	t->n = u;
+}
+
+/*
+ * The trapped set: every builtin's syscalls, every registered syscall,
+ * and, with user handlers, exec: the /proc/PID/mem cache must learn of
+ * every exec (a vfork child shares, then leaves, its parent's address
+ * space).
+ */
+static int build_trapped(struct sl_dispatch *d, const struct sl_handlers *hs, int *err,
+                         char **msg)
+{
+	struct sl_nrset t = { 0 };
+	for (size_t i = 0; i < d->ninsts; i++)
+		if (!d->insts[i].b->filter_conditional &&
+		    sl_nrset_add_all(&t, d->insts[i].nrs.v, d->insts[i].nrs.n) < 0)
+			goto nomem;
+	for (size_t i = 0; i < hs->n; i++) {
+		int nr = registration_nr(d, &hs->regs[i], err, msg);
+		if (nr < 0) {
+			free(t.v);
+			return -1;
+		}
+		if (sl_nrset_add(&t, nr) < 0)
+			goto nomem;
+	}
+	if (hs->n > 0) {
+		const int *ex;
+		size_t nex = sl_sys_exec_like(&ex);
+		if (sl_nrset_add_all(&t, ex, nex) < 0)
+			goto nomem;
+	}
+	nrset_normalize(&t);
+	drop_shadowed(&t);
+	d->trapped = t.v;
+	d->ntrapped = t.n;
+	if (build_chained(d) < 0)
+		return oom(err, msg);
+	return 0;
+nomem:
+	free(t.v);
+	return oom(err, msg);
+}
+
+/* The builtin links of every chain. */
+static int link_builtins(struct sl_dispatch *d, struct sl_chain *c)
+{
+	c->first = calloc(d->ninsts ? d->ninsts : 1, sizeof(*c->first));
+	if (!c->first)
+		return -1;
+	for (size_t i = 0; i < d->ninsts; i++) {
+		struct inst *in = &d->insts[i];
+		if (in->b->phase == SL_PHASE_FIRST &&
+		    (in->b->every_trapped || nrset_has(&in->nrs, c->nr)))
+			c->first[c->nfirst++] = in;
+	}
+	c->last = last_for(d, c->nr);
+	return 0;
+}
+
+static int append_handler(struct sl_chain *c, sandlock_handler_t *h)
+{
+	sandlock_handler_t **v = realloc(c->h, (c->nh + 1) * sizeof(*v));
+	if (!v)
+		return -1;
+	v[c->nh++] = h;
+	c->h = v;
+	return 0;
+}
+
+/* One chain per chained syscall (the set is sorted: so are they). */
+static int build_chains(struct sl_dispatch *d, const struct sl_handlers *hs, int *err,
+                        char **msg)
+{
+	d->chains = calloc(d->nchained ? d->nchained : 1, sizeof(*d->chains));
+	if (!d->chains)
+		return oom(err, msg);
+	for (size_t i = 0; i < d->nchained; i++) {
+		d->chains[i].nr = d->chained[i];
+		d->nchains++;
+		if (link_builtins(d, &d->chains[i]) < 0)
+			return oom(err, msg);
+	}
+	/* Names were checked by build_trapped: resolving again cannot fail. */
+	for (size_t i = 0; i < hs->n; i++) {
+		struct sl_chain *c = find_chain(d, seccomp_syscall_resolve_name(hs->regs[i].syscall));
+		if (!c || append_handler(c, hs->regs[i].handler) < 0)
+			return oom(err, msg);
+	}
+	return 0;
+}
+
+/* The one way out to the kernel: nothing once the run is over. */
+static void answer(struct sl_dispatch *d, const sandlock_notif_t *n, sandlock_action_t *act)
+{
+	pthread_rwlock_rdlock(&d->answer_lock);
+	if (d->closed)
+		sl_action_discard(act);
+	else
+		sl_respond(&d->resp, n, act);
+	pthread_rwlock_unlock(&d->answer_lock);
+}
+
+/* The tracing hook sees every answer, in this one place, before it goes out. */
+static void report(const struct sl_dispatch *d, const sandlock_notif_t *n,
+                   const sandlock_action_t *act, const char *by)
+{
+	if (d->on_decision) {
+		sandlock_decision_t dec = { n, act, by };
+		d->on_decision(d->on_decision_ud, &dec);
+	}
+}
+
+static bool run_last(const struct inst *last, const struct sl_call *call, sandlock_action_t *act,
+                     const char **by);
+
+/*
+ * A deferred handler's decision.  CONTINUE on a syscall with a LAST
+ * builtin is not the kernel's yet: the builtin performs or refuses the
+ * call as it would have on the loop (with a memory handle of this
+ * thread's own; a connect it hands to the waiter is answered there).
+ */
+static void deferred_done(void *ctx, const sandlock_notif_t *n, sandlock_action_t *act)
+{
+	struct sl_dispatch *d = ctx;
+	const struct sl_chain *c = find_chain(d, n->syscall_nr);
+	const char *by = "handler";
+	if (c && c->last && act->kind == SANDLOCK_ACTION_CONTINUE) {
+		bool later = false;
+		sandlock_mem_t mem;
+		sl_mem_init(&mem, d->listener, n, NULL);
+		struct sl_call call = { n,       &mem,     d->listener, d->init, d->ports,
+			                d->proxy, d->connwait, &later };
+		pthread_mutex_lock(&d->builtin_lock);
+		(void)run_last(c->last, &call, act, &by);
+		pthread_mutex_unlock(&d->builtin_lock);
+		sl_mem_done(&mem);
+		if (later)
+			return; /* the connect waiter answers */
+	}
+	report(d, n, act, by);
+	answer(d, n, act);
+}
+
+/* A connect netdest handed to the waiter is over (connwait.h). */
+static void connwait_done(void *ctx, const sandlock_notif_t *n, sandlock_action_t *act)
+{
+	struct sl_dispatch *d = ctx;
+	report(d, n, act, "socket destinations");
+	answer(d, n, act);
+}
+
+void sl_dispatch_ref(struct sl_dispatch *d)
+{
+	atomic_fetch_add(&d->refs, 1);
+}
+
+static void deferred_hold(void *ctx)
+{
+	sl_dispatch_ref(ctx);
+}
+
+static void deferred_drop(void *ctx)
+{
+	sl_dispatch_unref(ctx);
+}
+
+struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
+                                    const struct sl_handlers *hs, int *err, char **msg)
+{
+	if (!hs->regs && hs->n > 0) {
+		sl_fail(err, msg, SANDLOCK_ERR_INVALID, "registrations missing");
+		return NULL;
+	}
+	struct sl_dispatch *d = calloc(1, sizeof(*d));
+	if (!d) {
+		oom(err, msg);
+		return NULL;
+	}
+	sl_responder_init(&d->resp);
+	d->filter = cfg->filter;
+	d->cfg = cfg;
+	atomic_init(&d->refs, 1);
+	pthread_rwlock_init(&d->answer_lock, NULL);
+	pthread_mutex_init(&d->builtin_lock, NULL);
+	d->on_decision = cfg->on_decision;
+	d->on_decision_ud = cfg->on_decision_ud;
+	d->listener = -1;
+	d->cache = sl_memcache_new();
+	uint64_t dto = cfg->deferred_timeout_ms ? cfg->deferred_timeout_ms : 30000;
+	d->deferred = sl_deferred_new(dto, deferred_done, d, deferred_hold, deferred_drop);
+	/* Its thread is joined in destroy, before anything it answers through. */
+	d->connwait = sl_connwait_new(connwait_done, d);
+	if (!d->cache || !d->deferred || !d->connwait) {
+		oom(err, msg);
+		goto fail;
+	}
+	if (make_builtins(d, cfg, err, msg) < 0 || build_trapped(d, hs, err, msg) < 0 ||
+	    build_chains(d, hs, err, msg) < 0)
+		goto fail;
+	d->wants_opener = hs->n > 0; /* sandlock_open_on_behalf needs one */
+	for (size_t i = 0; i < d->ninsts; i++)
+		if ((d->insts[i].b->needs_opener ||
+		     (d->insts[i].b->opener_if && d->insts[i].b->opener_if(cfg))) &&
+		    d->insts[i].nrs.n > 0)
+			d->wants_opener = true;
+	d->proc_guard = sl_proc_readable(cfg);
+	if (cfg->name && !(d->name = sl_strdup(cfg->name))) {
+		oom(err, msg);
+		goto fail;
+	}
+	d->proc_fast = sl_proc_undenied(cfg);
+	if (cfg->port_remap && !(d->ports = sl_portmap_new())) {
+		oom(err, msg);
+		goto fail;
+	}
+	if (sl_http_active(&cfg->http) && !(d->proxy = sl_proxy_new(cfg, msg))) {
+		if (err)
+			*err = SANDLOCK_ERR_SYSTEM;
+		goto fail;
+	}
+	bool oom_hosts;
+	d->hosts = sl_netrules_hosts_file(&cfg->net, &oom_hosts);
+	if (oom_hosts) {
+		oom(err, msg);
+		goto fail;
+	}
+	/* Virtual chroot: the opener's opens are guest paths in this view. */
+	if (cfg->chroot && !(d->view = sl_view_new(cfg, msg))) {
+		if (err)
+			*err = SANDLOCK_ERR_SYSTEM;
+		goto fail;
+	}
+	if (d->wants_opener && !(d->virt = sl_virt_new(cfg))) {
+		oom(err, msg);
+		goto fail;
+	}
+	return d;
+fail:
+	sl_dispatch_unref(d);
+	return NULL;
+}
+
+size_t sl_dispatch_trapped(const struct sl_dispatch *d, const int **nrs)
+{
+	*nrs = d->trapped;
+	return d->ntrapped;
+}
+
+int sl_dispatch_use_ruleset(struct sl_dispatch *d, int ruleset_fd, int *err, char **msg)
+{
+	for (size_t i = 0; i < d->ninsts; i++) {
+		const struct inst *in = &d->insts[i];
+		if (in->live && in->b->ruleset && in->b->ruleset(in->state, d->cfg, ruleset_fd, msg) < 0) {
+			if (err)
+				*err = SANDLOCK_ERR_SYSTEM;
+			return -1;
+		}
+	}
+	if (!d->wants_opener || d->opener)
+		return 0;
+	d->opener = sl_opener_new(ruleset_fd, err, msg);
+	if (!d->opener)
+		return -1;
+	sl_opener_set_virt(d->opener, d->virt);
+	d->virt = NULL;
+	if (d->view)
+		sl_opener_set_view(d->opener, d->view);
+	if (sl_opener_set_hosts(d->opener, d->hosts) < 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "cannot serve /etc/hosts: %s",
+		               strerror(errno));
+	if (d->proxy && sl_proxy_ca_pem(d->proxy) &&
+	    sl_opener_set_cabundles(d->opener, &d->cfg->http.inject_ca, sl_proxy_ca_pem(d->proxy)) < 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "http_inject_ca: %s", strerror(errno));
+	return 0;
+}
+
+int sl_dispatch_bind(struct sl_dispatch *d, int listener, pid_t init)
+{
+	/* Our own: the run closes its copy when it returns, and a thread it
+	 * abandoned may still answer (or read memory) through ours.  Handlers
+	 * see this number too, so the opener is found by it. */
+	d->listener = fcntl(listener, F_DUPFD_CLOEXEC, 3);
+	if (d->listener < 0)
+		return -1;
+	if (d->opener && d->proc_guard)
+		sl_opener_guard_proc(d->opener, init, d->proc_fast);
+	if (d->opener) {
+		char name[72];
+		snprintf(name, sizeof name, "%s", d->name ? d->name : "");
+		if (!d->name)
+			snprintf(name, sizeof name, "sandbox-%d", (int)init);
+		sl_opener_set_hostname(d->opener, name);
+		if (d->ports)
+			sl_opener_set_ports(d->opener, d->ports);
+	}
+	if (d->opener && sl_opener_bind(d->opener, d->listener) < 0)
+		sl_warn("too many concurrent runs: sandlock_open_on_behalf will fail (ENOSYS)");
+	d->init = init;
+	sl_responder_bind(&d->resp, d->listener, init);
+	return 0;
+}
+
+int sl_dispatch_listener(const struct sl_dispatch *d)
+{
+	return d->listener;
+}
+
+void sl_dispatch_fail(struct sl_dispatch *d, int e)
+{
+	atomic_store(&d->failed, e ? e : EIO);
+}
+
+int sl_dispatch_failed(struct sl_dispatch *d)
+{
+	return atomic_load(&d->failed);
+}
+
+void sl_dispatch_close(struct sl_dispatch *d)
+{
+	pthread_rwlock_wrlock(&d->answer_lock);
+	d->closed = true;
+	pthread_rwlock_unlock(&d->answer_lock);
+}
+
+/* ---------------- deciding ---------------- */
+
+/* LAST builtins must decide; one that does not is refused, never continued. */
+static bool run_last(const struct inst *last, const struct sl_call *call, sandlock_action_t *act,
+                     const char **by)
+{
+	*by = last->b->name;
+	if (!last->b->decide(last->state, call, act))
+		sandlock_action_set_errno(act, EPERM);
+	return true;
+}
+
+/*
+ * Run c for n: true with *act decided, false for CONTINUE.  *deferred is
+ * set when a deferred handler took the call, or a builtin handed it to
+ * the connect waiter (call.later): their completions answer.
+ */
+static bool run_chain(struct sl_dispatch *d, const struct sl_chain *c,
+                      const sandlock_notif_t *n, sandlock_mem_t *mem, sandlock_action_t *act,
+                      bool *deferred, const char **by)
+{
+	struct sl_call call = { n,       mem,      d->listener, d->init, d->ports,
+		                    d->proxy, d->connwait, deferred };
+	for (size_t i = 0; i < c->nfirst; i++)
+		if (c->first[i]->b->decide(c->first[i]->state, &call, act)) {
+			*by = c->first[i]->b->name;
+			return true;
+		}
+	*by = "handler";
+	for (size_t i = 0; i < c->nh; i++) {
+		if (c->h[i]->deferred) {
+			/* Deferral ends the user handlers; a LAST builtin runs
+			 * after a CONTINUE (deferred_done). */
+			int e = sl_deferred_submit(d->deferred, c->h[i], n, d->listener);
+			*deferred = e == 0;
+			if (e)
+				sandlock_action_set_errno(act, e);
+			return e != 0;
+		}
+		if (sl_handler_call(c->h[i], n, mem, act))
+			return true;
+	}
+	return c->last ? run_last(c->last, &call, act, by) : false;
+}
+
+/* The FIRST builtins of the chain that want to know the call was answered. */
+static void after_answer(const struct sl_chain *c, const sandlock_notif_t *n)
+{
+	for (size_t i = 0; i < c->nfirst; i++)
+		if (c->first[i]->b->answered)
+			c->first[i]->b->answered(c->first[i]->state, n);
+}
+
+void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n)
+{
+	const struct sl_chain *c = find_chain(d, n->syscall_nr);
+	sandlock_action_t act;
+	bool deferred = false, decided = true;
+	const char *by = "dispatcher";
+	if (!c) {
+		/* The filter traps only the chains' syscalls: never continue a
+		 * notification that contradicts it. */
+		sandlock_action_set_errno(&act, EPERM);
+	} else {
+		sandlock_mem_t mem;
+		sl_mem_init(&mem, d->listener, n, d->cache);
+		pthread_mutex_lock(&d->builtin_lock);
+		decided = run_chain(d, c, n, &mem, &act, &deferred, &by);
+		pthread_mutex_unlock(&d->builtin_lock);
+		sl_mem_done(&mem);
+	}
+	if (!deferred) {
+		if (!decided) {
+			sandlock_action_set_continue(&act);
+			by = NULL;
+		}
+		report(d, n, &act, by);
+		answer(d, n, &act);
+		if (c)
+			after_answer(c, n);
+	}
+	/* After execve the pid has a new address space; a cached fd would
+	 * still read the old one (alive if shared with a vfork parent). */
+	if (sl_sys_is_exec_like(n->syscall_nr))
+		sl_memcache_forget(d->cache, (pid_t)n->pid);
+}
+
+int sl_dispatch_expire(struct sl_dispatch *d)
+{
+	return sl_deferred_expire(d->deferred);
+}
+
+int sl_dispatch_killed(struct sl_dispatch *d, int *sig)
+{
+	return sl_responder_killed(&d->resp, sig);
+}
+
+bool sl_dispatch_quiesce(struct sl_dispatch *d, const struct timespec *at)
+{
+	return sl_deferred_stop(d->deferred, at);
+}
+
+struct sl_portmap *sl_dispatch_ports(struct sl_dispatch *d)
+{
+	return d->ports;
+}
+
+void sl_dispatch_finish(struct sl_dispatch *d, struct sandlock_result *r)
+{
+	for (size_t i = 0; i < d->ninsts; i++)
+		if (d->insts[i].live && d->insts[i].b->finish)
+			d->insts[i].b->finish(d->insts[i].state, r);
+}
+
+static void destroy(struct sl_dispatch *d)
+{
+	sl_connwait_free(d->connwait); /* its thread answers through d: first */
+	sl_deferred_free(d->deferred); /* no worker left: each held a reference */
+	sl_opener_free(d->opener);     /* no handler can call it any more */
+	sl_view_free(d->view);         /* the opener's, freed after it */
+	sl_virt_free(d->virt);
+	free(d->name);
+	free(d->hosts);
+	sl_portmap_free(d->ports);
+	sl_proxy_free(d->proxy);
+	for (size_t i = 0; i < d->nchains; i++) {
+		free(d->chains[i].first);
+		free(d->chains[i].h);
+	}
+	free(d->chains);
+	for (size_t i = 0; i < d->ninsts; i++) {
+		struct inst *in = &d->insts[i];
+		if (in->live && in->b->free)
+			in->b->free(in->state);
+		free(in->nrs.v);
+	}
+	free(d->insts);
+	free(d->trapped);
+	free(d->chained);
+	sl_memcache_free(d->cache);
+	sl_responder_destroy(&d->resp);
+	pthread_rwlock_destroy(&d->answer_lock);
+	pthread_mutex_destroy(&d->builtin_lock);
+	if (d->listener >= 0)
+		close(d->listener);
+	free(d);
+}
+
+void sl_dispatch_unref(struct sl_dispatch *d)
+{
+	if (d && atomic_fetch_sub(&d->refs, 1) == 1)
+		destroy(d);
+}
