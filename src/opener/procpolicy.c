@@ -8,8 +8,10 @@
  * use it; see builtins/proc.c for why Landlock alone cannot do this.
  */
 #include <errno.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/statfs.h>
 
 #include "opener/procpolicy.h"
 #include "run/proctree.h"
@@ -102,4 +104,11 @@ int sl_proc_policy(int procfd, pid_t init, const char *real)
 		return ENOENT; /* invisible, as if it did not exist */
 	const char *last = strrchr(real, '/') + 1;
 	return in_list(last, strlen(last), k_deny_pid, N_OF(k_deny_pid)) ? EACCES : 0;
+}
+
+/* fd is a file of procfs (or cannot be told otherwise: treated as one). */
+bool sl_on_procfs(int fd)
+{
+	struct statfs sf;
+	return fstatfs(fd, &sf) < 0 || sf.f_type == PROC_SUPER_MAGIC;
 }

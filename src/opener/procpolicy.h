@@ -23,5 +23,7 @@ bool sl_proc_in_sandbox(int procfd, pid_t init, long pid);
  * procfs), else the errno: ENOENT for another process's /proc/PID,
  * EACCES for the kernel files on the deny list. */
 int sl_proc_policy(int procfd, pid_t init, const char *real);
+/* fd is a file of procfs (or cannot be told otherwise). */
+bool sl_on_procfs(int fd);
 
 #endif /* SANDLOCK_PROCPOLICY_H */
