@@ -4,7 +4,7 @@
  *
  * At construction the dispatcher instantiates every builtin of the table
  * (builtins/table.c) for the run's configuration, resolves the user
- * registrations, and builds one chain per trapped syscall:
+ * registrations, and builds one chain per trapped syscall (chains.c):
  *
  *   FIRST-phase builtins (table order) -> user handlers (registration
  *   order) -> the syscall's LAST-phase builtin, if any.
@@ -36,7 +36,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <seccomp.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +44,7 @@
 
 #include "builtins/builtin.h"
 #include "opener/procpolicy.h"
-#include "builtins/uts.h"
+#include "supervisor/chains.h"
 #include "supervisor/childmem.h"
 #include "paths/chroot.h"
 #include "net/connwait.h"
@@ -59,35 +58,9 @@
 #include "syscalls.h"
 #include "opener/virtfiles.h"
 
-/* One builtin of the table, instantiated for this run. */
-struct inst {
-	const struct sl_builtin *b;
-	void *state;
-	struct sl_nrset nrs; /* the syscalls it traps in this run */
-	bool live;           /* init succeeded: free its state */
-};
-
-/* Everything that runs for one trapped syscall, in order. */
-struct sl_chain {
-	int nr;
-	struct inst **first;   /* FIRST-phase builtins */
-	size_t nfirst;
-	sandlock_handler_t **h; /* user handlers */
-	size_t nh;
-	struct inst *last;     /* LAST-phase builtin, or NULL */
-};
-
 struct sl_dispatch {
 	struct sl_view *view; /* virtual chroot (chroot.h), for the opener; NULL */
-	struct inst *insts;
-	size_t ninsts;
-	struct sl_chain *chains; /* sorted by nr */
-	size_t nchains;
-	int *trapped; /* sorted, unique: trapped by the filter unconditionally */
-	size_t ntrapped;
-	struct sl_filter_policy filter; /* what the run's seccomp filter blocks */
-	int *chained; /* sorted, unique: trapped + the filter-conditional ones */
-	size_t nchained;
+	struct sl_chains ch; /* the builtins and the chains (chains.h) */
 	int listener;
 	pid_t init;
 	struct sl_memcache *cache; /* supervisor thread only */
@@ -116,254 +89,9 @@ struct sl_dispatch {
 	void *on_decision_ud;
 };
 
-/* nr is in s, trapped outright or conditionally (filter.h). */
-static bool nrset_has(const struct sl_nrset *s, int nr)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (SL_TRAP_NR(s->v[i]) == nr)
-			return true;
-	return false;
-}
-
-static int cmp_int(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-	return (x > y) - (x < y);
-}
-
-/* Sort and de-duplicate in place. */
-static void nrset_normalize(struct sl_nrset *s)
-{
-	if (s->n == 0)
-		return;
-	qsort(s->v, s->n, sizeof(*s->v), cmp_int);
-	size_t u = 0;
-	for (size_t i = 0; i < s->n; i++)
-		if (u == 0 || s->v[u - 1] != s->v[i])
-			s->v[u++] = s->v[i];
-	s->n = u;
-}
-
-/* ---------------- construction ---------------- */
-
 static int oom(int *err, char **msg)
 {
 	return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
-}
-
-/* The LAST builtin before in that also traps one of in's syscalls, or
- * NULL.  A chain has room for one terminal builtin: a second would never
- * run, and its guard would be silently lost. */
-static const struct inst *last_clash(const struct sl_dispatch *d, const struct inst *in)
-{
-	if (in->b->phase != SL_PHASE_LAST)
-		return NULL;
-	for (const struct inst *o = d->insts; o < in; o++)
-		if (o->b->phase == SL_PHASE_LAST)
-			for (size_t k = 0; k < in->nrs.n; k++)
-				if (nrset_has(&o->nrs, in->nrs.v[k]))
-					return o;
-	return NULL;
-}
-
-/* Instantiate every builtin of the table for cfg. */
-static int make_builtins(struct sl_dispatch *d, const struct sandlock_sandbox *cfg, int *err,
-                         char **msg)
-{
-	d->insts = calloc(sl_builtin_count, sizeof(*d->insts));
-	if (!d->insts)
-		return oom(err, msg);
-	d->ninsts = sl_builtin_count;
-	for (size_t i = 0; i < sl_builtin_count; i++) {
-		struct inst *in = &d->insts[i];
-		in->b = sl_builtin_table[i];
-		if (in->b->syscalls && in->b->syscalls(cfg, &in->nrs) < 0)
-			return oom(err, msg);
-		const struct inst *clash = last_clash(d, in);
-		if (clash)
-			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
-			               "internal: builtins '%s' and '%s' both guard one syscall",
-			               clash->b->name, in->b->name);
-		char *why = NULL;
-		if (in->b->init && in->b->init(cfg, &in->state, &why) < 0) {
-			sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "%s: %s", in->b->name,
-			        why ? why : "cannot start");
-			free(why);
-			return -1;
-		}
-		in->live = true;
-	}
-	return 0;
-}
-
-static struct sl_chain *find_chain(const struct sl_dispatch *d, int nr)
-{
-	size_t lo = 0, hi = d->nchains;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (d->chains[mid].nr == nr)
-			return &d->chains[mid];
-		if (d->chains[mid].nr < nr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-/* The LAST-phase builtin guarding nr, or NULL. */
-static struct inst *last_for(const struct sl_dispatch *d, int nr)
-{
-	for (size_t i = 0; i < d->ninsts; i++)
-		if (d->insts[i].b->phase == SL_PHASE_LAST && nrset_has(&d->insts[i].nrs, nr))
-			return &d->insts[i];
-	return NULL;
-}
-
-/* Resolve and check one registration; its number, or -1 with *err, *msg. */
-static int registration_nr(const struct sl_dispatch *d, const sandlock_registration_t *r,
-                           int *err, char **msg)
-{
-	const char *name = r->syscall;
-	int nr = name ? seccomp_syscall_resolve_name(name) : -1;
-	if (nr < 0) /* libseccomp uses negative pseudo numbers for other arches */
-		return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL, "unknown syscall '%s'",
-		               name ? name : "(null)");
-	if (sl_filter_is_blocked(&d->filter, nr) || sl_filter_extra_denied(d->cfg, nr))
-		return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL,
-		               "syscall '%s' is denied by the sandbox and cannot be handled", name);
-	if (!r->handler)
-		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "NULL handler for syscall '%s'",
-		               name);
-	/* A deferred handler may sit before a LAST builtin: its CONTINUE
-	 * resumes the chain there (deferred_done). */
-	return nr;
-}
-
-/* Syscalls with a chain: the trapped set plus those the filter traps
- * only for some arguments (filter_conditional builtins, whose
- * conditions are filter.c's, and SL_TRAP_IF_NONZERO entries). */
-static int build_chained(struct sl_dispatch *d)
-{
-	struct sl_nrset t = { 0 };
-	for (size_t i = 0; i < d->ntrapped; i++) /* conditional entries: their nr */
-		if (sl_nrset_add(&t, SL_TRAP_NR(d->trapped[i])) < 0)
-			goto nomem;
-	for (size_t i = 0; i < d->ninsts; i++)
-		if (d->insts[i].b->filter_conditional &&
-		    sl_nrset_add_all(&t, d->insts[i].nrs.v, d->insts[i].nrs.n) < 0)
-			goto nomem;
-	nrset_normalize(&t);
-	d->chained = t.v;
-	d->nchained = t.n;
-	return 0;
-nomem:
-	free(t.v);
-	return -1;
-}
-
-/* A conditional trap (filter.h) on a syscall also trapped outright is
- * dropped: the unconditional trap wins, its chain sees every call. */
-static void drop_shadowed(struct sl_nrset *t)
-{
-	size_t u = 0;
-	for (size_t i = 0; i < t->n; i++) {
-		int v = t->v[i];
-		if (SL_TRAP_ARG(v) >= 0 && bsearch(&(int){ SL_TRAP_NR(v) }, t->v, t->n,
-		                                   sizeof(int), cmp_int))
-			continue;
-		t->v[u++] = v;
-	}
-	t->n = u;
-}
-
-/*
- * The trapped set: every builtin's syscalls, every registered syscall,
- * and, with user handlers, exec: the /proc/PID/mem cache must learn of
- * every exec (a vfork child shares, then leaves, its parent's address
- * space).
- */
-static int build_trapped(struct sl_dispatch *d, const struct sl_handlers *hs, int *err,
-                         char **msg)
-{
-	struct sl_nrset t = { 0 };
-	for (size_t i = 0; i < d->ninsts; i++)
-		if (!d->insts[i].b->filter_conditional &&
-		    sl_nrset_add_all(&t, d->insts[i].nrs.v, d->insts[i].nrs.n) < 0)
-			goto nomem;
-	for (size_t i = 0; i < hs->n; i++) {
-		int nr = registration_nr(d, &hs->regs[i], err, msg);
-		if (nr < 0) {
-			free(t.v);
-			return -1;
-		}
-		if (sl_nrset_add(&t, nr) < 0)
-			goto nomem;
-	}
-	if (hs->n > 0) {
-		const int *ex;
-		size_t nex = sl_sys_exec_like(&ex);
-		if (sl_nrset_add_all(&t, ex, nex) < 0)
-			goto nomem;
-	}
-	nrset_normalize(&t);
-	drop_shadowed(&t);
-	d->trapped = t.v;
-	d->ntrapped = t.n;
-	if (build_chained(d) < 0)
-		return oom(err, msg);
-	return 0;
-nomem:
-	free(t.v);
-	return oom(err, msg);
-}
-
-/* The builtin links of every chain. */
-static int link_builtins(struct sl_dispatch *d, struct sl_chain *c)
-{
-	c->first = calloc(d->ninsts ? d->ninsts : 1, sizeof(*c->first));
-	if (!c->first)
-		return -1;
-	for (size_t i = 0; i < d->ninsts; i++) {
-		struct inst *in = &d->insts[i];
-		if (in->b->phase == SL_PHASE_FIRST &&
-		    (in->b->every_trapped || nrset_has(&in->nrs, c->nr)))
-			c->first[c->nfirst++] = in;
-	}
-	c->last = last_for(d, c->nr);
-	return 0;
-}
-
-static int append_handler(struct sl_chain *c, sandlock_handler_t *h)
-{
-	sandlock_handler_t **v = realloc(c->h, (c->nh + 1) * sizeof(*v));
-	if (!v)
-		return -1;
-	v[c->nh++] = h;
-	c->h = v;
-	return 0;
-}
-
-/* One chain per chained syscall (the set is sorted: so are they). */
-static int build_chains(struct sl_dispatch *d, const struct sl_handlers *hs, int *err,
-                        char **msg)
-{
-	d->chains = calloc(d->nchained ? d->nchained : 1, sizeof(*d->chains));
-	if (!d->chains)
-		return oom(err, msg);
-	for (size_t i = 0; i < d->nchained; i++) {
-		d->chains[i].nr = d->chained[i];
-		d->nchains++;
-		if (link_builtins(d, &d->chains[i]) < 0)
-			return oom(err, msg);
-	}
-	/* Names were checked by build_trapped: resolving again cannot fail. */
-	for (size_t i = 0; i < hs->n; i++) {
-		struct sl_chain *c = find_chain(d, seccomp_syscall_resolve_name(hs->regs[i].syscall));
-		if (!c || append_handler(c, hs->regs[i].handler) < 0)
-			return oom(err, msg);
-	}
-	return 0;
 }
 
 /* The one way out to the kernel: nothing once the run is over. */
@@ -387,7 +115,7 @@ static void report(const struct sl_dispatch *d, const sandlock_notif_t *n,
 	}
 }
 
-static bool run_last(const struct inst *last, const struct sl_call *call, sandlock_action_t *act,
+static bool run_last(const struct sl_inst *last, const struct sl_call *call, sandlock_action_t *act,
                      const char **by);
 
 /*
@@ -399,7 +127,7 @@ static bool run_last(const struct inst *last, const struct sl_call *call, sandlo
 static void deferred_done(void *ctx, const sandlock_notif_t *n, sandlock_action_t *act)
 {
 	struct sl_dispatch *d = ctx;
-	const struct sl_chain *c = find_chain(d, n->syscall_nr);
+	const struct sl_chain *c = sl_chains_find(&d->ch, n->syscall_nr);
 	const char *by = "handler";
 	if (c && c->last && act->kind == SANDLOCK_ACTION_CONTINUE) {
 		bool later = false;
@@ -454,7 +182,6 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 		return NULL;
 	}
 	sl_responder_init(&d->resp);
-	d->filter = cfg->filter;
 	d->cfg = cfg;
 	atomic_init(&d->refs, 1);
 	pthread_rwlock_init(&d->answer_lock, NULL);
@@ -471,14 +198,13 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 		oom(err, msg);
 		goto fail;
 	}
-	if (make_builtins(d, cfg, err, msg) < 0 || build_trapped(d, hs, err, msg) < 0 ||
-	    build_chains(d, hs, err, msg) < 0)
+	if (sl_chains_build(&d->ch, cfg, hs, err, msg) < 0)
 		goto fail;
 	d->wants_opener = hs->n > 0; /* sandlock_open_on_behalf needs one */
-	for (size_t i = 0; i < d->ninsts; i++)
-		if ((d->insts[i].b->needs_opener ||
-		     (d->insts[i].b->opener_if && d->insts[i].b->opener_if(cfg))) &&
-		    d->insts[i].nrs.n > 0)
+	for (size_t i = 0; i < d->ch.ninsts; i++)
+		if ((d->ch.insts[i].b->needs_opener ||
+		     (d->ch.insts[i].b->opener_if && d->ch.insts[i].b->opener_if(cfg))) &&
+		    d->ch.insts[i].nrs.n > 0)
 			d->wants_opener = true;
 	d->proc_guard = sl_proc_readable(cfg);
 	if (cfg->name && !(d->name = sl_strdup(cfg->name))) {
@@ -519,14 +245,14 @@ fail:
 
 size_t sl_dispatch_trapped(const struct sl_dispatch *d, const int **nrs)
 {
-	*nrs = d->trapped;
-	return d->ntrapped;
+	*nrs = d->ch.trapped;
+	return d->ch.ntrapped;
 }
 
 int sl_dispatch_use_ruleset(struct sl_dispatch *d, int ruleset_fd, int *err, char **msg)
 {
-	for (size_t i = 0; i < d->ninsts; i++) {
-		const struct inst *in = &d->insts[i];
+	for (size_t i = 0; i < d->ch.ninsts; i++) {
+		const struct sl_inst *in = &d->ch.insts[i];
 		if (in->live && in->b->ruleset && in->b->ruleset(in->state, d->cfg, ruleset_fd, msg) < 0) {
 			if (err)
 				*err = SANDLOCK_ERR_SYSTEM;
@@ -602,7 +328,7 @@ void sl_dispatch_close(struct sl_dispatch *d)
 /* ---------------- deciding ---------------- */
 
 /* LAST builtins must decide; one that does not is refused, never continued. */
-static bool run_last(const struct inst *last, const struct sl_call *call, sandlock_action_t *act,
+static bool run_last(const struct sl_inst *last, const struct sl_call *call, sandlock_action_t *act,
                      const char **by)
 {
 	*by = last->b->name;
@@ -654,7 +380,7 @@ static void after_answer(const struct sl_chain *c, const sandlock_notif_t *n)
 
 void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n)
 {
-	const struct sl_chain *c = find_chain(d, n->syscall_nr);
+	const struct sl_chain *c = sl_chains_find(&d->ch, n->syscall_nr);
 	sandlock_action_t act;
 	bool deferred = false, decided = true;
 	const char *by = "dispatcher";
@@ -708,9 +434,9 @@ struct sl_portmap *sl_dispatch_ports(struct sl_dispatch *d)
 
 void sl_dispatch_finish(struct sl_dispatch *d, struct sandlock_result *r)
 {
-	for (size_t i = 0; i < d->ninsts; i++)
-		if (d->insts[i].live && d->insts[i].b->finish)
-			d->insts[i].b->finish(d->insts[i].state, r);
+	for (size_t i = 0; i < d->ch.ninsts; i++)
+		if (d->ch.insts[i].live && d->ch.insts[i].b->finish)
+			d->ch.insts[i].b->finish(d->ch.insts[i].state, r);
 }
 
 static void destroy(struct sl_dispatch *d)
@@ -724,20 +450,7 @@ static void destroy(struct sl_dispatch *d)
 	free(d->hosts);
 	sl_portmap_free(d->ports);
 	sl_proxy_free(d->proxy);
-	for (size_t i = 0; i < d->nchains; i++) {
-		free(d->chains[i].first);
-		free(d->chains[i].h);
-	}
-	free(d->chains);
-	for (size_t i = 0; i < d->ninsts; i++) {
-		struct inst *in = &d->insts[i];
-		if (in->live && in->b->free)
-			in->b->free(in->state);
-		free(in->nrs.v);
-	}
-	free(d->insts);
-	free(d->trapped);
-	free(d->chained);
+	sl_chains_free(&d->ch);
 	sl_memcache_free(d->cache);
 	sl_responder_destroy(&d->resp);
 	pthread_rwlock_destroy(&d->answer_lock);

@@ -1,0 +1,295 @@
+/*
+ * chains.c — the chains of one run (chains.h), built once from the
+ * builtin table (builtins/table.c) and the user's registrations:
+ *
+ *   FIRST-phase builtins (table order) -> user handlers (registration
+ *   order) -> the syscall's LAST-phase builtin, if any.
+ *
+ * Every builtin of the table is instantiated for the run's configuration
+ * (two LAST builtins on one syscall are refused: the second would never
+ * run); the trapped set is every builtin's syscalls, every registered
+ * syscall and, with user handlers, exec.
+ */
+#include <seccomp.h>
+#include <stdlib.h>
+
+#include "builtins/builtin.h"
+#include "launch/filter.h"
+#include "supervisor/chains.h"
+#include "syscalls.h"
+
+/* nr is in s, trapped outright or conditionally (filter.h). */
+static bool nrset_has(const struct sl_nrset *s, int nr)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (SL_TRAP_NR(s->v[i]) == nr)
+			return true;
+	return false;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* Sort and de-duplicate in place. */
+static void nrset_normalize(struct sl_nrset *s)
+{
+	if (s->n == 0)
+		return;
+	qsort(s->v, s->n, sizeof(*s->v), cmp_int);
+	size_t u = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (u == 0 || s->v[u - 1] != s->v[i])
+			s->v[u++] = s->v[i];
+	s->n = u;
+}
+
+static int oom(int *err, char **msg)
+{
+	return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+}
+
+/* The LAST builtin before in that also traps one of in's syscalls, or
+ * NULL.  A chain has room for one terminal builtin: a second would never
+ * run, and its guard would be silently lost. */
+static const struct sl_inst *last_clash(const struct sl_chains *d, const struct sl_inst *in)
+{
+	if (in->b->phase != SL_PHASE_LAST)
+		return NULL;
+	for (const struct sl_inst *o = d->insts; o < in; o++)
+		if (o->b->phase == SL_PHASE_LAST)
+			for (size_t k = 0; k < in->nrs.n; k++)
+				if (nrset_has(&o->nrs, in->nrs.v[k]))
+					return o;
+	return NULL;
+}
+
+/* Instantiate every builtin of the table for cfg. */
+static int make_builtins(struct sl_chains *d, const struct sandlock_sandbox *cfg, int *err,
+                         char **msg)
+{
+	d->insts = calloc(sl_builtin_count, sizeof(*d->insts));
+	if (!d->insts)
+		return oom(err, msg);
+	d->ninsts = sl_builtin_count;
+	for (size_t i = 0; i < sl_builtin_count; i++) {
+		struct sl_inst *in = &d->insts[i];
+		in->b = sl_builtin_table[i];
+		if (in->b->syscalls && in->b->syscalls(cfg, &in->nrs) < 0)
+			return oom(err, msg);
+		const struct sl_inst *clash = last_clash(d, in);
+		if (clash)
+			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
+			               "internal: builtins '%s' and '%s' both guard one syscall",
+			               clash->b->name, in->b->name);
+		char *why = NULL;
+		if (in->b->init && in->b->init(cfg, &in->state, &why) < 0) {
+			sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "%s: %s", in->b->name,
+			        why ? why : "cannot start");
+			free(why);
+			return -1;
+		}
+		in->live = true;
+	}
+	return 0;
+}
+
+const struct sl_chain *sl_chains_find(const struct sl_chains *d, int nr)
+{
+	size_t lo = 0, hi = d->nchains;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (d->chains[mid].nr == nr)
+			return &d->chains[mid];
+		if (d->chains[mid].nr < nr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* The LAST-phase builtin guarding nr, or NULL. */
+static struct sl_inst *last_for(const struct sl_chains *d, int nr)
+{
+	for (size_t i = 0; i < d->ninsts; i++)
+		if (d->insts[i].b->phase == SL_PHASE_LAST && nrset_has(&d->insts[i].nrs, nr))
+			return &d->insts[i];
+	return NULL;
+}
+
+/* Resolve and check one registration; its number, or -1 with *err, *msg. */
+static int registration_nr(const struct sl_chains *d, const sandlock_registration_t *r,
+                           int *err, char **msg)
+{
+	const char *name = r->syscall;
+	int nr = name ? seccomp_syscall_resolve_name(name) : -1;
+	if (nr < 0) /* libseccomp uses negative pseudo numbers for other arches */
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL, "unknown syscall '%s'",
+		               name ? name : "(null)");
+	if (sl_filter_is_blocked(&d->cfg->filter, nr) || sl_filter_extra_denied(d->cfg, nr))
+		return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL,
+		               "syscall '%s' is denied by the sandbox and cannot be handled", name);
+	if (!r->handler)
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "NULL handler for syscall '%s'",
+		               name);
+	/* A deferred handler may sit before a LAST builtin: its CONTINUE
+	 * resumes the chain there (deferred_done). */
+	return nr;
+}
+
+/* Syscalls with a chain: the trapped set plus those the filter traps
+ * only for some arguments (filter_conditional builtins, whose
+ * conditions are filter.c's, and SL_TRAP_IF_NONZERO entries). */
+static int build_chained(struct sl_chains *d)
+{
+	struct sl_nrset t = { 0 };
+	for (size_t i = 0; i < d->ntrapped; i++) /* conditional entries: their nr */
+		if (sl_nrset_add(&t, SL_TRAP_NR(d->trapped[i])) < 0)
+			goto nomem;
+	for (size_t i = 0; i < d->ninsts; i++)
+		if (d->insts[i].b->filter_conditional &&
+		    sl_nrset_add_all(&t, d->insts[i].nrs.v, d->insts[i].nrs.n) < 0)
+			goto nomem;
+	nrset_normalize(&t);
+	d->chained = t.v;
+	d->nchained = t.n;
+	return 0;
+nomem:
+	free(t.v);
+	return -1;
+}
+
+/* A conditional trap (filter.h) on a syscall also trapped outright is
+ * dropped: the unconditional trap wins, its chain sees every call. */
+static void drop_shadowed(struct sl_nrset *t)
+{
+	size_t u = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		int v = t->v[i];
+		if (SL_TRAP_ARG(v) >= 0 && bsearch(&(int){ SL_TRAP_NR(v) }, t->v, t->n,
+		                                   sizeof(int), cmp_int))
+			continue;
+		t->v[u++] = v;
+	}
+	t->n = u;
+}
+
+/*
+ * The trapped set: every builtin's syscalls, every registered syscall,
+ * and, with user handlers, exec: the /proc/PID/mem cache must learn of
+ * every exec (a vfork child shares, then leaves, its parent's address
+ * space).
+ */
+static int build_trapped(struct sl_chains *d, const struct sl_handlers *hs, int *err,
+                         char **msg)
+{
+	struct sl_nrset t = { 0 };
+	for (size_t i = 0; i < d->ninsts; i++)
+		if (!d->insts[i].b->filter_conditional &&
+		    sl_nrset_add_all(&t, d->insts[i].nrs.v, d->insts[i].nrs.n) < 0)
+			goto nomem;
+	for (size_t i = 0; i < hs->n; i++) {
+		int nr = registration_nr(d, &hs->regs[i], err, msg);
+		if (nr < 0) {
+			free(t.v);
+			return -1;
+		}
+		if (sl_nrset_add(&t, nr) < 0)
+			goto nomem;
+	}
+	if (hs->n > 0) {
+		const int *ex;
+		size_t nex = sl_sys_exec_like(&ex);
+		if (sl_nrset_add_all(&t, ex, nex) < 0)
+			goto nomem;
+	}
+	nrset_normalize(&t);
+	drop_shadowed(&t);
+	d->trapped = t.v;
+	d->ntrapped = t.n;
+	if (build_chained(d) < 0)
+		return oom(err, msg);
+	return 0;
+nomem:
+	free(t.v);
+	return oom(err, msg);
+}
+
+/* The builtin links of every chain. */
+static int link_builtins(struct sl_chains *d, struct sl_chain *c)
+{
+	c->first = calloc(d->ninsts ? d->ninsts : 1, sizeof(*c->first));
+	if (!c->first)
+		return -1;
+	for (size_t i = 0; i < d->ninsts; i++) {
+		struct sl_inst *in = &d->insts[i];
+		if (in->b->phase == SL_PHASE_FIRST &&
+		    (in->b->every_trapped || nrset_has(&in->nrs, c->nr)))
+			c->first[c->nfirst++] = in;
+	}
+	c->last = last_for(d, c->nr);
+	return 0;
+}
+
+static int append_handler(struct sl_chain *c, sandlock_handler_t *h)
+{
+	sandlock_handler_t **v = realloc(c->h, (c->nh + 1) * sizeof(*v));
+	if (!v)
+		return -1;
+	v[c->nh++] = h;
+	c->h = v;
+	return 0;
+}
+
+/* One chain per chained syscall (the set is sorted: so are they). */
+static int build_chains(struct sl_chains *d, const struct sl_handlers *hs, int *err,
+                        char **msg)
+{
+	d->chains = calloc(d->nchained ? d->nchained : 1, sizeof(*d->chains));
+	if (!d->chains)
+		return oom(err, msg);
+	for (size_t i = 0; i < d->nchained; i++) {
+		d->chains[i].nr = d->chained[i];
+		d->nchains++;
+		if (link_builtins(d, &d->chains[i]) < 0)
+			return oom(err, msg);
+	}
+	/* Names were checked by build_trapped: resolving again cannot fail. */
+	for (size_t i = 0; i < hs->n; i++) {
+		struct sl_chain *c = (struct sl_chain *)sl_chains_find(d, seccomp_syscall_resolve_name(hs->regs[i].syscall));
+		if (!c || append_handler(c, hs->regs[i].handler) < 0)
+			return oom(err, msg);
+	}
+	return 0;
+}
+
+int sl_chains_build(struct sl_chains *d, const struct sandlock_sandbox *cfg,
+                    const struct sl_handlers *hs, int *err, char **msg)
+{
+	d->cfg = cfg;
+	if (make_builtins(d, cfg, err, msg) < 0 || build_trapped(d, hs, err, msg) < 0 ||
+	    build_chains(d, hs, err, msg) < 0)
+		return -1;
+	return 0;
+}
+
+void sl_chains_free(struct sl_chains *d)
+{
+	for (size_t i = 0; i < d->nchains; i++) {
+		free(d->chains[i].first);
+		free(d->chains[i].h);
+	}
+	free(d->chains);
+	for (size_t i = 0; i < d->ninsts; i++) {
+		struct sl_inst *in = &d->insts[i];
+		if (in->live && in->b->free)
+			in->b->free(in->state);
+		free(in->nrs.v);
+	}
+	free(d->insts);
+	free(d->trapped);
+	free(d->chained);
+}
