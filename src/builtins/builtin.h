@@ -24,8 +24,7 @@
 #include <sys/types.h>
 
 #include "config.h"
-#include "launch/filter.h" /* SL_TRAP_IF_NONZERO */
-#include "nrset.h"
+#include "trap.h"
 
 /* What a builtin sees of one trapped call. */
 struct sandlock_result;
@@ -75,17 +74,17 @@ struct sl_builtin {
 	/* Optional, instead: needs the opener only for configurations where
 	 * this says so (netdest: unix binds it performs, when it traps bind). */
 	bool (*opener_if)(const struct sandlock_sandbox *cfg);
-	/* Its syscalls are trapped by the filter only for some arguments
-	 * (filter.c's conditions, e.g. the pid rules of syscalls.h): they get
-	 * a chain but stay out of the unconditionally trapped set. */
-	bool filter_conditional;
-	/* Add the syscalls this builtin traps for cfg; adding none leaves it
-	 * out of every chain of the run.  An entry may be conditional,
-	 * SL_TRAP_IF_NONZERO(nr, arg): the filter traps nr only when that
-	 * argument is nonzero (the chain exists either way).  If anything else
-	 * traps nr outright (a user handler), every call reaches decide, so
-	 * decide must still handle the zero form.  0 or -1 (OOM). */
-	int (*syscalls)(const struct sandlock_sandbox *cfg, struct sl_nrset *out);
+	/* Its traps are in every filter, also one without a supervisor
+	 * (confine, sandlock_fork), where the kernel answers them ENOSYS:
+	 * an always-on protection that fails closed there (pids.c). */
+	bool in_every_filter;
+	/* Add what this builtin traps for cfg (trap.h); adding nothing leaves
+	 * it out of every chain of the run.  A trap may carry conditions
+	 * (SL_TRAP_IF_NONZERO, ...): the filter then traps only those calls
+	 * (the chain exists either way).  If anything else traps the syscall
+	 * outright (a user handler), every call reaches decide, so decide must
+	 * still handle the forms the conditions leave out.  0 or -1 (OOM). */
+	int (*syscalls)(const struct sandlock_sandbox *cfg, struct sl_traps *out);
 	/* Per-run state (NULL: stateless).  0, or -1 with *msg set (heap). */
 	int (*init)(const struct sandlock_sandbox *cfg, void **state, char **msg);
 	void (*free)(void *state);
@@ -107,5 +106,8 @@ struct sl_builtin {
 /* Every builtin, in dispatch order (builtins/table.c). */
 extern const struct sl_builtin *const sl_builtin_table[];
 extern const size_t sl_builtin_count;
+/* The traps of the in_every_filter builtins for cfg, for a filter without
+ * a supervisor (table.c); normalized.  0 or -1 (OOM). */
+int sl_builtin_unsupervised_traps(const struct sandlock_sandbox *cfg, struct sl_traps *out);
 
 #endif /* SANDLOCK_BUILTIN_H */

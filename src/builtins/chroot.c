@@ -723,12 +723,12 @@ static bool chroot_decide_for(struct chroot_state *st, const struct sl_call *cal
 	return answer(act, -ENOSYS);
 }
 
-static int chroot_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+static int chroot_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	if (!cfg->chroot)
 		return 0;
 	for (size_t i = 0; i < sizeof k_nrs / sizeof k_nrs[0]; i++)
-		if (k_nrs[i] >= 0 && sl_nrset_add(out, k_nrs[i]) < 0)
+		if (k_nrs[i] >= 0 && sl_traps_add(out, k_nrs[i]) < 0)
 			return -1;
 	return 0;
 }

@@ -276,7 +276,7 @@ static bool clock_decide(void *state, const struct sl_call *call, sandlock_actio
 
 /* ---------------- registration ---------------- */
 
-static int clock_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+static int clock_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	static const int nrs[] = {
 		__NR_clock_gettime, __NR_gettimeofday,
@@ -289,7 +289,7 @@ static int clock_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *o
 	};
 	if (!cfg->has_time_start)
 		return 0;
-	return sl_nrset_add_all(out, nrs, sizeof nrs / sizeof nrs[0]);
+	return sl_traps_add_all(out, nrs, sizeof nrs / sizeof nrs[0]);
 }
 
 static int clock_init(const struct sandlock_sandbox *cfg, void **state, char **msg)

@@ -24,9 +24,9 @@ struct cpus_state {
 	uint32_t n;
 };
 
-static int cpus_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+static int cpus_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
-	return cfg->num_cpus ? sl_nrset_add(out, __NR_sched_getaffinity) : 0;
+	return cfg->num_cpus ? sl_traps_add(out, __NR_sched_getaffinity) : 0;
 }
 
 static int cpus_init(const struct sandlock_sandbox *cfg, void **state, char **msg)

@@ -29,13 +29,13 @@
 #include "builtins/builtin.h"
 #include "builtins/proc.h"
 
-static int hosts_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+static int hosts_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	if ((cfg->net.hosts.len == 0 && cfg->http.inject_ca.n == 0) || sl_proc_readable(cfg))
 		return 0; /* the real file, or proc.c's opens serve it */
 	const int *nrs;
 	size_t n = sl_sys_open_family(&nrs);
-	return sl_nrset_add_all(out, nrs, n);
+	return sl_traps_add_all(out, nrs, n);
 }
 
 static bool hosts_decide(void *state, const struct sl_call *call, sandlock_action_t *act)

@@ -650,10 +650,10 @@ static bool meta_decide(void *state, const struct sl_call *call, sandlock_action
 	return true;
 }
 
-static int meta_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+static int meta_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	(void)cfg; /* always on: Landlock does not cover metadata */
-	return sl_nrset_add_all(out, k_meta_nrs, N_META);
+	return sl_traps_add_all(out, k_meta_nrs, N_META);
 }
 
 static void meta_free(void *state)

@@ -860,8 +860,10 @@ static bool nd_decide(void *state, const struct sl_call *call, sandlock_action_t
 /* sendto only with a destination (arg 4): send(2) on a connected socket
  * is glibc's sendto(fd, buf, len, flags, NULL, 0) and never leaves the
  * kernel.  sendmsg's name is inside the message: no register to test. */
-static const int k_send_nrs[] = { __NR_connect, SL_TRAP_IF_NONZERO(__NR_sendto, 4),
-	                              __NR_sendmsg, __NR_sendmmsg };
+static const struct sl_trap k_send_traps[] = {
+	SL_TRAP_ALWAYS(__NR_connect), SL_TRAP_IF_NONZERO(__NR_sendto, 4),
+	SL_TRAP_ALWAYS(__NR_sendmsg), SL_TRAP_ALWAYS(__NR_sendmmsg),
+};
 
 /* listen is trapped where TCP binds are checked (Landlock, or on behalf
  * for a deny list or port_remap): else a bind checks nothing either. */
@@ -885,19 +887,20 @@ static bool binds_trapped(const struct sandlock_sandbox *cfg)
 	       (cfg->filter.allow_udp && sl_mech_getfd());
 }
 
-static int nd_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+static int nd_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	/* Always: pathname unix sockets are guarded by default. */
-	if (sl_nrset_add_all(out, k_send_nrs, sizeof(k_send_nrs) / sizeof(k_send_nrs[0])) < 0)
+	size_t nsend = sizeof(k_send_traps) / sizeof(k_send_traps[0]);
+	if (sl_traps_add_traps(out, k_send_traps, nsend) < 0)
 		return -1;
-	if (listen_checked(cfg) && sl_nrset_add(out, __NR_listen) < 0)
+	if (listen_checked(cfg) && sl_traps_add(out, __NR_listen) < 0)
 		return -1;
 	if (cfg->port_remap) {
 		static const int k_remap_nrs[] = { __NR_getsockname, __NR_getpeername };
-		if (sl_nrset_add_all(out, k_remap_nrs, 2) < 0)
+		if (sl_traps_add_all(out, k_remap_nrs, 2) < 0)
 			return -1;
 	}
-	return binds_trapped(cfg) ? sl_nrset_add(out, __NR_bind) : 0;
+	return binds_trapped(cfg) ? sl_traps_add(out, __NR_bind) : 0;
 }
 
 static void nd_free(void *state)

@@ -5,7 +5,7 @@
  * AI_ADDRCONFIG, if_nameindex and `ip` read interfaces through them), and
  * a dump through one lists every host interface, address, MAC and
  * route.  So socket(AF_NETLINK, ...) (the filter lets through only
- * NETLINK_ROUTE, and traps only AF_NETLINK: SL_TRAP_IF_EQ) is answered
+ * NETLINK_ROUTE, and traps only AF_NETLINK: SL_TRAP_IF_EQ32) is answered
  * with a socket made in a network namespace of loopback only
  * (netview.h), injected at the caller's fd number.  It is a real kernel
  * socket: everything works as on the host, with lo (and documentation
@@ -35,11 +35,12 @@ struct nl_state {
 	bool failed;             /* it could not be: every later socket refused too */
 };
 
-static int nl_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+static int nl_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	if (cfg->net_host_interfaces || !sl_netview_possible())
 		return 0;
-	return sl_nrset_add(out, SL_TRAP_IF_EQ(__NR_socket, 0, AF_NETLINK));
+	const struct sl_trap t = SL_TRAP_IF_EQ32(__NR_socket, 0, AF_NETLINK);
+	return sl_traps_add_trap(out, &t);
 }
 
 static bool nl_decide(void *state, const struct sl_call *call, sandlock_action_t *act)

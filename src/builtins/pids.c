@@ -88,14 +88,43 @@ static bool allowed(const struct sl_pid_sys *f, const struct sl_call *call)
 	return false;
 }
 
-static int pids_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+/*
+ * The forms that can only mean the caller itself stay in the kernel (no
+ * trap cost for the common case): a0 == 0, or which == the "one process"
+ * value with who == 0.  The conditions compare all 64 bits, so they trap
+ * a superset of what the kernel (which reads 32-bit ints) takes for a
+ * foreign pid; allowed() reads 32 bits.
+ */
+static struct sl_trap pid_trap(const struct sl_pid_sys *f)
+{
+	struct sl_trap t = SL_TRAP_ALWAYS(f->nr);
+	const struct sl_trap_cond a0 = { 0, SL_TRAP_NE, 0, 0 };
+	const struct sl_trap_cond which = { 0, SL_TRAP_NE, 0, (uint64_t)f->self_which };
+	const struct sl_trap_cond who = { 1, SL_TRAP_NE, 0, 0 };
+	switch (f->form) {
+	case SL_PID_A0:
+		t.cond[t.ncond++] = a0;
+		break;
+	case SL_PID_WHICH_WHO:
+		t.cond[t.ncond++] = which;
+		t.cond[t.ncond++] = who;
+		break;
+	case SL_PID_ALWAYS:
+		break;
+	}
+	return t;
+}
+
+static int pids_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	(void)cfg;
 	const struct sl_pid_sys *v;
 	size_t n = sl_sys_pid_targeting(&v);
-	for (size_t i = 0; i < n; i++)
-		if (sl_nrset_add(out, v[i].nr) < 0)
+	for (size_t i = 0; i < n; i++) {
+		const struct sl_trap t = pid_trap(&v[i]);
+		if (sl_traps_add_trap(out, &t) < 0)
 			return -1;
+	}
 	return 0;
 }
 
@@ -112,7 +141,7 @@ static bool pids_decide(void *state, const struct sl_call *call, sandlock_action
 const struct sl_builtin sl_builtin_pids = {
 	.name = "foreign processes",
 	.phase = SL_PHASE_FIRST,
-	.filter_conditional = true,
+	.in_every_filter = true,
 	.syscalls = pids_syscalls,
 	.decide = pids_decide,
 };

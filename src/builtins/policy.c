@@ -764,16 +764,16 @@ static const int k_pol_nrs[] = {
 	__NR_openat, __NR_openat2, __NR_connect, __NR_bind, __NR_exit_group,
 };
 
-static int pol_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+static int pol_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	if (!cfg->policy_fn)
 		return 0;
 	const int *nrs;
 	size_t n = sl_sys_fork_like(&nrs);
-	if (sl_nrset_add_all(out, nrs, n) < 0)
+	if (sl_traps_add_all(out, nrs, n) < 0)
 		return -1;
 	/* sendto/sendmsg: netdest traps them already (with an address). */
-	return sl_nrset_add_all(out, k_pol_nrs, sizeof(k_pol_nrs) / sizeof(k_pol_nrs[0]));
+	return sl_traps_add_all(out, k_pol_nrs, sizeof(k_pol_nrs) / sizeof(k_pol_nrs[0]));
 }
 
 static int pol_init(const struct sandlock_sandbox *cfg, void **state, char **msg)

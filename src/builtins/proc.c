@@ -86,13 +86,13 @@ static bool lists_on_behalf(const struct sandlock_sandbox *cfg)
 	return sl_proc_readable(cfg) || cfg->deterministic_dirs;
 }
 
-static int proc_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+static int proc_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	const int *opens;
 	size_t n = sl_sys_open_family(&opens);
-	if (opens_on_behalf(cfg) && sl_nrset_add_all(out, opens, n) < 0)
+	if (opens_on_behalf(cfg) && sl_traps_add_all(out, opens, n) < 0)
 		return -1;
-	if (lists_on_behalf(cfg) && sl_nrset_add_all(out, k_list_nrs, N_OF(k_list_nrs)) < 0)
+	if (lists_on_behalf(cfg) && sl_traps_add_all(out, k_list_nrs, N_OF(k_list_nrs)) < 0)
 		return -1;
 	return 0;
 }

@@ -25,13 +25,13 @@
 #include "syscalls.h"
 #include "builtins/builtin.h"
 
-static int procs_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+static int procs_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	if (cfg->max_processes == 0)
 		return 0;
 	const int *nrs;
 	size_t n = sl_sys_fork_like(&nrs);
-	return sl_nrset_add_all(out, nrs, n);
+	return sl_traps_add_all(out, nrs, n);
 }
 
 /*

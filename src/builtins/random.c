@@ -22,9 +22,9 @@
 
 #define RANDOM_MAX_CALL (256u << 10)
 
-static int random_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+static int random_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
-	return cfg->has_random_seed ? sl_nrset_add(out, __NR_getrandom) : 0;
+	return cfg->has_random_seed ? sl_traps_add(out, __NR_getrandom) : 0;
 }
 
 static int random_init(const struct sandlock_sandbox *cfg, void **state, char **msg)

@@ -42,3 +42,14 @@ const struct sl_builtin *const sl_builtin_table[] = {
 };
 
 const size_t sl_builtin_count = sizeof(sl_builtin_table) / sizeof(sl_builtin_table[0]);
+
+int sl_builtin_unsupervised_traps(const struct sandlock_sandbox *cfg, struct sl_traps *out)
+{
+	for (size_t i = 0; i < sl_builtin_count; i++) {
+		const struct sl_builtin *b = sl_builtin_table[i];
+		if (b->in_every_filter && b->syscalls && b->syscalls(cfg, out) < 0)
+			return -1;
+	}
+	sl_traps_normalize(out);
+	return 0;
+}

@@ -32,10 +32,10 @@ struct uts_state {
 	char *name; /* cfg->name copy, or NULL: from init's pid */
 };
 
-static int uts_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+static int uts_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	(void)cfg; /* always on: every sandbox has a name */
-	return sl_nrset_add(out, __NR_uname);
+	return sl_traps_add(out, __NR_uname);
 }
 
 static int uts_init(const struct sandlock_sandbox *cfg, void **state, char **msg)

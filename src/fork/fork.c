@@ -225,7 +225,7 @@ static int prepare(struct sl_fork_plan *p, sl_strvec *env, int *err, char **msg)
 		               "Landlock is not available on this kernel; refusing to run unconfined");
 	if (p->ruleset < 0)
 		return -1;
-	if (sl_filter_build(p->sb, NULL, 0, &p->prog, err, msg) < 0)
+	if (sl_confine_filter(p->sb, &p->prog, err, msg) < 0)
 		return -1;
 	if (p->sb->clean_env || p->sb->env.n) {
 		if (sl_launch_build_env(p->sb, env) < 0)

@@ -26,7 +26,7 @@ static const char *builtin_refusal(const struct sandlock_sandbox *sb)
 {
 	for (size_t i = 0; i < sl_builtin_count; i++) {
 		const struct sl_builtin *b = sl_builtin_table[i];
-		struct sl_nrset s = { 0 };
+		struct sl_traps s = { 0 };
 		if (!b->setting || !b->syscalls)
 			continue;
 		int rc = b->syscalls(sb, &s);
@@ -117,6 +117,19 @@ int sl_confine_apply(const struct sandlock_sandbox *sb, int rs, struct sock_fpro
 	return 0;
 }
 
+/* The filter of a process without a supervisor: the in_every_filter
+ * builtins' traps (answered ENOSYS by the kernel), no others. */
+int sl_confine_filter(const struct sandlock_sandbox *sb, struct sock_fprog *prog, int *err,
+                      char **msg)
+{
+	struct sl_traps t = { 0 };
+	int rc = sl_builtin_unsupervised_traps(sb, &t) < 0
+		         ? sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory")
+		         : sl_filter_build(sb, t.v, t.n, prog, err, msg);
+	sl_traps_free(&t);
+	return rc;
+}
+
 SL_EXPORT const char *sandlock_confine_refusal(const sandlock_sandbox_t *sb)
 {
 	return sb ? sl_confine_refusal(sb, false) : NULL;
@@ -149,7 +162,7 @@ SL_EXPORT int sandlock_confine_err(const sandlock_sandbox_t *sb, int *err, char 
 	if (rs < 0)
 		return -1;
 	struct sock_fprog prog = { 0, NULL };
-	rc = sl_filter_build(sb, NULL, 0, &prog, err, err_msg);
+	rc = sl_confine_filter(sb, &prog, err, err_msg);
 	if (rc == 0)
 		rc = sl_confine_apply(sb, rs, &prog, err, err_msg);
 	sl_filter_free(&prog);

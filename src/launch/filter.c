@@ -414,98 +414,42 @@ static int add_extra_deny(scmp_filter_ctx ctx, const struct sandlock_sandbox *cf
 	return 0;
 }
 
-static bool trapped_plain(int nr, const int *trapped, size_t n)
+/* One NOTIFY rule per condition of t (libseccomp ORs the rules of one
+ * syscall); none: every call. */
+static int add_notify_rule(scmp_filter_ctx ctx, const struct sl_trap *t, int *err, char **msg)
 {
-	for (size_t i = 0; i < n; i++)
-		if (trapped[i] == nr)
-			return true;
-	return false;
-}
-
-/* trapped[i]'s NOTIFY rule: unconditional, or (SL_TRAP_IF_NONZERO) only
- * when its argument is nonzero, (SL_TRAP_IF_EQ) only when its low 32 bits
- * are the value, unless nr is also trapped outright. */
-static int add_notify_rule(scmp_filter_ctx ctx, const int *trapped, size_t n, size_t i,
-                           int *err, char **msg)
-{
-	int nr = SL_TRAP_NR(trapped[i]), arg = SL_TRAP_ARG(trapped[i]);
-	if (arg < 0)
-		return add_rule(ctx, SCMP_ACT_NOTIFY, nr, 0, NULL, err, msg);
-	if (arg > 5)
-		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "bad trap condition %#x", trapped[i]);
-	if (trapped_plain(nr, trapped, n))
-		return 0;
-	struct scmp_arg_cmp c = SCMP_CMP((unsigned)arg, SCMP_CMP_NE, 0);
-	if (SL_TRAP_IS_EQ(trapped[i]))
-		c = SCMP_CMP((unsigned)arg, SCMP_CMP_MASKED_EQ, 0xffffffffu,
-		             (scmp_datum_t)SL_TRAP_VAL(trapped[i]));
-	return add_rule(ctx, SCMP_ACT_NOTIFY, nr, 1, &c, err, msg);
-}
-
-static int add_notify_rules(scmp_filter_ctx ctx, const struct sandlock_sandbox *cfg,
-                            const struct sl_filter_policy *p, const int *trapped, size_t n,
-                            int *err, char **msg)
-{
-	for (size_t i = 0; i < n; i++) {
-		int nr = SL_TRAP_NR(trapped[i]);
-		if (sl_filter_is_blocked(p, nr))
-			return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL,
-			               "syscall %d is blocklisted and cannot be trapped", nr);
-		if (i > 0 && trapped[i] == trapped[i - 1])
-			continue;
-		/* A builtin's trap on an extra-denied syscall: the deny wins (user
-		 * handlers on it were refused at registration, dispatch.c). */
-		if (sl_filter_extra_denied(cfg, nr))
-			continue;
-		if (add_notify_rule(ctx, trapped, n, i, err, msg) < 0)
+	if (t->ncond == 0)
+		return add_rule(ctx, SCMP_ACT_NOTIFY, t->nr, 0, NULL, err, msg);
+	for (size_t k = 0; k < t->ncond; k++) {
+		const struct sl_trap_cond *c = &t->cond[k];
+		if (c->arg > 5 || k >= SL_TRAP_MAX_CONDS)
+			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "bad trap condition on %d", t->nr);
+		struct scmp_arg_cmp cmp =
+			c->op == SL_TRAP_MASKED_EQ
+				? SCMP_CMP(c->arg, SCMP_CMP_MASKED_EQ, c->mask, (scmp_datum_t)c->val)
+				: SCMP_CMP(c->arg, SCMP_CMP_NE, (scmp_datum_t)c->val);
+		if (add_rule(ctx, SCMP_ACT_NOTIFY, t->nr, 1, &cmp, err, msg) < 0)
 			return -1;
 	}
 	return 0;
 }
 
-static bool trapped_has(int nr, const int *trapped, size_t n)
+/* trapped[] is normalized (trap.h): a trap on every call of a syscall
+ * is its only one. */
+static int add_notify_rules(scmp_filter_ctx ctx, const struct sandlock_sandbox *cfg,
+                            const struct sl_filter_policy *p, const struct sl_trap *trapped,
+                            size_t n, int *err, char **msg)
 {
-	for (size_t i = 0; i < n; i++)
-		if (trapped[i] == nr)
-			return true;
-	return false;
-}
-
-/*
- * Syscalls that can name another process (syscalls.h): the forms that can
- * only mean the caller itself stay in the kernel (no trap cost for the
- * common case), every other form is trapped for builtins/pids.c.  One
- * trapped unconditionally (a user handler) needs no conditional rule: the
- * builtin sees every call then and passes the self forms.  Conditions
- * compare all 64 bits, so they trap a superset of what the kernel (which
- * reads 32-bit ints) takes for a foreign pid; the builtin reads 32 bits.
- */
-static int add_pid_rules(scmp_filter_ctx ctx, const int *trapped, size_t n, int *err,
-                         char **msg)
-{
-	const struct sl_pid_sys *v;
-	size_t nv = sl_sys_pid_targeting(&v);
-	for (size_t i = 0; i < nv; i++) {
-		if (trapped_has(v[i].nr, trapped, n))
+	for (size_t i = 0; i < n; i++) {
+		int nr = trapped[i].nr;
+		if (sl_filter_is_blocked(p, nr))
+			return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL,
+			               "syscall %d is blocklisted and cannot be trapped", nr);
+		/* A builtin's trap on an extra-denied syscall: the deny wins (user
+		 * handlers on it were refused at registration, chains.c). */
+		if (sl_filter_extra_denied(cfg, nr))
 			continue;
-		struct scmp_arg_cmp a0 = SCMP_A0(SCMP_CMP_NE, 0);
-		struct scmp_arg_cmp which = SCMP_A0(SCMP_CMP_NE, (uint64_t)v[i].self_which);
-		struct scmp_arg_cmp who = SCMP_A1(SCMP_CMP_NE, 0);
-		int rc = 0;
-		switch (v[i].form) {
-		case SL_PID_A0:
-			rc = add_rule(ctx, SCMP_ACT_NOTIFY, v[i].nr, 1, &a0, err, msg);
-			break;
-		case SL_PID_WHICH_WHO: /* libseccomp ORs the rules of one syscall */
-			rc = add_rule(ctx, SCMP_ACT_NOTIFY, v[i].nr, 1, &which, err, msg);
-			if (rc == 0)
-				rc = add_rule(ctx, SCMP_ACT_NOTIFY, v[i].nr, 1, &who, err, msg);
-			break;
-		case SL_PID_ALWAYS:
-			rc = add_rule(ctx, SCMP_ACT_NOTIFY, v[i].nr, 0, NULL, err, msg);
-			break;
-		}
-		if (rc < 0)
+		if (add_notify_rule(ctx, &trapped[i], err, msg) < 0)
 			return -1;
 	}
 	return 0;
@@ -685,8 +629,8 @@ static int export_prog(scmp_filter_ctx ctx, const struct sl_filter_policy *pol,
 	return 0;
 }
 
-int sl_filter_build(const struct sandlock_sandbox *cfg, const int *trapped, size_t ntrapped,
-                    struct sock_fprog *out, int *err, char **msg)
+int sl_filter_build(const struct sandlock_sandbox *cfg, const struct sl_trap *trapped,
+                    size_t ntrapped, struct sock_fprog *out, int *err, char **msg)
 {
 	static const struct sl_filter_policy k_default;
 	const struct sl_filter_policy *pol = cfg ? &cfg->filter : &k_default;
@@ -705,8 +649,6 @@ int sl_filter_build(const struct sandlock_sandbox *cfg, const int *trapped, size
 		rc = sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "seccomp_attr_set: %s", strerror(-rc));
 	if (rc == 0)
 		rc = add_notify_rules(ctx, cfg, pol, trapped, ntrapped, err, msg);
-	if (rc == 0)
-		rc = add_pid_rules(ctx, trapped, ntrapped, err, msg);
 	if (rc == 0)
 		rc = add_blocklist(ctx, pol, err, msg);
 	if (rc == 0)

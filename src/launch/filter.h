@@ -8,6 +8,7 @@
 #include <linux/filter.h>
 
 #include "config.h"
+#include "trap.h"
 
 /* True if nr is denied by the blocklist under policy p (a handler may not
  * be registered on it). */
@@ -24,29 +25,13 @@ bool sl_filter_denies(const struct sandlock_sandbox *cfg, int nr);
 /* Members of the group called name: 0 with *nrs, *n set, or -1 (no such group). */
 int sl_filter_group_members(const char *name, const int **nrs, size_t *n);
 /*
- * An entry of the trapped set may be conditional: SL_TRAP_IF_NONZERO(nr,
- * arg) traps nr only when argument arg (0-5) is nonzero (e.g. sendto with
- * a destination address, arg 4), SL_TRAP_IF_EQ(nr, arg, val) only when its
- * low 32 bits (what the kernel reads of an int) are val (0-2047: socket
- * with AF_NETLINK), so the common form never leaves the kernel.  Plain
- * numbers trap unconditionally; when both are present the unconditional
- * trap wins.  Encoded entries sort after every plain one.
- */
-#define SL_TRAP_COND_SHIFT 16
-#define SL_TRAP_IF_NONZERO(nr, arg) ((nr) | (((arg) + 1) << SL_TRAP_COND_SHIFT))
-#define SL_TRAP_IF_EQ(nr, arg, val) (SL_TRAP_IF_NONZERO(nr, arg) | (1 << 19) | ((val) << 20))
-#define SL_TRAP_NR(v) ((v) & ((1 << SL_TRAP_COND_SHIFT) - 1))
-#define SL_TRAP_ARG(v) ((((v) >> SL_TRAP_COND_SHIFT) & 7) - 1) /* -1: unconditional */
-#define SL_TRAP_IS_EQ(v) (((v) >> 19) & 1)
-#define SL_TRAP_VAL(v) (((v) >> 20) & 0x7ff)
-
-/*
  * Build the BPF program (before fork): blocklist -> ERRNO/KILL, x32/i386
- * -> kill, argument filters, and trapped[] -> SECCOMP_RET_USER_NOTIF.
- * 0 or -1 with *err, *msg set.  Free with sl_filter_free.
+ * -> kill, argument filters, and trapped[] (trap.h, normalized: each
+ * condition of a trap one rule) -> SECCOMP_RET_USER_NOTIF.  0 or -1 with
+ * *err, *msg set.  Free with sl_filter_free.
  */
-int sl_filter_build(const struct sandlock_sandbox *cfg, const int *trapped, size_t ntrapped,
-                    struct sock_fprog *out, int *err, char **msg);
+int sl_filter_build(const struct sandlock_sandbox *cfg, const struct sl_trap *trapped,
+                    size_t ntrapped, struct sock_fprog *out, int *err, char **msg);
 void sl_filter_free(struct sock_fprog *prog);
 /* True if nr has argument rules (clone, ioctl, socket, prctl, unshare, ...). */
 bool sl_filter_has_arg_rules(int nr);

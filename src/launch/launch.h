@@ -27,6 +27,7 @@
 #include "launch/cglimits.h"
 #include "sandlock.h"
 #include "launch/tty.h"
+#include "trap.h"
 
 /* Most fds a SANDLOCK_SPAWN_PASS_IN_ORDER spawn places (a stack array in
  * the command). */
@@ -38,7 +39,7 @@ struct sl_launch {
 	char **argv; /* NULL-terminated */
 	char **envp; /* NULL-terminated */
 	int ruleset_fd;          /* -1 when running without Landlock */
-	const int *trapped;      /* for the BPF program, built after fork (not owned) */
+	const struct sl_trap *trapped; /* for the BPF program, built after fork (not owned) */
 	size_t ntrapped;
 	struct sock_fprog prog;  /* parent only; the child receives a copy */
 	struct sl_cglimits cg;   /* the run's cgroups (cglimits.h) */
@@ -78,7 +79,7 @@ struct sl_launch {
  * NULL-terminated; also used by the fork mode's template (fork.c). */
 int sl_launch_build_env(const struct sandlock_sandbox *cfg, sl_strvec *env);
 int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
-                      const char *const *argv, uint32_t argc, const int *trapped,
+                      const char *const *argv, uint32_t argc, const struct sl_trap *trapped,
                       size_t ntrapped, int *err, char **msg);
 /* Apply spawn options (stdio modes, pass_fds) after sl_launch_prepare;
  * NULL = defaults.  Duplicates every FD-mode fd (the caller keeps its own). */

@@ -375,7 +375,7 @@ int sl_launch_grant_stdio(struct sl_launch *L, int *err, char **msg)
 #define SL_PROG_CACHE_SLOTS 4
 
 struct prog_entry {
-	int *nrs; /* the trapped set (sorted, unique), NULL = empty slot */
+	struct sl_trap *nrs; /* the trapped set (normalized), NULL = empty slot */
 	size_t n;
 	struct sock_filter *insns;
 	unsigned short len;
@@ -414,9 +414,14 @@ void sl_prog_cache_free(struct sl_prog_cache *c)
 	free(c);
 }
 
-static bool same_set(const struct prog_entry *e, const int *nrs, size_t n)
+static bool same_set(const struct prog_entry *e, const struct sl_trap *nrs, size_t n)
 {
-	return e->nrs && e->n == n && (n == 0 || memcmp(e->nrs, nrs, n * sizeof(int)) == 0);
+	if (!e->nrs || e->n != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!sl_trap_eq(&e->nrs[i], &nrs[i]))
+			return false;
+	return true;
 }
 
 /* A heap copy of insns[0..len) into out (which sl_filter_free frees). */
@@ -433,26 +438,26 @@ static int copy_prog(const struct sock_filter *insns, unsigned short len,
 
 /* Under c->lock: remember prog for the trapped set (best effort: no room
  * in memory only means the next run builds it again). */
-static void cache_store(struct sl_prog_cache *c, const int *nrs, size_t n,
+static void cache_store(struct sl_prog_cache *c, const struct sl_trap *nrs, size_t n,
                         const struct sock_fprog *prog)
 {
 	struct prog_entry *e = &c->e[c->next];
 	c->next = (c->next + 1) % SL_PROG_CACHE_SLOTS;
 	entry_clear(e);
 	struct sock_fprog copy;
-	int *set = malloc((n ? n : 1) * sizeof(int));
+	struct sl_trap *set = malloc((n ? n : 1) * sizeof(*set));
 	if (!set || copy_prog(prog->filter, prog->len, &copy) < 0) {
 		free(set);
 		return;
 	}
 	if (n)
-		memcpy(set, nrs, n * sizeof(int));
+		memcpy(set, nrs, n * sizeof(*set));
 	*e = (struct prog_entry){ set, n, copy.filter, copy.len };
 }
 
 /* The BPF program for the trapped set: the sandbox's copy, or built now. */
-static int get_prog(const struct sandlock_sandbox *cfg, const int *trapped, size_t ntrapped,
-                    struct sock_fprog *out, int *err, char **msg)
+static int get_prog(const struct sandlock_sandbox *cfg, const struct sl_trap *trapped,
+                    size_t ntrapped, struct sock_fprog *out, int *err, char **msg)
 {
 	struct sl_prog_cache *c = cfg->progs;
 	if (!c)
@@ -488,7 +493,7 @@ static int private_tmp(struct sl_launch *L, sl_strvec *env, int *err, char **msg
 }
 
 int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
-                      const char *const *argv, uint32_t argc, const int *trapped,
+                      const char *const *argv, uint32_t argc, const struct sl_trap *trapped,
                       size_t ntrapped, int *err, char **msg)
 {
 	launch_init(L, cfg);

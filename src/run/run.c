@@ -187,7 +187,7 @@ static int launch(sandlock_handle_t *h, const char *const *argv, uint32_t argc,
 	h->sup = sl_supervisor_new(h->sb, &h->hs, err, msg);
 	if (!h->sup)
 		return -1;
-	const int *nrs = NULL;
+	const struct sl_trap *nrs = NULL;
 	size_t nt = sl_supervisor_trapped(h->sup, &nrs);
 	struct sl_launch *L = &h->L;
 	int rc = sl_launch_prepare(L, h->sb, argv, argc, nrs, nt, err, msg);

@@ -15,36 +15,9 @@
 
 #include "builtins/builtin.h"
 #include "launch/filter.h"
+#include "trap.h"
 #include "supervisor/chains.h"
 #include "syscalls.h"
-
-/* nr is in s, trapped outright or conditionally (filter.h). */
-static bool nrset_has(const struct sl_nrset *s, int nr)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (SL_TRAP_NR(s->v[i]) == nr)
-			return true;
-	return false;
-}
-
-static int cmp_int(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-	return (x > y) - (x < y);
-}
-
-/* Sort and de-duplicate in place. */
-static void nrset_normalize(struct sl_nrset *s)
-{
-	if (s->n == 0)
-		return;
-	qsort(s->v, s->n, sizeof(*s->v), cmp_int);
-	size_t u = 0;
-	for (size_t i = 0; i < s->n; i++)
-		if (u == 0 || s->v[u - 1] != s->v[i])
-			s->v[u++] = s->v[i];
-	s->n = u;
-}
 
 static int oom(int *err, char **msg)
 {
@@ -60,8 +33,8 @@ static const struct sl_inst *last_clash(const struct sl_chains *d, const struct 
 		return NULL;
 	for (const struct sl_inst *o = d->insts; o < in; o++)
 		if (o->b->phase == SL_PHASE_LAST)
-			for (size_t k = 0; k < in->nrs.n; k++)
-				if (nrset_has(&o->nrs, in->nrs.v[k]))
+			for (size_t k = 0; k < in->traps.n; k++)
+				if (sl_traps_has(&o->traps, in->traps.v[k].nr))
 					return o;
 	return NULL;
 }
@@ -77,7 +50,7 @@ static int make_builtins(struct sl_chains *d, const struct sandlock_sandbox *cfg
 	for (size_t i = 0; i < sl_builtin_count; i++) {
 		struct sl_inst *in = &d->insts[i];
 		in->b = sl_builtin_table[i];
-		if (in->b->syscalls && in->b->syscalls(cfg, &in->nrs) < 0)
+		if (in->b->syscalls && in->b->syscalls(cfg, &in->traps) < 0)
 			return oom(err, msg);
 		const struct sl_inst *clash = last_clash(d, in);
 		if (clash)
@@ -115,7 +88,7 @@ const struct sl_chain *sl_chains_find(const struct sl_chains *d, int nr)
 static struct sl_inst *last_for(const struct sl_chains *d, int nr)
 {
 	for (size_t i = 0; i < d->ninsts; i++)
-		if (d->insts[i].b->phase == SL_PHASE_LAST && nrset_has(&d->insts[i].nrs, nr))
+		if (d->insts[i].b->phase == SL_PHASE_LAST && sl_traps_has(&d->insts[i].traps, nr))
 			return &d->insts[i];
 	return NULL;
 }
@@ -140,41 +113,16 @@ static int registration_nr(const struct sl_chains *d, const sandlock_registratio
 	return nr;
 }
 
-/* Syscalls with a chain: the trapped set plus those the filter traps
- * only for some arguments (filter_conditional builtins, whose
- * conditions are filter.c's, and SL_TRAP_IF_NONZERO entries). */
+/* Syscalls with a chain: the numbers of the trapped set (sorted, unique). */
 static int build_chained(struct sl_chains *d)
 {
-	struct sl_nrset t = { 0 };
-	for (size_t i = 0; i < d->ntrapped; i++) /* conditional entries: their nr */
-		if (sl_nrset_add(&t, SL_TRAP_NR(d->trapped[i])) < 0)
-			goto nomem;
-	for (size_t i = 0; i < d->ninsts; i++)
-		if (d->insts[i].b->filter_conditional &&
-		    sl_nrset_add_all(&t, d->insts[i].nrs.v, d->insts[i].nrs.n) < 0)
-			goto nomem;
-	nrset_normalize(&t);
-	d->chained = t.v;
-	d->nchained = t.n;
+	d->chained = malloc((d->trapped.n ? d->trapped.n : 1) * sizeof(int));
+	if (!d->chained)
+		return -1;
+	for (size_t i = 0; i < d->trapped.n; i++)
+		if (d->nchained == 0 || d->chained[d->nchained - 1] != d->trapped.v[i].nr)
+			d->chained[d->nchained++] = d->trapped.v[i].nr;
 	return 0;
-nomem:
-	free(t.v);
-	return -1;
-}
-
-/* A conditional trap (filter.h) on a syscall also trapped outright is
- * dropped: the unconditional trap wins, its chain sees every call. */
-static void drop_shadowed(struct sl_nrset *t)
-{
-	size_t u = 0;
-	for (size_t i = 0; i < t->n; i++) {
-		int v = t->v[i];
-		if (SL_TRAP_ARG(v) >= 0 && bsearch(&(int){ SL_TRAP_NR(v) }, t->v, t->n,
-		                                   sizeof(int), cmp_int))
-			continue;
-		t->v[u++] = v;
-	}
-	t->n = u;
 }
 
 /*
@@ -186,36 +134,27 @@ static void drop_shadowed(struct sl_nrset *t)
 static int build_trapped(struct sl_chains *d, const struct sl_handlers *hs, int *err,
                          char **msg)
 {
-	struct sl_nrset t = { 0 };
+	struct sl_traps *t = &d->trapped;
 	for (size_t i = 0; i < d->ninsts; i++)
-		if (!d->insts[i].b->filter_conditional &&
-		    sl_nrset_add_all(&t, d->insts[i].nrs.v, d->insts[i].nrs.n) < 0)
-			goto nomem;
+		if (sl_traps_add_traps(t, d->insts[i].traps.v, d->insts[i].traps.n) < 0)
+			return oom(err, msg);
 	for (size_t i = 0; i < hs->n; i++) {
 		int nr = registration_nr(d, &hs->regs[i], err, msg);
-		if (nr < 0) {
-			free(t.v);
+		if (nr < 0)
 			return -1;
-		}
-		if (sl_nrset_add(&t, nr) < 0)
-			goto nomem;
+		if (sl_traps_add(t, nr) < 0)
+			return oom(err, msg);
 	}
 	if (hs->n > 0) {
 		const int *ex;
 		size_t nex = sl_sys_exec_like(&ex);
-		if (sl_nrset_add_all(&t, ex, nex) < 0)
-			goto nomem;
+		if (sl_traps_add_all(t, ex, nex) < 0)
+			return oom(err, msg);
 	}
-	nrset_normalize(&t);
-	drop_shadowed(&t);
-	d->trapped = t.v;
-	d->ntrapped = t.n;
+	sl_traps_normalize(t);
 	if (build_chained(d) < 0)
 		return oom(err, msg);
 	return 0;
-nomem:
-	free(t.v);
-	return oom(err, msg);
 }
 
 /* The builtin links of every chain. */
@@ -227,7 +166,7 @@ static int link_builtins(struct sl_chains *d, struct sl_chain *c)
 	for (size_t i = 0; i < d->ninsts; i++) {
 		struct sl_inst *in = &d->insts[i];
 		if (in->b->phase == SL_PHASE_FIRST &&
-		    (in->b->every_trapped || nrset_has(&in->nrs, c->nr)))
+		    (in->b->every_trapped || sl_traps_has(&in->traps, c->nr)))
 			c->first[c->nfirst++] = in;
 	}
 	c->last = last_for(d, c->nr);
@@ -287,9 +226,9 @@ void sl_chains_free(struct sl_chains *d)
 		struct sl_inst *in = &d->insts[i];
 		if (in->live && in->b->free)
 			in->b->free(in->state);
-		free(in->nrs.v);
+		free(in->traps.v);
 	}
 	free(d->insts);
-	free(d->trapped);
+	sl_traps_free(&d->trapped);
 	free(d->chained);
 }

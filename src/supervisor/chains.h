@@ -10,8 +10,8 @@
 #include <stddef.h>
 
 #include "config.h"
-#include "nrset.h"
 #include "supervisor/handler.h"
+#include "trap.h"
 
 struct sl_builtin;
 
@@ -19,7 +19,7 @@ struct sl_builtin;
 struct sl_inst {
 	const struct sl_builtin *b;
 	void *state;
-	struct sl_nrset nrs; /* the syscalls it traps in this run */
+	struct sl_traps traps; /* what it traps in this run */
 	bool live;           /* init succeeded: free its state */
 };
 
@@ -39,9 +39,8 @@ struct sl_chains {
 	size_t ninsts;
 	struct sl_chain *chains; /* sorted by nr */
 	size_t nchains;
-	int *trapped; /* sorted, unique: trapped by the filter unconditionally */
-	size_t ntrapped;
-	int *chained; /* sorted, unique: trapped + the filter-conditional ones */
+	struct sl_traps trapped; /* what the filter traps (sl_traps_normalize) */
+	int *chained; /* sorted, unique: the numbers of trapped, one chain each */
 	size_t nchained;
 };
 

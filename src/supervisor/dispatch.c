@@ -204,7 +204,7 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 	for (size_t i = 0; i < d->ch.ninsts; i++)
 		if ((d->ch.insts[i].b->needs_opener ||
 		     (d->ch.insts[i].b->opener_if && d->ch.insts[i].b->opener_if(cfg))) &&
-		    d->ch.insts[i].nrs.n > 0)
+		    d->ch.insts[i].traps.n > 0)
 			d->wants_opener = true;
 	d->proc_guard = sl_proc_readable(cfg);
 	if (cfg->name && !(d->name = sl_strdup(cfg->name))) {
@@ -243,10 +243,10 @@ fail:
 	return NULL;
 }
 
-size_t sl_dispatch_trapped(const struct sl_dispatch *d, const int **nrs)
+size_t sl_dispatch_trapped(const struct sl_dispatch *d, const struct sl_trap **traps)
 {
-	*nrs = d->ch.trapped;
-	return d->ch.ntrapped;
+	*traps = d->ch.trapped.v;
+	return d->ch.trapped.n;
 }
 
 int sl_dispatch_use_ruleset(struct sl_dispatch *d, int ruleset_fd, int *err, char **msg)

@@ -15,15 +15,15 @@
 
 #include "config.h"
 #include "supervisor/handler.h"
+#include "trap.h"
 
 struct sl_dispatch;
 /* Builtins for cfg, then hs in order.  Does not own the handlers.  NULL
  * with *err, *msg on a bad registration or OOM. */
 struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
                                     const struct sl_handlers *hs, int *err, char **msg);
-/* The syscall numbers that must reach the supervisor (sorted, unique;
- * conditional entries, SL_TRAP_IF_NONZERO of filter.h, sort last). */
-size_t sl_dispatch_trapped(const struct sl_dispatch *d, const int **nrs);
+/* What must reach the supervisor, for the filter (trap.h: normalized). */
+size_t sl_dispatch_trapped(const struct sl_dispatch *d, const struct sl_trap **traps);
 /* After the launch prepared its Landlock ruleset, before the listener is
  * served: start the on-behalf opener (opener.h) confined by it, if the
  * run needs one.  0, or -1 with *err, *msg. */

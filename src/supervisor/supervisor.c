@@ -69,9 +69,9 @@ struct sl_supervisor *sl_supervisor_new(const struct sandlock_sandbox *cfg,
 	return s;
 }
 
-size_t sl_supervisor_trapped(const struct sl_supervisor *s, const int **nrs)
+size_t sl_supervisor_trapped(const struct sl_supervisor *s, const struct sl_trap **traps)
 {
-	return sl_dispatch_trapped(s->d, nrs);
+	return sl_dispatch_trapped(s->d, traps);
 }
 
 /* ---------------- the notification thread ---------------- */

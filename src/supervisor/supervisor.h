@@ -14,11 +14,12 @@
 #include "supervisor/handler.h"
 
 struct sl_supervisor;
+struct sl_trap;
 /* Dispatch tables for cfg and hs (not owned).  NULL with *err, *msg. */
 struct sl_supervisor *sl_supervisor_new(const struct sandlock_sandbox *cfg,
                                         const struct sl_handlers *hs, int *err, char **msg);
 /* The syscall numbers that must reach the supervisor (sorted, unique). */
-size_t sl_supervisor_trapped(const struct sl_supervisor *s, const int **nrs);
+size_t sl_supervisor_trapped(const struct sl_supervisor *s, const struct sl_trap **traps);
 /* Start the thread on listener (not owned) for the sandbox whose init is init. */
 /* Hand the supervisor the launch's Landlock ruleset (for the on-behalf
  * opener) before start.  0, or -1 with *err, *msg. */

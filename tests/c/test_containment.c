@@ -1003,12 +1003,6 @@ static uint32_t bpf_run(const struct sock_fprog *prog, const struct seccomp_data
 	return 0xdeadbeef; /* fell off the end */
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-	return (x > y) - (x < y);
-}
-
 /* xorshift64: a fixed, reproducible stream of test inputs. */
 static uint64_t rnd(uint64_t *s)
 {
@@ -1046,9 +1040,9 @@ TEST(bpf_agrees_with_arg_check)
 		                   __NR_creat, __NR_mknod, __NR_mknodat, __NR_personality,
 		                   __NR_openat2, __NR_clone, __NR_unshare, __NR_ioctl, __NR_prctl };
 	const size_t nnrs = sizeof nrs / sizeof nrs[0];
-	int trapped[sizeof nrs / sizeof nrs[0]];
-	memcpy(trapped, nrs, sizeof trapped);
-	qsort(trapped, nnrs, sizeof(int), cmp_int);
+	struct sl_traps trapped = { 0 };
+	REQUIRE(sl_traps_add_all(&trapped, nrs, nnrs) == 0);
+	sl_traps_normalize(&trapped);
 	uint64_t seed = 0x5eed5eed12345ULL;
 	long checked = 0;
 	for (int variant = 0; variant < 8; variant++) {
@@ -1058,7 +1052,8 @@ TEST(bpf_agrees_with_arg_check)
 		struct sock_fprog prog;
 		int err = 0;
 		char *msg = NULL;
-		int rc = sl_filter_build(sb, trap ? trapped : NULL, trap ? nnrs : 0, &prog, &err, &msg);
+		int rc = sl_filter_build(sb, trap ? trapped.v : NULL, trap ? trapped.n : 0, &prog, &err,
+		                         &msg);
 		if (rc != 0)
 			fprintf(stderr, "  sl_filter_build: %s\n", msg ? msg : "");
 		sandlock_string_free(msg);
@@ -1087,5 +1082,6 @@ TEST(bpf_agrees_with_arg_check)
 		sl_filter_free(&prog);
 		sandlock_sandbox_free(sb);
 	}
+	sl_traps_free(&trapped);
 	CHECK_EQ_INT(checked, 8 * 4000);
 }

@@ -681,6 +681,43 @@ TEST(confine_confines_the_calling_process)
 	tu_rm_rf(root);
 }
 
+/* A confined process's view of calls naming another process: its own
+ * (pid 0) go through, another's (its parent) are refused by the filter
+ * alone (no supervisor answers: ENOSYS).  Bits as confine_child's. */
+static int confine_pids_child(void)
+{
+	sandlock_sandbox_t *sb = tu_build(tu_system_builder());
+	int err = 0;
+	char *msg = NULL;
+	if (!sb || sandlock_confine_err(sb, &err, &msg) < 0)
+		return 100;
+	struct rlimit rl;
+	int bits = 0;
+	if (prlimit(0, RLIMIT_CORE, NULL, &rl) == 0)
+		bits |= 1;
+	if (prlimit(getppid(), RLIMIT_CORE, NULL, &rl) < 0 && errno == ENOSYS)
+		bits |= 2;
+	return bits;
+}
+
+TEST(confine_keeps_calls_on_other_processes_inside)
+{
+	/* control: unconfined, the parent's limits can be read */
+	struct rlimit rl;
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(prlimit(getppid(), RLIMIT_CORE, NULL, &rl) == 0 ? 0 : 1);
+	int st = -1;
+	REQUIRE(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	pid = fork();
+	if (pid == 0)
+		_exit(confine_pids_child());
+	REQUIRE(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st));
+	CHECK_EQ_INT(WEXITSTATUS(st), 3);
+}
+
 static void *idle_thread(void *arg)
 {
 	(void)arg;

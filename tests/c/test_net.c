@@ -176,7 +176,7 @@ static int trap_probe(sandlock_sandbox_t *sb, const sandlock_registration_t *reg
 		sandlock_string_free(msg);
 		return -1;
 	}
-	const int *nrs;
+	const struct sl_trap *nrs;
 	size_t n = sl_dispatch_trapped(d, &nrs);
 	struct sock_fprog prog = { 0, NULL };
 	int rc = sl_filter_build(sb, nrs, n, &prog, &err, &msg);

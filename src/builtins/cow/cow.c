@@ -1221,14 +1221,14 @@ static bool cow_decide(void *state, const struct sl_call *call, sandlock_action_
 
 /* ---------------- lifecycle ---------------- */
 
-static int cow_syscalls(const struct sandlock_sandbox *cfg, struct sl_nrset *out)
+static int cow_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	if (!cfg->workdir)
 		return 0;
 	for (size_t i = 0; i < sizeof k_cow_nrs / sizeof k_cow_nrs[0]; i++)
-		if (k_cow_nrs[i] >= 0 && sl_nrset_add(out, k_cow_nrs[i]) < 0)
+		if (k_cow_nrs[i] >= 0 && sl_traps_add(out, k_cow_nrs[i]) < 0)
 			return -1;
-	if (cfg->max_disk && sl_nrset_add_all(out, sl_cowwrite_nrs, sl_cowwrite_nrs_count) < 0)
+	if (cfg->max_disk && sl_traps_add_all(out, sl_cowwrite_nrs, sl_cowwrite_nrs_count) < 0)
 		return -1;
 	return 0;
 }
