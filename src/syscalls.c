@@ -1,8 +1,10 @@
 /*
  * syscalls.c — the syscall classes of syscalls.h.
  */
+#include <fcntl.h>
 #include <sys/syscall.h>
 
+#include "compat.h"
 #include "syscalls.h"
 
 /* fork and vfork exist only on older ABIs (x86_64); asm-generic ones
@@ -17,16 +19,28 @@ static const int k_fork_like[] = {
 	__NR_clone,
 };
 static const int k_exec_like[] = { __NR_execve, __NR_execveat };
-/* open and creat exist only on older ABIs (x86_64). */
-static const int k_open_family[] = {
-#ifdef __NR_open
-	__NR_open,
-#endif
-#ifdef __NR_creat
-	__NR_creat,
-#endif
-	__NR_openat, __NR_openat2,
+/* Legacy members are SL_NR_ stand-ins where the ABI lacks them (negative:
+ * never a call's number; sl_traps_add skips them). */
+static const int k_open_family[] = { SL_NR_open, SL_NR_creat, __NR_openat, __NR_openat2 };
+static const int k_path_lookup[] = {
+	SL_NR_stat,         SL_NR_lstat,      __NR_newfstatat, __NR_statx,       SL_NR_access,
+	__NR_faccessat,     __NR_faccessat2,  SL_NR_readlink,  __NR_readlinkat,
 };
+static const int k_path_change[] = {
+	SL_NR_mkdir,   __NR_mkdirat,  SL_NR_rmdir,   SL_NR_unlink, __NR_unlinkat,
+	SL_NR_rename,  __NR_renameat, __NR_renameat2, SL_NR_link,  __NR_linkat,
+	SL_NR_symlink, __NR_symlinkat, SL_NR_mknod,  __NR_mknodat, __NR_truncate,
+};
+static const int k_path_metadata[] = {
+	SL_NR_chmod, __NR_fchmodat, __NR_fchmodat2, SL_NR_chown, SL_NR_lchown,
+	__NR_fchownat, __NR_utimensat, SL_NR_utime, SL_NR_utimes, SL_NR_futimesat,
+};
+static const int k_path_xattr[] = {
+	__NR_getxattr, __NR_lgetxattr, __NR_listxattr,    __NR_llistxattr,
+	__NR_setxattr, __NR_lsetxattr, __NR_removexattr, __NR_lremovexattr,
+};
+static const int k_dir_listing[] = { SL_NR_getdents, __NR_getdents64 };
+static const int k_cwd[] = { __NR_chdir, __NR_getcwd };
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -60,14 +74,14 @@ size_t sl_sys_exec_like(const int **nrs)
 	return N_OF(k_exec_like);
 }
 
-int sl_sys_exec_path_arg(int nr)
+void sl_sys_exec_args(int nr, const uint64_t *a, struct sl_exec_args *out)
 {
-	return nr == __NR_execveat ? 1 : 0;
-}
-
-int sl_sys_exec_argv_arg(int nr)
-{
-	return sl_sys_exec_path_arg(nr) + 1;
+	bool at = nr == __NR_execveat;
+	out->dirfd = at ? (int)(int32_t)a[0] : AT_FDCWD;
+	out->path = a[at];
+	out->argv = a[at + 1];
+	out->envp = a[at + 2];
+	out->flags = at ? (int)a[4] : 0;
 }
 
 bool sl_sys_is_open_family(int nr)
@@ -79,6 +93,42 @@ size_t sl_sys_open_family(const int **nrs)
 {
 	*nrs = k_open_family;
 	return N_OF(k_open_family);
+}
+
+size_t sl_sys_path_lookup(const int **nrs)
+{
+	*nrs = k_path_lookup;
+	return N_OF(k_path_lookup);
+}
+
+size_t sl_sys_path_change(const int **nrs)
+{
+	*nrs = k_path_change;
+	return N_OF(k_path_change);
+}
+
+size_t sl_sys_path_metadata(const int **nrs)
+{
+	*nrs = k_path_metadata;
+	return N_OF(k_path_metadata);
+}
+
+size_t sl_sys_path_xattr(const int **nrs)
+{
+	*nrs = k_path_xattr;
+	return N_OF(k_path_xattr);
+}
+
+size_t sl_sys_dir_listing(const int **nrs)
+{
+	*nrs = k_dir_listing;
+	return N_OF(k_dir_listing);
+}
+
+size_t sl_sys_cwd(const int **nrs)
+{
+	*nrs = k_cwd;
+	return N_OF(k_cwd);
 }
 
 /*

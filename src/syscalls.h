@@ -7,6 +7,117 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+/*
+ * The legacy path syscalls (open, stat, mkdir, chmod, getdents, ...)
+ * exist on x86_64, not on the asm-generic ABIs (aarch64), whose libc uses
+ * the *at forms.  SL_NR_x is x's number, or there a distinct negative
+ * stand-in that no call carries and no trap list keeps (sl_traps_add
+ * skips it), so switch cases on them stay apart.  The one place that
+ * knows which exist.
+ */
+#include <sys/syscall.h>
+#ifdef __NR_open
+#define SL_NR_open __NR_open
+#else
+#define SL_NR_open (-1)
+#endif
+#ifdef __NR_creat
+#define SL_NR_creat __NR_creat
+#else
+#define SL_NR_creat (-2)
+#endif
+#ifdef __NR_unlink
+#define SL_NR_unlink __NR_unlink
+#else
+#define SL_NR_unlink (-3)
+#endif
+#ifdef __NR_rmdir
+#define SL_NR_rmdir __NR_rmdir
+#else
+#define SL_NR_rmdir (-4)
+#endif
+#ifdef __NR_mkdir
+#define SL_NR_mkdir __NR_mkdir
+#else
+#define SL_NR_mkdir (-5)
+#endif
+#ifdef __NR_rename
+#define SL_NR_rename __NR_rename
+#else
+#define SL_NR_rename (-6)
+#endif
+#ifdef __NR_link
+#define SL_NR_link __NR_link
+#else
+#define SL_NR_link (-7)
+#endif
+#ifdef __NR_symlink
+#define SL_NR_symlink __NR_symlink
+#else
+#define SL_NR_symlink (-8)
+#endif
+#ifdef __NR_mknod
+#define SL_NR_mknod __NR_mknod
+#else
+#define SL_NR_mknod (-9)
+#endif
+#ifdef __NR_stat
+#define SL_NR_stat __NR_stat
+#else
+#define SL_NR_stat (-10)
+#endif
+#ifdef __NR_lstat
+#define SL_NR_lstat __NR_lstat
+#else
+#define SL_NR_lstat (-11)
+#endif
+#ifdef __NR_access
+#define SL_NR_access __NR_access
+#else
+#define SL_NR_access (-12)
+#endif
+#ifdef __NR_readlink
+#define SL_NR_readlink __NR_readlink
+#else
+#define SL_NR_readlink (-13)
+#endif
+#ifdef __NR_chmod
+#define SL_NR_chmod __NR_chmod
+#else
+#define SL_NR_chmod (-14)
+#endif
+#ifdef __NR_chown
+#define SL_NR_chown __NR_chown
+#else
+#define SL_NR_chown (-15)
+#endif
+#ifdef __NR_lchown
+#define SL_NR_lchown __NR_lchown
+#else
+#define SL_NR_lchown (-16)
+#endif
+#ifdef __NR_utime
+#define SL_NR_utime __NR_utime
+#else
+#define SL_NR_utime (-17)
+#endif
+#ifdef __NR_utimes
+#define SL_NR_utimes __NR_utimes
+#else
+#define SL_NR_utimes (-18)
+#endif
+#ifdef __NR_futimesat
+#define SL_NR_futimesat __NR_futimesat
+#else
+#define SL_NR_futimesat (-19)
+#endif
+#ifdef __NR_getdents
+#define SL_NR_getdents __NR_getdents
+#else
+#define SL_NR_getdents (-20)
+#endif
 
 /* fork, vfork, clone (clone3 never reaches the supervisor: the filter
  * answers it ENOSYS so libc falls back to clone, whose flags it can see). */
@@ -15,14 +126,36 @@ size_t sl_sys_fork_like(const int **nrs);
 /* execve, execveat: the caller's address space is replaced. */
 bool sl_sys_is_exec_like(int nr);
 size_t sl_sys_exec_like(const int **nrs);
-/* Which argument of an exec-like call holds the path, and which argv
- * (execveat has its dirfd first). */
-int sl_sys_exec_path_arg(int nr);
-int sl_sys_exec_argv_arg(int nr);
+/* An exec-like call's arguments as the kernel takes them (execveat has
+ * its dirfd first and flags last; execve: AT_FDCWD and 0). */
+struct sl_exec_args {
+	int dirfd;
+	uint64_t path, argv, envp;
+	int flags; /* AT_EMPTY_PATH, AT_SYMLINK_NOFOLLOW */
+};
+void sl_sys_exec_args(int nr, const uint64_t *args, struct sl_exec_args *out);
 /* open, creat, openat, openat2: a file opened by path (what the on-behalf
  * opener performs). */
 bool sl_sys_is_open_family(int nr);
 size_t sl_sys_open_family(const int **nrs);
+
+/* A class as a list (the functions below): its numbers into *nrs, their count. */
+typedef size_t (*sl_sys_class)(const int **nrs);
+
+/* The path family, by what a call does with its path (legacy members are
+ * SL_NR_ stand-ins where the ABI lacks them: skip negative numbers):
+ * look it up (stat, access, readlink and their *at forms) ... */
+size_t sl_sys_path_lookup(const int **nrs);
+/* ... create, remove, rename or link a name, or truncate the file ... */
+size_t sl_sys_path_change(const int **nrs);
+/* ... change mode, owner or times by path (chmod, chown, utime*) ... */
+size_t sl_sys_path_metadata(const int **nrs);
+/* ... or its extended attributes ({get,list,set,remove}xattr, l forms). */
+size_t sl_sys_path_xattr(const int **nrs);
+/* getdents, getdents64: a directory listed through an fd. */
+size_t sl_sys_dir_listing(const int **nrs);
+/* chdir, getcwd: the caller's working directory. */
+size_t sl_sys_cwd(const int **nrs);
 
 /*
  * Syscalls that act on another process named by a pid (or a pid-like

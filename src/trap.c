@@ -30,6 +30,8 @@ int sl_traps_add_traps(struct sl_traps *s, const struct sl_trap *t, size_t n)
 
 int sl_traps_add(struct sl_traps *s, int nr)
 {
+	if (nr < 0)
+		return 0; /* a syscall this ABI lacks (syscalls.h SL_NR_*) */
 	const struct sl_trap t = SL_TRAP_ALWAYS(nr);
 	return sl_traps_add_trap(s, &t);
 }
@@ -39,6 +41,17 @@ int sl_traps_add_all(struct sl_traps *s, const int *nrs, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (sl_traps_add(s, nrs[i]) < 0)
 			return -1;
+	return 0;
+}
+
+int sl_traps_add_classes(struct sl_traps *s, const sl_sys_class *classes, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const int *nrs;
+		size_t k = classes[i](&nrs);
+		if (sl_traps_add_all(s, nrs, k) < 0)
+			return -1;
+	}
 	return 0;
 }
 

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "syscalls.h"
+
 enum sl_trap_op {
 	SL_TRAP_NE,        /* args[arg] != val (all 64 bits) */
 	SL_TRAP_MASKED_EQ, /* (args[arg] & mask) == val */
@@ -51,10 +53,14 @@ struct sl_traps {
 	struct sl_trap *v;
 	size_t n, cap;
 };
-int sl_traps_add(struct sl_traps *s, int nr);                      /* every call; 0 or -1 (OOM) */
+/* A trap on every call of nr (a negative nr, a syscall this ABI lacks, is
+ * skipped: syscalls.h SL_NR_*).  0 or -1 (OOM). */
+int sl_traps_add(struct sl_traps *s, int nr);
 int sl_traps_add_all(struct sl_traps *s, const int *nrs, size_t n); /* every call; 0 or -1 */
 int sl_traps_add_trap(struct sl_traps *s, const struct sl_trap *t); /* 0 or -1 (OOM) */
 int sl_traps_add_traps(struct sl_traps *s, const struct sl_trap *t, size_t n);
+/* Every call of every member of the classes (syscalls.h).  0 or -1 (OOM). */
+int sl_traps_add_classes(struct sl_traps *s, const sl_sys_class *classes, size_t n);
 /* Some trap of s is on nr (with or without conditions). */
 bool sl_traps_has(const struct sl_traps *s, int nr);
 /* Sorted by number, one trap per distinct (nr, conditions); a trap on

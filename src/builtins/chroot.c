@@ -68,50 +68,12 @@
 #ifndef AT_EMPTY_PATH
 #define AT_EMPTY_PATH 0x1000
 #endif
-/* Legacy path syscalls exist on x86_64, not on aarch64: a negative
- * number there (never trapped, never matched). */
-#define LEG(name, k) (k)
-#ifdef __NR_open
-#define C_open __NR_open
-#define C_creat __NR_creat
-#define C_stat __NR_stat
-#define C_lstat __NR_lstat
-#define C_access __NR_access
-#define C_readlink __NR_readlink
-#define C_mkdir __NR_mkdir
-#define C_rmdir __NR_rmdir
-#define C_unlink __NR_unlink
-#define C_rename __NR_rename
-#define C_link __NR_link
-#define C_symlink __NR_symlink
-#define C_chmod __NR_chmod
-#define C_chown __NR_chown
-#define C_lchown __NR_lchown
-#define C_mknod __NR_mknod
-#define C_utime __NR_utime
-#define C_utimes __NR_utimes
-#define C_futimesat __NR_futimesat
-#else
-enum { C_open = -1, C_creat = -2, C_stat = -3, C_lstat = -4, C_access = -5, C_readlink = -6,
-       C_mkdir = -7, C_rmdir = -8, C_unlink = -9, C_rename = -10, C_link = -11,
-       C_symlink = -12, C_chmod = -13, C_chown = -14, C_lchown = -15, C_mknod = -16,
-       C_utime = -17, C_utimes = -18, C_futimesat = -19 };
-#endif
-#ifndef __NR_fchmodat2
-#define __NR_fchmodat2 452
-#endif
-
-static const int k_nrs[] = {
-	C_open, __NR_openat, __NR_openat2, C_creat, C_stat, C_lstat, __NR_newfstatat, __NR_statx,
-	C_access, __NR_faccessat, __NR_faccessat2, C_readlink, __NR_readlinkat, __NR_statfs,
-	__NR_getcwd, __NR_chdir, __NR_execve, __NR_execveat, C_mkdir, __NR_mkdirat, C_rmdir,
-	C_unlink, __NR_unlinkat, C_rename, __NR_renameat, __NR_renameat2, C_link, __NR_linkat,
-	C_symlink, __NR_symlinkat, C_chmod, __NR_fchmodat, __NR_fchmodat2, C_chown, C_lchown,
-	__NR_fchownat, __NR_utimensat, __NR_truncate, C_mknod, __NR_mknodat, C_utime, C_utimes,
-	C_futimesat, __NR_setxattr, __NR_lsetxattr, __NR_getxattr, __NR_lgetxattr,
-	__NR_listxattr, __NR_llistxattr, __NR_removexattr, __NR_lremovexattr,
-	__NR_inotify_add_watch,
+/* Every call that names a path (syscalls.h's classes), and two more. */
+static const sl_sys_class k_classes[] = {
+	sl_sys_open_family,  sl_sys_path_lookup,   sl_sys_cwd,        sl_sys_exec_like,
+	sl_sys_path_change,  sl_sys_path_metadata, sl_sys_path_xattr,
 };
+static const int k_nrs[] = { __NR_statfs, __NR_inotify_add_watch };
 
 struct chroot_state {
 	struct sl_view *view;
@@ -346,10 +308,10 @@ static long do_meta(const struct chroot_state *s, const struct sl_call *call, in
 	if (!r && sl_caps_lower(&sv) < 0)
 		r = -EPERM;
 	else if (!r) {
-		if (nr == C_chmod || nr == __NR_fchmodat || nr == __NR_fchmodat2) {
-			mode_t m = (mode_t)(nr == C_chmod ? a[1] : a[2]);
+		if (nr == SL_NR_chmod || nr == __NR_fchmodat || nr == __NR_fchmodat2) {
+			mode_t m = (mode_t)(nr == SL_NR_chmod ? a[1] : a[2]);
 			r = rc(chmod(p, m & 07777));
-		} else if (nr == C_chown || nr == C_lchown || nr == __NR_fchownat) {
+		} else if (nr == SL_NR_chown || nr == SL_NR_lchown || nr == __NR_fchownat) {
 			int i = nr == __NR_fchownat ? 2 : 1;
 			r = rc(fchownat(fd, "", (uid_t)a[i], (gid_t)a[i + 1], AT_EMPTY_PATH));
 		} else if (nr == __NR_utimensat) {
@@ -446,7 +408,7 @@ static long do_lookup(const struct chroot_state *s, const struct sl_call *call, 
 		return fd;
 	long r;
 	struct stat st;
-	if (nr == __NR_newfstatat || nr == C_stat || nr == C_lstat) {
+	if (nr == __NR_newfstatat || nr == SL_NR_stat || nr == SL_NR_lstat) {
 		r = rc(fstatat(fd, "", &st, AT_EMPTY_PATH));
 		if (!r && sandlock_mem_poke(call->mem, nr == __NR_newfstatat ? a[2] : a[1], &st,
 		                             sizeof st) != 0)
@@ -462,12 +424,12 @@ static long do_lookup(const struct chroot_state *s, const struct sl_call *call, 
 		r = rc(fstatfs(fd, &sf));
 		if (!r && sandlock_mem_poke(call->mem, a[1], &sf, sizeof sf) != 0)
 			r = -EFAULT;
-	} else if (nr == C_readlink) {
+	} else if (nr == SL_NR_readlink) {
 		r = readlink_fd(s, call, fd, a[1], (size_t)a[2]);
 	} else if (nr == __NR_readlinkat) {
 		r = readlink_fd(s, call, fd, a[2], (size_t)a[3]);
 	} else { /* access family */
-		r = access_fd(s, fd, (int)(nr == C_access ? a[1] : a[2]), ro);
+		r = access_fd(s, fd, (int)(nr == SL_NR_access ? a[1] : a[2]), ro);
 	}
 	close(fd);
 	return r;
@@ -573,16 +535,16 @@ static bool do_chdir(struct chroot_state *s, const struct sl_call *call,
 static bool do_exec(struct chroot_state *s, const struct sl_call *call,
                     sandlock_action_t *act)
 {
-	const uint64_t *a = call->n->args;
-	bool at = call->n->syscall_nr == __NR_execveat;
-	int dirfd = at ? (int)a[0] : AT_FDCWD;
-	uint64_t addr = at ? a[1] : a[0];
+	struct sl_exec_args x;
+	sl_sys_exec_args(call->n->syscall_nr, call->n->args, &x);
+	int dirfd = x.dirfd;
+	uint64_t addr = x.path;
 	char *orig = addr ? sandlock_mem_read_string(call->mem, addr, PATH_MAX) : NULL;
 	if (!orig)
 		return answer(act, -EFAULT);
 	if (!orig[0]) {
 		sandlock_string_free(orig);
-		if (at && ((int)a[4] & AT_EMPTY_PATH)) {
+		if (x.flags & AT_EMPTY_PATH) {
 			sandlock_action_set_continue(act);
 			return true;
 		}
@@ -652,9 +614,9 @@ static bool chroot_decide_for(struct chroot_state *st, const struct sl_call *cal
 	int d0 = (int)a[0];
 	if (sl_sys_is_open_family(nr))
 		return sl_open_on_behalf(call, NULL, NULL, act); /* the opener maps it in the view */
-	if (nr == C_stat || nr == C_access || nr == C_readlink || nr == __NR_statfs)
-		return lookup(s, call, AT_FDCWD, a[0], nr != C_readlink, act);
-	if (nr == C_lstat)
+	if (nr == SL_NR_stat || nr == SL_NR_access || nr == SL_NR_readlink || nr == __NR_statfs)
+		return lookup(s, call, AT_FDCWD, a[0], nr != SL_NR_readlink, act);
+	if (nr == SL_NR_lstat)
 		return lookup(s, call, AT_FDCWD, a[0], false, act);
 	if (nr == __NR_newfstatat || nr == __NR_statx)
 		return lookup(s, call, d0, a[1], !((int)(nr == __NR_statx ? a[2] : a[3]) &
@@ -671,36 +633,36 @@ static bool chroot_decide_for(struct chroot_state *st, const struct sl_call *cal
 		return do_chdir(st, call, act);
 	if (sl_sys_is_exec_like(nr))
 		return do_exec(st, call, act);
-	if (nr == C_mkdir)
+	if (nr == SL_NR_mkdir)
 		return answer(act, do_create(s, call, AT_FDCWD, a[0], (mode_t)a[1], 0, true));
 	if (nr == __NR_mkdirat)
 		return answer(act, do_create(s, call, d0, a[1], (mode_t)a[2], 0, true));
-	if (nr == C_rmdir)
+	if (nr == SL_NR_rmdir)
 		return answer(act, do_unlink(s, call, AT_FDCWD, a[0], AT_REMOVEDIR));
-	if (nr == C_unlink)
+	if (nr == SL_NR_unlink)
 		return answer(act, do_unlink(s, call, AT_FDCWD, a[0], 0));
 	if (nr == __NR_unlinkat)
 		return answer(act, do_unlink(s, call, d0, a[1], (int)a[2]));
-	if (nr == C_symlink)
+	if (nr == SL_NR_symlink)
 		return answer(act, do_symlink(s, call, a[0], AT_FDCWD, a[1]));
 	if (nr == __NR_symlinkat)
 		return answer(act, do_symlink(s, call, a[0], (int)a[1], a[2]));
-	if (nr == C_rename)
+	if (nr == SL_NR_rename)
 		return answer(act, do_pair(s, call, AT_FDCWD, a[0], AT_FDCWD, a[1], 0, false));
 	if (nr == __NR_renameat)
 		return answer(act, do_pair(s, call, d0, a[1], (int)a[2], a[3], 0, false));
 	if (nr == __NR_renameat2)
 		return answer(act, do_pair(s, call, d0, a[1], (int)a[2], a[3], (unsigned)a[4], false));
-	if (nr == C_link)
+	if (nr == SL_NR_link)
 		return answer(act, do_pair(s, call, AT_FDCWD, a[0], AT_FDCWD, a[1], 0, true));
 	if (nr == __NR_linkat) {
 		if ((int)a[4] & ~AT_SYMLINK_FOLLOW)
 			return answer(act, -EINVAL); /* AT_EMPTY_PATH: not supported under chroot yet */
 		return answer(act, do_pair(s, call, d0, a[1], (int)a[2], a[3], 0, true));
 	}
-	if (nr == C_chmod || nr == C_chown || nr == __NR_truncate)
+	if (nr == SL_NR_chmod || nr == SL_NR_chown || nr == __NR_truncate)
 		return answer(act, do_meta(s, call, AT_FDCWD, a[0], true));
-	if (nr == C_lchown)
+	if (nr == SL_NR_lchown)
 		return answer(act, do_meta(s, call, AT_FDCWD, a[0], false));
 	if (nr == __NR_fchmodat || nr == __NR_fchmodat2 || nr == __NR_fchownat ||
 	    nr == __NR_utimensat) {
@@ -711,7 +673,7 @@ static bool chroot_decide_for(struct chroot_state *st, const struct sl_call *cal
 			return false;
 		return answer(act, do_meta(s, call, d0, a[1], !(fl & AT_SYMLINK_NOFOLLOW)));
 	}
-	if (nr == C_mknod)
+	if (nr == SL_NR_mknod)
 		return answer(act, do_create(s, call, AT_FDCWD, a[0], (mode_t)a[1], (dev_t)a[2], false));
 	if (nr == __NR_mknodat)
 		return answer(act, do_create(s, call, d0, a[1], (mode_t)a[2], (dev_t)a[3], false));
@@ -727,10 +689,9 @@ static int chroot_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *
 {
 	if (!cfg->chroot)
 		return 0;
-	for (size_t i = 0; i < sizeof k_nrs / sizeof k_nrs[0]; i++)
-		if (k_nrs[i] >= 0 && sl_traps_add(out, k_nrs[i]) < 0)
-			return -1;
-	return 0;
+	if (sl_traps_add_classes(out, k_classes, sizeof k_classes / sizeof k_classes[0]) < 0)
+		return -1;
+	return sl_traps_add_all(out, k_nrs, sizeof k_nrs / sizeof k_nrs[0]);
 }
 
 static int chroot_init(const struct sandlock_sandbox *cfg, void **state, char **msg)

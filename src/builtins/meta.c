@@ -69,6 +69,7 @@
 #include "launch/caps.h"
 #include "supervisor/childfd.h"
 #include "supervisor/childmem.h"
+#include "syscalls.h"
 #include "util.h"
 #include "builtins/builtin.h"
 
@@ -76,33 +77,13 @@
 #define XATTR_VALUE_LEN 65536  /* XATTR_SIZE_MAX */
 
 /*
- * The guarded syscalls.  The legacy path-only calls (chmod, chown, lchown,
- * utime, utimes, futimesat) exist only on older ABIs such as x86_64; the
- * asm-generic ones (aarch64, riscv64) have just the *at / f* forms, which
- * libc uses for those functions there.
+ * The guarded syscalls: metadata changed by path (syscalls.h's class;
+ * the legacy forms only where the ABI has them), by fd, and the xattr
+ * writes of every form.
  */
 static const int k_meta_nrs[] = {
-#ifdef __NR_chmod
-	__NR_chmod,
-#endif
-#ifdef __NR_chown
-	__NR_chown,
-#endif
-#ifdef __NR_lchown
-	__NR_lchown,
-#endif
-#ifdef __NR_utime
-	__NR_utime,
-#endif
-#ifdef __NR_utimes
-	__NR_utimes,
-#endif
-#ifdef __NR_futimesat
-	__NR_futimesat,
-#endif
 	__NR_fchmod,      __NR_fchown,        __NR_setxattr,     __NR_lsetxattr,
 	__NR_fsetxattr,   __NR_removexattr,   __NR_lremovexattr, __NR_fremovexattr,
-	__NR_fchownat,    __NR_fchmodat,      __NR_utimensat,    __NR_fchmodat2,
 };
 #define N_META (sizeof(k_meta_nrs) / sizeof(k_meta_nrs[0]))
 
@@ -653,6 +634,10 @@ static bool meta_decide(void *state, const struct sl_call *call, sandlock_action
 static int meta_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	(void)cfg; /* always on: Landlock does not cover metadata */
+	const int *path;
+	size_t n = sl_sys_path_metadata(&path);
+	if (sl_traps_add_all(out, path, n) < 0)
+		return -1;
 	return sl_traps_add_all(out, k_meta_nrs, N_META);
 }
 

@@ -563,7 +563,9 @@ static bool decide_exec(sandlock_policy_ctx_t *ctx, const struct sl_call *call,
 			return true;
 		}
 	}
-	uint64_t argv_addr = n->args[sl_sys_exec_argv_arg(n->syscall_nr)];
+	struct sl_exec_args x;
+	sl_sys_exec_args(n->syscall_nr, n->args, &x);
+	uint64_t argv_addr = x.argv;
 	char **argv = NULL;
 	size_t argc = 0;
 	int e = read_argv(call->mem, argv_addr, &argv, &argc);
@@ -753,24 +755,17 @@ static bool pol_decide(void *state, const struct sl_call *call, sandlock_action_
 	return true;
 }
 
-static const int k_pol_nrs[] = {
-	__NR_execve, __NR_execveat,
-#ifdef __NR_open /* not on aarch64: openat only */
-	__NR_open,
-#endif
-#ifdef __NR_creat
-	__NR_creat,
-#endif
-	__NR_openat, __NR_openat2, __NR_connect, __NR_bind, __NR_exit_group,
-};
+/* Its events: process creation, exec, opens (syscalls.h's classes), and
+ * connect, bind, exit_group. */
+static const sl_sys_class k_pol_classes[] = { sl_sys_fork_like, sl_sys_exec_like,
+	                                      sl_sys_open_family };
+static const int k_pol_nrs[] = { __NR_connect, __NR_bind, __NR_exit_group };
 
 static int pol_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	if (!cfg->policy_fn)
 		return 0;
-	const int *nrs;
-	size_t n = sl_sys_fork_like(&nrs);
-	if (sl_traps_add_all(out, nrs, n) < 0)
+	if (sl_traps_add_classes(out, k_pol_classes, sizeof k_pol_classes / sizeof k_pol_classes[0]) < 0)
 		return -1;
 	/* sendto/sendmsg: netdest traps them already (with an address). */
 	return sl_traps_add_all(out, k_pol_nrs, sizeof(k_pol_nrs) / sizeof(k_pol_nrs[0]));

@@ -59,14 +59,6 @@
 #define PROC_ROOT_INO 1
 #define MAX_DENTS (64 * 1024) /* one on-behalf getdents reads at most this */
 
-/* getdents exists only on older ABIs (x86_64). */
-static const int k_list_nrs[] = {
-#ifdef __NR_getdents
-	__NR_getdents,
-#endif
-	__NR_getdents64,
-};
-
 /* ---------------- the builtin ---------------- */
 
 struct proc_state {
@@ -92,7 +84,9 @@ static int proc_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *ou
 	size_t n = sl_sys_open_family(&opens);
 	if (opens_on_behalf(cfg) && sl_traps_add_all(out, opens, n) < 0)
 		return -1;
-	if (lists_on_behalf(cfg) && sl_traps_add_all(out, k_list_nrs, N_OF(k_list_nrs)) < 0)
+	const int *list;
+	size_t nlist = sl_sys_dir_listing(&list);
+	if (lists_on_behalf(cfg) && sl_traps_add_all(out, list, nlist) < 0)
 		return -1;
 	return 0;
 }

@@ -43,7 +43,9 @@
 
 uint64_t sl_exec_path_addr(const sandlock_notif_t *n)
 {
-	return n->args[sl_sys_exec_path_arg(n->syscall_nr)];
+	struct sl_exec_args x;
+	sl_sys_exec_args(n->syscall_nr, n->args, &x);
+	return x.path;
 }
 
 /* ---------------- relocating argv/envp strings ---------------- */
@@ -430,13 +432,13 @@ void sl_exec_answered(struct sl_exec_undo *u, const sandlock_notif_t *n)
  * cover, into *m.  0, or -ENAMETOOLONG when it would cover the arrays. */
 static int plan(const struct sl_call *call, size_t len, struct moves *m)
 {
-	const uint64_t *a = call->n->args;
-	bool at = call->n->syscall_nr == __NR_execveat;
-	uint64_t lo = sl_exec_path_addr(call->n), hi = lo + len;
+	struct sl_exec_args x;
+	sl_sys_exec_args(call->n->syscall_nr, call->n->args, &x);
+	uint64_t lo = x.path, hi = lo + len;
 	if (!lo || hi < lo)
 		return -EFAULT;
-	int r = scan_vec(call, at ? a[2] : a[1], lo, hi, m);
-	return r ? r : scan_vec(call, at ? a[3] : a[2], lo, hi, m);
+	int r = scan_vec(call, x.argv, lo, hi, m);
+	return r ? r : scan_vec(call, x.envp, lo, hi, m);
 }
 
 /* A #! script must stay openable by its interpreter after the exec. */

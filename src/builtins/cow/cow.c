@@ -73,100 +73,17 @@
 #define AT_EMPTY_PATH 0x1000
 #endif
 #define MAX_DENTS (64 * 1024)
-/* The legacy path syscalls exist on x86_64, not on aarch64: a negative
- * number there (never trapped, never matched). */
-#ifdef __NR_open
-#define SLC_open __NR_open
-#else
-#define SLC_open (-1)
-#endif
-#ifdef __NR_creat
-#define SLC_creat __NR_creat
-#else
-#define SLC_creat (-2)
-#endif
-#ifdef __NR_unlink
-#define SLC_unlink __NR_unlink
-#else
-#define SLC_unlink (-3)
-#endif
-#ifdef __NR_rmdir
-#define SLC_rmdir __NR_rmdir
-#else
-#define SLC_rmdir (-4)
-#endif
-#ifdef __NR_mkdir
-#define SLC_mkdir __NR_mkdir
-#else
-#define SLC_mkdir (-5)
-#endif
-#ifdef __NR_rename
-#define SLC_rename __NR_rename
-#else
-#define SLC_rename (-6)
-#endif
-#ifdef __NR_link
-#define SLC_link __NR_link
-#else
-#define SLC_link (-7)
-#endif
-#ifdef __NR_symlink
-#define SLC_symlink __NR_symlink
-#else
-#define SLC_symlink (-8)
-#endif
-#ifdef __NR_mknod
-#define SLC_mknod __NR_mknod
-#else
-#define SLC_mknod (-9)
-#endif
-#ifdef __NR_stat
-#define SLC_stat __NR_stat
-#else
-#define SLC_stat (-10)
-#endif
-#ifdef __NR_lstat
-#define SLC_lstat __NR_lstat
-#else
-#define SLC_lstat (-11)
-#endif
-#ifdef __NR_access
-#define SLC_access __NR_access
-#else
-#define SLC_access (-12)
-#endif
-#ifdef __NR_readlink
-#define SLC_readlink __NR_readlink
-#else
-#define SLC_readlink (-13)
-#endif
-#ifdef __NR_chmod
-#define SLC_chmod __NR_chmod
-#else
-#define SLC_chmod (-14)
-#endif
-#ifdef __NR_chown
-#define SLC_chown __NR_chown
-#else
-#define SLC_chown (-15)
-#endif
-#ifdef __NR_lchown
-#define SLC_lchown __NR_lchown
-#else
-#define SLC_lchown (-16)
-#endif
-
+/* The path calls the layer answers (syscalls.h's classes; openat2 never
+ * reaches it: the filter answers ENOSYS) ... */
+static const sl_sys_class k_cow_classes[] = {
+	sl_sys_open_family, sl_sys_path_lookup, sl_sys_path_change,
+	sl_sys_path_xattr,  sl_sys_exec_like,   sl_sys_cwd,
+};
+/* ... getdents64, and the metadata calls it stages: fchmodat2 and the
+ * utime family reach the metadata guard (meta.c) unstaged. */
 static const int k_cow_nrs[] = {
-	SLC_open,       __NR_openat,     SLC_creat,      SLC_unlink,    __NR_unlinkat,
-	SLC_rmdir,      SLC_mkdir,      __NR_mkdirat,    SLC_rename,    __NR_renameat,
-	__NR_renameat2,  SLC_link,       __NR_linkat,     SLC_symlink,   __NR_symlinkat,
-	SLC_mknod,      __NR_mknodat,    __NR_truncate,   __NR_getdents64, __NR_newfstatat,
-	SLC_stat,       SLC_lstat,      __NR_statx,      SLC_access,    __NR_faccessat,
-	__NR_faccessat2, SLC_readlink,   __NR_readlinkat, SLC_chmod,     __NR_fchmodat,
-	SLC_chown,      SLC_lchown,     __NR_fchownat,   __NR_utimensat,
-	__NR_getxattr,  __NR_lgetxattr, __NR_listxattr,  __NR_llistxattr, __NR_execve,
-	__NR_execveat,   __NR_chdir,     __NR_getcwd,     __NR_setxattr, __NR_lsetxattr,
-	__NR_removexattr, __NR_lremovexattr,
+	__NR_getdents64, SL_NR_chmod,  __NR_fchmodat, SL_NR_chown,
+	SL_NR_lchown,    __NR_fchownat, __NR_utimensat,
 };
 
 struct cow_state {
@@ -551,7 +468,7 @@ static long stat_fd(const struct sl_call *call, int fd, bool follow, const struc
 	struct stat st;
 	long r = 0;
 	int nr = n->syscall_nr;
-	if (nr == __NR_newfstatat || nr == SLC_stat || nr == SLC_lstat) {
+	if (nr == __NR_newfstatat || nr == SL_NR_stat || nr == SL_NR_lstat) {
 		uint64_t buf = nr == __NR_newfstatat ? n->args[2] : n->args[1];
 		r = fstatat(fd, "", &st, AT_EMPTY_PATH) == 0 ? 0 : -errno;
 		if (!r)
@@ -568,10 +485,10 @@ static long stat_fd(const struct sl_call *call, int fd, bool follow, const struc
 			sx.stx_mode = (uint16_t)((sx.stx_mode & S_IFMT) | (unsigned)v->mode);
 		if (!r && sandlock_mem_poke(call->mem, n->args[4], &sx, sizeof sx) != 0)
 			r = -EFAULT;
-	} else if (nr == SLC_readlink || nr == __NR_readlinkat) {
+	} else if (nr == SL_NR_readlink || nr == __NR_readlinkat) {
 		char t[PATH_MAX];
-		uint64_t buf = nr == SLC_readlink ? n->args[1] : n->args[2];
-		size_t cap = (size_t)(nr == SLC_readlink ? n->args[2] : n->args[3]);
+		uint64_t buf = nr == SL_NR_readlink ? n->args[1] : n->args[2];
+		size_t cap = (size_t)(nr == SL_NR_readlink ? n->args[2] : n->args[3]);
 		/* readlinkat(fd, "") says ENOENT for a non-link; readlink, EINVAL. */
 		ssize_t len = fstat(fd, &st) == 0 && !S_ISLNK(st.st_mode) ? (errno = EINVAL, -1)
 		              : readlinkat(fd, "", t, sizeof t);
@@ -586,7 +503,7 @@ static long stat_fd(const struct sl_call *call, int fd, bool follow, const struc
 	           nr == __NR_llistxattr) {
 		r = do_xattr(fd, call, follow);
 	} else { /* access family: the caller has no capabilities, check bits */
-		int mode = (int)(nr == SLC_access ? n->args[1] : n->args[2]);
+		int mode = (int)(nr == SL_NR_access ? n->args[1] : n->args[2]);
 		r = fstatat(fd, "", &st, AT_EMPTY_PATH) == 0 ? 0 : -errno;
 		if (!r && (mode & X_OK) && !S_ISDIR(st.st_mode) && !(st.st_mode & 0111))
 			r = -EACCES;
@@ -606,7 +523,7 @@ static bool do_stat(struct cow_state *s, const struct sl_call *call, const char 
 	 * staged in it too (stat family only). */
 	int nr = call->n->syscall_nr;
 	bool root = !rel[0] && w == SL_COW_LOWER &&
-	            (nr == __NR_newfstatat || nr == SLC_stat || nr == SLC_lstat || nr == __NR_statx);
+	            (nr == __NR_newfstatat || nr == SL_NR_stat || nr == SL_NR_lstat || nr == __NR_statx);
 	if (!shadowed && !root && (w == SL_COW_LOWER || (w == SL_COW_NONE && e != ENOENT)))
 		return false;
 	if (w == SL_COW_NONE)
@@ -669,8 +586,8 @@ static bool do_meta(struct cow_state *s, const struct sl_call *call, const char 
 {
 	const sandlock_notif_t *n = call->n;
 	int nr = n->syscall_nr;
-	if (!rel[0] && (nr == SLC_chmod || nr == __NR_fchmodat))
-		return answer(act, sl_cow_chmod_root(s->cow, (mode_t)n->args[nr == SLC_chmod ? 1 : 2]));
+	if (!rel[0] && (nr == SL_NR_chmod || nr == __NR_fchmodat))
+		return answer(act, sl_cow_chmod_root(s->cow, (mode_t)n->args[nr == SL_NR_chmod ? 1 : 2]));
 	if (!rel[0])
 		return answer(act, -EPERM);
 	int fd = sl_cow_copy_up_fd(s->cow, rel, follow);
@@ -679,8 +596,8 @@ static bool do_meta(struct cow_state *s, const struct sl_call *call, const char 
 	char p[64];
 	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
 	long r;
-	if (nr == SLC_chmod || nr == __NR_fchmodat) {
-		mode_t mode = (mode_t)(nr == SLC_chmod ? n->args[1] : n->args[2]) & 07777;
+	if (nr == SL_NR_chmod || nr == __NR_fchmodat) {
+		mode_t mode = (mode_t)(nr == SL_NR_chmod ? n->args[1] : n->args[2]) & 07777;
 		/* A directory stays open to ourselves (cow.h, sl_cow_note_mode). */
 		struct stat st;
 		bool dir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
@@ -710,14 +627,14 @@ static bool do_meta(struct cow_state *s, const struct sl_call *call, const char 
 /* A call that only reads (lookups, listings, opens without write flags). */
 static bool reads_only(int nr, const uint64_t *a)
 {
-	if (nr == SLC_open || nr == __NR_openat) {
-		int flags = (int)a[nr == SLC_open ? 1 : 2];
+	if (nr == SL_NR_open || nr == __NR_openat) {
+		int flags = (int)a[nr == SL_NR_open ? 1 : 2];
 		return ((flags & O_ACCMODE) == O_RDONLY && !(flags & (O_CREAT | O_TRUNC)) &&
 		        (flags & O_TMPFILE) != O_TMPFILE) || (flags & O_PATH);
 	}
 	switch (nr) {
-	case __NR_getdents64: case __NR_newfstatat: case SLC_stat: case SLC_lstat: case __NR_statx:
-	case SLC_access: case __NR_faccessat: case __NR_faccessat2: case SLC_readlink:
+	case __NR_getdents64: case __NR_newfstatat: case SL_NR_stat: case SL_NR_lstat: case __NR_statx:
+	case SL_NR_access: case __NR_faccessat: case __NR_faccessat2: case SL_NR_readlink:
 	case __NR_readlinkat: case __NR_getxattr: case __NR_lgetxattr: case __NR_listxattr:
 	case __NR_llistxattr: case __NR_chdir: case __NR_getcwd:
 		return true;
@@ -744,7 +661,7 @@ static bool do_pair(struct cow_state *s, const struct sl_call *call, int d1, uin
 {
 	const sandlock_notif_t *n = call->n;
 	int nr = n->syscall_nr;
-	bool link = nr == SLC_link || nr == __NR_linkat;
+	bool link = nr == SL_NR_link || nr == __NR_linkat;
 	bool follow1 = nr == __NR_linkat && (n->args[4] & AT_SYMLINK_FOLLOW);
 	struct sl_cow_res *r = malloc(2 * sizeof(*r));
 	if (!r)
@@ -808,8 +725,8 @@ static bool do_outside(struct cow_state *s, const struct sl_call *call, const ch
 {
 	const uint64_t *a = call->n->args;
 	int nr = call->n->syscall_nr;
-	if (nr == SLC_open || nr == __NR_openat) {
-		int flags = (int)a[nr == SLC_open ? 1 : 2];
+	if (nr == SL_NR_open || nr == __NR_openat) {
+		int flags = (int)a[nr == SL_NR_open ? 1 : 2];
 		if (!s->view)
 			return open_by_opener(call, AT_FDCWD, path, flags, 0, act);
 		char rel[PATH_MAX];
@@ -818,7 +735,7 @@ static bool do_outside(struct cow_state *s, const struct sl_call *call, const ch
 		int e = sl_view_map(s->view, path, !(flags & O_NOFOLLOW), &base, rel, sizeof rel, &ro);
 		return e ? answer(act, -e) : open_by_opener(call, base, rel, flags, RESOLVE_IN_ROOT, act);
 	}
-	if (nr == SLC_creat || !reads_only(nr, a))
+	if (nr == SL_NR_creat || !reads_only(nr, a))
 		return answer(act, -EACCES);
 	int fd = outside_fd(s, path, follow);
 	if (fd < 0)
@@ -879,13 +796,12 @@ static bool do_exec(struct cow_state *s, const struct sl_call *call, sandlock_ac
 	if (s->policy)
 		return false;
 	const sandlock_notif_t *n = call->n;
-	bool at = n->syscall_nr == __NR_execveat;
-	int dirfd = at ? (int)(int32_t)n->args[0] : AT_FDCWD;
-	bool follow = !(at && (n->args[4] & AT_SYMLINK_NOFOLLOW));
+	struct sl_exec_args x;
+	sl_sys_exec_args(n->syscall_nr, n->args, &x);
+	bool follow = !(x.flags & AT_SYMLINK_NOFOLLOW);
 	struct sl_cow_res *res = malloc(sizeof(*res));
 	char *host = malloc(PATH_MAX);
-	int k = res && host ? resolve_arg(s, call, dirfd, sl_exec_path_addr(n), follow, res)
-	                    : -ENOMEM;
+	int k = res && host ? resolve_arg(s, call, x.dirfd, x.path, follow, res) : -ENOMEM;
 	k = k > 0 ? exec_target(s, res, host, PATH_MAX) : k == 0 ? 1 : k;
 	if (k == 0) {
 		struct sl_caps_saved sv;
@@ -981,9 +897,9 @@ static bool do_getcwd(struct cow_state *s, const struct sl_call *call, sandlock_
 static bool path_args(int nr, const uint64_t *a, int *dirfd, uint64_t *path)
 {
 	switch (nr) {
-	case SLC_open: case SLC_creat: case SLC_unlink: case SLC_rmdir: case SLC_mkdir:
-	case SLC_mknod: case __NR_truncate: case SLC_stat: case SLC_lstat: case SLC_access:
-	case SLC_readlink: case SLC_chmod: case SLC_chown: case SLC_lchown:
+	case SL_NR_open: case SL_NR_creat: case SL_NR_unlink: case SL_NR_rmdir: case SL_NR_mkdir:
+	case SL_NR_mknod: case __NR_truncate: case SL_NR_stat: case SL_NR_lstat: case SL_NR_access:
+	case SL_NR_readlink: case SL_NR_chmod: case SL_NR_chown: case SL_NR_lchown:
 	case __NR_getxattr: case __NR_lgetxattr: case __NR_listxattr: case __NR_llistxattr:
 	case __NR_setxattr: case __NR_lsetxattr: case __NR_removexattr: case __NR_lremovexattr:
 		*dirfd = AT_FDCWD;
@@ -999,7 +915,7 @@ static bool path_args(int nr, const uint64_t *a, int *dirfd, uint64_t *path)
 		*dirfd = (int)(int32_t)a[1];
 		*path = a[2];
 		return true;
-	case SLC_symlink:
+	case SL_NR_symlink:
 		*dirfd = AT_FDCWD;
 		*path = a[1];
 		return true;
@@ -1012,12 +928,12 @@ static bool path_args(int nr, const uint64_t *a, int *dirfd, uint64_t *path)
 static bool follows(int nr, const uint64_t *a)
 {
 	switch (nr) {
-	case SLC_open: case __NR_openat: {
-		int flags = (int)a[nr == SLC_open ? 1 : 2];
+	case SL_NR_open: case __NR_openat: {
+		int flags = (int)a[nr == SL_NR_open ? 1 : 2];
 		return !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
 	}
-	case SLC_creat: case __NR_truncate: case SLC_stat: case SLC_access: case __NR_faccessat:
-	case SLC_chmod: case __NR_fchmodat: case SLC_chown: case __NR_getxattr:
+	case SL_NR_creat: case __NR_truncate: case SL_NR_stat: case SL_NR_access: case __NR_faccessat:
+	case SL_NR_chmod: case __NR_fchmodat: case SL_NR_chown: case __NR_getxattr:
 	case __NR_listxattr: case __NR_setxattr: case __NR_removexattr:
 		return true;
 	case __NR_newfstatat: case __NR_faccessat2:
@@ -1061,30 +977,30 @@ static bool decide_rel(struct cow_state *s, const struct sl_call *call, const ch
 	int nr = call->n->syscall_nr;
 	mode_t um = 0;
 	switch (nr) {
-	case SLC_open:
+	case SL_NR_open:
 		return do_open(s, call, rel, shadowed, (int)a[1], (mode_t)a[2], act);
 	case __NR_openat:
 		return do_open(s, call, rel, shadowed, (int)a[2], (mode_t)a[3], act);
-	case SLC_creat:
+	case SL_NR_creat:
 		return do_open(s, call, rel, shadowed, O_CREAT | O_WRONLY | O_TRUNC, (mode_t)a[1], act);
-	case SLC_unlink:
+	case SL_NR_unlink:
 		return answer(act, sl_cow_unlink(s->cow, rel, false));
-	case SLC_rmdir:
+	case SL_NR_rmdir:
 		return answer(act, sl_cow_unlink(s->cow, rel, true));
 	case __NR_unlinkat:
 		return answer(act, sl_cow_unlink(s->cow, rel, (a[2] & AT_REMOVEDIR) != 0));
-	case SLC_mkdir:
+	case SL_NR_mkdir:
 	case __NR_mkdirat:
 		um = sl_child_umask(call->listener, call->n);
-		return answer(act, sl_cow_mkdir(s->cow, rel, (mode_t)a[nr == SLC_mkdir ? 1 : 2] & 07777 & ~um));
-	case SLC_mknod:
+		return answer(act, sl_cow_mkdir(s->cow, rel, (mode_t)a[nr == SL_NR_mkdir ? 1 : 2] & 07777 & ~um));
+	case SL_NR_mknod:
 	case __NR_mknodat: {
-		int i = nr == SLC_mknod ? 1 : 2;
+		int i = nr == SL_NR_mknod ? 1 : 2;
 		mode_t m = (mode_t)a[i];
 		um = sl_child_umask(call->listener, call->n);
 		return answer(act, sl_cow_mknod(s->cow, rel, (m & S_IFMT) | (m & 07777 & ~um), (dev_t)a[i + 1]));
 	}
-	case SLC_symlink:
+	case SL_NR_symlink:
 	case __NR_symlinkat: {
 		char *t = sandlock_mem_read_string(call->mem, a[0], PATH_MAX);
 		long r = t ? sl_cow_symlink(s->cow, t, rel) : -EFAULT;
@@ -1093,7 +1009,7 @@ static bool decide_rel(struct cow_state *s, const struct sl_call *call, const ch
 	}
 	case __NR_truncate:
 		return answer(act, do_truncate(s, rel, a[1]));
-	case SLC_chmod: case SLC_chown: case SLC_lchown: case __NR_fchmodat: case __NR_fchownat:
+	case SL_NR_chmod: case SL_NR_chown: case SL_NR_lchown: case __NR_fchmodat: case __NR_fchownat:
 	case __NR_utimensat: case __NR_setxattr: case __NR_lsetxattr: case __NR_removexattr:
 	case __NR_lremovexattr:
 		return do_meta(s, call, rel, follow, act);
@@ -1134,17 +1050,17 @@ static int dot_refusal(const struct sl_call *call)
 	const uint64_t *a = call->n->args;
 	int nr = call->n->syscall_nr;
 	switch (nr) {
-	case SLC_rename:
+	case SL_NR_rename:
 		return last_dot(call, a[0]) || last_dot(call, a[1]) ? EBUSY : 0;
 	case __NR_renameat: case __NR_renameat2:
 		return last_dot(call, a[1]) || last_dot(call, a[3]) ? EBUSY : 0;
-	case SLC_link:
+	case SL_NR_link:
 		return last_dot(call, a[1]) ? EEXIST : 0;
 	case __NR_linkat:
 		return last_dot(call, a[3]) ? EEXIST : 0;
-	case SLC_unlink:
+	case SL_NR_unlink:
 		return last_dot(call, a[0]) ? EISDIR : 0;
-	case SLC_rmdir: {
+	case SL_NR_rmdir: {
 		int d = last_dot(call, a[0]);
 		return d == 1 ? EINVAL : d == 2 ? ENOTEMPTY : 0;
 	}
@@ -1154,11 +1070,11 @@ static int dot_refusal(const struct sl_call *call)
 			return d ? EISDIR : 0;
 		return d == 1 ? EINVAL : d == 2 ? ENOTEMPTY : 0;
 	}
-	case SLC_mkdir: case SLC_mknod:
+	case SL_NR_mkdir: case SL_NR_mknod:
 		return last_dot(call, a[0]) ? EEXIST : 0;
 	case __NR_mkdirat: case __NR_mknodat:
 		return last_dot(call, a[1]) ? EEXIST : 0;
-	case SLC_symlink:
+	case SL_NR_symlink:
 		return last_dot(call, a[1]) ? EEXIST : 0;
 	case __NR_symlinkat:
 		return last_dot(call, a[2]) ? EEXIST : 0;
@@ -1192,11 +1108,11 @@ static bool cow_decide(void *state, const struct sl_call *call, sandlock_action_
 	int dot = dot_refusal(call);
 	if (dot)
 		return answer(act, -dot);
-	if (nr == SLC_rename)
+	if (nr == SL_NR_rename)
 		return do_pair(s, call, AT_FDCWD, a[0], AT_FDCWD, a[1], act);
 	if (nr == __NR_renameat || nr == __NR_renameat2)
 		return do_pair(s, call, (int)(int32_t)a[0], a[1], (int)(int32_t)a[2], a[3], act);
-	if (nr == SLC_link)
+	if (nr == SL_NR_link)
 		return do_pair(s, call, AT_FDCWD, a[0], AT_FDCWD, a[1], act);
 	if (nr == __NR_linkat)
 		return do_pair(s, call, (int)(int32_t)a[0], a[1], (int)(int32_t)a[2], a[3], act);
@@ -1225,9 +1141,10 @@ static int cow_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out
 {
 	if (!cfg->workdir)
 		return 0;
-	for (size_t i = 0; i < sizeof k_cow_nrs / sizeof k_cow_nrs[0]; i++)
-		if (k_cow_nrs[i] >= 0 && sl_traps_add(out, k_cow_nrs[i]) < 0)
-			return -1;
+	size_t ncls = sizeof k_cow_classes / sizeof k_cow_classes[0];
+	if (sl_traps_add_classes(out, k_cow_classes, ncls) < 0 ||
+	    sl_traps_add_all(out, k_cow_nrs, sizeof k_cow_nrs / sizeof k_cow_nrs[0]) < 0)
+		return -1;
 	if (cfg->max_disk && sl_traps_add_all(out, sl_cowwrite_nrs, sl_cowwrite_nrs_count) < 0)
 		return -1;
 	return 0;
