@@ -57,16 +57,8 @@ from .exceptions import (
     ERR_SYSCALL,
     error_for,
 )
-from .handler import (
-    ExceptionPolicy,
-    Handler,
-    HandlerCtx,
-    NotifAction,
-    _make_c_handler,
-    _RunState,
-    _unregister,
-    _validate_handler,
-)
+from .handler import ExceptionPolicy, Handler, HandlerCtx, NotifAction, _validate_handler
+from ._callback import _make_c_handler, _RunState, _unregister
 
 # One source for the version: SANDLOCK_VERSION in include/sandlock.h, as the
 # loaded library reports it (the package metadata is read from it too).

@@ -2,7 +2,6 @@
 of Sandbox (validators and builder step).  The view itself is the C
 library's (src/builtins/chroot.c, src/builtins/chroot.c)."""
 
-import ctypes
 import os
 from typing import Dict
 
@@ -10,10 +9,6 @@ from . import _native
 from .exceptions import PolicyTypeError, PolicyValueError
 
 _lib = _native.lib
-_p, _cs = ctypes.c_void_p, ctypes.c_char_p
-_native._decl("sandlock_sandbox_builder_chroot", _p, _p, _cs)
-_native._decl("sandlock_sandbox_builder_image", _p, _p, _cs)
-_native._decl("sandlock_sandbox_builder_fs_mount", _p, _p, _cs, _cs)
 
 
 def mounts(name, value) -> Dict[str, str]:

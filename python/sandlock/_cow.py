@@ -15,17 +15,6 @@ from . import _native
 from .exceptions import BranchConflictError, BranchError, PolicyTypeError, PolicyValueError
 
 _lib = _native.lib
-_p, _cs = ctypes.c_void_p, ctypes.c_char_p
-for _n in ("workdir", "fs_storage"):
-    _native._decl("sandlock_sandbox_builder_" + _n, _p, _p, _cs)
-for _n in ("on_exit", "on_error"):
-    _native._decl("sandlock_sandbox_builder_" + _n, _p, _p, ctypes.c_uint8)
-_native._decl("sandlock_sandbox_builder_max_disk", _p, _p, ctypes.c_uint64)
-_native._decl("sandlock_result_change_count", ctypes.c_size_t, _p, ctypes.c_bool)
-_native._decl("sandlock_result_change", _cs, _p, ctypes.c_bool, ctypes.c_size_t,
-              ctypes.POINTER(ctypes.c_char))
-_native._decl("sandlock_result_cow_kept", _cs, _p)
-_native._decl("sandlock_result_cow_error", _cs, _p)
 
 
 class BranchAction(enum.Enum):

@@ -25,28 +25,6 @@ from . import _knobs, _native
 from .exceptions import PolicyTypeError, PolicyValueError
 
 _lib = _native.lib
-_p = ctypes.c_void_p
-_ERR = (ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_void_p))
-
-_FORK_FN = ctypes.CFUNCTYPE(ctypes.c_int32, _p)
-_INIT_FN = ctypes.CFUNCTYPE(ctypes.c_int, _p, _p, ctypes.c_size_t)
-_WORK_FN = ctypes.CFUNCTYPE(ctypes.c_int, _p, ctypes.c_uint32)
-
-
-class _Opts(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_size_t), ("init", _INIT_FN), ("work", _WORK_FN),
-                ("fork_fn", _FORK_FN), ("ud", _p)]
-
-
-_native._decl("sandlock_fork_start", _p, _p, ctypes.c_uint32, ctypes.POINTER(_Opts), *_ERR)
-_native._decl("sandlock_fork_count", ctypes.c_uint32, _p)
-_native._decl("sandlock_fork_pid", ctypes.c_int32, _p, ctypes.c_uint32)
-_native._decl("sandlock_fork_kill", None, _p)
-_native._decl("sandlock_fork_wait", ctypes.c_int, _p, ctypes.c_int64, *_ERR)
-_native._decl("sandlock_fork_result", _p, _p, ctypes.c_uint32)
-_native._decl("sandlock_fork_free", None, _p)
-_native._decl("sandlock_fork_reduce", _p, _p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_uint32, _p,
-              *_ERR)
 
 # Applied by the fork itself: cwd and timeout by the C side, env and
 # clean_env by the init callback (os.environ must see them).
@@ -153,7 +131,7 @@ def _callbacks(env, init_fn, work_fn):
         _flush_std()
         return code
 
-    return _FORK_FN(fork_cb), _INIT_FN(init_cb), _WORK_FN(work_cb)
+    return _native.FORK_FN(fork_cb), _native.INIT_FN(init_cb), _native.WORK_FN(work_cb)
 
 
 def start(sb, n, init_fn, work_fn) -> "ForkResult":
@@ -162,7 +140,7 @@ def start(sb, n, init_fn, work_fn) -> "ForkResult":
         raise PolicyValueError("fork: the Sandbox has no work_fn")
     ptr, env = _native_for_fork(sb)
     fork_cb, init_cb, work_cb = _callbacks(env, init_fn, work_fn)
-    opts = _Opts(ctypes.sizeof(_Opts), init_cb, work_cb, fork_cb, None)
+    opts = _native.ForkOpts(ctypes.sizeof(_native.ForkOpts), init_cb, work_cb, fork_cb, None)
     _flush_std()  # or the template would write this process's buffered output again
     try:
         err, msg = _native.error_out()

@@ -13,12 +13,6 @@ from . import _native
 from .exceptions import PolicyTypeError, PolicyValueError
 
 _lib = _native.lib
-_p, _cs = ctypes.c_void_p, ctypes.c_char_p
-for _n in ("http_allow", "http_deny", "http_ca", "http_key", "http_inject_ca", "http_ca_out",
-           "credential", "http_auth", "http_log"):
-    _native._decl("sandlock_sandbox_builder_" + _n, _p, _p, _cs)
-_native._decl("sandlock_sandbox_builder_http_port", _p, _p, ctypes.c_uint16)
-_native._decl("sandlock_http_rule_error", _p, _cs)
 
 FIELDS = ("http_allow", "http_deny", "http_ports", "http_ca", "http_key", "http_inject_ca",
           "http_ca_out", "http_credentials", "http_auth", "http_log")

@@ -13,22 +13,6 @@ from . import _native
 from .exceptions import PolicyTypeError, PolicyValueError
 
 _lib = _native.lib
-_p, _cs, _u32, _b = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_bool
-for _n in ("max_open_files", "cpu_core", "allow_degraded", "disable", "num_cpus"):
-    _native._decl("sandlock_sandbox_builder_" + _n, _p, _p, _u32)
-_native._decl("sandlock_sandbox_builder_max_cpu", _p, _p, ctypes.c_uint8)  # 1..100
-for _n in ("no_coredump", "no_huge_pages", "no_randomize_memory", "deterministic_dirs"):
-    _native._decl("sandlock_sandbox_builder_" + _n, _p, _p, _b)
-_native._decl("sandlock_sandbox_builder_extra_deny_syscalls", _p, _p, _cs)
-_native._decl("sandlock_sandbox_protection_status", ctypes.c_int, _p, _u32)
-_native._decl("sandlock_protection_min_abi", ctypes.c_uint32, _u32)
-_native._decl("sandlock_min_landlock_abi", ctypes.c_int)
-_native._decl("sandlock_parse_memory_size", ctypes.c_int, _cs, ctypes.POINTER(ctypes.c_uint64))
-_native._decl("sandlock_check_report", _p)
-_native._decl("sandlock_sandbox_builder_gpu_devices", _p, _p, ctypes.POINTER(_u32), _u32)
-_native._decl("sandlock_confine_refusal", ctypes.c_char_p, _p)
-_native._decl("sandlock_confine_err", ctypes.c_int, _p, ctypes.POINTER(ctypes.c_int),
-              ctypes.POINTER(ctypes.c_void_p))
 
 DEFAULT_MAX_PROCESSES = 64
 

@@ -182,6 +182,44 @@ class SpawnOpts(ctypes.Structure):
     ]
 
 
+class PolicyEvent(ctypes.Structure):
+    """struct sandlock_policy_event (sandlock.h): what policy_fn is asked about."""
+
+    _fields_ = [
+        ("syscall", ctypes.c_char_p),
+        ("category", ctypes.c_char_p),
+        ("pid", ctypes.c_int32),
+        ("parent_pid", ctypes.c_int32),
+        ("host", ctypes.c_char_p),
+        ("port", ctypes.c_uint16),
+        ("argv", ctypes.POINTER(ctypes.c_char_p)),
+        ("argc", ctypes.c_size_t),
+        ("denied", ctypes.c_bool),
+    ]
+
+
+class Decision(ctypes.Structure):
+    """struct sandlock_decision (sandlock.h)."""
+
+    _fields_ = [
+        ("notif", ctypes.POINTER(Notif)),
+        ("action", ctypes.POINTER(Action)),
+        ("decided_by", ctypes.c_char_p),
+    ]
+
+
+class Opened(ctypes.Structure):
+    """struct sandlock_opened (sandlock.h)."""
+
+    _fields_ = [
+        ("fd", ctypes.c_int32),
+        ("newfd_flags", ctypes.c_uint32),
+        ("dev", ctypes.c_uint64),
+        ("ino", ctypes.c_uint64),
+        ("path", ctypes.c_void_p),  # char *, freed with sandlock_string_free
+    ]
+
+
 assert ctypes.sizeof(Notif) == 80
 assert ctypes.sizeof(Action) == 24
 
@@ -198,6 +236,22 @@ RAW_HANDLER_FN = ctypes.CFUNCTYPE(
     ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
 )
 UD_FREE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+POLICY_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(PolicyEvent),
+                             ctypes.c_void_p)
+DECISION_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(Decision))
+OPEN_CHECK_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(Opened))
+# fork mode (sandlock_fork_opts_t)
+FORK_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
+INIT_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+WORK_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_uint32)
+
+
+class ForkOpts(ctypes.Structure):
+    """sandlock_fork_opts_t."""
+
+    _fields_ = [("size", ctypes.c_size_t), ("init", INIT_FN), ("work", WORK_FN),
+                ("fork_fn", FORK_FN), ("ud", ctypes.c_void_p)]
+
 
 # ---- prototypes ----
 _p = ctypes.c_void_p
@@ -206,6 +260,8 @@ _int = ctypes.c_int
 _errp = ctypes.POINTER(ctypes.c_int)
 _msgp = ctypes.POINTER(ctypes.c_void_p)  # char ** (read back, then string_free)
 _PA = ctypes.POINTER(Action)
+_u8, _u16, _u32, _u64 = ctypes.c_uint8, ctypes.c_uint16, ctypes.c_uint32, ctypes.c_uint64
+_b = ctypes.c_bool
 
 
 def _decl(name, restype, *argtypes):
@@ -240,6 +296,49 @@ _decl("sandlock_sandbox_builder_max_output", _p, _p, ctypes.c_uint64)
 _decl("sandlock_sandbox_builder_random_seed", _p, _p, ctypes.c_uint64)
 _decl("sandlock_sandbox_builder_time_start_ns", _p, _p, ctypes.c_int64)
 _decl("sandlock_sandbox_builder_extra_allow_syscalls", _p, _p, _cs)
+# limits, process settings, protections (_knobs.py)
+for _n in ("max_open_files", "cpu_core", "allow_degraded", "disable", "num_cpus"):
+    _decl("sandlock_sandbox_builder_" + _n, _p, _p, _u32)
+_decl("sandlock_sandbox_builder_max_cpu", _p, _p, _u8)  # 1..100
+for _n in ("no_coredump", "no_huge_pages", "no_randomize_memory", "deterministic_dirs"):
+    _decl("sandlock_sandbox_builder_" + _n, _p, _p, _b)
+_decl("sandlock_sandbox_builder_extra_deny_syscalls", _p, _p, _cs)
+_decl("sandlock_sandbox_builder_gpu_devices", _p, _p, ctypes.POINTER(_u32), _u32)
+_decl("sandlock_sandbox_protection_status", _int, _p, _u32)
+_decl("sandlock_protection_min_abi", _u32, _u32)
+_decl("sandlock_min_landlock_abi", _int)
+_decl("sandlock_parse_memory_size", _int, _cs, ctypes.POINTER(_u64))
+_decl("sandlock_check_report", _p)
+_decl("sandlock_confine_refusal", _cs, _p)
+_decl("sandlock_confine_err", _int, _p, _errp, _msgp)
+# copy-on-write workdir (_cow.py)
+for _n in ("workdir", "fs_storage"):
+    _decl("sandlock_sandbox_builder_" + _n, _p, _p, _cs)
+for _n in ("on_exit", "on_error"):
+    _decl("sandlock_sandbox_builder_" + _n, _p, _p, _u8)
+_decl("sandlock_sandbox_builder_max_disk", _p, _p, _u64)
+# chroot (_chroot.py)
+_decl("sandlock_sandbox_builder_chroot", _p, _p, _cs)
+_decl("sandlock_sandbox_builder_image", _p, _p, _cs)
+_decl("sandlock_sandbox_builder_fs_mount", _p, _p, _cs, _cs)
+# HTTP (_http.py)
+for _n in ("http_allow", "http_deny", "http_ca", "http_key", "http_inject_ca", "http_ca_out",
+           "credential", "http_auth", "http_log"):
+    _decl("sandlock_sandbox_builder_" + _n, _p, _p, _cs)
+_decl("sandlock_sandbox_builder_http_port", _p, _p, _u16)
+_decl("sandlock_http_rule_error", _p, _cs)
+# trace (_trace.py) and dynamic policy (_policy.py)
+_decl("sandlock_sandbox_builder_on_decision", _p, _p, DECISION_FN, _p)
+_decl("sandlock_sandbox_builder_policy_callback", _p, _p, POLICY_FN, _p)
+_decl("sandlock_policy_deny_path", ctypes.c_int32, _p, _cs)
+_decl("sandlock_policy_allow_path", ctypes.c_int32, _p, _cs)
+_decl("sandlock_policy_restrict_network", ctypes.c_int32, _p, ctypes.POINTER(_cs),
+      ctypes.c_size_t)
+_decl("sandlock_policy_grant_network", ctypes.c_int32, _p, ctypes.POINTER(_cs), ctypes.c_size_t)
+_decl("sandlock_policy_kill", None, _p)
+_decl("sandlock_ctx_restrict_max_memory", None, _p, _u64)
+_decl("sandlock_ctx_restrict_max_processes", None, _p, _u32)
+_decl("sandlock_ctx_restrict_pid_network", None, _p, _u32, ctypes.POINTER(_cs), _u32)
 _decl("sandlock_sandbox_builder_free", None, _p)
 _decl("sandlock_sandbox_build", _p, _p, _errp, _msgp)
 _decl("sandlock_sandbox_free", None, _p)
@@ -279,6 +378,10 @@ _decl("sandlock_result_stderr_bytes", _p, _p, ctypes.POINTER(ctypes.c_size_t))
 _decl("sandlock_result_stdout_truncated", ctypes.c_uint64, _p)
 _decl("sandlock_result_handlers_abandoned", ctypes.c_bool, _p)
 _decl("sandlock_result_stderr_truncated", ctypes.c_uint64, _p)
+_decl("sandlock_result_change_count", ctypes.c_size_t, _p, _b)
+_decl("sandlock_result_change", _cs, _p, _b, ctypes.c_size_t, ctypes.POINTER(ctypes.c_char))
+_decl("sandlock_result_cow_kept", _cs, _p)
+_decl("sandlock_result_cow_error", _cs, _p)
 _decl("sandlock_result_free", None, _p)
 _decl("sandlock_string_free", None, _p)
 
@@ -301,6 +404,19 @@ _decl(
 )
 _decl("sandlock_action_set_hold", None, _PA)
 _decl("sandlock_action_set_kill", None, _PA, ctypes.c_int32, ctypes.c_int32)
+
+_decl("sandlock_open_on_behalf", ctypes.c_int32, _p, ctypes.POINTER(Notif), OPEN_CHECK_FN, _p,
+      ctypes.POINTER(Opened))
+
+# fork mode (_fork.py)
+_decl("sandlock_fork_start", _p, _p, _u32, ctypes.POINTER(ForkOpts), _errp, _msgp)
+_decl("sandlock_fork_count", _u32, _p)
+_decl("sandlock_fork_pid", ctypes.c_int32, _p, _u32)
+_decl("sandlock_fork_kill", None, _p)
+_decl("sandlock_fork_wait", _int, _p, ctypes.c_int64, _errp, _msgp)
+_decl("sandlock_fork_result", _p, _p, _u32)
+_decl("sandlock_fork_free", None, _p)
+_decl("sandlock_fork_reduce", _p, _p, ctypes.POINTER(_cs), _u32, _p, _errp, _msgp)
 
 # child memory
 _decl("sandlock_mem_peek", ctypes.c_int32, _p, ctypes.c_uint64, _p, ctypes.c_size_t)
@@ -337,6 +453,23 @@ def syscall_nr(name):
 def syscall_name(nr):
     s = take_string(lib.sandlock_syscall_name(nr))
     return None if s is None else s.decode()
+
+
+def thread_state_api():
+    """(PyGILState_Ensure, PyGILState_Release, PyGILState_GetThisThreadState,
+    PyThreadState_Clear, PyThreadState_Delete) of this CPython, declared, for
+    the thread-state pinning of _pin.py; None where one is missing."""
+    api = ctypes.pythonapi
+    try:
+        fns = (api.PyGILState_Ensure, api.PyGILState_Release, api.PyGILState_GetThisThreadState,
+               api.PyThreadState_Clear, api.PyThreadState_Delete)
+    except AttributeError:
+        return None
+    protos = ((ctypes.c_int, []), (None, [ctypes.c_int]), (ctypes.c_void_p, []),
+              (None, [ctypes.c_void_p]), (None, [ctypes.c_void_p]))
+    for fn, (res, args) in zip(fns, protos):
+        fn.restype, fn.argtypes = res, args
+    return fns
 
 
 def guard_address():

@@ -27,44 +27,6 @@ AUDIT = -2
 KILL = -3
 
 
-class _Event(ctypes.Structure):
-    _fields_ = [
-        ("syscall", ctypes.c_char_p),
-        ("category", ctypes.c_char_p),
-        ("pid", ctypes.c_int32),
-        ("parent_pid", ctypes.c_int32),
-        ("host", ctypes.c_char_p),
-        ("port", ctypes.c_uint16),
-        ("argv", ctypes.POINTER(ctypes.c_char_p)),
-        ("argc", ctypes.c_size_t),
-        ("denied", ctypes.c_bool),
-    ]
-
-
-_POLICY_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(_Event),
-                              ctypes.c_void_p)
-
-
-def _decl(name, restype, *argtypes):
-    fn = getattr(_lib, name)
-    fn.restype = restype
-    fn.argtypes = list(argtypes)
-    return fn
-
-
-_decl("sandlock_sandbox_builder_policy_callback", ctypes.c_void_p, ctypes.c_void_p, _POLICY_FN,
-      ctypes.c_void_p)
-_decl("sandlock_policy_deny_path", ctypes.c_int32, ctypes.c_void_p, ctypes.c_char_p)
-_decl("sandlock_policy_allow_path", ctypes.c_int32, ctypes.c_void_p, ctypes.c_char_p)
-_decl("sandlock_policy_restrict_network", ctypes.c_int32, ctypes.c_void_p,
-      ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t)
-_decl("sandlock_policy_grant_network", ctypes.c_int32, ctypes.c_void_p,
-      ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t)
-_decl("sandlock_policy_kill", None, ctypes.c_void_p)
-_decl("sandlock_ctx_restrict_max_memory", None, ctypes.c_void_p, ctypes.c_uint64)
-_decl("sandlock_ctx_restrict_max_processes", None, ctypes.c_void_p, ctypes.c_uint32)
-_decl("sandlock_ctx_restrict_pid_network", None, ctypes.c_void_p, ctypes.c_uint32,
-      ctypes.POINTER(ctypes.c_char_p), ctypes.c_uint32)
 
 
 class SyscallEvent:
@@ -251,7 +213,7 @@ class Hook:
         if not callable(fn):
             raise TypeError("policy_fn must be callable, got %r" % (fn,))
         self.fn = fn
-        self.cfunc = _POLICY_FN(self._call)
+        self.cfunc = _native.POLICY_FN(self._call)
 
     def _call(self, ud, ev, ctxp):
         ctx = PolicyContext(ctxp)

@@ -37,19 +37,6 @@ _ACTION_NAMES = {2: "errno", 3: "return_value", 4: "inject_fd", 5: "inject_fd",
                  6: "hold", 7: "kill"}
 
 
-class Decision(ctypes.Structure):
-    """struct sandlock_decision (sandlock.h)."""
-
-    _fields_ = [
-        ("notif", ctypes.POINTER(_native.Notif)),
-        ("action", ctypes.POINTER(_native.Action)),
-        ("decided_by", ctypes.c_char_p),
-    ]
-
-
-DECISION_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(Decision))
-_native._decl("sandlock_sandbox_builder_on_decision", ctypes.c_void_p, ctypes.c_void_p,
-              DECISION_FN, ctypes.c_void_p)
 
 # What a builtin's refusal means, and what (if anything) would allow it
 # (the same words as the CLI's --trace).
@@ -74,7 +61,7 @@ class Trace:
     def __init__(self, fn):
         self.fn = fn
         self._names = {}
-        self.c_fn = DECISION_FN(self._on_decision)
+        self.c_fn = _native.DECISION_FN(self._on_decision)
 
     def __repr__(self):
         return "Trace(%r)" % (self.fn,)
