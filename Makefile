@@ -142,9 +142,10 @@ demo: all
 # and then the Python suite on that library.  Python itself is not built
 # with ASan, so its runtimes must come first in the process: they are
 # preloaded into the interpreter (conftest.py takes LD_PRELOAD out of the
-# environment again, so sandboxed commands do not load them); a Python
-# child that imports sandlock without them runs unchecked
-# (verify_asan_link_order=0).  Python's own leaks are not ours: no leak check.
+# environment again, so sandboxed commands do not load them; the tests
+# that start a Python importing sandlock give it them back, conftest's
+# asan_host, and build C programs against the library with the sanitizer).
+# Python's own leaks are not ours: no leak check.
 # A crash the tests cause on purpose (a clone's SIGSEGV) is the process's
 # own: ASan's handler would report it instead (handle_segv=0).
 ASAN_FLAGS = BUILD=build-asan CC=gcc CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" LDFLAGS="-fsanitize=address,undefined" CLI_STATIC=

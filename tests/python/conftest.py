@@ -12,9 +12,33 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "python"))
 
 # `make asan` preloads the sanitizer runtimes into this interpreter; the
-# programs the tests run (sandboxed or not) must not load them too.
-if "libasan" in os.environ.get("LD_PRELOAD", ""):
-    del os.environ["LD_PRELOAD"]
+# programs the tests run (sandboxed or not) must not load them too, except
+# the ones that load the sanitized library themselves (asan_host).
+ASAN_PRELOAD = (os.environ.pop("LD_PRELOAD") if "libasan" in os.environ.get("LD_PRELOAD", "")
+                else "")
+# What a sandboxed Python that imports sandlock must also read under
+# `make asan`: the runtime reads its options (and the memory map) in /proc.
+ASAN_GUEST_READ = ["/proc"] if ASAN_PRELOAD else []
+# How a C program that links the sanitized library is built.
+ASAN_CFLAGS = ["-fsanitize=address,undefined"] if ASAN_PRELOAD else []
+
+
+def asan_host(env):
+    """env, for a Python that imports sandlock (on the host, or as a guest,
+    which also needs ASAN_GUEST_READ):
+    under `make asan` the library it loads is sanitized, so the runtimes must
+    be preloaded as they were here (or ASan aborts: 'runtime does not come
+    first'); asan_site/sitecustomize.py then takes them out of what that
+    Python starts.  Without `make asan`, env unchanged."""
+    if ASAN_PRELOAD:
+        env["LD_PRELOAD"] = ASAN_PRELOAD
+        for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):  # Python's own leaks are not ours
+            if k in os.environ:
+                env[k] = os.environ[k]
+        site = os.path.join(HERE, "asan_site")
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (site, env.get("PYTHONPATH")) if p)
+    return env
+
 
 import sandlock  # noqa: E402
 

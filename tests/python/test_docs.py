@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from conftest import asan_host
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
@@ -118,6 +119,7 @@ def test_runnable_block(page, line, lang, words, text):
         if lang == "python":
             env.update(PYTHONPATH=str(REPO / "python"),
                        SANDLOCK_LIB=os.environ.get("SANDLOCK_LIB", str(BUILD / "libsandlock.so")))
+            asan_host(env)
         argv = (["bash", "-e", "-o", "pipefail", "-c", text] if lang == "sh"
                 else ["/usr/bin/python3", "-c", text])
         r = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True,

@@ -5,7 +5,7 @@ import sys
 import textwrap
 import time
 
-from conftest import REPO, SYSTEM
+from conftest import REPO, SYSTEM, asan_host
 
 SCRIPT = textwrap.dedent("""
     import os, sys, threading, time
@@ -51,7 +51,7 @@ def _group_alive(pgid):
 
 
 def test_main_thread_exit_during_run(tmpdir_path):
-    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+    env = asan_host(dict(os.environ, PYTHONPATH=os.path.join(REPO, "python")))
     p = subprocess.run([sys.executable, "-c", SCRIPT, tmpdir_path], env=env,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode >= 0, (p.returncode, p.stderr)  # not killed by a signal (no crash)

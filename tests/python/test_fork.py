@@ -12,7 +12,7 @@ import time
 import pytest
 
 import sandlock
-from conftest import PY, SYSTEM, alive
+from conftest import PY, SYSTEM, alive, asan_host
 
 SUM_STDIN = "import sys; print(sum(int(l) for l in sys.stdin))"
 
@@ -348,7 +348,7 @@ def test_the_callers_death_ends_the_clones():
 
     here = os.path.dirname(os.path.abspath(sandlock.__file__))
     caller = subprocess.Popen([PY, "-c", CALLER, os.path.dirname(here)],
-                              stdout=subprocess.PIPE)
+                              stdout=subprocess.PIPE, env=asan_host(dict(os.environ)))
     try:
         pids = [int(p) for p in caller.stdout.readline().split()]
         assert len(pids) == 3 and all(alive(p) for p in pids)

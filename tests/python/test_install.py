@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from conftest import ASAN_CFLAGS
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
@@ -94,8 +95,8 @@ def compile_program(destdir, tmp_path, libs):
     src = tmp_path / "prog.c"
     src.write_text(PROGRAM)
     exe = tmp_path / "prog"
-    r = subprocess.run(["cc", "-o", str(exe), str(src), *pkg_config(destdir, "--cflags"),
-                        *libs], capture_output=True, text=True)
+    r = subprocess.run(["cc", *ASAN_CFLAGS, "-o", str(exe), str(src),
+                        *pkg_config(destdir, "--cflags"), *libs], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     return exe
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PY, REPO, SYSTEM
+from conftest import PY, REPO, SYSTEM, asan_host
 import sandlock
 from sandlock import Protection, ProtectionStatus
 from sandlock.handler import Handler, NotifAction
@@ -481,11 +481,13 @@ def test_confine_in_a_subprocess(tmpdir_path):
     with open(sec, "w") as f:
         f.write("s")
     code = CONFINE_CHILD % {"pkg": os.path.join(REPO, "python"), "sys": SYSTEM}
-    r = subprocess.run([PY, "-c", code, pub, sec], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([PY, "-c", code, pub, sec], capture_output=True, text=True, timeout=60,
+                       env=asan_host(dict(os.environ)))
     assert r.stdout == "pub ok, secret denied, uname ok\n", r.stderr
     # control: the same script without the confine line reads the secret
     ctl = code.replace("sandlock.confine(", "(")
-    r = subprocess.run([PY, "-c", ctl, pub, sec], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([PY, "-c", ctl, pub, sec], capture_output=True, text=True, timeout=60,
+                       env=asan_host(dict(os.environ)))
     assert "secret READ" in r.stdout, r.stderr
 
 
@@ -509,7 +511,8 @@ def test_confine_applies_extra_denies_and_refuses_supervisor_settings(tmpdir_pat
         try: os.uname(); print('uname ok')
         except OSError as e: print('uname errno', e.errno)
     """) % (os.path.join(REPO, "python"), SYSTEM, SYSTEM)
-    r = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60,
+                       env=asan_host(dict(os.environ)))
     assert r.stdout == "uname errno %d\n" % errno.EPERM, r.stderr
     with pytest.raises(TypeError):
         sandlock.confine("not a sandbox")

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import REPO, SYSTEM, alive as _alive
+from conftest import REPO, SYSTEM, alive as _alive, asan_host
 
 # Run argv[2] (a shell script) in a sandbox; argv[1] is a writable directory.
 SCRIPT = textwrap.dedent("""
@@ -46,7 +46,7 @@ def _wait_for(pred, seconds):
 def _kill_supervisor_then_check(tmpdir_path, script):
     """Start a supervisor running script, SIGKILL it once the script wrote a
     pid, and check that the process with that pid dies too."""
-    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+    env = asan_host(dict(os.environ, PYTHONPATH=os.path.join(REPO, "python")))
     pidfile = os.path.join(tmpdir_path, "pid")
     sup = subprocess.Popen([sys.executable, "-c", SCRIPT, tmpdir_path, script], env=env)
     victim = None

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import asan_host
+
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
 LIB = BUILD / "libsandlock.so"
@@ -48,6 +50,7 @@ def probe(site, tmp_path, **env_extra):
     import json
     env = {k: v for k, v in os.environ.items() if k not in ("SANDLOCK_LIB", "PYTHONPATH")}
     env.update(PYTHONPATH=str(site), **env_extra)
+    asan_host(env)
     r = subprocess.run([PY, "-c", PROBE], cwd=tmp_path, env=env, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -85,6 +88,7 @@ def test_unbundled_package_without_a_library_fails_to_import_clearly(tmp_path, u
     site = unbundled
     env = {k: v for k, v in os.environ.items() if k not in ("SANDLOCK_LIB", "PYTHONPATH")}
     env.update(PYTHONPATH=str(site), LD_LIBRARY_PATH=str(tmp_path / "none"))
+    asan_host(env)
     r = subprocess.run([PY, "-c", "import sandlock"], cwd=tmp_path, env=env,
                        capture_output=True, text=True)
     if subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True,

@@ -7,7 +7,7 @@ import pytest
 
 import sandlock
 from sandlock import _native
-from conftest import PY, REPO, SYSTEM, alive
+from conftest import PY, REPO, SYSTEM, alive, asan_host, ASAN_GUEST_READ
 
 BOX = SYSTEM + ["/dev/null"]
 
@@ -148,8 +148,8 @@ def test_gather_feeds_named_outputs_to_the_consumer(secret, tmpdir_path):
     lib = os.path.dirname(_native.LIB_PATH)
     py = os.path.join(REPO, "python")
     consumer_box = sandlock.Sandbox(
-        fs_readable=BOX + [py, lib], timeout=60,
-        env={"PYTHONPATH": py, "SANDLOCK_LIB": _native.LIB_PATH})
+        fs_readable=BOX + [py, lib] + ASAN_GUEST_READ, timeout=60,
+        env=asan_host({"PYTHONPATH": py, "SANDLOCK_LIB": _native.LIB_PATH}))
     data_box = sandlock.Sandbox(fs_readable=BOX + [tmpdir_path], timeout=60)
     code_box = sandlock.Sandbox(fs_readable=BOX, timeout=60)
     g = (data_box.cmd(["cat", secret]).as_("data")
