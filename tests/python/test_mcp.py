@@ -15,6 +15,7 @@ import urllib.request
 
 import pytest
 
+from conftest import asan_host
 import sandlock
 from sandlock.mcp import (McpSandbox, ToolCallError, capabilities_from_mcp_tool,
                           policy_for_tool)
@@ -242,7 +243,8 @@ def test_official_typescript_client_over_stdio(tmp_path, tcp_server):
     probe = subprocess.run([PY, "-c", "import socket; socket.create_connection(('127.0.0.1', %d))"
                             % tcp_server], capture_output=True)
     assert probe.returncode == 0  # the network probe works outside
-    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"), SANDLOCK_PYTHON=PY)
+    env = asan_host(dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"),
+                         SANDLOCK_PYTHON=PY))
     p = subprocess.run(["node", os.path.join(CLIENT_DIR, "client.mjs"), str(ws), str(secret),
                         str(tcp_server)], capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stderr
