@@ -12,6 +12,10 @@
 #               Kubernetes' RuntimeDefault
 #   user        --user 1000:1000
 #   readonly    --read-only with a tmpfs /tmp
+#   kube        the Kubernetes pod spec of docs/containers.md, played by
+#               `podman kube play` (its image and command replaced by
+#               these): non-root, read-only root, no capability,
+#               RuntimeDefault, emptyDir volumes
 # Skips (exit 0, with the reason) only when podman cannot start a
 # container on this machine at all.  Leaves no image, container or file.
 #
@@ -26,6 +30,7 @@ image="localhost/$tag:test"
 work=$(mktemp -d /tmp/sandlock-ct.XXXXXX)
 
 cleanup() {
+	[ -f "$work/pod.yaml" ] && podman kube down "$work/pod.yaml" >/dev/null 2>&1
 	podman rmi -f "$image" >/dev/null 2>&1 || true
 	rm -rf "$work"
 }
@@ -60,7 +65,8 @@ cp "$here/inside.sh" "$root/inside.sh"
 printf 'root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n' >"$root/etc/passwd"
 printf 'root:x:0:\nuser:x:1000:\n' >"$root/etc/group"
 tar -C "$root" -cf "$work/rootfs.tar" .
-podman import "$work/rootfs.tar" "$image" >/dev/null
+# PATH: the pod spec's command names `sandlock` as any image would.
+podman import --change "ENV PATH=/bin" "$work/rootfs.tar" "$image" >/dev/null
 
 # ---- the Docker-like profile, from the installed one ----
 python3 - "$work/docker-like.json" <<'EOF'
@@ -104,5 +110,53 @@ run_config default
 run_config docker --security-opt "seccomp=$work/docker-like.json"
 run_config user --user 1000:1000
 run_config readonly --read-only --tmpfs /tmp:rw,mode=1777 --tmpfs /work:rw,mode=1777
+
+# ---- the documented pod spec, as `podman kube play` runs it ----
+# The spec is taken from docs/containers.md, so the page shows what ran;
+# only the image and the command (inside.sh instead of the user's tool)
+# are replaced.  kube play has no --ulimit:
+# the same limits come from a containers.conf of ours.
+kube_config() {
+	echo "== kube"
+	python3 - "$repo/docs/containers.md" "$image" >"$work/pod.yaml" <<'EOF'
+import re, sys
+doc = open(sys.argv[1]).read()
+spec = re.search(r"## Kubernetes.*?```yaml\n(.*?)```", doc, re.S).group(1)
+spec = spec.replace("image: IMAGE", "image: " + sys.argv[2])
+spec, n = re.subn(r"command: \[.*?\]",
+                  'command: ["/bin/sh", "/inside.sh"]\n'
+                  '      env: [{ name: CT_CONFIG, value: kube }]', spec, flags=re.S)
+assert n == 1, "no command in the pod spec"
+sys.stdout.write(spec)
+EOF
+	printf '[containers]\ndefault_ulimits = ["nofile=%s:%s", "nproc=%s:%s"]\n' \
+		"$nofile" "$nofile" "$nproc" "$nproc" >"$work/containers.conf"
+	local pod=(env CONTAINERS_CONF="$work/containers.conf" podman --cgroup-manager cgroupfs
+		--runtime "$runtime")
+	local name code
+	name=$(sed -n 's/^  name: //p' "$work/pod.yaml" | head -n1)-$(sed -n 's/^    - name: //p' "$work/pod.yaml" | head -n1)
+	if ! "${pod[@]}" kube play "$work/pod.yaml" >"$work/play.log" 2>&1; then
+		cat "$work/play.log"
+		echo "== kube: FAILED (kube play)"
+		status=1
+		return
+	fi
+	code=$("${pod[@]}" wait "$name")
+	"${pod[@]}" logs "$name"
+	"${pod[@]}" kube down "$work/pod.yaml" >/dev/null 2>&1
+	rm -f "$work/pod.yaml"
+	if [ "$code" = 0 ]; then
+		echo "== kube: passed"
+	else
+		echo "== kube: FAILED (exit $code)"
+		status=1
+	fi
+}
+if command -v catatonit >/dev/null || [ -x /usr/libexec/podman/catatonit ]; then
+	kube_config
+else
+	echo "test-containers: catatonit missing (apt-get install catatonit): kube play cannot make its pod"
+	status=1
+fi
 [ $status -eq 0 ] && echo "test-containers: all configurations passed"
 exit $status
