@@ -21,6 +21,9 @@
 #include <unistd.h>
 
 #include "control.h"
+/* The library's control sockets: how this CLI's runs answer (libsandlock.a). */
+#include "run/control.h"
+#include "run/ctldir.h"
 #include "explain.h"
 #include "learn.h"
 #include "learnhttp.h"
@@ -901,51 +904,31 @@ static void forward_output(const sandlock_result_t *r)
 	fflush(stderr);
 }
 
-/*
- * --name: the run as a handle, with a control socket served while it runs
- * (control.c) for 'sandlock ps', 'inspect NAME' and 'kill NAME'.  Spawned
- * from this thread (init dies with the thread that forked it), waited for
- * here.
- */
-static sandlock_result_t *run_named(const sandlock_sandbox_t *sb, const struct cli_cfg *cfg,
-                                    const sandlock_registration_t *regs, size_t nregs,
-                                    int *err, char **msg)
+/* A "stop" request (sandlock stop NAME): as if SIGTERM were sent to this
+ * sandlock, forwarded to the command with this run's --kill-after. */
+static int stop_requested(void *ud)
 {
-	struct cli_control *ctl = cli_control_open(cfg->name);
-	if (!ctl) {
-		/* The name is taken or the control directory is unsafe: said. */
-		for (size_t i = 0; i < nregs; i++) { /* ours again: free each once */
-			bool seen = false;
-			for (size_t j = 0; j < i; j++)
-				seen = seen || regs[j].handler == regs[i].handler;
-			if (!seen)
-				sandlock_handler_free(regs[i].handler);
-		}
-		*err = SANDLOCK_ERR_INVALID;
-		*msg = NULL;
-		return NULL;
-	}
-	/* The policy as a profile, printed now: the cfg is ours only until we return. */
-	char *policy = NULL;
+	(void)ud;
+	return cli_signals_request(SIGTERM);
+}
+
+/*
+ * The run's control socket (the library serves it, run/control.h) answers
+ * "stop" and `inspect --toml` as this CLI would; with --name the name is
+ * the run's own or the run fails (a sandbox of that name already runs).
+ */
+static void configure_control(const sandlock_sandbox_t *sb, const struct cli_cfg *cfg,
+                              struct sl_control_opts *co, char **policy)
+{
 	size_t plen = 0;
-	FILE *pf = open_memstream(&policy, &plen);
+	FILE *pf = open_memstream(policy, &plen);
 	if (pf) {
 		cli_profile_print(cfg, pf);
 		if (fclose(pf) != 0)
-			policy = NULL;
+			*policy = NULL;
 	}
-	sandlock_handle_t *h = sandlock_spawn(sb, (const char *const *)cfg->argv.v,
-	                                      (uint32_t)cfg->argv.n, regs, nregs, NULL, err, msg);
-	sandlock_result_t *r = NULL;
-	if (h) {
-		if (cli_control_serve(ctl, h, cfg->argv.v, (int)cfg->argv.n, policy) < 0)
-			fputs("sandlock: cannot serve the control socket\n", stderr);
-		r = sandlock_handle_wait_ms(h, -1, err, msg);
-	}
-	cli_control_close(ctl); /* before the handle: the server uses it */
-	free(policy);
-	sandlock_handle_free(h);
-	return r;
+	*co = (struct sl_control_opts){ *policy, stop_requested, NULL, cfg->name != NULL };
+	sl_control_configure((sandlock_sandbox_t *)sb, co);
 }
 
 static sandlock_result_t *run_sandbox(const sandlock_sandbox_t *sb, const struct cli_cfg *cfg,
@@ -958,10 +941,26 @@ static sandlock_result_t *run_sandbox(const sandlock_sandbox_t *sb, const struct
 		*msg = NULL;
 		return NULL;
 	}
-	if (cfg->name)
-		return run_named(sb, cfg, regs, nregs, err, msg);
-	return sandlock_run_with_handlers_err(sb, (const char *const *)cfg->argv.v,
-					  (uint32_t)cfg->argv.n, regs, nregs, err, msg);
+	if (cfg->name && !sl_control_valid_name(cfg->name)) {
+		fprintf(stderr, "sandlock: invalid --name '%s': use 1-64 letters, digits, '.', "
+		                "'_' or '-', not starting with '.'\n", cfg->name);
+		*err = SANDLOCK_ERR_INVALID;
+		*msg = NULL;
+		return NULL;
+	}
+	if (cfg->name) { /* say which candidate directories are passed over (the run then takes one) */
+		char dir[SL_CTLDIR_LEN];
+		const char *why;
+		(void)sl_control_dir(dir, sizeof dir, true, stderr, &why);
+	}
+	struct sl_control_opts co;
+	char *policy = NULL;
+	configure_control(sb, cfg, &co, &policy);
+	sandlock_result_t *r = sandlock_run_with_handlers_err(
+		sb, (const char *const *)cfg->argv.v, (uint32_t)cfg->argv.n, regs, nregs, err, msg);
+	sl_control_configure((sandlock_sandbox_t *)sb, NULL);
+	free(policy);
+	return r;
 }
 
 static bool has_http_rules(const struct cli_cfg *cfg)

@@ -111,6 +111,9 @@ struct sandlock_sandbox {
 	void *policy_ud;
 	sl_strvec image_argv; /* image: its Entrypoint + Cmd, run when argv is empty */
 	void (*policy_ud_free)(void *); /* NULL, or frees policy_ud with the config */
+	/* How the run's control socket answers "stop" and "policy" (borrowed;
+	 * the CLI's, run/control.h); NULL: the library's own answers. */
+	const struct sl_control_opts *control;
 	int refs; /* holders of a built sandbox: sandlock_sandbox_free drops one */
 };
 

@@ -61,6 +61,9 @@ struct sandlock_handle {
 	bool paused;
 	bool frozen; /* the pause froze cg (cgroup.freeze), not the signal tree */
 	sandlock_result_t *r;
+	/* Its control socket (run/control.h): served from the spawn until
+	 * init has exited (finish), so `sandlock ps` lists it; NULL: none. */
+	struct sl_control *ctl;
 	/* Called last in handle_destroy (sl_handle_on_free): what a caller
 	 * made for this run only, as refspawn.c's policy under a name. */
 	void (*on_free)(void *);

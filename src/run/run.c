@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "run/cgroup.h"
+#include "run/control.h"
 #include "supervisor/handler.h"
 #include "launch/init.h"
 #include "launch/launch.h"
@@ -77,6 +78,9 @@ static void finish(sandlock_handle_t *h)
 	                                      sl_handle_thaw_for_end };
 	int rc = sl_io_loop(&owner, L, &out, &errs, h->sup, sb->timeout_ms, &h->caller_kill,
 	                    &timed_out, &h->le);
+	/* init has exited: nothing left to list or control. */
+	sl_control_close(h->ctl);
+	h->ctl = NULL;
 	if (rc < 0)
 		sl_end_unsupervised(L, &h->cg);
 	handle_lock(h);
@@ -156,6 +160,7 @@ static sandlock_handle_t *handle_new(const sandlock_sandbox_t *sb,
 /* Everything but the result; the sandbox is gone (or never existed). */
 static void handle_destroy(sandlock_handle_t *h)
 {
+	sl_control_close(h->ctl); /* a run that never started: it uses h */
 	/* The supervisor (and its workers) before the handlers they call. */
 	sl_supervisor_free(h->sup);
 	if (h->prepared)
@@ -227,6 +232,41 @@ static void clear_err(int *err, char **msg)
 		*msg = NULL;
 }
 
+/*
+ * The control socket of a run whose name must be its own (the CLI's
+ * --name): taken before anything starts, so a name in use fails the run.
+ * 0, or -1 with *err, *msg.
+ */
+static int control_early(sandlock_handle_t *h, int *err, char **msg)
+{
+	const struct sl_control_opts *co = h->sb ? h->sb->control : NULL;
+	if (!co || !co->strict)
+		return 0;
+	char *why = NULL;
+	h->ctl = sl_control_open(h->sb->name, 0, true, &why);
+	if (h->ctl)
+		return 0;
+	sl_fail(err, msg, SANDLOCK_ERR_INVALID, "%s", why ? why : "out of memory");
+	free(why);
+	return -1;
+}
+
+/* Any other run: listed under its name, or "sandbox-INIT" (its
+ * hostname), when a control directory is usable; silently not, else. */
+static void control_serve(sandlock_handle_t *h, const char *const *argv, uint32_t argc)
+{
+	const struct sl_control_opts *co = h->sb->control;
+	if (!h->ctl) {
+		char *why = NULL;
+		h->ctl = sl_control_open(h->sb->name, h->L.pid, false, &why);
+		free(why);
+	}
+	if (h->ctl && sl_control_serve(h->ctl, h, argv, argc, co) < 0) {
+		sl_control_close(h->ctl);
+		h->ctl = NULL;
+	}
+}
+
 /* A handle up to the release; NULL (handlers released) on failure. */
 static sandlock_handle_t *spawn_created(const sandlock_sandbox_t *sb, const char *const *argv,
                                         uint32_t argc, const sandlock_registration_t *regs,
@@ -246,12 +286,14 @@ static sandlock_handle_t *spawn_created(const sandlock_sandbox_t *sb, const char
 		argv = (const char *const *)sb->image_argv.v;
 		argc = (uint32_t)sb->image_argv.n;
 	}
-	if (validate(sb, argv, argc, err, msg) < 0 || launch(h, argv, argc, opts, err, msg) < 0) {
+	if (validate(sb, argv, argc, err, msg) < 0 || control_early(h, err, msg) < 0 ||
+	    launch(h, argv, argc, opts, err, msg) < 0) {
 		free(h->r);
 		h->r = NULL;
 		handle_destroy(h);
 		return NULL;
 	}
+	control_serve(h, argv, argc);
 	h->state = H_CREATED;
 	return h;
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,60 @@ TEST(killed_by_signal)
 	CHECK_EQ_INT(sandlock_result_exit_code(r), 128 + SIGTERM);
 	CHECK(!sandlock_result_success(r));
 	sandlock_result_free(r);
+}
+
+/* `$SANDLOCK_BUILD/sandlock ARGS` (the CLI), its stdout into out. */
+static int cli_out(const char *args, char *out, size_t len)
+{
+	const char *b = getenv("SANDLOCK_BUILD");
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd, "%s/sandlock %s 2>/dev/null", b ? b : "build", args);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	size_t n = fread(out, 1, len - 1, p);
+	out[n] = 0;
+	return pclose(p);
+}
+
+/* A run started from C is listed by `sandlock ps` and ended by `sandlock
+ * kill NAME`, as a CLI run is (the library serves its control socket). */
+TEST(c_started_run_is_listed_and_killed)
+{
+	char dir[] = "/tmp/sandlock-xdg-XXXXXX", out[8192];
+	REQUIRE(mkdtemp(dir));
+	setenv("XDG_RUNTIME_DIR", dir, 1);
+	REQUIRE(cli_out("ps --json", out, sizeof out) == 0);
+	CHECK(strstr(out, "\"cbox\"") == NULL); /* the control: not yet */
+	sandlock_builder_t *b = base();
+	sandlock_sandbox_builder_fs_read(b, "/bin");
+	sandlock_sandbox_builder_fs_read(b, "/lib");
+	sandlock_sandbox_builder_fs_read(b, "/lib64");
+	sandlock_sandbox_builder_name(b, "cbox");
+	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, NULL, NULL);
+	REQUIRE(sb);
+	const char *argv[] = { "sleep", "1000", NULL };
+	sandlock_handle_t *h = sandlock_spawn(sb, argv, 2, NULL, 0, NULL, NULL, NULL);
+	REQUIRE(h);
+	bool seen = false;
+	for (int i = 0; i < 500 && !seen; i++) {
+		seen = cli_out("ps --json", out, sizeof out) == 0 && strstr(out, "\"cbox\"");
+		if (!seen)
+			usleep(10000);
+	}
+	CHECK(seen);
+	CHECK_EQ_INT(cli_out("kill cbox", out, sizeof out), 0);
+	sandlock_result_t *r = sandlock_handle_wait_ms(h, 30000, NULL, NULL);
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_reason(r), SANDLOCK_EXIT_KILLED);
+	sandlock_result_free(r);
+	sandlock_handle_free(h);
+	sandlock_sandbox_free(sb);
+	CHECK(cli_out("ps --json", out, sizeof out) == 0 && strstr(out, "\"cbox\"") == NULL);
+	unsetenv("XDG_RUNTIME_DIR");
+	char rm[128];
+	snprintf(rm, sizeof rm, "rm -rf %s", dir);
+	CHECK_EQ_INT(system(rm), 0);
 }
 
 /* Both pipes fill up at once: a reader that serialises them would deadlock. */
