@@ -27,7 +27,7 @@ struct sl_filter_policy {
 #define SL_DEFAULT_MAX_PROCESSES 64
 enum { SL_PROT_STRICT = 0, SL_PROT_DEGRADED = 1, SL_PROT_DISABLED = 2 };
 
-#define SL_MAX_MOUNTS 32
+#define SL_MAX_MOUNTS 64
 struct sl_mount {
 	char *virt; /* absolute guest path, normalized, never "/" */
 	char *host; /* canonical host directory */

@@ -4,6 +4,7 @@
  */
 #include "mounts.h"
 #include "log.h"
+#include "masked.h"
 #include "state.h"
 
 #include <errno.h>
@@ -50,11 +51,76 @@ static const char *opt_value(json_t *opts, const char *key)
 	return NULL;
 }
 
+/* (mounts.h) */
+int oci_fs_map(sandlock_builder_t *b, struct oci_fs *fs, const char *dest, const char *host,
+               bool ro)
+{
+	if (fs->n == OCI_MAX_MOUNTS) {
+		oci_error("mounts: more than %d directories to map at %s", OCI_MAX_MOUNTS, dest);
+		return -1;
+	}
+	struct oci_mnt *m = &fs->m[fs->n++];
+	m->dest = dest;
+	m->ro = ro;
+	snprintf(m->host, sizeof m->host, "%s", host);
+	if (ro)
+		sandlock_sandbox_builder_fs_mount_ro(b, dest, host);
+	else
+		sandlock_sandbox_builder_fs_mount(b, dest, host);
+	return 0;
+}
+
+/* Length of prefix if the guest path p is prefix or lies below it, else 0. */
+static size_t below(const char *p, const char *prefix)
+{
+	size_t k = strlen(prefix);
+	while (k > 1 && prefix[k - 1] == '/')
+		k--;
+	return strncmp(p, prefix, k) == 0 && (p[k] == '/' || p[k] == '\0') ? k : 0;
+}
+
+int oci_fs_place(const struct oci_fs *fs, const char *guest, char *host, char *rel, size_t cap,
+                 bool *ro)
+{
+	size_t best = 0;
+	const struct oci_mnt *bm = NULL;
+	for (size_t i = 0; i < fs->n; i++) {
+		size_t k = below(guest, fs->m[i].dest);
+		if (k > best) {
+			best = k;
+			bm = &fs->m[i];
+		}
+	}
+	const char *rest = guest + best;
+	while (*rest == '/')
+		rest++;
+	*ro = bm ? bm->ro : fs->root_ro;
+	if (snprintf(host, cap, "%s", bm ? bm->host : fs->rootfs) >= (int)cap ||
+	    snprintf(rel, cap, "%s", *rest ? rest : ".") >= (int)cap)
+		return -1;
+	return 0;
+}
+
 static int open_in_root(int rootfd, const char *p, int flags, mode_t mode)
 {
 	struct open_how how = { .flags = (uint64_t)flags | O_CLOEXEC, .mode = mode,
 		                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
 	return (int)syscall(SYS_openat2, rootfd, p, &how, sizeof how);
+}
+
+int oci_fs_stat(const struct oci_fs *fs, const char *guest, struct stat *st, bool *ro)
+{
+	char host[OCI_PATH_MAX], rel[OCI_PATH_MAX];
+	if (oci_fs_place(fs, guest, host, rel, sizeof host, ro) < 0)
+		return -1;
+	int dir = open(host, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd = dir < 0 ? -1 : open_in_root(dir, rel, O_PATH | O_NOFOLLOW, 0);
+	int rc = fd < 0 || fstat(fd, st) < 0 ? -1 : 0;
+	if (fd >= 0)
+		close(fd);
+	if (dir >= 0)
+		close(dir);
+	return rc;
 }
 
 /* mkdir -p of guest path dir inside the rootfs, every step resolved in it
@@ -126,8 +192,8 @@ static int copy_file_in(int rootfd, const char *src, const char *dest, size_t id
 	return rc;
 }
 
-static int bind_mount(sandlock_builder_t *b, int rootfd, const char *bundle, json_t *m,
-                      const char *dest, size_t idx, bool make)
+static int bind_mount(sandlock_builder_t *b, struct oci_fs *fs, int rootfd, const char *bundle,
+                      json_t *m, const char *dest, size_t idx, bool make)
 {
 	const char *src = json_string_value(json_object_get(m, "source"));
 	char host[OCI_PATH_MAX];
@@ -147,11 +213,7 @@ static int bind_mount(sandlock_builder_t *b, int rootfd, const char *bundle, jso
 	}
 	if (make)
 		mkdirs_in_root(rootfd, dest); /* the mount point, as runc makes it */
-	if (ro)
-		sandlock_sandbox_builder_fs_mount_ro(b, dest, host);
-	else
-		sandlock_sandbox_builder_fs_mount(b, dest, host);
-	return 0;
+	return oci_fs_map(b, fs, dest, host, ro);
 }
 
 /* The devices runc makes in a container's /dev: harmless character
@@ -183,8 +245,8 @@ static void make_dev(const char *dir)
 	close(dfd);
 }
 
-static int tmpfs_mount(sandlock_builder_t *b, int rootfd, json_t *m, const char *dest,
-                       const char *scratch, size_t idx, bool make)
+static int tmpfs_mount(sandlock_builder_t *b, struct oci_fs *fs, int rootfd, json_t *m,
+                       const char *dest, const char *scratch, size_t idx, bool make)
 {
 	json_t *opts = json_object_get(m, "options");
 	char dir[OCI_PATH_MAX];
@@ -206,14 +268,10 @@ static int tmpfs_mount(sandlock_builder_t *b, int rootfd, json_t *m, const char 
 			make_dev(dir);
 		mkdirs_in_root(rootfd, dest);
 	}
-	if (has_opt(opts, "ro"))
-		sandlock_sandbox_builder_fs_mount_ro(b, dest, dir);
-	else
-		sandlock_sandbox_builder_fs_mount(b, dest, dir);
-	return 0;
+	return oci_fs_map(b, fs, dest, dir, has_opt(opts, "ro"));
 }
 
-static int one_mount(sandlock_builder_t *b, int rootfd, const char *bundle,
+static int one_mount(sandlock_builder_t *b, struct oci_fs *fs, int rootfd, const char *bundle,
                      const char *scratch, json_t *m, size_t idx, bool make)
 {
 	const char *dest = json_string_value(json_object_get(m, "destination"));
@@ -229,21 +287,18 @@ static int one_mount(sandlock_builder_t *b, int rootfd, const char *bundle,
 		return -1;
 	}
 	if (has_opt(opts, "bind") || has_opt(opts, "rbind") || (type && strcmp(type, "bind") == 0))
-		return bind_mount(b, rootfd, bundle, m, dest, idx, make);
+		return bind_mount(b, fs, rootfd, bundle, m, dest, idx, make);
 	if (!type)
 		type = "";
 	if (strcmp(type, "tmpfs") == 0)
-		return tmpfs_mount(b, rootfd, m, dest, scratch, idx, make);
+		return tmpfs_mount(b, fs, rootfd, m, dest, scratch, idx, make);
 	if (strcmp(type, "proc") == 0) {
 		/* The host's /proc, filtered by the sandbox's /proc policy: the
 		 * guest lists and opens only its own processes. */
-		sandlock_sandbox_builder_fs_mount_ro(b, dest, "/proc");
-		return 0;
+		return oci_fs_map(b, fs, dest, "/proc", true);
 	}
-	if (strcmp(type, "sysfs") == 0) {
-		sandlock_sandbox_builder_fs_mount_ro(b, dest, "/sys");
-		return 0;
-	}
+	if (strcmp(type, "sysfs") == 0)
+		return oci_fs_map(b, fs, dest, "/sys", true);
 	if (strcmp(type, "devpts") == 0 || strcmp(type, "mqueue") == 0 ||
 	    strcmp(type, "cgroup") == 0 || strcmp(type, "cgroup2") == 0) {
 		/* devpts: the terminal's fd is given to the process, and the host's
@@ -261,30 +316,32 @@ int oci_mounts_apply(sandlock_builder_t *b, json_t *c, const char *bundle, const
                      bool make)
 {
 	json_t *root = json_object_get(c, "root");
-	char rootfs[OCI_PATH_MAX];
-	if (bundle_path(bundle, json_string_value(json_object_get(root, "path")), rootfs,
-	                sizeof rootfs) < 0)
-		return -1;
-	int rootfd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0) {
-		oci_error("root.path %s: %s", rootfs, strerror(errno));
+	struct oci_fs *fs = calloc(1, sizeof *fs);
+	if (!fs || bundle_path(bundle, json_string_value(json_object_get(root, "path")), fs->rootfs,
+	                       sizeof fs->rootfs) < 0) {
+		free(fs);
 		return -1;
 	}
-	sandlock_sandbox_builder_chroot(b, rootfs);
-	if (!json_is_true(json_object_get(root, "readonly")))
+	int rootfd = open(fs->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0) {
+		oci_error("root.path %s: %s", fs->rootfs, strerror(errno));
+		free(fs);
+		return -1;
+	}
+	sandlock_sandbox_builder_chroot(b, fs->rootfs);
+	fs->root_ro = json_is_true(json_object_get(root, "readonly"));
+	if (!fs->root_ro)
 		sandlock_sandbox_builder_fs_write(b, "/"); /* a guest path: the rootfs */
 	size_t i;
 	json_t *m;
 	int rc = 0;
 	json_array_foreach(json_object_get(c, "mounts"), i, m) {
 		if (rc == 0)
-			rc = one_mount(b, rootfd, bundle, scratch, m, i, make);
+			rc = one_mount(b, fs, rootfd, bundle, scratch, m, i, make);
 	}
 	close(rootfd);
-	json_t *linux = json_object_get(c, "linux");
-	if (json_array_size(json_object_get(linux, "maskedPaths")) ||
-	    json_array_size(json_object_get(linux, "readonlyPaths")))
-		oci_info("linux.maskedPaths/readonlyPaths: /proc and /sys are read-only views "
-		         "under sandlock's /proc policy");
+	if (rc == 0)
+		rc = oci_masked_apply(b, fs, json_object_get(c, "linux"), scratch, make);
+	free(fs);
 	return rc;
 }

@@ -22,7 +22,8 @@
  *     (the caller's DAC rights) on the parent directory opened in the
  *     view, only where the view is writable (chroot.h, sl_view_writable:
  *     a read-write mount or an fs_write tree; EROFS in a read-only mount,
- *     EACCES elsewhere);
+ *     EACCES elsewhere); a mount point, or a directory holding one, is
+ *     never unlinked, renamed (EBUSY) or linked (EXDEV) (sl_view_busy);
  *   - getcwd: the host cwd mapped back to its guest path;
  *   - chdir and exec: the kernel must do them, so the call continues.
  *     chdir continues unchanged when the kernel's own lookup reaches the
@@ -226,7 +227,9 @@ static long do_unlink(const struct chroot_state *s, const struct sl_call *call, 
 		return -e;
 	struct sl_caps_saved sv;
 	long r = -EPERM;
-	if (sl_caps_lower(&sv) == 0) {
+	if (sl_view_busy(s->view, p.fd, p.name))
+		r = -EBUSY;
+	else if (sl_caps_lower(&sv) == 0) {
 		r = rc(unlinkat(p.fd, p.name, flags & AT_REMOVEDIR));
 		sl_caps_restore(&sv);
 	}
@@ -277,7 +280,12 @@ static long do_pair(const struct chroot_state *s, const struct sl_call *call, in
 	}
 	struct sl_caps_saved sv;
 	long r = -EPERM;
-	if (sl_caps_lower(&sv) == 0) {
+	/* A mount point (or a directory holding one) is never moved, removed
+	 * or linked: what lies under it in the rootfs would get a name the
+	 * mount does not cover. */
+	if (sl_view_busy(s->view, a.fd, a.name) || (!link && sl_view_busy(s->view, b.fd, b.name)))
+		r = link ? -EXDEV : -EBUSY;
+	else if (sl_caps_lower(&sv) == 0) {
 		r = link ? rc(linkat(a.fd, a.name, b.fd, b.name, 0))
 		         : (syscall(SYS_renameat2, a.fd, a.name, b.fd, b.name, flags) == 0 ? 0 : -errno);
 		sl_caps_restore(&sv);

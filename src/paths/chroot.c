@@ -387,6 +387,18 @@ int sl_view_host(const struct sl_view *v, const char *guest, int flags, char *ou
 	return sl_view_guest(v, out, back, sizeof back) ? 0 : EACCES;
 }
 
+bool sl_view_busy(const struct sl_view *v, int dirfd, const char *name)
+{
+	char dir[PATH_MAX], g[PATH_MAX];
+	if (!sl_view_fd_guest(v, dirfd, dir, sizeof dir) ||
+	    snprintf(g, sizeof g, "%s/%s", strcmp(dir, "/") ? dir : "", name) >= (int)sizeof g)
+		return true;
+	for (size_t i = 0; i < v->n; i++)
+		if (below(v->m[i].virt, g))
+			return true;
+	return false;
+}
+
 bool sl_view_denied(const struct sl_view *v, const char *host)
 {
 	for (size_t i = 0; i < v->deny.n; i++)

@@ -62,6 +62,12 @@ int sl_view_host(const struct sl_view *v, const char *guest, int flags, char *ou
 /* True if the canonical host path may be written: under a read-write
  * mount or an fs_write tree of cfg, and not under fs_deny. */
 bool sl_view_writable(const struct sl_view *v, const char *host);
+/* True if the entry name of the directory behind our fd dirfd is a mount
+ * point of the view, or holds one below it: unlink, rmdir and rename
+ * must leave it alone (EBUSY), as the kernel leaves a mount point, or the
+ * file under a mount (a masked one, say) would be reachable by another
+ * name.  Fails closed (true) when dirfd is outside the view. */
+bool sl_view_busy(const struct sl_view *v, int dirfd, const char *name);
 /* True if the canonical host path is under an fs_deny tree of cfg. */
 bool sl_view_denied(const struct sl_view *v, const char *host);
 

@@ -67,8 +67,10 @@ def _rootfs_tar(path):
                 os.symlink("busybox", link)
         with open(os.path.join(d, "etc", "passwd"), "w") as f:
             f.write("root:x:0:0:root:/root:/bin/sh\n")
-        with open(os.path.join(d, "etc", "image-file"), "w") as f:
-            f.write("from-the-image\n")
+        os.makedirs(os.path.join(d, "etc", "inner"))
+        for name in ("image-file", "inner/image-file"):
+            with open(os.path.join(d, "etc", name), "w") as f:
+                f.write("from-the-image\n")
         with tarfile.open(path, "w") as t:
             t.add(d, arcname=".")
     finally:

@@ -164,6 +164,73 @@ def test_host_files_outside_rootfs_and_mounts_unreadable(image, secret):
     assert r.stdout == "ok from-the-image\n"
 
 
+MASKED = "/etc/inner/image-file"
+MASKED_ROUTES = [
+    ("read", MASKED),
+    ("read", "/etc/../etc/inner/./image-file"),
+    ("readat", "/etc/inner", "image-file"),
+    ("readat", "/bin", "../etc/inner/image-file"),
+    ("read", "/tmp/link"),
+    ("read", "/tmp/dir-link/image-file"),
+]
+# Then other names for it: a hard link, a rename of its directory, a
+# rename of the file itself (each read, then undone).
+MASKED_SCRIPT = "; ".join(
+    ["ln -s %s /tmp/link; ln -s /etc/inner /tmp/dir-link" % MASKED]
+    + ["/bin/probe " + " ".join(r) for r in MASKED_ROUTES]
+    + ["ln %s /tmp/hard; /bin/probe read /tmp/hard" % MASKED,
+       "mv /etc/inner /etc/moved && /bin/probe read /etc/moved/image-file; "
+       "mv /etc/moved /etc/inner",
+       "mv %s /etc/moved-file && /bin/probe read /etc/moved-file; "
+       "mv /etc/moved-file %s" % (MASKED, MASKED),
+       "rm %s; echo rm=$?; ls -A %s | wc -l" % (MASKED, MASKED)])
+
+
+def probe_lines(r, n):
+    lines = [l for l in r.stdout.splitlines() if l.startswith(("ok ", "err "))]
+    assert len(lines) == n, (r.stdout, r.stderr)
+    return lines
+
+
+def test_masked_paths_are_empty_and_unreadable_by_every_route(image):
+    n = len(MASKED_ROUTES) + 3
+    # The probe works in the container: unmasked, every route reads the
+    # file, and a hard link or a rename gives it another name.
+    r = run(image, "/bin/sh", "-c", MASKED_SCRIPT)
+    assert probe_lines(r, n) == ["ok from-the-image"] * n, r.stderr
+    # Masked (podman --security-opt mask=): unreadable by each route, and
+    # it cannot be linked, moved or removed from under its mask.
+    r = run(image, "/bin/sh", "-c", MASKED_SCRIPT, opts=("--security-opt", "mask=" + MASKED))
+    lines = [l for l in r.stdout.splitlines() if l.startswith(("ok ", "err "))]
+    assert len(lines) >= len(MASKED_ROUTES) and "ok " not in r.stdout, (lines, r.stderr)
+    assert "resource busy" in r.stderr, r.stderr  # the renames
+    assert "rm=1" in r.stdout and r.stdout.endswith("\n0\n"), r.stdout  # an empty directory
+    # Nor can the guest write through it.
+    r = run(image, "/bin/sh", "-c", "echo x > %s; /bin/probe mkdir %s/d" % (MASKED, MASKED),
+            opts=("--security-opt", "mask=" + MASKED))
+    assert r.stdout == "err EROFS\n", (r.stdout, r.stderr)
+
+
+def test_default_masked_directory_of_sys_is_empty(image):
+    host = sorted(os.listdir("/sys/dev/block"))
+    assert host, "the host has no block devices to compare with"
+    cmd = ("/bin/sh", "-c", "ls -A /sys/dev/block; /bin/probe readat /sys/dev block/%s/dev"
+           % host[0])
+    # podman's default maskedPaths hold /sys/dev/block; unmasked, the guest
+    # sees what the host sees.
+    r = run(image, *cmd, opts=("--security-opt", "unmask=/sys/dev/block"))
+    assert r.stdout.split()[:len(host)] == host and "ok " in r.stdout, (r.stdout, r.stderr)
+    r = run(image, *cmd)
+    assert r.stdout.startswith("err "), (r.stdout, r.stderr)
+
+
+def test_read_only_paths_take_no_writes(image):
+    # podman's default readonlyPaths (/proc/sys, /proc/sysrq-trigger, ...)
+    # lie in the read-only /proc view: a write is refused.
+    r = run(image, "/bin/sh", "-c", "echo 1 > /proc/sys/kernel/ostype; echo rc=$?")
+    assert "rc=1" in r.stdout and "Read-only file system" in r.stderr, (r.stdout, r.stderr)
+
+
 def test_engine_seccomp_profile_is_applied(image, hostdir, tmp_path):
     # Without a profile of its own mkdir works in the container...
     assert run(image, "/bin/probe", "mkdir", "/tmp/d").stdout == "ok\n"

@@ -160,6 +160,10 @@ def test_log_json_and_systemd_cgroup_flag(bundle):
         "sandlock.http-allow": "GET 127.0.0.1/*; GET 127.0.0.1:99999/"}), "99999"),
     (lambda c: c["linux"].update(seccomp={"defaultAction": "SCMP_ACT_NOTIFY"}),
      "linux.seccomp.defaultAction"),
+    # A read-only path inside the writable rootfs: sandlock cannot carve it.
+    (lambda c: c["linux"].update(readonlyPaths=["/proc/sys", "/etc"]),
+     "linux.readonlyPaths '/etc'"),
+    (lambda c: c["linux"].update(maskedPaths=["/etc/../bin/sh"]), "linux.maskedPaths[0]"),
 ])
 def test_unhonourable_settings_fail_create_naming_the_field(bundle, change, field):
     d, root, config, write = bundle
@@ -170,6 +174,17 @@ def test_unhonourable_settings_fail_create_naming_the_field(bundle, change, fiel
     assert r.returncode != 0
     assert field in r.stderr, r.stderr
     assert not os.path.exists(os.path.join(root, "bad")), "a failed create left its state"
+
+
+def test_read_only_paths_in_read_only_places_or_missing_are_accepted(bundle):
+    d, root, config, write = bundle
+    cfg = json.loads(json.dumps(config))
+    cfg["linux"]["readonlyPaths"] = ["/proc/sys", "/no/such/dir"]
+    cfg["linux"]["maskedPaths"] = ["/proc/kcore", "/no/such/file"]
+    write(cfg)
+    r = oci(root, "create", "--bundle", d, "ro")
+    assert r.returncode == 0, r.stderr
+    assert oci(root, "delete", "--force", "ro").returncode == 0
 
 
 def test_podman_run_output_and_exit_codes(image):

@@ -75,6 +75,31 @@ def test_python_bad_input(rootfs):
         sandlock.Sandbox(fs_mount={"/work": str(d / "w")})
 
 
+def test_a_mount_point_cannot_be_moved_linked_or_removed(rootfs):
+    """A mount over a rootfs file hides it (an OCI masked path); renaming,
+    linking or removing the mount point or a directory above it would
+    give the hidden file a name the mount does not cover (the kernel
+    refuses a mount point's: EBUSY, EXDEV)."""
+    d, root = rootfs
+    (root / "etc" / "inner").mkdir()
+    (root / "etc" / "inner" / "secret").write_text("HIDDEN\n")
+    (d / "empty").mkdir()
+    script = ("cat /etc/inner/secret; mv /etc /etc2; mv /etc/inner /moved; "
+              "ln /etc/inner/secret /hard; rm /etc/inner/secret; cat /etc2/inner/secret "
+              "/moved/secret /hard; ls /")
+    # The probe works: without the mount each route reaches the file.
+    r = sandlock.Sandbox(chroot=str(root), fs_writable=["/"], timeout=60).run(
+        ["sh", "-c", "ln /etc/inner/secret /hard && cat /hard; mv /etc/inner /moved && "
+         "cat /moved/secret; mv /moved /etc/inner; rm /hard"])
+    assert r.stdout == b"HIDDEN\nHIDDEN\n", r.stderr
+    sb = sandlock.Sandbox(chroot=str(root), fs_writable=["/"], timeout=60,
+                          fs_mount={"/etc/inner/secret": str(d / "empty")})
+    r = sb.run(["sh", "-c", script])
+    assert b"HIDDEN" not in r.stdout and r.stdout == b"bin\netc\nwork\n", (r.stdout, r.stderr)
+    assert r.stderr.count(b"resource busy") == 2 and b"cross-device" in r.stderr, r.stderr
+    assert (root / "etc" / "inner" / "secret").read_text() == "HIDDEN\n"
+
+
 def test_cli_chroot_fs_mount_ro_and_profile(rootfs, tmpdir_path):
     d, root = rootfs
     ro = d / "ro"

@@ -1,0 +1,97 @@
+/*
+ * masked.c — linux.maskedPaths and linux.readonlyPaths (see masked.h).
+ */
+#include "masked.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MASK_DIR "masked" /* the empty directory, in the state directory */
+
+/* An absolute path without "." or ".." names: the mount table's prefixes
+ * are lexical, so the path must be too. */
+static bool plain_path(const char *p)
+{
+	if (p[0] != '/')
+		return false;
+	for (const char *s = p; (s = strchr(s, '/')); s++) {
+		size_t k = strcspn(s + 1, "/");
+		if ((k == 1 && s[1] == '.') || (k == 2 && s[1] == '.' && s[2] == '.'))
+			return false;
+	}
+	return true;
+}
+
+/* The guest path at index i of list: checked, and whether the guest has
+ * it (st filled, *ro: where it lies is read-only).  1: present, 0: the
+ * guest has no such path, -1: refused (said why). */
+static int entry(const struct oci_fs *fs, json_t *list, const char *what, size_t i,
+                 const char **path, struct stat *st, bool *ro)
+{
+	*path = json_string_value(json_array_get(list, i));
+	if (!*path || !plain_path(*path)) {
+		oci_error("linux.%s[%zu] '%s': must be an absolute path without '.' or '..'", what,
+		          i, *path ? *path : "");
+		return -1;
+	}
+	if (oci_fs_stat(fs, *path, st, ro) == 0)
+		return 1;
+	/* Missing, or a file on the way: nothing to mask or protect.  Any
+	 * other failure masks anyway (fail closed). */
+	return errno == ENOENT || errno == ENOTDIR ? 0 : 1;
+}
+
+static int mask(sandlock_builder_t *b, struct oci_fs *fs, json_t *list, const char *scratch,
+                bool make)
+{
+	char empty[OCI_PATH_MAX];
+	if (oci_state_path(scratch, MASK_DIR, empty, sizeof empty) < 0)
+		return -1;
+	if (make && (mkdir(empty, 0755) < 0 || chmod(empty, 0555) < 0)) {
+		oci_error("linux.maskedPaths: the empty directory %s: %s", empty, strerror(errno));
+		return -1;
+	}
+	for (size_t i = 0; i < json_array_size(list); i++) {
+		const char *p;
+		struct stat st;
+		bool ro;
+		int has = entry(fs, list, "maskedPaths", i, &p, &st, &ro);
+		if (has < 0)
+			return -1;
+		if (has && oci_fs_map(b, fs, p, empty, true) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int read_only(const struct oci_fs *fs, json_t *list)
+{
+	for (size_t i = 0; i < json_array_size(list); i++) {
+		const char *p;
+		struct stat st;
+		bool ro;
+		int has = entry(fs, list, "readonlyPaths", i, &p, &st, &ro);
+		if (has < 0)
+			return -1;
+		if (has && !ro) {
+			oci_error("linux.readonlyPaths '%s': it lies in a writable part of the "
+			          "container (the rootfs or a read-write mount), and sandlock cannot "
+			          "make part of a writable tree read-only: make the root read-only "
+			          "(root.readonly, podman --read-only) or mount it read-only", p);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int oci_masked_apply(sandlock_builder_t *b, struct oci_fs *fs, json_t *linux,
+                     const char *scratch, bool make)
+{
+	json_t *masked = json_object_get(linux, "maskedPaths");
+	if (json_array_size(masked) && mask(b, fs, masked, scratch, make) < 0)
+		return -1;
+	return read_only(fs, json_object_get(linux, "readonlyPaths"));
+}
