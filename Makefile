@@ -28,6 +28,12 @@ MANDIR     ?= $(PREFIX)/share/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 BASHCOMPDIR  ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR   ?= $(PREFIX)/share/zsh/site-functions
+DATADIR      ?= $(PREFIX)/share
+# The directories install fills, and the list of those it had to make
+# (without DESTDIR), so that uninstall removes exactly those, when empty.
+INSTALL_DIRS = $(BINDIR) $(LIBDIR) $(INCLUDEDIR) $(PKGCONFIGDIR) $(MANDIR)/man1 \
+	$(MANDIR)/man3 $(BASHCOMPDIR) $(ZSHCOMPDIR) $(DATADIR)/sandlock
+MADE_DIRS = $(DATADIR)/sandlock/installed-dirs
 INSTALL    ?= install
 
 # The library's sources live in sub-system folders (docs/architecture.md);
@@ -165,9 +171,12 @@ bench: all
 # sandlock.pc is generated here, not at build time, so that it names the
 # PREFIX/LIBDIR of this install even if `make` ran with other values.
 install: lib $(BUILD)/sandlock $(BUILD)/sandlock-oci
-	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
-	    $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
-	    $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	@{ cat "$(DESTDIR)$(MADE_DIRS)" 2>/dev/null; \
+	   for d in $(INSTALL_DIRS); do p="$(DESTDIR)$$d"; \
+	     while [ -n "$${p#$(DESTDIR)}" ] && [ ! -d "$$p" ]; do echo "$${p#$(DESTDIR)}"; p="$${p%/*}"; done; \
+	   done; } | sort -u > $(BUILD)/installed-dirs
+	$(INSTALL) -d $(addprefix $(DESTDIR),$(INSTALL_DIRS))
+	$(INSTALL) -m 644 $(BUILD)/installed-dirs $(DESTDIR)$(MADE_DIRS)
 	$(INSTALL) -m 755 $(BUILD)/sandlock $(DESTDIR)$(BINDIR)/sandlock
 	$(INSTALL) -m 755 $(BUILD)/sandlock-oci $(DESTDIR)$(BINDIR)/sandlock-oci
 	$(INSTALL) -m 755 $(BUILD)/libsandlock.so $(DESTDIR)$(LIBDIR)/libsandlock.so.$(VERSION)
@@ -193,6 +202,11 @@ uninstall:
 	    $(DESTDIR)$(INCLUDEDIR)/sandlock.h $(DESTDIR)$(PKGCONFIGDIR)/sandlock.pc \
 	    $(DESTDIR)$(MANDIR)/man1/sandlock.1 $(DESTDIR)$(MANDIR)/man3/sandlock.3 \
 	    $(DESTDIR)$(BASHCOMPDIR)/sandlock $(DESTDIR)$(ZSHCOMPDIR)/_sandlock
+	@# the directories install made, deepest first, if nothing else is in them
+	@if [ -f "$(DESTDIR)$(MADE_DIRS)" ]; then dirs=$$(sort -r "$(DESTDIR)$(MADE_DIRS)"); \
+	    rm -f "$(DESTDIR)$(MADE_DIRS)"; \
+	    for d in $$dirs; do rmdir "$(DESTDIR)$$d" 2>/dev/null || true; done; fi
+	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null; then ldconfig || true; fi
 
 clean:
 	rm -rf build build-asan build-dev

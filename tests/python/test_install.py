@@ -191,14 +191,22 @@ def test_completion_and_man_page_know_every_command(destdir):
 
 def test_default_prefix_and_uninstall(tmp_path):
     d = tmp_path / "root"
+    # A directory that was there before, with something of someone else's:
+    # uninstall leaves both; every directory install made goes.
+    (d / "usr/local/share/man").mkdir(parents=True)
+    (d / "usr/local/share/man/other.7").write_text("x")
     r = make("install", f"DESTDIR={d}")
     assert r.returncode == 0, r.stderr
     assert (d / "usr/local/bin/sandlock").is_file()
     assert "prefix=/usr/local\n" in (d / "usr/local/lib/pkgconfig/sandlock.pc").read_text()
+    assert (d / "usr/local/share/man/man1").is_dir()
+    r = make("install", f"DESTDIR={d}")  # again: it still knows what it made
+    assert r.returncode == 0, r.stderr
     r = make("uninstall", f"DESTDIR={d}")
     assert r.returncode == 0, r.stderr
-    left = [p for p in d.rglob("*") if not p.is_dir()]
-    assert left == []
+    left = sorted(str(p.relative_to(d)) for p in d.rglob("*"))
+    assert left == ["usr", "usr/local", "usr/local/share", "usr/local/share/man",
+                    "usr/local/share/man/other.7"]
 
 
 def test_completion_and_man_page_know_every_run_option(destdir):
