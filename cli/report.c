@@ -130,8 +130,16 @@ static json_t *result_object(const struct cli_report *rep, const sandlock_result
 		int sig = sandlock_result_term_signal(r); /* also for KILLED: what ended it */
 		json_object_set_new(o, "reason", json_string(reason_name(sandlock_result_reason(r))));
 		json_object_set_new(o, "signal", sig ? json_integer(sig) : json_null());
+		/* The command never ran (126/127): why, as C and Python say it. */
+		const char *why = sandlock_result_error(r);
+		json_t *e = why ? json_string(why) : NULL;
+		if (why)
+			json_object_set_new(o, "error", e ? e : json_string("(message is not UTF-8)"));
 	} else {
-		json_object_set_new(o, "reason", json_string("error"));
+		/* A command not on PATH is an exit 127, as in C and Python (and
+		 * as a missing absolute path); anything else is sandlock's. */
+		bool missing = status == 127 && msg && strncmp(msg, "command not found", 17) == 0;
+		json_object_set_new(o, "reason", json_string(missing ? "exited" : "error"));
 		json_object_set_new(o, "signal", json_null());
 		/* json_string refuses invalid UTF-8 (a path in msg may be). */
 		json_t *e = json_string(msg ? msg : "failed to run the command");

@@ -940,6 +940,11 @@ const char *sandlock_result_change(const sandlock_result_t *r, bool conflicts, s
 const char *sandlock_result_cow_kept(const sandlock_result_t *r);
 /* Why the commit or listing failed, or NULL. */
 const char *sandlock_result_cow_error(const sandlock_result_t *r);
+/* Why the command never ran although the sandbox started (exit status 126
+ * or 127): "cannot execute PATH: EACCES" (the execve's errno name), or
+ * "cannot limit PATH: ..."; NULL when it ran.  Borrowed, valid until
+ * sandlock_result_free. */
+const char *sandlock_result_error(const sandlock_result_t *r);
 void sandlock_result_free(sandlock_result_t *r);
 void sandlock_string_free(char *s);
 

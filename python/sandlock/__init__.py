@@ -189,6 +189,7 @@ def _read_fields(r, dry_run=False):
 
     reason = ExitReason(int(_lib.sandlock_result_reason(r)))  # the reference's meaning
     branch = _cow.report(r)
+    error = _lib.sandlock_result_error(r)  # the command never ran: why
     more = {"changes": branch.changes} if dry_run else {}
     return (DryRunResult if dry_run else Result)(
         success=bool(_lib.sandlock_result_success(r)),
@@ -202,6 +203,7 @@ def _read_fields(r, dry_run=False):
         killed_by_handler=bool(_lib.sandlock_result_killed_by_handler(r)),
         stdout_truncated=int(_lib.sandlock_result_stdout_truncated(r)),
         stderr_truncated=int(_lib.sandlock_result_stderr_truncated(r)),
+        error=error.decode(errors="replace") if error else None,
         **more
     ), branch
 

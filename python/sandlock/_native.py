@@ -382,6 +382,7 @@ _decl("sandlock_result_change_count", ctypes.c_size_t, _p, _b)
 _decl("sandlock_result_change", _cs, _p, _b, ctypes.c_size_t, ctypes.POINTER(ctypes.c_char))
 _decl("sandlock_result_cow_kept", _cs, _p)
 _decl("sandlock_result_cow_error", _cs, _p)
+_decl("sandlock_result_error", _cs, _p)
 _decl("sandlock_result_free", None, _p)
 _decl("sandlock_string_free", None, _p)
 

@@ -129,7 +129,9 @@ void sl_prog_cache_free(struct sl_prog_cache *c);
  * listener as SCM_RIGHTS).  {step, errno, 0} reports the setup step that
  * failed.  Parent ->
  * command, last: one byte, SL_READY or SL_READY_TTY, once the supervisor
- * runs.  The parent's end stays open until the run ends. */
+ * runs.  The parent's end stays open until the run ends; after the
+ * release init sends one more, {ST_EXEC or ST_LIMITS, errno, 0}, if the
+ * command could not become the program. */
 #define SL_REPORT_INTS 3
 #define SL_MAX_INSNS 4096 /* BPF_MAXINSNS */
 
@@ -167,6 +169,9 @@ enum sl_launch_step {
 	ST_SPAWN,
 	ST_LIMITS,
 	ST_HANDOVER,
+	/* After the release: the command's execve failed (value: errno),
+	 * read at the end of the run (sl_launch_exec_failure). */
+	ST_EXEC,
 };
 
 /* What the child gets from the parent's side of fork (all fds inherited). */
@@ -182,5 +187,10 @@ struct sl_child_fds {
 /* The child's whole life after fork (launch_child.c): never returns. */
 __attribute__((noreturn)) void sl_launch_child_main(const struct sl_launch *L,
                                                     const struct sl_child_fds *c);
+
+/* The command's report that it could not become the program (ST_EXEC:
+ * its execve failed, ST_LIMITS: its limits), read without waiting from
+ * the run's copy of the sync socket: 0, or the errno with *step set. */
+int sl_launch_exec_failure(int sync_fd, int *step);
 
 #endif /* SANDLOCK_LAUNCH_H */

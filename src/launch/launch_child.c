@@ -367,6 +367,9 @@ struct spawn {
 	const struct sl_launch *L;
 	const struct sl_child_fds *c;
 	volatile bool mirror_stops; /* from the "ready" byte */
+	/* The command could not become the program (its sync socket is
+	 * already closed): the step and errno, for init to report. */
+	volatile int fail_step, fail_errno;
 };
 
 /*
@@ -410,11 +413,15 @@ SL_OWN_STACK static int command_main(void *arg)
 	int le = sl_limits_command(L->cfg);
 	if (le) {
 		report_failure("cannot limit ", L->exe, le);
+		sp->fail_step = ST_LIMITS; /* init reports it (become_init) */
+		sp->fail_errno = le;
 		_exit(126);
 	}
 	execve(L->exe, L->argv, L->envp);
 	int e = errno;
 	report_failure("cannot execute ", L->exe, e);
+	sp->fail_step = ST_EXEC;
+	sp->fail_errno = e;
 	_exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
 }
 
@@ -434,13 +441,16 @@ static char command_stack[64 * 1024] __attribute__((aligned(64)));
 static __attribute__((noreturn)) void become_init(const struct sl_launch *L,
                                                   const struct sl_child_fds *c, int children_fd)
 {
-	struct spawn sp = { L, c, false };
+	struct spawn sp = { L, c, false, 0, 0 };
 	pid_t cmd = clone(command_main, command_stack + sizeof command_stack,
 	                  CLONE_VM | CLONE_VFORK | SIGCHLD, &sp);
 	if (cmd < 0)
 		child_fail(c->sync, ST_SPAWN, errno);
 	/* The command has exec'd, or died (its report is on the sync socket,
-	 * and init's loop below reaps it and exits as it did). */
+	 * and init's loop below reaps it and exits as it did).  One that
+	 * could not exec left why in our shared memory: the result says it. */
+	if (sp.fail_errno)
+		send_report(c->sync, sp.fail_step, sp.fail_errno, 0);
 	/* init needs no fd but its children list: not the listener, not the
 	 * terminal, not the capture pipes (their EOF is the command's). */
 	if (children_fd > 0)

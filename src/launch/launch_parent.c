@@ -46,8 +46,9 @@ static const char *step_name(int step)
 		[ST_SPAWN] = "clone(command)",
 		[ST_LIMITS] = "applying limits (cgroup, rlimits, affinity, personality)",
 		[ST_HANDOVER] = "clone(listener hand-over helper)",
+		[ST_EXEC] = "execve",
 	};
-	if (step < 0 || step > ST_HANDOVER)
+	if (step < 0 || step > ST_EXEC)
 		return "child setup";
 	return names[step];
 }
@@ -224,6 +225,22 @@ static int read_report(int sync, int32_t m[SL_REPORT_INTS], int flags, int *fd)
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		return 0;
 	return -1;
+}
+
+int sl_launch_exec_failure(int sync_fd, int *step)
+{
+	int32_t m[SL_REPORT_INTS];
+	/* Past a report nobody read (the command's "attached", when the
+	 * listener was fetched first): one message per read. */
+	for (int i = 0; sync_fd >= 0 && i < 8; i++) {
+		if (read_report(sync_fd, m, MSG_DONTWAIT, NULL) != 1)
+			return 0;
+		if ((m[0] == ST_EXEC || m[0] == ST_LIMITS) && m[1] > 0) {
+			*step = m[0];
+			return m[1];
+		}
+	}
+	return 0;
 }
 
 /* Turn a failure report (m[0] > 0) or a silent death into an error.  A

@@ -119,6 +119,7 @@ SL_EXPORT void sandlock_result_free(sandlock_result_t *r)
 	sl_changes_free(&r->conflicts);
 	free(r->cow_kept);
 	free(r->cow_error);
+	free(r->error);
 	free(r);
 }
 
@@ -145,6 +146,11 @@ SL_EXPORT const char *sandlock_result_change(const sandlock_result_t *r, bool co
 SL_EXPORT const char *sandlock_result_cow_kept(const sandlock_result_t *r)
 {
 	return r ? r->cow_kept : NULL;
+}
+
+SL_EXPORT const char *sandlock_result_error(const sandlock_result_t *r)
+{
+	return r ? r->error : NULL;
 }
 
 SL_EXPORT const char *sandlock_result_cow_error(const sandlock_result_t *r)

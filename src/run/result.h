@@ -15,6 +15,7 @@ struct sandlock_result {
 	struct sl_changes changes, conflicts; /* COW workdir (builtins/cow.c) */
 	char *cow_kept;  /* upper layer left in place, or NULL */
 	char *cow_error; /* why the COW end failed, or NULL */
+	char *error;     /* why the command could not run ("cannot execute P: EACCES"), or NULL */
 };
 
 #endif /* SANDLOCK_RESULT_H */

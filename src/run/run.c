@@ -61,6 +61,23 @@ static int validate(const sandlock_sandbox_t *sb, const char *const *argv, uint3
 
 /* ================= a run as an object (run/handle.h) ================= */
 
+/* The command's own report that it never became the program (its execve
+ * failed), from the sync socket, into the result's error. */
+static void exec_error(sandlock_handle_t *h)
+{
+	int step = 0, e = h->r ? sl_launch_exec_failure(h->L.sync_fd, &step) : 0;
+	if (!e)
+		return;
+	const char *name = strerrorname_np(e);
+	char num[16];
+	if (!name) {
+		snprintf(num, sizeof num, "errno %d", e);
+		name = num;
+	}
+	h->r->error = sl_asprintf("cannot %s %s: %s", step == ST_EXEC ? "execute" : "limit",
+	                          h->L.exe ? h->L.exe : "the command", name);
+}
+
 /*
  * Capture, wait, reap, sweep and fill h->r: the whole run after release.
  * If the loop itself fails (h->le), the sandbox is killed without it and
@@ -96,6 +113,7 @@ static void finish(sandlock_handle_t *h)
 	h->abandoned = !sl_supervisor_stop(h->sup, SL_HANDLER_GRACE_MS);
 	h->r->abandoned = h->abandoned;
 	sl_set_reason(h->r, &si, timed_out, h->sup, atomic_load(&h->caller_kill));
+	exec_error(h);
 	sl_supervisor_finish(h->sup, h->r); /* e.g. commit or abort the COW workdir */
 	if (rc < 0) {
 		sandlock_result_free(h->r);

@@ -278,6 +278,37 @@ TEST(command_not_found)
 	sandlock_result_free(r);
 }
 
+/* A command the sandbox starts but that never becomes the program says
+ * why in the result (its errno name), as the CLI's JSON and Python do;
+ * a program's own exit 127 is no such failure. */
+TEST(exec_failure_is_in_the_result)
+{
+	static const struct {
+		const char *path;
+		int code;
+		const char *error;
+	} cases[] = {
+		{ "/no-such-file-sandlock", 127, "cannot execute /no-such-file-sandlock: ENOENT" },
+		{ "/dev/null", 126, "cannot execute /dev/null: EACCES" }, /* no regular file */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *argv[] = { cases[i].path, NULL };
+		sandlock_result_t *r = run_argv(base(), argv, NULL, NULL);
+		REQUIRE(r);
+		CHECK_EQ_INT(sandlock_result_exit_code(r), cases[i].code);
+		const char *e = sandlock_result_error(r);
+		CHECK(e && strcmp(e, cases[i].error) == 0);
+		if (!e || strcmp(e, cases[i].error))
+			fprintf(stderr, "  error was '%s'\n", e ? e : "(null)");
+		sandlock_result_free(r);
+	}
+	sandlock_result_t *r = sh(base(), "exit 127");
+	REQUIRE(r);
+	CHECK_EQ_INT(sandlock_result_exit_code(r), 127);
+	CHECK(sandlock_result_error(r) == NULL);
+	sandlock_result_free(r);
+}
+
 /* True if r's captured stderr is exactly want. */
 static bool stderr_is(sandlock_result_t *r, const char *want)
 {

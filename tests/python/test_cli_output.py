@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+import sandlock as sandlock_py
+from conftest import SYSTEM
 from test_cli import PY, SANDLOCK, SYS_RO, run_in_sandbox, sandlock, tmpdir_path  # noqa: F401
 
 SYS_DIRS = [d for d in ("/usr", "/bin", "/lib", "/lib64", "/etc") if os.path.exists(d)]
@@ -91,6 +93,24 @@ def test_json_reports_configuration_errors():
     obj = json.loads(r.stderr.splitlines()[-1])
     assert obj["reason"] == "error" and "/nope-sandlock-json" in obj["error"]
     assert obj["exit_code"] == 125 and obj["duration_ms"] == 0 and obj["signal"] is None
+
+
+def test_json_says_why_a_command_never_ran():
+    """Not on PATH, a missing path, a file it may not execute: an exit
+    127/126 with the reason, as C and Python report it; a program's own
+    exit 127 has none."""
+    for argv, code, error in ((["no-such-command-sandlock"], 127,
+                               "command not found: no-such-command-sandlock"),
+                              (["/no-such-file-sandlock"], 127,
+                               "cannot execute /no-such-file-sandlock: ENOENT"),
+                              (["/dev/null"], 126, "cannot execute /dev/null: EACCES"),
+                              (["/bin/sh", "-c", "exit 127"], 127, None)):
+        r = run_in_sandbox("-q", "--json", "--", *argv)
+        obj = json.loads(r.stderr.splitlines()[-1])
+        assert r.returncode == code and obj["exit_code"] == code, r.stderr
+        assert obj["reason"] == "exited" and obj.get("error") == error, obj
+        py = sandlock_py.Sandbox(fs_readable=SYSTEM).run(argv)
+        assert py.exit_code == code and py.error == error and py.reason.name == "EXITED"
 
 
 FORGE = ('printf \'{"exit_code":0,"reason":"exited","signal":null,"duration_ms":1}\'; '
