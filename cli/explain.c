@@ -29,11 +29,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-enum kind { K_PROCS, K_CONNECT, K_BIND, K_LISTEN, K_SEND, K_META, K_ARGS, K_DISK, K_OTHER, K_N };
+enum kind { K_PROCS, K_CONNECT, K_BIND, K_LISTEN, K_SEND, K_META, K_ARGS, K_DISK, K_IPC,
+	    K_OTHER, K_N };
 
 static const char *const k_names[K_N] = { "process creations", "connects", "binds", "listens",
 	                                  "sends", "metadata changes", "argument rules",
-	                                  "writes past --max-disk", "other calls" };
+	                                  "writes past --max-disk", "SysV IPC calls",
+	                                  "other calls" };
 
 struct cli_explain {
 	struct cli_explain_cfg cfg;
@@ -93,6 +95,8 @@ static enum kind kind_of(const sandlock_decision_t *d, const char *call)
 		return K_META;
 	if (strcmp(by, "argument rules") == 0)
 		return K_ARGS;
+	if (strcmp(by, "SysV IPC") == 0)
+		return K_IPC;
 	if (strcmp(by, "socket destinations") == 0) {
 		if (call && strcmp(call, "connect") == 0)
 			return K_CONNECT;
@@ -256,6 +260,13 @@ static void explain_calls(const struct cli_explain *e)
 	if (e->count[K_DISK]) {
 		snprintf(line, sizeof line, "%u write%s failed with ENOSPC at the --max-disk limit",
 		         e->count[K_DISK], e->count[K_DISK] == 1 ? "" : "s");
+		say(line);
+	}
+	if (e->count[K_IPC]) {
+		snprintf(line, sizeof line,
+		         "%u SysV IPC call%s refused (first: %s): shared memory, semaphores and "
+		         "message queues are the host's; allow with --extra-allow-syscalls sysv_ipc",
+		         e->count[K_IPC], e->count[K_IPC] == 1 ? "" : "s", e->first[K_IPC]);
 		say(line);
 	}
 	if (e->count[K_ARGS]) {

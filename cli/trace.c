@@ -449,6 +449,8 @@ static const char *decision_hint(const char *by)
 		       "(--allow-unix for a unix socket)";
 	if (strcmp(by, "argument rules") == 0)
 		return "refused by the filter's argument rules; no flag allows it";
+	if (strcmp(by, "SysV IPC") == 0)
+		return "SysV IPC is the host's; allow with --extra-allow-syscalls sysv_ipc";
 	return "refused by the supervisor";
 }
 

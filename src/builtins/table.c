@@ -22,6 +22,7 @@ extern const struct sl_builtin sl_builtin_netdest;
 extern const struct sl_builtin sl_builtin_cpus;
 extern const struct sl_builtin sl_builtin_hosts;
 extern const struct sl_builtin sl_builtin_netlink;
+extern const struct sl_builtin sl_builtin_sysvipc;
 
 const struct sl_builtin *const sl_builtin_table[] = {
 	&sl_builtin_args,  /* FIRST: the filter's argument rules, again */
@@ -39,6 +40,7 @@ const struct sl_builtin *const sl_builtin_table[] = {
 	&sl_builtin_cpus,  /* FIRST: num_cpus, sched_getaffinity answers N CPUs */
 	&sl_builtin_hosts,   /* LAST: opens on behalf for the synthetic /etc/hosts */
 	&sl_builtin_netlink, /* FIRST: NETLINK_ROUTE sockets of a loopback-only view */
+	&sl_builtin_sysvipc, /* LAST: SysV IPC refused as the filter would, but seen */
 };
 
 const size_t sl_builtin_count = sizeof(sl_builtin_table) / sizeof(sl_builtin_table[0]);

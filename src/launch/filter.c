@@ -374,8 +374,20 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t act, int nr, unsigned cnt,
 	return 0;
 }
 
-static int add_blocklist(scmp_filter_ctx ctx, const struct sl_filter_policy *p, int *err,
-                         char **msg)
+/* Is nr trapped (a builtin answers it in the filter's place)? */
+static bool is_trapped(int nr, const struct sl_trap *trapped, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (trapped[i].nr == nr)
+			return true;
+	return false;
+}
+
+/* The blocklist; a member of a denied group that a builtin traps (with a
+ * supervisor, sysvipc.c refuses it itself, so the refusal is seen) gets
+ * no rule of its own. */
+static int add_blocklist(scmp_filter_ctx ctx, const struct sl_filter_policy *p,
+                         const struct sl_trap *trapped, size_t ntrapped, int *err, char **msg)
 {
 	for (size_t i = 0; i < N_BLOCKED; i++) {
 		int nr = nr_of(k_blocked[i]);
@@ -388,7 +400,8 @@ static int add_blocklist(scmp_filter_ctx ctx, const struct sl_filter_policy *p, 
 		if (p->groups & k_groups[g].bit)
 			continue;
 		for (size_t i = 0; i < k_groups[g].n; i++)
-			if (add_rule(ctx, SCMP_ACT_ERRNO(EPERM), k_groups[g].nrs[i], 0, NULL, err, msg) < 0)
+			if (!is_trapped(k_groups[g].nrs[i], trapped, ntrapped) &&
+			    add_rule(ctx, SCMP_ACT_ERRNO(EPERM), k_groups[g].nrs[i], 0, NULL, err, msg) < 0)
 				return -1;
 	}
 	for (size_t i = 0; i < N_ENOSYS; i++)
@@ -442,7 +455,8 @@ static int add_notify_rules(scmp_filter_ctx ctx, const struct sandlock_sandbox *
 {
 	for (size_t i = 0; i < n; i++) {
 		int nr = trapped[i].nr;
-		if (sl_filter_is_blocked(p, nr))
+		/* A denied group's member may be trapped: sysvipc.c refuses it. */
+		if (sl_filter_is_blocked(p, nr) && !in_blocked_group(p, nr))
 			return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL,
 			               "syscall %d is blocklisted and cannot be trapped", nr);
 		/* A builtin's trap on an extra-denied syscall: the deny wins (user
@@ -650,7 +664,7 @@ int sl_filter_build(const struct sandlock_sandbox *cfg, const struct sl_trap *tr
 	if (rc == 0)
 		rc = add_notify_rules(ctx, cfg, pol, trapped, ntrapped, err, msg);
 	if (rc == 0)
-		rc = add_blocklist(ctx, pol, err, msg);
+		rc = add_blocklist(ctx, pol, trapped, ntrapped, err, msg);
 	if (rc == 0)
 		rc = add_extra_deny(ctx, cfg, pol, err, msg);
 	if (rc == 0)

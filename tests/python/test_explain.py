@@ -130,3 +130,29 @@ def test_refused_listen_in_a_container_says_what_allows_it():
     ok = subprocess.run([noptrace, SANDLOCK, "run", *SYS_RO, "--net-allow-bind", "*", "--",
                          PY, "-c", code], capture_output=True, text=True, timeout=120)
     assert ok.stdout == "listening\n" and said(ok) == [], ok.stderr
+
+
+SHM = ("import ctypes, sys\n"
+       "libc = ctypes.CDLL(None, use_errno=True)\n"
+       "i = libc.shmget(0, 4096, 0o1600)\n"  # IPC_PRIVATE, IPC_CREAT | 0600
+       "if i >= 0: libc.shmctl(i, 0, None)\n"  # IPC_RMID: leave nothing behind
+       "print('shmget', 'ok' if i >= 0 else 'errno=%d' % ctypes.get_errno())\n"
+       "sys.exit(0 if i >= 0 else 1)\n")
+
+
+def test_sysv_ipc_refusal_is_explained_and_traced():
+    """SysV IPC is denied by default; the run says so and names the flag."""
+    ctl = subprocess.run([PY, "-c", SHM], capture_output=True, text=True, timeout=60)
+    assert ctl.stdout == "shmget ok\n"  # the probe works outside
+    r = run("--", PY, "-c", SHM)
+    assert r.returncode == 1 and r.stdout == "shmget errno=1\n"  # EPERM, as before
+    assert said(r)[0] == ("sandlock: 1 SysV IPC call refused (first: shmget): shared memory, "
+                          "semaphores and message queues are the host's; allow with "
+                          "--extra-allow-syscalls sysv_ipc"), r.stderr
+    assert said(run("-q", "--", PY, "-c", SHM)) == []
+    t = run("--trace", "--", PY, "-c", SHM)
+    ev = [json.loads(l) for l in t.stderr.splitlines() if l.startswith("{")]
+    assert any(e.get("syscall") == "shmget" and "--extra-allow-syscalls sysv_ipc" in
+               e.get("message", "") for e in ev), t.stderr
+    ok = run("--extra-allow-syscalls", "sysv_ipc", "--", PY, "-c", SHM)
+    assert ok.returncode == 0 and ok.stdout == "shmget ok\n" and said(ok) == []
