@@ -934,8 +934,8 @@ static void configure_control(const sandlock_sandbox_t *sb, const struct cli_cfg
 static sandlock_result_t *run_sandbox(const sandlock_sandbox_t *sb, const struct cli_cfg *cfg,
                                       struct cli_trace *trace, int *err, char **msg)
 {
-	sandlock_registration_t regs[8];
-	size_t nregs = trace ? cli_trace_registrations(trace, regs, 8) : 0;
+	sandlock_registration_t regs[32];
+	size_t nregs = trace ? cli_trace_registrations(trace, regs, 32) : 0;
 	if (trace && nregs == 0) {
 		*err = SANDLOCK_ERR_NOMEM;
 		*msg = NULL;

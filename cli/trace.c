@@ -27,7 +27,32 @@ struct cli_trace {
 	struct cli_list read, write, deny; /* canonical roots of the rules */
 	struct cli_list used_read, used_write; /* learn: canonical paths used */
 	int nr_open, nr_openat, nr_creat, nr_execve, nr_execveat;
+	int nr_change[16]; /* k_changes' numbers (-1: not on this architecture) */
 };
+
+/*
+ * The calls that make, remove or rename a name (Landlock's MAKE_*,
+ * REMOVE_*, REFER rights: the directory must be under a -w tree): which
+ * argument holds the dirfd (-1: AT_FDCWD) and the path, for the name it
+ * removes or replaces (1) and the one it makes (2).  make_only: an
+ * existing target is EEXIST, never a denial.
+ */
+static const struct {
+	const char *name;
+	signed char d1, p1, d2, p2;
+	bool make_only;
+} k_changes[] = {
+	{ "mkdir", -1, -1, -1, 0, true },     { "mkdirat", -1, -1, 0, 1, true },
+	{ "mknod", -1, -1, -1, 0, true },     { "mknodat", -1, -1, 0, 1, true },
+	{ "symlink", -1, -1, -1, 1, true },   { "symlinkat", -1, -1, 1, 2, true },
+	{ "link", -1, -1, -1, 1, true },      { "linkat", -1, -1, 2, 3, true },
+	{ "rmdir", -1, 0, -1, -1, false },    { "unlink", -1, 0, -1, -1, false },
+	{ "unlinkat", 0, 1, -1, -1, false },  { "rename", -1, 0, -1, 1, false },
+	{ "renameat", 0, 1, 2, 3, false },    { "renameat2", 0, 1, 2, 3, false },
+	{ "truncate", -1, 0, -1, -1, false },
+};
+#define N_CHANGES (sizeof k_changes / sizeof k_changes[0])
+_Static_assert(N_CHANGES <= 16, "nr_change holds k_changes");
 
 /* ---------------------------------------------------------------- paths */
 
@@ -393,24 +418,62 @@ static bool decode(const struct cli_trace *t, const sandlock_notif_t *n, struct 
 	return c->acc != ACC_NONE;
 }
 
+/* The canonical path a call names (args dirfd, addr), *exists set; NULL
+ * when it cannot be told (unreadable, empty: AT_EMPTY_PATH on an fd). */
+static char *call_path(const sandlock_notif_t *n, sandlock_mem_t *mem, int dirfd, uint64_t addr,
+                       bool *exists)
+{
+	char *raw = sandlock_mem_read_string(mem, addr, PATH_MAX);
+	if (!raw || !raw[0]) {
+		sandlock_string_free(raw);
+		return NULL;
+	}
+	char *abs = absolute(n->pid, dirfd, raw);
+	sandlock_string_free(raw);
+	char *path = abs ? canonical(abs, exists) : NULL;
+	free(abs);
+	return path;
+}
+
+/* One name a change call removes (make = false) or makes. */
+static void judge_change(struct cli_trace *t, const sandlock_notif_t *n, sandlock_mem_t *mem,
+                         size_t k, int d, int p, bool make)
+{
+	if (p < 0)
+		return;
+	int dirfd = d < 0 ? AT_FDCWD : (int)(int32_t)n->args[d];
+	bool exists = false;
+	char *path = call_path(n, mem, dirfd, n->args[p], &exists);
+	/* A name to remove that is not there is ENOENT; one to make that is
+	 * there, EEXIST: neither is a denial. */
+	if (path && (make ? !(exists && k_changes[k].make_only) : exists))
+		judge_or_record(t, k_changes[k].name, n->pid, path, exists, ACC_WRITE);
+	free(path);
+}
+
+/* mkdir, unlink, rename, ...: true if n is one (judged here). */
+static bool on_change(struct cli_trace *t, const sandlock_notif_t *n, sandlock_mem_t *mem)
+{
+	for (size_t k = 0; k < N_CHANGES; k++) {
+		if (t->nr_change[k] < 0 || n->syscall_nr != t->nr_change[k])
+			continue;
+		judge_change(t, n, mem, k, k_changes[k].d1, k_changes[k].p1, false);
+		judge_change(t, n, mem, k, k_changes[k].d2, k_changes[k].p2, true);
+		return true;
+	}
+	return false;
+}
+
 static int32_t on_call(void *ud, const sandlock_notif_t *n, sandlock_mem_t *mem,
                        sandlock_action_t *out)
 {
 	struct cli_trace *t = ud;
 	sandlock_action_set_continue(out); /* the kernel decides, always */
 	struct call_args c;
-	if (!decode(t, n, &c))
+	if (on_change(t, n, mem) || !decode(t, n, &c))
 		return 0;
-	char *raw = sandlock_mem_read_string(mem, c.path, PATH_MAX);
-	if (!raw || !raw[0]) {
-		sandlock_string_free(raw);
-		return 0; /* unreadable, or AT_EMPTY_PATH on a descriptor */
-	}
-	char *abs = absolute(n->pid, c.dirfd, raw);
-	sandlock_string_free(raw);
 	bool exists = false;
-	char *path = abs ? canonical(abs, &exists) : NULL;
-	free(abs);
+	char *path = call_path(n, mem, c.dirfd, c.path, &exists);
 	/* A missing file is ENOENT, not a denial, unless it is being created. */
 	if (path && (exists || c.creates)) {
 		judge_or_record(t, c.name, n->pid, path, exists, c.acc);
@@ -538,6 +601,8 @@ struct cli_trace *cli_trace_new(const struct cli_cfg *cfg, FILE *out, bool learn
 	t->nr_creat = (int)sandlock_syscall_nr("creat");
 	t->nr_execve = (int)sandlock_syscall_nr("execve");
 	t->nr_execveat = (int)sandlock_syscall_nr("execveat");
+	for (size_t i = 0; i < N_CHANGES; i++)
+		t->nr_change[i] = (int)sandlock_syscall_nr(k_changes[i].name);
 	return t;
 }
 
@@ -572,6 +637,9 @@ size_t cli_trace_registrations(struct cli_trace *t, sandlock_registration_t *reg
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && n < max; i++)
 		if (sandlock_syscall_nr(names[i]) >= 0)
 			regs[n++] = (sandlock_registration_t){ names[i], h };
+	for (size_t i = 0; i < N_CHANGES && n < max; i++)
+		if (t->nr_change[i] >= 0)
+			regs[n++] = (sandlock_registration_t){ k_changes[i].name, h };
 	if (n == 0)
 		sandlock_handler_free(h);
 	return n;

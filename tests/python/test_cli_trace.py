@@ -52,6 +52,36 @@ def test_trace_reports_denied_read_and_write_with_the_flag(tree):
     assert (out / "f").read_text() == "ok\n"
 
 
+def test_trace_reports_refused_mkdir_unlink_rename_and_symlink(tree):
+    """Names made, removed or renamed where no -w allows it: each refusal
+    reported with the -w that allows it; allowed ones and ENOENT/EEXIST
+    are not denials."""
+    data, out = tree / "data", tree / "out"
+    script = (f"mkdir {data}/d; rm -f {data}/x; mv {data}/x {data}/y; "
+              f"ln -s x {data}/l; mkdir {out}/ok; rm {out}/nothing-here; "
+              f"mkdir {data}; true")
+    r = run_in_sandbox("-r", str(data), "-w", str(out), "--trace", "--", "/bin/sh", "-c",
+                       script)
+    assert (data / "x").read_text() == "secret\n" and not (data / "d").exists()
+    assert (out / "ok").is_dir()
+    seen = {(l["syscall"], l["path"]): l for l in trace_lines(r.stderr)}
+    for call, path in (("mkdir", data / "d"), ("unlinkat", data / "x"),
+                       ("symlink", data / "l")):
+        ev = [l for (c, p), l in seen.items() if p == str(path) and c.startswith(call)]
+        assert ev, (call, path, sorted(seen))
+        assert ev[0]["access"] == "write" and ev[0]["allow_flag"] == "-w"
+        assert ev[0]["allow_path"] == str(data)
+    assert any(c.startswith("rename") and p in (str(data / "x"), str(data / "y"))
+               for c, p in seen), sorted(seen)
+    assert not any(p.startswith(str(out)) for _, p in seen)
+    assert (r"mkdir", str(data)) not in seen  # EEXIST, not a denial
+    # What the trace says to grant lets it happen.
+    r = run_in_sandbox("-w", str(data), "--trace", "--", "/bin/sh", "-c",
+                       f"mkdir {data}/d && mv {data}/x {data}/y")
+    assert r.returncode == 0 and (data / "d").is_dir() and (data / "y").exists()
+    assert [l for l in trace_lines(r.stderr) if l["path"].startswith(str(data))] == []
+
+
 def test_trace_follows_the_suggestion(tree):
     """Granting what the trace suggests makes the access work."""
     data = tree / "data"
