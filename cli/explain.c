@@ -13,6 +13,7 @@
  * traps opens to find them).  `-q` turns it all off.
  */
 #include "explain.h"
+#include "trace.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -315,6 +316,26 @@ static void explain_limits(const struct cli_explain *e, const sandlock_result_t 
 	}
 }
 
+/* A command the rules would not let it execute ("cannot execute P: EACCES"
+ * was said already, by the sandbox): the -r that allows it. */
+static void explain_exec(const struct cli_explain *e, const sandlock_result_t *r)
+{
+	const char *why = sandlock_result_error(r), *pre = "cannot execute ";
+	size_t n = strlen(pre), len = why ? strlen(why) : 0;
+	if (!e->cfg.run || len <= n + 8 || strncmp(why, pre, n) != 0 ||
+	    strcmp(why + len - 8, ": EACCES") != 0)
+		return;
+	char *path = strndup(why + n, len - n - 8);
+	char *hint = path ? cli_trace_exec_hint(e->cfg.run, path) : NULL;
+	if (hint) {
+		char line[4400];
+		snprintf(line, sizeof line, "cannot execute %s: %s", path, hint);
+		say(line);
+	}
+	free(hint);
+	free(path);
+}
+
 static void explain_workdir(const struct cli_explain *e, const sandlock_result_t *r)
 {
 	size_t n = sandlock_result_change_count(r, false);
@@ -333,6 +354,7 @@ void cli_explain_end(struct cli_explain *e, const sandlock_result_t *r, int stat
 	if (!e || !r || status == 0)
 		return;
 	explain_limits(e, r);
+	explain_exec(e, r);
 	explain_network(e);
 	explain_calls(e);
 	explain_workdir(e, r);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "runcfg.h"
 #include "sandlock.h"
 
 struct cli_explain;
@@ -20,6 +21,7 @@ struct cli_explain_cfg {
 	bool has_max_processes;
 	const char *workdir_path;
 	bool on_error_abort; /* a failed run's workdir changes are thrown away */
+	const struct cli_cfg *run; /* the rules, for a command it could not execute */
 };
 
 struct cli_explain *cli_explain_new(const struct cli_explain_cfg *c);

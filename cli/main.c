@@ -978,7 +978,7 @@ static struct cli_explain *explain_new(const struct cli_cfg *cfg)
 		.has_timeout = cfg->has_timeout, .timeout_ms = cfg->timeout_ms,
 		.has_max_memory = cfg->has_max_memory, .max_memory = cfg->max_memory,
 		.has_max_processes = cfg->has_max_processes, .max_processes = cfg->max_processes,
-		.on_error_abort = true,
+		.on_error_abort = true, .run = cfg,
 	};
 	for (size_t i = 0; i < cfg->ops.n; i++) {
 		const struct cli_op *op = &cfg->ops.v[i];

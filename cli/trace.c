@@ -606,6 +606,25 @@ struct cli_trace *cli_trace_new(const struct cli_cfg *cfg, FILE *out, bool learn
 	return t;
 }
 
+char *cli_trace_exec_hint(const struct cli_cfg *cfg, const char *path)
+{
+	struct cli_trace *t = cli_trace_new(cfg, NULL, false);
+	bool exists = false;
+	char *canon = t ? canonical(path, &exists) : NULL;
+	char *hint = NULL;
+	if (canon && exists) {
+		struct verdict v = judge(t, canon, true, ACC_EXEC);
+		if (v.reason && asprintf(&hint, "%s; allow with %s %s", v.reason,
+		                         v.flag ? v.flag : "no flag (remove the -d)",
+		                         v.allow ? v.allow : "") < 0)
+			hint = NULL;
+		free(v.allow);
+	}
+	free(canon);
+	cli_trace_free(t);
+	return hint;
+}
+
 static void list_release(struct cli_list *l)
 {
 	for (size_t i = 0; i < l->n; i++)

@@ -29,6 +29,11 @@ struct cli_trace;
 /* cfg: the rules the run uses (copied).  out: where --trace's JSON lines
  * go (NULL in learn mode, which only records).  NULL on allocation failure. */
 struct cli_trace *cli_trace_new(const struct cli_cfg *cfg, FILE *out, bool learn);
+/* For a command the sandbox could not execute (EACCES): why, by cfg's
+ * rules, and the flag that allows it ("not under any -r/-w; allow with -r
+ * /opt/tool"), or NULL when the rules allow it (then it is not the
+ * rules': a file without execute permission, a noexec mount).  Heap. */
+char *cli_trace_exec_hint(const struct cli_cfg *cfg, const char *path);
 void cli_trace_free(struct cli_trace *t);
 /* Fill regs (room for max) with this trace's handlers; returns the count.
  * The handlers borrow t: free t only after the run. */

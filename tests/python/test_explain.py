@@ -156,3 +156,21 @@ def test_sysv_ipc_refusal_is_explained_and_traced():
                e.get("message", "") for e in ev), t.stderr
     ok = run("--extra-allow-syscalls", "sysv_ipc", "--", PY, "-c", SHM)
     assert ok.returncode == 0 and ok.stdout == "shmget ok\n" and said(ok) == []
+
+
+def test_a_command_outside_the_grants_is_explained(tmp_path):
+    """exit 126: the -r that lets it execute, when the rules are why."""
+    tool = tmp_path / "tool.sh"
+    tool.write_text("#!/bin/sh\necho ran\n")
+    tool.chmod(0o755)
+    assert subprocess.run([str(tool)], capture_output=True, text=True).stdout == "ran\n"
+    r = run("--", str(tool))
+    assert r.returncode == 126
+    assert ("sandlock: cannot execute %s: not under any -r/-w; allow with -r %s"
+            % (tool, tmp_path)) in said(r), r.stderr
+    ok = run("-r", str(tmp_path), "--", str(tool))
+    assert ok.returncode == 0 and ok.stdout == "ran\n"
+    # Granted but not executable: the rules are not why; no flag offered.
+    tool.chmod(0o644)
+    r = run("-r", str(tmp_path), "--", str(tool))
+    assert r.returncode == 126 and not [l for l in said(r) if "allow with" in l], r.stderr
