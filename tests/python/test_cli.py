@@ -191,7 +191,9 @@ def test_command_outside_read_paths_is_126_with_message(tmpdir_path):
     r = run_in_sandbox("--", str(f))  # Landlock denies the exec
     assert r.returncode == 126
     assert r.stdout == ""
-    assert r.stderr == f"sandlock: cannot execute {f}: EACCES\n"
+    assert r.stderr == (f"sandlock: cannot execute {f}: EACCES\n"
+                        f"sandlock: cannot execute {f}: not under any -r/-w; allow with -r "
+                        f"{tmpdir_path}\n")
 
 
 # ---------------------------------------------------------------- usage errors
