@@ -897,7 +897,11 @@ sandlock_builder_t *sandlock_sandbox_builder_max_disk(sandlock_builder_t *b, uin
  * does); fs_write inside a read-only mount is SANDLOCK_ERR_CONFLICT. */
 sandlock_builder_t *sandlock_sandbox_builder_chroot(sandlock_builder_t *b, const char *rootfs);
 /* Map the host directory host at the absolute guest path virt (needs
- * chroot): read-write, or read-only (writes fail with EROFS). */
+ * chroot): read-write, or read-only (writes fail with EROFS).  host may
+ * be a regular file: then virt is that file, live (writes from either
+ * side are seen by the other, as a bind mount of a file), found by name
+ * in its host directory at each lookup; the directory holding virt must
+ * exist in the view. */
 sandlock_builder_t *sandlock_sandbox_builder_fs_mount(sandlock_builder_t *b, const char *virt,
                                                       const char *host);
 sandlock_builder_t *sandlock_sandbox_builder_fs_mount_ro(sandlock_builder_t *b, const char *virt,

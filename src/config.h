@@ -27,11 +27,12 @@ struct sl_filter_policy {
 #define SL_DEFAULT_MAX_PROCESSES 64
 enum { SL_PROT_STRICT = 0, SL_PROT_DEGRADED = 1, SL_PROT_DISABLED = 2 };
 
-#define SL_MAX_MOUNTS 64
+#define SL_MAX_MOUNTS 64 /* builder.c names the number in its error */
 struct sl_mount {
 	char *virt; /* absolute guest path, normalized, never "/" */
-	char *host; /* canonical host directory */
+	char *host; /* canonical host directory, or regular file (file) */
 	bool ro;
+	bool file; /* a single file mapped at virt (a live bind of it) */
 };
 
 #define SL_MAX_GPUS 64 /* gpu_devices: indices given at most */

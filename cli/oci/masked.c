@@ -5,11 +5,15 @@
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#define MASK_DIR "masked" /* the empty directory, in the state directory */
+/* The empty directory and file, in the state directory. */
+#define MASK_DIR "masked"
+#define MASK_FILE "masked-file"
 
 /* An absolute path without "." or ".." names: the mount table's prefixes
  * are lexical, so the path must be too. */
@@ -44,16 +48,28 @@ static int entry(const struct oci_fs *fs, json_t *list, const char *what, size_t
 	return errno == ENOENT || errno == ENOTDIR ? 0 : 1;
 }
 
+/* The empty directory and the empty file masked paths are mapped to. */
+static int make_empties(const char *dir, const char *file)
+{
+	int fd = -1;
+	if (mkdir(dir, 0755) < 0 || chmod(dir, 0555) < 0 ||
+	    (fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444)) < 0) {
+		oci_error("linux.maskedPaths: the empty %s %s: %s", fd < 0 ? "file" : "directory",
+		          fd < 0 ? file : dir, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 static int mask(sandlock_builder_t *b, struct oci_fs *fs, json_t *list, const char *scratch,
                 bool make)
 {
-	char empty[OCI_PATH_MAX];
-	if (oci_state_path(scratch, MASK_DIR, empty, sizeof empty) < 0)
+	char empty[OCI_PATH_MAX], empty_file[OCI_PATH_MAX];
+	if (oci_state_path(scratch, MASK_DIR, empty, sizeof empty) < 0 ||
+	    oci_state_path(scratch, MASK_FILE, empty_file, sizeof empty_file) < 0 ||
+	    (make && make_empties(empty, empty_file) < 0))
 		return -1;
-	if (make && (mkdir(empty, 0755) < 0 || chmod(empty, 0555) < 0)) {
-		oci_error("linux.maskedPaths: the empty directory %s: %s", empty, strerror(errno));
-		return -1;
-	}
 	for (size_t i = 0; i < json_array_size(list); i++) {
 		const char *p;
 		struct stat st;
@@ -61,7 +77,10 @@ static int mask(sandlock_builder_t *b, struct oci_fs *fs, json_t *list, const ch
 		int has = entry(fs, list, "maskedPaths", i, &p, &st, &ro);
 		if (has < 0)
 			return -1;
-		if (has && oci_fs_map(b, fs, p, empty, true) < 0)
+		/* As runc: a directory becomes an empty one, anything else an
+		 * empty file (runc binds /dev/null; a regular file here, as the
+		 * view maps directories and regular files). */
+		if (has && oci_fs_map(b, fs, p, S_ISDIR(st.st_mode) ? empty : empty_file, true) < 0)
 			return -1;
 	}
 	return 0;

@@ -1,10 +1,10 @@
 /*
  * masked.h — config.json's linux.maskedPaths and linux.readonlyPaths.
  *
- * A masked path is made empty and unreadable as runc makes it: an empty
- * read-only directory (a scratch directory of the container) is mapped
- * over it, whatever it was (a directory, a file of /proc or /sys, a file
- * of the image), so the guest reads nothing of it by any route (the view
+ * A masked path is made empty as runc makes it: an empty read-only
+ * directory mapped over a directory, an empty read-only file over
+ * anything else (scratch files of the container; runc binds /dev/null),
+ * so the guest reads nothing of it by any route (the view
  * maps every path, "..", symlinks and dirfds included, through the
  * longest mount).  A read-only path must take no writes: it is honoured
  * where it already lies in a read-only part of the view (the /proc and

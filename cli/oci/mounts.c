@@ -113,7 +113,9 @@ int oci_fs_stat(const struct oci_fs *fs, const char *guest, struct stat *st, boo
 	char host[OCI_PATH_MAX], rel[OCI_PATH_MAX];
 	if (oci_fs_place(fs, guest, host, rel, sizeof host, ro) < 0)
 		return -1;
-	int dir = open(host, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (strcmp(rel, ".") == 0) /* a mount itself (a file one too) */
+		return stat(host, st);
+	int dir = open(host, O_PATH | O_DIRECTORY | O_CLOEXEC); /* ENOTDIR below a file */
 	int fd = dir < 0 ? -1 : open_in_root(dir, rel, O_PATH | O_NOFOLLOW, 0);
 	int rc = fd < 0 || fstat(fd, st) < 0 ? -1 : 0;
 	if (fd >= 0)
@@ -156,8 +158,10 @@ static int mkdirs_in_root(int rootfd, const char *dir)
 	}
 }
 
-/* A bind of one file: its content copied to dest inside the rootfs. */
-static int copy_file_in(int rootfd, const char *src, const char *dest, size_t idx)
+/* The mount point of a bind of one file, as runc makes it: the directory
+ * holding it, and an empty file where the image has none (so the guest
+ * walks to it and lists it); the image's own file is left as it is. */
+static int file_mount_point(int rootfd, const char *dest, size_t idx)
 {
 	char parent[OCI_PATH_MAX];
 	snprintf(parent, sizeof parent, "%s", dest);
@@ -170,26 +174,17 @@ static int copy_file_in(int rootfd, const char *src, const char *dest, size_t id
 			return -1;
 		}
 	}
-	int in = open(src, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	int out = in < 0 || fstat(in, &st) < 0 ? -1
-	          : open_in_root(rootfd, dest, O_WRONLY | O_CREAT | O_TRUNC, st.st_mode & 0777);
-	int rc = in >= 0 && out >= 0 ? 0 : -1;
-	char buf[65536];
-	ssize_t n;
-	while (rc == 0 && (n = read(in, buf, sizeof buf)) != 0)
-		rc = n < 0 || write(out, buf, (size_t)n) != n ? -1 : 0;
-	if (rc < 0)
-		oci_error("mounts[%zu]: bind of the file %s: cannot copy it to %s in the rootfs "
-		          "(the view maps directories; files are copied): %s", idx, src, dest,
+	int fd = open_in_root(rootfd, dest, O_PATH | O_NOFOLLOW, 0);
+	if (fd < 0)
+		fd = open_in_root(rootfd, dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		oci_error("mounts[%zu]: cannot make the mount point %s in the rootfs: %s", idx, dest,
 		          strerror(errno));
-	else
-		oci_info("mounts[%zu]: %s copied to %s (a copy, not a live bind)", idx, src, dest);
-	if (in >= 0)
-		close(in);
-	if (out >= 0)
-		close(out);
-	return rc;
+		return -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	return 0;
 }
 
 static int bind_mount(sandlock_builder_t *b, struct oci_fs *fs, int rootfd, const char *bundle,
@@ -204,14 +199,14 @@ static int bind_mount(sandlock_builder_t *b, struct oci_fs *fs, int rootfd, cons
 		return -1;
 	}
 	bool ro = has_opt(json_object_get(m, "options"), "ro");
-	if (S_ISREG(st.st_mode))
-		return make ? copy_file_in(rootfd, host, dest, idx) : 0;
-	if (!S_ISDIR(st.st_mode)) {
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
 		oci_error("mounts[%zu] (%s): source %s is neither a directory nor a regular file; "
-		          "sandlock maps directories (and copies files)", idx, dest, host);
+		          "sandlock maps those", idx, dest, host);
 		return -1;
 	}
-	if (make)
+	if (make && S_ISREG(st.st_mode) && file_mount_point(rootfd, dest, idx) < 0)
+		return -1;
+	if (make && S_ISDIR(st.st_mode))
 		mkdirs_in_root(rootfd, dest); /* the mount point, as runc makes it */
 	return oci_fs_map(b, fs, dest, host, ro);
 }

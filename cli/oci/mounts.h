@@ -5,8 +5,8 @@
  * the host's /proc seen through sandlock's /proc policy (read-only),
  * sysfs -> the host's /sys read-only, /dev -> a minimal /dev (null, zero,
  * full, random, urandom, tty).  A bind of a single file (podman's
- * /etc/hosts, /etc/hostname, /etc/resolv.conf) is copied into the rootfs
- * at create, resolved inside it; the view maps directories only.
+ * /etc/hosts, /etc/hostname, /etc/resolv.conf) is an fs_mount of that
+ * file: live, as runc's bind.
  */
 #ifndef SANDLOCK_OCI_MOUNTS_H
 #define SANDLOCK_OCI_MOUNTS_H
@@ -45,8 +45,8 @@ int oci_fs_place(const struct oci_fs *fs, const char *guest, char *host, char *r
 struct stat;
 int oci_fs_stat(const struct oci_fs *fs, const char *guest, struct stat *st, bool *ro);
 
-/* Map the host directory host at guest dest (read-only with ro), and
- * note it in fs.  0, or -1 after saying why (too many). */
+/* Map the host directory or regular file host at guest dest (read-only
+ * with ro), and note it in fs.  0, or -1 after saying why (too many). */
 int oci_fs_map(sandlock_builder_t *b, struct oci_fs *fs, const char *dest, const char *host,
                bool ro);
 

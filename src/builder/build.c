@@ -261,10 +261,12 @@ static int resolve_mount(const struct sl_mount *raw, struct sl_mount *m, int *er
 		               "fs_mount '%s': cannot mount over the root; use chroot", raw->virt);
 	m->host = realpath(raw->host, NULL);
 	struct stat st;
-	if (!m->host || stat(m->host, &st) < 0 || !S_ISDIR(st.st_mode))
-		return sl_fail(err, msg, SANDLOCK_ERR_INVALID, "fs_mount '%s': host '%s' is not a directory",
+	if (!m->host || stat(m->host, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+		return sl_fail(err, msg, SANDLOCK_ERR_INVALID,
+		               "fs_mount '%s': host '%s' is neither a directory nor a regular file",
 		               raw->virt, raw->host);
 	m->ro = raw->ro;
+	m->file = S_ISREG(st.st_mode);
 	return 0;
 }
 

@@ -117,7 +117,7 @@ static sandlock_builder_t *b_mount(sandlock_builder_t *b, const char *virt, cons
 		return b;
 	}
 	if (b->n_raw_mounts == SL_MAX_MOUNTS) {
-		sl_b_error(b, SANDLOCK_ERR_INVALID, "fs_mount '%s': more than 32 mounts", virt);
+		sl_b_error(b, SANDLOCK_ERR_INVALID, "fs_mount '%s': more than 64 mounts", virt);
 		return b;
 	}
 	struct sl_mount *m = &b->raw_mounts[b->n_raw_mounts];

@@ -43,7 +43,8 @@
 
 struct view_mount {
 	char *virt, *host;
-	int fd;
+	int fd;    /* the host directory; for a file, the directory holding it */
+	char *name; /* a file's name in that directory, else NULL */
 	bool ro;
 };
 
@@ -59,6 +60,21 @@ struct sl_view {
 static int open_dir(const char *p)
 {
 	return sl_fd_high(open(p, O_PATH | O_DIRECTORY | O_CLOEXEC));
+}
+
+/* A mount's fd: its directory, or (a file) the directory holding it and
+ * the file's name there.  false with errno. */
+static bool open_mount(struct view_mount *m, bool file)
+{
+	if (!file)
+		return (m->fd = open_dir(m->host)) >= 0;
+	char *slash = strrchr(m->host, '/');
+	if (!(m->name = sl_strdup(slash + 1)))
+		return false;
+	*slash = '\0';
+	m->fd = open_dir(slash == m->host ? "/" : m->host);
+	*slash = '/';
+	return m->fd >= 0;
 }
 
 struct sl_view *sl_view_new(const struct sandlock_sandbox *cfg, char **msg)
@@ -77,8 +93,8 @@ struct sl_view *sl_view_new(const struct sandlock_sandbox *cfg, char **msg)
 		m->virt = sl_strdup(cfg->mounts[i].virt);
 		m->host = sl_strdup(cfg->mounts[i].host);
 		m->ro = cfg->mounts[i].ro;
-		m->fd = m->host ? open_dir(m->host) : -1;
-		ok = m->virt && m->fd >= 0;
+		m->fd = -1;
+		ok = m->virt && m->host && open_mount(m, cfg->mounts[i].file);
 	}
 	for (size_t i = 0; ok && i < cfg->fs_write.n; i++)
 		ok = sl_strvec_push(&v->write, cfg->fs_write.v[i]) == 0;
@@ -106,6 +122,7 @@ void sl_view_free(struct sl_view *v)
 			close(v->m[i].fd);
 		free(v->m[i].virt);
 		free(v->m[i].host);
+		free(v->m[i].name);
 	}
 	sl_strvec_free(&v->write);
 	sl_strvec_free(&v->deny);
@@ -141,6 +158,11 @@ static int map_lexical(const struct sl_view *v, const char *norm, int *base, cha
 		rest++;
 	*base = bm ? bm->fd : v->rootfd;
 	*ro = bm ? bm->ro : false;
+	if (bm && bm->name) { /* a file: its name in its directory, nothing below */
+		if (*rest)
+			return ENOTDIR;
+		rest = bm->name;
+	}
 	if (snprintf(out, cap, "%s", *rest ? rest : ".") >= (int)cap)
 		return ENAMETOOLONG;
 	return 0;

@@ -100,6 +100,29 @@ def test_a_mount_point_cannot_be_moved_linked_or_removed(rootfs):
     assert (root / "etc" / "inner" / "secret").read_text() == "HIDDEN\n"
 
 
+def test_a_file_mount_is_live_and_its_directory_stays_out_of_reach(rootfs):
+    d, root = rootfs
+    live, ro = d / "host" / "live", d / "host" / "ro"
+    live.write_text("v1\n")
+    ro.write_text("ro\n")
+    # The probe works: the marker beside the files is readable outside.
+    assert (d / "host" / "marker").read_text() == "HOSTSECRET\n"
+    sb = sandlock.Sandbox(chroot=str(root), timeout=60,
+                          fs_mount={"/etc/live": str(live)})
+    r = sb.run(["sh", "-c", "cat /etc/live; echo guest >> /etc/live; cat /etc/live/../marker "
+                "/etc/marker /etc/live/x; cat /etc/live"])
+    assert r.stdout == b"v1\nv1\nguest\n", r.stderr
+    assert live.read_text() == "v1\nguest\n" and b"HOSTSECRET" not in r.stdout
+    assert b"Not a directory" in r.stderr
+    r = subprocess.run([str(SANDLOCK_BIN), "run", "--chroot", str(root), "--fs-mount",
+                        "/etc/ro:%s:ro" % ro, "--", "sh", "-c", "cat /etc/ro; echo x > /etc/ro"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.stdout == "ro\n" and "Read-only file system" in r.stderr, r.stderr
+    assert ro.read_text() == "ro\n"
+    with pytest.raises(sandlock.PolicyError, match="neither a directory nor a regular file"):
+        sandlock.Sandbox(chroot=str(root), fs_mount={"/etc/null": "/dev/null"}).run(["true"])
+
+
 def test_cli_chroot_fs_mount_ro_and_profile(rootfs, tmpdir_path):
     d, root = rootfs
     ro = d / "ro"
