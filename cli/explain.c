@@ -14,6 +14,8 @@
  */
 #include "explain.h"
 #include "trace.h"
+/* What the library can reach here (libsandlock.a): pidfd_getfd. */
+#include "launch/mechs.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -229,7 +231,15 @@ static void explain_network(const struct cli_explain *e)
 		         l == 1 ? "" : "s");
 		say(line);
 	}
-	if (s) {
+	const char *nogetfd = sl_mech_getfd_why();
+	if (s && nogetfd) {
+		/* Here every send with an address is refused, allowed or not. */
+		snprintf(line, sizeof line,
+		         "%u send%s with an address refused (first: %s): sandlock cannot check them "
+		         "on the program's own socket here: %s; see docs/containers.md", s,
+		         s == 1 ? "" : "s", e->first[K_SEND], nogetfd);
+		say(line);
+	} else if (s) {
 		snprintf(line, sizeof line,
 		         "%u send%s refused by the network rules (first: %s); allow the "
 		         "destination with --net-allow udp://HOST:PORT", s, s == 1 ? "" : "s",

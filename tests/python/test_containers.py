@@ -212,13 +212,17 @@ def test_sends_with_an_address_are_refused_not_skipped(tmp_path):
     srv.bind(path)
     probe = ("import socket,sys\ns=socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
              "try:\n s.sendto(b'x', sys.argv[1]); print('sent')\n"
-             "except OSError as e: print(e.errno)\n")
+             "except OSError as e: print(e.errno); sys.exit(1)\n")
     args = ["run", *SYS_RO, "-w", str(tmp_path), "--", PY, "-c", probe, path]
     granted = subprocess.run([SANDLOCK, *args], capture_output=True, text=True)
     r = under_filter(SANDLOCK, *args)
     srv.close()
     assert granted.stdout.strip() == "sent", granted  # works with pidfd_getfd
     assert r.stdout.strip() == "1", r
+    # The end-of-run line says why (not "allow the destination": it is).
+    assert "1 send with an address refused (first: sendto unix %s): sandlock cannot check " \
+           "them on the program's own socket here: pidfd_getfd is refused" % path \
+           in r.stderr, r.stderr
 
 
 def test_check_reports_the_mechanisms_in_use():
