@@ -7,6 +7,8 @@ of the real tool in a fresh copy of its project:
           setuptools package (pip builds the wheel, then installs it)
   pytest  pytest of a small project (300+ tests, __pycache__ and
           .pytest_cache written)
+  git     a file:// clone of a bare repository of the C project, a commit,
+          a push back and a gc of the clone (projects.GIT_SCRIPT)
 Modes: bare; `sandlock run` with the project granted -w (plain); `sandlock
 run --workdir PROJECT` (COW, the changes committed: the commit is part of
 the time).  A scratch TMPDIR and /dev/null are granted -w in both sandboxed modes.  The
@@ -36,6 +38,7 @@ WORKLOADS = {
             [PY, "-m", "pip", "install", "-q", "--no-index", "--no-build-isolation",
              "--no-deps", "--no-cache-dir", "--target", "site", "."]),
     "pytest": (projects.pytest_project, [PY, "-m", "pytest", "-q"]),
+    "git": (projects.git_project, ["sh", "-c", projects.GIT_SCRIPT]),
 }
 MODES = ("bare", "plain", "cow")
 
@@ -93,13 +96,14 @@ def figures(names=None):
 
 
 def report(fig, row):
-    if "toolchain_build_bare_ms" not in fig and "toolchain_pip_bare_ms" not in fig:
+    if not any("toolchain_%s_bare_ms" % n in fig for n in WORKLOADS):
         return
     print("toolchains, whole run (tests/workloads/projects.py): bare vs `sandlock run -w "
           "PROJECT` vs `--workdir PROJECT` (committed)")
     labels = {"build": "make -j2, %d C files + link" % projects.C_MODULES,
               "pip": "pip install --no-index of a local package",
-              "pytest": "pytest of a small project"}
+              "pytest": "pytest of a small project",
+              "git": "git clone (file://) + commit + push + gc"}
     for name in WORKLOADS:
         key = "toolchain_%s_%%s_ms" % name
         if key % "bare" not in fig:

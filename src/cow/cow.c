@@ -1245,6 +1245,9 @@ int sl_cow_link(struct sl_cow *c, const char *from, const char *to)
 		return -EEXIST;
 	if (et != ENOENT)
 		return -et;
+	/* A real file is copied up first: the two names are one staged inode,
+	 * a new one (a caller comparing the link with the inode it saw before,
+	 * as git's local clone does, finds another file: docs/cow-chroot.md). */
 	if ((e = prepare_target(c, to)) || (wf == SL_COW_LOWER && (e = copy_up(c, from, false))))
 		return e;
 	if (linkat(c->upper_fd, from, c->upper_fd, to, 0) < 0)

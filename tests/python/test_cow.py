@@ -492,3 +492,28 @@ def test_cli_exits_125_when_the_commit_leaves_a_change_out(work):
     kept = [l.split(" in ", 1)[1] for l in err.splitlines() if "kept in" in l]
     assert kept and os.path.isdir(kept[0])
     shutil.rmtree(os.path.dirname(kept[0]), ignore_errors=True)
+
+
+@pytest.mark.skipif(not shutil.which("git"), reason="git is not installed")
+def test_git_clone_of_a_repository_in_the_workdir(work):
+    """git with a repository inside the workdir: a clone (--no-hardlinks: a
+    link here is a new inode, which git's local clone refuses, see
+    docs/cow-chroot.md), a commit, a push back; committed, all is real."""
+    env = dict(os.environ, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
+    ident = ["-c", "user.email=t@example.invalid", "-c", "user.name=t"]
+    os.makedirs(os.path.join(work, "seed"))
+    with open(os.path.join(work, "seed", "a.txt"), "w") as f:
+        f.write("a\n")
+    for cmd in (["init", "-q", "-b", "main", "seed"], ["-C", "seed", "add", "."],
+                ["-C", "seed", *ident, "commit", "-qm", "first"],
+                ["clone", "-q", "--bare", "seed", "remote.git"]):
+        subprocess.run(["git", *cmd], cwd=work, env=env, check=True, capture_output=True)
+    script = ("git clone -q --no-hardlinks remote.git clone && cd clone && echo b > b.txt && "
+              "git add b.txt && git %s commit -qm second && git push -q origin HEAD && "
+              "git log --oneline | wc -l" % " ".join(ident))
+    r = box(work, env={"GIT_CONFIG_GLOBAL": "/dev/null"}).run(["sh", "-c", script])
+    assert r.success and r.stdout.strip() == b"2", r.stderr
+    assert open(os.path.join(work, "clone", "b.txt")).read() == "b\n"
+    log = subprocess.run(["git", "-C", "remote.git", "log", "--oneline"], cwd=work, env=env,
+                         capture_output=True, text=True).stdout
+    assert len(log.splitlines()) == 2  # the push reached the real remote at commit

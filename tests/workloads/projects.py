@@ -124,3 +124,30 @@ def pytest_project(top, files=30, tests=10):
 
             """) % (f, f) + cases)
     return top
+
+
+GIT_ID = ["-c", "user.email=bench@example.invalid", "-c", "user.name=bench"]
+# What the git workload runs in the project: a file:// clone of its bare
+# "remote", a commit, a push back, and a gc of the clone.
+# (GIT_CONFIG_GLOBAL: the user's ~/.gitconfig is not granted; git refuses
+# to run on a configuration file it cannot read.  --no-hardlinks: in a
+# COW workdir a link's inode is a new one, which a local clone refuses,
+# docs/cow-chroot.md.)
+GIT_SCRIPT = ("export GIT_CONFIG_GLOBAL=/dev/null; "
+              "git clone -q --no-hardlinks remote.git work && cd work && "
+              "echo change >> src/main.c && "
+              "git %s commit -qam change && git push -q origin HEAD && git gc -q"
+              % " ".join(GIT_ID))
+
+
+def git_project(top):
+    """A bare repository remote.git (the C project, committed) next to
+    which the workload clones, commits, pushes and gcs (GIT_SCRIPT)."""
+    import subprocess
+    seed = os.path.join(top, "seed")
+    c_project(seed)
+    for cmd in (["init", "-q", "-b", "main", seed], ["-C", seed, "add", "."],
+                ["-C", seed, *GIT_ID, "commit", "-qm", "first"],
+                ["clone", "-q", "--bare", seed, os.path.join(top, "remote.git")]):
+        subprocess.run(["git", *cmd], check=True, capture_output=True)
+    return top
