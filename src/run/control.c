@@ -213,6 +213,7 @@ struct sl_control {
 	char path[SUN_MAX];
 	char name[SL_CONTROL_NAME_MAX + 16];
 	sandlock_handle_t *h;
+	int (*kill)(sandlock_handle_t *);
 	char **cmd;
 	size_t ncmd;
 	char *policy; /* TOML profile text, or NULL */
@@ -299,7 +300,7 @@ static void serve_client(struct sl_control *c, int fd)
 	} else if (strcmp(line, "stop") == 0) {
 		sl_control_send(fd, ok_or(c->stop_fn ? c->stop_fn(c->stop_ud) : stop_by_init(c->h)));
 	} else if (strcmp(line, "kill") == 0) {
-		sl_control_send(fd, ok_or(sandlock_handle_kill(c->h)));
+		sl_control_send(fd, ok_or(c->kill(c->h)));
 	} else {
 		sl_control_send(fd, "{\"error\":\"unknown request\"}\n");
 	}
@@ -439,10 +440,11 @@ struct sl_control *sl_control_open(const char *name, pid_t init, bool strict, ch
 	return c;
 }
 
-int sl_control_serve(struct sl_control *c, sandlock_handle_t *h, const char *const *argv,
-                     size_t argc, const struct sl_control_opts *o)
+int sl_control_serve(struct sl_control *c, sandlock_handle_t *h, int (*kill)(sandlock_handle_t *),
+                     const char *const *argv, size_t argc, const struct sl_control_opts *o)
 {
 	c->h = h;
+	c->kill = kill;
 	c->policy = o && o->policy ? strdup(o->policy) : NULL;
 	c->stop_fn = o ? o->stop : NULL;
 	c->stop_ud = o ? o->stop_ud : NULL;

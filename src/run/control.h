@@ -74,9 +74,11 @@ struct sl_control_opts {
  * a heap string), else *why NULL (the run goes on unlisted).
  */
 struct sl_control *sl_control_open(const char *name, pid_t init, bool strict, char **why);
-/* Serve h (argv: the command, copied) on a thread.  0 or -1. */
-int sl_control_serve(struct sl_control *c, sandlock_handle_t *h, const char *const *argv,
-                     size_t argc, const struct sl_control_opts *o);
+/* Serve h (argv: the command, copied) on a thread; "kill" calls kill(h)
+ * (run.c's sandlock_handle_kill, passed in: run.c calls this file).
+ * 0 or -1. */
+int sl_control_serve(struct sl_control *c, sandlock_handle_t *h, int (*kill)(sandlock_handle_t *),
+                     const char *const *argv, size_t argc, const struct sl_control_opts *o);
 /* Stop serving, remove the socket, free.  NULL is ok. */
 void sl_control_close(struct sl_control *c);
 /* The answers sb's runs give (o borrowed: it must outlive them). */

@@ -279,7 +279,7 @@ static void control_serve(sandlock_handle_t *h, const char *const *argv, uint32_
 		h->ctl = sl_control_open(h->sb->name, h->L.pid, false, &why);
 		free(why);
 	}
-	if (h->ctl && sl_control_serve(h->ctl, h, argv, argc, co) < 0) {
+	if (h->ctl && sl_control_serve(h->ctl, h, sandlock_handle_kill, argv, argc, co) < 0) {
 		sl_control_close(h->ctl);
 		h->ctl = NULL;
 	}
