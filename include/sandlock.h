@@ -192,6 +192,16 @@ sandlock_builder_t *sandlock_sandbox_builder_env_var(sandlock_builder_t *b, cons
  * /usr/local/bin:/usr/bin:/bin), plus the env_var overrides. */
 sandlock_builder_t *sandlock_sandbox_builder_clean_env(sandlock_builder_t *b, bool clean);
 sandlock_builder_t *sandlock_sandbox_builder_max_processes(sandlock_builder_t *b, uint32_t n);
+/* One budget with a running sandbox, pid being any process of it: this
+ * run's cgroups (the memory and CPU groups of max_memory / max_cpu, the
+ * run's own v2 group) are made below that process's instead of below the
+ * caller's, so the other sandbox's memory and CPU limits cover this run
+ * too, and max_processes counts the processes of both (each run counts
+ * the processes of its v2 group and the groups below it, inits excepted).
+ * For an exec into a running container.  Needs cgroups: where the run's
+ * v2 group cannot be made below pid's, the run fails to start
+ * (SANDLOCK_ERR_UNSUPPORTED), never a silently separate budget. */
+sandlock_builder_t *sandlock_sandbox_builder_share_budget(sandlock_builder_t *b, int32_t pid);
 sandlock_builder_t *sandlock_sandbox_builder_max_memory(sandlock_builder_t *b, uint64_t bytes);
 /*
  * Network (README "Network policy").  Without any rule every TCP connect

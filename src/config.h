@@ -47,6 +47,7 @@ struct sandlock_sandbox {
 	bool clean_env;
 	sl_strvec env;          /* "K=V" overrides, in call order (a later K wins) */
 	uint32_t max_processes; /* 0 = unlimited */
+	pid_t budget_pid; /* share_budget: the run's groups go below this process's (0: none) */
 	uint64_t max_memory;    /* bytes, 0 = unlimited */
 	/* Network policy (builder.c builds it; builtins/netdest.c enforces
 	 * it on behalf; Landlock is the kernel backstop for TCP). */

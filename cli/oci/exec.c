@@ -4,9 +4,12 @@
  * scratch directories, policy and limits), with the process of
  * --process or of the command line.  Its supervisor attaches to the
  * container's, so it ends with the container and `kill --all` reaches it.
- * Limits (max_memory, max_processes) are its own budget, not shared.
+ * Its limits are the container's budget, shared (share_budget: its
+ * cgroups below the container's, processes counted with the container's),
+ * as runc's exec joins the container's cgroup.
  */
 #include "cmds.h"
+#include "ctl.h"
 #include "log.h"
 #include "spec.h"
 #include "state.h"
@@ -39,6 +42,19 @@ static json_t *cli_process(json_t *base, const char **args, int nargs, const cha
 		json_array_append_new(e, json_string(env[i]));
 	json_object_set_new(p, "terminal", json_boolean(tty));
 	return p;
+}
+
+/* The init of the container's sandbox (its supervisor's "status" reply):
+ * the exec shares its budget.  0 if the container is not running. */
+static pid_t container_init(const char *dir)
+{
+	char reply[128], status[16];
+	int sup = 0, init = 0;
+	if (oci_ctl_request(dir, "status", reply, sizeof reply) < 0 ||
+	    sscanf(reply, "%15s %d %d", status, &sup, &init) != 3 ||
+	    (strcmp(status, "running") && strcmp(status, "paused")))
+		return 0;
+	return (pid_t)init;
 }
 
 static int wait_status(pid_t pid)
@@ -99,7 +115,11 @@ int oci_cmd_exec(const struct oci_global *g, int argc, char **argv)
 		goto out;
 	struct oci_run run = { .dir = dir, .proc = &proc, .console_socket = console,
 		               .preserve_fds = preserve ? atoi(preserve) : 0, .exec = true,
-		               .seccomp_fd = -1 };
+		               .seccomp_fd = -1, .budget = container_init(dir) };
+	if (run.budget <= 0) {
+		oci_error("exec: container %s is not running", pos[0]);
+		goto out_proc;
+	}
 	char root[OCI_PATH_MAX];
 	pid_t pid = oci_state_root(g->root, root, sizeof root) == 0 &&
 	            oci_prepare(root, config, &proc, json_string_value(json_object_get(st, "bundle")),
@@ -111,6 +131,7 @@ int oci_cmd_exec(const struct oci_global *g, int argc, char **argv)
 		rc = detach ? 0 : wait_status(pid);
 	else if (pid > 0)
 		kill(pid, SIGKILL);
+out_proc:
 	oci_proc_free(&proc);
 out:
 	json_decref(pj);

@@ -97,7 +97,7 @@ int oci_prepare(const char *root, json_t *config, const struct oci_proc *proc,
 		return -1;
 	}
 	run->sb = oci_spec_sandbox(config, proc, bundle, dir, make,
-	                           run->seccomp_fd >= 0 ? helper : NULL);
+	                           run->seccomp_fd >= 0 ? helper : NULL, run->budget);
 	if (!run->sb && run->seccomp_fd >= 0)
 		close(run->seccomp_fd);
 	return run->sb ? 0 : -1;

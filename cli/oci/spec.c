@@ -450,7 +450,7 @@ static bool binds_devices(json_t *c)
 
 sandlock_sandbox_t *oci_spec_sandbox(json_t *c, const struct oci_proc *proc,
                                      const char *bundle, const char *scratch, bool make,
-                                     const char *helper_dir)
+                                     const char *helper_dir, pid_t budget)
 {
 	static const char *const hard[] = { "hooks", "windows", "solaris", "vm", "zos" };
 	if (refuse(c, "", hard, ARRAY_N(hard), "not supported by sandlock-oci") < 0)
@@ -481,6 +481,10 @@ sandlock_sandbox_t *oci_spec_sandbox(json_t *c, const struct oci_proc *proc,
 		goto fail;
 	if (helper_dir)
 		sandlock_sandbox_builder_fs_mount_ro(b, OCI_HELPER_GUEST_DIR, helper_dir);
+	/* An exec: one budget with its container (memory, CPU, processes),
+	 * as runc's exec joins the container's cgroup. */
+	if (budget > 0)
+		sandlock_sandbox_builder_share_budget(b, (int32_t)budget);
 	sandlock_sandbox_builder_cwd(b, proc->cwd);
 	/* The container's stdio are the engine's fds (or our pty). */
 	sandlock_sandbox_builder_inherit_stdio(b, true);

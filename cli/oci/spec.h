@@ -67,10 +67,12 @@ json_t *oci_spec_load(const char *path);
  * relative to it.  scratch: the state directory holding tmpfs and /dev
  * scratch dirs; make: create and fill them (create) or reuse them (exec).
  * helper_dir: the seccomp step's host directory, mapped read-only at
- * OCI_HELPER_GUEST_DIR (NULL: no engine profile).  NULL after saying why.
+ * OCI_HELPER_GUEST_DIR (NULL: no engine profile).  budget: an exec's
+ * container (a process of its sandbox): its limits are shared, not
+ * repeated (0: none).  NULL after saying why.
  */
 sandlock_sandbox_t *oci_spec_sandbox(json_t *config, const struct oci_proc *proc,
                                      const char *bundle, const char *scratch, bool make,
-                                     const char *helper_dir);
+                                     const char *helper_dir, pid_t budget);
 
 #endif

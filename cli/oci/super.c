@@ -175,7 +175,9 @@ static void serve(struct super *s, int fd)
 	int sig;
 	char all[8] = "";
 	if (strcmp(req, "status") == 0) {
-		snprintf(reply, sizeof reply, "%s %d", names[s->phase], (int)getpid());
+		/* the pid-file pid, then the sandbox's init (an exec's budget) */
+		snprintf(reply, sizeof reply, "%s %d %d", names[s->phase], (int)getpid(),
+		         sandlock_handle_init_pid(s->h));
 	} else if (strcmp(req, "start") == 0) {
 		if (s->phase != CREATED)
 			snprintf(reply, sizeof reply, "error the container is %s, not created",

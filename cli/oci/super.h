@@ -26,6 +26,7 @@ struct oci_run {
 	int preserve_fds;           /* fds 3 .. 3+n-1 passed to the process */
 	bool exec;                  /* an exec: no create/start, attach to dir's supervisor */
 	int seccomp_fd;             /* the engine's compiled profile (seccomp.h), or -1 */
+	pid_t budget;               /* an exec: its container's init, whose limits it shares */
 };
 
 /* Fork the supervisor and wait for its report: its pid once the process

@@ -290,6 +290,17 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_max_processes(sandlock_bu
 	return b;
 }
 
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_share_budget(sandlock_builder_t *b,
+                                                                    int32_t pid)
+{
+	if (b && pid <= 0)
+		sl_b_error(b, SANDLOCK_ERR_INVALID, "share_budget: pid %s is not a process",
+		           pid == 0 ? "0" : "< 0");
+	else if (b)
+		b->cfg.budget_pid = (pid_t)pid;
+	return b;
+}
+
 SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_max_memory(sandlock_builder_t *b,
                                                                   uint64_t bytes)
 {

@@ -10,6 +10,12 @@
  * setpgid) or whose parent died stays in the count: init is a child
  * subreaper.  Threads are not counted.
  *
+ * share_budget (an exec into a running container): the runs' v2 groups
+ * nest, so a run counts the processes of its budget's group and of every
+ * group below it (cgroup.c, the runs' inits not counted) instead of its
+ * own tree; so does a run with a sharing run below its group.  Then every
+ * fork walks: the other run's forks never pass here.
+ *
  * The limit is still SOFT: the count can race with a concurrent fork (two
  * forks may both see N-1).  A hard limit needs cgroup v2 pids.max.
  * clone3 never reaches us: the filter answers it with ENOSYS so libc
@@ -19,8 +25,12 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
+#include <string.h>
+#include <stdio.h>
 #include <sys/syscall.h>
 
+#include "run/cgroup.h"
 #include "run/proctree.h"
 #include "syscalls.h"
 #include "builtins/builtin.h"
@@ -47,6 +57,8 @@ struct procs_state {
 	uint32_t max;
 	uint32_t known; /* the count at the last walk */
 	uint32_t since; /* forks continued since that walk */
+	int budget;     /* share_budget: the other run's v2 group, else -1 */
+	int own;        /* our run's v2 group: -1 not looked up yet, -2 none */
 };
 
 static int procs_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
@@ -60,13 +72,56 @@ static int procs_init(const struct sandlock_sandbox *cfg, void **state, char **m
 	}
 	st->max = cfg->max_processes;
 	st->known = st->max; /* no bound yet (the command itself came by no fork of ours): walk first */
+	st->own = -1;
+	st->budget = cfg->budget_pid ? sl_cgroup_open_of(cfg->budget_pid) : -1;
 	*state = st;
+	if (cfg->budget_pid && st->budget < 0) {
+		*msg = sl_asprintf("share_budget: process %d has no cgroup v2 group to share",
+		                   (int)cfg->budget_pid);
+		return -1;
+	}
 	return 0;
 }
 
 static void procs_free(void *state)
 {
+	struct procs_state *st = state;
+	if (st && st->budget >= 0)
+		close(st->budget);
+	if (st && st->own >= 0)
+		close(st->own);
 	free(state);
+}
+
+/* Our run's own v2 group (named sandlock-<our pid>-N by cgroup.c), or -2. */
+static int own_group(pid_t init)
+{
+	char prefix[32], line[512] = "";
+	snprintf(prefix, sizeof prefix, "sandlock-%d-", (int)getpid());
+	char file[64];
+	snprintf(file, sizeof file, "/proc/%d/cgroup", (int)init);
+	FILE *f = fopen(file, "re");
+	while (f && fgets(line, sizeof line, f) && strncmp(line, "0::", 3) != 0)
+		line[0] = '\0';
+	if (f)
+		fclose(f);
+	const char *base = strrchr(line, '/');
+	if (strncmp(line, "0::", 3) != 0 || !base || strncmp(base + 1, prefix, strlen(prefix)) != 0)
+		return -2;
+	int fd = sl_cgroup_open_of(init);
+	return fd >= 0 ? fd : -2;
+}
+
+/* The live count where groups are shared, else -2 (count the tree). */
+static int shared_count(struct procs_state *st, pid_t init)
+{
+	if (st->budget >= 0)
+		return sl_cgroup_count_processes(st->budget);
+	if (st->own == -1)
+		st->own = own_group(init);
+	if (st->own >= 0 && sl_cgroup_has_children(st->own))
+		return sl_cgroup_count_processes(st->own);
+	return -2;
 }
 
 static bool procs_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
@@ -78,8 +133,9 @@ static bool procs_decide(void *state, const struct sl_call *call, sandlock_actio
 	/* A thread is not a process: pthread_create uses clone(CLONE_THREAD). */
 	if (n->syscall_nr == __NR_clone && (n->args[0] & CLONE_THREAD))
 		return false;
-	if ((uint64_t)st->known + st->since >= st->max) {
-		int count = sl_count_tree_processes(call->init);
+	int shared = shared_count(st, call->init);
+	if (shared != -2 || (uint64_t)st->known + st->since >= st->max) {
+		int count = shared != -2 ? shared : sl_count_tree_processes(call->init);
 		if (count < 0 || (uint32_t)count >= st->max) {
 			sandlock_action_set_errno(act, EAGAIN); /* at the limit, or cannot count: fail closed */
 			return true;

@@ -82,12 +82,13 @@ static bool has_word(const char *list, const char *word)
 
 /*
  * The mount point of the hierarchy with controller ctl ("" = cgroup2) and
- * the caller's path in it, from /proc/self/mountinfo and /proc/self/cgroup.
- * Heap "mount/path", or NULL.
+ * the path of pid (0: the caller; share_budget: a process of the sandbox
+ * whose budget this run shares) in it, from /proc/self/mountinfo and
+ * /proc/PID/cgroup.  Heap "mount/path", or NULL.
  */
-static char *own_group(const char *ctl)
+static char *group_of(const char *ctl, pid_t pid)
 {
-	char line[1024], mnt[512] = "", path[512] = "";
+	char line[1024], mnt[512] = "", path[512] = "", file[64];
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	while (f && !*mnt && fgets(line, sizeof line, f)) {
 		char *dash = strstr(line, " - ");
@@ -101,7 +102,9 @@ static char *own_group(const char *ctl)
 	}
 	if (f)
 		fclose(f);
-	f = fopen("/proc/self/cgroup", "re");
+	if (pid)
+		snprintf(file, sizeof file, "/proc/%d/cgroup", (int)pid);
+	f = fopen(pid ? file : "/proc/self/cgroup", "re");
 	while (f && *mnt && !*path && fgets(line, sizeof line, f)) {
 		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
 		if (!c2)
@@ -190,7 +193,7 @@ static void limit_vals(const struct sandlock_sandbox *cfg, struct limit_vals *v)
 static void v2_group(const struct sandlock_sandbox *cfg, const struct limit_vals *v,
                      struct sl_cglimits *cg, bool *mem, bool *cpu)
 {
-	char *parent = own_group("");
+	char *parent = group_of("", cfg->budget_pid);
 	char *dir = parent ? make_group(parent) : NULL;
 	free(parent);
 	char ctls[256];
@@ -210,10 +213,10 @@ static void v2_group(const struct sandlock_sandbox *cfg, const struct limit_vals
 }
 
 /* A group of the v1 hierarchy of controller ctl whose files took vals. */
-static bool v1_group(struct sl_cg_group *g, const char *ctl, const char *const *files,
-                     const char *const *vals, size_t n)
+static bool v1_group(struct sl_cg_group *g, const char *ctl, pid_t below,
+                     const char *const *files, const char *const *vals, size_t n)
 {
-	char *parent = own_group(ctl);
+	char *parent = group_of(ctl, below);
 	g->dir = parent ? make_group(parent) : NULL;
 	free(parent);
 	for (size_t i = 0; g->dir && i < n; i++)
@@ -242,7 +245,7 @@ int sl_cg_prepare(const struct sandlock_sandbox *cfg, struct sl_cglimits *cg, in
 	if (cfg->max_memory && !mem && !sl_cgroup_disabled) {
 		const char *files[] = { "memory.limit_in_bytes" };
 		const char *vals[] = { v.mem };
-		if ((mem = v1_group(&cg->mem_v1, "memory", files, vals, 1))) {
+		if ((mem = v1_group(&cg->mem_v1, "memory", cfg->budget_pid, files, vals, 1))) {
 			/* swap counts too where the kernel accounts it */
 			(void)put(cg->mem_v1.dir, "memory.memsw.limit_in_bytes", v.mem);
 			cg->mem_dir = cg->mem_v1.dir;
@@ -251,7 +254,7 @@ int sl_cg_prepare(const struct sandlock_sandbox *cfg, struct sl_cglimits *cg, in
 	if (cfg->max_cpu && !cpu && !sl_cgroup_disabled && !sl_cglimits_no_cpu_group) {
 		const char *files[] = { "cpu.cfs_period_us", "cpu.cfs_quota_us" };
 		const char *vals[] = { v.period, v.quota };
-		cpu = v1_group(&cg->cpu_v1, "cpu", files, vals, 2);
+		cpu = v1_group(&cg->cpu_v1, "cpu", cfg->budget_pid, files, vals, 2);
 	}
 	/* No CPU group: the supervisor stops and continues the sandbox
 	 * (throttle.c), as the reference does everywhere. */
@@ -283,7 +286,7 @@ void sl_cg_release(struct sl_cglimits *cg)
 void sl_cg_probe(struct sl_cg_probe *p)
 {
 	memset(p, 0, sizeof(*p));
-	char *v2 = own_group("");
+	char *v2 = group_of("", 0);
 	if (v2) {
 		snprintf(p->v2_path, sizeof p->v2_path, "%s", v2);
 		p->v2_writable = access(v2, W_OK) == 0;
@@ -291,7 +294,7 @@ void sl_cg_probe(struct sl_cg_probe *p)
 			p->v2_controllers[0] = 0;
 		free(v2);
 	}
-	char *m = own_group("memory"), *c = own_group("cpu");
+	char *m = group_of("memory", 0), *c = group_of("cpu", 0);
 	p->v1_memory = m && access(m, W_OK) == 0;
 	p->v1_cpu = c && access(c, W_OK) == 0;
 	free(m);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "run/cgroup.h"
+#include "run/proctree.h"
 #include "util.h"
 
 bool sl_cgroup_disabled;
@@ -62,10 +63,13 @@ static bool find_mount(char *mnt, size_t mntsz, char *root, size_t rootsz)
 	return found;
 }
 
-/* Our own cgroup v2 path ("0::/path" in /proc/self/cgroup). */
-static bool own_cgroup(char *path, size_t sz)
+/* The cgroup v2 path of pid, 0: ours ("0::/path" in /proc/PID/cgroup). */
+static bool pid_cgroup(pid_t pid, char *path, size_t sz)
 {
-	FILE *f = fopen("/proc/self/cgroup", "re");
+	char file[64];
+	if (pid)
+		snprintf(file, sizeof file, "/proc/%d/cgroup", (int)pid);
+	FILE *f = fopen(pid ? file : "/proc/self/cgroup", "re");
 	if (!f)
 		return false;
 	char line[4096];
@@ -80,11 +84,11 @@ static bool own_cgroup(char *path, size_t sz)
 	return found;
 }
 
-/* The directory of our own cgroup, opened. -1 if unknown. */
-static int open_own_dir(void)
+/* The directory of pid's cgroup (0: our own), opened. -1 if unknown. */
+static int open_group_of(pid_t pid)
 {
 	char mnt[1024], root[1024], own[2048], dir[4096];
-	if (!find_mount(mnt, sizeof mnt, root, sizeof root) || !own_cgroup(own, sizeof own))
+	if (!find_mount(mnt, sizeof mnt, root, sizeof root) || !pid_cgroup(pid, own, sizeof own))
 		return -1;
 	const char *rel = own;
 	size_t rl = strlen(root);
@@ -125,7 +129,7 @@ static int parent_dir(void)
 	int fd = atomic_load(&parent_fd);
 	if (fd >= 0)
 		return fd;
-	fd = open_own_dir();
+	fd = open_group_of(0);
 	if (fd < 0)
 		return -1;
 	int expected = -1;
@@ -186,23 +190,34 @@ static void sweep_stale(int parent)
 	closedir(d);
 }
 
-bool sl_cgroup_create(struct sl_cgroup *cg)
+int sl_cgroup_open_of(pid_t pid)
+{
+	return open_group_of(pid);
+}
+
+bool sl_cgroup_create(struct sl_cgroup *cg, pid_t below)
 {
 	static atomic_uint seq;
 	cg->dirfd = cg->parentfd = cg->procs = -1;
 	cg->name[0] = '\0';
-	if (sl_cgroup_disabled || atomic_load(&no_cgroup))
+	if (sl_cgroup_disabled || (!below && atomic_load(&no_cgroup)))
 		return false;
 	snprintf(cg->name, sizeof cg->name, "sandlock-%d-%u", (int)getpid(),
 	         atomic_fetch_add(&seq, 1));
-	int parent = make_dir(cg->name);
+	int other = below ? open_group_of(below) : -1;
+	int parent = !below ? make_dir(cg->name)
+	             : other >= 0 && mkdirat(other, cg->name, 0755) == 0 ? other : -1;
 	if (parent < 0) {
+		if (other >= 0)
+			close(other);
 		cg->name[0] = '\0';
 		return false;
 	}
 	cg->dirfd = sl_fd_high(openat(parent, cg->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	/* Our own handle on the parent: the shared one may be replaced. */
 	cg->parentfd = sl_fd_high(fcntl(parent, F_DUPFD_CLOEXEC, 3));
+	if (other >= 0)
+		close(other);
 	if (cg->parentfd < 0) {
 		(void)unlinkat(parent, cg->name, AT_REMOVEDIR);
 		cg->name[0] = '\0';
@@ -324,4 +339,98 @@ int sl_cgroup_freeze(const struct sl_cgroup *cg, bool freeze)
 	(void)write_str(cg->dirfd, "cgroup.freeze", "0");
 	errno = ETIMEDOUT;
 	return -1;
+}
+
+/* ---- share_budget: the processes of a group and of the groups below ---- */
+
+struct pidset {
+	pid_t *v;
+	size_t n, cap;
+};
+
+/* Add the pids of dirfd's cgroup.procs and, depth first, of its
+ * sub-groups.  0 or -1. */
+static int collect(int dirfd, struct pidset *s, int depth)
+{
+	if (depth > 16)
+		return -1;
+	int fd = openat(dirfd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+	FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	long pid;
+	int rc = 0;
+	while (rc == 0 && fscanf(f, "%ld", &pid) == 1) {
+		if (s->n == s->cap) {
+			size_t cap = s->cap ? 2 * s->cap : 64;
+			pid_t *v = cap < (1u << 20) ? realloc(s->v, cap * sizeof *v) : NULL;
+			if (!v) {
+				rc = -1;
+				break;
+			}
+			s->v = v;
+			s->cap = cap;
+		}
+		s->v[s->n++] = (pid_t)pid;
+	}
+	fclose(f);
+	DIR *d = rc ? NULL : sl_fdopendir(openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	struct dirent *de;
+	while (d && rc == 0 && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		int sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		/* A group removed meanwhile is simply empty. */
+		rc = sub < 0 ? 0 : collect(sub, s, depth + 1);
+		if (sub >= 0)
+			close(sub);
+	}
+	if (d)
+		closedir(d);
+	return rc;
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
+}
+
+int sl_cgroup_count_processes(int dirfd)
+{
+	struct pidset s = { 0 };
+	if (collect(dirfd, &s, 0) < 0) {
+		free(s.v);
+		return -1;
+	}
+	qsort(s.v, s.n, sizeof *s.v, cmp_pid);
+	int count = 0;
+	for (size_t i = 0; i < s.n; i++) {
+		char name[32], state;
+		long ppid, pgrp;
+		snprintf(name, sizeof name, "/proc/%d", (int)s.v[i]);
+		if (!sl_proc_stat(AT_FDCWD, name, &state, &ppid, &pgrp))
+			continue; /* gone meanwhile */
+		/* An init's parent (its supervisor) lies outside: not counted. */
+		pid_t pp = (pid_t)ppid;
+		if (bsearch(&pp, s.v, s.n, sizeof *s.v, cmp_pid))
+			count++;
+	}
+	free(s.v);
+	return count;
+}
+
+bool sl_cgroup_has_children(int dirfd)
+{
+	DIR *d = sl_fdopendir(openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	struct dirent *de;
+	bool any = false;
+	while (d && !any && (de = readdir(d)))
+		any = de->d_type == DT_DIR && de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return any;
 }

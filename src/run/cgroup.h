@@ -20,7 +20,16 @@ struct sl_cgroup {
  * cgroup.procs and cgroup.kill are used).  False, silently, where cgroup
  * v2 is absent or not writable (unprivileged, no delegation): the run
  * then relies on init and the process-group sweep alone. */
-bool sl_cgroup_create(struct sl_cgroup *cg);
+bool sl_cgroup_create(struct sl_cgroup *cg, pid_t below);
+/* (below: make it below the v2 group of that process instead of our own:
+ * share_budget.)  The v2 group directory of pid (0: ours), opened, or -1. */
+int sl_cgroup_open_of(pid_t pid);
+/* The processes of the v2 group at dirfd and of every group below it,
+ * those whose parent is outside them (the runs' inits) not counted.
+ * -1 if it cannot be read. */
+int sl_cgroup_count_processes(int dirfd);
+/* Does the v2 group at dirfd hold groups below it? */
+bool sl_cgroup_has_children(int dirfd);
 /* Use an existing v2 group the child will join anyway (the limits group of
  * cglimits.c: a process is in one v2 group only, so a second one of ours
  * would be left empty).  Not made, not joined, not removed here.  False if

@@ -221,8 +221,14 @@ static int launch(sandlock_handle_t *h, const char *const *argv, uint32_t argc,
 		return -1;
 	/* The limits' v2 group if there is one, else one of our own; without
 	 * either, init and killpg alone (README). */
-	if (!sl_cgroup_adopt(&h->cg, L->cg.v2.dir) && sl_cgroup_create(&h->cg))
+	if (!sl_cgroup_adopt(&h->cg, L->cg.v2.dir) && sl_cgroup_create(&h->cg, h->sb->budget_pid))
 		L->cgroup_procs = h->cg.procs;
+	/* share_budget: without a v2 group below the other sandbox's, the two
+	 * budgets would silently be separate. */
+	if (h->sb->budget_pid && h->cg.dirfd < 0)
+		return sl_fail(err, msg, SANDLOCK_ERR_UNSUPPORTED,
+		               "share_budget: no cgroup can be made below process %d's (cgroup v2 "
+		               "writable there, Linux 5.14+, needed)", (int)h->sb->budget_pid);
 	L->cgroup_dir = h->cg.dirfd;
 	if (sl_launch_start(L, err, msg) < 0)
 		return -1;

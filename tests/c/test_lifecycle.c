@@ -251,7 +251,7 @@ static void *kill_init(void *arg)
 TEST(init_killed_from_outside_leaves_no_survivor)
 {
 	struct sl_cgroup probe;
-	if (!sl_cgroup_create(&probe))
+	if (!sl_cgroup_create(&probe, 0))
 		SKIP("no cgroup v2 subtree can be made here (the CLI's fallback is tested in Python)");
 	sl_cgroup_destroy(&probe);
 	char dir[TU_TMPDIR_LEN];
@@ -305,7 +305,7 @@ static void check_run_in_own_cgroup(void)
 {
 	struct sl_cgroup probe;
 	char mnt[1024];
-	if (!sl_cgroup_create(&probe) || !cgroup2_mount(mnt, sizeof mnt))
+	if (!sl_cgroup_create(&probe, 0) || !cgroup2_mount(mnt, sizeof mnt))
 		SKIP("no cgroup v2 subtree can be made here");
 	sl_cgroup_destroy(&probe);
 	sandlock_builder_t *b = tu_system_builder();

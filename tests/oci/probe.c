@@ -6,6 +6,7 @@
  *   probe read PATH          open + read PATH, print its first line
  *   probe readat DIR REL     open DIR, then openat(dirfd, REL): ".." walks
  *   probe memhog MB          allocate and touch MB MiB
+ *   probe memhold MB         the same, then print "held" and keep it (pause)
  *   probe mkdir PATH         mkdir(2) (the engine's seccomp profile test)
  */
 #define _GNU_SOURCE
@@ -48,7 +49,7 @@ int main(int argc, char **argv)
 		int d = open(argv[2], O_RDONLY | O_DIRECTORY);
 		return d < 0 ? result(-1) : show(openat(d, argv[3], O_RDONLY));
 	}
-	if (argc == 3 && strcmp(argv[1], "memhog") == 0) {
+	if (argc == 3 && (strcmp(argv[1], "memhog") == 0 || strcmp(argv[1], "memhold") == 0)) {
 		size_t mb = strtoul(argv[2], NULL, 10);
 		for (size_t i = 0; i < mb; i++) {
 			char *p = malloc(1 << 20);
@@ -57,6 +58,11 @@ int main(int argc, char **argv)
 			memset(p, 1, 1 << 20);
 		}
 		printf("ok %zu\n", mb);
+		if (strcmp(argv[1], "memhold") == 0) {
+			printf("held\n");
+			fflush(stdout);
+			pause();
+		}
 		return 0;
 	}
 	if (argc == 3 && strcmp(argv[1], "mkdir") == 0) {
@@ -65,6 +71,6 @@ int main(int argc, char **argv)
 		printf("ok\n");
 		return 0;
 	}
-	fprintf(stderr, "usage: probe read|readat|memhog|mkdir ...\n");
+	fprintf(stderr, "usage: probe read|readat|memhog|memhold|mkdir ...\n");
 	return 2;
 }

@@ -64,6 +64,57 @@ def test_exec_into_a_running_container(image, cname):
     assert time.time() - t0 < 10
 
 
+def start_with(image, name, opts, script):
+    podman("run", "-d", "--name", name, *opts, image, "/bin/sh", "-c", script, check=True)
+    assert wait_for(lambda: "started" in podman("logs", name).stdout), podman("logs", name)
+
+
+FORKS = "for i in 1 2 3 4 5; do sleep 2 & done; wait; echo forked"
+
+
+def test_exec_shares_the_containers_process_budget(image, cname):
+    other = unique()
+    try:
+        # The container holds 4 processes (sh and 3 sleeps).  An exec's 6
+        # (sh, 5 sleeps) fit a budget of their own (the probe works) ...
+        script = "sleep 1000 & sleep 1000 & sleep 1000 & echo started; wait"
+        start_with(image, other, ("--pids-limit", "10"), script)
+        r = podman("exec", other, "/bin/sh", "-c", FORKS)
+        assert "forked" in r.stdout and "can't fork" not in r.stderr, (r.stdout, r.stderr)
+        # ... but not what is left of the container's 8: 4 + 6 > 8.
+        script = ("mkfifo /tmp/go; sleep 1000 & sleep 1000 & sleep 1000 & echo started; "
+                  "read x < /tmp/go; sleep 0 & wait $!; echo container-forked")
+        start_with(image, cname, ("--pids-limit", "8"), script)
+        r = podman("exec", cname, "/bin/sh", "-c", FORKS)
+        assert "can't fork" in r.stderr, (r.stdout, r.stderr)
+        # And the other way: while an exec holds 4, the container (4) is at
+        # its 8 and its own next fork is refused.
+        podman("exec", "-d", cname, "/bin/sh", "-c", "sleep 60 & sleep 60 & sleep 60 & wait",
+               check=True)
+        time.sleep(0.5)
+        podman("exec", cname, "/bin/sh", "-c", "echo go > /tmp/go", check=True)
+        assert wait_for(lambda: "can't fork" in podman("logs", cname).stderr), \
+            podman("logs", cname)
+        assert "container-forked" not in podman("logs", cname).stdout
+    finally:
+        podman("rm", "-f", "-t", "0", other)
+
+
+def test_exec_shares_the_containers_memory_budget(image, cname):
+    # 40 MiB fit an exec's own 64 MiB (the probe works) ...
+    start_with(image, cname, ("--memory", "64m"), "echo started; sleep 1000")
+    r = podman("exec", cname, "/bin/probe", "memhog", "40")
+    assert r.stdout == "ok 40\n", (r.stdout, r.stderr)
+    podman("rm", "-f", "-t", "0", cname)
+    # ... not beside the container's own 40 of the same 64.
+    podman("run", "-d", "--name", cname, "--memory", "64m", image, "/bin/probe", "memhold",
+           "40", check=True)
+    assert wait_for(lambda: "held" in podman("logs", cname).stdout), podman("logs", cname)
+    assert podman("exec", cname, "/bin/probe", "memhog", "10").stdout == "ok 10\n"
+    r = podman("exec", cname, "/bin/probe", "memhog", "40")
+    assert r.returncode != 0 and "ok 40" not in r.stdout, (r.returncode, r.stdout)
+
+
 def test_stop_sends_term_then_kill_after_the_timeout(image, cname):
     start(image, cname, "trap 'echo got-term; exit 3' TERM; echo started; "
                         "while :; do sleep 0.1; done")
