@@ -207,16 +207,26 @@ static int apply_rlimit(const struct oci_rlimit *r)
 	return setrlimit(r->resource, &clamped);
 }
 
-/* The sandbox's processes run as the runtime's own user: the supervisor
- * must stay the user that can reach the engine's storage (podman's is
- * private to root), and the library has no per-process identity yet. */
+/*
+ * The sandbox's processes run as the runtime's own user.  Another user
+ * cannot work without mount namespaces, root or not: the kernel itself
+ * performs the container's exec and chdir by their host path (the view
+ * rewrites the guest's path, execpath.h), and that path lies in the
+ * engine's storage, whose directories are private to the engine's user
+ * (podman's /var/lib/containers/storage is 0700 root): the guest's user
+ * could not traverse them.  Refused, naming the field and the ways out.
+ */
 static int check_user(const struct oci_proc *p)
 {
 	if (p->uid != getuid() || p->gid != getgid()) {
 		oci_error("process.user %u:%u: sandlock-oci runs the container as the runtime's "
-		          "own user (%u:%u); switching users is not supported yet (run without "
-		          "--user, or run the runtime as that user)", (unsigned)p->uid,
-		          (unsigned)p->gid, (unsigned)getuid(), (unsigned)getgid());
+		          "own user (%u:%u): without mount namespaces the kernel runs the command "
+		          "by its host path in the engine's storage, which another user cannot "
+		          "traverse. Run it as %u:%u (podman: no --user, or --user %u:%u over an "
+		          "image USER), run the engine as user %u, or use runc for this container",
+		          (unsigned)p->uid, (unsigned)p->gid, (unsigned)getuid(),
+		          (unsigned)getgid(), (unsigned)getuid(), (unsigned)getgid(),
+		          (unsigned)getuid(), (unsigned)getgid(), (unsigned)p->uid);
 		return -1;
 	}
 	for (size_t i = 0; i < p->ngids; i++)

@@ -31,6 +31,15 @@ def test_user_other_than_the_runtimes_is_refused_by_name(image):
     assert run(image, "/bin/id", "-u", opts=("--user", "0:0")).stdout == "0\n"
     r = run(image, "/bin/id", opts=("--user", "1000:1000"))
     assert r.returncode != 0 and "process.user 1000:1000" in r.stderr, r.stderr
+    assert "--user 0:0" in r.stderr and "runc" in r.stderr, r.stderr  # the ways out
+    # Why: the kernel would run the command by its host path in the
+    # engine's storage, which user 1000 cannot traverse.
+    storage = subprocess.run(["podman", "info", "-f", "{{.Store.GraphRoot}}"],
+                             capture_output=True, text=True).stdout.strip()
+    probe = subprocess.run(["/bin/ls", storage], preexec_fn=lambda: (os.setgid(1000),
+                                                                     os.setuid(1000)),
+                           capture_output=True, text=True)
+    assert probe.returncode != 0 and "Permission denied" in probe.stderr, probe
 
 
 def test_bind_mounts_read_write_and_read_only(image, hostdir):
