@@ -213,7 +213,17 @@ static void explain_network(const struct cli_explain *e)
 		         a ? (unix_ ? a + 5 : a) : "HOST:PORT");
 		say(line);
 	}
-	if (b) {
+	const char *nogetfd = sl_mech_getfd_why();
+	if (b && nogetfd) {
+		/* Here a trapped bind (deny rules, port remapping, policy_fn)
+		 * is refused whatever the rules say. */
+		snprintf(line, sizeof line,
+		         "%u bind%s refused (first: %s): with --net-deny-bind, --port-remap or a "
+		         "policy function sandlock performs binds on the program's own socket, "
+		         "which it cannot reach here: %s; see docs/containers.md", b,
+		         b == 1 ? "" : "s", e->first[K_BIND], nogetfd);
+		say(line);
+	} else if (b) {
 		const char *a = addr_of(e->first[K_BIND]);
 		const char *port = a ? strrchr(a, ':') : NULL;
 		snprintf(line, sizeof line,
@@ -231,7 +241,6 @@ static void explain_network(const struct cli_explain *e)
 		         l == 1 ? "" : "s");
 		say(line);
 	}
-	const char *nogetfd = sl_mech_getfd_why();
 	if (s && nogetfd) {
 		/* Here every send with an address is refused, allowed or not. */
 		snprintf(line, sizeof line,

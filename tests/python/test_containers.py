@@ -356,3 +356,21 @@ def test_name_lookups_work_without_pidfd_getfd(tmp_path):
         assert other.returncode != 0 and "10.9.8.7" not in other.stdout, other
     finally:
         srv.close()
+
+
+BIND = ("import socket,sys\ns=socket.socket()\n"
+        "try:\n s.bind(('127.0.0.1', 0)); print('bound')\n"
+        "except OSError as e: print(e.errno); sys.exit(1)\n")
+
+
+def test_a_trapped_bind_is_refused_and_explained():
+    """With --net-deny-bind sandlock performs binds on the caller's socket:
+    where it cannot reach that socket the bind is refused (EPERM), and the
+    run's end says why and what grants it."""
+    args = ["run", *SYS_RO, "--net-deny-bind", "9", "--", PY, "-c", BIND]
+    ok = subprocess.run([SANDLOCK, *args], capture_output=True, text=True, timeout=60)
+    assert ok.stdout == "bound\n", ok.stderr  # with pidfd_getfd
+    r = under_filter(SANDLOCK, *args)
+    assert r.returncode == 1 and r.stdout == "1\n", r.stderr
+    assert "sandlock performs binds on the program's own socket, which it cannot reach " \
+           "here: pidfd_getfd is refused" in r.stderr, r.stderr
