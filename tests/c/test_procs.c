@@ -173,3 +173,77 @@ TEST(count_tree_processes_counts_descendants_only)
 	close(ready[1]);
 	CHECK_EQ_INT(sl_count_tree_processes(root), 0);
 }
+
+/*
+ * share_budget (sandlock-oci exec): a second run's processes count against
+ * the first run's max_processes.  A holds 3 of its 4 (sh and two sleeps);
+ * B, sharing A's budget with the same limit, is its 4th process and its
+ * own fork is refused.  The probe works: the same B without sharing forks.
+ */
+static const char *const FORK_ONCE[] = {
+	TU_PY, "-c",
+	"import os\n"
+	"try:\n"
+	"    pid = os.fork()\n"
+	"except OSError as e:\n"
+	"    print('errno', e.errno)\n"
+	"else:\n"
+	"    if pid == 0: os._exit(0)\n"
+	"    os.waitpid(pid, 0); print('forked')\n",
+	NULL
+};
+
+static sandlock_result_t *run_sharing(pid_t with)
+{
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_max_processes(b, 4);
+	if (with)
+		sandlock_sandbox_builder_share_budget(b, with);
+	sandlock_sandbox_builder_timeout_ms(b, 30000);
+	sandlock_sandbox_t *sb = tu_build(b);
+	if (!sb)
+		return NULL;
+	sandlock_result_t *r = tu_run(sb, FORK_ONCE);
+	sandlock_sandbox_free(sb);
+	return r;
+}
+
+TEST(share_budget_counts_both_runs_processes)
+{
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_max_processes(b, 4);
+	sandlock_sandbox_t *sa = tu_build(b);
+	REQUIRE(sa);
+	static const char *const hold[] = { "/bin/sh", "-c",
+		                            "sleep 30 & sleep 30 & echo ready; wait", NULL };
+	sandlock_spawn_opts_t o = { .size = sizeof o };
+	o.stdio[1].mode = SANDLOCK_STDIO_PIPE;
+	int err = 0;
+	char *msg = NULL;
+	sandlock_handle_t *a = sandlock_spawn(sa, hold, 3, NULL, 0, &o, &err, &msg);
+	REQUIRE(a);
+	int out = sandlock_handle_stdout_fd(a);
+	char ready[8] = "";
+	REQUIRE(out >= 0 && read(out, ready, sizeof ready - 1) > 0);
+	sandlock_result_t *r = run_sharing(0);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "forked\n")); /* a budget of its own: the probe works */
+	sandlock_result_free(r);
+	r = run_sharing(sandlock_handle_init_pid(a));
+	if (!r || (sandlock_result_exit_code(r) != 0 && !tu_out_is(r, "errno 11\n"))) {
+		sandlock_handle_kill(a);
+		sandlock_result_free(sandlock_handle_wait(a));
+		sandlock_handle_free(a);
+		sandlock_sandbox_free(sa);
+		close(out);
+		sandlock_result_free(r);
+		SKIP("share_budget: no cgroup v2 group can be made here");
+	}
+	CHECK(tu_out_is(r, "errno 11\n")); /* EAGAIN: A's 3 + B's python = 4 */
+	sandlock_result_free(r);
+	sandlock_handle_kill(a);
+	sandlock_result_free(sandlock_handle_wait(a));
+	sandlock_handle_free(a);
+	sandlock_sandbox_free(sa);
+	close(out);
+}
