@@ -81,3 +81,9 @@ def test_agent_shell(project, tmp_path):
     r = run("agent-shell.toml", project, "sh", "-c", script, extra=("-C", project), env=env)
     assert r.stdout.split() == ["secret-denied", "no-key", "net-denied"], r.stderr
     assert open(os.path.join(project, "result.txt")).read() == "done\n"
+    if shutil.which("git"):  # git works in the workspace, without the user's ~/.gitconfig
+        r = run("agent-shell.toml", project, "sh", "-c",
+                "git init -q . && git add result.txt && git -c user.email=a@b.invalid "
+                "-c user.name=agent commit -qm x && git log --oneline | wc -l",
+                extra=("-C", project))
+        assert r.returncode == 0 and r.stdout.strip() == "1", r.stderr
