@@ -86,22 +86,28 @@ static int mask(sandlock_builder_t *b, struct oci_fs *fs, json_t *list, const ch
 	return 0;
 }
 
-static int read_only(const struct oci_fs *fs, json_t *list)
+/* A path in a writable part of the view gets itself mapped read-only
+ * over its own place (the builder's self_overlay); one already in a
+ * read-only part needs nothing. */
+static int read_only(sandlock_builder_t *b, struct oci_fs *fs, json_t *list)
 {
 	for (size_t i = 0; i < json_array_size(list); i++) {
 		const char *p;
 		struct stat st;
 		bool ro;
+		char host[OCI_PATH_MAX];
 		int has = entry(fs, list, "readonlyPaths", i, &p, &st, &ro);
 		if (has < 0)
 			return -1;
-		if (has && !ro) {
-			oci_error("linux.readonlyPaths '%s': it lies in a writable part of the "
-			          "container (the rootfs or a read-write mount), and sandlock cannot "
-			          "make part of a writable tree read-only: make the root read-only "
-			          "(root.readonly, podman --read-only) or mount it read-only", p);
+		if (!has || ro)
+			continue;
+		if (S_ISLNK(st.st_mode) || oci_fs_host(fs, p, host, sizeof host) < 0) {
+			oci_error("linux.readonlyPaths '%s': cannot be made read-only (%s)", p,
+			          S_ISLNK(st.st_mode) ? "a symbolic link" : strerror(errno));
 			return -1;
 		}
+		if (oci_fs_map(b, fs, p, host, true) < 0)
+			return -1;
 	}
 	return 0;
 }
@@ -112,5 +118,5 @@ int oci_masked_apply(sandlock_builder_t *b, struct oci_fs *fs, json_t *linux,
 	json_t *masked = json_object_get(linux, "maskedPaths");
 	if (json_array_size(masked) && mask(b, fs, masked, scratch, make) < 0)
 		return -1;
-	return read_only(fs, json_object_get(linux, "readonlyPaths"));
+	return read_only(b, fs, json_object_get(linux, "readonlyPaths"));
 }

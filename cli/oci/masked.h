@@ -6,12 +6,11 @@
  * anything else (scratch files of the container; runc binds /dev/null),
  * so the guest reads nothing of it by any route (the view
  * maps every path, "..", symlinks and dirfds included, through the
- * longest mount).  A read-only path must take no writes: it is honoured
- * where it already lies in a read-only part of the view (the /proc and
- * /sys views, a read-only root or mount); inside a writable one it is
- * refused at create naming it (sandlock cannot make part of a writable
- * tree read-only).  Paths the guest does not have are skipped, as runc
- * skips them.
+ * longest mount).  A read-only path must take no writes: where it lies
+ * in a read-only part of the view (the /proc and /sys views, a read-only
+ * root or mount) nothing more is needed; in a writable one its own host
+ * path is mapped read-only over it.  Paths the guest does not have are
+ * skipped, as runc skips them.
  */
 #ifndef SANDLOCK_OCI_MASKED_H
 #define SANDLOCK_OCI_MASKED_H

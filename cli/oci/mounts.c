@@ -108,6 +108,25 @@ static int open_in_root(int rootfd, const char *p, int flags, mode_t mode)
 	return (int)syscall(SYS_openat2, rootfd, p, &how, sizeof how);
 }
 
+int oci_fs_host(const struct oci_fs *fs, const char *guest, char *out, size_t cap)
+{
+	char host[OCI_PATH_MAX], rel[OCI_PATH_MAX], link[64];
+	bool ro;
+	if (oci_fs_place(fs, guest, host, rel, sizeof host, &ro) < 0)
+		return -1;
+	int dir = open(host, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd = dir < 0 ? -1 : open_in_root(dir, rel, O_PATH | O_NOFOLLOW, 0);
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t n = fd < 0 ? -1 : readlink(link, out, cap - 1);
+	if (n >= 0)
+		out[n] = '\0';
+	if (fd >= 0)
+		close(fd);
+	if (dir >= 0)
+		close(dir);
+	return n > 0 && (size_t)n < cap - 1 ? 0 : -1;
+}
+
 int oci_fs_stat(const struct oci_fs *fs, const char *guest, struct stat *st, bool *ro)
 {
 	char host[OCI_PATH_MAX], rel[OCI_PATH_MAX];

@@ -45,6 +45,10 @@ int oci_fs_place(const struct oci_fs *fs, const char *guest, char *host, char *r
 struct stat;
 int oci_fs_stat(const struct oci_fs *fs, const char *guest, struct stat *st, bool *ro);
 
+/* The canonical host path behind the guest path (resolved inside its
+ * rootfs or mount directory, the last name not followed).  0, or -1. */
+int oci_fs_host(const struct oci_fs *fs, const char *guest, char *out, size_t cap);
+
 /* Map the host directory or regular file host at guest dest (read-only
  * with ro), and note it in fs.  0, or -1 after saying why (too many). */
 int oci_fs_map(sandlock_builder_t *b, struct oci_fs *fs, const char *dest, const char *host,

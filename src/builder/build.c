@@ -270,6 +270,43 @@ static int resolve_mount(const struct sl_mount *raw, struct sl_mount *m, int *er
 	return 0;
 }
 
+/* The mount other than m whose guest path holds m's (the deepest), or
+ * NULL: the rootfs. */
+static const struct sl_mount *mount_above(const struct sandlock_sandbox *c,
+                                          const struct sl_mount *m)
+{
+	const struct sl_mount *in = NULL;
+	for (size_t i = 0; i < c->n_mounts; i++)
+		if (&c->mounts[i] != m && sl_path_under(m->virt, c->mounts[i].virt) &&
+		    (!in || strlen(c->mounts[i].virt) > strlen(in->virt)))
+			in = &c->mounts[i];
+	return in;
+}
+
+/*
+ * A read-only mount over its own place (an OCI readonlyPaths entry in a
+ * writable rootfs): its host directory is the one its guest path shows
+ * without it, in the rootfs or the mount above it.  Writable tree w
+ * holding it is then no other way in when w is that rootfs or mount, or
+ * a grant by guest path (those resolve through the view, to the mount);
+ * another read-write mount's host directory would be.
+ */
+static bool self_overlay(const struct sandlock_sandbox *c, const struct sl_mount *m,
+                         const char *w)
+{
+	const struct sl_mount *above = mount_above(c, m);
+	const char *base = above ? above->host : c->chroot;
+	const char *rest = m->virt + (above && strcmp(above->virt, "/") ? strlen(above->virt) : 0);
+	char want[PATH_MAX];
+	if (snprintf(want, sizeof want, "%s%s", strcmp(base, "/") ? base : "", rest) >=
+	    (int)sizeof want || strcmp(want, m->host) != 0)
+		return false;
+	for (size_t i = 0; i < c->n_mounts; i++)
+		if (&c->mounts[i] != above && !c->mounts[i].ro && strcmp(c->mounts[i].host, w) == 0)
+			return false;
+	return true;
+}
+
 /* The guest's cwd (a guest path) as the host directory behind it. */
 static int chroot_cwd(sandlock_builder_t *b, const struct sl_view *v, int *err, char **msg)
 {
@@ -400,10 +437,12 @@ static int setup_chroot(sandlock_builder_t *b, int *err, char **msg)
 		return -1;
 	/* Once every mount and grant is in: a read-only host directory inside
 	 * a writable one (fs_write, or a read-write mount given before or
-	 * after it) would be writable through the other. */
+	 * after it) would be writable through the other, unless the mount
+	 * lies over its own place (self_overlay). */
 	for (size_t i = 0; i < c->n_mounts; i++)
 		for (size_t k = 0; c->mounts[i].ro && k < c->fs_write.n; k++)
-			if (sl_path_under(c->mounts[i].host, c->fs_write.v[k]))
+			if (sl_path_under(c->mounts[i].host, c->fs_write.v[k]) &&
+			    !self_overlay(c, &c->mounts[i], c->fs_write.v[k]))
 				return sl_fail(err, msg, SANDLOCK_ERR_CONFLICT,
 				               "fs_mount '%s' is read-only but its host directory '%s' is "
 				               "writable through '%s' (fs_write or a read-write fs_mount)",

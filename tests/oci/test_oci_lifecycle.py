@@ -160,9 +160,6 @@ def test_log_json_and_systemd_cgroup_flag(bundle):
         "sandlock.http-allow": "GET 127.0.0.1/*; GET 127.0.0.1:99999/"}), "99999"),
     (lambda c: c["linux"].update(seccomp={"defaultAction": "SCMP_ACT_NOTIFY"}),
      "linux.seccomp.defaultAction"),
-    # A read-only path inside the writable rootfs: sandlock cannot carve it.
-    (lambda c: c["linux"].update(readonlyPaths=["/proc/sys", "/etc"]),
-     "linux.readonlyPaths '/etc'"),
     (lambda c: c["linux"].update(maskedPaths=["/etc/../bin/sh"]), "linux.maskedPaths[0]"),
 ])
 def test_unhonourable_settings_fail_create_naming_the_field(bundle, change, field):
@@ -185,6 +182,49 @@ def test_read_only_paths_in_read_only_places_or_missing_are_accepted(bundle):
     r = oci(root, "create", "--bundle", d, "ro")
     assert r.returncode == 0, r.stderr
     assert oci(root, "delete", "--force", "ro").returncode == 0
+
+
+RO_SCRIPT = ("echo x > /etc/new; echo etc=$?; echo y >> /etc/image-file; echo file=$?; "
+             "echo z >> /bin/probe; echo bb=$?; ln /etc/image-file /x; echo ln=$?; "
+             "mv /etc/inner /etc/moved; echo mv=$?; echo w > /root/w; echo root=$?")
+
+
+def run_to_end(root, d, cid):
+    """Create and start cid, wait until it stopped, delete it."""
+    assert oci(root, "create", "--bundle", d, cid).returncode == 0
+    assert oci(root, "start", cid).returncode == 0
+    for _ in range(500):
+        if state(root, cid)["status"] == "stopped":
+            break
+        time.sleep(0.02)
+    assert oci(root, "delete", cid).returncode == 0
+
+
+@pytest.mark.parametrize("ro", [False, True])
+def test_read_only_paths_in_the_writable_rootfs_take_no_writes(bundle, ro):
+    d, root, config, write = bundle
+    out = os.path.join(d, "out")
+    os.mkdir(out)
+    cfg = json.loads(json.dumps(config))
+    cfg["process"]["args"] = ["/bin/sh", "-c", "(%s) > /out/r 2>&1" % RO_SCRIPT]
+    cfg["mounts"].append({"destination": "/out", "type": "bind", "source": out,
+                          "options": ["rbind", "rw"]})
+    if ro:
+        cfg["linux"]["readonlyPaths"] = ["/etc", "/bin/probe", "/proc/sys", "/no/such"]
+    write(cfg)
+    run_to_end(root, d, "rw")
+    got = dict(l.split("=") for l in open(os.path.join(out, "r")).read().split()
+               if "=" in l and l.split("=")[0] in ("etc", "file", "bb", "ln", "mv", "root"))
+    rootfs = os.path.join(d, "rootfs")
+    if not ro:
+        # The probe works: every write reaches the writable rootfs.
+        assert got == {"etc": "0", "file": "0", "bb": "0", "ln": "0", "mv": "0", "root": "0"}
+        return
+    # Read-only paths: no write, link or rename there; the rest is writable.
+    assert got == {"etc": "1", "file": "1", "bb": "1", "ln": "1", "mv": "1", "root": "0"}, got
+    assert not os.path.exists(os.path.join(rootfs, "etc", "new"))
+    assert open(os.path.join(rootfs, "etc", "image-file")).read() == "from-the-image\n"
+    assert os.path.isdir(os.path.join(rootfs, "etc", "inner"))
 
 
 def test_podman_run_output_and_exit_codes(image):

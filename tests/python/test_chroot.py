@@ -123,6 +123,30 @@ def test_a_file_mount_is_live_and_its_directory_stays_out_of_reach(rootfs):
         sandlock.Sandbox(chroot=str(root), fs_mount={"/etc/null": "/dev/null"}).run(["true"])
 
 
+def test_a_read_only_mount_over_its_own_place_in_a_writable_rootfs(rootfs):
+    """An OCI readonlyPaths entry: the rootfs's /etc mapped read-only over
+    /etc while / is writable.  Refused when another read-write mount
+    shows the same directory (a second way in)."""
+    d, root = rootfs
+    base = [str(SANDLOCK_BIN), "run", "--chroot", str(root), "-w", "/"]
+    script = ("echo x > /etc/hostname_marker; echo etc=$?; mkdir /etc/d; echo mk=$?; "
+              "mv /etc /e2; echo mv=$?; echo y > /work/f; echo work=$?")
+    # The probe works: without the mount, /etc takes the writes.
+    r = subprocess.run(base + ["--", "sh", "-c", script + "; mv /e2 /etc"],
+                       capture_output=True, text=True, timeout=60)
+    assert "etc=0" in r.stdout and "mk=0" in r.stdout and "mv=0" in r.stdout, r.stderr
+    (root / "etc" / "hostname_marker").write_text("inroot\n")
+    os.rmdir(str(root / "etc" / "d"))
+    r = subprocess.run(base + ["--fs-mount", "/etc:%s:ro" % (root / "etc"), "--", "sh", "-c",
+                               script], capture_output=True, text=True, timeout=60)
+    assert r.stdout.split() == ["etc=1", "mk=1", "mv=1", "work=0"], (r.stdout, r.stderr)
+    assert (root / "etc" / "hostname_marker").read_text() == "inroot\n"
+    r = subprocess.run(base + ["--fs-mount", "/etc:%s:ro" % (root / "etc"), "--fs-mount",
+                               "/all:%s" % root, "--", "true"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "writable through" in r.stderr, r.stderr
+
+
 def test_cli_chroot_fs_mount_ro_and_profile(rootfs, tmpdir_path):
     d, root = rootfs
     ro = d / "ro"
