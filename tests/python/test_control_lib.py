@@ -75,11 +75,15 @@ def test_stop_sends_sigterm_and_the_command_cleans_up(xdg, tmpdir_path):
     out = os.path.join(tmpdir_path, "cleaned")
     sb = sandlock.Sandbox(fs_readable=SYSTEM, fs_writable=[tmpdir_path], name="py-stop",
                           timeout=60)
-    sb.spawn(["sh", "-c", "trap 'echo bye > %s; exit 3' TERM; while :; do sleep 0.05; done"
-              % out])
+    ready = os.path.join(tmpdir_path, "ready")
+    sb.spawn(["sh", "-c", "trap 'echo bye > %s; exit 3' TERM; : > %s; "
+              "while :; do sleep 0.05; done" % (out, ready)])
     try:
         wait_listed(env, "py-stop")
-        time.sleep(0.2)  # the trap is set
+        for _ in range(1000):  # until the trap is set (bounded)
+            if os.path.exists(ready):
+                break
+            time.sleep(0.01)
         s = cli(env, "stop", "-t", "20", "py-stop")
         assert s.returncode == 0, s.stderr
         r = sb.wait(timeout=30)
@@ -144,7 +148,7 @@ def test_a_sandboxed_process_cannot_kill_a_python_started_run(xdg):
     victim.spawn(["sleep", "1000"])
     try:
         info = wait_listed(env, "victim")
-        # The control: the same request from outside ends a run.
+        # (The same request from outside ends a run: the first test.)
         attacker = sandlock.Sandbox(fs_readable=SYSTEM + [SANDLOCK], fs_writable=[d],
                                     env={"XDG_RUNTIME_DIR": d}, timeout=60)
         r = attacker.run([SANDLOCK, "kill", "victim"])
