@@ -425,6 +425,11 @@ int sl_cgroup_count_processes(int dirfd)
 
 bool sl_cgroup_has_children(int dirfd)
 {
+	/* kernfs keeps a directory's link count at 2 + its sub-groups: one
+	 * fstat per fork (procs.c asks on every fork of a run with a group). */
+	struct stat st;
+	if (fstat(dirfd, &st) == 0 && st.st_nlink >= 2)
+		return st.st_nlink > 2;
 	DIR *d = sl_fdopendir(openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	struct dirent *de;
 	bool any = false;
