@@ -12,12 +12,16 @@
 #include "testutil.h"
 
 /* Run argv in a sandbox for system programs, limited to max_processes
- * (0 = no limit).  NULL on failure, reported. */
-static sandlock_result_t *run_limited(uint32_t max_processes, const char *const *argv)
+ * (0 = no limit), sharing the budget of process share (0: none).  NULL
+ * on failure, reported. */
+static sandlock_result_t *run_sharing(uint32_t max_processes, pid_t share,
+                                      const char *const *argv)
 {
 	sandlock_builder_t *b = tu_system_builder();
 	if (max_processes)
 		sandlock_sandbox_builder_max_processes(b, max_processes);
+	if (share)
+		sandlock_sandbox_builder_share_budget(b, share);
 	sandlock_sandbox_builder_timeout_ms(b, 30000);
 	sandlock_sandbox_t *sb = tu_build(b);
 	if (!sb)
@@ -25,6 +29,11 @@ static sandlock_result_t *run_limited(uint32_t max_processes, const char *const 
 	sandlock_result_t *r = tu_run(sb, argv);
 	sandlock_sandbox_free(sb);
 	return r;
+}
+
+static sandlock_result_t *run_limited(uint32_t max_processes, const char *const *argv)
+{
+	return run_sharing(max_processes, 0, argv);
 }
 
 /* Start 20 `sleep 5` children, count successes and failures, kill them. */
@@ -193,21 +202,6 @@ static const char *const FORK_ONCE[] = {
 	NULL
 };
 
-static sandlock_result_t *run_sharing(pid_t with)
-{
-	sandlock_builder_t *b = tu_system_builder();
-	sandlock_sandbox_builder_max_processes(b, 4);
-	if (with)
-		sandlock_sandbox_builder_share_budget(b, with);
-	sandlock_sandbox_builder_timeout_ms(b, 30000);
-	sandlock_sandbox_t *sb = tu_build(b);
-	if (!sb)
-		return NULL;
-	sandlock_result_t *r = tu_run(sb, FORK_ONCE);
-	sandlock_sandbox_free(sb);
-	return r;
-}
-
 TEST(share_budget_counts_both_runs_processes)
 {
 	sandlock_builder_t *b = tu_system_builder();
@@ -225,11 +219,11 @@ TEST(share_budget_counts_both_runs_processes)
 	int out = sandlock_handle_stdout_fd(a);
 	char ready[8] = "";
 	REQUIRE(out >= 0 && read(out, ready, sizeof ready - 1) > 0);
-	sandlock_result_t *r = run_sharing(0);
+	sandlock_result_t *r = run_sharing(4, 0, FORK_ONCE);
 	REQUIRE(r);
 	CHECK(tu_out_is(r, "forked\n")); /* a budget of its own: the probe works */
 	sandlock_result_free(r);
-	r = run_sharing(sandlock_handle_init_pid(a));
+	r = run_sharing(4, sandlock_handle_init_pid(a), FORK_ONCE);
 	if (!r || (sandlock_result_exit_code(r) != 0 && !tu_out_is(r, "errno 11\n"))) {
 		sandlock_handle_kill(a);
 		sandlock_result_free(sandlock_handle_wait(a));
