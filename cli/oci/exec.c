@@ -57,6 +57,32 @@ static pid_t container_init(const char *dir)
 	return (pid_t)init;
 }
 
+/* Can a cgroup be made below the v2 group of pid (share_budget)?  Not
+ * for a rootless engine without delegation: the exec then keeps a
+ * budget of its own, said in the log, rather than fail every exec. */
+static bool can_share(pid_t pid)
+{
+	char file[64], line[1024] = "", dir[OCI_PATH_MAX];
+	snprintf(file, sizeof file, "/proc/%d/cgroup", (int)pid);
+	FILE *f = fopen(file, "re");
+	while (f && fgets(line, sizeof line, f) && strncmp(line, "0::", 3) != 0)
+		line[0] = '\0';
+	if (f)
+		fclose(f);
+	line[strcspn(line, "\n")] = '\0';
+	/* cgroup2 at /sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid host */
+	static const char *const mounts[] = { "/sys/fs/cgroup/unified", "/sys/fs/cgroup" };
+	for (size_t i = 0; line[0] && i < 2; i++) {
+		char probe[OCI_PATH_MAX + 16];
+		if (snprintf(dir, sizeof dir, "%s%s", mounts[i], line + 3) >= (int)sizeof dir)
+			return false;
+		snprintf(probe, sizeof probe, "%s/cgroup.procs", dir);
+		if (access(probe, F_OK) == 0)
+			return access(dir, W_OK) == 0;
+	}
+	return false;
+}
+
 static int wait_status(pid_t pid)
 {
 	int st;
@@ -119,6 +145,11 @@ int oci_cmd_exec(const struct oci_global *g, int argc, char **argv)
 	if (run.budget <= 0) {
 		oci_error("exec: container %s is not running", pos[0]);
 		goto out_proc;
+	}
+	if (!can_share(run.budget)) {
+		oci_warn("exec: no cgroup can be made below the container's (a rootless engine "
+		         "without cgroup v2 delegation): the exec's limits are a budget of its own");
+		run.budget = 0;
 	}
 	char root[OCI_PATH_MAX];
 	pid_t pid = oci_state_root(g->root, root, sizeof root) == 0 &&
