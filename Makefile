@@ -79,11 +79,6 @@ $(BUILD)/tests/%: tests/c/%.c $(wildcard tests/c/*.h) include/sandlock.h $(BUILD
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandlock.a $(LDLIBS)
 
-# Unit tests of CLI modules link those modules' sources too.
-$(BUILD)/tests/test_toml: tests/c/test_toml.c cli/toml.c cli/toml.h $(wildcard tests/c/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Icli $(LDFLAGS) -o $@ $< cli/toml.c -lm
-
 # Hostile helper programs run *inside* the sandbox by the tests.
 $(BUILD)/helpers/%: tests/c/helpers/%.c $(wildcard tests/c/helpers/*.h)
 	@mkdir -p $(dir $@)

@@ -14,7 +14,7 @@
 
 #include "options.h"
 #include "parse.h"
-#include "toml.h"
+#include "profile/toml.h"
 
 #define EXIT_SANDLOCK 125
 

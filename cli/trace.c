@@ -5,7 +5,7 @@
 
 #include "options.h"
 #include "profile.h"
-#include "toml.h"
+#include "profile/toml.h"
 
 #include <elf.h>
 #include <errno.h>

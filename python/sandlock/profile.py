@@ -325,7 +325,7 @@ def _apply(path: str, doc: Dict[str, Any]) -> Profile:
     return Profile(path=path, sandbox_kwargs=kwargs, command=command)
 
 
-# The TOML the CLI's parser (cli/toml.c) refuses, refused here too with
+# The TOML the CLI's parser (src/profile/toml.c) refuses, refused here too with
 # its words, so that a profile means the same to both loaders.
 _HEX = re.compile(r"(?<![\w.])[+-]?0[xob]")
 

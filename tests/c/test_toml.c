@@ -1,5 +1,5 @@
 /*
- * test_toml.c — the CLI's TOML-subset parser (cli/toml.c): every accepted
+ * test_toml.c — the profile TOML-subset parser (src/profile/toml.c): every accepted
  * form yields the right values, and every refused form fails with the
  * expected LINE:COL and reason instead of being misread.
  */
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "toml.h"
+#include "profile/toml.h"
 
 /* Parse text that must fail; true when the error starts with want_pos
  * ("L:C:") and contains want_why. */

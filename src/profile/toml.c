@@ -1,11 +1,11 @@
 /*
- * toml.c — the profile TOML subset (see toml.h for exactly what it takes).
+ * profile/toml.c — the profile TOML subset (see toml.h for exactly what it takes).
  *
  * A recursive-descent parser over the whole text.  Every error records the
  * line and column where it was detected and stops the parse: the first
  * error is the one reported, and no partial result is ever returned.
  */
-#include "toml.h"
+#include "profile/toml.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,8 +1,10 @@
 /*
  * toml.h — a parser for the subset of TOML that sandlock profiles use.
  *
- * Debian packages no C TOML parser (only C++ ones), so the CLI carries this
- * small one.  It accepts exactly:
+ * Debian packages no C TOML parser (bookworm has only C++ ones: cpptoml,
+ * toml11, toml++), so the library carries this small one, in the library
+ * so that the CLI and the Python package can read one grammar.  It
+ * accepts exactly:
  *   - comments (#...), blank lines;
  *   - table headers [name] with a bare name (each table at most once);
  *   - key = value, with bare keys (A-Z a-z 0-9 _ -) or "quoted" keys;
@@ -15,8 +17,8 @@
  * strings, dates, hex/octal/binary integers, inf/nan) is refused with a
  * "LINE:COL: ... not supported" error rather than misread.
  */
-#ifndef SANDLOCK_CLI_TOML_H
-#define SANDLOCK_CLI_TOML_H
+#ifndef SANDLOCK_PROFILE_TOML_H
+#define SANDLOCK_PROFILE_TOML_H
 
 #include <stdbool.h>
 #include <stdio.h>
