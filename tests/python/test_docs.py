@@ -176,3 +176,20 @@ def test_readme_is_a_page():
         assert (REPO / f).is_file(), f
     assert "Apache License" in (REPO / "LICENSE").read_text()
     assert not list(REPO.glob("shr*.txt"))
+
+
+def test_man_page_lists_every_profile_key():
+    """Every key cli/profile.c accepts (not refused as unsupported) is listed
+    under its own section in sandlock(1)'s PROFILES; fails when a key is added
+    without documenting it."""
+    table = (REPO / "cli" / "profile.c").read_text()
+    keys = re.findall(r'\{ "(\w+)", "(\w+)", (k_\w+) \}', table)
+    assert ("filesystem", "read", "k_read") in keys  # the table was parsed
+    man = (REPO / "man" / "sandlock.1").read_text()
+    profiles = man.split(".SH PROFILES")[1].split("\n.SH ")[0]
+    listed = {}
+    for sec, line in re.findall(r"^\.B \[(\w+)\]\n(\.BR .*)$", profiles, re.M):
+        listed.setdefault(sec, set()).update(re.findall(r"\b\w+\b", line))
+    for sec, key, handler in keys:
+        if handler != "k_unsupported":
+            assert key in listed.get(sec, ()), f"[{sec}] {key} not in sandlock(1)"
