@@ -225,3 +225,22 @@ def test_completion_and_man_page_know_every_run_option(destdir):
         assert o in bash, o
         assert o.lstrip("-") in zsh, o
         assert o in man, o
+
+
+@pytest.mark.parametrize("command", ["learn", "check", "ps", "inspect", "stop"])
+def test_completion_and_man_page_know_every_option_of(destdir, command):
+    """The options a command's usage shows (beyond those of `run`, checked
+    above) are offered by the bash and zsh completion and in sandlock(1)."""
+    r = subprocess.run([str(destdir / "usr/bin/sandlock"), command, "--help"],
+                       capture_output=True, text=True)
+    usage = (r.stdout + r.stderr).split("Use the profile")[0]
+    assert f"sandlock {command}" in usage or f"'{command}'" in usage, usage
+    opts = set(re.findall(r"(?<![\w-])--?[a-zA-Z][a-z-]*", usage)) - {"--help"}
+    bash = (destdir / "usr/share/bash-completion/completions/sandlock").read_text()
+    zsh = (destdir / "usr/share/zsh/site-functions/_sandlock").read_text()
+    man = (REPO / "man" / "sandlock.1").read_text().replace("\\-", "-")
+    assert opts, usage
+    for o in sorted(opts):
+        word = re.compile(r"(?<![\w-])" + re.escape(o) + r"(?![\w-])")
+        for name, text in (("bash", bash), ("zsh", zsh), ("sandlock(1)", man)):
+            assert word.search(text), f"{command} {o} not in {name}"
