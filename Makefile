@@ -50,7 +50,7 @@ HELPERS  := $(patsubst tests/c/helpers/%.c,$(BUILD)/helpers/%,$(HELPER_SRC)) \
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all lib typecheck test test-c test-py test-go test-oci test-workloads test-containers demo asan bench clean install uninstall
+.PHONY: all lib typecheck test test-c test-py test-go test-oci test-workloads test-containers test-unpriv demo asan bench clean install uninstall
 all: lib $(BUILD)/sandlock $(BUILD)/sandlock-oci $(TESTS) $(HELPERS) $(BENCHES)
 lib: $(BUILD)/libsandlock.so $(BUILD)/libsandlock.a
 
@@ -135,6 +135,12 @@ test-workloads: all
 # docs/containers.md); skips only where podman cannot start a container.
 test-containers: all
 	@tests/containers/run.sh $(BUILD)
+
+# The C and Python suites as an unprivileged user (no cgroups, no
+# capabilities): how most people run sandlock.  Run by root (CI), it makes
+# a system user and a scratch copy of the tree (tests/run_unpriv.sh).
+test-unpriv: all
+	@tests/run_unpriv.sh $(BUILD)
 
 demo: all
 	PYTHONPATH=python $(PYTHON) examples/demo.py

@@ -332,6 +332,21 @@ static void explain_limits(const struct cli_explain *e, const sandlock_result_t 
 		         "the command was killed (SIGKILL), most likely at the memory limit: "
 		         "--max-memory %s (raise it)", sz);
 		say(line);
+		return;
+	}
+	/* Without a memory cgroup (unprivileged) --max-memory is an address-space
+	 * limit of each process: an exec or a stack it makes too small ends in
+	 * SIGSEGV, a failed allocation some programs do not check in SIGSEGV or
+	 * SIGABRT, rather than in the cgroup's SIGKILL. */
+	int sig = sandlock_result_term_signal(r);
+	if ((sig == SIGSEGV || sig == SIGBUS || sig == SIGABRT) && e->cfg.has_max_memory &&
+	    !sandlock_result_killed_by_handler(r)) {
+		char sz[32];
+		fmt_size(e->cfg.max_memory, sz, sizeof sz);
+		snprintf(line, sizeof line,
+		         "the command was killed (SIG%s); if the memory limit stopped it: "
+		         "--max-memory %s (raise it)", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", sz);
+		say(line);
 	}
 }
 

@@ -50,6 +50,9 @@ static int beneath(int root, const char *rel, int flags)
 {
 	struct open_how how = { 0 };
 	how.flags = (uint64_t)(flags | O_CLOEXEC);
+	/* The journal is a file of the user's, in their DIR: theirs to read
+	 * (openat2 refuses a mode without O_CREAT). */
+	how.mode = (flags & O_CREAT) ? 0600 : 0;
 	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS;
 	long fd = syscall(__NR_openat2, root, rel[0] ? rel : ".", &how, sizeof how);
 	return fd < 0 ? -errno : (int)fd;

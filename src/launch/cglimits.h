@@ -57,12 +57,13 @@ void sl_cg_probe(struct sl_cg_probe *p);
 /*
  * In the child after fork, before Landlock and seccomp (inherited by init
  * and the command): join the run's groups, then core dumps, transparent
- * huge pages, ASLR, affinity and the RLIMIT_AS fallback.  0 or an errno.
+ * huge pages, ASLR and affinity.  0 or an errno.
  */
 int sl_limits_child(const struct sandlock_sandbox *cfg, const struct sl_cglimits *cg);
-/* In the command, just before exec: RLIMIT_NOFILE (init needs its own fds,
- * so it is not lowered for init).  0 or an errno. */
-int sl_limits_command(const struct sandlock_sandbox *cfg);
+/* In the command, just before exec: the RLIMIT_AS fallback of max_memory
+ * and RLIMIT_NOFILE (init needs its own fds and memory, so neither is
+ * lowered for init).  0 or an errno. */
+int sl_limits_command(const struct sandlock_sandbox *cfg, const struct sl_cglimits *cg);
 
 /* Tests only: make no CPU group (max_cpu then takes the throttle), the
  * rest as usual: the throttle alongside a run's v2 group and its freezer. */

@@ -98,7 +98,7 @@ int sl_confine_apply(const struct sandlock_sandbox *sb, int rs, struct sock_fpro
 	sl_cg_init(&none);
 	int e = sl_limits_child(sb, &none);
 	if (!e)
-		e = sl_limits_command(sb);
+		e = sl_limits_command(sb, &none);
 	if (e)
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "confine: applying limits: %s",
 		               strerror(e));

@@ -410,7 +410,7 @@ SL_OWN_STACK static int command_main(void *arg)
 		_exit(127);
 	/* RLIMIT_NOFILE last: the command's own (init keeps its fds), after our
 	 * fds are gone, so even a tiny limit leaves room for the exec. */
-	int le = sl_limits_command(L->cfg);
+	int le = sl_limits_command(L->cfg, &L->cg);
 	if (le) {
 		report_failure("cannot limit ", L->exe, le);
 		sp->fail_step = ST_LIMITS; /* init reports it (become_init) */

@@ -66,18 +66,26 @@ int sl_limits_child(const struct sandlock_sandbox *cfg, const struct sl_cglimits
 		if (sched_setaffinity(0, sizeof set, &set) < 0)
 			return errno;
 	}
-	if (cfg->max_memory && cg->mem_rlimit) {
-		struct rlimit rl = { cfg->max_memory, cfg->max_memory };
-		if (setrlimit(RLIMIT_AS, &rl) < 0)
-			return errno;
-	}
 	return 0;
 }
 
-int sl_limits_command(const struct sandlock_sandbox *cfg)
+/* max_memory without a memory group: an address-space limit of the
+ * command (and so of each process it starts), never of init, which
+ * shares the command's memory until the exec and must outlive any limit
+ * too small for the command to start (it reports that exec's failure). */
+static int limit_address_space(const struct sandlock_sandbox *cfg, const struct sl_cglimits *cg)
 {
-	if (!cfg->max_open_files)
+	if (!cfg->max_memory || !cg->mem_rlimit)
 		return 0;
+	struct rlimit rl = { cfg->max_memory, cfg->max_memory };
+	return setrlimit(RLIMIT_AS, &rl) < 0 ? errno : 0;
+}
+
+int sl_limits_command(const struct sandlock_sandbox *cfg, const struct sl_cglimits *cg)
+{
+	int e = limit_address_space(cfg, cg);
+	if (e || !cfg->max_open_files)
+		return e;
 	struct rlimit cur;
 	if (getrlimit(RLIMIT_NOFILE, &cur) < 0)
 		return errno;

@@ -44,6 +44,9 @@ def test_a_memory_limit_too_small_to_start_says_so():
     """-m 1: the child is OOM-killed before the command runs; the message
     names the flag and the fix, not "child exited during setup"."""
     r = sandlock("run", *SYS_RO, "-m", "1", "--", "/bin/true")
+    if "no memory cgroup can be made here" in r.stderr:
+        pytest.skip("no memory cgroup (unprivileged): -m is per process, the run's end "
+                    "explains it (test_explain)")
     assert r.returncode == 125
     assert r.stderr == ("sandlock: sandboxed child was killed during setup: -m/--max-memory "
                         "(1 bytes) is too small to start the command; raise it (a few "

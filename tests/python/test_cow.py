@@ -403,8 +403,9 @@ def test_vfork_and_posix_spawn_of_a_staged_program_leave_the_parent_intact(work)
         "os.rename('prog', 'p')\n"
         "print([subprocess.run(['./p', str(i)], capture_output=True).stdout for i in range(3)])\n")
     try:
+        # -u: the programs it spawns write to the same pipe, unbuffered.
         r = box(work, fs_writable=[tmp], env={"TMPDIR": tmp, "PATH": "/usr/bin:/bin"},
-                on_exit="abort").run([PY, "-c", code])
+                on_exit="abort").run([PY, "-u", "-c", code])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     assert r.success, r.stderr

@@ -187,6 +187,10 @@ def test_a_commit_killed_half_way_is_cleaned_by_the_next_run(tmp):
             p.kill()
             p.wait()
         left_any |= bool(leftovers(work))
+        # What a killed commit leaves is the user's to read and remove,
+        # even without root (the journal was once made mode 000).
+        for f in leftovers(work):
+            assert os.lstat(f).st_mode & 0o600 == 0o600, (f, oct(os.lstat(f).st_mode))
         got = contents(work)
         assert set(v for k, v in got.items() if not k.startswith(".sandlock-commit-")
                    and "/.sandlock-commit-" not in k) <= {"old\n", "new\n"}
