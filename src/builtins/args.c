@@ -20,8 +20,10 @@
 #include "builtins/builtin.h"
 
 /* State: the run's filter policy (the rules depend on it: the UDP gate). */
-static int args_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+static int args_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, void **state,
+                     char **msg)
 {
+	(void)sv;
 	struct sl_filter_policy *p = malloc(sizeof(*p));
 	if (!p) {
 		*msg = sl_strdup("out of memory");

@@ -28,18 +28,17 @@
 
 /* What a builtin sees of one trapped call. */
 struct sandlock_result;
+struct sl_services;
 
 struct sl_call {
 	const sandlock_notif_t *n;
 	sandlock_mem_t *mem; /* the caller's memory (childmem.h) */
 	int listener;        /* for sl_notif_valid: pin a /proc object, then check */
 	pid_t init;          /* the sandbox's init; its pid is the sandbox's pgid */
-	struct sl_portmap *ports; /* port_remap: the run's port map (portmap.h), else NULL */
-	struct sl_proxy *proxy;   /* the run's HTTP proxy (proxy.h), else NULL */
-	/* The run's waiter for blocking connects performed on behalf
-	 * (connwait.h).  A builtin that hands a call to it sets *later: the
-	 * waiter answers that call, the dispatcher does not. */
-	struct sl_connwait *connwait;
+	/* The run's services (services.h): its chroot view, port map, proxy,
+	 * connect waiter.  A builtin that hands a call to the connect waiter
+	 * sets *later: the waiter answers that call, the dispatcher does not. */
+	struct sl_services *sv;
 	bool *later;
 };
 
@@ -85,9 +84,21 @@ struct sl_builtin {
 	 * outright (a user handler), every call reaches decide, so decide must
 	 * still handle the forms the conditions leave out.  0 or -1 (OOM). */
 	int (*syscalls)(const struct sandlock_sandbox *cfg, struct sl_traps *out);
-	/* Per-run state (NULL: stateless).  0, or -1 with *msg set (heap). */
-	int (*init)(const struct sandlock_sandbox *cfg, void **state, char **msg);
+	/* Per-run state (NULL: stateless), made with the run's services
+	 * (services.h: take the chroot view, the proxy... from there, never a
+	 * copy of one's own).  0, or -1 with *msg set (heap). */
+	int (*init)(const struct sandlock_sandbox *cfg, struct sl_services *sv, void **state,
+	            char **msg);
+	/* Before the services are freed; the opener has no user left. */
 	void (*free)(void *state);
+	/* Optional: a file this builtin serves in place of the one the opener
+	 * opened for reading for the guest (sl_opener_serve_fn, opener.h:
+	 * real, *fd, caller; 0 served, an errno, -1 not this builtin's).
+	 * Called for every such open of the run, whatever builtin or handler
+	 * performs it, on whatever thread does (the loop, a deferred
+	 * worker), outside the builtin lock: read only what init made. */
+	int (*serve)(void *state, const struct sl_services *sv, const char *real, pid_t caller,
+	             int *fd);
 	/* Optional: add Landlock rules for what init made (the COW layer's
 	 * upper directory), to the run's ruleset before the child or the
 	 * opener applies it (landlock.h, sl_landlock_grant_read).  0, or -1

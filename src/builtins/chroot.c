@@ -65,6 +65,7 @@
 #include "builtins/builtin.h"
 #include "builtins/chrootxattr.h"
 #include "builtins/proc.h" /* sl_open_on_behalf */
+#include "supervisor/services.h"
 
 #ifndef AT_EMPTY_PATH
 #define AT_EMPTY_PATH 0x1000
@@ -702,7 +703,8 @@ static int chroot_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *
 	return sl_traps_add_all(out, k_nrs, sizeof k_nrs / sizeof k_nrs[0]);
 }
 
-static int chroot_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+static int chroot_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, void **state,
+                       char **msg)
 {
 	*state = NULL;
 	if (!cfg->chroot)
@@ -712,10 +714,7 @@ static int chroot_init(const struct sandlock_sandbox *cfg, void **state, char **
 		*msg = strdup("out of memory");
 		return -1;
 	}
-	if (!(s->view = sl_view_new(cfg, msg))) {
-		free(s);
-		return -1;
-	}
+	s->view = sv->view; /* the run's one view (services.h) */
 	*state = s;
 	return 0;
 }
@@ -726,7 +725,6 @@ static void chroot_free(void *state)
 	if (!s)
 		return;
 	sl_exec_undo_release(&s->undo);
-	sl_view_free(s->view);
 	free(s);
 }
 

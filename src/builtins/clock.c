@@ -292,8 +292,10 @@ static int clock_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *o
 	return sl_traps_add_all(out, nrs, sizeof nrs / sizeof nrs[0]);
 }
 
-static int clock_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+static int clock_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, void **state,
+                      char **msg)
 {
+	(void)sv;
 	if (!cfg->has_time_start)
 		return 0;
 	if (!vdso_supported()) {

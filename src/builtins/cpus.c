@@ -29,8 +29,10 @@ static int cpus_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *ou
 	return cfg->num_cpus ? sl_traps_add(out, __NR_sched_getaffinity) : 0;
 }
 
-static int cpus_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+static int cpus_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, void **state,
+                     char **msg)
 {
+	(void)sv;
 	if (!cfg->num_cpus)
 		return 0;
 	struct cpus_state *s = calloc(1, sizeof(*s));

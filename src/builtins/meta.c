@@ -652,8 +652,10 @@ static void meta_free(void *state)
 	free(s);
 }
 
-static int meta_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+static int meta_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, void **state,
+                     char **msg)
 {
+	(void)sv;
 	struct meta_state *s = calloc(1, sizeof(*s));
 	bool ok = s != NULL;
 	for (size_t i = 0; ok && i < cfg->fs_write.n; i++)

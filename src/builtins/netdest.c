@@ -96,6 +96,7 @@
 #include "net/sockremake.h"
 #include "builtins/builtin.h"
 #include "builtins/policy.h"
+#include "supervisor/services.h"
 
 #define ND_CONTINUE LONG_MIN /* let the kernel run the call */
 #define ND_KILL (LONG_MIN + 1) /* policy_fn's verdict: end the sandbox */
@@ -287,10 +288,10 @@ static void to_real_port(struct sl_portmap *m, struct sl_sockaddr *a)
 /* A TCP destination on a port the HTTP proxy intercepts? */
 static bool to_proxy(const struct sl_call *call, const struct nd_sock *s, struct sl_sockaddr *sa)
 {
-	if (!call->proxy || proto_of(&s->si) != SL_NP_TCP)
+	if (!call->sv->proxy || proto_of(&s->si) != SL_NP_TCP)
 		return false;
 	uint16_t *p = port_field(sa);
-	return p && sl_proxy_intercepts(call->proxy, ntohs(*p));
+	return p && sl_proxy_intercepts(call->sv->proxy, ntohs(*p));
 }
 
 /* An IP stream socket, whose connect may wait for a handshake. */
@@ -338,7 +339,7 @@ static long connect_as_caller(const struct sl_call *call, const struct nd_sock *
 	long r = is_tcp(&s->si) ? AS_CALLER(sl_connwait_connect(s->fd, to, t->len, &blocking))
 	                        : AS_CALLER(connect(s->fd, to, t->len));
 	if (t->proxied && (r == 0 || r == -EINPROGRESS)) {
-		int e = sl_proxy_expect(call->proxy, s->fd, (const struct sockaddr *)&meant->ss,
+		int e = sl_proxy_expect(call->sv->proxy, s->fd, (const struct sockaddr *)&meant->ss,
 		                        meant->len, (pid_t)call->n->pid);
 		if (e)
 			r = e;
@@ -374,7 +375,7 @@ static long connect_done(const struct sl_call *call, const struct nd_sock *s,
 		close(s->fd);
 	}
 	if (waitfd >= 0 && (r == -EINPROGRESS || r == -EALREADY)) {
-		long w = sl_connwait_wait(call->connwait, call->listener, call->n, waitfd, &t->to,
+		long w = sl_connwait_wait(call->sv->connwait, call->listener, call->n, waitfd, &t->to,
 		                          t->len);
 		if (w == 1) {
 			*call->later = true; /* the waiter answers: waitfd is closed */
@@ -408,10 +409,10 @@ static long do_connect(const struct nd_state *st, const struct sl_call *call)
 	if (!e)
 		e = sl_policy_net(call, "connect", &sa, check_dest(st, call, &s, &sa, false, &hold));
 	struct nd_target t = { .proxied = !e && to_proxy(call, &s, &sa) };
-	if (!e && !t.proxied && call->ports && proto_of(&s.si) == SL_NP_TCP)
-		to_real_port(call->ports, &sa); /* checked as the guest sees it */
+	if (!e && !t.proxied && call->sv->ports && proto_of(&s.si) == SL_NP_TCP)
+		to_real_port(call->sv->ports, &sa); /* checked as the guest sees it */
 	if (t.proxied) {
-		sl_proxy_target(call->proxy, s.si.domain, &t.to, &t.len);
+		sl_proxy_target(call->sv->proxy, s.si.domain, &t.to, &t.len);
 	} else if (!e) {
 		t.to = sa.ss;
 		t.len = sa.len;
@@ -653,8 +654,8 @@ static long bind_ip(const struct nd_state *st, const struct sl_call *call,
 		return ND_KILL;
 	if (d)
 		return -d;
-	if (call->ports && tcp && port)
-		return bind_remapped(call->ports, s->fd, sa, port);
+	if (call->sv->ports && tcp && port)
+		return bind_remapped(call->sv->ports, s->fd, sa, port);
 	return AS_CALLER(bind(s->fd, (struct sockaddr *)&sa->ss, sa->len));
 }
 
@@ -799,7 +800,7 @@ static long do_sockname(const struct sl_call *call, bool peer)
 	long r = (peer ? getpeername : getsockname)(s.fd, (struct sockaddr *)&sa.ss, &sa.len);
 	if (r == 0) {
 		uint16_t *p = proto_of(&s.si) == SL_NP_TCP ? port_field(&sa) : NULL;
-		uint16_t v = p ? sl_portmap_virt(call->ports, ntohs(*p)) : 0;
+		uint16_t v = p ? sl_portmap_virt(call->sv->ports, ntohs(*p)) : 0;
 		if (v)
 			*p = htons(v);
 		r = put_name(call, &sa);
@@ -838,7 +839,7 @@ static bool nd_decide(void *state, const struct sl_call *call, sandlock_action_t
 		break;
 	case __NR_getsockname:
 	case __NR_getpeername:
-		r = call->ports ? do_sockname(call, call->n->syscall_nr == __NR_getpeername)
+		r = call->sv->ports ? do_sockname(call, call->n->syscall_nr == __NR_getpeername)
 		                : ND_CONTINUE;
 		break;
 	default:
@@ -955,8 +956,10 @@ static bool copy_rules(struct nd_state *s, const struct sandlock_sandbox *cfg)
 	return true;
 }
 
-static int nd_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+static int nd_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, void **state,
+                   char **msg)
 {
+	(void)sv;
 	struct nd_state *s = calloc(1, sizeof(*s));
 	bool ok = s && copy_vec(&s->write, &cfg->fs_write) && copy_vec(&s->read, &cfg->fs_read) &&
 	          copy_vec(&s->deny, &cfg->fs_deny) && copy_vec(&s->unix_allow, &cfg->unix_allow) &&

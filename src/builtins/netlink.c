@@ -60,8 +60,10 @@ static bool nl_decide(void *state, const struct sl_call *call, sandlock_action_t
 	return true;
 }
 
-static int nl_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+static int nl_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, void **state,
+                   char **msg)
 {
+	(void)sv;
 	(void)cfg;
 	if (!(*state = calloc(1, sizeof(struct nl_state)))) {
 		*msg = sl_strdup("out of memory");

@@ -771,8 +771,10 @@ static int pol_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out
 	return sl_traps_add_all(out, k_pol_nrs, sizeof(k_pol_nrs) / sizeof(k_pol_nrs[0]));
 }
 
-static int pol_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+static int pol_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, void **state,
+                    char **msg)
 {
+	(void)sv;
 	sandlock_policy_ctx_t *ctx = calloc(1, sizeof(*ctx));
 	if (!ctx) {
 		*msg = sl_strdup("out of memory");

@@ -49,11 +49,15 @@
 
 #include "supervisor/childfd.h"
 #include "opener/dirsort.h"
+#include "net/portmap.h"
 #include "opener/opener.h"
+#include "opener/procpolicy.h"
+#include "opener/served.h"
 #include "run/proctree.h"
 #include "syscalls.h"
 #include "builtins/builtin.h"
 #include "builtins/proc.h"
+#include "supervisor/services.h"
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 #define PROC_ROOT_INO 1
@@ -91,8 +95,10 @@ static int proc_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *ou
 	return 0;
 }
 
-static int proc_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+static int proc_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, void **state,
+                     char **msg)
 {
+	(void)sv;
 	if (!opens_on_behalf(cfg) && !lists_on_behalf(cfg))
 		return 0;
 	struct proc_state *s = calloc(1, sizeof(*s));
@@ -257,6 +263,37 @@ static bool proc_decide(void *state, const struct sl_call *call, sandlock_action
 	return true;
 }
 
+/* A TCP socket table of procfs (/proc/PID/net/tcp, .../tcp6)? */
+static bool is_proc_net_tcp(int fd, const char *real)
+{
+	size_t n = strlen(real);
+	return strncmp(real, "/proc/", 6) == 0 &&
+	       ((n > 8 && strcmp(real + n - 8, "/net/tcp") == 0) ||
+	        (n > 9 && strcmp(real + n - 9, "/net/tcp6") == 0)) &&
+	       sl_on_procfs(fd);
+}
+
+/* port_remap: the TCP socket tables show the ports the guest bound (the
+ * virtual ones of the run's port map), not the real ones. */
+static int proc_serve(void *state, const struct sl_services *sv, const char *real,
+                      pid_t caller, int *fd)
+{
+	(void)state;
+	(void)caller;
+	if (!sv->ports || !is_proc_net_tcp(*fd, real))
+		return -1;
+	sl_buf b = { 0 };
+	int e = sl_serve_read(*fd, &b);
+	if (!e && !b.data)
+		e = sl_serve_text("tcp", "", fd);
+	else if (!e) {
+		sl_portmap_rewrite_proc_net(sv->ports, (char *)b.data);
+		e = sl_serve_text("tcp", (char *)b.data, fd);
+	}
+	sl_buf_free(&b);
+	return e;
+}
+
 const struct sl_builtin sl_builtin_proc = {
 	.name = "/proc view",
 	.phase = SL_PHASE_LAST,
@@ -265,4 +302,5 @@ const struct sl_builtin sl_builtin_proc = {
 	.init = proc_init,
 	.free = proc_free,
 	.decide = proc_decide,
+	.serve = proc_serve,
 };

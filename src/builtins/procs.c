@@ -61,8 +61,10 @@ struct procs_state {
 	int own;        /* our run's v2 group: -1 not looked up yet, -2 none */
 };
 
-static int procs_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+static int procs_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, void **state,
+                      char **msg)
 {
+	(void)sv;
 	if (cfg->max_processes == 0)
 		return 0; /* traps nothing: no state */
 	struct procs_state *st = calloc(1, sizeof(*st));

@@ -27,8 +27,10 @@ static int random_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *
 	return cfg->has_random_seed ? sl_traps_add(out, __NR_getrandom) : 0;
 }
 
-static int random_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+static int random_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, void **state,
+                       char **msg)
 {
+	(void)sv;
 	if (!cfg->has_random_seed)
 		return 0;
 	struct sl_prng *p = calloc(1, sizeof(*p));

@@ -6,9 +6,9 @@
  * sandbox has a name of its own.  uname is performed on the caller's
  * behalf (LAST phase: user handlers may still answer it themselves) and
  * only nodename differs from the host's.  /proc/sys/kernel/hostname and
- * /etc/hostname show the same name when they are opened on behalf (the
- * opener serves them, see opener.c): always with /proc readable, since
- * the /proc view opens everything on behalf.
+ * /etc/hostname show the same name when they are opened on behalf (this
+ * builtin serves them, uts_serve): always with /proc readable, since the
+ * /proc view opens everything on behalf.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,19 +18,21 @@
 #include <sys/utsname.h>
 
 #include "builtins/builtin.h"
-#include "builtins/uts.h"
-
-void sl_uts_name(const struct sandlock_sandbox *cfg, pid_t init, char *out, size_t cap)
-{
-	if (cfg->name)
-		snprintf(out, cap, "%s", cfg->name);
-	else
-		snprintf(out, cap, "sandbox-%d", (int)init);
-}
+#include "opener/served.h"
+#include "supervisor/services.h"
 
 struct uts_state {
 	char *name; /* cfg->name copy, or NULL: from init's pid */
 };
+
+/* The sandbox's name: cfg->name, or "sandbox-<init>". */
+static void uts_name(const struct uts_state *s, pid_t init, char *out, size_t cap)
+{
+	if (s->name)
+		snprintf(out, cap, "%s", s->name);
+	else
+		snprintf(out, cap, "sandbox-%d", (int)init);
+}
 
 static int uts_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
@@ -38,8 +40,10 @@ static int uts_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out
 	return sl_traps_add(out, __NR_uname);
 }
 
-static int uts_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+static int uts_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, void **state,
+                    char **msg)
 {
+	(void)sv;
 	struct uts_state *s = calloc(1, sizeof(*s));
 	if (!s || (cfg->name && !(s->name = sl_strdup(cfg->name)))) {
 		free(s);
@@ -67,15 +71,27 @@ static bool uts_decide(void *state, const struct sl_call *call, sandlock_action_
 		return true;
 	}
 	memset(u.nodename, 0, sizeof u.nodename);
-	if (s->name)
-		snprintf(u.nodename, sizeof u.nodename, "%s", s->name);
-	else
-		snprintf(u.nodename, sizeof u.nodename, "sandbox-%d", (int)call->init);
+	uts_name(s, call->init, u.nodename, sizeof u.nodename);
 	if (sandlock_mem_poke(call->mem, call->n->args[0], &u, sizeof u) != 0)
 		sandlock_action_set_errno(act, EFAULT);
 	else
 		sandlock_action_set_return_value(act, 0);
 	return true;
+}
+
+/* The files that hold the host's name hold the sandbox's. */
+static int uts_serve(void *state, const struct sl_services *sv, const char *real, pid_t caller,
+                     int *fd)
+{
+	(void)caller;
+	if (strcmp(real, "/proc/sys/kernel/hostname") != 0 && strcmp(real, "/etc/hostname") != 0)
+		return -1;
+	char name[72], line[80];
+	uts_name(state, sv->init, name, sizeof name);
+	if (!name[0])
+		return -1;
+	snprintf(line, sizeof line, "%s\n", name);
+	return sl_serve_text("hostname", line, fd);
 }
 
 const struct sl_builtin sl_builtin_uts = {
@@ -85,4 +101,5 @@ const struct sl_builtin sl_builtin_uts = {
 	.init = uts_init,
 	.free = uts_free,
 	.decide = uts_decide,
+	.serve = uts_serve,
 };

@@ -552,8 +552,10 @@ static int finish(struct sl_opener *op, int listener, const sandlock_notif_t *n,
 	}
 	int acc = fcntl(fd, F_GETFL);
 	bool reading = acc >= 0 && (acc & O_ACCMODE) == O_RDONLY && !(acc & O_PATH);
-	if (!e && reading)
-		e = sl_opener_serve(op, out, (pid_t)n->pid, fdp);
+	if (!e && reading && op->serve) {
+		int served = op->serve(op->serve_ud, out->path, (pid_t)n->pid, fdp);
+		e = served > 0 ? served : 0;
+	}
 	return e;
 }
 

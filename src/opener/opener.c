@@ -11,8 +11,9 @@
  * with the same DAC checks.  It performs one openat2 per request.
  *
  *
- * What one request does is opencall.c; the files served in place of the
- * ones opened, served.c (openerint.h: what the three share).
+ * What one request does is opencall.c (openerint.h: what the two share).
+ * Files served in place of the ones opened come from whoever started the
+ * opener (sl_opener_serve_fn: the builtins' and the synthetic views).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,9 +34,7 @@
 #include "compat.h"
 #include "opener/opener.h"
 #include "opener/openerint.h"
-#include "net/portmap.h"
 #include "util.h"
-#include "opener/virtfiles.h"
 
 /* ---------------- the thread ---------------- */
 
@@ -163,16 +162,14 @@ static void opener_destroy(struct sl_opener *op)
 		close(op->taskdir);
 	if (op->procfd >= 0)
 		close(op->procfd);
-	sl_virt_free(op->virt);
 	pthread_cond_destroy(&op->cv);
 	pthread_mutex_destroy(&op->mu);
 	pthread_mutex_destroy(&op->call_lock);
-	free(op->hosts);
-	free(op->ca_pem);
 	free(op);
 }
 
-struct sl_opener *sl_opener_new(int ruleset_fd, int *err, char **msg)
+struct sl_opener *sl_opener_new(int ruleset_fd, const struct sl_view *view,
+                                sl_opener_serve_fn serve, void *ud, int *err, char **msg)
 {
 	struct sl_opener *op = calloc(1, sizeof(*op));
 	if (!op) {
@@ -185,6 +182,9 @@ struct sl_opener *sl_opener_new(int ruleset_fd, int *err, char **msg)
 	op->listener = -1;
 	op->procfd = -1;
 	op->ruleset_fd = ruleset_fd;
+	op->view = view;
+	op->serve = serve;
+	op->serve_ud = ud;
 	op->fixed_ids = ids_fixed();
 	op->taskdir = sl_fd_high(open("/proc/self/task", O_PATH | O_DIRECTORY | O_CLOEXEC));
 	if (op->taskdir < 0) {
@@ -226,60 +226,6 @@ void sl_opener_guard_proc(struct sl_opener *op, pid_t init, bool fast_self)
 	op->init = init;
 	op->proc_fast = fast_self && op->procfd >= 0;
 	op->proc_guard = true; /* without procfd every /proc open is refused */
-}
-
-void sl_opener_set_hostname(struct sl_opener *op, const char *name)
-{
-	snprintf(op->hostname, sizeof op->hostname, "%s", name);
-}
-
-void sl_opener_set_virt(struct sl_opener *op, struct sl_virt *v)
-{
-	sl_virt_free(op->virt);
-	op->virt = v;
-}
-
-int sl_opener_set_hosts(struct sl_opener *op, const char *text)
-{
-	if (!text)
-		return 0;
-	struct stat st;
-	if (!(op->hosts = sl_strdup(text)))
-		return -1;
-	/* The file the guest would open: its identity, not its spelling.  No
-	 * /etc/hosts at all: nothing to serve, nothing of the host's to see. */
-	if (stat("/etc/hosts", &st) < 0) {
-		op->hosts_dev = 0;
-		op->hosts_ino = 0;
-		return errno == ENOENT ? 0 : -1;
-	}
-	op->hosts_dev = st.st_dev;
-	op->hosts_ino = st.st_ino;
-	return 0;
-}
-
-int sl_opener_set_cabundles(struct sl_opener *op, const sl_strvec *paths, const char *pem)
-{
-	if (!(op->ca_pem = sl_strdup(pem)))
-		return -1;
-	for (size_t i = 0; i < paths->n && op->nbundles < 16; i++) {
-		struct stat st;
-		if (stat(paths->v[i], &st) < 0)
-			return -1;
-		op->bundles[op->nbundles].dev = st.st_dev;
-		op->bundles[op->nbundles++].ino = st.st_ino;
-	}
-	return 0;
-}
-
-void sl_opener_set_ports(struct sl_opener *op, struct sl_portmap *map)
-{
-	op->ports = map;
-}
-
-void sl_opener_set_view(struct sl_opener *op, const struct sl_view *v)
-{
-	op->view = v;
 }
 
 /* ---------------- finding a run's opener ---------------- */

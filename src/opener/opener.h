@@ -26,38 +26,30 @@
 
 struct sl_opener;
 
+/*
+ * A file the opener opened for reading for the guest, offered to be
+ * served as something else (files the builtins contribute, the synthetic
+ * views): real is its canonical path, *fd our fd of it, caller the
+ * guest's thread.  0: served (*fd closed and replaced, e.g. by
+ * sl_serve_text), an errno: the open fails (never the real file then),
+ * -1: not served, the guest gets the file itself.  Runs on whatever
+ * thread opens on behalf (the loop, a deferred handler's worker).
+ */
+typedef int (*sl_opener_serve_fn)(void *ud, const char *real, pid_t caller, int *fd);
+
+struct sl_view;
 /* Start the opener thread confined by ruleset_fd (a Landlock ruleset,
- * which it does not keep).  NULL with *err, *msg on failure. */
-struct sl_opener *sl_opener_new(int ruleset_fd, int *err, char **msg);
+ * which it does not keep).  view: under a virtual chroot every path is a
+ * guest path, opened inside it (chroot.h; not owned, outlives the
+ * opener), else NULL.  serve (may be NULL) with ud: see above.  NULL with
+ * *err, *msg on failure. */
+struct sl_opener *sl_opener_new(int ruleset_fd, const struct sl_view *view,
+                                sl_opener_serve_fn serve, void *ud, int *err, char **msg);
 /* With /proc readable: apply the /proc policy (builtins/proc.h) to every
  * file opened, for the sandbox whose init is init; fast_self: nothing is
  * denied beneath /proc, so the caller's own /proc/TID files may be opened
  * by the supervisor thread (see opener.c).  Before bind. */
 void sl_opener_guard_proc(struct sl_opener *op, pid_t init, bool fast_self);
-/* Serve /proc/sys/kernel/hostname and /etc/hostname (opened for reading)
- * as "name\n" (the sandbox's virtual hostname, builtins/uts.c). */
-void sl_opener_set_hostname(struct sl_opener *op, const char *name);
-/* Serve the synthetic views of v (virtfiles.h) for files opened for
- * reading; the opener owns v from here (NULL: none). */
-struct sl_virt;
-void sl_opener_set_virt(struct sl_opener *op, struct sl_virt *v);
-/* Serve text (copied) for every read-only open of the file that is
- * /etc/hosts now (by device and inode, whatever path or dirfd reached
- * it): the pinned names of the network rules (netrules.h).  NULL: the
- * real file.  0 or -1 (OOM, or /etc/hosts cannot be stat'ed: then every
- * open of it is refused rather than served the host's file).  Before bind. */
-int sl_opener_set_hosts(struct sl_opener *op, const char *text);
-/* http_inject_ca: every read-only open of one of these files (by device
- * and inode) is served with pem appended.  0 or -1 (errno). */
-int sl_opener_set_cabundles(struct sl_opener *op, const sl_strvec *paths, const char *pem);
-/* port_remap: serve /proc/PID/net/tcp and tcp6 with the virtual ports of
- * map (borrowed: it outlives the opener).  Before bind. */
-struct sl_portmap;
-void sl_opener_set_ports(struct sl_opener *op, struct sl_portmap *map);
-/* Under a virtual chroot: every path is a guest path, opened inside the
- * view v (chroot.h; not owned, outlives the opener).  Before bind. */
-struct sl_view;
-void sl_opener_set_view(struct sl_opener *op, const struct sl_view *v);
 /* Make the opener the one sandlock_open_on_behalf finds for listener. */
 int sl_opener_bind(struct sl_opener *op, int listener);
 /* Unbind, stop and join the thread (NULL is fine). */

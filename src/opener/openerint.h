@@ -1,8 +1,7 @@
 /*
  * openerint.h — what the opener's files share (opener.c: the confined
- * thread and the opener's life; opencall.c: one on-behalf open;
- * served.c: files served in place of the ones opened).  Not for other
- * modules: opener.h is the opener's interface.
+ * thread and the opener's life; opencall.c: one on-behalf open).  Not
+ * for other modules: opener.h is the opener's interface.
  */
 #ifndef SANDLOCK_OPENERINT_H
 #define SANDLOCK_OPENERINT_H
@@ -49,17 +48,8 @@ struct sl_opener {
 	bool proc_fast;      /* the caller's own /proc/TID opened here, see local_self */
 	pid_t init;          /* the sandbox's init, for sl_proc_policy */
 	int procfd;          /* /proc, for sl_proc_policy; -1 */
-	char hostname[72];   /* served for the hostname files; "" = not */
-	struct sl_virt *virt; /* synthetic views (virtfiles.h), owned; NULL */
-	char *hosts;         /* served for /etc/hosts (hosts_dev/ino); NULL = not */
-	struct sl_portmap *ports; /* port_remap: /proc/net/tcp{,6} show virtual ports */
-	dev_t hosts_dev;
-	ino_t hosts_ino;
-	/* http_inject_ca: trust bundles (by identity) served with the proxy's
-	 * CA certificate appended; the real files are untouched. */
-	struct { dev_t dev; ino_t ino; } bundles[16];
-	size_t nbundles;
-	char *ca_pem;
+	sl_opener_serve_fn serve; /* files served instead (opener.h), or NULL */
+	void *serve_ud;
 	const struct sl_view *view; /* virtual chroot: paths are guest paths; NULL */
 };
 
@@ -68,9 +58,5 @@ struct sl_opener {
 void sl_opener_perform(struct sl_open_req *r);
 /* Hand r to the opener thread and wait for its answer. */
 void sl_opener_submit(struct sl_opener *op, struct sl_open_req *r);
-/* *fdp replaced by the file served instead of out->path, if any
- * (served.c): 0 or an errno. */
-int sl_opener_serve(const struct sl_opener *op, const sandlock_opened_t *out, pid_t pid,
-                    int *fdp);
 
 #endif

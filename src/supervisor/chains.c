@@ -40,8 +40,8 @@ static const struct sl_inst *last_clash(const struct sl_chains *d, const struct 
 }
 
 /* Instantiate every builtin of the table for cfg. */
-static int make_builtins(struct sl_chains *d, const struct sandlock_sandbox *cfg, int *err,
-                         char **msg)
+static int make_builtins(struct sl_chains *d, const struct sandlock_sandbox *cfg,
+                         struct sl_services *sv, int *err, char **msg)
 {
 	d->insts = calloc(sl_builtin_count, sizeof(*d->insts));
 	if (!d->insts)
@@ -58,7 +58,7 @@ static int make_builtins(struct sl_chains *d, const struct sandlock_sandbox *cfg
 			               "internal: builtins '%s' and '%s' both guard one syscall",
 			               clash->b->name, in->b->name);
 		char *why = NULL;
-		if (in->b->init && in->b->init(cfg, &in->state, &why) < 0) {
+		if (in->b->init && in->b->init(cfg, sv, &in->state, &why) < 0) {
 			sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "%s: %s", in->b->name,
 			        why ? why : "cannot start");
 			free(why);
@@ -206,10 +206,10 @@ static int build_chains(struct sl_chains *d, const struct sl_handlers *hs, int *
 }
 
 int sl_chains_build(struct sl_chains *d, const struct sandlock_sandbox *cfg,
-                    const struct sl_handlers *hs, int *err, char **msg)
+                    struct sl_services *sv, const struct sl_handlers *hs, int *err, char **msg)
 {
 	d->cfg = cfg;
-	if (make_builtins(d, cfg, err, msg) < 0 || build_trapped(d, hs, err, msg) < 0 ||
+	if (make_builtins(d, cfg, sv, err, msg) < 0 || build_trapped(d, hs, err, msg) < 0 ||
 	    build_chains(d, hs, err, msg) < 0)
 		return -1;
 	return 0;

@@ -14,6 +14,7 @@
 #include "trap.h"
 
 struct sl_builtin;
+struct sl_services;
 
 /* One builtin of the table, instantiated for this run. */
 struct sl_inst {
@@ -44,10 +45,11 @@ struct sl_chains {
 	size_t nchained;
 };
 
-/* Instantiate the builtins for cfg and build the chains for hs into *d
- * (zeroed).  0, or -1 with *err, *msg; sl_chains_free frees either way. */
+/* Instantiate the builtins for cfg with the run's services sv and build
+ * the chains for hs into *d (zeroed).  0, or -1 with *err, *msg;
+ * sl_chains_free frees either way (before the services). */
 int sl_chains_build(struct sl_chains *d, const struct sandlock_sandbox *cfg,
-                    const struct sl_handlers *hs, int *err, char **msg);
+                    struct sl_services *sv, const struct sl_handlers *hs, int *err, char **msg);
 /* The chain of syscall nr, or NULL. */
 const struct sl_chain *sl_chains_find(const struct sl_chains *d, int nr);
 void sl_chains_free(struct sl_chains *d);

@@ -43,23 +43,18 @@
 #include <unistd.h>
 
 #include "builtins/builtin.h"
-#include "opener/procpolicy.h"
 #include "supervisor/chains.h"
 #include "supervisor/childmem.h"
-#include "paths/chroot.h"
 #include "net/connwait.h"
 #include "supervisor/deferred.h"
 #include "supervisor/dispatch.h"
 #include "launch/filter.h"
-#include "opener/opener.h"
-#include "proxy/proxy.h"
-#include "net/portmap.h"
 #include "supervisor/respond.h"
+#include "supervisor/services.h"
 #include "syscalls.h"
-#include "opener/virtfiles.h"
 
 struct sl_dispatch {
-	struct sl_view *view; /* virtual chroot (chroot.h), for the opener; NULL */
+	struct sl_services sv; /* what the builtins share (services.h) */
 	struct sl_chains ch; /* the builtins and the chains (chains.h) */
 	int listener;
 	pid_t init;
@@ -68,14 +63,7 @@ struct sl_dispatch {
 	struct sl_responder resp;
 	const struct sandlock_sandbox *cfg; /* the sandbox's: valid until the launch is over */
 	bool wants_opener;         /* handlers or builtins open on the caller's behalf */
-	bool proc_guard, proc_fast; /* /proc readable; nothing denied beneath it */
-	char *name;                 /* cfg->name copy (NULL: sandbox-<init>) */
-	char *hosts;                /* the synthetic /etc/hosts, NULL = the real one */
-	struct sl_portmap *ports;   /* port_remap: the run's port map, else NULL */
-	struct sl_proxy *proxy;     /* HTTP rules: the run's proxy (proxy.h), else NULL */
 	struct sl_connwait *connwait; /* blocking connects performed on behalf (connwait.h) */
-	struct sl_opener *opener;  /* opener.h; NULL until sl_dispatch_use_ruleset */
-	struct sl_virt *virt;      /* its synthetic views until handed to it (virtfiles.h) */
 	atomic_int refs;
 	atomic_int failed; /* errno that stopped the supervisor thread */
 	/* Answers are sent under the read side; sl_dispatch_close takes the
@@ -133,8 +121,7 @@ static void deferred_done(void *ctx, const sandlock_notif_t *n, sandlock_action_
 		bool later = false;
 		sandlock_mem_t mem;
 		sl_mem_init(&mem, d->listener, n, NULL);
-		struct sl_call call = { n,       &mem,     d->listener, d->init, d->ports,
-			                d->proxy, d->connwait, &later };
+		struct sl_call call = { n, &mem, d->listener, d->init, &d->sv, &later };
 		pthread_mutex_lock(&d->builtin_lock);
 		(void)run_last(c->last, &call, act, &by);
 		pthread_mutex_unlock(&d->builtin_lock);
@@ -198,7 +185,10 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 		oom(err, msg);
 		goto fail;
 	}
-	if (sl_chains_build(&d->ch, cfg, hs, err, msg) < 0)
+	if (sl_services_init(&d->sv, cfg, err, msg) < 0)
+		goto fail;
+	d->sv.connwait = d->connwait;
+	if (sl_chains_build(&d->ch, cfg, &d->sv, hs, err, msg) < 0)
 		goto fail;
 	d->wants_opener = hs->n > 0; /* sandlock_open_on_behalf needs one */
 	for (size_t i = 0; i < d->ch.ninsts; i++)
@@ -206,37 +196,6 @@ struct sl_dispatch *sl_dispatch_new(const struct sandlock_sandbox *cfg,
 		     (d->ch.insts[i].b->opener_if && d->ch.insts[i].b->opener_if(cfg))) &&
 		    d->ch.insts[i].traps.n > 0)
 			d->wants_opener = true;
-	d->proc_guard = sl_proc_readable(cfg);
-	if (cfg->name && !(d->name = sl_strdup(cfg->name))) {
-		oom(err, msg);
-		goto fail;
-	}
-	d->proc_fast = sl_proc_undenied(cfg);
-	if (cfg->port_remap && !(d->ports = sl_portmap_new())) {
-		oom(err, msg);
-		goto fail;
-	}
-	if (sl_http_active(&cfg->http) && !(d->proxy = sl_proxy_new(cfg, msg))) {
-		if (err)
-			*err = SANDLOCK_ERR_SYSTEM;
-		goto fail;
-	}
-	bool oom_hosts;
-	d->hosts = sl_netrules_hosts_file(&cfg->net, &oom_hosts);
-	if (oom_hosts) {
-		oom(err, msg);
-		goto fail;
-	}
-	/* Virtual chroot: the opener's opens are guest paths in this view. */
-	if (cfg->chroot && !(d->view = sl_view_new(cfg, msg))) {
-		if (err)
-			*err = SANDLOCK_ERR_SYSTEM;
-		goto fail;
-	}
-	if (d->wants_opener && !(d->virt = sl_virt_new(cfg))) {
-		oom(err, msg);
-		goto fail;
-	}
 	return d;
 fail:
 	sl_dispatch_unref(d);
@@ -249,6 +208,20 @@ size_t sl_dispatch_trapped(const struct sl_dispatch *d, const struct sl_trap **t
 	return d->ch.trapped.n;
 }
 
+/* The opener's serve (opener.h): the files the builtins serve in place
+ * of those opened, in table order (builtin.h, serve). */
+static int serve_builtins(void *ud, const char *real, pid_t caller, int *fd)
+{
+	const struct sl_dispatch *d = ud;
+	for (size_t i = 0; i < d->ch.ninsts; i++) {
+		const struct sl_inst *in = &d->ch.insts[i];
+		int e = in->live && in->b->serve ? in->b->serve(in->state, &d->sv, real, caller, fd) : -1;
+		if (e >= 0)
+			return e;
+	}
+	return -1;
+}
+
 int sl_dispatch_use_ruleset(struct sl_dispatch *d, int ruleset_fd, int *err, char **msg)
 {
 	for (size_t i = 0; i < d->ch.ninsts; i++) {
@@ -259,22 +232,9 @@ int sl_dispatch_use_ruleset(struct sl_dispatch *d, int ruleset_fd, int *err, cha
 			return -1;
 		}
 	}
-	if (!d->wants_opener || d->opener)
+	if (!d->wants_opener)
 		return 0;
-	d->opener = sl_opener_new(ruleset_fd, err, msg);
-	if (!d->opener)
-		return -1;
-	sl_opener_set_virt(d->opener, d->virt);
-	d->virt = NULL;
-	if (d->view)
-		sl_opener_set_view(d->opener, d->view);
-	if (sl_opener_set_hosts(d->opener, d->hosts) < 0)
-		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "cannot serve /etc/hosts: %s",
-		               strerror(errno));
-	if (d->proxy && sl_proxy_ca_pem(d->proxy) &&
-	    sl_opener_set_cabundles(d->opener, &d->cfg->http.inject_ca, sl_proxy_ca_pem(d->proxy)) < 0)
-		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "http_inject_ca: %s", strerror(errno));
-	return 0;
+	return sl_services_start_opener(&d->sv, ruleset_fd, serve_builtins, d, err, msg);
 }
 
 int sl_dispatch_bind(struct sl_dispatch *d, int listener, pid_t init)
@@ -285,19 +245,7 @@ int sl_dispatch_bind(struct sl_dispatch *d, int listener, pid_t init)
 	d->listener = fcntl(listener, F_DUPFD_CLOEXEC, 3);
 	if (d->listener < 0)
 		return -1;
-	if (d->opener && d->proc_guard)
-		sl_opener_guard_proc(d->opener, init, d->proc_fast);
-	if (d->opener) {
-		char name[72];
-		snprintf(name, sizeof name, "%s", d->name ? d->name : "");
-		if (!d->name)
-			snprintf(name, sizeof name, "sandbox-%d", (int)init);
-		sl_opener_set_hostname(d->opener, name);
-		if (d->ports)
-			sl_opener_set_ports(d->opener, d->ports);
-	}
-	if (d->opener && sl_opener_bind(d->opener, d->listener) < 0)
-		sl_warn("too many concurrent runs: sandlock_open_on_behalf will fail (ENOSYS)");
+	sl_services_bind(&d->sv, d->listener, init);
 	d->init = init;
 	sl_responder_bind(&d->resp, d->listener, init);
 	return 0;
@@ -346,8 +294,7 @@ static bool run_chain(struct sl_dispatch *d, const struct sl_chain *c,
                       const sandlock_notif_t *n, sandlock_mem_t *mem, sandlock_action_t *act,
                       bool *deferred, const char **by)
 {
-	struct sl_call call = { n,       mem,      d->listener, d->init, d->ports,
-		                    d->proxy, d->connwait, deferred };
+	struct sl_call call = { n, mem, d->listener, d->init, &d->sv, deferred };
 	for (size_t i = 0; i < c->nfirst; i++)
 		if (c->first[i]->b->decide(c->first[i]->state, &call, act)) {
 			*by = c->first[i]->b->name;
@@ -429,7 +376,7 @@ bool sl_dispatch_quiesce(struct sl_dispatch *d, const struct timespec *at)
 
 struct sl_portmap *sl_dispatch_ports(struct sl_dispatch *d)
 {
-	return d->ports;
+	return d->sv.ports;
 }
 
 void sl_dispatch_finish(struct sl_dispatch *d, struct sandlock_result *r)
@@ -443,14 +390,8 @@ static void destroy(struct sl_dispatch *d)
 {
 	sl_connwait_free(d->connwait); /* its thread answers through d: first */
 	sl_deferred_free(d->deferred); /* no worker left: each held a reference */
-	sl_opener_free(d->opener);     /* no handler can call it any more */
-	sl_view_free(d->view);         /* the opener's, freed after it */
-	sl_virt_free(d->virt);
-	free(d->name);
-	free(d->hosts);
-	sl_portmap_free(d->ports);
-	sl_proxy_free(d->proxy);
-	sl_chains_free(&d->ch);
+	sl_chains_free(&d->ch);        /* no call can reach a builtin any more */
+	sl_services_free(&d->sv);      /* the builtins' and the opener's: after them */
 	sl_memcache_free(d->cache);
 	sl_responder_destroy(&d->resp);
 	pthread_rwlock_destroy(&d->answer_lock);

@@ -68,6 +68,7 @@
 #include "opener/opener.h"
 #include "run/result.h"
 #include "builtins/builtin.h"
+#include "supervisor/services.h"
 
 #ifndef AT_EMPTY_PATH
 #define AT_EMPTY_PATH 0x1000
@@ -91,7 +92,8 @@ struct cow_state {
 	int on_exit, on_error;
 	struct sl_dirsort *sorted; /* deterministic_dirs: listings sorted, else NULL */
 	/* Where paths live: host paths, or under chroot guest paths (the
-	 * view, workdir's guest path, the fs_mount points inside it). */
+	 * view (the run's, services.h), workdir's guest path, the fs_mount
+	 * points inside it). */
 	struct sl_view *view;
 	char *root;
 	sl_strvec holes;
@@ -1158,7 +1160,6 @@ static void cow_free(void *state)
 	sl_exec_undo_release(&s->undo);
 	sl_cow_free(s->cow, false);
 	sl_dirsort_free(s->sorted);
-	sl_view_free(s->view);
 	sl_strvec_free(&s->holes);
 	free(s->root);
 	free(s);
@@ -1169,11 +1170,11 @@ static void cow_free(void *state)
  * builder made sure it has one: the rootfs, or a directory of it or of a
  * mount) and the mount points below it, which belong to their mounts.
  */
-static int chroot_space(struct cow_state *s, const struct sandlock_sandbox *cfg, char **msg)
+static int chroot_space(struct cow_state *s, const struct sandlock_sandbox *cfg,
+                        struct sl_view *view, char **msg)
 {
 	char g[PATH_MAX];
-	if (!(s->view = sl_view_new(cfg, msg)))
-		return -1;
+	s->view = view; /* the run's one view (services.h) */
 	if (!sl_view_guest(s->view, cfg->workdir, g, sizeof g)) {
 		*msg = sl_asprintf("workdir '%s' is not in the chroot's view", cfg->workdir);
 		return -1;
@@ -1196,7 +1197,8 @@ oom:
 	return -1;
 }
 
-static int cow_init(const struct sandlock_sandbox *cfg, void **state, char **msg)
+static int cow_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, void **state,
+                    char **msg)
 {
 	if (!cfg->workdir)
 		return 0;
@@ -1213,7 +1215,8 @@ static int cow_init(const struct sandlock_sandbox *cfg, void **state, char **msg
 	s->on_exit = cfg->on_exit;
 	s->policy = cfg->policy_fn != NULL;
 	s->on_error = cfg->on_error;
-	int e = cfg->chroot ? chroot_space(s, cfg, msg) : (s->root = sl_strdup(cfg->workdir)) ? 0 : -1;
+	int e = cfg->chroot ? chroot_space(s, cfg, sv->view, msg)
+	        : (s->root = sl_strdup(cfg->workdir)) ? 0 : -1;
 	if (!e && cfg->deterministic_dirs && !(s->sorted = sl_dirsort_new()))
 		e = -1;
 	if (e) {
