@@ -117,6 +117,14 @@ struct sl_builtin {
 /* Every builtin, in dispatch order (builtins/table.c). */
 extern const struct sl_builtin *const sl_builtin_table[];
 extern const size_t sl_builtin_count;
+/* What each builtin of the table traps for cfg, into per[i] for
+ * sl_builtin_table[i] (sl_builtin_count of them, zeroed).  0 or -1 (OOM). */
+int sl_builtin_traps(const struct sandlock_sandbox *cfg, struct sl_traps *per);
+/* A chain has room for one LAST builtin (it must decide): true if two of
+ * them trap one syscall in per (as sl_builtin_traps fills it), with *a < *b
+ * their indexes in the table.  Checked whenever a run's table is built
+ * (chains.c), and by tests/c/test_builtins.c over the configurations. */
+bool sl_builtin_last_clash(const struct sl_traps *per, size_t *a, size_t *b);
 /* The traps of the in_every_filter builtins for cfg, for a filter without
  * a supervisor (table.c); normalized.  0 or -1 (OOM). */
 int sl_builtin_unsupervised_traps(const struct sandlock_sandbox *cfg, struct sl_traps *out);

@@ -10,8 +10,10 @@
  * /etc or a link all count) gets a sealed memfd with the loopback lines
  * and the pinned names only.  This builtin serves it for every open the
  * opener performs (hosts_serve), and makes sure every open goes through
- * the opener when nothing else does: with /proc readable the /proc view
- * (proc.c) already opens everything on behalf.  No hostname rule: nothing
+ * the opener when nothing else does: with /proc readable, num_cpus or
+ * random_seed the /proc view (proc.c) already opens everything on behalf
+ * (sl_proc_opens_on_behalf; both trapping the opens would fail the run:
+ * a syscall has room for one LAST builtin).  No hostname rule: nothing
  * trapped, the guest sees the real file.
  *
  * The same goes for the trust bundles of http_inject_ca: served with the
@@ -47,7 +49,8 @@ struct hosts_state {
 
 static int hosts_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
-	if ((cfg->net.hosts.len == 0 && cfg->http.inject_ca.n == 0) || sl_proc_readable(cfg))
+	if ((cfg->net.hosts.len == 0 && cfg->http.inject_ca.n == 0) ||
+	    sl_proc_opens_on_behalf(cfg))
 		return 0; /* the real file, or proc.c's opens serve it */
 	const int *nrs;
 	size_t n = sl_sys_open_family(&nrs);

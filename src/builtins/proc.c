@@ -72,7 +72,7 @@ struct proc_state {
 
 /* Opens go through the opener also for the views of other files
  * (virtfiles.h: the CPU files, /dev/urandom), listings for the sort. */
-static bool opens_on_behalf(const struct sandlock_sandbox *cfg)
+bool sl_proc_opens_on_behalf(const struct sandlock_sandbox *cfg)
 {
 	return sl_proc_readable(cfg) || cfg->num_cpus || cfg->has_random_seed;
 }
@@ -86,7 +86,7 @@ static int proc_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *ou
 {
 	const int *opens;
 	size_t n = sl_sys_open_family(&opens);
-	if (opens_on_behalf(cfg) && sl_traps_add_all(out, opens, n) < 0)
+	if (sl_proc_opens_on_behalf(cfg) && sl_traps_add_all(out, opens, n) < 0)
 		return -1;
 	const int *list;
 	size_t nlist = sl_sys_dir_listing(&list);
@@ -99,7 +99,7 @@ static int proc_init(const struct sandlock_sandbox *cfg, struct sl_services *sv,
                      char **msg)
 {
 	(void)sv;
-	if (!opens_on_behalf(cfg) && !lists_on_behalf(cfg))
+	if (!sl_proc_opens_on_behalf(cfg) && !lists_on_behalf(cfg))
 		return 0;
 	struct proc_state *s = calloc(1, sizeof(*s));
 	if (!s) {

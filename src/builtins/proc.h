@@ -14,6 +14,11 @@
 #include "builtins/builtin.h"
 #include "opener/procpolicy.h"
 
+/* proc.c performs every open of the run on the caller's behalf (/proc
+ * readable, or the views of num_cpus or random_seed to serve): another
+ * builtin that needs the opens to go through the opener leaves them to it. */
+bool sl_proc_opens_on_behalf(const struct sandlock_sandbox *cfg);
+
 /* The open call performed by the run's opener (the /proc policy and
  * check, if any, applied to the file it opened) and its fd injected as
  * the answer; an errno answer when it cannot be.  Always decides. */

@@ -55,3 +55,37 @@ int sl_builtin_unsupervised_traps(const struct sandlock_sandbox *cfg, struct sl_
 	sl_traps_normalize(out);
 	return 0;
 }
+
+int sl_builtin_traps(const struct sandlock_sandbox *cfg, struct sl_traps *per)
+{
+	for (size_t i = 0; i < sl_builtin_count; i++) {
+		const struct sl_builtin *b = sl_builtin_table[i];
+		if (b->syscalls && b->syscalls(cfg, &per[i]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Does any syscall of x appear in y? */
+static bool share(const struct sl_traps *x, const struct sl_traps *y)
+{
+	for (size_t k = 0; k < x->n; k++)
+		if (sl_traps_has(y, x->v[k].nr))
+			return true;
+	return false;
+}
+
+bool sl_builtin_last_clash(const struct sl_traps *per, size_t *a, size_t *b)
+{
+	for (size_t j = 0; j < sl_builtin_count; j++) {
+		if (sl_builtin_table[j]->phase != SL_PHASE_LAST)
+			continue;
+		for (size_t i = 0; i < j; i++)
+			if (sl_builtin_table[i]->phase == SL_PHASE_LAST && share(&per[j], &per[i])) {
+				*a = i;
+				*b = j;
+				return true;
+			}
+	}
+	return false;
+}

@@ -24,19 +24,23 @@ static int oom(int *err, char **msg)
 	return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 }
 
-/* The LAST builtin before in that also traps one of in's syscalls, or
- * NULL.  A chain has room for one terminal builtin: a second would never
- * run, and its guard would be silently lost. */
-static const struct sl_inst *last_clash(const struct sl_chains *d, const struct sl_inst *in)
+/* What every builtin traps for cfg, into d->insts[i].traps.  A chain has
+ * room for one terminal builtin: two LAST builtins on one syscall fail
+ * the run (the second would never run, its guard silently lost). */
+static int collect_traps(struct sl_chains *d, const struct sandlock_sandbox *cfg, int *err,
+                         char **msg)
 {
-	if (in->b->phase != SL_PHASE_LAST)
-		return NULL;
-	for (const struct sl_inst *o = d->insts; o < in; o++)
-		if (o->b->phase == SL_PHASE_LAST)
-			for (size_t k = 0; k < in->traps.n; k++)
-				if (sl_traps_has(&o->traps, in->traps.v[k].nr))
-					return o;
-	return NULL;
+	struct sl_traps *per = calloc(sl_builtin_count, sizeof(*per));
+	int rc = per && sl_builtin_traps(cfg, per) == 0 ? 0 : oom(err, msg);
+	size_t a, b;
+	if (rc == 0 && sl_builtin_last_clash(per, &a, &b))
+		rc = sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
+		             "internal: builtins '%s' and '%s' both guard one syscall",
+		             sl_builtin_table[a]->name, sl_builtin_table[b]->name);
+	for (size_t i = 0; per && i < sl_builtin_count; i++)
+		d->insts[i].traps = per[i]; /* freed with the instances */
+	free(per);
+	return rc;
 }
 
 /* Instantiate every builtin of the table for cfg. */
@@ -47,16 +51,12 @@ static int make_builtins(struct sl_chains *d, const struct sandlock_sandbox *cfg
 	if (!d->insts)
 		return oom(err, msg);
 	d->ninsts = sl_builtin_count;
+	for (size_t i = 0; i < sl_builtin_count; i++)
+		d->insts[i].b = sl_builtin_table[i];
+	if (collect_traps(d, cfg, err, msg) < 0)
+		return -1;
 	for (size_t i = 0; i < sl_builtin_count; i++) {
 		struct sl_inst *in = &d->insts[i];
-		in->b = sl_builtin_table[i];
-		if (in->b->syscalls && in->b->syscalls(cfg, &in->traps) < 0)
-			return oom(err, msg);
-		const struct sl_inst *clash = last_clash(d, in);
-		if (clash)
-			return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM,
-			               "internal: builtins '%s' and '%s' both guard one syscall",
-			               clash->b->name, in->b->name);
 		char *why = NULL;
 		if (in->b->init && in->b->init(cfg, sv, &in->state, &why) < 0) {
 			sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "%s: %s", in->b->name,
