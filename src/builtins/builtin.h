@@ -67,6 +67,11 @@ struct sl_builtin {
 	 * an always-on protection whose calls a supervisor-less filter
 	 * answers by itself. */
 	const char *setting;
+	/* Optional, for a builtin that is on in every run, or on for more
+	 * than one setting: the setting of cfg it serves that a process
+	 * without a supervisor cannot honour, named as for `setting`, or
+	 * NULL (uts.c: a name; netdest.c: address rules, port_remap). */
+	const char *(*refusal)(const struct sandlock_sandbox *cfg);
 	/* Performs opens on the caller's behalf (opener.h): the run then
 	 * starts an opener even without user handlers. */
 	bool needs_opener;

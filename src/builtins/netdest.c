@@ -888,6 +888,17 @@ static bool binds_trapped(const struct sandlock_sandbox *cfg)
 	       (cfg->filter.allow_udp && sl_mech_getfd());
 }
 
+/* Landlock alone enforces TCP ports: every other rule, and the port
+ * map, need this builtin. */
+static const char *nd_refusal(const struct sandlock_sandbox *cfg)
+{
+	if (!sl_netrules_landlock_only(&cfg->net))
+		return "net_allow/net_deny rules naming an address, a host or a protocol other "
+		       "than TCP (Landlock alone enforces only TCP ports; the rest is checked "
+		       "by the supervisor)";
+	return cfg->port_remap ? "port_remap (binds are performed by the supervisor)" : NULL;
+}
+
 static int nd_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	/* Always: pathname unix sockets are guarded by default. */
@@ -982,6 +993,7 @@ static int nd_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, v
 const struct sl_builtin sl_builtin_netdest = {
 	.name = "socket destinations",
 	.phase = SL_PHASE_LAST,
+	.refusal = nd_refusal,
 	.syscalls = nd_syscalls,
 	.init = nd_init,
 	.free = nd_free,

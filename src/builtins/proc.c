@@ -82,6 +82,14 @@ static bool lists_on_behalf(const struct sandlock_sandbox *cfg)
 	return sl_proc_readable(cfg) || cfg->deterministic_dirs;
 }
 
+/* /proc readable is not refused without a supervisor (Landlock grants
+ * it; the /proc view is this builtin's, docs/limits.md); sorted listings
+ * cannot be given at all. */
+static const char *proc_refusal(const struct sandlock_sandbox *cfg)
+{
+	return cfg->deterministic_dirs ? "deterministic_dirs (needs the supervisor)" : NULL;
+}
+
 static int proc_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	const int *opens;
@@ -296,6 +304,7 @@ static int proc_serve(void *state, const struct sl_services *sv, const char *rea
 
 const struct sl_builtin sl_builtin_proc = {
 	.name = "/proc view",
+	.refusal = proc_refusal,
 	.phase = SL_PHASE_LAST,
 	.needs_opener = true,
 	.syscalls = proc_syscalls,

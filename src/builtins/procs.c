@@ -35,6 +35,12 @@
 #include "syscalls.h"
 #include "builtins/builtin.h"
 
+/* Set explicitly, even to 0 (no limit): a run would count. */
+static const char *procs_refusal(const struct sandlock_sandbox *cfg)
+{
+	return cfg->max_processes_set ? "max_processes (needs the supervisor)" : NULL;
+}
+
 static int procs_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	if (cfg->max_processes == 0)
@@ -151,6 +157,7 @@ static bool procs_decide(void *state, const struct sl_call *call, sandlock_actio
 
 const struct sl_builtin sl_builtin_procs = {
 	.name = "process count",
+	.refusal = procs_refusal,
 	.phase = SL_PHASE_FIRST,
 	.syscalls = procs_syscalls,
 	.init = procs_init,

@@ -34,6 +34,15 @@ static void uts_name(const struct uts_state *s, pid_t init, char *out, size_t ca
 		snprintf(out, cap, "sandbox-%d", (int)init);
 }
 
+/* The default name is the host's own in a process without a supervisor;
+ * a chosen one cannot be. */
+static const char *uts_refusal(const struct sandlock_sandbox *cfg)
+{
+	return cfg->name ? "name (the virtual hostname and a named sandbox's control socket are "
+	                   "served by the supervisor)"
+	                 : NULL;
+}
+
 static int uts_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	(void)cfg; /* always on: every sandbox has a name */
@@ -96,6 +105,7 @@ static int uts_serve(void *state, const struct sl_services *sv, const char *real
 
 const struct sl_builtin sl_builtin_uts = {
 	.name = "virtual hostname",
+	.refusal = uts_refusal,
 	.phase = SL_PHASE_LAST,
 	.syscalls = uts_syscalls,
 	.init = uts_init,

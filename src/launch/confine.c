@@ -17,15 +17,18 @@
 #include "launch/confine.h"
 #include "launch/filter.h"
 #include "launch/landlock.h"
-#include "net/netrules.h"
 
-/* The setting of the first builtin that sb turns on, or NULL.  Derived
- * from the builtin table, so a new supervisor-only setting cannot be
- * forgotten here (random_seed, time_start were, and were dropped). */
+/* The setting of the first builtin that sb turns on (its refusal, or its
+ * setting when it traps anything), or NULL.  Derived from the builtin
+ * table, so a new supervisor-only setting cannot be forgotten here
+ * (random_seed, time_start were, and were dropped). */
 static const char *builtin_refusal(const struct sandlock_sandbox *sb)
 {
 	for (size_t i = 0; i < sl_builtin_count; i++) {
 		const struct sl_builtin *b = sl_builtin_table[i];
+		const char *why = b->refusal ? b->refusal(sb) : NULL;
+		if (why)
+			return why;
 		struct sl_traps s = { 0 };
 		if (!b->setting || !b->syscalls)
 			continue;
@@ -55,23 +58,10 @@ const char *sl_confine_refusal(const struct sandlock_sandbox *sb, bool for_fork)
 		return "max_memory";
 	if (sb->max_cpu)
 		return "max_cpu";
-	if (sb->max_processes_set)
-		return "max_processes (needs the supervisor)";
 	if (sb->no_randomize_memory)
 		return "no_randomize_memory (takes effect at exec only)";
 	if (sb->on_decision)
 		return "on_decision / trace (reports the supervisor's decisions)";
-	if (sb->deterministic_dirs)
-		return "deterministic_dirs (needs the supervisor)";
-	if (!sl_netrules_landlock_only(&sb->net))
-		return "net_allow/net_deny rules naming an address, a host or a protocol other "
-		       "than TCP (Landlock alone enforces only TCP ports; the rest is checked "
-		       "by the supervisor)";
-	if (sb->name)
-		return "name (the virtual hostname and a named sandbox's control socket are "
-		       "served by the supervisor)";
-	if (sb->port_remap)
-		return "port_remap (binds are performed by the supervisor)";
 	if (sb->private_tmp)
 		return "tmp (a private TMPDIR is made and removed per run)";
 	return NULL;
