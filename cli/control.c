@@ -26,6 +26,43 @@
 
 #define SUN_LEN_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
 
+static const char usage_ps[] =
+	"Usage: sandlock ps [--json]\n"
+	"\n"
+	"List this user's running sandboxes: those started with 'sandlock run --name\n"
+	"NAME', and the others as sandbox-PID.\n"
+	"  --json  one JSON array of what 'inspect --json' prints for each\n";
+static const char usage_inspect[] =
+	"Usage: sandlock inspect NAME [--json|--toml]\n"
+	"\n"
+	"Show one running sandbox: its pids, start time and command.\n"
+	"  --json  the same as one JSON object\n"
+	"  --toml  its policy as a profile ('sandlock run --profile-file' takes it)\n";
+static const char usage_kill[] =
+	"Usage: sandlock kill NAME\n"
+	"\n"
+	"End the running sandbox NAME, with every process in it (SIGKILL).\n";
+static const char usage_stop[] =
+	"Usage: sandlock stop [-t SECS] NAME\n"
+	"\n"
+	"Send SIGTERM to the command of the running sandbox NAME so its cleanup\n"
+	"runs; if it still runs SECS (default 10) later, end it as 'kill' does.\n";
+
+/*
+ * --help or -h anywhere among a client command's arguments (none of them
+ * take "--" or a value that may start with '-'): print its usage on
+ * stdout, as `run --help` does, so every subcommand answers --help.
+ */
+static bool printed_help(int argc, char **argv, const char *usage)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			fputs(usage, stdout);
+			return true;
+		}
+	return false;
+}
+
 /* A library run's name: its own, or NAME.PID (run/control.c). */
 static bool valid_name(const char *name)
 {
@@ -207,7 +244,8 @@ static int print_policy(const char *name)
 
 int cli_cmd_inspect(int argc, char **argv)
 {
-	static const char usage[] = "Usage: sandlock inspect NAME [--json|--toml]\n";
+	if (printed_help(argc, argv, usage_inspect))
+		return 0;
 	bool json = false, toml = false;
 	const char *name = NULL;
 	for (int i = 1; i < argc; i++) {
@@ -219,12 +257,12 @@ int cli_cmd_inspect(int argc, char **argv)
 			name = argv[i];
 		else {
 			fprintf(stderr, "sandlock: inspect: unexpected argument '%s'\n%s", argv[i],
-			        usage);
+			        usage_inspect);
 			return 125;
 		}
 	}
 	if (!name || (json && toml)) {
-		fputs(usage, stderr);
+		fputs(usage_inspect, stderr);
 		return 125;
 	}
 	if (toml)
@@ -241,8 +279,10 @@ int cli_cmd_inspect(int argc, char **argv)
 
 int cli_cmd_kill(int argc, char **argv)
 {
+	if (printed_help(argc, argv, usage_kill))
+		return 0;
 	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(stderr, "Usage: sandlock kill NAME\n");
+		fputs(usage_kill, stderr);
 		return 125;
 	}
 	char buf[256];
@@ -279,6 +319,8 @@ int cli_cmd_stop(int argc, char **argv)
 	uint64_t grace_ms = 10000;
 	const char *why = NULL;
 	int i = 1;
+	if (printed_help(argc, argv, usage_stop))
+		return 0;
 	if (argc == 4 && strcmp(argv[1], "-t") == 0) {
 		if (cli_parse_seconds(argv[2], &grace_ms, &why)) {
 			fprintf(stderr, "sandlock: stop %s '%s': %s\n", argv[1], argv[2], why);
@@ -287,7 +329,7 @@ int cli_cmd_stop(int argc, char **argv)
 		i = 3;
 	}
 	if (argc != i + 1 || argv[i][0] == '-') {
-		fprintf(stderr, "Usage: sandlock stop [-t SECS] NAME\n");
+		fputs(usage_stop, stderr);
 		return 125;
 	}
 	const char *name = argv[i];
@@ -360,9 +402,11 @@ static int run_names(const char *dir, char (*v)[NAME_MAX_LEN + 1], int max)
 
 int cli_cmd_ps(int argc, char **argv)
 {
+	if (printed_help(argc, argv, usage_ps))
+		return 0;
 	bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
 	if (argc > 2 || (argc == 2 && !json)) {
-		fprintf(stderr, "Usage: sandlock ps [--json]\n");
+		fputs(usage_ps, stderr);
 		return 125;
 	}
 	char dir[SUN_LEN_MAX];

@@ -1164,12 +1164,23 @@ static const char usage_learn[] =
 	"Use the profile with 'sandlock run --profile-file FILE'.\n"
 	"Exit status: CMD's, as for 'sandlock run'.\n";
 
+static const char usage_check[] =
+	"Usage: sandlock check [--json]\n"
+	"\n"
+	"Report what this kernel and host give a sandbox (Landlock ABI, seccomp\n"
+	"user notification, cgroups, ...) and which options they limit.\n"
+	"  --json  the same as one JSON object\n";
+
 /* `sandlock check`: the library's report of this host. */
 static int cmd_check(int argc, char **argv)
 {
+	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		fputs(usage_check, stdout);
+		return 0;
+	}
 	bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
 	if (argc != 1 && !json) {
-		fputs("sandlock: 'check' takes no arguments but --json\n", stderr);
+		fprintf(stderr, "sandlock: 'check' takes no arguments but --json\n%s", usage_check);
 		return EXIT_SANDLOCK;
 	}
 	char *s = json ? sandlock_check_report_json() : sandlock_check_report();

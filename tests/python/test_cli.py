@@ -61,6 +61,37 @@ def test_help_lists_run_command():
     assert "--version" in r.stdout
 
 
+def subcommands():
+    """The commands `sandlock --help` lists under "Commands:"."""
+    text = sandlock("--help").stdout.split("Commands:\n")[1].split("\n\n")[0]
+    return re.findall(r"^  ([a-z]+) ", text, re.M)
+
+
+def test_every_subcommand_answers_help():
+    """`sandlock CMD --help` and `-h` print CMD's usage on stdout and exit 0
+    for every command the main help lists (inspect used to refuse --help
+    as an unexpected argument, exit 125)."""
+    cmds = subcommands()
+    assert {"run", "learn", "profile", "check", "ps", "inspect", "kill", "stop"} <= set(cmds)
+    for cmd in cmds:
+        for flag in ("--help", "-h"):
+            r = sandlock(cmd, flag)
+            assert r.returncode == 0, (cmd, flag, r.stderr)
+            assert r.stdout.startswith(f"Usage: sandlock {cmd}"), (cmd, flag, r.stdout)
+            assert r.stderr == "", (cmd, flag, r.stderr)
+
+
+@pytest.mark.parametrize("args", [("inspect", "some-run", "--help"),
+                                  ("stop", "-t", "3", "some-run", "-h"),
+                                  ("kill", "some-run", "--help")])
+def test_help_after_other_arguments_still_helps(args):
+    """--help wins wherever it stands among a control command's arguments,
+    and asks nothing of a run of that name."""
+    r = sandlock(*args)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"Usage: sandlock {args[0]}")
+
+
 def test_run_help_lists_every_option():
     r = sandlock("run", "--help")
     assert r.returncode == 0

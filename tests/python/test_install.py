@@ -235,7 +235,7 @@ def test_completion_and_man_page_know_every_option_of(destdir, command):
                        capture_output=True, text=True)
     usage = (r.stdout + r.stderr).split("Use the profile")[0]
     assert f"sandlock {command}" in usage or f"'{command}'" in usage, usage
-    opts = set(re.findall(r"(?<![\w-])--?[a-zA-Z][a-z-]*", usage)) - {"--help"}
+    opts = set(re.findall(r"(?<![\w-])--?[a-zA-Z][a-z-]*", usage)) - {"--help", "-h"}
     bash = (destdir / "usr/share/bash-completion/completions/sandlock").read_text()
     zsh = (destdir / "usr/share/zsh/site-functions/_sandlock").read_text()
     man = (REPO / "man" / "sandlock.1").read_text().replace("\\-", "-")
