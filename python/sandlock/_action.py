@@ -9,6 +9,7 @@ import fcntl
 import os
 import signal as _signal
 import struct
+from typing import Dict, Union
 
 from . import _native
 
@@ -60,21 +61,21 @@ _MFD_CLOEXEC = getattr(os, "MFD_CLOEXEC", 0x1)
 _MFD_ALLOW_SEALING = getattr(os, "MFD_ALLOW_SEALING", 0x2)
 
 
-def _check_int(name, value):
+def _check_int(name: str, value: object) -> int:
     # bool is an int subclass, but errno(True) is certainly a mistake.
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError("%s must be an int, not %s" % (name, type(value).__name__))
     return int(value)
 
 
-def _check_newfd_flags(flags):
+def _check_newfd_flags(flags: object) -> int:
     flags = _check_int("newfd_flags", flags)
     if flags not in (0, os.O_CLOEXEC):
         raise ValueError("newfd_flags must be 0 or os.O_CLOEXEC, got %#x" % flags)
     return flags
 
 
-def _check_srcfd(fd):
+def _check_srcfd(fd: object) -> int:
     fd = _check_int("srcfd", fd)
     if fd < 0:
         raise ValueError("srcfd must be a file descriptor >= 0, got %d" % fd)
@@ -187,7 +188,7 @@ class NotifAction:
         )
 
     @classmethod
-    def inject_bytes(cls, data, *, seal: bool = True, cloexec: bool = True) -> "NotifAction":
+    def inject_bytes(cls, data: Union[bytes, bytearray, memoryview], *, seal: bool = True, cloexec: bool = True) -> "NotifAction":
         """Serve ``data`` to the guest as the fd its open/openat returns.
 
         Builds a memfd holding ``data`` (rewound to offset 0), sealed
@@ -268,12 +269,12 @@ _ACTION_DEFAULTS = {
 }
 
 
-def _new_action(kind, field, value):
+def _new_action(kind: int, field: str, value: int) -> "NotifAction":
     """NotifAction(kind, field=value) without the frozen dataclass __init__
     (one object.__setattr__ per field): the instance is identical, it is
     just filled in one step."""
     a = _object_new(NotifAction)
-    d = {"kind": kind}  # same key order as __init__ would give
+    d: Dict[str, object] = {"kind": kind}  # same key order as __init__ would give
     d.update(_ACTION_DEFAULTS)
     d[field] = value
     _object_setattr(a, "__dict__", d)

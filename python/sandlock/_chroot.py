@@ -3,7 +3,7 @@ of Sandbox (validators and builder step).  The view itself is the C
 library's (src/builtins/chroot.c, src/builtins/chroot.c)."""
 
 import os
-from typing import Dict
+from typing import Any, Dict
 
 from . import _native
 from .exceptions import PolicyTypeError, PolicyValueError
@@ -11,7 +11,7 @@ from .exceptions import PolicyTypeError, PolicyValueError
 _lib = _native.lib
 
 
-def mounts(name, value) -> Dict[str, str]:
+def mounts(name: str, value: Any) -> Dict[str, str]:
     """{virtual path: host directory}; a read-only mount cannot be said
     here (the reference's mapping has no room for it): use the CLI's
     ``--fs-mount V:H:ro`` or the C ABI's sandlock_sandbox_builder_fs_mount_ro."""
@@ -20,7 +20,7 @@ def mounts(name, value) -> Dict[str, str]:
     if not isinstance(value, dict):
         raise PolicyTypeError("%s must be a mapping {virtual: host}, not %s"
                               % (name, type(value).__name__))
-    out = {}
+    out: Dict[str, str] = {}
     for virt, host in value.items():
         if not isinstance(virt, str) or not isinstance(host, (str, os.PathLike)):
             raise PolicyTypeError("%s: %r: %r: paths must be strings" % (name, virt, host))
@@ -34,7 +34,7 @@ def mounts(name, value) -> Dict[str, str]:
     return out
 
 
-def step(b, c):
+def step(b: _native.Ptr, c: _native.Cfg) -> _native.Ptr:
     """The builder step of the chroot fields (``c``: the config snapshot)."""
     if c["chroot"] is not None:
         b = _lib.sandlock_sandbox_builder_chroot(b, os.fsencode(c["chroot"]))

@@ -9,7 +9,7 @@ import ctypes
 import dataclasses
 import enum
 import os
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from . import _native
 from .exceptions import BranchConflictError, BranchError, PolicyTypeError, PolicyValueError
@@ -36,7 +36,7 @@ class Change:
     path: str  # relative to workdir
 
 
-def action(name, value) -> BranchAction:
+def action(name: str, value: Any) -> BranchAction:
     """A BranchAction, or its value as a str ("commit", "abort", "keep")."""
     if isinstance(value, BranchAction):
         return value
@@ -49,7 +49,7 @@ def action(name, value) -> BranchAction:
     raise PolicyTypeError("%s must be a BranchAction, not %s" % (name, type(value).__name__))
 
 
-def max_disk(name, value) -> Optional[int]:
+def max_disk(name: str, value: Any) -> Optional[int]:
     """None (no quota), bytes, or a size string ("100M")."""
     if value is None:
         return None
@@ -61,7 +61,7 @@ def max_disk(name, value) -> Optional[int]:
         raise type(e)("%s: %s" % (name, e.message)) from None
 
 
-def step(b, c):
+def step(b: _native.Ptr, c: _native.Cfg) -> _native.Ptr:
     """The builder step of the COW fields (``c``: the config snapshot)."""
     if c["workdir"] is not None:
         b = _lib.sandlock_sandbox_builder_workdir(b, os.fsencode(c["workdir"]))
@@ -74,8 +74,8 @@ def step(b, c):
     return b
 
 
-def _changes(r, conflicts: bool) -> List[Change]:
-    out = []
+def _changes(r: _native.Ptr, conflicts: bool) -> List[Change]:
+    out: List[Change] = []
     kind = ctypes.c_char()
     for i in range(int(_lib.sandlock_result_change_count(r, conflicts))):
         path = _lib.sandlock_result_change(r, conflicts, i, ctypes.byref(kind))
@@ -92,7 +92,7 @@ class BranchReport:
     kept: Optional[str]
     error: Optional[str]
 
-    def raise_if_failed(self, result) -> None:
+    def raise_if_failed(self, result: object) -> None:
         """A commit that failed, or left changes out, is an error: the
         staged work is kept (``kept``) and nothing is lost silently."""
         where = " (staged changes kept in %s)" % self.kept if self.kept else ""
@@ -108,7 +108,7 @@ class BranchReport:
         raise e
 
 
-def report(r) -> BranchReport:
+def report(r: _native.Ptr) -> BranchReport:
     kept = _lib.sandlock_result_cow_kept(r)
     err = _lib.sandlock_result_cow_error(r)
     return BranchReport(changes=_changes(r, False), conflicts=_changes(r, True),

@@ -7,7 +7,7 @@ request is judged by method, host and path."""
 
 import ctypes
 import os
-from typing import Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _native
 from .exceptions import PolicyTypeError, PolicyValueError
@@ -18,7 +18,7 @@ FIELDS = ("http_allow", "http_deny", "http_ports", "http_ca", "http_key", "http_
           "http_ca_out", "http_credentials", "http_auth", "http_log")
 
 
-def _strs(name, value, what) -> Tuple[str, ...]:
+def _strs(name: str, value: Any, what: str) -> Tuple[str, ...]:
     if isinstance(value, (str, bytes)):
         raise PolicyTypeError("%s must be a list of %s, not a single %s"
                               % (name, what, type(value).__name__))
@@ -33,7 +33,7 @@ def _strs(name, value, what) -> Tuple[str, ...]:
     return tuple(items)
 
 
-def rules(name, value) -> Tuple[str, ...]:
+def rules(name: str, value: Any) -> Tuple[str, ...]:
     """http_allow / http_deny: "METHOD host/path" rules, checked now."""
     out = _strs(name, value, "rules")
     for r in out:
@@ -45,10 +45,10 @@ def rules(name, value) -> Tuple[str, ...]:
     return out
 
 
-def ports(name, value) -> Tuple[int, ...]:
+def ports(name: str, value: Any) -> Tuple[int, ...]:
     if isinstance(value, (str, bytes, int)):
         raise PolicyTypeError("%s must be a list of ports" % name)
-    out = []
+    out: List[int] = []
     for p in value:
         if isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= 65535:
             raise PolicyValueError("%s: %r is not a TCP port (1-65535)" % (name, p))
@@ -56,13 +56,13 @@ def ports(name, value) -> Tuple[int, ...]:
     return tuple(out)
 
 
-def strs(name, value) -> Tuple[str, ...]:
+def strs(name: str, value: Any) -> Tuple[str, ...]:
     if isinstance(value, (str, bytes, os.PathLike)):
         raise PolicyTypeError("%s must be a list of paths, not a single path" % name)
     return tuple(os.fspath(x) for x in value)
 
 
-def opt_path(name, value) -> Optional[str]:
+def opt_path(name: str, value: Any) -> Optional[str]:
     if value is None:
         return None
     if not isinstance(value, (str, os.PathLike)):
@@ -70,7 +70,7 @@ def opt_path(name, value) -> Optional[str]:
     return os.fspath(value)
 
 
-def credentials(name, value) -> Tuple[Tuple[str, str], ...]:
+def credentials(name: str, value: Any) -> Tuple[Tuple[str, str], ...]:
     """{NAME: "env:VAR" | "file:PATH" | "fd:N"}; the secret is read by the
     C library when the policy is built and never enters the sandbox."""
     if value is None:
@@ -83,7 +83,7 @@ def credentials(name, value) -> Tuple[Tuple[str, str], ...]:
     return tuple(sorted(value.items()))
 
 
-def step(b, c):
+def step(b: _native.Ptr, c: _native.Cfg) -> _native.Ptr:
     for r in c["http_allow"]:
         b = _lib.sandlock_sandbox_builder_http_allow(b, r.encode())
     for r in c["http_deny"]:
@@ -102,7 +102,7 @@ def step(b, c):
     return b
 
 
-def checkers() -> Dict[str, object]:
+def checkers() -> Dict[str, Callable[[str, Any], object]]:
     return {"http_allow": rules, "http_deny": rules, "http_ports": ports, "http_ca": opt_path,
             "http_key": opt_path, "http_inject_ca": strs, "http_ca_out": opt_path,
             "http_credentials": credentials, "http_auth": lambda n, v: _strs(n, v, "rules"),

@@ -8,12 +8,12 @@ access and the text (UTF-8) kept.
 """
 
 import os
-from collections.abc import Mapping
+from typing import Dict, Iterator, Mapping, Optional
 
 GATHER_ENV = "_SANDLOCK_GATHER"
 
 
-def _parse(spec):
+def _parse(spec: Optional[str]) -> Dict[str, int]:
     fds = {}
     for item in filter(None, (spec or "").split(",")):
         name, sep, fd = item.rpartition(":")
@@ -23,19 +23,19 @@ def _parse(spec):
     return fds
 
 
-class _Inputs(Mapping):
+class _Inputs(Mapping[str, str]):
     """Read-only mapping name -> str of the producers' full stdout."""
 
-    def __init__(self):
-        self._fds = None
-        self._cache = {}
+    def __init__(self) -> None:
+        self._fds: Optional[Dict[str, int]] = None
+        self._cache: Dict[str, str] = {}
 
-    def _names(self):
+    def _names(self) -> Dict[str, int]:
         if self._fds is None:
             self._fds = _parse(os.environ.get(GATHER_ENV))
         return self._fds
 
-    def __getitem__(self, name):
+    def __getitem__(self, name: str) -> str:
         fds = self._names()
         if name not in fds:
             raise KeyError(name)
@@ -50,16 +50,16 @@ class _Inputs(Mapping):
             self._cache[name] = b"".join(chunks).decode("utf-8")
         return self._cache[name]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(list(self._names()))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._names())
 
-    def __contains__(self, name):
+    def __contains__(self, name: object) -> bool:
         return name in self._names()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<sandlock.inputs %s>" % list(self._names())
 
 

@@ -22,8 +22,16 @@ Lookup order for the shared library:
 import ctypes
 import ctypes.util
 import os
+from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple, TypeVar
 
 __all__ = ["lib", "LIB_PATH"]
+
+# A C pointer as ctypes gives it back from a c_void_p result: an int, or
+# None for NULL (the builder, sandbox, result and handle objects).
+Ptr = Optional[int]
+# A configuration snapshot: field name -> normalized value (what the
+# builder steps of each module read).
+Cfg = Dict[str, Any]
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 SONAME = "libsandlock.so.1"
@@ -49,32 +57,38 @@ SPAWN_CREATE = 1
 SPAWN_PASS_IN_ORDER = 2  # pass_fds[i] -> the command's fd 3 + i
 
 
+_C = TypeVar("_C", bound="Closing")
+
+
 class Closing:
     """Mixin of the objects that own native resources through close():
     a context manager that closes on exit, and closes when collected."""
 
-    def __enter__(self):
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: "_C") -> "_C":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.close()
         return False
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
             pass
 
 
-def _candidates():
+def _candidates() -> Iterator[Tuple[str, str]]:
     """(description, path) pairs in lookup order, minus the explicit env var."""
     yield "next to the package", os.path.join(_PKG_DIR, "libsandlock.so")
     repo = os.path.dirname(os.path.dirname(_PKG_DIR))
     yield "in-tree build", os.path.join(repo, "build", "libsandlock.so")
 
 
-def _load():
+def _load() -> Tuple[ctypes.CDLL, str]:
     env = os.environ.get("SANDLOCK_LIB")
     if env:
         try:
@@ -83,7 +97,7 @@ def _load():
             raise ImportError(
                 "sandlock: SANDLOCK_LIB=%r could not be loaded: %s" % (env, e)
             ) from e
-    tried = []
+    tried: List[str] = []
     for what, path in _candidates():
         if os.path.exists(path):
             try:
@@ -264,7 +278,7 @@ _u8, _u16, _u32, _u64 = ctypes.c_uint8, ctypes.c_uint16, ctypes.c_uint32, ctypes
 _b = ctypes.c_bool
 
 
-def _decl(name, restype, *argtypes):
+def _decl(name: str, restype: Any, *argtypes: Any) -> Any:
     fn = getattr(lib, name)
     fn.restype = restype
     fn.argtypes = list(argtypes)
@@ -431,7 +445,7 @@ _decl("sandlock_landlock_abi_version", _int)
 _decl("sandlock_version", _cs)
 
 
-def take_string(ptr):
+def take_string(ptr: Ptr) -> Optional[bytes]:
     """Copy a heap char* returned by the library into bytes and free it."""
     if not ptr:
         return None
@@ -441,22 +455,22 @@ def take_string(ptr):
         lib.sandlock_string_free(ptr)
 
 
-def error_out():
+def error_out() -> Tuple[ctypes.c_int, ctypes.c_void_p]:
     """Fresh (err, err_msg) out-parameters for a fallible call."""
     return ctypes.c_int(0), ctypes.c_void_p(None)
 
 
-def syscall_nr(name):
+def syscall_nr(name: str) -> int:
     """Syscall number on the native arch, or -1 if unknown."""
     return int(lib.sandlock_syscall_nr(name.encode()))
 
 
-def syscall_name(nr):
+def syscall_name(nr: int) -> Optional[str]:
     s = take_string(lib.sandlock_syscall_name(nr))
     return None if s is None else s.decode()
 
 
-def thread_state_api():
+def thread_state_api() -> Optional[Tuple[Any, ...]]:
     """(PyGILState_Ensure, PyGILState_Release, PyGILState_GetThisThreadState,
     PyThreadState_Clear, PyThreadState_Delete) of this CPython, declared, for
     the thread-state pinning of _pin.py; None where one is missing."""
@@ -466,14 +480,14 @@ def thread_state_api():
                api.PyThreadState_Clear, api.PyThreadState_Delete)
     except AttributeError:
         return None
-    protos = ((ctypes.c_int, []), (None, [ctypes.c_int]), (ctypes.c_void_p, []),
+    protos: Tuple[Tuple[Any, List[Any]], ...] = ((ctypes.c_int, []), (None, [ctypes.c_int]), (ctypes.c_void_p, []),
               (None, [ctypes.c_void_p]), (None, [ctypes.c_void_p]))
     for fn, (res, args) in zip(fns, protos):
         fn.restype, fn.argtypes = res, args
     return fns
 
 
-def guard_address():
+def guard_address() -> Optional[int]:
     """Address of Py_IsInitialized: the C side calls it (without the GIL)
     before entering a handler, so a call that arrives while the interpreter
     is finalizing never enters Python and goes through on_exception."""

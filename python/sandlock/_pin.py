@@ -4,6 +4,7 @@ calls a handler, so that later calls on that thread reuse it (see below)."""
 import os
 import sys as _sys
 import threading
+from typing import Any, List
 
 from . import _native
 
@@ -36,7 +37,13 @@ _GILSTATE_LOCKED = 0  # PyGILState_STATE
 class _Pin:
     __slots__ = ("enabled", "tls", "ensure", "release", "this_tstate", "clear", "delete")
 
-    def __init__(self):
+    ensure: Any  # the thread-state calls (_native.thread_state_api)
+    release: Any
+    this_tstate: Any
+    clear: Any
+    delete: Any
+
+    def __init__(self) -> None:
         self.enabled = False
         self.tls = threading.local()
 
@@ -44,7 +51,7 @@ class _Pin:
 _pin = _Pin()
 
 
-def _pin_setup():
+def _pin_setup() -> None:
     if os.environ.get("SANDLOCK_PY_NO_PIN") or _sys.version_info >= (3, 12):
         return
     if getattr(_sys, "implementation", None) is None or _sys.implementation.name != "cpython":
@@ -56,7 +63,7 @@ def _pin_setup():
     _pin.enabled = True
 
 
-def _pin_thread_state(run):
+def _pin_thread_state(run: Any) -> None:
     """First callback (GIL held) on a thread state: pin it if it is the
     throwaway one ctypes made for a thread Python did not create."""
     _pin.tls.pinned = True  # once per thread state, whatever happens below
@@ -74,7 +81,7 @@ def _pin_thread_state(run):
     run.pinned.append(ts)
 
 
-def _release_pinned(pinned):
+def _release_pinned(pinned: List[int]) -> None:
     """Delete the pinned states of a finished run's threads (GIL held).
 
     Only valid once those threads are joined (they run no more code and

@@ -20,6 +20,8 @@ A command that is not found, or that the sandbox cannot execute, is not an
 exception: ``run`` returns a failed Result (exit status 127 / 126).
 """
 
+from typing import Any, List, Optional, Tuple, Type
+
 from . import _native
 
 __all__ = [
@@ -52,7 +54,7 @@ class SandlockError(Exception):
 
     default_code = ERR_SYSTEM
 
-    def __init__(self, *args):
+    def __init__(self, *args: Any) -> None:
         if len(args) == 2 and isinstance(args[0], int) and not isinstance(args[0], bool):
             code, message = args
         elif len(args) == 1:
@@ -67,7 +69,7 @@ class SandlockError(Exception):
         self.message = str(message)
         super().__init__("%s (%s): %s" % (self.code_name, self.code, self.message))
 
-    def __reduce__(self):  # picklable despite the custom __init__
+    def __reduce__(self) -> Tuple[Type["SandlockError"], Tuple[int, str]]:  # picklable despite the custom __init__
         return (type(self), (self.code, self.message))
 
 
@@ -120,6 +122,11 @@ class ChildError(SandboxError):
 class BranchError(SandboxError):
     """A COW branch operation failed (sandlock has no COW layer yet)."""
 
+    # Set by the run that raises it (_cow.BranchReport.raise_if_failed).
+    result: Any
+    conflicts: List[Any]
+    kept: Optional[str]
+
 
 class BranchConflictError(BranchError):
     """A sibling branch committed first."""
@@ -151,7 +158,7 @@ _SYSTEM_STEPS = (
 _POLICY_CODES = (ERR_INVALID, ERR_NOT_FOUND, ERR_BAD_PORT, ERR_CONFLICT, ERR_SYSCALL)
 
 
-def error_for(code, message, building):
+def error_for(code: int, message: str, building: bool) -> SandlockError:
     """The exception for a failure the C library reported.
 
     ``building``: the failure came from sandlock_sandbox_build, where every

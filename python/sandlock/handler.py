@@ -45,7 +45,7 @@ class Handler:
         raise NotImplementedError("Handler subclasses must override handle(ctx)")
 
 
-def _validate_handler(handler):
+def _validate_handler(handler: object) -> ExceptionPolicy:
     if not isinstance(handler, Handler):
         raise PolicyTypeError("handler must be a sandlock.Handler, not %s"
                               % type(handler).__name__)

@@ -19,18 +19,19 @@ not sandbox policy: read them with :func:`read_profile`.
 
 import os
 import re
+import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type, TypeVar, Union, cast
 
 if TYPE_CHECKING:  # for the annotation only: sandlock imports this module
     from . import Sandbox
 
 from .exceptions import PolicyValueError
 
-try:  # Python 3.11+
+if sys.version_info >= (3, 11):
     import tomllib as _toml
-except ModuleNotFoundError:  # pragma: no cover - older Pythons: python3-tomli
-    import tomli as _toml  # type: ignore[no-redef]
+else:  # pragma: no cover - older Pythons: python3-tomli
+    import tomli as _toml
 
 __all__ = ["ProfileError", "Profile", "profiles_dir", "list_profiles", "read_profile",
            "load_profile"]
@@ -98,7 +99,10 @@ def _type_name(v: Any) -> str:
             list: "array", dict: "table"}.get(type(v), type(v).__name__)
 
 
-def _want(c: _Ctx, v: Any, t: type) -> Any:
+_T = TypeVar("_T")
+
+
+def _want(c: _Ctx, v: Any, t: Type[_T]) -> _T:
     if type(v) is not t:
         raise c.fail("expected %s, got %s" % (_type_name(t()), _type_name(v)))
     return v
@@ -143,17 +147,17 @@ def _memory(c: _Ctx, v: Any) -> Union[int, str]:
 
 
 def _processes(c: _Ctx, v: Any) -> int:
-    _want(c, v, int)
-    if not 0 <= v <= 0xFFFFFFFF:
+    n = _want(c, v, int)
+    if not 0 <= n <= 0xFFFFFFFF:
         raise c.fail("must be 0 (no limit) to 4294967295")
-    return v
+    return n
 
 
 def _seed(c: _Ctx, v: Any) -> int:
-    _want(c, v, int)
-    if not 0 <= v < 1 << 64:
+    n = _want(c, v, int)
+    if not 0 <= n < 1 << 64:
         raise c.fail("must be 0 to 2**64-1")
-    return v
+    return n
 
 
 def _time_start(c: _Ctx, v: Any) -> Union[int, float, str]:
@@ -162,17 +166,17 @@ def _time_start(c: _Ctx, v: Any) -> Union[int, float, str]:
     if type(v) in (int, float):
         if not v >= 0:
             raise c.fail("out of range (Unix seconds, not before 1970)")
-        return v
+        return cast(Union[int, float], v)
     if type(v) is str:
         return v
     raise c.fail("expected Unix seconds or an RFC 3339 string, got %s" % _type_name(v))
 
 
 def _int_range(c: _Ctx, v: Any, lo: int, hi: int) -> int:
-    _want(c, v, int)
-    if not lo <= v <= hi:
+    n = _want(c, v, int)
+    if not lo <= n <= hi:
         raise c.fail("must be %d to %d" % (lo, hi))
-    return v
+    return n
 
 
 def _bool(c: _Ctx, v: Any) -> bool:
@@ -330,10 +334,12 @@ def _apply(path: str, doc: Dict[str, Any]) -> Profile:
 _HEX = re.compile(r"(?<![\w.])[+-]?0[xob]")
 
 
-def _outside_strings(line: str):
+def _outside_strings(line: str) -> Tuple[str, bool]:
     """(line without its strings and comment, contents blanked; whether a
     multi-line string starts on it)."""
-    out, q, i = [], None, 0
+    out: List[str] = []
+    q: Optional[str] = None
+    i = 0
     while i < len(line):
         ch = line[i]
         if q:

@@ -22,7 +22,7 @@ import os
 import sys
 import tempfile
 import threading
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .. import Sandbox, StdioMode
 
@@ -48,7 +48,7 @@ def _python_paths() -> List[str]:
 
 
 def policy_for_tool(*, workspace: str, capabilities: Optional[Dict[str, Any]] = None,
-                    _extra_readable: List[str] = ()) -> Sandbox:
+                    _extra_readable: Sequence[str] = ()) -> Sandbox:
     """A deny-by-default Sandbox for one tool: system and workspace
     readable, nothing writable, clean environment, no network; any
     Sandbox keyword in capabilities adds to it (lists are extended,
@@ -81,10 +81,10 @@ _JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
                list: "array", dict: "object"}
 
 
-def _schema(func: Callable) -> Dict[str, Any]:
+def _schema(func: Callable[..., Any]) -> Dict[str, Any]:
     """A JSON schema of func's parameters (workspace is hidden)."""
     props: Dict[str, Any] = {}
-    required = []
+    required: List[str] = []
     for name, p in inspect.signature(func).parameters.items():
         if name == "workspace" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
@@ -96,7 +96,7 @@ def _schema(func: Callable) -> Dict[str, Any]:
     return {"type": "object", "properties": props, "required": required}
 
 
-def _locate(func: Callable) -> Dict[str, Any]:
+def _locate(func: Callable[..., Any]) -> Dict[str, Any]:
     """How the worker finds func: by import name, or by file for __main__."""
     qual, name = getattr(func, "__qualname__", ""), getattr(func, "__name__", "")
     if not inspect.isfunction(func) or name == "<lambda>" or qual != name:
@@ -119,7 +119,9 @@ def _locate(func: Callable) -> Dict[str, Any]:
 
 
 class _LocalTool:
-    def __init__(self, name, func, description, capabilities, input_schema):
+    def __init__(self, name: str, func: Callable[..., Any], description: str,
+                 capabilities: Optional[Dict[str, Any]],
+                 input_schema: Optional[Dict[str, Any]]) -> None:
         self.name = name
         self.where = _locate(func)
         self.takes_workspace = "workspace" in inspect.signature(func).parameters
@@ -129,8 +131,8 @@ class _LocalTool:
 
 
 class _RemoteTool:
-    def __init__(self, session, tool):
-        get = (lambda k: tool.get(k)) if isinstance(tool, dict) else \
+    def __init__(self, session: Any, tool: Any) -> None:
+        get: Callable[[str], Any] = (lambda k: tool.get(k)) if isinstance(tool, dict) else \
             (lambda k: getattr(tool, k, None))
         self.session = session
         self.name = get("name")
@@ -154,7 +156,7 @@ class McpSandbox:
         """Every registered tool (local and remote), by name."""
         return dict(self._tools)
 
-    def add_tool(self, name: str, func: Callable, *, description: str = "",
+    def add_tool(self, name: str, func: Callable[..., Any], *, description: str = "",
                  capabilities: Optional[Dict[str, Any]] = None,
                  input_schema: Optional[Dict[str, Any]] = None) -> None:
         """Register a local tool (see the module's docstring)."""
@@ -230,7 +232,7 @@ class McpSandbox:
             res = self._run(sb, [sys.executable, "-I", _WORKER, path], limit, key)
         return _answer(name, res, limit)
 
-    def _run(self, sb, argv, limit, key):
+    def _run(self, sb: Sandbox, argv: List[str], limit: float, key: Any) -> Any:
         proc = sb.popen(argv, stdin=StdioMode.NULL, stdout=StdioMode.CAPTURE,
                         stderr=StdioMode.CAPTURE)
         with self._lock:

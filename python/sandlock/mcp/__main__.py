@@ -8,6 +8,7 @@ workspace; read_file and list_files only read it.
 import argparse
 import os
 import sys
+from typing import List, Optional
 
 from . import McpSandbox, tools
 from .server import Server, make_http_server, serve_stdio
@@ -26,7 +27,7 @@ def build(workspace: str, timeout: float) -> McpSandbox:
     return mcp
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="sandlock-mcp", description=__doc__.split("\n\n")[1],
                                 allow_abbrev=False)
     p.add_argument("--workspace", default="/tmp/sandlock",
@@ -42,7 +43,8 @@ def main(argv=None) -> int:
         serve_stdio(server)
         return 0
     httpd = make_http_server(server, a.host, a.port)
-    print("sandlock-mcp: serving on http://%s:%d/sse" % httpd.server_address[:2],
+    host, port = httpd.server_address[:2]
+    print("sandlock-mcp: serving on http://%s:%d/sse" % (str(host), port),
           file=sys.stderr, flush=True)
     try:
         httpd.serve_forever()

@@ -14,11 +14,15 @@ import json
 import os
 import sys
 import traceback
+from types import ModuleType
+from typing import Any, Dict
 
 
-def _load(req):
+def _load(req: Dict[str, Any]) -> ModuleType:
     if req.get("file"):
         spec = importlib.util.spec_from_file_location(req["module"], req["file"])
+        if spec is None or spec.loader is None:
+            raise ImportError("cannot load %s as a module" % req["file"])
         mod = importlib.util.module_from_spec(spec)
         sys.modules[req["module"]] = mod
         spec.loader.exec_module(mod)
@@ -28,7 +32,7 @@ def _load(req):
     return importlib.import_module(req["module"])
 
 
-def main():
+def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as f:
         req = json.load(f)
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")

@@ -14,28 +14,29 @@ import sys
 import threading
 import urllib.parse
 import uuid
-from typing import Any, Callable, Dict, Optional
+from typing import Any, BinaryIO, Callable, Dict, Iterable, Optional, Tuple, Type
 
 from . import McpSandbox, ToolCallError
 
 PROTOCOLS = ("2025-06-18", "2025-03-26", "2024-11-05")
 PARSE_ERROR, INVALID_REQUEST, NO_METHOD, INVALID_PARAMS = -32700, -32600, -32601, -32602
 
-Send = Callable[[Dict[str, Any]], None]
+Msg = Dict[str, Any]  # one JSON-RPC message
+Send = Callable[[Msg], None]
 
 
-def _error(mid, code, text):
+def _error(mid: Any, code: int, text: str) -> Msg:
     return {"jsonrpc": "2.0", "id": mid, "error": {"code": code, "message": text}}
 
 
-def _result(mid, result):
+def _result(mid: Any, result: Any) -> Msg:
     return {"jsonrpc": "2.0", "id": mid, "result": result}
 
 
 class Server:
     """Protocol state shared by the transports."""
 
-    def __init__(self, mcp: McpSandbox, name: str = "sandlock", version: str = ""):
+    def __init__(self, mcp: McpSandbox, name: str = "sandlock", version: str = "") -> None:
         self.mcp = mcp
         self.info = {"name": name, "version": version or _version()}
 
@@ -59,11 +60,11 @@ class Server:
         else:
             send(self._answer(mid, method, params))
 
-    def _notification(self, method, params):
+    def _notification(self, method: Any, params: Any) -> None:
         if method == "notifications/cancelled":
             self.mcp.cancel(params.get("requestId"))
 
-    def _answer(self, mid, method, params):
+    def _answer(self, mid: Any, method: Any, params: Any) -> Msg:
         if method == "initialize":
             asked = params.get("protocolVersion")
             return _result(mid, {
@@ -78,7 +79,7 @@ class Server:
             return _result(mid, {"tools": self.mcp.definitions()})
         return _error(mid, NO_METHOD, "method not found: %s" % method)
 
-    def _call(self, mid, params, send):
+    def _call(self, mid: Any, params: Any, send: Send) -> None:
         name, args = params.get("name"), params.get("arguments") or {}
         if name not in self.mcp.tools or not isinstance(args, dict):
             send(_error(mid, INVALID_PARAMS, "unknown tool: %s" % name if name not in
@@ -93,7 +94,7 @@ class Server:
         send(_result(mid, {"content": [{"type": "text", "text": text}], "isError": failed}))
 
 
-def _version():
+def _version() -> str:
     try:
         from .. import __version__
         return __version__
@@ -103,17 +104,18 @@ def _version():
 
 # ---------------------------------------------------------------- stdio
 
-def serve_stdio(server: Server, rfile=None, wfile=None) -> None:
+def serve_stdio(server: Server, rfile: Optional[Iterable[bytes]] = None,
+                wfile: Optional[BinaryIO] = None) -> None:
     """Serve newline-delimited JSON-RPC on stdin/stdout until EOF."""
     rfile = rfile or sys.stdin.buffer
-    wfile = wfile or sys.stdout.buffer
+    out: BinaryIO = wfile or sys.stdout.buffer
     lock = threading.Lock()
 
-    def send(msg):
+    def send(msg: Msg) -> None:
         data = (json.dumps(msg) + "\n").encode("utf-8")
         with lock:
-            wfile.write(data)
-            wfile.flush()
+            out.write(data)
+            out.flush()
 
     for line in rfile:
         if not line.strip():
@@ -129,45 +131,46 @@ def serve_stdio(server: Server, rfile=None, wfile=None) -> None:
 # ---------------------------------------------------------------- HTTP / SSE
 
 class _Sessions:
-    def __init__(self):
-        self.queues: Dict[str, "queue.Queue[Optional[dict]]"] = {}
+    def __init__(self) -> None:
+        self.queues: Dict[str, "queue.Queue[Optional[Msg]]"] = {}
         self.lock = threading.Lock()
 
-    def new(self):
+    def new(self) -> "Tuple[str, queue.Queue[Optional[Msg]]]":
         sid = uuid.uuid4().hex
+        q: "queue.Queue[Optional[Msg]]" = queue.Queue()
         with self.lock:
-            self.queues[sid] = queue.Queue()
-        return sid
+            self.queues[sid] = q
+        return sid, q
 
-    def get(self, sid):
+    def get(self, sid: str) -> "Optional[queue.Queue[Optional[Msg]]]":
         with self.lock:
             return self.queues.get(sid)
 
-    def drop(self, sid):
+    def drop(self, sid: str) -> None:
         with self.lock:
             self.queues.pop(sid, None)
 
 
-def _handler(server: Server, sessions: _Sessions):
+def _handler(server: Server,
+             sessions: _Sessions) -> Type[http.server.BaseHTTPRequestHandler]:
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, fmt, *args):  # stderr stays quiet; stdout is never used
+        def log_message(self, fmt: str, *args: Any) -> None:  # stderr stays quiet; stdout is never used
             pass
 
-        def _reply(self, code, body=b"", ctype="application/json"):
+        def _reply(self, code: int, body: bytes = b"", ctype: str = "application/json") -> None:
             self.send_response(code)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
 
-        def do_GET(self):
+        def do_GET(self) -> None:
             if urllib.parse.urlparse(self.path).path != "/sse":
                 self._reply(404, b"not found", "text/plain")
                 return
-            sid = sessions.new()
-            q = sessions.get(sid)
+            sid, q = sessions.new()
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
@@ -187,15 +190,15 @@ def _handler(server: Server, sessions: _Sessions):
             finally:
                 sessions.drop(sid)
 
-        def _event(self, kind, data):
+        def _event(self, kind: str, data: str) -> None:
             self.wfile.write(("event: %s\ndata: %s\n\n" % (kind, data)).encode("utf-8"))
             self.wfile.flush()
 
-        def _body(self):
+        def _body(self) -> Any:
             n = int(self.headers.get("Content-Length") or 0)
             return json.loads(self.rfile.read(n) or b"null")
 
-        def do_POST(self):
+        def do_POST(self) -> None:
             url = urllib.parse.urlparse(self.path)
             try:
                 msg = self._body()
@@ -215,9 +218,9 @@ def _handler(server: Server, sessions: _Sessions):
             else:
                 self._reply(404, b"not found", "text/plain")
 
-        def _direct(self, msg):
+        def _direct(self, msg: Any) -> None:
             """POST /mcp: the answers to msg, as JSON, when all are in."""
-            box: "queue.Queue[dict]" = queue.Queue()
+            box: "queue.Queue[Msg]" = queue.Queue()
             msgs = msg if isinstance(msg, list) else [msg]
             want = sum(1 for m in msgs if isinstance(m, dict) and "id" in m and "method" in m)
             server.handle(msg, box.put)

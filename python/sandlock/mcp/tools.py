@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 
-def _path(workspace, path):
+def _path(workspace: str, path: str) -> str:
     return os.path.join(workspace, path)
 
 
