@@ -2,6 +2,7 @@
  * syscalls.c — the syscall classes of syscalls.h.
  */
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/syscall.h>
 
 #include "compat.h"
@@ -39,6 +40,12 @@ static const int k_path_xattr[] = {
 	__NR_getxattr, __NR_lgetxattr, __NR_listxattr,    __NR_llistxattr,
 	__NR_setxattr, __NR_lsetxattr, __NR_removexattr, __NR_lremovexattr,
 };
+static const int k_path_other[] = { __NR_statfs, __NR_inotify_add_watch };
+static const int k_fd_metadata[] = { __NR_fchmod, __NR_fchown };
+static const int k_xattr_write[] = {
+	__NR_setxattr,    __NR_lsetxattr,    __NR_fsetxattr,
+	__NR_removexattr, __NR_lremovexattr, __NR_fremovexattr,
+};
 static const int k_dir_listing[] = { SL_NR_getdents, __NR_getdents64 };
 static const int k_cwd[] = { __NR_chdir, __NR_getcwd };
 
@@ -61,6 +68,16 @@ size_t sl_sys_fork_like(const int **nrs)
 {
 	*nrs = k_fork_like;
 	return N_OF(k_fork_like);
+}
+
+bool sl_sys_makes_thread(int nr, const uint64_t *args)
+{
+	return nr == __NR_clone && (args[0] & CLONE_THREAD);
+}
+
+bool sl_sys_creates_task(int nr)
+{
+	return sl_sys_is_fork_like(nr) || nr == __NR_clone3;
 }
 
 bool sl_sys_is_exec_like(int nr)
@@ -117,6 +134,49 @@ size_t sl_sys_path_xattr(const int **nrs)
 {
 	*nrs = k_path_xattr;
 	return N_OF(k_path_xattr);
+}
+
+size_t sl_sys_path_other(const int **nrs)
+{
+	*nrs = k_path_other;
+	return N_OF(k_path_other);
+}
+
+size_t sl_sys_fd_metadata(const int **nrs)
+{
+	*nrs = k_fd_metadata;
+	return N_OF(k_fd_metadata);
+}
+
+size_t sl_sys_xattr_write(const int **nrs)
+{
+	*nrs = k_xattr_write;
+	return N_OF(k_xattr_write);
+}
+
+struct sl_xattr_call sl_sys_xattr(int nr)
+{
+	static const struct {
+		int nr;
+		struct sl_xattr_call c;
+	} k[] = {
+		{ __NR_getxattr, { SL_XATTR_GET, true, true } },
+		{ __NR_lgetxattr, { SL_XATTR_GET, true, false } },
+		{ __NR_fgetxattr, { SL_XATTR_GET, false, false } },
+		{ __NR_listxattr, { SL_XATTR_LIST, true, true } },
+		{ __NR_llistxattr, { SL_XATTR_LIST, true, false } },
+		{ __NR_flistxattr, { SL_XATTR_LIST, false, false } },
+		{ __NR_setxattr, { SL_XATTR_SET, true, true } },
+		{ __NR_lsetxattr, { SL_XATTR_SET, true, false } },
+		{ __NR_fsetxattr, { SL_XATTR_SET, false, false } },
+		{ __NR_removexattr, { SL_XATTR_REMOVE, true, true } },
+		{ __NR_lremovexattr, { SL_XATTR_REMOVE, true, false } },
+		{ __NR_fremovexattr, { SL_XATTR_REMOVE, false, false } },
+	};
+	for (size_t i = 0; i < N_OF(k); i++)
+		if (k[i].nr == nr)
+			return k[i].c;
+	return (struct sl_xattr_call){ SL_XATTR_NONE, false, false };
 }
 
 size_t sl_sys_dir_listing(const int **nrs)

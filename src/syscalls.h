@@ -123,6 +123,12 @@
  * answers it ENOSYS so libc falls back to clone, whose flags it can see). */
 bool sl_sys_is_fork_like(int nr);
 size_t sl_sys_fork_like(const int **nrs);
+/* clone with CLONE_THREAD (args: the call's): a thread, not a process
+ * (pthread_create), which a process count must not count. */
+bool sl_sys_makes_thread(int nr, const uint64_t *args);
+/* A task made: fork-like calls and clone3 (which the filter answers
+ * ENOSYS, but which nothing may ever let through unseen). */
+bool sl_sys_creates_task(int nr);
 /* execve, execveat: the caller's address space is replaced. */
 bool sl_sys_is_exec_like(int nr);
 size_t sl_sys_exec_like(const int **nrs);
@@ -150,8 +156,24 @@ size_t sl_sys_path_lookup(const int **nrs);
 size_t sl_sys_path_change(const int **nrs);
 /* ... change mode, owner or times by path (chmod, chown, utime*) ... */
 size_t sl_sys_path_metadata(const int **nrs);
-/* ... or its extended attributes ({get,list,set,remove}xattr, l forms). */
+/* ... or its extended attributes ({get,list,set,remove}xattr, l forms) ... */
 size_t sl_sys_path_xattr(const int **nrs);
+/* ... or only resolve it for something else: statfs, inotify_add_watch. */
+size_t sl_sys_path_other(const int **nrs);
+/* Metadata changed through an fd: fchmod, fchown. */
+size_t sl_sys_fd_metadata(const int **nrs);
+/* Extended attributes written, by path or by fd: {set,remove}xattr, their
+ * l and f forms. */
+size_t sl_sys_xattr_write(const int **nrs);
+/* What an xattr call of the path or fd forms does (op SL_XATTR_NONE: nr
+ * is none), and whether it names its file by path, following a last
+ * symlink (the forms without l) or not. */
+enum sl_xattr_op { SL_XATTR_NONE, SL_XATTR_GET, SL_XATTR_LIST, SL_XATTR_SET, SL_XATTR_REMOVE };
+struct sl_xattr_call {
+	enum sl_xattr_op op;
+	bool by_path, follow;
+};
+struct sl_xattr_call sl_sys_xattr(int nr);
 /* getdents, getdents64: a directory listed through an fd. */
 size_t sl_sys_dir_listing(const int **nrs);
 /* chdir, getcwd: the caller's working directory. */

@@ -70,12 +70,11 @@
 #ifndef AT_EMPTY_PATH
 #define AT_EMPTY_PATH 0x1000
 #endif
-/* Every call that names a path (syscalls.h's classes), and two more. */
+/* Every call that names a path (syscalls.h's classes). */
 static const sl_sys_class k_classes[] = {
 	sl_sys_open_family,  sl_sys_path_lookup,   sl_sys_cwd,        sl_sys_exec_like,
-	sl_sys_path_change,  sl_sys_path_metadata, sl_sys_path_xattr,
+	sl_sys_path_change,  sl_sys_path_metadata, sl_sys_path_xattr, sl_sys_path_other,
 };
-static const int k_nrs[] = { __NR_statfs, __NR_inotify_add_watch };
 
 struct chroot_state {
 	struct sl_view *view;
@@ -698,9 +697,7 @@ static int chroot_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *
 {
 	if (!cfg->chroot)
 		return 0;
-	if (sl_traps_add_classes(out, k_classes, sizeof k_classes / sizeof k_classes[0]) < 0)
-		return -1;
-	return sl_traps_add_all(out, k_nrs, sizeof k_nrs / sizeof k_nrs[0]);
+	return sl_traps_add_classes(out, k_classes, sizeof k_classes / sizeof k_classes[0]);
 }
 
 static int chroot_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, void **state,

@@ -24,6 +24,7 @@
 #include <sys/xattr.h>
 
 #include "launch/caps.h"
+#include "syscalls.h"
 #include "util.h"
 #include "builtins/chrootxattr.h"
 
@@ -32,10 +33,9 @@
 
 bool sl_chroot_is_xattr(int nr, bool *follow)
 {
-	*follow = nr == __NR_getxattr || nr == __NR_setxattr || nr == __NR_listxattr ||
-	          nr == __NR_removexattr;
-	return *follow || nr == __NR_lgetxattr || nr == __NR_lsetxattr ||
-	       nr == __NR_llistxattr || nr == __NR_lremovexattr;
+	struct sl_xattr_call x = sl_sys_xattr(nr);
+	*follow = x.follow;
+	return x.op != SL_XATTR_NONE && x.by_path;
 }
 
 static long rcl(ssize_t r)
@@ -79,17 +79,17 @@ static long set_side(const struct sl_call *call, const char *p, const char *name
 
 static bool is_set(int nr)
 {
-	return nr == __NR_setxattr || nr == __NR_lsetxattr;
+	return sl_sys_xattr(nr).op == SL_XATTR_SET;
 }
 
 static bool is_remove(int nr)
 {
-	return nr == __NR_removexattr || nr == __NR_lremovexattr;
+	return sl_sys_xattr(nr).op == SL_XATTR_REMOVE;
 }
 
 static bool is_list(int nr)
 {
-	return nr == __NR_listxattr || nr == __NR_llistxattr;
+	return sl_sys_xattr(nr).op == SL_XATTR_LIST;
 }
 
 /* What the l* forms say about a symlink itself (see the top). */

@@ -77,15 +77,15 @@
 #define XATTR_VALUE_LEN 65536  /* XATTR_SIZE_MAX */
 
 /*
- * The guarded syscalls: metadata changed by path (syscalls.h's class;
- * the legacy forms only where the ABI has them), by fd, and the xattr
+ * The guarded syscalls (syscalls.h's classes): metadata changed by path
+ * (the legacy forms only where the ABI has them), by fd, and the xattr
  * writes of every form.
  */
-static const int k_meta_nrs[] = {
-	__NR_fchmod,      __NR_fchown,        __NR_setxattr,     __NR_lsetxattr,
-	__NR_fsetxattr,   __NR_removexattr,   __NR_lremovexattr, __NR_fremovexattr,
+static const sl_sys_class k_meta_classes[] = {
+	sl_sys_path_metadata,
+	sl_sys_fd_metadata,
+	sl_sys_xattr_write,
 };
-#define N_META (sizeof(k_meta_nrs) / sizeof(k_meta_nrs[0]))
 
 /* Where metadata may change: copied from cfg (the run keeps no cfg pointer). */
 struct meta_state {
@@ -265,14 +265,14 @@ static int decode_chown(const sandlock_notif_t *n, struct meta_call *c)
 static int decode_xattr(const sandlock_notif_t *n, struct meta_call *c)
 {
 	const uint64_t *a = n->args;
-	int nr = n->syscall_nr;
-	bool set = nr == __NR_setxattr || nr == __NR_lsetxattr || nr == __NR_fsetxattr;
+	struct sl_xattr_call x = sl_sys_xattr(n->syscall_nr);
+	bool set = x.op == SL_XATTR_SET;
 	c->op = set ? OP_SETXATTR : OP_REMOVEXATTR;
-	if (nr == __NR_fsetxattr || nr == __NR_fremovexattr)
+	if (!x.by_path)
 		set_fd(c, a[0]);
 	else
 		set_path(c, AT_FDCWD, a[0]);
-	c->nofollow = nr == __NR_lsetxattr || nr == __NR_lremovexattr;
+	c->nofollow = x.by_path && !x.follow;
 	c->name = a[1];
 	if (set) {
 		c->value = a[2];
@@ -634,11 +634,8 @@ static bool meta_decide(void *state, const struct sl_call *call, sandlock_action
 static int meta_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	(void)cfg; /* always on: Landlock does not cover metadata */
-	const int *path;
-	size_t n = sl_sys_path_metadata(&path);
-	if (sl_traps_add_all(out, path, n) < 0)
-		return -1;
-	return sl_traps_add_all(out, k_meta_nrs, N_META);
+	return sl_traps_add_classes(out, k_meta_classes,
+	                            sizeof k_meta_classes / sizeof k_meta_classes[0]);
 }
 
 static void meta_free(void *state)

@@ -718,7 +718,7 @@ static bool over_max_procs(const sandlock_policy_ctx_t *ctx, const struct sl_cal
 {
 	if (!ctx->max_procs)
 		return false;
-	if (call->n->syscall_nr == __NR_clone && (call->n->args[0] & CLONE_THREAD))
+	if (sl_sys_makes_thread(call->n->syscall_nr, call->n->args))
 		return false;
 	int count = sl_count_tree_processes(call->init);
 	return count < 0 || (uint32_t)count >= ctx->max_procs;

@@ -139,7 +139,7 @@ static bool procs_decide(void *state, const struct sl_call *call, sandlock_actio
 	if (!st || st->max == 0 || !sl_sys_is_fork_like(n->syscall_nr))
 		return false;
 	/* A thread is not a process: pthread_create uses clone(CLONE_THREAD). */
-	if (n->syscall_nr == __NR_clone && (n->args[0] & CLONE_THREAD))
+	if (sl_sys_makes_thread(n->syscall_nr, n->args))
 		return false;
 	int shared = shared_count(st, call->init);
 	if (shared != -2 || (uint64_t)st->known + st->since >= st->max) {

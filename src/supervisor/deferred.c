@@ -108,7 +108,7 @@ struct sl_deferred *sl_deferred_new(uint64_t timeout_ms, sl_deferred_done_fn don
 
 static bool refuse_deferral(int nr)
 {
-	return sl_sys_is_exec_like(nr) || sl_sys_is_fork_like(nr) || nr == __NR_clone3;
+	return sl_sys_is_exec_like(nr) || sl_sys_creates_task(nr);
 }
 
 /* Called with d->lock held: the call leaves the in-flight set. */
