@@ -143,7 +143,7 @@ static void proc_free(void *state)
 bool sl_open_on_behalf(const struct sl_call *call, sl_opener_check_fn check, void *ud,
                        sandlock_action_t *act)
 {
-	struct sl_opener *op = sl_opener_find(call->listener);
+	struct sl_opener *op = call->sv->opener; /* the run's (services.h) */
 	sandlock_opened_t o;
 	int e = op ? sl_opener_open_call(op, call->listener, call->n, call->mem, check, ud, &o)
 	           : EPERM; /* no opener: refuse rather than let the kernel open it */

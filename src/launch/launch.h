@@ -73,14 +73,16 @@ struct sl_launch {
 	struct sl_tty tty; /* inherit_stdio: terminal foreground hand-over */
 	char *tmpdir;      /* private_tmp: this run's TMPDIR, removed at cleanup */
 };
-/* Resolve argv[0], build argv/envp and the Landlock ruleset; remember
- * trapped[] (which must outlive the run) for the BPF program. */
 /* cfg's environment (inherited or clean, then its overrides) into env,
  * NULL-terminated; also used by the fork mode's template (fork.c). */
 int sl_launch_build_env(const struct sandlock_sandbox *cfg, sl_strvec *env);
+/* Resolve argv[0] (under chroot in view, the run's: services.h), build
+ * argv/envp and the Landlock ruleset; remember trapped[] (which must
+ * outlive the run) for the BPF program. */
+struct sl_view;
 int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
-                      const char *const *argv, uint32_t argc, const struct sl_trap *trapped,
-                      size_t ntrapped, int *err, char **msg);
+                      const struct sl_view *view, const char *const *argv, uint32_t argc,
+                      const struct sl_trap *trapped, size_t ntrapped, int *err, char **msg);
 /* Apply spawn options (stdio modes, pass_fds) after sl_launch_prepare;
  * NULL = defaults.  Duplicates every FD-mode fd (the caller keeps its own). */
 int sl_launch_set_options(struct sl_launch *L, const sandlock_spawn_opts_t *o, int *err,

@@ -194,14 +194,10 @@ static char *guest_exe_buf(const char *name)
  * Under chroot: the command is a guest path (the chroot builtin rewrites
  * the exec), found on PATH inside the view.  NULL if not found there.
  */
-static char *resolve_guest_exe(const struct sandlock_sandbox *cfg, const char *name,
-                               const sl_strvec *env)
+static char *resolve_guest_exe(const struct sl_view *v, const char *name, const sl_strvec *env)
 {
 	if (strchr(name, '/'))
 		return guest_exe_buf(name);
-	char *msg = NULL;
-	struct sl_view *v = sl_view_new(cfg, &msg);
-	free(msg);
 	const char *path = env_get(env, "PATH");
 	char *dup = v ? sl_strdup(path && *path ? path : SL_DEFAULT_PATH) : NULL;
 	char *save = NULL, *found = NULL;
@@ -218,7 +214,6 @@ static char *resolve_guest_exe(const struct sandlock_sandbox *cfg, const char *n
 			close(fd);
 	}
 	free(dup);
-	sl_view_free(v);
 	return found;
 }
 
@@ -493,8 +488,8 @@ static int private_tmp(struct sl_launch *L, sl_strvec *env, int *err, char **msg
 }
 
 int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
-                      const char *const *argv, uint32_t argc, const struct sl_trap *trapped,
-                      size_t ntrapped, int *err, char **msg)
+                      const struct sl_view *view, const char *const *argv, uint32_t argc,
+                      const struct sl_trap *trapped, size_t ntrapped, int *err, char **msg)
 {
 	launch_init(L, cfg);
 	sl_strvec env = { 0 };
@@ -506,7 +501,7 @@ int sl_launch_prepare(struct sl_launch *L, const struct sandlock_sandbox *cfg,
 		sl_strvec_free(&env);
 		return -1;
 	}
-	L->exe = cfg->chroot ? resolve_guest_exe(cfg, argv[0], &env) : resolve_exe(argv[0], &env);
+	L->exe = cfg->chroot ? resolve_guest_exe(view, argv[0], &env) : resolve_exe(argv[0], &env);
 	if (!L->exe) {
 		sl_strvec_free(&env);
 		return sl_fail(err, msg, SANDLOCK_ERR_NOT_FOUND, "command not found: %s", argv[0]);

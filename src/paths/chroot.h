@@ -5,8 +5,10 @@
  * with openat2(RESOLVE_IN_ROOT), so ".." and absolute symlinks never leave
  * it; host paths map back to guest paths (getcwd, readlink).
  *
- * Used by builtins/chroot.c (the path syscalls), the opener (opens on
- * behalf, opener.c) and the launch (the command and cwd, launch_prepare.c).
+ * One view per run (supervisor/services.c), used by builtins/chroot.c
+ * (the path syscalls), builtins/cow.c, the opener (opens on behalf,
+ * opener.c) and the launch (the command on PATH, launch_prepare.c); the
+ * builder makes one to check the configuration (build.c).
  */
 #ifndef SANDLOCK_CHROOT_H
 #define SANDLOCK_CHROOT_H

@@ -36,6 +36,7 @@
 #include "run/result.h"
 #include "run/handle.h"
 #include "run/runloop.h"
+#include "supervisor/services.h"
 #include "supervisor/supervisor.h"
 #include "run/throttle.h"
 
@@ -213,7 +214,8 @@ static int launch(sandlock_handle_t *h, const char *const *argv, uint32_t argc,
 	const struct sl_trap *nrs = NULL;
 	size_t nt = sl_supervisor_trapped(h->sup, &nrs);
 	struct sl_launch *L = &h->L;
-	int rc = sl_launch_prepare(L, h->sb, argv, argc, nrs, nt, err, msg);
+	int rc = sl_launch_prepare(L, h->sb, sl_supervisor_services(h->sup)->view, argv, argc, nrs,
+	                           nt, err, msg);
 	h->prepared = true; /* prepare initialises L first, even when it fails */
 	if (rc < 0 || sl_launch_set_options(L, opts, err, msg) < 0 ||
 	    sl_launch_grant_stdio(L, err, msg) < 0 ||

@@ -14,6 +14,7 @@
 #include "run/handle.h"
 #include "run/pause.h"
 #include "run/usage.h"
+#include "supervisor/services.h"
 #include "supervisor/supervisor.h"
 
 /* pause waits at most this long for a just-released command to exec. */
@@ -29,7 +30,7 @@ SL_EXPORT int sandlock_handle_ports(sandlock_handle_t *h, uint16_t *virt, uint16
 {
 	if (!h)
 		return -1;
-	struct sl_portmap *m = h->sup ? sl_supervisor_ports(h->sup) : NULL;
+	struct sl_portmap *m = h->sup ? sl_supervisor_services(h->sup)->ports : NULL;
 	if (!m || ((!virt || !real) && max))
 		return m ? -1 : 0;
 	return (int)sl_portmap_remapped(m, virt, real, max);

@@ -374,9 +374,9 @@ bool sl_dispatch_quiesce(struct sl_dispatch *d, const struct timespec *at)
 	return sl_deferred_stop(d->deferred, at);
 }
 
-struct sl_portmap *sl_dispatch_ports(struct sl_dispatch *d)
+struct sl_services *sl_dispatch_services(struct sl_dispatch *d)
 {
-	return d->sv.ports;
+	return &d->sv;
 }
 
 void sl_dispatch_finish(struct sl_dispatch *d, struct sandlock_result *r)

@@ -52,7 +52,7 @@ void sl_dispatch_unref(struct sl_dispatch *d);
 struct sandlock_result;
 /* After the run: builtins' end-of-run work (the COW commit), into r. */
 void sl_dispatch_finish(struct sl_dispatch *d, struct sandlock_result *r);
-/* port_remap: the run's port map (portmap.h), NULL without it. */
-struct sl_portmap *sl_dispatch_ports(struct sl_dispatch *d);
+/* The run's services (services.h), made with the dispatcher. */
+struct sl_services *sl_dispatch_services(struct sl_dispatch *d);
 
 #endif /* SANDLOCK_DISPATCH_H */

@@ -272,9 +272,9 @@ void sl_supervisor_finish(struct sl_supervisor *s, struct sandlock_result *r)
 	sl_dispatch_finish(s->d, r);
 }
 
-struct sl_portmap *sl_supervisor_ports(struct sl_supervisor *s)
+struct sl_services *sl_supervisor_services(struct sl_supervisor *s)
 {
-	return sl_dispatch_ports(s->d);
+	return sl_dispatch_services(s->d);
 }
 
 void sl_supervisor_free(struct sl_supervisor *s)

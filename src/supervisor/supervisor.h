@@ -34,8 +34,8 @@ int sl_supervisor_killed(struct sl_supervisor *s, int *sig);
 struct sandlock_result;
 /* After the run, before free: builtins' end-of-run work into r. */
 void sl_supervisor_finish(struct sl_supervisor *s, struct sandlock_result *r);
-/* port_remap: the run's port map (portmap.h), NULL without it. */
-struct sl_portmap *sl_supervisor_ports(struct sl_supervisor *s);
+/* The run's services (services.h: its port map, chroot view, ...). */
+struct sl_services *sl_supervisor_services(struct sl_supervisor *s);
 /* The run is over: no notification is answered from now on (call before
  * the sandbox's init is reaped, so that no KILL can reach a recycled pid). */
 void sl_supervisor_close(struct sl_supervisor *s);
