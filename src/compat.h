@@ -183,4 +183,13 @@ struct sl_ll_net_port_attr {
  * way out (connwait.c), else the program would see errno 512. */
 #define SL_ERESTARTSYS 512
 
+/* renameat2(2) flags (glibc's <stdio.h> defines them only since 2.28 and
+ * only with _GNU_SOURCE): the COW layer's rename and commit. */
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
 #endif /* SANDLOCK_COMPAT_H */
