@@ -1,0 +1,116 @@
+/*
+ * callpath.c — the path a call names, read from the caller, made
+ * absolute and lexically normalized in the layer's space (host paths, or
+ * guest paths under chroot), then resolved in the merged view.  Split
+ * from cow.c: every part that takes a path starts here.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "supervisor/childfd.h"
+#include "builtins/cow/callpath.h"
+
+/*
+ * The absolute path a call names, in the layer's space (cowpath.h): path
+ * relative to dirfd (the caller's cwd for AT_FDCWD), lexically
+ * normalized.  Under chroot an absolute path is a guest path and so is
+ * the result.  false when it cannot be told (the call then passes: the
+ * kernel, or the chroot builtin, answers it); empty paths pass too.
+ *
+ * The upper layer stands for the real tree it mirrors: a dirfd or cwd in
+ * it (a directory that exists only there, opened by the guest) and an
+ * absolute path into it (a staged program run from there sees its own
+ * path as argv[0]/$0, execpath.h) name the same place under workdir.
+ * *aliased then says the kernel would resolve the caller's string in the
+ * upper layer, not the merged view: the caller must act on the result.
+ * So does a ".." in the string (collapsed by name here, walked by the
+ * kernel: "f/.." with f a staged directory over a real file).
+ */
+
+/* True if path has a ".." component: collapsed by name, it may name
+ * something the kernel's walk of the string would not reach. */
+static bool has_dotdot(const char *p)
+{
+	for (const char *q = p; (q = strstr(q, "..")) != NULL; q += 2)
+		if ((q == p || q[-1] == '/') && (q[2] == '\0' || q[2] == '/'))
+			return true;
+	return false;
+}
+
+/* The path a call names, made absolute (in guest terms under chroot):
+ * 1 with out filled; 0 when the kernel answers the call by itself (a NULL
+ * or empty string, a starting fd that is no directory path); -errno when
+ * we cannot look at the caller's memory, cwd or fd: never passed on, so
+ * the real call cannot run in the caller's stead (fail closed). */
+static int call_path(const struct cow_state *s, const struct sl_call *call, int dirfd,
+                     uint64_t addr, char *out, size_t cap, bool *aliased)
+{
+	if (!addr)
+		return 0; /* the kernel's EFAULT */
+	char *p = sandlock_mem_read_string(call->mem, addr, PATH_MAX);
+	if (!p) {
+		char ch;
+		return sandlock_mem_peek(call->mem, addr, &ch, 1) == 0 ? -ENAMETOOLONG : -EFAULT;
+	}
+	int ok = p[0] ? 1 : 0;
+	char base[PATH_MAX], guest[PATH_MAX];
+	const char *from = "";
+	*aliased = ok && has_dotdot(p);
+	if (ok && p[0] != '/') {
+		int fd = sl_child_dirfd(call->listener, call->n, dirfd);
+		ok = fd < 0 ? fd : sl_fd_path(fd, base, sizeof base);
+		if (fd >= 0)
+			close(fd);
+		const char *rel = ok > 0 ? sl_cow_rel(s->cow, base) : NULL;
+		char moved[PATH_MAX];
+		/* A real directory the run moved is found at its new place. */
+		if (rel && !sl_cow_upper_rel(s->cow, base) &&
+		    sl_cow_real_view(s->cow, rel, moved, sizeof moved)) {
+			rel = moved;
+			*aliased = true;
+		}
+		if (rel)
+			ok = snprintf(guest, sizeof guest, "%s/%s", s->space.root, rel) < (int)sizeof guest
+			             ? 1 : -ENAMETOOLONG;
+		else if (ok > 0 && s->view)
+			ok = sl_view_guest(s->view, base, guest, sizeof guest);
+		from = rel || s->view ? guest : base;
+		*aliased |= ok > 0 && sl_path_under(base, sl_cow_upper_path(s->cow));
+	}
+	if (ok > 0 && snprintf(out, cap, "%s%s%s", from, from[0] ? "/" : "", p) >= (int)cap)
+		ok = -ENAMETOOLONG;
+	sandlock_string_free(p);
+	if (ok > 0)
+		sl_path_normalize(out);
+	const char *up = ok > 0 ? sl_cow_upper_rel(s->cow, out) : NULL;
+	if (up) {
+		ok = snprintf(guest, sizeof guest, "%s/%s", s->space.root, up) < (int)sizeof guest
+		             ? 1 : -ENAMETOOLONG;
+		if (ok > 0) {
+			memcpy(out, guest, strlen(guest) + 1);
+			sl_path_normalize(out);
+		}
+		*aliased = ok > 0;
+	}
+	return ok;
+}
+
+/* Resolve the path a call names in the merged view (cowpath.h).  1 with
+ * *res filled; 0: not ours, pass; -errno: the answer. */
+int sl_cowb_resolve_arg(struct cow_state *s, const struct sl_call *call, int dirfd, uint64_t addr,
+                        bool follow, struct sl_cow_res *res)
+{
+	char p[PATH_MAX];
+	bool aliased;
+	int k = call_path(s, call, dirfd, addr, p, sizeof p, &aliased);
+	if (k <= 0)
+		return k;
+	int r = sl_cow_resolve(s->cow, &s->space, p, follow, res);
+	if (r < 0)
+		return r;
+	res->shadowed |= aliased && res->inside;
+	return res->inside || res->shadowed ? 1 : 0;
+}
