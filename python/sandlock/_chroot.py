@@ -1,5 +1,5 @@
 """The virtual chroot from Python: the ``chroot`` and ``fs_mount`` fields
-of Sandbox (validators and builder step).  The view itself is the C
+of Sandbox (their checks; _fields.py's table makes the builder calls).  The view itself is the C
 library's (src/builtins/chroot.c, src/builtins/chroot.c)."""
 
 import os
@@ -32,14 +32,3 @@ def mounts(name: str, value: Any) -> Dict[str, str]:
             raise PolicyValueError("%s %r: the virtual path must be absolute" % (name, virt))
         out[virt] = host
     return out
-
-
-def step(b: _native.Ptr, c: _native.Cfg) -> _native.Ptr:
-    """The builder step of the chroot fields (``c``: the config snapshot)."""
-    if c["chroot"] is not None:
-        b = _lib.sandlock_sandbox_builder_chroot(b, os.fsencode(c["chroot"]))
-    if c.get("image") is not None:  # resolved (and extracted once) by the build
-        b = _lib.sandlock_sandbox_builder_image(b, c["image"].encode())
-    for virt, host in c["fs_mount"]:  # (virtual, host) pairs in the snapshot
-        b = _lib.sandlock_sandbox_builder_fs_mount(b, os.fsencode(virt), os.fsencode(host))
-    return b

@@ -1,6 +1,6 @@
 """The copy-on-write workdir from Python: the ``workdir``, ``fs_storage``,
 ``on_exit``, ``on_error`` and ``max_disk`` fields of Sandbox (validators
-and builder step), ``BranchAction``, and what a run reports about its
+and the C number of a branch action), ``BranchAction``, and what a run reports about its
 branch: the change list (``Change``, ``DryRunResult`` of
 ``Sandbox.dry_run``) and commit failures (``BranchConflictError``).
 The layer itself is the C library's (src/builtins/cow/cow.c, src/builtins/cow/cow.c)."""
@@ -53,7 +53,7 @@ def max_disk(name: str, value: Any) -> Optional[int]:
     """None (no quota), bytes, or a size string ("100M")."""
     if value is None:
         return None
-    from . import parse_memory_size  # the same size syntax as max_memory
+    from ._checks import parse_memory_size  # the same size syntax as max_memory
 
     try:
         return parse_memory_size(value)
@@ -61,17 +61,9 @@ def max_disk(name: str, value: Any) -> Optional[int]:
         raise type(e)("%s: %s" % (name, e.message)) from None
 
 
-def step(b: _native.Ptr, c: _native.Cfg) -> _native.Ptr:
-    """The builder step of the COW fields (``c``: the config snapshot)."""
-    if c["workdir"] is not None:
-        b = _lib.sandlock_sandbox_builder_workdir(b, os.fsencode(c["workdir"]))
-    if c["fs_storage"] is not None:
-        b = _lib.sandlock_sandbox_builder_fs_storage(b, os.fsencode(c["fs_storage"]))
-    b = _lib.sandlock_sandbox_builder_on_exit(b, _C_ACTION[c["on_exit"]])
-    b = _lib.sandlock_sandbox_builder_on_error(b, _C_ACTION[c["on_error"]])
-    if c["max_disk"] is not None:
-        b = _lib.sandlock_sandbox_builder_max_disk(b, c["max_disk"])
-    return b
+def c_action(a: BranchAction) -> int:
+    """The C ABI's number of a branch action (sandlock_sandbox_builder_on_exit)."""
+    return _C_ACTION[a]
 
 
 def _changes(r: _native.Ptr, conflicts: bool) -> List[Change]:

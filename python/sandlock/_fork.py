@@ -154,7 +154,7 @@ def start(sb, n, init_fn, work_fn) -> "ForkResult":
 
 
 def _raise(err, msg, what):
-    from . import _raise_from
+    from ._result import raise_from as _raise_from
 
     if err.value == _native.ERR_RUNNING:
         text = _native.take_string(msg.value)
@@ -186,7 +186,7 @@ class ForkResult(_native.Closing):
         max_output; stderr is not captured: clones write to this process's
         stderr).  timeout (seconds, None: forever): TimeoutError if clones
         still run then (wait again to go on)."""
-        from . import _read_result
+        from ._result import read_result as _read_result
 
         with self._lock:
             if self._results is not None:
@@ -234,7 +234,8 @@ class ForkResult(_native.Closing):
 def reduce(sb, cmd, clones, timeout=None):
     """Run cmd in sb with every clone's stdout, in clone-id order, on its
     stdin; its Result."""
-    from . import _argv, _run_failure, _take_result
+    from ._checks import argv as _argv
+    from ._result import run_failure as _run_failure, take_result as _take_result
 
     if not isinstance(clones, ForkResult):
         raise PolicyTypeError("reduce: clones must be the ForkResult of fork(), not %s"

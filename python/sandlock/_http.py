@@ -1,5 +1,5 @@
 """The HTTP policy from Python: the ``http_*`` fields of Sandbox (checks and
-builder step).  The proxy itself is the C library's (src/proxy*.c,
+their builder calls are rows of _fields.py's table).  The proxy itself is the C library's (src/proxy*.c,
 docs/http.md): with an ``http_allow`` or ``http_deny`` rule every TCP
 connect to an intercepted port (``http_ports``, default 80; 443 too with
 ``http_ca``/``http_key`` or ``http_inject_ca``) goes through it, and each
@@ -14,8 +14,6 @@ from .exceptions import PolicyTypeError, PolicyValueError
 
 _lib = _native.lib
 
-FIELDS = ("http_allow", "http_deny", "http_ports", "http_ca", "http_key", "http_inject_ca",
-          "http_ca_out", "http_credentials", "http_auth", "http_log")
 
 
 def _strs(name: str, value: Any, what: str) -> Tuple[str, ...]:
@@ -83,27 +81,6 @@ def credentials(name: str, value: Any) -> Tuple[Tuple[str, str], ...]:
     return tuple(sorted(value.items()))
 
 
-def step(b: _native.Ptr, c: _native.Cfg) -> _native.Ptr:
-    for r in c["http_allow"]:
-        b = _lib.sandlock_sandbox_builder_http_allow(b, r.encode())
-    for r in c["http_deny"]:
-        b = _lib.sandlock_sandbox_builder_http_deny(b, r.encode())
-    for p in c["http_ports"]:
-        b = _lib.sandlock_sandbox_builder_http_port(b, p)
-    for key in ("http_ca", "http_key", "http_ca_out", "http_log"):
-        if c[key] is not None:
-            b = getattr(_lib, "sandlock_sandbox_builder_" + key)(b, os.fsencode(c[key]))
-    for p in c["http_inject_ca"]:
-        b = _lib.sandlock_sandbox_builder_http_inject_ca(b, os.fsencode(p))
-    for k, v in c["http_credentials"]:
-        b = _lib.sandlock_sandbox_builder_credential(b, ("%s=%s" % (k, v)).encode())
-    for a in c["http_auth"]:
-        b = _lib.sandlock_sandbox_builder_http_auth(b, a.encode())
-    return b
-
-
-def checkers() -> Dict[str, Callable[[str, Any], object]]:
-    return {"http_allow": rules, "http_deny": rules, "http_ports": ports, "http_ca": opt_path,
-            "http_key": opt_path, "http_inject_ca": strs, "http_ca_out": opt_path,
-            "http_credentials": credentials, "http_auth": lambda n, v: _strs(n, v, "rules"),
-            "http_log": opt_path}
+def auth_rules(name: str, value: Any) -> Tuple[str, ...]:
+    """http_auth: "METHOD HOST/PATH AUTHSPEC NAME [mode]" rules (the build checks them)."""
+    return _strs(name, value, "rules")

@@ -1,8 +1,8 @@
 """Sandbox knobs beyond paths and ports: resource limits, process settings,
 extra syscall denials and Landlock protections (the reference's names and
-defaults), plus what ``confine`` and the host check need.  The Sandbox
-class (``__init__``) declares the fields; their validators and their
-builder step live here."""
+defaults), plus what ``confine`` and the host check need.  _fields.py's
+table declares the fields (and makes their builder calls); their checks
+live here."""
 
 import ctypes
 import enum
@@ -146,37 +146,6 @@ def protections(name, v):
     return _protections(name, v)
 
 
-def step(b, c):
-    """The builder step of these knobs (``c``: the config snapshot dict)."""
-    lib = _lib
-    if c["max_open_files"] is not None:
-        b = lib.sandlock_sandbox_builder_max_open_files(b, c["max_open_files"])
-    if c["max_cpu"] is not None:
-        b = lib.sandlock_sandbox_builder_max_cpu(b, c["max_cpu"])
-    for core in c["cpu_cores"] or ():
-        b = lib.sandlock_sandbox_builder_cpu_core(b, core)
-    if c["no_coredump"]:
-        b = lib.sandlock_sandbox_builder_no_coredump(b, True)
-    if c["no_huge_pages"]:
-        b = lib.sandlock_sandbox_builder_no_huge_pages(b, True)
-    if c["no_randomize_memory"]:
-        b = lib.sandlock_sandbox_builder_no_randomize_memory(b, True)
-    if c["num_cpus"] is not None:
-        b = lib.sandlock_sandbox_builder_num_cpus(b, c["num_cpus"])
-    if c.get("gpu_devices") is not None:
-        ids = list(c["gpu_devices"])
-        b = lib.sandlock_sandbox_builder_gpu_devices(b, (ctypes.c_uint32 * max(1, len(ids)))(*ids),
-                                                     len(ids))
-    if c["deterministic_dirs"]:
-        b = lib.sandlock_sandbox_builder_deterministic_dirs(b, True)
-    for s in c["extra_deny_syscalls"]:
-        b = lib.sandlock_sandbox_builder_extra_deny_syscalls(b, s.encode())
-    # In order: for one protection the last call wins (disable after degrade).
-    for p in c["allow_degraded"]:
-        b = lib.sandlock_sandbox_builder_allow_degraded(b, int(p))
-    for p in c["disable"]:
-        b = lib.sandlock_sandbox_builder_disable(b, int(p))
-    return b
 
 
 def protection_status(native_ptr) -> Dict[Protection, ProtectionStatus]:

@@ -29,8 +29,8 @@ __all__ = ["lib", "LIB_PATH"]
 # A C pointer as ctypes gives it back from a c_void_p result: an int, or
 # None for NULL (the builder, sandbox, result and handle objects).
 Ptr = Optional[int]
-# A configuration snapshot: field name -> normalized value (what the
-# builder steps of each module read).
+# A configuration snapshot: field name -> normalized value (what a run
+# is built from: _fields.py).
 Cfg = Dict[str, Any]
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -492,3 +492,8 @@ def guard_address() -> Optional[int]:
     before entering a handler, so a call that arrives while the interpreter
     is finalizing never enters Python and goes through on_exception."""
     return ctypes.cast(ctypes.pythonapi.Py_IsInitialized, ctypes.c_void_p).value
+
+
+# One source for the version: SANDLOCK_VERSION in include/sandlock.h, as the
+# loaded library reports it (the package metadata is read from it too).
+VERSION: str = lib.sandlock_version().decode()

@@ -26,7 +26,7 @@ class Stage:
     (Sandbox.cmd(args))."""
 
     def __init__(self, sandbox, args):
-        from . import _argv
+        from ._checks import argv as _argv
 
         _argv(args)  # a bad command is an error now, not at run()
         self.sandbox = sandbox
@@ -55,7 +55,7 @@ def _finish(procs, timeout):
     for p in procs:
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         results.append(p.wait(left))
-    from . import ExitReason
+    from ._result import ExitReason
 
     if timeout is not None and any(r.reason == ExitReason.TIMEOUT for r in results):
         results[-1] = dataclasses.replace(

@@ -146,7 +146,7 @@ class PolicyContext:
         such as "256M"): its memory cgroup's limit, else every process's
         RLIMIT_AS.  Tighten only: a larger value than the current one is
         ignored."""
-        from . import parse_memory_size
+        from ._checks import parse_memory_size
 
         _lib.sandlock_ctx_restrict_max_memory(self._live("restrict_max_memory"),
                                               parse_memory_size(n))
@@ -240,9 +240,6 @@ def check(name, value):
     return Hook(value)
 
 
-def step(b, c):
-    """The builder step: hand the trampoline to the native builder."""
-    h = c.get("policy_fn")
-    if h is not None:
-        b = _lib.sandlock_sandbox_builder_policy_callback(b, h.cfunc, None)
-    return b
+def user_fn(hook: Optional[Hook]) -> object:
+    """The callable a policy_fn field was given (what == compares)."""
+    return getattr(hook, "fn", None)

@@ -104,7 +104,8 @@ def _pass_fds(fds):
 def _native_with_env(sb, timeout, extra_env):
     """A native sandbox for sb's configuration plus extra environment
     variables (uncached: used for a pipeline's consumer)."""
-    from . import Sandbox, _NativeSandbox, _timeout
+    from ._checks import timeout as _timeout
+    from .sandbox import Sandbox, _NativeSandbox
 
     snap = dict(sb._snapshot(_timeout("timeout", timeout)))
     env = dict(snap["env"])
@@ -118,7 +119,9 @@ def spawn(sb, cmd, stdin, stdout, stderr, handlers=(), timeout=None, pass_fds=()
           create=False, extra_env=None, fds_in_order=False):
     """Start cmd in sb; a Process.  Every stream defaults to INHERIT (the
     reference's popen defaults)."""
-    from . import _argv, _raise_from, _Registrations
+    from ._checks import argv as _argv
+    from ._result import raise_from as _raise_from
+    from .sandbox import _Registrations
 
     argv = _argv(cmd)
     inh = StdioMode.INHERIT
@@ -285,7 +288,7 @@ class Process(_native.Closing):
         timeout in seconds (None: forever): when it expires the sandbox is
         killed and the Result is a failed one (reason TIMEOUT, "timed out"
         in its error), as the reference does; no exception."""
-        from . import ExitReason
+        from ._result import ExitReason
 
         if self.stdin is not None and not self.stdin.closed:
             try:
@@ -305,7 +308,7 @@ class Process(_native.Closing):
 
     def _wait(self, timeout):
         """The Result, or None if the command still runs after timeout."""
-        from . import _take_fields
+        from ._result import take_fields as _take_fields
 
         with self._lock:
             if self._result is not None:

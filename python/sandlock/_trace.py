@@ -244,12 +244,6 @@ class _FileJudge(Handler):
         self.trace.emit(ev)
 
 
-def step(b, cfg):
-    """The builder step: the decision hook, when trace= is set."""
-    t = cfg.get("trace")
-    if t is not None:
-        b = _native.lib.sandlock_sandbox_builder_on_decision(b, t.c_fn, None)
-    return b
 
 
 def handlers(trace, cfg):

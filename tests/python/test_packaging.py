@@ -116,7 +116,10 @@ def test_public_api_is_annotated():
               sandlock.landlock_abi_version, profile.load_profile, profile.list_profiles,
               profile.read_profile, profile.profiles_dir]
     for fn in checks:
-        hints = typing.get_type_hints(fn, globalns=vars(sandlock))
+        # The function's own module, and the package for names a module
+        # imports only for type checking (profile's "Sandbox").
+        names = dict(vars(sandlock), **vars(sys.modules[fn.__module__]))
+        hints = typing.get_type_hints(fn, globalns=names)
         params = [p for p in __import__("inspect").signature(fn).parameters
                   if p not in ("self", "overrides")]
         assert "return" in hints, fn

@@ -96,8 +96,8 @@ class Server:
 
 def _version() -> str:
     try:
-        from .. import __version__
-        return __version__
+        from .._native import VERSION
+        return VERSION
     except ImportError:
         return "0"
 
