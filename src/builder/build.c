@@ -168,8 +168,10 @@ static int make_storage(struct sandlock_sandbox *c, int *err, char **msg)
 		               strerror(-lock));
 	c->fs_storage = realpath(t, NULL);
 	if (!c->fs_storage) {
+		int e = errno;
 		sl_b_remove_storage(lock, t);
-		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+		return sl_fail(err, msg, e == ENOMEM ? SANDLOCK_ERR_NOMEM : SANDLOCK_ERR_SYSTEM,
+		               "COW storage '%s': %s", t, strerror(e));
 	}
 	c->storage_owned = true;
 	c->storage_lock = lock;

@@ -24,6 +24,10 @@
  *    whose parent ($TMPDIR) the sandbox may be able to write: a lock file
  *    there could be swapped for a free one, making the next sweep remove
  *    a live storage; inside NAME (denied to the sandbox) it cannot.
+ * A lock file is made under a name no sweep looks at (NAME.lock.new,
+ * NAME/.owner.lock.new), locked, and only then linked to its real name:
+ * a sweep never sees a lock file that is not held yet (it would take it
+ * and remove a directory being made: two runs starting together did).
  * A directory without its lock file is either kept on purpose (on_exit
  * "keep": the owner removes only the lock), from an older version, or
  * (INSIDE) its owner died between mkdir and the lock's creation: not ours
@@ -45,6 +49,7 @@
 
 #define LOCK_SUFFIX ".lock"
 #define OWNER_LOCK ".owner.lock"
+#define NEW_SUFFIX ".new" /* a lock file before it is locked: no sweep looks at it */
 
 /* Remove dir/name (a directory tree, never through a symlink). */
 static void remove_dir(int dir, const char *name)
@@ -57,39 +62,44 @@ static void remove_dir(int dir, const char *name)
 	(void)unlinkat(dir, name, AT_REMOVEDIR);
 }
 
-/* A new lock file, locked: its fd or -errno. */
-static int new_lock(int dir, const char *name)
+/*
+ * The lock file tmp (just made, O_EXCL: its fd) locked, then given its
+ * real name without replacing anything.  A sweep looks only at real names,
+ * so it never meets a lock file that is not locked yet: had it met one
+ * between the creation and the flock, it would have taken the lock, found
+ * the owner "gone" and removed a directory being made.  fd (locked) or
+ * -errno; tmp is removed either way.
+ */
+static int lock_into_place(int dir, const char *tmp, const char *name, int fd)
 {
-	int fd = openat(dir, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) { /* a fresh file: only a sweep races us */
-		int e = -errno;
-		unlinkat(dir, name, 0);
+	int e = 0;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 || linkat(dir, tmp, dir, name, 0) < 0)
+		e = -errno;
+	(void)unlinkat(dir, tmp, 0);
+	if (e) {
 		close(fd);
 		return e;
 	}
 	return sl_fd_high(fd);
 }
 
-/* BESIDE: the lock file first (mkostemps picks the name), then NAME. */
+/* BESIDE: NAME.lock first, locked, then NAME. */
 static int make_beside(const char *dir, const char *prefix, char *out, size_t cap)
 {
-	char lock[4096];
-	if (snprintf(lock, sizeof lock, "%s/%sXXXXXX" LOCK_SUFFIX, dir, prefix) >= (int)sizeof lock)
+	char tmp[4096], lock[4096];
+	if (snprintf(tmp, sizeof tmp, "%s/%sXXXXXX" LOCK_SUFFIX NEW_SUFFIX, dir, prefix) >=
+	    (int)sizeof tmp)
 		return -ENAMETOOLONG;
-	int tmp = mkostemps(lock, (int)strlen(LOCK_SUFFIX), O_CLOEXEC);
-	if (tmp < 0)
-		return -errno;
-	close(tmp);
-	/* Reopened by name, so new_lock's O_EXCL path is the only one: the
-	 * name is ours (mkostemps made it) and nobody can lock it before us
-	 * but a sweep, which then removes it and we fail cleanly. */
-	unlink(lock);
-	int fd = new_lock(AT_FDCWD, lock);
+	int fd = mkostemps(tmp, (int)strlen(LOCK_SUFFIX NEW_SUFFIX), O_CLOEXEC);
 	if (fd < 0)
-		return fd;
-	size_t len = strlen(lock) - strlen(LOCK_SUFFIX);
+		return -errno;
+	size_t len = strlen(tmp) - strlen(NEW_SUFFIX);
+	memcpy(lock, tmp, len);
+	lock[len] = '\0';
+	fd = lock_into_place(AT_FDCWD, tmp, lock, fd);
+	if (fd < 0)
+		return fd; /* EEXIST: sl_store_make tries another name */
+	len -= strlen(LOCK_SUFFIX);
 	int e = len < cap ? 0 : -ENAMETOOLONG;
 	if (!e) {
 		memcpy(out, lock, len);
@@ -112,7 +122,13 @@ static int make_inside(const char *dir, const char *prefix, char *out, size_t ca
 	if (!mkdtemp(out))
 		return -errno;
 	int d = open(out, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	int fd = d < 0 ? -errno : new_lock(d, OWNER_LOCK);
+	int fd = d < 0 ? -errno
+	               : openat(d, OWNER_LOCK NEW_SUFFIX,
+	                        O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (d >= 0 && fd < 0)
+		fd = -errno;
+	if (fd >= 0)
+		fd = lock_into_place(d, OWNER_LOCK NEW_SUFFIX, OWNER_LOCK, fd);
 	if (d >= 0)
 		close(d);
 	if (fd < 0)
