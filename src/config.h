@@ -18,7 +18,7 @@ struct sl_filter_policy {
 	uint32_t groups; /* SL_GROUP_* re-allowed by the user */
 	/* The gates of UDP and ICMP (ping) sockets, closed until the network
 	 * policy can check their destinations: opened by a UDP / ICMP rule
-	 * (builder.c), whose destinations builtins/netdest.c then checks. */
+	 * (builder.c), whose destinations builtins/netdest/ then checks. */
 	bool allow_udp;
 	bool allow_icmp;
 };
@@ -49,7 +49,7 @@ struct sandlock_sandbox {
 	uint32_t max_processes; /* 0 = unlimited */
 	pid_t budget_pid; /* share_budget: the run's groups go below this process's (0: none) */
 	uint64_t max_memory;    /* bytes, 0 = unlimited */
-	/* Network policy (builder.c builds it; builtins/netdest.c enforces
+	/* Network policy (builder.c builds it; builtins/netdest/ enforces
 	 * it on behalf; Landlock is the kernel backstop for TCP). */
 	struct sl_netrules net;   /* net_allow (deny_mode false) or net_deny rules */
 	uint16_t net_connect[64]; /* Landlock CONNECT_TCP ports, when ll_connect */

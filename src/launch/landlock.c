@@ -302,7 +302,7 @@ static uint64_t fs_handled_cfg(const struct sandlock_sandbox *cfg, int abi)
 }
 
 /* Landlock handles TCP bind unless every port is allowed or a deny list
- * (checked on behalf by builtins/netdest.c) is in force. */
+ * (checked on behalf by builtins/netdest/) is in force. */
 static bool ll_bind(const struct sandlock_sandbox *cfg)
 {
 	return !cfg->bind_allow.all && cfg->bind_deny.n == 0 && !cfg->bind_deny.all;

@@ -4,7 +4,7 @@
  * With port_remap each sandbox has its own port space: a bind to virtual
  * port V is performed on the caller's behalf, on V itself when it is free
  * or else on a port the kernel picks (R).  The map is filled by the
- * socket builtin (builtins/netdest.c) on the supervisor thread and read
+ * socket builtin (builtins/netdest/) on the supervisor thread and read
  * by the caller's thread (sandlock_handle_ports): it has its own lock.
  */
 #ifndef SANDLOCK_PORTMAP_H

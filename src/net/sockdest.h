@@ -3,7 +3,7 @@
  * used from the supervisor's side: the destination address, the socket's
  * kind (from our pidfd_getfd duplicate), a pathname AF_UNIX socket
  * resolved as the caller would reach it, and a sendmsg message copied
- * into our memory.  The policy lives in builtins/netdest.c; this file
+ * into our memory.  The policy lives in builtins/netdest/; this file
  * only moves bytes and resolves names, so that the call performed on
  * the duplicate uses exactly what was checked (nothing is re-read from
  * the caller's memory afterwards).

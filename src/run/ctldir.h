@@ -1,6 +1,6 @@
 /*
  * ctldir.h — where the CLI's named runs keep their control sockets, known
- * to the library too: no sandbox may reach one (builtins/netdest.c).
+ * to the library too: no sandbox may reach one (builtins/netdest/).
  */
 #ifndef SANDLOCK_CTLDIR_H
 #define SANDLOCK_CTLDIR_H

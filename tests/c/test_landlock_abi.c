@@ -259,7 +259,7 @@ static bool probe_at(struct tree *t, int cap, const char *probe, const char *arg
 }
 
 /* Below ABI 4 Landlock has no TCP rules: connect is still checked by the
- * supervisor (builtins/netdest.c), bind is not restricted (degraded). */
+ * supervisor (builtins/netdest/), bind is not restricted (degraded). */
 TEST(tcp_connect_checked_bind_degraded_below_abi4)
 {
 	int k = kernel_abi();

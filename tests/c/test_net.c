@@ -1,5 +1,5 @@
 /*
- * test_net.c — socket destinations (builtins/netdest.c): pathname unix
+ * test_net.c — socket destinations (builtins/netdest/): pathname unix
  * sockets outside the granted trees, and a guest racing its own sockaddr
  * buffer from a second thread.  Every test first checks that its probe
  * works outside the sandbox.

@@ -1,0 +1,80 @@
+/*
+ * ndint.h — what the files of the socket destinations builtin share
+ * (builtins/netdest/): its per-run state, the socket a call names, the
+ * verdicts, and the one entry point of each part.  netdest.c is the
+ * builtin (traps, state, the verdict turned into an action); ndcheck.c
+ * the policies (may this socket reach this address); ndconnect.c,
+ * ndsend.c and ndbind.c perform the calls.  Nothing else includes it.
+ */
+#ifndef SANDLOCK_NDINT_H
+#define SANDLOCK_NDINT_H
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "builtins/builtin.h"
+#include "config.h"
+#include "launch/caps.h"
+#include "net/netrules.h"
+#include "net/sockdest.h"
+
+#define ND_CONTINUE LONG_MIN /* let the kernel run the call */
+#define ND_KILL (LONG_MIN + 1) /* policy_fn's verdict: end the sandbox */
+#define ND_LATER (LONG_MIN + 2) /* handed to the connect waiter, which answers */
+
+struct nd_state {
+	sl_strvec write, read, deny, unix_allow;
+	bool unix_readable;
+	bool tcp_disabled; /* the net_tcp protection is disabled: TCP is not checked */
+	struct sl_netrules net;
+	struct sl_portranges bind_deny;
+	bool remap;                      /* port_remap: binds on behalf, ports virtual */
+	struct sl_portranges bind_allow; /* remap: what Landlock would allow a bind to */
+	bool policy; /* a policy_fn is set: binds are performed to show it the address */
+	bool listen; /* Landlock checks TCP binds: listen(2) must not autobind past it */
+	bool binds;  /* bind is trapped (binds_trapped): never continued */
+};
+
+/* The socket a call names, as our duplicate. */
+struct nd_sock {
+	int fd;
+	struct sl_sockinfo si;
+};
+
+/* Run with our effective capabilities lowered to the caller's (none). */
+#define AS_CALLER(expr)                                                                     \
+	({                                                                                      \
+		struct sl_caps_saved sv_;                                                           \
+		long r_ = -EPERM; /* fail closed if we cannot drop them */                          \
+		if (sl_caps_lower(&sv_) == 0) {                                                     \
+			r_ = (expr);                                                                    \
+			r_ = r_ < 0 ? -errno : r_;                                                      \
+			sl_caps_restore(&sv_);                                                          \
+		}                                                                                   \
+		r_;                                                                                 \
+	})
+
+/* Our duplicate of the caller's socket fdarg, with its kind: 0 or an errno. */
+int nd_open_sock(const struct sl_call *call, uint64_t fdarg, struct nd_sock *s);
+/* SL_NP_* of an IP socket, 0 for protocols no rule can allow. */
+int nd_proto_of(const struct sl_sockinfo *si);
+/* May socket s reach a (ndcheck.c)?  0 or the errno to deny with. */
+int nd_check_dest(const struct nd_state *st, const struct sl_call *call,
+                  const struct nd_sock *s, struct sl_sockaddr *a, bool sending, int *hold);
+/* The port field of an IP address (NULL for other families or short ones). */
+uint16_t *nd_port_field(struct sl_sockaddr *a);
+/* A TCP destination on a port the HTTP proxy intercepts? */
+bool nd_to_proxy(const struct sl_call *call, const struct nd_sock *s, struct sl_sockaddr *sa);
+
+/* Each call, performed: its result, -errno, or an ND_* verdict. */
+long nd_connect(const struct nd_state *st, const struct sl_call *call);
+long nd_sendto(const struct nd_state *st, const struct sl_call *call);
+long nd_sendmsg(const struct nd_state *st, const struct sl_call *call);
+long nd_sendmmsg(const struct nd_state *st, const struct sl_call *call);
+long nd_bind(const struct nd_state *st, const struct sl_call *call);
+long nd_listen(const struct nd_state *st, const struct sl_call *call);
+long nd_sockname(const struct sl_call *call, bool peer);
+
+#endif /* SANDLOCK_NDINT_H */
