@@ -10,7 +10,7 @@ import fractions
 import os
 import re
 from collections.abc import Mapping as _MappingABC
-from typing import Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from . import _native
 from .exceptions import ERR_SYSCALL, PolicyError, PolicyTypeError, PolicyValueError
@@ -18,7 +18,7 @@ from .exceptions import ERR_SYSCALL, PolicyError, PolicyTypeError, PolicyValueEr
 _lib = _native.lib
 
 
-def path_list(name, value) -> Tuple[str, ...]:
+def path_list(name: str, value: Any) -> Tuple[str, ...]:
     if isinstance(value, (str, bytes, os.PathLike)):
         raise PolicyTypeError("%s must be a list of paths, not a single %s"
                               % (name, type(value).__name__))
@@ -30,7 +30,7 @@ def path_list(name, value) -> Tuple[str, ...]:
     return tuple(_path(name, p) for p in items)
 
 
-def _path(name, p) -> str:
+def _path(name: str, p: Any) -> str:
     if not isinstance(p, (str, bytes, os.PathLike)):
         raise PolicyTypeError("%s: expected a path (str), got %s" % (name, type(p).__name__))
     s = os.fsdecode(os.fspath(p))
@@ -41,11 +41,11 @@ def _path(name, p) -> str:
     return s
 
 
-def opt_path(name, p) -> Optional[str]:
+def opt_path(name: str, p: Any) -> Optional[str]:
     return None if p is None else _path(name, p)
 
 
-def _items(name, value, what) -> list:
+def _items(name: str, value: Any, what: str) -> List[Any]:
     """value as a list: any iterable but a str or bytes (a likely mistake
     for a list of one), else PolicyTypeError naming the field."""
     if isinstance(value, (str, bytes)):
@@ -58,7 +58,7 @@ def _items(name, value, what) -> list:
                               % (name, what, type(value).__name__)) from None
 
 
-def _ports(name, value) -> Tuple[int, ...]:
+def _ports(name: str, value: Any) -> Tuple[int, ...]:
     items = _items(name, value, "ports")
     out = []
     for p in items:
@@ -70,10 +70,10 @@ def _ports(name, value) -> Tuple[int, ...]:
     return tuple(out)
 
 
-def specs(name, value, deny=False) -> Tuple:
+def specs(name: str, value: Any, deny: bool = False) -> Tuple[Union[int, str], ...]:
     """Endpoint rules: str specs (checked now, naming the rule) or int ports."""
     items = _items(name, value, "rules")
-    out = []
+    out: List[Union[int, str]] = []
     for r in items:
         if isinstance(r, int) and not isinstance(r, bool) and not deny:
             out.extend(_ports(name, [r]))
@@ -93,7 +93,7 @@ def specs(name, value, deny=False) -> Tuple:
 _SCHEME_RE = re.compile(r"^[a-z]+://")
 
 
-def _rule_host(rule):
+def _rule_host(rule: object) -> Optional[str]:
     """The target of an endpoint rule (no scheme, no ports), or None."""
     if not isinstance(rule, str):
         return None
@@ -103,7 +103,7 @@ def _rule_host(rule):
     return t.split(":", 1)[0].split("/", 1)[0]
 
 
-def names_a_host(rule) -> bool:
+def names_a_host(rule: object) -> bool:
     """True when rule's target is a hostname (resolved when a run builds)."""
     import ipaddress
 
@@ -117,24 +117,25 @@ def names_a_host(rule) -> bool:
         return True
 
 
-def offline_rule(rule):
+def offline_rule(rule: Any) -> Any:
     """rule with a hostname target replaced by a documentation address
     (RFC 5737): the construction-time check must not need DNS."""
     if not names_a_host(rule):
         return rule
-    h = _rule_host(rule)
-    i = rule.index(h, len(_SCHEME_RE.match(rule).group(0)) if _SCHEME_RE.match(rule) else 0)
+    h = _rule_host(rule) or ""
+    scheme = _SCHEME_RE.match(rule)
+    i = rule.index(h, len(scheme.group(0)) if scheme else 0)
     return rule[:i] + "192.0.2.1" + rule[i + len(h):]
 
 
-def deny_specs(name, value) -> Tuple:
+def deny_specs(name: str, value: Any) -> Tuple[Union[int, str], ...]:
     return specs(name, value, True)
 
 
 _PORTSPEC_RE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
-def bind_specs(name, value) -> Tuple[str, ...]:
+def bind_specs(name: str, value: Any) -> Tuple[str, ...]:
     """Bind ports: ints, "N", "lo-hi", comma lists of those, or the
     wildcard "*" (alone, repeated or not): each port once, sorted."""
     items = _items(name, value, "ports")
@@ -148,23 +149,26 @@ def bind_specs(name, value) -> Tuple[str, ...]:
     return ("*",) if wild else tuple(str(p) for p in ports)
 
 
-def parse_ports(ports, _what="parse_ports"):
+def parse_ports(ports: Any, _what: str = "parse_ports") -> List[int]:
     """The ports of a list of ints, "N", "lo-hi" strings or comma lists of
     those ("8080,9000-9005", the CLI's grammar), each once, sorted (as the
     reference): ``parse_ports([80, "443", "8000-8005"])`` is
     ``[80, 443, 8000, 8001, 8002, 8003, 8004, 8005]``."""
     if isinstance(ports, (str, bytes, int)):
         raise PolicyTypeError("%s: expected a list of ports" % _what)
-    out = set()
+    out: Set[int] = set()
     for p in ports:
         if isinstance(p, bool) or not isinstance(p, (int, str)):
             raise PolicyTypeError("%s: port must be an int or a str, got %r" % (_what, p))
-        for part in [p] if isinstance(p, int) else p.split(","):
+        parts: Sequence[Union[int, str]] = [p]
+        if isinstance(p, str):
+            parts = p.split(",")
+        for part in parts:
             out.update(_port_range(_what, part))
     return sorted(out)
 
 
-def _port_range(what, part):
+def _port_range(what: str, part: Union[int, str]) -> range:
     """range of one port or "lo-hi" spec."""
     if isinstance(part, int):
         lo = hi = part
@@ -181,7 +185,7 @@ def _port_range(what, part):
     return range(lo, hi + 1)
 
 
-def env(name, env) -> dict:
+def env(name: str, env: Any) -> Dict[str, str]:
     if env is None:
         return {}
     if not isinstance(env, _MappingABC):
@@ -194,13 +198,13 @@ def env(name, env) -> dict:
     return dict(env)
 
 
-def boolean(name, value) -> bool:
+def boolean(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise PolicyTypeError("%s must be a bool, not %s" % (name, type(value).__name__))
     return value
 
 
-def max_processes(name, value) -> Optional[int]:
+def max_processes(name: str, value: Any) -> Optional[int]:
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool):
@@ -240,11 +244,11 @@ def parse_memory_size(value: Union[int, str]) -> int:
 parse_size = parse_memory_size  # the name this package used first
 
 
-def max_memory(name, value) -> Optional[int]:
+def max_memory(name: str, value: Any) -> Optional[int]:
     return None if value is None else parse_memory_size(value)
 
 
-def max_output(name, value) -> Optional[int]:
+def max_output(name: str, value: Any) -> Optional[int]:
     """None (the library's default, 64 MiB), 0 (no cap), or bytes / a size string."""
     if value is None or (isinstance(value, int) and not isinstance(value, bool) and value == 0):
         return value
@@ -254,7 +258,7 @@ def max_output(name, value) -> Optional[int]:
         raise type(e)("%s: %s" % (name, e.message)) from None
 
 
-def timeout(name, value) -> Optional[float]:
+def timeout(name: str, value: Any) -> Optional[float]:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -265,7 +269,7 @@ def timeout(name, value) -> Optional[float]:
     return float(value)
 
 
-def random_seed(name, value) -> Optional[int]:
+def random_seed(name: str, value: Any) -> Optional[int]:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
@@ -275,7 +279,7 @@ def random_seed(name, value) -> Optional[int]:
     return int(value)
 
 
-def syscall_groups(name, value) -> Tuple[str, ...]:
+def syscall_groups(name: str, value: Any) -> Tuple[str, ...]:
     """A list of syscall group names (the C library knows which exist)."""
     if value is None or isinstance(value, (str, bytes)):
         raise PolicyTypeError("%s must be a list of group names, not %s"
@@ -293,7 +297,7 @@ def syscall_groups(name, value) -> Tuple[str, ...]:
     return tuple(items)
 
 
-def parse_time_start(value) -> int:
+def parse_time_start(value: Union[int, float, str, datetime.datetime]) -> int:
     """A time_start value as Unix nanoseconds: a number of seconds since the
     epoch (int or float), a datetime (naive = UTC), or an RFC 3339 / ISO 8601
     string such as "2000-01-01T00:00:00Z" or "2026-03-01 12:00:00+01:00"."""
@@ -325,14 +329,14 @@ def parse_time_start(value) -> int:
     return ns
 
 
-def time_start(name, value) -> Optional[int]:
+def time_start(name: str, value: Any) -> Optional[int]:
     return None if value is None else parse_time_start(value)
 
 
 _NAME_MAX = 64  # bytes, like a hostname (HOST_NAME_MAX)
 
 
-def sandbox_name(name, value) -> Optional[str]:
+def sandbox_name(name: str, value: Any) -> Optional[str]:
     if value is None:
         return None
     if not isinstance(value, str):
@@ -347,13 +351,13 @@ def sandbox_name(name, value) -> Optional[str]:
     return value
 
 
-def callable_check(name, fn):
+def callable_check(name: str, fn: Any) -> Any:
     if fn is not None and not callable(fn):
         raise PolicyTypeError("%s must be callable, not %s" % (name, type(fn).__name__))
     return fn
 
 
-def argv(cmd) -> Tuple[bytes, ...]:
+def argv(cmd: Any) -> Tuple[bytes, ...]:
     if isinstance(cmd, (str, bytes)):
         raise TypeError("cmd must be a list of str (e.g. ['/bin/ls', '-l']), not a single string")
     try:
@@ -375,7 +379,7 @@ def argv(cmd) -> Tuple[bytes, ...]:
     return tuple(out)
 
 
-def syscall_name(entry) -> str:
+def syscall_name(entry: object) -> str:
     """A handler registration's syscall: a name or a number on the native
     arch; the name to register either way."""
     if isinstance(entry, bool) or not isinstance(entry, (str, int)):

@@ -27,8 +27,9 @@ Apply = Callable[[Ptr, Any, Cfg], Ptr]
 Check = Callable[[str, Any], Any]
 
 
-def _setter(name: str) -> Any:
-    return getattr(_lib, "sandlock_sandbox_builder_" + name)
+def _setter(name: str) -> Callable[..., Ptr]:
+    fn: Callable[..., Ptr] = getattr(_lib, "sandlock_sandbox_builder_" + name)
+    return fn
 
 
 def _utf8(s: str) -> bytes:
@@ -72,7 +73,7 @@ def always(setter: str, conv: Callable[[Any], Any]) -> Apply:
 
 def _env(b: Ptr, v: Any, c: Cfg) -> Ptr:
     for k, x in v:  # (name, value) pairs in the snapshot
-        b = _lib.sandlock_sandbox_builder_env_var(b, os.fsencode(k), os.fsencode(x))
+        b = _setter("env_var")(b, os.fsencode(k), os.fsencode(x))
     return b
 
 
@@ -81,7 +82,7 @@ def _max_processes(b: Ptr, v: Any, c: Cfg) -> Ptr:
     # has no supervisor to count processes and leaves it out.
     if c.get("_confine"):
         return b
-    return _lib.sandlock_sandbox_builder_max_processes(b, v or 0)
+    return _setter("max_processes")(b, v or 0)
 
 
 def _timeout_ms(v: float) -> int:
@@ -91,9 +92,9 @@ def _timeout_ms(v: float) -> int:
 def _net_allow(b: Ptr, v: Any, c: Cfg) -> Ptr:
     for p in v:  # int TCP ports or endpoint rules
         if isinstance(p, int):
-            b = _lib.sandlock_sandbox_builder_net_allow_port(b, p)
+            b = _setter("net_allow_port")(b, p)
         else:
-            b = _lib.sandlock_sandbox_builder_net_allow(b, p.encode())
+            b = _setter("net_allow")(b, p.encode())
     return b
 
 
@@ -101,27 +102,27 @@ def _gpu_devices(b: Ptr, v: Any, c: Cfg) -> Ptr:
     if v is None:
         return b
     ids = list(v)
-    return _lib.sandlock_sandbox_builder_gpu_devices(
+    return _setter("gpu_devices")(
         b, (ctypes.c_uint32 * max(1, len(ids)))(*ids), len(ids))
 
 
 def _trace_hook(b: Ptr, v: Any, c: Cfg) -> Ptr:
-    return b if v is None else _lib.sandlock_sandbox_builder_on_decision(b, v.c_fn, None)
+    return b if v is None else _setter("on_decision")(b, v.c_fn, None)
 
 
 def _policy_hook(b: Ptr, v: Any, c: Cfg) -> Ptr:
-    return b if v is None else _lib.sandlock_sandbox_builder_policy_callback(b, v.cfunc, None)
+    return b if v is None else _setter("policy_callback")(b, v.cfunc, None)
 
 
 def _fs_mount(b: Ptr, v: Any, c: Cfg) -> Ptr:
     for virt, host in v:  # (virtual, host) pairs in the snapshot
-        b = _lib.sandlock_sandbox_builder_fs_mount(b, os.fsencode(virt), os.fsencode(host))
+        b = _setter("fs_mount")(b, os.fsencode(virt), os.fsencode(host))
     return b
 
 
 def _credentials(b: Ptr, v: Any, c: Cfg) -> Ptr:
     for k, x in v:
-        b = _lib.sandlock_sandbox_builder_credential(b, ("%s=%s" % (k, x)).encode())
+        b = _setter("credential")(b, ("%s=%s" % (k, x)).encode())
     return b
 
 
@@ -281,7 +282,7 @@ def build(snap: Tuple[Tuple[str, Any], ...]) -> Ptr:
     from ._result import raise_from
 
     cfg = dict(snap)
-    b = _lib.sandlock_sandbox_builder_new()
+    b = _setter("new")()
     if not b:
         raise MemoryError("sandlock_sandbox_builder_new failed")
     for f in FIELDS:

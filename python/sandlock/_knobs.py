@@ -7,7 +7,7 @@ live here."""
 import ctypes
 import enum
 import os
-from typing import Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _native
 from .exceptions import PolicyTypeError, PolicyValueError
@@ -46,15 +46,17 @@ _STATUS = [ProtectionStatus.ACTIVE, ProtectionStatus.DEGRADED, ProtectionStatus.
            ProtectionStatus.UNAVAILABLE]
 
 
-def _bool(name, v) -> bool:
+def _bool(name: str, v: Any) -> bool:
     if not isinstance(v, bool):
         raise PolicyTypeError("%s must be a bool, not %s" % (name, type(v).__name__))
     return v
 
 
-def _int_in(name, v, lo, hi) -> Optional[int]:
-    if v is None:
-        return None
+def _int_in(name: str, v: Any, lo: int, hi: int) -> Optional[int]:
+    return None if v is None else _int_range(name, v, lo, hi)
+
+
+def _int_range(name: str, v: Any, lo: int, hi: int) -> int:
     if not isinstance(v, int) or isinstance(v, bool):
         raise PolicyTypeError("%s must be an int, not %s" % (name, type(v).__name__))
     if not lo <= v <= hi:
@@ -62,7 +64,7 @@ def _int_in(name, v, lo, hi) -> Optional[int]:
     return int(v)
 
 
-def _seq(name, v):
+def _seq(name: str, v: Any) -> List[Any]:
     if isinstance(v, (str, bytes)):
         raise PolicyTypeError("%s must be a list, not a single %s" % (name, type(v).__name__))
     try:
@@ -71,17 +73,17 @@ def _seq(name, v):
         raise PolicyTypeError("%s must be a list, not %s" % (name, type(v).__name__)) from None
 
 
-def _cores(v) -> Optional[Tuple[int, ...]]:
+def _cores(v: Any) -> Optional[Tuple[int, ...]]:
     if v is None:
         return None
-    cores = tuple(_int_in("cpu_cores", c, 0, 1023) for c in _seq("cpu_cores", v))
+    cores = tuple(_int_range("cpu_cores", c, 0, 1023) for c in _seq("cpu_cores", v))
     if not cores:
         raise PolicyValueError("cpu_cores must name at least one core (None = no pinning)")
     return tuple(sorted(set(cores)))
 
 
-def _names(name, v) -> Tuple[str, ...]:
-    out = []
+def _names(name: str, v: Any) -> Tuple[str, ...]:
+    out: List[str] = []
     for s in _seq(name, v):
         if not isinstance(s, str):
             raise PolicyTypeError("%s: expected syscall or group names (str), got %r" % (name, s))
@@ -91,8 +93,8 @@ def _names(name, v) -> Tuple[str, ...]:
     return tuple(out)
 
 
-def _protections(name, v) -> Tuple[Protection, ...]:
-    out = []
+def _protections(name: str, v: Any) -> Tuple[Protection, ...]:
+    out: List[Protection] = []
     for p in _seq(name, v):
         if isinstance(p, bool):
             raise PolicyTypeError("%s: expected Protection values, got %r" % (name, p))
@@ -105,50 +107,48 @@ def _protections(name, v) -> Tuple[Protection, ...]:
 
 # ---- field validators: (field name, value) -> normalized value ----
 
-def max_open_files(name, v):
+def max_open_files(name: str, v: Any) -> Optional[int]:
     return _int_in(name, v, 1, 0xFFFFFFFF)
 
 
-def max_cpu(name, v):
+def max_cpu(name: str, v: Any) -> Optional[int]:
     return _int_in(name, v, 1, 100)
 
 
-def num_cpus(name, v):
+def num_cpus(name: str, v: Any) -> Optional[int]:
     return _int_in(name, v, 1, 1024)
 
 
-def cpu_cores(name, v):
+def cpu_cores(name: str, v: Any) -> Optional[Tuple[int, ...]]:
     return _cores(v)
 
 
-def gpu_devices(name, v):
+def gpu_devices(name: str, v: Any) -> Optional[Tuple[int, ...]]:
     """None (no GPU), [] (every GPU) or GPU indices 0..255 (at most 64)."""
     if v is None:
         return None
     if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
         raise PolicyTypeError("%s must be a list of GPU indices or None, not %s"
                               % (name, type(v).__name__))
-    out = tuple(_int_in(name, x, 0, 255) for x in v)
+    out = tuple(_int_range(name, x, 0, 255) for x in v)
     if len(out) > 64:
         raise PolicyValueError("%s: at most 64 GPU indices" % name)
     return out
 
 
-def flag(name, v):
+def flag(name: str, v: Any) -> bool:
     return _bool(name, v)
 
 
-def syscall_names(name, v):
+def syscall_names(name: str, v: Any) -> Tuple[str, ...]:
     return _names(name, v)
 
 
-def protections(name, v):
+def protections(name: str, v: Any) -> Tuple[Protection, ...]:
     return _protections(name, v)
 
 
-
-
-def protection_status(native_ptr) -> Dict[Protection, ProtectionStatus]:
+def protection_status(native_ptr: _native.Ptr) -> Dict[Protection, ProtectionStatus]:
     return {p: _STATUS[_lib.sandlock_sandbox_protection_status(native_ptr, int(p))]
             for p in Protection}
 
@@ -163,10 +163,11 @@ def check_report() -> str:
     p = _lib.sandlock_check_report()
     if not p:
         raise MemoryError("sandlock_check_report failed")
-    return _native.take_string(p).decode(errors="replace")
+    return (_native.take_string(p) or b"").decode(errors="replace")
 
 
-def confine_refusal(cfg, build) -> Optional[str]:
+def confine_refusal(cfg: _native.Cfg,
+                    build: Callable[[Tuple[Tuple[str, Any], ...]], _native.Ptr]) -> Optional[str]:
     """The first setting of config snapshot dict cfg that confine() refuses.
     The library answers from its builtin table (so no supervisor-only
     setting can be forgotten here); max_processes is asked here because a
@@ -177,12 +178,12 @@ def confine_refusal(cfg, build) -> Optional[str]:
     ptr = build(tuple(sorted(dict(cfg, _confine=True).items())))
     try:
         why = _lib.sandlock_confine_refusal(ptr)
-        return why.decode() if why else None
+        return str(why.decode()) if why else None
     finally:
         _lib.sandlock_sandbox_free(ptr)
 
 
-def confine_native(ptr):
+def confine_native(ptr: _native.Ptr) -> Optional[Tuple[ctypes.c_int, ctypes.c_void_p]]:
     """Confine this process with native sandbox ptr (freed here): None, or
     the (err, msg) out-parameters of the failure."""
     try:

@@ -5,20 +5,26 @@ errors a failed start raises."""
 import ctypes
 import dataclasses
 import enum
-from typing import List, Optional
+from typing import Callable, List, NoReturn, Optional, Tuple
 
 from . import _cow
 from . import _native
 from ._cow import Change
+from ._native import Ptr
 from .exceptions import ERR_NOT_FOUND, error_for
 
 _lib = _native.lib
 
 
-def raise_from(err, msg, what, building=False):
-    text = _native.take_string(msg.value)
-    text = text.decode(errors="replace") if text else what + " failed"
-    raise error_for(err.value or 7, text, building)
+def _error_text(msg: ctypes.c_void_p, what: str) -> str:
+    """The library's message at msg (freed here), or "WHAT failed"."""
+    raw = _native.take_string(msg.value)
+    return raw.decode(errors="replace") if raw else what + " failed"
+
+
+def raise_from(err: ctypes.c_int, msg: ctypes.c_void_p, what: str,
+               building: bool = False) -> NoReturn:
+    raise error_for(err.value or 7, _error_text(msg, what), building)
 
 
 class ExitReason(enum.IntEnum):
@@ -30,10 +36,10 @@ class ExitReason(enum.IntEnum):
     KILLED = 2    # died of SIGKILL (from any source), or a handler ended it
     TIMEOUT = 3   # sandlock killed it when the timeout expired
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name.lower()
 
-    def __format__(self, spec):
+    def __format__(self, spec: str) -> str:
         return format(str(self), spec)
 
 
@@ -70,20 +76,21 @@ class DryRunResult(Result):
     changes: List[Change] = dataclasses.field(default_factory=list)
 
 
-def _bytes_at(p, n) -> bytes:
+def _bytes_at(p: Ptr, n: int) -> bytes:
     """n bytes at address p.  ctypes.string_at takes a C int size, so it
     fails beyond 2 GiB; a sized array view has no such limit."""
     if not p or not n:
         return b""
     if n < 1 << 31:
         return ctypes.string_at(p, n)
-    return (ctypes.c_char * n).from_address(p).raw
+    raw: bytes = (ctypes.c_char * n).from_address(p).raw
+    return raw
 
 
-def read_fields(r, dry_run=False):
+def read_fields(r: Ptr, dry_run: bool = False) -> Tuple[Result, _cow.BranchReport]:
     """(Result or DryRunResult, the workdir's branch report) of native
     result r (borrowed: not freed here)."""
-    def grab(fn):
+    def grab(fn: Callable[..., Ptr]) -> bytes:
         n = ctypes.c_size_t(0)
         p = fn(r, ctypes.byref(n))
         return _bytes_at(p, n.value)
@@ -109,12 +116,12 @@ def read_fields(r, dry_run=False):
     ), branch
 
 
-def read_result(r) -> Result:
+def read_result(r: Ptr) -> Result:
     """A Result from native result r (borrowed: not freed here)."""
     return read_fields(r)[0]
 
 
-def take_result(r, dry_run=False) -> Result:
+def take_result(r: Ptr, dry_run: bool = False) -> Result:
     """The Result of native result r (freed here).  A workdir commit that
     failed or hit conflicts raises BranchError / BranchConflictError
     (with ``.result``); a dry run returns a DryRunResult instead."""
@@ -124,7 +131,7 @@ def take_result(r, dry_run=False) -> Result:
     return res
 
 
-def take_fields(r, dry_run):
+def take_fields(r: Ptr, dry_run: bool) -> Tuple[Result, _cow.BranchReport]:
     """read_fields of native result r, which is freed."""
     try:
         return read_fields(r, dry_run)
@@ -132,7 +139,7 @@ def take_fields(r, dry_run):
         _lib.sandlock_result_free(r)
 
 
-def not_found_result(text) -> Result:
+def not_found_result(text: str) -> Result:
     """What a run whose command is not on PATH returns: the same as a
     missing absolute path (exit status 127, the reason on stderr)."""
     return Result(success=False, exit_code=127, reason=ExitReason.EXITED, signal=-1,
@@ -140,10 +147,9 @@ def not_found_result(text) -> Result:
                   error=text)
 
 
-def run_failure(err, msg, what):
+def run_failure(err: ctypes.c_int, msg: ctypes.c_void_p, what: str) -> Result:
     """Result for a bare command that is not found; raise for anything else."""
-    text = _native.take_string(msg.value)
-    text = text.decode(errors="replace") if text else what + " failed"
+    text = _error_text(msg, what)
     if err.value == ERR_NOT_FOUND and text.startswith("command not found"):
         return not_found_result(text)
     raise error_for(err.value or 7, text, False)

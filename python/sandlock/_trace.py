@@ -26,9 +26,13 @@ import ctypes
 import errno as _errno
 import logging
 import os
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from . import _native
-from .handler import ExceptionPolicy, Handler, NotifAction
+from .handler import ExceptionPolicy, Handler, HandlerCtx, NotifAction
+
+# One trace event: the fields of the CLI's --trace lines.
+Event = Dict[str, Any]
 
 _log = logging.getLogger("sandlock")
 
@@ -58,31 +62,31 @@ class Trace:
 
     __slots__ = ("fn", "c_fn", "_names", "__weakref__")
 
-    def __init__(self, fn):
+    def __init__(self, fn: Callable[[Event], object]) -> None:
         self.fn = fn
-        self._names = {}
+        self._names: Dict[int, str] = {}
         self.c_fn = _native.DECISION_FN(self._on_decision)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Trace(%r)" % (self.fn,)
 
-    def __call__(self, event):
+    def __call__(self, event: Event) -> None:
         self.emit(event)
 
-    def emit(self, event):
+    def emit(self, event: Event) -> None:
         try:
             self.fn(event)
         except Exception:  # noqa: BLE001 - a diagnostic must never break the run
             _log.warning("the trace callback %r raised; the run goes on", self.fn,
                          exc_info=True)
 
-    def _name(self, nr):
+    def _name(self, nr: int) -> str:
         n = self._names.get(nr)
         if n is None:
             n = self._names[nr] = _native.syscall_name(nr) or str(nr)
         return n
 
-    def _on_decision(self, _ud, dptr):
+    def _on_decision(self, _ud: Any, dptr: Any) -> None:
         try:
             d = dptr.contents
             by = d.decided_by.decode() if d.decided_by else None
@@ -95,7 +99,7 @@ class Trace:
                 return  # a builtin performed the call for the guest: allowed
             n = d.notif.contents
             name = self._name(n.syscall_nr)
-            ev = {"event": "denied" if denied else "decision", "syscall": name,
+            ev: Event = {"event": "denied" if denied else "decision", "syscall": name,
                   "pid": int(n.pid), "by": by, "action": _ACTION_NAMES.get(kind, str(kind))}
             if kind == _K_ERRNO:
                 e = int(act.u.errno_value)
@@ -111,7 +115,7 @@ class Trace:
         self.emit(ev)
 
 
-def check(name, value):
+def check(name: str, value: Any) -> Optional[Trace]:
     """The trace= field's validator: None or a callable."""
     from .exceptions import PolicyTypeError
 
@@ -125,12 +129,12 @@ def check(name, value):
 
 # ---------------------------------------------------------------- file accesses
 
-def _under(path, root):
+def _under(path: str, root: str) -> bool:
     return root == "/" or path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _roots(paths):
-    out = []
+def _roots(paths: Iterable[Any]) -> List[str]:
+    out: List[str] = []
     for p in paths:
         try:
             out.append(os.path.realpath(os.fspath(p)))
@@ -139,7 +143,7 @@ def _roots(paths):
     return out
 
 
-def _open_access(flags):
+def _open_access(flags: int) -> Optional[str]:
     if flags & getattr(os, "O_PATH", 0o10000000):
         return None  # Landlock does not check O_PATH opens
     if (flags & os.O_ACCMODE) != os.O_RDONLY or flags & (os.O_TRUNC | os.O_CREAT):
@@ -152,7 +156,7 @@ def _open_access(flags):
 DEFAULT_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 
 
-def _grant_dir(path, exists):
+def _grant_dir(path: str, exists: bool) -> str:
     """What a grant should name: a device as itself, a directory as
     itself, a file as its directory."""
     if exists and (os.path.isdir(path) or path.startswith("/dev/")):
@@ -166,11 +170,12 @@ class _FileJudge(Handler):
 
     on_exception = ExceptionPolicy.CONTINUE
 
-    def __init__(self, trace, readable, writable, denied):
+    def __init__(self, trace: Trace, readable: Iterable[Any], writable: Iterable[Any],
+                 denied: Iterable[Any]) -> None:
         self.trace = trace
         self.read, self.write, self.deny = _roots(readable), _roots(writable), _roots(denied)
         nr = _native.lib.sandlock_syscall_nr
-        self.calls = {}
+        self.calls: Dict[int, Tuple[str, Optional[int], int, Optional[int]]] = {}
         for name, dirfd, path, flags in (("open", None, 0, 1), ("openat", 0, 1, 2),
                                          ("creat", None, 0, None), ("execve", None, 0, None),
                                          ("execveat", 0, 1, None)):
@@ -178,14 +183,14 @@ class _FileJudge(Handler):
             if n >= 0:
                 self.calls[n] = (name, dirfd, path, flags)
 
-    def handle(self, ctx):
+    def handle(self, ctx: HandlerCtx) -> NotifAction:
         try:
             self._judge(ctx)
         except Exception:  # noqa: BLE001
             _log.warning("trace: could not judge a file access", exc_info=True)
         return NotifAction.continue_()
 
-    def _absolute(self, pid, dirfd, p):
+    def _absolute(self, pid: int, dirfd: Optional[int], p: str) -> str:
         if p == "/proc/self" or p.startswith("/proc/self/"):
             return "/proc/%d%s" % (pid, p[10:])
         if p.startswith("/"):
@@ -194,11 +199,12 @@ class _FileJudge(Handler):
             "/proc/%d/fd/%d" % (pid, dirfd)
         return os.path.join(os.readlink(base), p)
 
-    def _judge(self, ctx):
+    def _judge(self, ctx: HandlerCtx) -> None:
         call = self.calls.get(ctx.syscall_nr)
         if call is None:
             return
         name, dirfd_arg, path_arg, flags_arg = call
+        acc: Optional[str]
         if name.startswith("exec"):
             acc, creates = "execute", False
         elif flags_arg is None:  # creat
@@ -218,10 +224,10 @@ class _FileJudge(Handler):
             return  # ENOENT for the guest, not a denial
         self._report(name, ctx.pid, path, exists, acc)
 
-    def _report(self, syscall, pid, path, exists, acc):
+    def _report(self, syscall: str, pid: int, path: str, exists: bool, acc: str) -> None:
         if acc != "execute" and path in DEFAULT_DEVICES:
             return
-        ev = {"event": "denied", "syscall": syscall, "pid": int(pid), "path": path,
+        ev: Event = {"event": "denied", "syscall": syscall, "pid": int(pid), "path": path,
               "access": acc}
         deny = next((d for d in self.deny if _under(path, d)), None)
         writable = any(_under(path, w) for w in self.write)
@@ -244,9 +250,7 @@ class _FileJudge(Handler):
         self.trace.emit(ev)
 
 
-
-
-def handlers(trace, cfg):
+def handlers(trace: Optional[Trace], cfg: _native.Cfg) -> List[Tuple[int, Handler]]:
     """The (syscall, Handler) pairs that report refused file accesses."""
     if trace is None:
         return []
