@@ -12,7 +12,7 @@ import os
 import struct
 import threading
 import types
-from typing import Dict
+from typing import Any, Coroutine, Dict, Generator, List, Optional, Tuple
 
 from . import _native
 from ._action import ExceptionPolicy, NotifAction, _object_new, _object_setattr
@@ -49,12 +49,12 @@ class _RunState:
     some of them (a handler that did not return, see docs/security.md): those
     threads may still run Python code, so then the states are kept."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._loops = {}  # type: Dict[int, asyncio.AbstractEventLoop]
-        self.pinned = []  # PyThreadState* of the run's threads: see _pin_thread_state
+        self._loops: Dict[int, asyncio.AbstractEventLoop] = {}
+        self.pinned: List[int] = []  # PyThreadState* of the run's threads: see _pin_thread_state
 
-    def _loop(self):
+    def _loop(self) -> asyncio.AbstractEventLoop:
         tid = threading.get_ident()
         loop = self._loops.get(tid)  # a dict lookup is atomic: no lock on the hot path
         if loop is None:
@@ -64,7 +64,7 @@ class _RunState:
                     loop = self._loops[tid] = asyncio.new_event_loop()
         return loop
 
-    def run_coroutine(self, coro):
+    def run_coroutine(self, coro: Any) -> Any:  # a coroutine or awaitable with send()
         """Drive coro to completion on this worker thread.
 
         Most handlers never really suspend (they await nothing, or only
@@ -87,7 +87,7 @@ class _RunState:
             _set_running_loop(None)
         return loop.run_until_complete(_Resumed(coro, yielded).run())
 
-    def close(self, abandoned=False):
+    def close(self, abandoned: bool = False) -> None:
         with self._lock:
             loops, self._loops = list(self._loops.values()), {}
         for loop in loops:
@@ -113,11 +113,11 @@ class _Resumed:
 
     __slots__ = ("coro", "yielded")
 
-    def __init__(self, coro, yielded):
+    def __init__(self, coro: Coroutine[Any, Any, Any], yielded: Any) -> None:
         self.coro = coro
         self.yielded = yielded
 
-    def __await__(self):
+    def __await__(self) -> Generator[Any, Any, Any]:
         coro, out = self.coro, self.yielded
         while True:
             try:
@@ -133,33 +133,33 @@ class _Resumed:
             except StopIteration as done:
                 return done.value
 
-    async def run(self):
+    async def run(self) -> Any:
         return await self
 
 
 class _Entry:
     __slots__ = ("handler", "run", "policy", "warned")
 
-    def __init__(self, handler, run, policy):
+    def __init__(self, handler: Any, run: _RunState, policy: ExceptionPolicy) -> None:
         self.handler = handler
         self.run = run
         self.policy = policy
         self.warned = False  # a bad return value was logged at WARNING
 
 
-_registry = {}  # type: Dict[int, _Entry]
+_registry: Dict[int, _Entry] = {}
 _registry_lock = threading.Lock()
 _keys = itertools.count(1)
 
 
-def _register(handler, run, policy=ExceptionPolicy.KILL) -> int:
+def _register(handler: Any, run: _RunState, policy: ExceptionPolicy = ExceptionPolicy.KILL) -> int:
     with _registry_lock:
         key = next(_keys)
         _registry[key] = _Entry(handler, run, policy)
     return key
 
 
-def _unregister(key) -> bool:
+def _unregister(key: int) -> bool:
     with _registry_lock:
         return _registry.pop(key, None) is not None
 
@@ -174,10 +174,10 @@ assert _CTX_FIELDS == ("id", "pid", "flags", "syscall_nr", "arch",
                        "instruction_pointer", "args", "_mem")
 
 
-def _new_ctx(n, ref):
+def _new_ctx(n: Tuple[Any, ...], ref: _MemRef) -> HandlerCtx:
     """HandlerCtx(*n[:6], n[6:], ref) without the frozen dataclass __init__
     (eight object.__setattr__ calls): same fields, same frozen instance."""
-    ctx = _object_new(HandlerCtx)
+    ctx: HandlerCtx = _object_new(HandlerCtx)
     _object_setattr(ctx, "__dict__", {
         "id": n[0], "pid": n[1], "flags": n[2], "syscall_nr": n[3], "arch": n[4],
         "instruction_pointer": n[5], "args": n[6:], "_mem": ref,
@@ -185,7 +185,7 @@ def _new_ctx(n, ref):
     return ctx
 
 
-def _bad_return(entry, action):
+def _bad_return(entry: _Entry, action: object) -> None:
     """Log a handle() that returned something other than a NotifAction:
     at WARNING the first time per handler and run (a handler that does it
     on every call must not flood the log), at DEBUG afterwards."""
@@ -199,7 +199,7 @@ def _bad_return(entry, action):
         pass
 
 
-def _short_repr(v, limit=80):
+def _short_repr(v: object, limit: int = 80) -> str:
     try:
         r = repr(v)
     except BaseException:
@@ -207,12 +207,12 @@ def _short_repr(v, limit=80):
     return r if len(r) <= limit else r[:limit] + "..."
 
 
-def _trampoline(ud, notif, mem, out):
+def _trampoline(ud: int, notif: int, mem: Optional[int], out: int) -> int:
     # ud, notif, mem, out are plain addresses (RAW_HANDLER_FN).  Never let
     # an exception escape: ctypes would print it and return 0 with the
     # action UNSET.  Any failure -> non-zero -> the exception policy.
-    ref = None
-    action = None
+    ref: Optional[_MemRef] = None
+    action: Any = None
     try:
         entry = _registry.get(ud)
         if entry is None:
@@ -252,18 +252,18 @@ def _trampoline(ud, notif, mem, out):
 
 
 _TRAMPOLINE = _native.RAW_HANDLER_FN(_trampoline)
-_NO_UD_FREE = _native.UD_FREE_FN()  # a NULL function pointer
+_NO_UD_FREE = ctypes.cast(0, _native.UD_FREE_FN)  # a NULL function pointer
 _GUARD = _native.guard_address()
 
 
-def _is_async(handler) -> bool:
+def _is_async(handler: object) -> bool:
     fn = getattr(handler, "handle", None)
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(type(handler), "handle", None)
     )
 
 
-def _make_c_handler(handler, policy, run):
+def _make_c_handler(handler: Any, policy: ExceptionPolicy, run: _RunState) -> Tuple[int, int]:
     """Create the C handler for one Handler instance.  Returns (ptr, key).
     The caller owns ptr until it passes it to sandlock_run_with_handlers
     (or frees it with sandlock_handler_free), and must _unregister(key)

@@ -6,7 +6,7 @@ import ctypes
 import dataclasses
 import os
 import threading
-from typing import Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple, TypeVar, Union
 
 from . import _native
 from ._action import NotifAction, _U64_MAX, _check_int
@@ -15,6 +15,9 @@ __all__ = ["HandlerCtx", "PATH_ARG_SYSCALLS", "MULTI_PATH_SYSCALLS"]
 
 _lib = _native.lib
 _MAX_READ = 64 << 20  # one read() buffers this much at most
+_T = TypeVar("_T")
+# open_on_behalf's allow(path, st): True, False or a NotifAction.
+Allow = Callable[[str, os.stat_result], Union[bool, NotifAction]]
 
 
 # ---- path-argument table for read_path ----
@@ -37,7 +40,7 @@ _MULTI_PATH_NAMES = (
 )
 
 
-def _resolve_table():
+def _resolve_table() -> Tuple[Dict[int, int], FrozenSet[int]]:
     by_nr = {}
     for name, idx in _PATH_ARG_BY_NAME.items():
         nr = _native.syscall_nr(name)
@@ -60,13 +63,13 @@ class _MemRef:
 
     __slots__ = ("ptr", "lock")
 
-    def __init__(self, ptr):
+    def __init__(self, ptr: _native.Ptr) -> None:
         self.ptr = ptr
         # Re-entrant: open_on_behalf's allow callback runs inside a C call
         # made under the lock and may use the ctx's accessors.
         self.lock = threading.RLock()
 
-    def kill(self):
+    def kill(self) -> None:
         with self.lock:
             self.ptr = None
 
@@ -86,13 +89,13 @@ class HandlerCtx:
     arch: int
     instruction_pointer: int
     args: Tuple[int, int, int, int, int, int]
-    _mem: _MemRef = dataclasses.field(default=None, repr=False, compare=False)
+    _mem: Optional[_MemRef] = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def syscall_name(self) -> Optional[str]:
         return _native.syscall_name(self.syscall_nr)
 
-    def _call(self, fn, *a):
+    def _call(self, fn: Callable[..., _T], *a: Any) -> Optional[_T]:
         m = self._mem
         if m is None:
             return None
@@ -116,20 +119,20 @@ class HandlerCtx:
             raise ValueError("length %d exceeds the %d-byte read limit" % (length, _MAX_READ))
         buf = ctypes.create_string_buffer(length or 1)
 
-        def rd(p):
+        def rd(p: int) -> Optional[bytes]:
             if _lib.sandlock_mem_peek(p, addr, buf, length) != 0:
                 return None
             return buf.raw[:length]
 
         return self._call(rd)
 
-    def write(self, addr: int, data) -> bool:
+    def write(self, addr: int, data: Union[bytes, bytearray, memoryview]) -> bool:
         """Write ``data`` (bytes-like) into the child at ``addr``."""
         addr = _check_addr(addr)
         if isinstance(data, str):
             raise TypeError("write needs bytes, not str")
-        data = bytes(data)
-        r = self._call(lambda p: _lib.sandlock_mem_poke(p, addr, data, len(data)))
+        raw = bytes(data)
+        r = self._call(lambda p: int(_lib.sandlock_mem_poke(p, addr, raw, len(raw))))
         return r == 0
 
     def read_path(self, arg: Optional[int] = None, max_len: int = 4096) -> Optional[str]:
@@ -159,16 +162,41 @@ class HandlerCtx:
                 raise ValueError("arg must be in 0..5, got %d" % arg)
         return self.read_cstr(self.args[arg], max_len)
 
+    def open_on_behalf(self, allow: Optional[Allow] = None,
+                       errno: Optional[int] = None) -> NotifAction:
+        """Open the file of this open/creat/openat/openat2 call the way the
+        child asked for it, and answer with the opened file.
+
+        Race-free replacement for "check the path, then continue": the
+        supervisor reads the arguments once and opens the file itself, in a
+        thread confined by the sandbox's own Landlock ruleset and without
+        capabilities, relative to the child's cwd or dirfd, with its flags,
+        mode and umask (and openat2's resolve flags).  ``allow(path, st)``,
+        if given, then decides on the file *actually opened*: ``path`` is its
+        real path (symlinks resolved), ``st`` its ``os.stat_result``.  It
+        returns True (inject the fd into the child), False (fail the call
+        with ``errno``, default EACCES) or a NotifAction to answer with
+        instead.  It runs before O_TRUNC and O_CREAT take effect: a refused
+        file is not truncated, and one the open had to create is removed
+        again.  Without ``allow`` the file is injected.  A failed open
+        answers with the errno the child would have seen; an exception in
+        ``allow`` refuses the file and is re-raised (the handler's exception
+        policy applies).
+
+        Raises ValueError on a syscall that is not an open."""
+        return _ctx_open_on_behalf(self, allow, errno)
+
 
 
 # ---- opening on the caller's behalf (sandlock_open_on_behalf) ----
-_NO_CHECK = _native.OPEN_CHECK_FN()  # NULL: no check
+_NO_CHECK = ctypes.cast(0, _native.OPEN_CHECK_FN)  # NULL: no check
 _OPEN_FAMILY = frozenset(
     n for n in map(_native.syscall_nr, ("open", "creat", "openat", "openat2")) if n >= 0
 )
 
 
-def _ctx_open_on_behalf(ctx, allow=None, errno=None):
+def _ctx_open_on_behalf(ctx: HandlerCtx, allow: Optional[Allow],
+                        errno: Optional[int]) -> NotifAction:
     if ctx.syscall_nr not in _OPEN_FAMILY:
         raise ValueError(
             "open_on_behalf needs an open, creat, openat or openat2 call, not %s"
@@ -182,12 +210,15 @@ def _ctx_open_on_behalf(ctx, allow=None, errno=None):
     o = _native.Opened()
     # allow runs inside the C call (the check), before O_TRUNC/O_CREAT take
     # effect; what it said is carried out here, after the call returns.
-    outcome = []  # [NotifAction to answer with] or [exception to re-raise]
+    # [NotifAction to answer with] or [exception to re-raise]
+    outcome: List[Union[NotifAction, BaseException]] = []
 
-    def check(_ud, file):
+    decide: Allow = allow or (lambda path, st: True)  # check is made only with allow
+
+    def check(_ud: Any, file: Any) -> int:
         try:
             f = file.contents
-            verdict = allow(os.fsdecode(ctypes.string_at(f.path)), os.fstat(f.fd))
+            verdict = decide(os.fsdecode(ctypes.string_at(f.path)), os.fstat(f.fd))
         except BaseException as e:  # never into C: refuse, re-raise below
             outcome.append(e)
             return _ERRNO_EACCES
@@ -197,17 +228,19 @@ def _ctx_open_on_behalf(ctx, allow=None, errno=None):
         return 0 if verdict else deny
 
     cb = _NO_CHECK if allow is None else _native.OPEN_CHECK_FN(check)
-    e = ctx._call(lambda p: _lib.sandlock_open_on_behalf(p, ctypes.byref(n), cb, None, ctypes.byref(o)))
-    if outcome and isinstance(outcome[0], BaseException):
+    e = ctx._call(lambda p: int(_lib.sandlock_open_on_behalf(p, ctypes.byref(n), cb, None,
+                                                               ctypes.byref(o))))
+    first = outcome[0] if outcome else None
+    if isinstance(first, BaseException):
         if e == 0:
             os.close(o.fd)
             _native.take_string(o.path)
-        raise outcome[0]
-    if outcome:  # allow answered with its own action
+        raise first
+    if first is not None:  # allow answered with its own action
         if e == 0:  # cannot happen: the check refused
             os.close(o.fd)
             _native.take_string(o.path)
-        return outcome[0]
+        return first
     if e is None:  # stale ctx: nobody waits for this answer any more
         return NotifAction.errno(_ERRNO_ESRCH)
     if e != 0:
@@ -220,41 +253,14 @@ _ERRNO_EACCES = 13
 _ERRNO_ESRCH = 3
 
 
-def _open_on_behalf_method(self, allow=None, errno=None) -> "NotifAction":
-    """Open the file of this open/creat/openat/openat2 call the way the
-    child asked for it, and answer with the opened file.
-
-    Race-free replacement for "check the path, then continue": the
-    supervisor reads the arguments once and opens the file itself, in a
-    thread confined by the sandbox's own Landlock ruleset and without
-    capabilities, relative to the child's cwd or dirfd, with its flags,
-    mode and umask (and openat2's resolve flags).  ``allow(path, st)``,
-    if given, then decides on the file *actually opened*: ``path`` is its
-    real path (symlinks resolved), ``st`` its ``os.stat_result``.  It
-    returns True (inject the fd into the child), False (fail the call
-    with ``errno``, default EACCES) or a NotifAction to answer with
-    instead.  It runs before O_TRUNC and O_CREAT take effect: a refused
-    file is not truncated, and one the open had to create is removed
-    again.  Without ``allow`` the file is injected.  A failed open
-    answers with the errno the child would have seen; an exception in
-    ``allow`` refuses the file and is re-raised (the handler's exception
-    policy applies).
-
-    Raises ValueError on a syscall that is not an open."""
-    return _ctx_open_on_behalf(self, allow, errno)
-
-
-HandlerCtx.open_on_behalf = _open_on_behalf_method
-
-
-def _check_addr(addr):
+def _check_addr(addr: object) -> int:
     addr = _check_int("addr", addr)
     if not 0 <= addr <= _U64_MAX:
         raise ValueError("addr out of range")
     return addr
 
 
-def _check_len(name, n, allow_zero=False):
+def _check_len(name: str, n: object, allow_zero: bool = False) -> int:
     n = _check_int(name, n)
     if n < 0 or (n == 0 and not allow_zero):
         raise ValueError("%s must be %s, got %d" % (name, ">= 0" if allow_zero else "> 0", n))
