@@ -10,6 +10,8 @@ applies the environment and runs init_fn in the template; ``work`` runs
 work_fn in a clone with ``CLONE_ID`` in ``os.environ`` and ``sys.stdout``
 on the clone's pipe.
 """
+from __future__ import annotations
+
 
 import ctypes
 import dataclasses
@@ -19,10 +21,16 @@ import sys
 import threading
 import time
 import traceback
-from typing import List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 from . import _knobs, _native
+from ._checks import argv as _argv
+from ._native import Ptr
+from ._result import Result, raise_from, read_result, run_failure, take_result
 from .exceptions import PolicyTypeError, PolicyValueError
+
+if TYPE_CHECKING:
+    from .sandbox import Sandbox
 
 _lib = _native.lib
 
@@ -32,7 +40,7 @@ _APPLIED_HERE = (("cwd", None), ("env", ()), ("clean_env", False), ("timeout", N
 _CLEAN_ENV_KEEP = ("PATH", "HOME", "USER", "TERM", "LANG")
 
 
-def _native_for_fork(sb):
+def _native_for_fork(sb: Sandbox) -> Tuple[Ptr, Dict[str, str]]:
     """(native sandbox for sandlock_fork, the environment for the template)."""
     cfg = dict(sb._snapshot(None))
     probe = dict(cfg)
@@ -47,7 +55,7 @@ def _native_for_fork(sb):
     return sb._build(tuple(sorted(cfg.items()))), env
 
 
-def _template_env(clean, extra):
+def _template_env(clean: bool, extra: Dict[str, str]) -> Dict[str, str]:
     if clean:
         env = {k: os.environ[k] for k in _CLEAN_ENV_KEEP if k in os.environ}
         env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -57,7 +65,7 @@ def _template_env(clean, extra):
     return env
 
 
-def _clone_count(n):
+def _clone_count(n: object) -> int:
     if isinstance(n, bool) or not isinstance(n, int):
         raise PolicyTypeError("fork: n must be an int, not %s" % type(n).__name__)
     if n < 1:
@@ -65,7 +73,7 @@ def _clone_count(n):
     return n
 
 
-def _flush_std():
+def _flush_std() -> None:
     for f in (sys.stdout, sys.stderr):
         try:
             if f is not None:
@@ -74,7 +82,7 @@ def _flush_std():
             pass
 
 
-def _exit_code(c):
+def _exit_code(c: object) -> int:
     if c is None:
         return 0
     if isinstance(c, int):
@@ -86,17 +94,18 @@ def _exit_code(c):
     return 1
 
 
-def _callbacks(env, init_fn, work_fn):
+def _callbacks(env: Dict[str, str], init_fn: Optional[Callable[[], object]],
+               work_fn: Callable[[int], object]) -> Tuple[Any, Any, Any]:
     """The three C callbacks (keep them referenced during sandlock_fork).
     They run in forked children: they never raise into C."""
 
-    def fork_cb(_ud):
+    def fork_cb(_ud: Any) -> int:
         try:
             return os.fork()
         except BaseException:
             return -1
 
-    def init_cb(_ud, buf, size):
+    def init_cb(_ud: Any, buf: Any, size: int) -> int:
         try:
             os.environ.clear()
             os.environ.update(env)
@@ -109,7 +118,7 @@ def _callbacks(env, init_fn, work_fn):
             ctypes.memmove(buf, text + b"\0", len(text) + 1)
             return 1
 
-    def work_cb(_ud, clone_id):
+    def work_cb(_ud: Any, clone_id: int) -> int:
         code = 1
         try:
             os.environ["CLONE_ID"] = str(clone_id)
@@ -134,7 +143,8 @@ def _callbacks(env, init_fn, work_fn):
     return _native.FORK_FN(fork_cb), _native.INIT_FN(init_cb), _native.WORK_FN(work_cb)
 
 
-def start(sb, n, init_fn, work_fn) -> "ForkResult":
+def start(sb: Sandbox, n: int, init_fn: Optional[Callable[[], object]],
+          work_fn: Optional[Callable[[int], object]]) -> ForkResult:
     n = _clone_count(n)
     if work_fn is None:
         raise PolicyValueError("fork: the Sandbox has no work_fn")
@@ -153,13 +163,11 @@ def start(sb, n, init_fn, work_fn) -> "ForkResult":
     return ForkResult(h)
 
 
-def _raise(err, msg, what):
-    from ._result import raise_from as _raise_from
-
+def _raise(err: ctypes.c_int, msg: ctypes.c_void_p, what: str) -> NoReturn:
     if err.value == _native.ERR_RUNNING:
         text = _native.take_string(msg.value)
         raise TimeoutError(text.decode(errors="replace") if text else what)
-    _raise_from(err, msg, what)
+    raise_from(err, msg, what)
 
 
 class ForkResult(_native.Closing):
@@ -167,27 +175,25 @@ class ForkResult(_native.Closing):
     ``wait()`` for their Results, ``kill()``, and a context manager whose
     exit (or ``close()``, or collection) ends every clone still running."""
 
-    def __init__(self, h):
+    def __init__(self, h: Ptr) -> None:
         self._h = h
         self.n = int(_lib.sandlock_fork_count(h))
         self.pids: List[int] = [int(_lib.sandlock_fork_pid(h, i)) for i in range(self.n)]
-        self._results: Optional[list] = None
+        self._results: Optional[List[Result]] = None
         self._lock = threading.Lock()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "ForkResult(n=%d, pids=%r)" % (self.n, self.pids[:8])
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.n
 
-    def wait(self, timeout: Optional[float] = None) -> list:
+    def wait(self, timeout: Optional[float] = None) -> List[Result]:
         """Read every clone's stdout to its end and wait for all clones;
         return one Result per clone, in clone-id order (stdout capped by
         max_output; stderr is not captured: clones write to this process's
         stderr).  timeout (seconds, None: forever): TimeoutError if clones
         still run then (wait again to go on)."""
-        from ._result import read_result as _read_result
-
         with self._lock:
             if self._results is not None:
                 return self._results
@@ -208,7 +214,7 @@ class ForkResult(_native.Closing):
                 if deadline is not None and time.monotonic() >= deadline:
                     raise TimeoutError("fork: clones are still running")
             self._results = [
-                dataclasses.replace(_read_result(_lib.sandlock_fork_result(self._h, i)),
+                dataclasses.replace(read_result(_lib.sandlock_fork_result(self._h, i)),
                                     killed_by_handler=False)
                 for i in range(self.n)]
             return self._results
@@ -227,16 +233,14 @@ class ForkResult(_native.Closing):
         if h:
             _lib.sandlock_fork_free(h)
 
-    def _handle(self):
+    def _handle(self) -> Ptr:
         return self._h
 
 
-def reduce(sb, cmd, clones, timeout=None):
+def reduce(sb: Sandbox, cmd: Sequence[str], clones: ForkResult,
+           timeout: Optional[float] = None) -> Result:
     """Run cmd in sb with every clone's stdout, in clone-id order, on its
     stdin; its Result."""
-    from ._checks import argv as _argv
-    from ._result import run_failure as _run_failure, take_result as _take_result
-
     if not isinstance(clones, ForkResult):
         raise PolicyTypeError("reduce: clones must be the ForkResult of fork(), not %s"
                               % type(clones).__name__)
@@ -252,5 +256,5 @@ def reduce(sb, cmd, clones, timeout=None):
         r = _lib.sandlock_fork_reduce(nsb.ptr, arr, len(argv), h, ctypes.byref(err),
                                  ctypes.byref(msg))
     if not r:
-        return _run_failure(err, msg, "reduce")
-    return _take_result(r)
+        return run_failure(err, msg, "reduce")
+    return take_result(r)

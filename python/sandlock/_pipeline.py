@@ -10,13 +10,24 @@ the whole pipeline: when it expires every stage still running is killed
 and the Result is a failed one with "timed out" in its error.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import os
 import time
+from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Union
 
 from ._inputs import GATHER_ENV
-from ._process import Fd, StdioMode, spawn
+from ._checks import argv as _argv
+from ._process import Fd, Process, StdioMode, spawn
+from ._result import ExitReason, Result
 from .exceptions import PolicyTypeError, PolicyValueError
+
+if TYPE_CHECKING:
+    from .sandbox import Sandbox
+
+# Where a stage's stdout goes: a StdioMode, an fd (Fd) or a file object.
+Stdout = Any
 
 __all__ = ["Stage", "NamedStage", "Pipeline", "Gather", "GatherPipeline"]
 
@@ -25,54 +36,55 @@ class Stage:
     """A command bound to a Sandbox, run when its pipeline runs
     (Sandbox.cmd(args))."""
 
-    def __init__(self, sandbox, args):
-        from ._checks import argv as _argv
-
+    def __init__(self, sandbox: Sandbox, args: Iterable[str]) -> None:
         _argv(args)  # a bad command is an error now, not at run()
         self.sandbox = sandbox
         self.args = list(args)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Stage(%r)" % (self.args,)
 
-    def __or__(self, other):
+    def __or__(self, other: Stage) -> Pipeline:
         return Pipeline([self, other])
 
-    def as_(self, name) -> "NamedStage":
+    def as_(self, name: str) -> NamedStage:
         """Label this stage's stdout for the consumer of a Gather."""
         return NamedStage(self, name)
 
-    def run(self, stdout=None, timeout=None):
+    def run(self, stdout: Stdout = None, timeout: Optional[float] = None) -> Result:
         """Run this one command (stdin /dev/null, stdout captured)."""
         return _run_chain([self], stdout, timeout)[-1]
 
 
-def _finish(procs, timeout):
+def _finish(procs: List[Process], timeout: Optional[float]) -> List[Result]:
     """Wait for every process within one deadline (None: forever); the
     Results, the last one marked failed if the deadline ended anything."""
     deadline = None if timeout is None else time.monotonic() + timeout
-    results = []
+    results: List[Result] = []
     for p in procs:
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         results.append(p.wait(left))
-    from ._result import ExitReason
-
     if timeout is not None and any(r.reason == ExitReason.TIMEOUT for r in results):
         results[-1] = dataclasses.replace(
             results[-1], success=False, error="pipeline timed out after %gs" % timeout)
     return results
 
 
-def _run_chain(stages, stdout, timeout):
-    procs = []
-    prev = None  # read end feeding the next stage
+def _run_chain(stages: List[Stage], stdout: Stdout,
+               timeout: Optional[float]) -> List[Result]:
+    procs: List[Process] = []
+    prev: Optional[int] = None  # read end feeding the next stage
     try:
         for i, st in enumerate(stages):
             last = i == len(stages) - 1
-            r = w = None
-            if not last:
+            r: Optional[int] = None
+            w: Optional[int] = None
+            out: Stdout
+            if last:
+                out = StdioMode.CAPTURE if stdout is None else stdout
+            else:
                 r, w = os.pipe()
-            out = (StdioMode.CAPTURE if stdout is None else stdout) if last else Fd(w)
+                out = Fd(w)
             try:
                 procs.append(spawn(st.sandbox, st.args,
                                    StdioMode.NULL if prev is None else Fd(prev), out,
@@ -96,7 +108,7 @@ def _run_chain(stages, stdout, timeout):
 class Pipeline:
     """Stages whose stdout feeds the next one's stdin (at least 2)."""
 
-    def __init__(self, stages):
+    def __init__(self, stages: Iterable[Stage]) -> None:
         self.stages = list(stages)
         if len(self.stages) < 2:
             raise PolicyValueError("a Pipeline needs at least 2 stages, got %d"
@@ -104,15 +116,15 @@ class Pipeline:
         for st in self.stages:
             if not isinstance(st, Stage):
                 raise PolicyTypeError("a pipeline continues with a Stage, got %r" % (st,))
-        self.results = None
+        self.results: Optional[List[Result]] = None
 
-    def __or__(self, other):
+    def __or__(self, other: Stage) -> Pipeline:
         return Pipeline(self.stages + [other])
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return " | ".join(repr(s) for s in self.stages)
 
-    def run(self, stdout=None, timeout=None):
+    def run(self, stdout: Stdout = None, timeout: Optional[float] = None) -> Result:
         """Run all stages at once, connected by pipes; the first reads
         /dev/null, the last one's stdout is captured (or goes to stdout: a
         file or sandlock.Fd).  Every stage's stderr is captured.  timeout
@@ -126,7 +138,7 @@ class NamedStage:
     """A Stage whose stdout a Gather's consumer reads as inputs[name]
     (stage.as_(name))."""
 
-    def __init__(self, stage, name):
+    def __init__(self, stage: Stage, name: str) -> None:
         if not isinstance(stage, Stage):
             raise PolicyTypeError("NamedStage(stage, name) takes a Stage first, got %r"
                                   % (stage,))
@@ -136,23 +148,23 @@ class NamedStage:
         self.stage = stage
         self.name = name
 
-    def __add__(self, other):
+    def __add__(self, other: Union[NamedStage, Gather]) -> Gather:
         return Gather([self]) + other
 
-    def __or__(self, consumer):
+    def __or__(self, consumer: Stage) -> GatherPipeline:
         return Gather([self]) | consumer
 
 
 class Gather:
     """Several named producers for one consumer (``sources``, in order)."""
 
-    def __init__(self, sources):
+    def __init__(self, sources: Iterable[NamedStage]) -> None:
         self.sources = list(sources)
         names = [p.name for p in self.sources]
         if len(set(names)) != len(names):
             raise PolicyValueError("duplicate stage names in a Gather: %r" % (names,))
 
-    def __add__(self, other):
+    def __add__(self, other: Union[NamedStage, Gather]) -> Gather:
         if isinstance(other, NamedStage):
             return Gather(self.sources + [other])
         if isinstance(other, Gather):
@@ -160,7 +172,7 @@ class Gather:
         raise PolicyTypeError("a Gather extends with a NamedStage (stage.as_(name)), got %r"
                               % (other,))
 
-    def __or__(self, consumer):
+    def __or__(self, consumer: Stage) -> GatherPipeline:
         if not isinstance(consumer, Stage):
             raise PolicyTypeError("a Gather feeds a Stage, got %r" % (consumer,))
         return GatherPipeline(self, consumer)
@@ -172,13 +184,14 @@ class GatherPipeline:
     others on fds 3, 4, ... in order (sandlock.inputs names them).  Its
     Result is the pipeline's."""
 
-    def __init__(self, gather, consumer):
+    def __init__(self, gather: Gather, consumer: Stage) -> None:
         self.gather = gather
         self.consumer = consumer
-        self.results = None
+        self.results: Optional[List[Result]] = None
 
-    def run(self, timeout=None):
-        procs, mine = [], []
+    def run(self, timeout: Optional[float] = None) -> Result:
+        procs: List[Process] = []
+        mine: List[int] = []
         try:
             for ns in self.gather.sources:
                 r, w = os.pipe()
