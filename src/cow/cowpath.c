@@ -11,17 +11,20 @@
  * walk then stops and hands back the outside path, which the caller
  * passes to the kernel or the chroot builtin.
  *
+ * The walk's rules are the shared ones (paths/walk.c, also the chroot
+ * view's); what a name is and what a symlink says come from here.
+ *
  * "Shadowed" means the real tree alone would resolve the string to
  * something else: a staged entry that is not just a directory over a real
  * directory, or a real entry that is deleted in the view, was met.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cow/cowpath.h"
-
-#define MAX_LINKS 40 /* the kernel's own limit */
+#include "paths/walk.h"
 
 bool sl_cow_space_rel(const struct sl_cow_space *sp, const char *p, char *rel, size_t cap)
 {
@@ -34,43 +37,6 @@ bool sl_cow_space_rel(const struct sl_cow_space *sp, const char *p, char *rel, s
 		if (sl_path_under(r, sp->holes->v[i]))
 			return false;
 	return snprintf(rel, cap, "%s", r) < (int)cap;
-}
-
-/* The next component of s from *at (slashes skipped) into name; false at
- * the end.  *last: nothing but slashes follows it. */
-static int next_name(const char *s, size_t *at, char *name, size_t cap, bool *last)
-{
-	while (s[*at] == '/')
-		(*at)++;
-	if (!s[*at])
-		return 0;
-	size_t n = strcspn(s + *at, "/");
-	if (n >= cap)
-		return -ENAMETOOLONG;
-	memcpy(name, s + *at, n);
-	name[n] = '\0';
-	*at += n;
-	size_t k = *at;
-	while (s[k] == '/')
-		k++;
-	*last = s[k] == '\0';
-	return 1;
-}
-
-/* dir + "/" + name (dir "/" gives "/name"); false when it does not fit. */
-static bool join(char *out, size_t cap, const char *dir, const char *name)
-{
-	bool root = dir[0] == '/' && dir[1] == '\0';
-	return snprintf(out, cap, "%s%s%s", root ? "" : dir, "/", name) < (int)cap;
-}
-
-static void to_parent(char *p)
-{
-	char *slash = strrchr(p, '/');
-	if (slash == p)
-		p[1] = '\0';
-	else if (slash)
-		*slash = '\0';
 }
 
 /* The merged entry rel (not followed): *found, *upper, *st; sets
@@ -97,86 +63,63 @@ static int look(struct sl_cow *c, const char *rel, bool *found, bool *upper, str
 	return 0;
 }
 
-/* rest = target + "/" + what remains of rest after at. */
-static int splice_link(char *rest, size_t cap, size_t at, const char *target)
+/* One walk in the merged view: what the walk's callbacks share. */
+struct cow_walk {
+	struct sl_cow *c;
+	const struct sl_cow_space *sp;
+	bool *shadowed;
+	bool upper;          /* the entry last looked at is staged */
+	char crel[PATH_MAX]; /* and its rel path */
+};
+
+static int walk_look(void *ud, const char *cand, bool last, struct stat *st, bool *found)
 {
-	char tmp[2 * PATH_MAX];
-	if (snprintf(tmp, sizeof tmp, "%s/%s", target, rest + at) >= (int)sizeof tmp ||
-	    strlen(tmp) >= cap)
-		return -ENAMETOOLONG;
-	memcpy(rest, tmp, strlen(tmp) + 1);
-	return 0;
+	struct cow_walk *w = ud;
+	if (!sl_cow_space_rel(w->sp, cand, w->crel, sizeof w->crel)) {
+		/* An ancestor of workdir (an absolute symlink on its way back
+		 * in): a directory, since the root is canonical.  Anything
+		 * else is outside: the walk leaves. */
+		return sl_path_under(w->sp->root, cand) && !last ? SL_WALK_THROUGH : SL_WALK_STOP;
+	}
+	int r = look(w->c, w->crel, found, &w->upper, st, w->shadowed);
+	return r ? r : SL_WALK_ENTRY;
 }
 
-/* The walk stopped outside workdir at cand: the rest appended. */
-static int leave(struct sl_cow_res *out, const char *cand, const char *rest)
+/* A symlink is read from the layer that holds it. */
+static int walk_readlink(void *ud, const char *cand, const char *name, char *t, size_t cap)
 {
-	out->inside = false;
-	if (snprintf(out->path, sizeof out->path, "%s/%s", cand, rest) >= (int)sizeof out->path)
-		return -ENAMETOOLONG;
-	sl_path_normalize(out->path);
-	return 0;
+	struct cow_walk *w = ud;
+	(void)cand;
+	(void)name;
+	ssize_t n = sl_cow_readlink(w->c, w->crel, w->upper, t, cap);
+	return n < 0 ? (int)n : 0;
 }
+
+static const struct sl_walk_ops k_cow_walk = { walk_look, walk_readlink };
 
 int sl_cow_resolve(struct sl_cow *c, const struct sl_cow_space *sp, const char *p, bool follow,
                    struct sl_cow_res *out)
 {
-	char cur[PATH_MAX], cand[PATH_MAX], crel[PATH_MAX], name[NAME_MAX + 1];
-	char rest[2 * PATH_MAX], target[PATH_MAX];
+	char rel[PATH_MAX], cur[PATH_MAX];
 	out->shadowed = false;
-	out->inside = sl_cow_space_rel(sp, p, out->path, sizeof out->path);
+	out->inside = sl_cow_space_rel(sp, p, rel, sizeof rel);
 	if (!out->inside)
 		return snprintf(out->path, sizeof out->path, "%s", p) < (int)sizeof out->path
 		               ? 0 : -ENAMETOOLONG;
-	if (snprintf(cur, sizeof cur, "%s", sp->root) >= (int)sizeof cur ||
-	    snprintf(rest, sizeof rest, "%s", out->path) >= (int)sizeof rest)
-		return -ENAMETOOLONG;
-	size_t at = 0;
-	int links = 0, r;
-	bool last = false;
-	while ((r = next_name(rest, &at, name, sizeof name, &last)) > 0) {
-		if (strcmp(name, ".") == 0)
-			continue;
-		if (strcmp(name, "..") == 0) {
-			to_parent(cur);
-			continue;
-		}
-		if (!join(cand, sizeof cand, cur, name))
-			return -ENAMETOOLONG;
-		if (!sl_cow_space_rel(sp, cand, crel, sizeof crel)) {
-			/* An ancestor of workdir (an absolute symlink on its way
-			 * back in): a directory, since the root is canonical. */
-			if (sl_path_under(sp->root, cand) && !last) {
-				memcpy(cur, cand, strlen(cand) + 1);
-				continue;
-			}
-			return leave(out, cand, rest + at);
-		}
-		bool found, upper;
-		struct stat st;
-		if ((r = look(c, crel, &found, &upper, &st, &out->shadowed)))
-			return r;
-		if (!found && !last)
-			return -ENOENT;
-		if (found && S_ISLNK(st.st_mode) && (!last || follow)) {
-			if (++links > MAX_LINKS)
-				return -ELOOP;
-			ssize_t n = sl_cow_readlink(c, crel, upper, target, sizeof target);
-			if (n <= 0)
-				return n < 0 ? (int)n : -ENOENT;
-			if ((r = splice_link(rest, sizeof rest, at, target)))
-				return r;
-			at = 0;
-			if (target[0] == '/')
-				strcpy(cur, "/");
-			continue;
-		}
-		if (found && !last && !S_ISDIR(st.st_mode))
-			return -ENOTDIR;
-		memcpy(cur, cand, strlen(cand) + 1);
-	}
+	struct cow_walk *w = malloc(sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	*w = (struct cow_walk){ .c = c, .sp = sp, .shadowed = &out->shadowed };
+	int r = sl_path_walk(sp->root, rel, follow, &k_cow_walk, w, cur, sizeof cur);
+	free(w);
 	if (r < 0)
 		return r;
+	if (r == 1) { /* the walk left workdir at cur: what remained appended */
+		out->inside = false;
+		memcpy(out->path, cur, strlen(cur) + 1);
+		sl_path_normalize(out->path);
+		return 0;
+	}
 	out->inside = sl_cow_space_rel(sp, cur, out->path, sizeof out->path);
 	if (!out->inside)
 		snprintf(out->path, sizeof out->path, "%s", cur);

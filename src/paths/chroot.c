@@ -38,6 +38,7 @@
 #include "supervisor/childfd.h"
 #include "paths/chroot.h"
 #include "paths/interp.h"
+#include "paths/walk.h"
 #include "opener/procpolicy.h"
 #include "util.h"
 
@@ -244,81 +245,47 @@ static int proc_link(const char *name, char *target, size_t cap)
 	return snprintf(target, cap, "%d", (int)tl_for.tid) < (int)cap ? 0 : -ENAMETOOLONG;
 }
 
+/* One walk in the view (walk.h): the last name looked at lies on procfs. */
+struct view_walk {
+	const struct sl_view *v;
+	bool proc;
+};
+
+/* What a name of the view is: each step opens from a mount or rootfs fd
+ * with RESOLVE_IN_ROOT (view_open_link), so the walk itself never leaves
+ * the view. */
+static int walk_look(void *ud, const char *cand, bool last, struct stat *st, bool *found)
+{
+	struct view_walk *w = ud;
+	(void)last;
+	int e = view_lstat(w->v, cand, st, &w->proc);
+	*found = e != -ENOENT;
+	return e && e != -ENOENT ? e : SL_WALK_ENTRY;
+}
+
+/* A symlink's target as the guest sees it (procfs links: proc_link). */
+static int walk_readlink(void *ud, const char *cand, const char *name, char *t, size_t cap)
+{
+	struct view_walk *w = ud;
+	int e = view_readlink(w->v, cand, t, cap);
+	return e || !w->proc ? e : proc_link(name, t, cap);
+}
+
+static const struct sl_walk_ops k_view_walk = { walk_look, walk_readlink };
+
 /*
- * The guest's own path walk: symlinks followed as the guest sees them (an
- * absolute target is a guest path: it may lead into a mount, or out of
- * one back into the rootfs), ".." to the parent of what was reached,
- * stopping at "/".  The last name is followed only when follow.  Each
- * step opens from a mount or rootfs fd with RESOLVE_IN_ROOT, so the walk
- * itself never leaves the view.  Into out (canonical, absolute); -errno
- * as the kernel's walk would fail (ENOENT, ENOTDIR, ELOOP).
+ * The guest's own path walk (walk.h, the rules COW's walk follows too):
+ * symlinks followed as the guest sees them (an absolute target is a guest
+ * path: it may lead into a mount, or out of one back into the rootfs),
+ * ".." to the parent of what was reached, stopping at "/".  Into out
+ * (canonical, absolute); -errno as the kernel's walk would fail (ENOENT,
+ * ENOTDIR, ELOOP).
  */
 static int view_resolve(const struct sl_view *v, const char *guest, bool follow, char *out,
                         size_t cap)
 {
-	char cur[PATH_MAX] = "/", rest[2 * PATH_MAX], name[NAME_MAX + 1], cand[PATH_MAX];
-	char target[PATH_MAX], tmp[2 * PATH_MAX];
-	if (snprintf(rest, sizeof rest, "%s", guest) >= (int)sizeof rest)
-		return -ENAMETOOLONG;
-	int links = 0;
-	size_t at = 0;
-	for (;;) {
-		while (rest[at] == '/')
-			at++;
-		if (!rest[at])
-			break;
-		size_t k = strcspn(rest + at, "/");
-		if (k > NAME_MAX)
-			return -ENAMETOOLONG;
-		memcpy(name, rest + at, k);
-		name[k] = '\0';
-		at += k;
-		size_t after = at;
-		while (rest[after] == '/')
-			after++;
-		bool last = !rest[after];
-		if (!strcmp(name, "."))
-			continue;
-		if (!strcmp(name, "..")) {
-			char *slash = strrchr(cur, '/');
-			if (slash == cur)
-				cur[1] = '\0';
-			else if (slash)
-				*slash = '\0';
-			continue;
-		}
-		if (snprintf(cand, sizeof cand, "%s%s%s", strcmp(cur, "/") ? cur : "", "/", name) >=
-		    (int)sizeof cand)
-			return -ENAMETOOLONG;
-		struct stat st;
-		bool proc = false;
-		int e = view_lstat(v, cand, &st, &proc);
-		if (e == -ENOENT && last) {
-			memcpy(cur, cand, strlen(cand) + 1);
-			break; /* a name to create, or ENOENT for the caller's open */
-		}
-		if (e)
-			return e;
-		if (S_ISLNK(st.st_mode) && (!last || follow)) {
-			if (++links > 40)
-				return -ELOOP;
-			if ((e = view_readlink(v, cand, target, sizeof target)) ||
-			    (proc && (e = proc_link(name, target, sizeof target))))
-				return e;
-			if (snprintf(tmp, sizeof tmp, "%s/%s", target, rest + at) >= (int)sizeof tmp ||
-			    strlen(tmp) >= sizeof rest)
-				return -ENAMETOOLONG;
-			memcpy(rest, tmp, strlen(tmp) + 1);
-			at = 0;
-			if (target[0] == '/')
-				strcpy(cur, "/");
-			continue;
-		}
-		if (!last && !S_ISDIR(st.st_mode))
-			return -ENOTDIR;
-		memcpy(cur, cand, strlen(cand) + 1);
-	}
-	return snprintf(out, cap, "%s", cur) < (int)cap ? 0 : -ENAMETOOLONG;
+	struct view_walk w = { v, false };
+	return sl_path_walk("/", guest, follow, &k_view_walk, &w, out, cap);
 }
 
 int sl_view_map(const struct sl_view *v, const char *guest, bool follow, int *base, char *out,

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -50,11 +51,13 @@ static int call_path(const struct cow_state *s, const struct sl_call *call, int 
 {
 	if (!addr)
 		return 0; /* the kernel's EFAULT */
-	char *p = sandlock_mem_read_string(call->mem, addr, PATH_MAX);
-	if (!p) {
-		char ch;
-		return sandlock_mem_peek(call->mem, addr, &ch, 1) == 0 ? -ENAMETOOLONG : -EFAULT;
-	}
+	/* Read as every builtin reads a caller's path (childfd.h): a name of
+	 * the caller's own /proc directory comes back spelled with its pid,
+	 * which is never under workdir, as before. */
+	int e = 0;
+	char *p = sl_child_read_path(call->mem, addr, call->n, &e);
+	if (!p)
+		return -e;
 	int ok = p[0] ? 1 : 0;
 	char base[PATH_MAX], guest[PATH_MAX];
 	const char *from = "";
@@ -82,7 +85,7 @@ static int call_path(const struct cow_state *s, const struct sl_call *call, int 
 	}
 	if (ok > 0 && snprintf(out, cap, "%s%s%s", from, from[0] ? "/" : "", p) >= (int)cap)
 		ok = -ENAMETOOLONG;
-	sandlock_string_free(p);
+	free(p);
 	if (ok > 0)
 		sl_path_normalize(out);
 	const char *up = ok > 0 ? sl_cow_upper_rel(s->cow, out) : NULL;
@@ -104,7 +107,7 @@ int sl_cowb_resolve_arg(struct cow_state *s, const struct sl_call *call, int dir
                         bool follow, struct sl_cow_res *res)
 {
 	char p[PATH_MAX];
-	bool aliased;
+	bool aliased = false;
 	int k = call_path(s, call, dirfd, addr, p, sizeof p, &aliased);
 	if (k <= 0)
 		return k;
