@@ -7,6 +7,8 @@ command never blocks on a full pipe while Python does something else;
 PIPE streams are file objects the caller reads and writes itself.
 """
 
+from __future__ import annotations
+
 import ctypes
 import dataclasses
 import enum
@@ -16,10 +18,19 @@ import threading
 import time
 import warnings
 import weakref
-from typing import Optional
+from typing import IO, TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from . import _native
+from ._checks import argv as _argv, timeout as _timeout
+from ._result import ExitReason, Result, raise_from, take_fields
 from .exceptions import PolicyTypeError, PolicyValueError
+
+if TYPE_CHECKING:
+    from .sandbox import Sandbox, _NativeSandbox, _Registrations
+
+# A stream given to popen(): None (the default), a StdioMode, an Fd or a
+# file object with fileno().
+Stream = Any
 
 _lib = _native.lib
 
@@ -50,7 +61,7 @@ class Fd:
 
     __slots__ = ("fd",)
 
-    def __init__(self, fd: int):
+    def __init__(self, fd: int) -> None:
         if isinstance(fd, bool) or not isinstance(fd, int) or fd < 0:
             raise PolicyValueError("Fd takes a non-negative int, got %r" % (fd,))
         self.fd = fd
@@ -58,7 +69,7 @@ class Fd:
     def fileno(self) -> int:
         return self.fd
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Fd(%d)" % self.fd
 
 
@@ -71,7 +82,7 @@ _MODES = {
 _NAMES = ("stdin", "stdout", "stderr")
 
 
-def _stdio(i, value, default):
+def _stdio(i: int, value: Stream, default: StdioMode) -> Tuple[int, int]:
     """(C mode, fd) for stream i; value None means default."""
     if value is None:
         value = default
@@ -92,8 +103,8 @@ def _stdio(i, value, default):
     return _native.STDIO_FD, int(fileno())
 
 
-def _pass_fds(fds):
-    out = []
+def _pass_fds(fds: Iterable[object]) -> List[int]:
+    out: List[int] = []
     for fd in fds:
         if isinstance(fd, bool) or not isinstance(fd, int):
             raise PolicyTypeError("pass_fds must be ints, got %r" % (fd,))
@@ -101,10 +112,10 @@ def _pass_fds(fds):
     return out
 
 
-def _native_with_env(sb, timeout, extra_env):
+def _native_with_env(sb: Sandbox, timeout: Optional[float],
+                     extra_env: Dict[str, str]) -> _NativeSandbox:
     """A native sandbox for sb's configuration plus extra environment
     variables (uncached: used for a pipeline's consumer)."""
-    from ._checks import timeout as _timeout
     from .sandbox import Sandbox, _NativeSandbox
 
     snap = dict(sb._snapshot(_timeout("timeout", timeout)))
@@ -115,12 +126,12 @@ def _native_with_env(sb, timeout, extra_env):
     return _NativeSandbox(Sandbox._build(key), key)
 
 
-def spawn(sb, cmd, stdin, stdout, stderr, handlers=(), timeout=None, pass_fds=(),
-          create=False, extra_env=None, fds_in_order=False):
+def spawn(sb: Sandbox, cmd: Iterable[str], stdin: Stream, stdout: Stream, stderr: Stream,
+          handlers: Iterable[Tuple[object, Any]] = (), timeout: Optional[float] = None,
+          pass_fds: Iterable[int] = (), create: bool = False,
+          extra_env: Optional[Dict[str, str]] = None, fds_in_order: bool = False) -> Process:
     """Start cmd in sb; a Process.  Every stream defaults to INHERIT (the
     reference's popen defaults)."""
-    from ._checks import argv as _argv
-    from ._result import raise_from as _raise_from
     from .sandbox import _Registrations
 
     argv = _argv(cmd)
@@ -151,7 +162,7 @@ def spawn(sb, cmd, stdin, stdout, stderr, handlers=(), timeout=None, pass_fds=()
         raise
     if not h:
         hs.close()
-        _raise_from(err, msg, "sandlock_spawn")  # e.g. "command not found: ..."
+        raise_from(err, msg, "sandlock_spawn")  # e.g. "command not found: ..."
     return Process(h, nsb, hs, [m for m, _fd in modes])
 
 
@@ -170,12 +181,15 @@ class Process(_native.Closing):
     (PR_SET_PDEATHSIG follows that thread).  ``init_pid`` is the sandbox's
     init (this process's child, the command's parent)."""
 
-    def __init__(self, handle, nsb, regs, modes):
+    def __init__(self, handle: _native.Ptr, nsb: _NativeSandbox, regs: _Registrations,
+                 modes: List[int]) -> None:
         self._h = handle
         self._nsb = nsb    # the native policy must outlive the handle
         self._regs = regs  # handler references, released when the run is over
         self._lock = threading.Lock()
-        self._result = None
+        self._result: Optional[Result] = None
+        self._abandoned = True  # until the result says no handler thread was left
+        self._owner: Optional[Sandbox] = None  # the Sandbox that popen()ed it
         self._killed = False
         self._pid = int(_lib.sandlock_handle_pid(handle))
         self._cpu_mark = (0, time.monotonic())  # cpu_pct(): since the last call
@@ -184,13 +198,13 @@ class Process(_native.Closing):
         self.stdout = self._pipe(_lib.sandlock_handle_stdout_fd, modes[1], "rb")
         self.stderr = self._pipe(_lib.sandlock_handle_stderr_fd, modes[2], "rb")
 
-    def _pipe(self, take, mode, how):
+    def _pipe(self, take: Callable[[_native.Ptr], int], mode: int, how: str) -> Optional[IO[bytes]]:
         if mode != _native.STDIO_PIPE:
             return None
         fd = int(take(self._h))
         return io.open(fd, how) if fd >= 0 else None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<sandlock.Process pid=%d %s>" % (
             self._pid, "running" if self.is_running else "ended")
 
@@ -209,7 +223,7 @@ class Process(_native.Closing):
         """The exit code once wait() has returned, else None."""
         return None if self._result is None else self._result.exit_code
 
-    def ports(self) -> dict:
+    def ports(self) -> Dict[int, int]:
         """port_remap: {virtual port: real port} of the ports this run bound
         elsewhere than asked (a port not listed is its own real port)."""
         with self._lock:
@@ -229,7 +243,7 @@ class Process(_native.Closing):
             if not self._h or _lib.sandlock_handle_start(self._h) != 0:
                 raise RuntimeError("no created command waits to be started")
 
-    def _signal(self, fn, what):
+    def _signal(self, fn: Callable[[_native.Ptr], int], what: str) -> None:
         with self._lock:
             ok = bool(self._h) and fn(self._h) == 0
         if not ok:
@@ -243,7 +257,7 @@ class Process(_native.Closing):
         """Continue every process of the sandbox."""
         self._signal(_lib.sandlock_handle_resume, "resume")
 
-    def _usage(self, fn, what):
+    def _usage(self, fn: Callable[[_native.Ptr], int], what: str) -> int:
         with self._lock:
             v = int(fn(self._h)) if self._h else -1
         if v < 0:
@@ -266,7 +280,7 @@ class Process(_native.Closing):
         where max_memory made one, else the sum of its processes' RSS."""
         return self._usage(_lib.sandlock_handle_memory_bytes, "the memory use")
 
-    def usage(self) -> "Usage":
+    def usage(self) -> Usage:
         """Live use of the whole sandbox: Usage(cpu_pct, memory_bytes), as
         cpu_pct() and memory_bytes() give them."""
         return Usage(cpu_pct=self.cpu_pct(), memory_bytes=self.memory_bytes())
@@ -282,14 +296,12 @@ class Process(_native.Closing):
         res = self._wait(0)
         return None if res is None else res.exit_code
 
-    def wait(self, timeout: Optional[float] = None):
+    def wait(self, timeout: Optional[float] = None) -> Result:
         """Wait for the end of the run and return its Result.  A still-open
         piped stdin is closed first, so a command reading to EOF ends.
         timeout in seconds (None: forever): when it expires the sandbox is
         killed and the Result is a failed one (reason TIMEOUT, "timed out"
         in its error), as the reference does; no exception."""
-        from ._result import ExitReason
-
         if self.stdin is not None and not self.stdin.closed:
             try:
                 self.stdin.close()
@@ -299,17 +311,17 @@ class Process(_native.Closing):
         if res is not None:
             return res
         self.kill()
-        res = self._wait(None)
+        ended = self._wait(None)
+        if ended is None or timeout is None:  # without a deadline _wait has one
+            raise RuntimeError("the end of the run could not be read")
         with self._lock:
             self._result = dataclasses.replace(
-                res, success=False, reason=ExitReason.TIMEOUT, exit_code=124, signal=-1,
+                ended, success=False, reason=ExitReason.TIMEOUT, exit_code=124, signal=-1,
                 killed_by_handler=False, error="timed out after %gs" % timeout)
             return self._result
 
-    def _wait(self, timeout):
+    def _wait(self, timeout: Optional[float]) -> Optional[Result]:
         """The Result, or None if the command still runs after timeout."""
-        from ._result import take_fields as _take_fields
-
         with self._lock:
             if self._result is not None:
                 return self._result
@@ -331,7 +343,7 @@ class Process(_native.Closing):
             if deadline is not None and _now() >= deadline:
                 return None
         self._abandoned = bool(_lib.sandlock_result_handlers_abandoned(r))
-        res, branch = _take_fields(r, False)
+        res, branch = take_fields(r, False)
         if self._killed:  # our kill, not a handler's
             res = dataclasses.replace(res, killed_by_handler=False)
         with self._lock:
@@ -341,14 +353,15 @@ class Process(_native.Closing):
         branch.raise_if_failed(res)  # a workdir commit left changes out
         return res
 
-    def communicate(self, input: Optional[bytes] = None, timeout: Optional[float] = None):
+    def communicate(self, input: Optional[bytes] = None, timeout: Optional[float] = None
+                    ) -> Tuple[Optional[bytes], Optional[bytes]]:
         """Write input to stdin (then close it), read stdout and stderr
         pipes to their end, all at the same time (no deadlock whatever the
         sizes), wait, and return (stdout, stderr) (None for a stream that
         is not a PIPE)."""
-        got = {}
+        got: Dict[str, bytes] = {}
 
-        def reader(name, f):
+        def reader(name: str, f: IO[bytes]) -> None:
             got[name] = f.read()
 
         threads = [threading.Thread(target=reader, args=(n, f), daemon=True)
@@ -367,14 +380,14 @@ class Process(_native.Closing):
         self.wait(timeout)
         return got.get("out"), got.get("err")
 
-    def _free_handle(self):
+    def _free_handle(self) -> None:
         with self._lock:
             h, self._h = self._h, None
         if h:
             _lib.sandlock_handle_free(h)  # ends the sandbox if it still runs
             # Unless the result said no handler thread was left running,
             # keep their thread states (the run's end may be unknown).
-            self._regs.close(getattr(self, "_abandoned", True))
+            self._regs.close(self._abandoned)
 
     def close(self) -> None:
         """End the sandbox if still running, free it, close the pipes."""
@@ -390,7 +403,7 @@ class Process(_native.Closing):
                     pass
 
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             if getattr(self, "_h", None) and self._result is None:
                 warnings.warn("sandlock.Process %d was not waited for: its sandbox is "
@@ -411,7 +424,7 @@ class Usage:
     memory_bytes: int
 
 
-def _now():
+def _now() -> float:
     import time
 
     return time.monotonic()
@@ -422,7 +435,7 @@ def _now():
 _attach_lock = threading.Lock()
 
 
-def running(sb):
+def running(sb: Sandbox) -> Optional[Process]:
     """The process sb runs now (spawn/create or popen), else None."""
     for p in (sb.__dict__.get("_proc"), _popened(sb)):
         if p is not None and p.is_running:
@@ -430,25 +443,28 @@ def running(sb):
     return None
 
 
-def _popened(sb):
+def _popened(sb: Sandbox) -> Optional[Process]:
     ref = sb.__dict__.get("_popen")
-    return ref() if ref is not None else None
+    p: Optional[Process] = ref() if ref is not None else None
+    return p
 
 
-def _release(proc):
+def _release(proc: Process) -> None:
     """proc has ended: the Sandbox that popen()ed it is free again."""
-    sb = proc.__dict__.pop("_owner", None)
+    sb, proc._owner = proc._owner, None
     if sb is not None and _popened(sb) is proc:
         sb.__dict__.pop("_popen", None)
 
 
-def _check_idle(sb):
+def _check_idle(sb: Sandbox) -> None:
     if running(sb) is not None:
         raise RuntimeError("sandbox is already running a process: a Sandbox runs one at a "
                            "time (wait() for it or kill() it, or use another Sandbox)")
 
 
-def popen(sb, cmd, stdin, stdout, stderr, handlers, timeout, pass_fds):
+def popen(sb: Sandbox, cmd: Iterable[str], stdin: Stream, stdout: Stream, stderr: Stream,
+          handlers: Iterable[Tuple[object, Any]], timeout: Optional[float],
+          pass_fds: Iterable[int]) -> Process:
     with _attach_lock:
         _check_idle(sb)
         p = spawn(sb, cmd, stdin, stdout, stderr, handlers, timeout, pass_fds)
@@ -459,7 +475,7 @@ def popen(sb, cmd, stdin, stdout, stderr, handlers, timeout, pass_fds):
     return p
 
 
-def attach(sb, cmd, timeout, create):
+def attach(sb: Sandbox, cmd: Iterable[str], timeout: Optional[float], create: bool) -> None:
     with _attach_lock:
         _check_idle(sb)
         old = sb.__dict__.get("_proc")
@@ -470,8 +486,8 @@ def attach(sb, cmd, timeout, create):
         old.close()
 
 
-def current(sb, what):
-    p = sb.__dict__.get("_proc")
+def current(sb: Sandbox, what: str) -> Process:
+    p: Optional[Process] = sb.__dict__.get("_proc")
     if p is None:
         if what == "start":
             raise RuntimeError("sandbox has not been created (call create() first)")
@@ -479,7 +495,7 @@ def current(sb, what):
     return p
 
 
-def detach(sb, kill=False):
+def detach(sb: Sandbox, kill: bool = False) -> None:
     with _attach_lock:
         p = sb.__dict__.pop("_proc", None)
     if p is not None and kill:

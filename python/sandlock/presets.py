@@ -65,7 +65,7 @@ import fnmatch
 import logging
 import os
 import posixpath
-from typing import Callable, Optional
+from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from . import _native
 from .handler import PATH_ARG_SYSCALLS, ExceptionPolicy, Handler, HandlerCtx, NotifAction
@@ -90,7 +90,7 @@ COMMON_PATH_SYSCALLS = [
 # dirfd).  _TARGET marks symlink's first argument: the link's content, a
 # string the kernel stores, resolved later from the link's directory.
 _TARGET = "target"
-_PATH_SPECS = {
+_PATH_SPECS: Dict[str, Tuple[Tuple[int, Union[int, None, str]], ...]] = {
     "open": ((0, None),), "creat": ((0, None),),
     "openat": ((1, 0),), "openat2": ((1, 0),),
     "stat": ((0, None),), "lstat": ((0, None),), "newfstatat": ((1, 0),),
@@ -159,7 +159,7 @@ class _PathPreset(Handler):
     keeps them: registered on one syscall, it is registered on that
     syscall's equivalents too (see _EQUIVALENTS)."""
 
-    def _also_on(self, syscall: str):
+    def _also_on(self, syscall: str) -> Tuple[str, ...]:
         return _EQUIVALENT_OF.get(syscall, ())
 
 
@@ -170,9 +170,12 @@ _OPEN_NRS = frozenset(
 )
 
 _AT_FDCWD = -100
+# (the path as given or None if unreadable, its absolute normalized form
+# or None if it cannot be resolved)
+View = Tuple[Optional[str], Optional[str]]
 
 
-def _check_max_len(max_len):
+def _check_max_len(max_len: object) -> int:
     if not isinstance(max_len, int) or isinstance(max_len, bool):
         raise TypeError("max_len must be an int")
     if max_len <= 0:
@@ -180,12 +183,12 @@ def _check_max_len(max_len):
     return max_len
 
 
-def _check_errno(value):
+def _check_errno(value: int) -> int:
     NotifAction.errno(value)  # same validation as the action itself
     return value
 
 
-def _patterns(name, value):
+def _patterns(name: str, value: object) -> Tuple[str, ...]:
     if isinstance(value, (str, bytes)):
         raise TypeError(
             "%s must be a list of str patterns, not a single string (wrap it: [%r])"
@@ -199,18 +202,18 @@ def _patterns(name, value):
     return tuple(value)
 
 
-def _lexnorm(path):
+def _lexnorm(path: str) -> str:
     # posixpath.normpath keeps a leading "//" (POSIX allows it to be
     # special); Linux does not treat it specially, so collapse it.
     return "/" + posixpath.normpath(path).lstrip("/")
 
 
-def _signed_fd(v):
+def _signed_fd(v: int) -> int:
     v &= 0xFFFFFFFF
     return v - (1 << 32) if v >= 1 << 31 else v
 
 
-def _base_dir(ctx, dirfd_arg, path_arg):
+def _base_dir(ctx: HandlerCtx, dirfd_arg: Optional[int], path_arg: int) -> Optional[str]:
     """Directory a relative path argument is resolved against, or None."""
     dirfd = _AT_FDCWD if dirfd_arg is None else _signed_fd(ctx.args[dirfd_arg])
     link = "/proc/%d/cwd" % ctx.pid if dirfd == _AT_FDCWD else "/proc/%d/fd/%d" % (ctx.pid, dirfd)
@@ -226,7 +229,8 @@ def _base_dir(ctx, dirfd_arg, path_arg):
     return base
 
 
-def _view(ctx, path_arg, dirfd_arg, max_len):
+def _view(ctx: HandlerCtx, path_arg: int, dirfd_arg: Optional[int],
+          max_len: int) -> View:
     """(raw path or None, absolute normalized path or None) of one argument."""
     raw = ctx.read_cstr(ctx.args[path_arg], max_len) if ctx.args[path_arg] else None
     if raw is None:
@@ -244,7 +248,7 @@ def _view(ctx, path_arg, dirfd_arg, max_len):
     return raw, _lexnorm(base + "/" + raw)
 
 
-def _views(ctx, max_len):
+def _views(ctx: HandlerCtx, max_len: int) -> List[View]:
     """[(raw, norm), ...]: every path of the call (see _PATH_SPECS).  Other
     syscalls: their read_path argument (ValueError if they have none)."""
     spec = _SPECS_BY_NR.get(ctx.syscall_nr)
@@ -252,10 +256,11 @@ def _views(ctx, max_len):
         arg = PATH_ARG_SYSCALLS.get(ctx.syscall_nr)
         if arg is None:
             ctx.read_path(max_len=max_len)  # raises the ValueError that explains it
+            return []  # not reached: read_path raised
         return [_view(ctx, arg, 0 if arg == 1 else None, max_len)]
-    out = []
+    out: List[View] = []
     for path_arg, dirfd_arg in spec:
-        if dirfd_arg != _TARGET:
+        if not isinstance(dirfd_arg, str):  # not _TARGET
             out.append(_view(ctx, path_arg, dirfd_arg, max_len))
             continue
         # symlink's target: relative to the directory the link is made in
@@ -269,7 +274,7 @@ def _views(ctx, max_len):
     return out
 
 
-def _matches(patterns, path):
+def _matches(patterns: Iterable[str], path: str) -> bool:
     return any(fnmatch.fnmatchcase(path, p) for p in patterns)
 
 
@@ -280,13 +285,14 @@ class AuditPathsHandler(Handler):
 
     on_exception = ExceptionPolicy.CONTINUE  # audit must never block
 
-    def __init__(self, callback: Callable[[Optional[str], HandlerCtx], None], max_len: int = 4096):
+    def __init__(self, callback: Callable[[Optional[str], HandlerCtx], None],
+                 max_len: int = 4096) -> None:
         if not callable(callback):
             raise TypeError("callback must be callable")
         self.callback = callback
         self.max_len = _check_max_len(max_len)
 
-    def handle(self, ctx):
+    def handle(self, ctx: HandlerCtx) -> NotifAction:
         try:
             path = ctx.read_path(max_len=self.max_len)
         except ValueError:  # multi-path or unknown syscall
@@ -295,7 +301,7 @@ class AuditPathsHandler(Handler):
         return NotifAction.continue_()
 
 
-def _live(ctx) -> bool:
+def _live(ctx: HandlerCtx) -> bool:
     """True when ctx holds a live notification (a running sandbox's call).
     Otherwise (a ctx made by a unit test, a replay) there is no memory to
     read every path from and nothing to open on the guest's behalf: the
@@ -305,7 +311,7 @@ def _live(ctx) -> bool:
     return m is not None and bool(getattr(m, "ptr", None))
 
 
-def _check_on_behalf(value):
+def _check_on_behalf(value: object) -> bool:
     if not isinstance(value, bool):
         raise TypeError("on_behalf must be a bool")
     return value
@@ -323,17 +329,17 @@ class PathDenyHandler(_PathPreset):
 
     on_exception = ExceptionPolicy.KILL  # security handler: fail closed
 
-    def __init__(self, deny, errno: int = _errno.EPERM, max_len: int = 4096,
-                 on_behalf: bool = True):
+    def __init__(self, deny: Union[List[str], Tuple[str, ...]], errno: int = _errno.EPERM,
+                 max_len: int = 4096, on_behalf: bool = True) -> None:
         self.deny = _patterns("deny", deny)
         self.errno = _check_errno(errno)
         self.max_len = _check_max_len(max_len)
         self.on_behalf = _check_on_behalf(on_behalf)
 
-    def _denied(self, path):
+    def _denied(self, path: str) -> bool:
         return _matches(self.deny, path)
 
-    def handle(self, ctx):
+    def handle(self, ctx: HandlerCtx) -> NotifAction:
         if not _live(ctx):  # the spec's rule, from read_path (see _live)
             path = ctx.read_path(max_len=self.max_len)
             if path is not None and self._denied(path):
@@ -364,17 +370,17 @@ class PathAllowHandler(_PathPreset):
 
     on_exception = ExceptionPolicy.KILL  # security handler: fail closed
 
-    def __init__(self, allow, errno: int = _errno.EACCES, max_len: int = 4096,
-                 on_behalf: bool = True):
+    def __init__(self, allow: Union[List[str], Tuple[str, ...]], errno: int = _errno.EACCES,
+                 max_len: int = 4096, on_behalf: bool = True) -> None:
         self.allow = _patterns("allow", allow)
         self.errno = _check_errno(errno)
         self.max_len = _check_max_len(max_len)
         self.on_behalf = _check_on_behalf(on_behalf)
 
-    def _allowed(self, path):
+    def _allowed(self, path: str) -> bool:
         return _matches(self.allow, path)
 
-    def handle(self, ctx):
+    def handle(self, ctx: HandlerCtx) -> NotifAction:
         if not _live(ctx):  # the spec's rule, from read_path (see _live)
             path = ctx.read_path(max_len=self.max_len)
             if path is not None and self._allowed(path):
@@ -383,7 +389,7 @@ class PathAllowHandler(_PathPreset):
         for raw, norm in _views(ctx, self.max_len):
             if raw == "":  # no lookup happens: see _view
                 continue
-            if norm is None:
+            if raw is None or norm is None:  # unreadable, or not resolved
                 return NotifAction.errno(self.errno)
             if raw.startswith("/") and not self._allowed(raw):
                 return NotifAction.errno(self.errno)
@@ -403,7 +409,7 @@ class LogSyscallsHandler(Handler):
 
     on_exception = ExceptionPolicy.CONTINUE  # observational
 
-    def __init__(self, logger: Optional[Callable[[str], None]] = None):
+    def __init__(self, logger: Optional[Callable[[str], None]] = None) -> None:
         if logger is None:
             logger = logging.getLogger("sandlock.audit").info
         if not callable(logger):
@@ -411,10 +417,10 @@ class LogSyscallsHandler(Handler):
         self.logger = logger
 
     @staticmethod
-    def format(ctx) -> str:
+    def format(ctx: HandlerCtx) -> str:
         return "syscall=%d pid=%d args=(%s)" % (
             ctx.syscall_nr, ctx.pid, ", ".join(str(a) for a in ctx.args))
 
-    def handle(self, ctx):
+    def handle(self, ctx: HandlerCtx) -> NotifAction:
         self.logger(self.format(ctx))
         return NotifAction.continue_()

@@ -4,6 +4,8 @@ uses (``from sandlock.sandbox import Sandbox``).  Its fields are declared
 in _fields.py's table.
 """
 
+from __future__ import annotations
+
 import collections
 import ctypes
 import dataclasses
@@ -12,8 +14,8 @@ import inspect
 import os
 import threading
 from collections.abc import Iterable as _IterableABC
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional,
-                    Sequence, Tuple, Union)
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Literal, Mapping,
+                    Optional, Sequence, Tuple, Union)
 
 from . import _checks as ck
 from . import _fields, _knobs, _native, _process, _trace
@@ -23,11 +25,14 @@ from ._fork import ForkResult
 from ._pipeline import Stage
 from ._cow import BranchAction, Change
 from ._native import Cfg, Ptr
+from ._process import Stream
 from ._process import Fd, Process, StdioMode, Usage
-from ._knobs import Protection
+from ._knobs import Protection, ProtectionStatus
 from ._result import DryRunResult, ExitReason, Result, run_failure, take_result
 from .exceptions import BranchError, ConfinementError, PolicyTypeError, PolicyValueError
-from .handler import Handler, _validate_handler
+from .handler import ExceptionPolicy, Handler, _validate_handler
+
+Snapshot = Tuple[Tuple[str, Any], ...]  # a run's configuration (_fields.snapshot)
 
 __all__ = ["BranchAction", "Change", "DryRunResult", "ExitReason", "Fd", "Process", "Protection",
            "Result", "Sandbox", "StdioMode", "Usage", "parse_memory_size", "parse_ports"]
@@ -168,19 +173,26 @@ class Sandbox:
     the guest never sees; ``http_log`` gets one JSON line per request."""
 
 
+    if TYPE_CHECKING:
+        # The field attributes are installed from _fields.FIELDS below the
+        # class: to a type checker each is any value.
+        def __getattr__(self, name: str) -> Any: ...
+
+        def __setattr__(self, name: str, value: Any) -> None: ...
+
     def __init__(
         self,
         *,
-        fs_readable: Iterable = (),
-        fs_writable: Iterable = (),
-        fs_denied: Iterable = (),
+        fs_readable: Iterable[Any] = (),
+        fs_writable: Iterable[Any] = (),
+        fs_denied: Iterable[Any] = (),
         cwd: Optional[Union[str, "os.PathLike[str]"]] = None,
         env: Optional[Mapping[str, str]] = None,
         clean_env: bool = False,
         max_processes: Optional[int] = _knobs.DEFAULT_MAX_PROCESSES,
         max_memory: Optional[Union[int, str]] = None,
-        net_allow: Iterable = (),
-        net_allow_bind: Iterable = (),
+        net_allow: Iterable[Any] = (),
+        net_allow_bind: Iterable[Any] = (),
         timeout: Optional[float] = None,
         name: Optional[str] = None,
         random_seed: Optional[int] = None,
@@ -196,14 +208,14 @@ class Sandbox:
         allow_degraded: Iterable[Protection] = (),
         disable: Iterable[Protection] = (),
         net_deny: Iterable[str] = (),
-        net_deny_bind: Iterable = (),
-        net_allow_unix: Iterable = (),
+        net_deny_bind: Iterable[Any] = (),
+        net_allow_unix: Iterable[Any] = (),
         net_unix_readable: bool = False,
         port_remap: bool = False,
         net_host_interfaces: bool = False,
         tmp: bool = False,
         max_output: Optional[int] = None,
-        trace: Optional[Callable[[dict], None]] = None,
+        trace: Optional[Callable[[Dict[str, Any]], None]] = None,
         num_cpus: Optional[int] = None,
         deterministic_dirs: bool = False,
         init_fn: Optional[Callable[[], object]] = None,
@@ -213,7 +225,7 @@ class Sandbox:
         on_exit: Union[BranchAction, str] = BranchAction.COMMIT,
         on_error: Union[BranchAction, str] = BranchAction.ABORT,
         max_disk: Optional[Union[int, str]] = None,
-        policy_fn: Optional[Callable] = None,
+        policy_fn: Optional[Callable[..., object]] = None,
         chroot: Optional[Union[str, "os.PathLike[str]"]] = None,
         image: Optional[str] = None,
         fs_mount: Optional[Dict[str, str]] = None,
@@ -229,10 +241,12 @@ class Sandbox:
         http_auth: Iterable[str] = (),
         http_log: Optional[str] = None,
     ) -> None:
-        self._cfg = {}
-        self._given = {}
+        self._cfg: Cfg = {}
+        self._given: Dict[str, Any] = {}
         self._lock = threading.Lock()
-        self._natives = collections.OrderedDict()  # snapshot -> _NativeSandbox
+        # snapshot -> _NativeSandbox
+        self._natives: "collections.OrderedDict[Snapshot, _NativeSandbox]" = \
+            collections.OrderedDict()
         # Every field through its attribute (validated there), in the
         # order of the signature (the table's); init_fn and work_fn are
         # runtime arguments of fork(), not configuration (never in a
@@ -252,14 +266,16 @@ class Sandbox:
         else:
             self._native_for(None)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         """Same configuration and runtime callables (as the reference's
         dataclass compares its fields)."""
         if not isinstance(other, Sandbox):
             return NotImplemented
         return self._comparable() == other._comparable()
 
-    __hash__ = None  # mutable and compared by value: unhashable, like the reference's
+    # Mutable and compared by value: unhashable, like the reference's (mypy
+    # cannot express a class without __hash__).
+    __hash__ = None  # type: ignore[assignment]
 
     def _comparable(self) -> Tuple[Dict[str, Any], Any, Any]:
         return _fields.compared(self._cfg, self._given), self.init_fn, self.work_fn
@@ -270,15 +286,15 @@ class Sandbox:
         return "Sandbox(%s)" % ", ".join(
             "%s=%r" % (n, v) for n, v in values if v != _DEFAULTS[n])
 
-    def _snapshot(self, timeout: Optional[float],
-                  overrides: Optional[Cfg] = None) -> Tuple[Tuple[str, Any], ...]:
+    def _snapshot(self, timeout: Optional[float], overrides: Optional[Cfg] = None) -> Snapshot:
         return _fields.snapshot(self._cfg, timeout, overrides)
 
     @staticmethod
-    def _build(snap: Tuple[Tuple[str, Any], ...]) -> Ptr:
+    def _build(snap: Snapshot) -> Ptr:
         return _fields.build(snap)
 
-    def _native_for(self, timeout, overrides=None):
+    def _native_for(self, timeout: Optional[float],
+                    overrides: Optional[Cfg] = None) -> _NativeSandbox:
         """The native sandbox for the current configuration (and this
         timeout override): cached, rebuilt only when the snapshot changed.
         The caller keeps the returned object alive for its run; an entry
@@ -296,7 +312,7 @@ class Sandbox:
                 self._natives.popitem(last=False)
         return nsb
 
-    def _with_trace(self, handlers):
+    def _with_trace(self, handlers: Any) -> Any:
         """handlers plus, with trace=, the handler that reports refused
         file accesses (last: user handlers decide first)."""
         t = self._cfg.get("trace")
@@ -305,7 +321,7 @@ class Sandbox:
             return handlers  # _Registrations reports a bad list
         return list(handlers) + _trace.handlers(t, self._cfg)
 
-    def active_protections(self):
+    def active_protections(self) -> Dict[Protection, ProtectionStatus]:
         """{Protection: ProtectionStatus} of the current configuration on
         this kernel (UNAVAILABLE: strict and missing, so runs fail)."""
         return _knobs.protection_status(self._native_for(None).ptr)
@@ -343,7 +359,9 @@ class Sandbox:
         if not r:
             res = run_failure(err, msg, "sandlock_run")
             return DryRunResult(**dict(dataclasses.asdict(res), changes=[]))
-        return take_result(r, dry_run=True)
+        res = take_result(r, dry_run=True)
+        assert isinstance(res, DryRunResult)  # take_result's dry_run
+        return res
 
     def run_with_handlers(
         self,
@@ -385,8 +403,9 @@ class Sandbox:
 
     # ---- a run as an object (python/sandlock/_process.py) ----
 
-    def popen(self, cmd, stdin=None, stdout=None, stderr=None, handlers=(),
-              timeout=None, pass_fds=()):
+    def popen(self, cmd: Sequence[str], stdin: Stream = None, stdout: Stream = None,
+              stderr: Stream = None, handlers: Iterable[Tuple[object, Handler]] = (),
+              timeout: Optional[float] = None, pass_fds: Iterable[int] = ()) -> Process:
         """Start cmd and return a Process at once; see sandlock.Process.
 
         stdin/stdout/stderr: a StdioMode (PIPE: a file object on the
@@ -396,12 +415,12 @@ class Sandbox:
         run_with_handlers; ``pass_fds`` are fds (> 2) the command keeps."""
         return _process.popen(self, cmd, stdin, stdout, stderr, handlers, timeout, pass_fds)
 
-    def spawn(self, cmd, timeout=None) -> None:
+    def spawn(self, cmd: Sequence[str], timeout: Optional[float] = None) -> None:
         """Start cmd without waiting (output is captured for wait()).  One
         process at a time per Sandbox: RuntimeError if one is running."""
         _process.attach(self, cmd, timeout, create=False)
 
-    def create(self, cmd, timeout=None) -> None:
+    def create(self, cmd: Sequence[str], timeout: Optional[float] = None) -> None:
         """Launch cmd confined but parked before execve; start() releases
         it.  ``pid`` is known at once.  RuntimeError if one is running."""
         _process.attach(self, cmd, timeout, create=True)
@@ -410,7 +429,7 @@ class Sandbox:
         """Release the create()d command.  RuntimeError if there is none."""
         _process.current(self, "start").start()
 
-    def wait(self, timeout=None) -> Result:
+    def wait(self, timeout: Optional[float] = None) -> Result:
         """Wait for the spawn()ed command and return its Result (with its
         captured output); the Sandbox is then free for the next one.
         timeout (seconds): the sandbox is killed when it expires and the
@@ -430,11 +449,11 @@ class Sandbox:
         p = _process.running(self)
         return p.pid if p is not None else None
 
-    def ports(self) -> dict:
+    def ports(self) -> Dict[int, int]:
         """With ``port_remap=True``: ``{virtual port: real port}`` for the ports
         the running command bound on another real port than it asked for
         (a port not listed is its own real port).  {} when nothing runs."""
-        p = getattr(self, "_proc", None)
+        p: Optional[Process] = getattr(self, "_proc", None)
         return p.ports() if p is not None else {}
 
     @property
@@ -465,12 +484,14 @@ class Sandbox:
     def memory_bytes(self) -> Optional[int]:
         """max_memory in bytes, or None when unset (the reference's config
         helper; live use is usage())."""
-        return self._cfg["max_memory"]
+        n: Optional[int] = self._cfg["max_memory"]
+        return n
 
     def cpu_pct(self) -> Optional[int]:
         """max_cpu as a percentage of one core, or None when unset (the
         reference's config helper; live use is usage())."""
-        return self.max_cpu
+        n: Optional[int] = self._cfg["max_cpu"]
+        return n
 
     def kill(self) -> None:
         """End the whole sandbox at once; wait() then reports KILLED.
@@ -480,14 +501,14 @@ class Sandbox:
             raise RuntimeError("cannot kill: the sandbox is not running")
         p.kill()
 
-    def run_interactive(self, cmd, timeout=None) -> int:
+    def run_interactive(self, cmd: Sequence[str], timeout: Optional[float] = None) -> int:
         """Run cmd with this process's stdin, stdout and stderr (a terminal
         is handed over for the run) and return its exit code."""
         inh = StdioMode.INHERIT
         with self.popen(cmd, stdin=inh, stdout=inh, stderr=inh, timeout=timeout) as p:
             return p.wait().exit_code
 
-    def cmd(self, args) -> "Stage":
+    def cmd(self, args: Sequence[str]) -> Stage:
         """A lazy Stage of a pipeline: cmd runs in this sandbox when the
         pipeline runs (see sandlock.Pipeline)."""
         return Stage(self, args)
@@ -516,10 +537,10 @@ class Sandbox:
 
         return _fork.reduce(self, cmd, clones, timeout)
 
-    def __enter__(self):
+    def __enter__(self) -> "Sandbox":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         """Ends whatever this Sandbox still runs (spawn/create)."""
         _process.detach(self, kill=True)
         return False
@@ -533,10 +554,10 @@ class _Registrations:
     side owns them.  close(), once the run is over (its threads joined),
     drops the strong references the registry holds."""
 
-    def __init__(self, handlers):
+    def __init__(self, handlers: Any) -> None:
         if isinstance(handlers, (str, bytes)) or not isinstance(handlers, _IterableABC):
             raise PolicyTypeError("handlers must be a list of (syscall, Handler) pairs")
-        self.pairs = []
+        self.pairs: List[Tuple[bytes, Handler, ExceptionPolicy]] = []
         for item in handlers:
             if not isinstance(item, (tuple, list)) or len(item) != 2:
                 raise PolicyTypeError("each handler entry must be a (syscall, Handler) pair, "
@@ -546,11 +567,12 @@ class _Registrations:
             self.pairs.append((name.encode(), h, _validate_handler(h)))
         self._add_equivalents()
         self.run = _RunState()
-        self.made = {}  # id(handler) -> (c ptr, key); one C handler per instance
-        self.regs = None
+        # id(handler) -> (c ptr, key); one C handler per instance
+        self.made: Dict[int, Tuple[int, int]] = {}
+        self.regs: Any = None  # the Registration array, once made
         self.n = len(self.pairs)
 
-    def _add_equivalents(self):
+    def _add_equivalents(self) -> None:
         """A handler with ``_also_on`` (the path presets) is registered on
         the syscalls it names for each of its own, after it, unless the
         same handler already is: open(2) gets the preset given for openat."""
@@ -561,7 +583,7 @@ class _Registrations:
                     have.add((other.encode(), id(h)))
                     self.pairs.append((other.encode(), h, policy))
 
-    def make(self):
+    def make(self) -> None:
         try:
             for _name, h, policy in self.pairs:
                 if id(h) not in self.made:
@@ -576,7 +598,7 @@ class _Registrations:
             self.regs[i].syscall = name
             self.regs[i].handler = self.made[id(h)][0]
 
-    def close(self, abandoned=True):
+    def close(self, abandoned: bool = True) -> None:
         """After the run: drop the strong references to the handlers.
         abandoned (the default when the run's end is unknown): a handler
         thread may still be running, so its thread states are kept."""
@@ -589,7 +611,7 @@ class _Registrations:
 class _NativeSandbox:
     """Owns a sandlock_sandbox_t; freed on close() or garbage collection."""
 
-    def __init__(self, ptr, snap=()):
+    def __init__(self, ptr: Ptr, snap: Snapshot = ()) -> None:
         self.ptr = ptr
         self._lock = threading.Lock()
         # What the native policy points into: the C functions of the trace=
@@ -597,13 +619,13 @@ class _NativeSandbox:
         cfg = dict(snap)
         self._keep = (cfg.get("trace"), cfg.get("policy_fn"))
 
-    def close(self):
+    def close(self) -> None:
         with self._lock:
             p, self.ptr = self.ptr, None
         if p:
             _lib.sandlock_sandbox_free(p)
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
