@@ -47,6 +47,10 @@ HELPER_SRC := $(sort $(wildcard tests/c/helpers/*.c))
 HELPERS  := $(patsubst tests/c/helpers/%.c,$(BUILD)/helpers/%,$(HELPER_SRC)) \
             $(BUILD)/helpers/execprobe-static $(BUILD)/helpers/xattrprobe-static \
             $(BUILD)/helpers/oci-probe
+# A static musl program (resolve-musl: musl's own resolver) where musl-gcc
+# is installed (musl-tools); the tests that need it say so when it is not.
+MUSL_CC  := $(shell command -v musl-gcc 2>/dev/null)
+HELPERS  += $(if $(MUSL_CC),$(BUILD)/helpers/resolve-musl)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
@@ -89,6 +93,10 @@ $(BUILD)/helpers/%: tests/c/helpers/%.c $(wildcard tests/c/helpers/*.h)
 $(BUILD)/helpers/%-static: tests/c/helpers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -std=c11 -Wall -Wextra -Werror -static -o $@ $<
+
+$(BUILD)/helpers/resolve-musl: tests/c/helpers/resolve.c
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) -O2 -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -static -o $@ $<
 
 # The probe inside test_oci.py's container image (static: the image has
 # no libraries).

@@ -108,16 +108,16 @@ static int gpu_env(const struct sandlock_sandbox *cfg, sl_strvec *env)
 }
 
 /*
- * Without pidfd_getfd (a container's default seccomp profile), a send
- * with an address or with sendmsg/sendmmsg cannot be checked on the
- * caller's own socket and is refused (netdest.c), but a plain send() on a
- * connected socket is never trapped.  glibc's resolver connects its UDP
- * socket and then sends its A and AAAA queries together with sendmmsg,
- * unless told "single-request", when it sends them one at a time with
- * send().  RES_OPTIONS (resolv.conf(5)) says so without touching any
- * file, so name lookups work there under the same checks (the connect is
- * still checked against the rules).  Added to what the environment has;
- * an explicit env override still wins.
+ * Without pidfd_getfd (a container's default seccomp profile), a
+ * sendmsg/sendmmsg is performed on a socket sandlock made and keeps in
+ * the caller's place (netdest/ndsock.c), each one a trip through the
+ * supervisor, but a plain send() on a connected socket is never trapped.
+ * glibc's resolver connects its UDP socket and then sends its A and AAAA
+ * queries together with sendmmsg, unless told "single-request", when it
+ * sends them one at a time with send().  RES_OPTIONS (resolv.conf(5))
+ * says so without touching any file (the connect is still checked
+ * against the rules).  Added to what the environment has; an explicit
+ * env override still wins.
  */
 static int resolver_env(sl_strvec *env)
 {

@@ -100,8 +100,8 @@ static bool listed(const char *table, unsigned long ino)
 	return found;
 }
 
-/* The protocol name and inode of the socket behind our O_PATH fd. */
-static int kind_of(int path, char *name, size_t cap, unsigned long *ino)
+/* The inode of the socket behind our O_PATH fd. */
+static int inode_of(int path, unsigned long *ino)
 {
 	char self[32], link[64];
 	snprintf(self, sizeof self, "/proc/self/fd/%d", path);
@@ -109,9 +109,18 @@ static int kind_of(int path, char *name, size_t cap, unsigned long *ino)
 	if (n <= 0)
 		return errno ? errno : EIO;
 	link[n] = '\0';
-	if (sscanf(link, "socket:[%lu]", ino) != 1)
-		return ENOTSOCK;
-	n = getxattr(self, "system.sockprotoname", name, cap - 1);
+	return sscanf(link, "socket:[%lu]", ino) == 1 ? 0 : ENOTSOCK;
+}
+
+/* The protocol name and inode of the socket behind our O_PATH fd. */
+static int kind_of(int path, char *name, size_t cap, unsigned long *ino)
+{
+	int e = inode_of(path, ino);
+	if (e)
+		return e;
+	char self[32];
+	snprintf(self, sizeof self, "/proc/self/fd/%d", path);
+	ssize_t n = getxattr(self, "system.sockprotoname", name, cap - 1);
 	if (n <= 0)
 		return EPERM;
 	name[n] = '\0';
@@ -146,6 +155,16 @@ static int identify(int listener, const sandlock_notif_t *n, int num, struct sl_
 		return 0;
 	}
 	return EPERM; /* raw, netlink, MPTCP, ...: nothing we remake */
+}
+
+int sl_sock_inode(int listener, const sandlock_notif_t *n, int num, unsigned long *ino)
+{
+	int path = sl_child_dirfd(listener, n, num);
+	if (path < 0)
+		return -path;
+	int e = inode_of(path, ino);
+	close(path);
+	return e;
 }
 
 int sl_sock_kind(int listener, const sandlock_notif_t *n, int num, struct sl_sockinfo *si)

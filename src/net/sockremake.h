@@ -3,7 +3,8 @@
  * had: a container's default seccomp profile refuses pidfd_getfd
  * (mechs.h), and a socket cannot be reopened through /proc.
  *
- * A connect performed on the caller's behalf then connects a socket of
+ * A connect performed on the caller's behalf (or a datagram socket's
+ * first bind or send: sockadopt.h) then acts on a socket of
  * ours of the same domain, type, protocol and O_NONBLOCK, and installs it
  * at the caller's fd number in place of its own (SECCOMP_IOCTL_NOTIF_ADDFD
  * with SETFD, close-on-exec kept).  Only a socket with no state to carry
@@ -30,6 +31,10 @@ struct sl_remade {
  * sockfs names it by, sock_diag for AF_UNIX's type).  0 or an errno:
  * ENOTSOCK, EPERM for a kind we would not know how to remake. */
 int sl_sock_kind(int listener, const sandlock_notif_t *n, int num, struct sl_sockinfo *si);
+
+/* The sockfs inode of the caller's socket num (its /proc/TID/fd/N link,
+ * the file pinned and confirmed the caller's).  0 or an errno (ENOTSOCK). */
+int sl_sock_inode(int listener, const sandlock_notif_t *n, int num, unsigned long *ino);
 
 /* A fresh socket like the caller's socket num, in r.  0 or an errno
  * (EPERM: it has state we cannot carry over). */

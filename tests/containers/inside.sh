@@ -77,6 +77,28 @@ if [ "$CT_CONFIG" = docker ]; then
 fi
 kill $lpid 2>/dev/null
 
+# ---------------- name lookups: musl's resolver ----------------
+# It binds an unconnected UDP socket and sends each query with an address
+# (sendto): where pidfd_getfd is refused (docker), the bind is performed on
+# a socket sandlock makes and keeps in the program's place, the sends on
+# that one, each destination checked.  The server needs port 53 (root).
+if [ ! -x /bin/resolve-musl ]; then
+	echo "skip musl-resolver: no static musl program in the image (apt-get install musl-tools)"
+elif [ "$(id -u)" != 0 ]; then
+	echo "skip musl-resolver: the test's DNS server needs port 53 (root)"
+elif ! grep -q '^nameserver 127.0.0.1$' /etc/resolv.conf; then
+	echo "skip musl-resolver: the runtime replaced /etc/resolv.conf"
+else
+	dnsd 53 10.9.8.7 60 >/tmp/ct-dnsd &
+	dpid=$!
+	sleep 0.3
+	expect musl-resolver-control 10.9.8.7 resolve-musl fake.test
+	expect musl-resolver 10.9.8.7 $SL --net-allow udp://127.0.0.1:53 -- /bin/resolve-musl fake.test
+	expect musl-resolver-other-server-denied denied sh -c \
+		"$SL --net-allow udp://127.0.0.2:53 -- /bin/resolve-musl fake.test >/dev/null 2>&1 || echo denied"
+	kill $dpid 2>/dev/null
+fi
+
 # ---------------- hostile: signals ----------------
 sleep 60 &
 victim=$!

@@ -57,10 +57,17 @@ for a in $(/bin/busybox --list); do
 	[ -e "$root/bin/$a" ] || ln -s busybox "$root/bin/$a"
 done
 cp "$build/sandlock" "$root/bin/sandlock"
-for h in contain netprobe; do
+for h in contain netprobe dnsd; do
 	cc -O2 -std=c11 -D_GNU_SOURCE -static -o "$root/bin/$h" "$repo/tests/c/helpers/$h.c" \
 		-lpthread 2>/dev/null
 done
+# A static musl program: musl's resolver binds a UDP socket and sends each
+# query with an address (the images people run: Alpine, static Go/Rust
+# with musl).  Without musl-gcc (musl-tools) its checks say they skip.
+if [ -x "$build/helpers/resolve-musl" ]; then
+	cp "$build/helpers/resolve-musl" "$root/bin/resolve-musl"
+fi
+printf 'nameserver 127.0.0.1\n' >"$root/etc/resolv.conf"
 cp "$here/inside.sh" "$root/inside.sh"
 printf 'root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n' >"$root/etc/passwd"
 printf 'root:x:0:\nuser:x:1000:\n' >"$root/etc/group"

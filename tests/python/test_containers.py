@@ -203,26 +203,135 @@ def test_a_socket_with_state_is_not_remade(tmp_path):
     assert r.stdout.strip() == "1", r
 
 
-def test_sends_with_an_address_are_refused_not_skipped(tmp_path):
-    """Hostile: a datagram to a socket file needs the caller's own socket:
-    refused (EPERM) where pidfd_getfd is, never sent unchecked."""
+SENDTO_PROBE = ("import socket,sys\ns=socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+                "if len(sys.argv) > 2: s.bind(sys.argv[2])\n"
+                "try:\n for i in range(3): s.sendto(b'x', sys.argv[1])\n print('sent')\n"
+                "except OSError as e: print(e.errno); sys.exit(1)\n")
+
+
+def _dgram_receiver(path):
     import socket
-    path = str(tmp_path / "d")
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     srv.bind(path)
-    probe = ("import socket,sys\ns=socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
-             "try:\n s.sendto(b'x', sys.argv[1]); print('sent')\n"
-             "except OSError as e: print(e.errno); sys.exit(1)\n")
-    args = ["run", *SYS_RO, "-w", str(tmp_path), "--", PY, "-c", probe, path]
+    srv.setblocking(False)
+    return srv
+
+
+def _drain(s):
+    n = 0
+    while True:
+        try:
+            s.recv(64)
+        except BlockingIOError:
+            return n
+        n += 1
+
+
+def test_datagrams_with_an_address_are_sent_on_a_kept_socket(tmp_path):
+    """A datagram socket's first send with an address is performed on a
+    socket made like it, which then stays in its place and carries the
+    later sends (it was refused with EPERM).  Hostile: a socket file
+    outside the granted trees is still refused (EACCES), none arrives."""
+    path = str(tmp_path / "d")
+    srv = _dgram_receiver(path)
+    args = ["run", *SYS_RO, "-w", str(tmp_path), "--", PY, "-c", SENDTO_PROBE, path]
     granted = subprocess.run([SANDLOCK, *args], capture_output=True, text=True)
+    assert granted.stdout.strip() == "sent" and _drain(srv) == 3, granted  # pidfd_getfd
     r = under_filter(SANDLOCK, *args)
+    assert r.stdout.strip() == "sent", r
+    assert _drain(srv) == 3
+    denied = under_filter(SANDLOCK, "run", *SYS_RO, "--", PY, "-c", SENDTO_PROBE, path)
+    assert denied.stdout.strip() == "13" and _drain(srv) == 0, denied
     srv.close()
+
+
+def test_a_send_on_a_socket_with_state_is_refused_not_skipped(tmp_path):
+    """Hostile: a datagram socket bound before its first send (a unix bind
+    the kernel made) cannot be remade with its name: its sends with an
+    address are refused (EPERM), never sent unchecked, and the run's end
+    says why."""
+    path = str(tmp_path / "d")
+    srv = _dgram_receiver(path)
+    args = ["run", *SYS_RO, "-w", str(tmp_path), "--", PY, "-c", SENDTO_PROBE, path,
+            str(tmp_path / "me")]
+    granted = subprocess.run([SANDLOCK, *args], capture_output=True, text=True)
     assert granted.stdout.strip() == "sent", granted  # works with pidfd_getfd
-    assert r.stdout.strip() == "1", r
-    # The end-of-run line says why (not "allow the destination": it is).
+    _drain(srv)
+    (tmp_path / "me").unlink()
+    r = under_filter(SANDLOCK, *args)
+    assert r.stdout.strip() == "1" and _drain(srv) == 0, r
+    srv.close()
     assert "1 send with an address refused (first: sendto unix %s): sandlock cannot check " \
            "them on the program's own socket here: pidfd_getfd is refused" % path \
            in r.stderr, r.stderr
+
+
+REBIND = r"""
+import socket, sys
+port, dst = int(sys.argv[1]), int(sys.argv[2])
+for i in range(40):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.bind(("127.0.0.1", port))
+        s.sendto(b"x", ("127.0.0.1", dst))
+    except OSError as e:
+        print("round", i, "errno", e.errno); sys.exit(1)
+    s.close()
+print("ok")
+"""
+
+
+def test_a_closed_kept_socket_frees_its_port():
+    """A UDP server restarted in the same sandbox binds its port again: the
+    socket sandlock kept for the closed one is swept (no process of the
+    sandbox holds it) and the bind tried again; forty rounds also go past
+    the sweep made when the number kept doubles.  The bind rules still
+    hold: a port they do not grant is refused (EACCES)."""
+    import socket
+    rx, free = (socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2))
+    rx.bind(("127.0.0.1", 0))
+    rx.setblocking(False)
+    free.bind(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()
+    dst = str(rx.getsockname()[1])
+
+    def run(bind_rule):
+        return under_filter(SANDLOCK, "run", *SYS_RO, "--net-allow", "udp://127.0.0.1:" + dst,
+                            "--net-allow-bind", bind_rule, "--", PY, "-c", REBIND, str(port),
+                            dst, timeout=120)
+    r = run(str(port))
+    got = _drain(rx)
+    assert r.stdout.strip() == "ok" and got == 40, (r, got)
+    denied = run(str(port + 1 if port < 65535 else port - 1))
+    rx.close()
+    assert denied.stdout.strip() == "round 0 errno 13", denied
+
+
+def test_a_racing_thread_cannot_send_past_the_rules():
+    """Hostile: while the main thread sends datagrams on fd N, a thread
+    swaps N between a kept socket and a fresh one, and another flips the
+    destination's port between an allowed and a denied one.  Bare, both
+    ports get datagrams (the probe works); in the sandbox without
+    pidfd_getfd, the allowed port still gets them (the kept socket works
+    under the race) and the denied one none."""
+    import socket
+    ok, bad = (socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2))
+    for s in (ok, bad):
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        s.bind(("127.0.0.1", 0))
+        s.setblocking(False)
+    ports = [str(s.getsockname()[1]) for s in (ok, bad)]
+    race = [str(BUILD / "helpers" / "race_fd"), "sendto", *ports, "1000"]
+    bare = subprocess.run(race, capture_output=True, text=True, timeout=60)
+    assert _drain(ok) > 0 and _drain(bad) > 0, bare
+    r = under_filter(SANDLOCK, "run", *SYS_RO, "-r", str(BUILD / "helpers"), "--net-allow",
+                     "udp://127.0.0.1:" + ports[0], "--", *race, timeout=300)
+    got_ok, got_bad = _drain(ok), _drain(bad)
+    ok.close()
+    bad.close()
+    assert r.stdout.startswith("reached=") and got_ok > 0, r
+    assert got_bad == 0, r
 
 
 def test_check_reports_the_mechanisms_in_use():
@@ -239,6 +348,7 @@ def test_check_reports_the_mechanisms_in_use():
     assert m["listener"].startswith("SCM_RIGHTS"), m
     assert m["files"].startswith("reopened through /proc"), m
     assert m["sockets"].startswith("connect: a socket made like the caller's"), m
+    assert "datagram socket's first bind or send" in m["sockets"], m
     assert "pidfd_getfd is refused" in m["why"] and "SYS_PTRACE" in m["why"], m
     text = under_filter(SANDLOCK, "check").stdout
     assert "listener hand-over           SCM_RIGHTS" in text, text
@@ -298,6 +408,7 @@ def _dns_server():
     import struct
     import threading
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(0.1)  # the thread sees the close: the port is free for the next test
     try:
         s.bind(("127.0.0.1", 53))
     except OSError as e:
@@ -308,6 +419,8 @@ def _dns_server():
         while True:
             try:
                 q, a = s.recvfrom(512)
+            except socket.timeout:
+                continue
             except OSError:
                 return
             i = 12
@@ -318,8 +431,9 @@ def _dns_server():
             ans = (b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + bytes([10, 9, 8, 7])
                    if qtype == 1 else b"")
             s.sendto(head + q[12:i + 5] + ans, a)
-    threading.Thread(target=serve, daemon=True).start()
-    return s
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    return s, th
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="binds port 53 and a private mount of "
@@ -332,7 +446,7 @@ def test_name_lookups_work_without_pidfd_getfd(tmp_path):
     refused.  /etc/resolv.conf is replaced in a private mount namespace."""
     resolv = tmp_path / "resolv.conf"
     resolv.write_text("nameserver 127.0.0.1\n")
-    srv = _dns_server()
+    srv, th = _dns_server()
 
     def lookup(rule, env=()):
         script = ('mount --bind "$1" /etc/resolv.conf && shift && exec "$@"')
@@ -348,14 +462,54 @@ def test_name_lookups_work_without_pidfd_getfd(tmp_path):
         assert bare.stdout.strip() == "10.9.8.7", bare  # the probe works outside
         ok = lookup("udp://127.0.0.1:53")
         assert ok.stdout.strip() == "10.9.8.7", ok
-        # Without single-request (an explicit override), sendmmsg is refused.
+        # Without single-request (an explicit override) glibc sends both
+        # queries with sendmmsg on its connected socket: performed on the
+        # socket kept in its place (it was refused).
         forced = lookup("udp://127.0.0.1:53", ("--env", "RES_OPTIONS=attempts:1"))
-        assert forced.returncode != 0 and "10.9.8.7" not in forced.stdout, forced
+        assert forced.stdout.strip() == "10.9.8.7", forced
         # Hostile: a resolver the rules do not name is still refused.
         other = lookup("udp://127.0.0.2:53")
         assert other.returncode != 0 and "10.9.8.7" not in other.stdout, other
     finally:
         srv.close()
+        th.join()
+
+
+MUSL_RESOLVE = BUILD / "helpers" / "resolve-musl"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="binds port 53 and a private mount of "
+                    "/etc/resolv.conf (root only)")
+@pytest.mark.skipif(not MUSL_RESOLVE.exists(), reason="musl-gcc is not installed "
+                    "(apt-get install musl-tools): no static musl program to run")
+def test_a_static_musl_program_resolves_names_without_pidfd_getfd(tmp_path):
+    """musl's resolver (a static binary, as in Alpine-based images) binds
+    an unconnected UDP socket, then sends each query with an address: the
+    bind is performed on a socket made like it, kept in its place, and the
+    sends on that one, each destination checked (both were refused with
+    EPERM).  Hostile: a nameserver the rules do not name is refused."""
+    resolv = tmp_path / "resolv.conf"
+    resolv.write_text("nameserver 127.0.0.1\n")
+    srv, th = _dns_server()
+
+    def lookup(*cmd):
+        script = 'mount --bind "$1" /etc/resolv.conf && shift && exec "$@"'
+        return subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", str(resolv), *cmd],
+                              capture_output=True, text=True, timeout=120)
+
+    def sandboxed(rule):
+        return lookup(NOPTRACE, SANDLOCK, "run", *SYS_RO, "-r", str(BUILD / "helpers"),
+                      "--net-allow", rule, "--", str(MUSL_RESOLVE), "fake.test")
+    try:
+        bare = lookup(str(MUSL_RESOLVE), "fake.test")
+        assert bare.stdout.strip() == "10.9.8.7", bare  # the probe works outside
+        ok = sandboxed("udp://127.0.0.1:53")
+        assert (ok.returncode, ok.stdout.strip()) == (0, "10.9.8.7"), ok
+        other = sandboxed("udp://127.0.0.2:53")
+        assert other.returncode != 0 and "10.9.8.7" not in other.stdout, other
+    finally:
+        srv.close()
+        th.join()
 
 
 BIND = ("import socket,sys\ns=socket.socket()\n"

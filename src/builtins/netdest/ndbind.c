@@ -18,6 +18,7 @@
 #include "builtins/policy.h"
 #include "launch/mechs.h"
 #include "net/portmap.h"
+#include "net/sockadopt.h"
 #include "opener/opener.h"
 #include "supervisor/childfd.h"
 #include "supervisor/services.h"
@@ -150,29 +151,60 @@ static long bind_unix(const struct sl_call *call, const struct nd_sock *s,
 	return -e;
 }
 
+/* A UDP socket: kept in the caller's place after a bind we perform where
+ * pidfd_getfd is refused (musl's resolver binds before it sends). */
+static bool is_udp(const struct sl_sockinfo *si)
+{
+	return si->type == SOCK_DGRAM && si->protocol == IPPROTO_UDP;
+}
+
+static long bind_on(const struct nd_state *st, const struct sl_call *call,
+                    const struct nd_sock *s, struct sl_sockaddr *sa)
+{
+	if (s->si.domain == AF_INET || s->si.domain == AF_INET6)
+		return bind_ip(st, call, s, sa);
+	if (s->si.domain == AF_UNIX)
+		return bind_unix(call, s, sa);
+	return AS_CALLER(bind(s->fd, (struct sockaddr *)&sa->ss, sa->len));
+}
+
 /*
- * bind: trapped for net_deny_bind, port_remap and policy_fn, and then
- * never continued to the kernel, whatever the socket: the kernel would
- * look the fd number up again, and a second thread can dup2 a TCP socket
- * over a unix or UDP one meanwhile (Landlock allows every port under a
- * deny list, and policy_fn would never see that bind).  So every bind is
- * performed on our duplicate, the very socket checked.
+ * bind: trapped for net_deny_bind, port_remap, policy_fn and UDP's bind
+ * rules, and then never continued to the kernel, whatever the socket: the
+ * kernel would look the fd number up again, and a second thread can dup2
+ * a TCP socket over a unix or UDP one meanwhile (Landlock allows every
+ * port under a deny list, and policy_fn would never see that bind).  So
+ * every bind is performed on our duplicate, the very socket checked.
+ *
+ * Where pidfd_getfd is refused (ndsock.c): a UDP socket with no state is
+ * bound as a socket of ours, then kept in the caller's place; another
+ * socket is refused when the bind has rules to check (EPERM), else
+ * continued (trapped only for UDP: the kernel's Landlock checks a TCP
+ * bind, and a UDP socket a racing thread puts there meanwhile gets the
+ * unchecked bind every UDP bind had there before, but no send with an
+ * address: it is not ours).  A port taken by a UDP socket we still keep
+ * for a closed one is freed by a sweep, and the bind tried again.
  */
 long nd_bind(const struct nd_state *st, const struct sl_call *call)
 {
 	const uint64_t *a = call->n->args;
 	struct nd_sock s = { -1, { 0, 0, 0 } };
-	int e = nd_open_sock(call, a[0], &s);
+	struct sl_remade remade;
+	int e = nd_take_sock(st, call, (int)(uint32_t)a[0], &s, &remade, is_udp);
+	if (e == EPERM && st->adopted && !st->bind_rules)
+		return ND_CONTINUE;
 	if (e)
 		return -e;
 	struct sl_sockaddr sa;
 	e = sl_sd_copy_addr(call->mem, a[1], (uint32_t)a[2], &sa);
-	long r = e                                                        ? -e
-	         : s.si.domain == AF_INET || s.si.domain == AF_INET6 ? bind_ip(st, call, &s, &sa)
-	         : s.si.domain == AF_UNIX                             ? bind_unix(call, &s, &sa)
-	                                  : AS_CALLER(bind(s.fd, (struct sockaddr *)&sa.ss, sa.len));
-	close(s.fd);
-	return r;
+	struct sl_sockaddr asked = sa;
+	long r = e ? -e : bind_on(st, call, &s, &sa);
+	if (r == -EADDRINUSE && st->adopted && sl_adopted_sweep(st->adopted, call->init)) {
+		sa = asked;
+		r = bind_on(st, call, &s, &sa);
+	}
+	int ie = nd_sock_done(st, call, &s, &remade, r == 0);
+	return r == 0 && ie < 0 ? ie : r;
 }
 
 /*
@@ -206,7 +238,7 @@ long nd_listen(const struct nd_state *st, const struct sl_call *call)
 	 * holds by then: continued only where any outcome is allowed. */
 	if (!sl_mech_getfd())
 		return autobind_allowed(st) ? ND_CONTINUE : -EPERM;
-	int e = nd_open_sock(call, a[0], &s);
+	int e = nd_open_sock(st, call, a[0], &s);
 	if (e)
 		return -e; /* EBADF, ENOTSOCK: never continued (the fd could change) */
 	long r;
@@ -256,10 +288,10 @@ static long put_name(const struct sl_call *call, const struct sl_sockaddr *sa)
  * ports.  Performed on our duplicate for every socket (the call only
  * writes the caller's memory; continued, a thread could swap a TCP
  * socket in and read its real port). */
-long nd_sockname(const struct sl_call *call, bool peer)
+long nd_sockname(const struct nd_state *st, const struct sl_call *call, bool peer)
 {
 	struct nd_sock s = { -1, { 0, 0, 0 } };
-	int e = nd_open_sock(call, call->n->args[0], &s);
+	int e = nd_open_sock(st, call, call->n->args[0], &s);
 	if (e)
 		return -e;
 	struct sl_sockaddr sa = { .len = sizeof sa.ss };

@@ -2,7 +2,7 @@
  * ndcheck.c — the policies of the socket destinations builtin: may this
  * socket reach this address (a pathname unix socket's file, an abstract
  * name, an IP endpoint; netdest.c says why each), and the helpers every
- * part uses to name the socket and the address it checks.  It decides
+ * part uses to name the address it checks.  It decides
  * only: the calls are performed by ndconnect.c, ndsend.c and ndbind.c.
  */
 #include <errno.h>
@@ -18,19 +18,6 @@
 #include "run/proctree.h"
 #include "supervisor/childfd.h"
 #include "supervisor/services.h"
-
-int nd_open_sock(const struct sl_call *call, uint64_t fdarg, struct nd_sock *s)
-{
-	s->fd = sl_child_getfd(call->listener, call->n, (int)(uint32_t)fdarg);
-	if (s->fd < 0)
-		return -s->fd;
-	int e = sl_sd_sockinfo(s->fd, &s->si);
-	if (e) {
-		close(s->fd);
-		s->fd = -1;
-	}
-	return e;
-}
 
 static bool under_any(const sl_strvec *v, const char *path)
 {

@@ -14,10 +14,8 @@
 
 #include "builtins/netdest/ndint.h"
 #include "builtins/policy.h"
-#include "launch/mechs.h"
 #include "net/connwait.h"
 #include "net/portmap.h"
-#include "net/sockremake.h"
 #include "proxy/proxy.h"
 #include "supervisor/services.h"
 
@@ -34,23 +32,6 @@ static void to_real_port(struct sl_portmap *m, struct sl_sockaddr *a)
 static bool is_tcp(const struct sl_sockinfo *si)
 {
 	return (si->domain == AF_INET || si->domain == AF_INET6) && nd_proto_of(si) == SL_NP_TCP;
-}
-
-/*
- * The socket a connect acts on: our duplicate of the caller's; where
- * pidfd_getfd is refused (mechs.h), a fresh one made like it, which
- * replaces the caller's once connected (sockremake.h: r->fd >= 0).
- */
-static int connect_sock(const struct sl_call *call, int fdnum, struct nd_sock *s,
-                        struct sl_remade *r)
-{
-	r->fd = -1;
-	if (sl_mech_getfd())
-		return nd_open_sock(call, (uint64_t)(uint32_t)fdnum, s);
-	int e = sl_sock_remake(call->listener, call->n, fdnum, r);
-	s->fd = r->fd;
-	s->si = r->si;
-	return e;
 }
 
 /* Where a checked connect goes: the destination, or the HTTP proxy, which
@@ -96,17 +77,16 @@ static int keep_for_wait(const struct nd_sock *s, const struct sl_remade *remade
  * caller's place; a caller that must wait is handed to the connect
  * waiter (ND_LATER) unless the handshake is already over.  Closes ours.
  */
-static long connect_done(const struct sl_call *call, const struct nd_sock *s,
-                         struct sl_remade *remade, const struct nd_target *t, long r, bool wait)
+static long connect_done(const struct nd_state *st, const struct sl_call *call,
+                         const struct nd_sock *s, struct sl_remade *remade,
+                         const struct nd_target *t, long r, bool wait)
 {
 	int waitfd = wait ? keep_for_wait(s, remade) : -1;
 	if (wait && waitfd < 0)
 		r = -errno; /* cannot wait: the caller is not told it is connecting */
-	if (remade->fd >= 0 && (r == 0 || r == -EINPROGRESS || r == -EALREADY)) {
-		int ie = sl_sock_remade_install(call->listener, call->n, remade);
+	if (remade->fd >= 0) {
+		int ie = nd_remade_done(st, call, remade, r == 0 || r == -EINPROGRESS || r == -EALREADY);
 		r = ie < 0 ? ie : r; /* ours is the caller's now */
-	} else if (remade->fd >= 0) {
-		close(remade->fd);
 	} else if (s->fd >= 0 && s->fd != waitfd) {
 		close(s->fd);
 	}
@@ -137,7 +117,7 @@ long nd_connect(const struct nd_state *st, const struct sl_call *call)
 	const uint64_t *a = call->n->args;
 	struct nd_sock s = { -1, { 0, 0, 0 } };
 	struct sl_remade remade;
-	int e = connect_sock(call, (int)(uint32_t)a[0], &s, &remade);
+	int e = nd_take_sock(st, call, (int)(uint32_t)a[0], &s, &remade, NULL);
 	struct sl_sockaddr sa;
 	if (!e)
 		e = sl_sd_copy_addr(call->mem, a[1], (uint32_t)a[2], &sa);
@@ -159,5 +139,5 @@ long nd_connect(const struct nd_state *st, const struct sl_call *call)
 	                             : connect_as_caller(call, &s, &t, &sa, &wait);
 	if (hold >= 0)
 		close(hold);
-	return connect_done(call, &s, &remade, &t, r, wait);
+	return connect_done(st, call, &s, &remade, &t, r, wait);
 }

@@ -3,7 +3,8 @@
  * (builtins/netdest/): its per-run state, the socket a call names, the
  * verdicts, and the one entry point of each part.  netdest.c is the
  * builtin (traps, state, the verdict turned into an action); ndcheck.c
- * the policies (may this socket reach this address); ndconnect.c,
+ * the policies (may this socket reach this address); ndsock.c the
+ * socket a call acts on; ndconnect.c,
  * ndsend.c and ndbind.c perform the calls.  Nothing else includes it.
  */
 #ifndef SANDLOCK_NDINT_H
@@ -19,6 +20,7 @@
 #include "launch/caps.h"
 #include "net/netrules.h"
 #include "net/sockdest.h"
+#include "net/sockremake.h"
 
 #define ND_CONTINUE LONG_MIN /* let the kernel run the call */
 #define ND_KILL (LONG_MIN + 1) /* policy_fn's verdict: end the sandbox */
@@ -35,6 +37,13 @@ struct nd_state {
 	bool policy; /* a policy_fn is set: binds are performed to show it the address */
 	bool listen; /* Landlock checks TCP binds: listen(2) must not autobind past it */
 	bool binds;  /* bind is trapped (binds_trapped): never continued */
+	/* bind is trapped to check it (a deny list, port_remap, policy_fn):
+	 * where pidfd_getfd is refused, a bind we cannot perform is refused;
+	 * else (trapped only to keep UDP sockets) it is continued. */
+	bool bind_rules;
+	/* Where pidfd_getfd is refused: the datagram sockets we made for the
+	 * guest and keep (sockadopt.h); NULL where it works. */
+	struct sl_adopted *adopted;
 };
 
 /* The socket a call names, as our duplicate. */
@@ -56,8 +65,28 @@ struct nd_sock {
 		r_;                                                                                 \
 	})
 
-/* Our duplicate of the caller's socket fdarg, with its kind: 0 or an errno. */
-int nd_open_sock(const struct sl_call *call, uint64_t fdarg, struct nd_sock *s);
+/* The caller's socket fdarg as ours, with its kind (ndsock.c): our
+ * pidfd_getfd duplicate, or where that is refused our duplicate of the
+ * socket we keep in its place (sockadopt.h; EPERM for any other).  0 or
+ * an errno; close s->fd. */
+int nd_open_sock(const struct nd_state *st, const struct sl_call *call, uint64_t fdarg,
+                 struct nd_sock *s);
+/* As nd_open_sock, and where pidfd_getfd is refused and the caller's
+ * socket is not one we keep, a fresh socket made like it (r->fd >= 0,
+ * s->fd the same), when it has no state and remakes (NULL: any) accepts
+ * its kind (else EPERM).  Finish with nd_sock_done. */
+int nd_take_sock(const struct nd_state *st, const struct sl_call *call, int num,
+                 struct nd_sock *s, struct sl_remade *r,
+                 bool (*remakes)(const struct sl_sockinfo *si));
+/* The call on s is over (ok: it took effect): a remade socket is
+ * installed in the caller's place (kept when a datagram socket) or, not
+ * ok, closed; else s->fd is closed.  0 or -errno of the install. */
+int nd_sock_done(const struct nd_state *st, const struct sl_call *call, struct nd_sock *s,
+                 struct sl_remade *r, bool ok);
+/* A remade socket (r->fd >= 0) installed (kept when a datagram socket)
+ * when ok, else closed.  0 or -errno of the install. */
+int nd_remade_done(const struct nd_state *st, const struct sl_call *call, struct sl_remade *r,
+                   bool ok);
 /* SL_NP_* of an IP socket, 0 for protocols no rule can allow. */
 int nd_proto_of(const struct sl_sockinfo *si);
 /* May socket s reach a (ndcheck.c)?  0 or the errno to deny with. */
@@ -75,6 +104,6 @@ long nd_sendmsg(const struct nd_state *st, const struct sl_call *call);
 long nd_sendmmsg(const struct nd_state *st, const struct sl_call *call);
 long nd_bind(const struct nd_state *st, const struct sl_call *call);
 long nd_listen(const struct nd_state *st, const struct sl_call *call);
-long nd_sockname(const struct sl_call *call, bool peer);
+long nd_sockname(const struct nd_state *st, const struct sl_call *call, bool peer);
 
 #endif /* SANDLOCK_NDINT_H */

@@ -16,6 +16,7 @@
 
 #include "builtins/netdest/ndint.h"
 #include "builtins/policy.h"
+#include "net/sockadopt.h"
 #include "supervisor/childfd.h"
 
 #define ND_MAX_MMSG 1024 /* UIO_MAXIOV: the kernel's sendmmsg cap */
@@ -71,6 +72,16 @@ static long send_checked(const struct nd_state *st, const struct sl_call *call,
 	return r;
 }
 
+/* The socket a send acts on (ndsock.c): where pidfd_getfd is refused, a
+ * datagram socket with no state is made anew for its first send, then
+ * kept in the caller's place (sockadopt.h): musl's resolver sends each
+ * query with an address on an unconnected UDP socket. */
+static int send_sock(const struct nd_state *st, const struct sl_call *call, uint64_t fd,
+                     struct nd_sock *s, struct sl_remade *r)
+{
+	return nd_take_sock(st, call, (int)(uint32_t)fd, s, r, sl_adopted_kind);
+}
+
 long nd_sendto(const struct nd_state *st, const struct sl_call *call)
 {
 	const uint64_t *a = call->n->args;
@@ -78,9 +89,10 @@ long nd_sendto(const struct nd_state *st, const struct sl_call *call)
 		return ND_CONTINUE; /* no address: a register, nothing to re-read */
 	int flags = (int)(uint32_t)a[3];
 	struct nd_sock s = { -1, { 0, 0, 0 } };
+	struct sl_remade remade;
 	struct sl_sd_msg msg;
 	memset(&msg, 0, sizeof msg);
-	int e = nd_open_sock(call, a[0], &s);
+	int e = send_sock(st, call, a[0], &s, &remade);
 	if (!e)
 		e = sl_sd_copy_addr(call->mem, a[4], (uint32_t)a[5], &msg.name);
 	msg.has_name = !e && msg.name.len > 0;
@@ -92,8 +104,7 @@ long nd_sendto(const struct nd_state *st, const struct sl_call *call)
 	}
 	long r = e ? -e : send_checked(st, call, "sendto", &s, &msg, flags);
 	sl_sd_msg_free(&msg);
-	if (s.fd >= 0)
-		close(s.fd);
+	(void)nd_sock_done(st, call, &s, &remade, r >= 0); /* sent either way */
 	pipe_signal(call, r, flags);
 	return r;
 }
@@ -103,16 +114,16 @@ long nd_sendmsg(const struct nd_state *st, const struct sl_call *call)
 	const uint64_t *a = call->n->args;
 	int flags = (int)(uint32_t)a[2];
 	struct nd_sock s = { -1, { 0, 0, 0 } };
+	struct sl_remade remade;
 	struct sl_sd_msg msg;
 	memset(&msg, 0, sizeof msg);
-	int e = nd_open_sock(call, a[0], &s);
+	int e = send_sock(st, call, a[0], &s, &remade);
 	if (!e)
 		e = sl_sd_copy_msg(call->mem, call->listener, call->n, a[1],
 		                   s.si.type == SOCK_STREAM, &msg);
 	long r = e ? -e : send_checked(st, call, "sendmsg", &s, &msg, flags);
 	sl_sd_msg_free(&msg);
-	if (s.fd >= 0)
-		close(s.fd);
+	(void)nd_sock_done(st, call, &s, &remade, r >= 0);
 	pipe_signal(call, r, flags);
 	return r;
 }
@@ -131,7 +142,8 @@ long nd_sendmmsg(const struct nd_state *st, const struct sl_call *call)
 	if (vlen > ND_MAX_MMSG)
 		vlen = ND_MAX_MMSG;
 	struct nd_sock s = { -1, { 0, 0, 0 } };
-	int e = nd_open_sock(call, a[0], &s);
+	struct sl_remade remade;
+	int e = send_sock(st, call, a[0], &s, &remade);
 	if (e)
 		return -e;
 	long sent = 0, r = 0;
@@ -154,7 +166,7 @@ long nd_sendmmsg(const struct nd_state *st, const struct sl_call *call)
 	if (!msg)
 		r = -ENOMEM;
 	free(msg);
-	close(s.fd);
+	(void)nd_sock_done(st, call, &s, &remade, sent > 0);
 	if (sent == 0 && r < 0) {
 		pipe_signal(call, r, flags);
 		return r;

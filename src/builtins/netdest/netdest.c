@@ -27,10 +27,13 @@
  * denies), except abstract unix names (EPERM, Landlock's scope answer).
  *
  * Where pidfd_getfd is refused (a container's default seccomp profile,
- * mechs.h), a connect is performed on a fresh socket made like the
- * caller's, which then replaces it (sockremake.h); sends with an address
- * need the caller's own socket and are refused (EPERM) there, and so is
- * a listen that could autobind a port nobody granted.
+ * mechs.h), a connect, or the first bind or send of a datagram socket,
+ * is performed on a fresh socket made like the caller's, which then
+ * replaces it (sockremake.h); a datagram socket so made is kept, and its
+ * later calls performed on it (sockadopt.h, ndsock.c).  Other calls that
+ * need the caller's own socket are refused (EPERM) there (a send on a
+ * socket bound or connected before, fd passing), and so is a listen that
+ * could autobind a port nobody granted.
  *
  * TOCTOU: the call is never continued to the kernel once its address or
  * its socket has been looked at: the kernel would read the address again
@@ -76,6 +79,7 @@
 
 #include "builtins/netdest/ndint.h"
 #include "launch/mechs.h"
+#include "net/sockadopt.h"
 #include "sandlock.h"
 #include "supervisor/services.h"
 
@@ -105,7 +109,7 @@ static bool nd_decide(void *state, const struct sl_call *call, sandlock_action_t
 		break;
 	case __NR_getsockname:
 	case __NR_getpeername:
-		r = call->sv->ports ? nd_sockname(call, call->n->syscall_nr == __NR_getpeername)
+		r = call->sv->ports ? nd_sockname(st, call, call->n->syscall_nr == __NR_getpeername)
 		                : ND_CONTINUE;
 		break;
 	default:
@@ -141,17 +145,21 @@ static bool listen_checked(const struct sandlock_sandbox *cfg)
 	                        SANDLOCK_PROTECTION_ACTIVE;
 }
 
-/* bind is trapped for net_deny_bind (Landlock cannot express a deny
- * list), port_remap, policy_fn's bind events, and wherever UDP sockets
- * may exist (no Landlock rule covers a UDP bind); elsewhere the kernel's
- * Landlock checks every bind a continued call could make.  Without
- * pidfd_getfd (mechs.h) a trapped bind is refused (EPERM: it needs the
- * caller's socket), so UDP alone does not trap it there: UDP binds stay
- * unchecked in such a container, as TCP ones stay Landlock's. */
+/* bind is trapped to check it for net_deny_bind (Landlock cannot
+ * express a deny list), port_remap and policy_fn's bind events. */
+static bool bind_rules(const struct sandlock_sandbox *cfg)
+{
+	return cfg->bind_deny.n || cfg->bind_deny.all || cfg->port_remap || cfg->policy_fn;
+}
+
+/* ... and wherever UDP sockets may exist (no Landlock rule covers a UDP
+ * bind); elsewhere the kernel's Landlock checks every bind a continued
+ * call could make.  Without pidfd_getfd (mechs.h) a UDP socket is bound
+ * as a socket of ours kept in the caller's place (ndbind.c), which its
+ * sends with an address then need. */
 static bool binds_trapped(const struct sandlock_sandbox *cfg)
 {
-	return cfg->bind_deny.n || cfg->bind_deny.all || cfg->port_remap || cfg->policy_fn ||
-	       (cfg->filter.allow_udp && sl_mech_getfd());
+	return bind_rules(cfg) || cfg->filter.allow_udp;
 }
 
 /* Landlock alone enforces TCP ports: every other rule, and the port
@@ -193,6 +201,7 @@ static void nd_free(void *state)
 	sl_netrules_free(&s->net);
 	sl_portranges_free(&s->bind_deny);
 	sl_portranges_free(&s->bind_allow);
+	sl_adopted_free(s->adopted);
 	free(s);
 }
 
@@ -240,7 +249,7 @@ static int nd_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, v
 	struct nd_state *s = calloc(1, sizeof(*s));
 	bool ok = s && copy_vec(&s->write, &cfg->fs_write) && copy_vec(&s->read, &cfg->fs_read) &&
 	          copy_vec(&s->deny, &cfg->fs_deny) && copy_vec(&s->unix_allow, &cfg->unix_allow) &&
-	          copy_rules(s, cfg);
+	          copy_rules(s, cfg) && (sl_mech_getfd() || (s->adopted = sl_adopted_new()));
 	if (!ok) {
 		nd_free(s);
 		*msg = sl_strdup("out of memory");
@@ -252,6 +261,7 @@ static int nd_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, v
 	s->policy = cfg->policy_fn != NULL;
 	s->listen = listen_checked(cfg);
 	s->binds = binds_trapped(cfg);
+	s->bind_rules = bind_rules(cfg);
 	*state = s;
 	return 0;
 }

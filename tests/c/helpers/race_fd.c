@@ -25,6 +25,15 @@
  *       on an ephemeral port it binds itself, which no bind rule granted.
  *       "reached" counts tries that left the TCP socket listening.
  *
+ *   race_fd sendto OKPORT BADPORT TRIES
+ *       fd N flips between two UDP sockets (one already used for a send,
+ *       one fresh) while a third thread flips the port of the address
+ *       the main thread sends a datagram to, between 127.0.0.1:OKPORT and
+ *       127.0.0.1:BADPORT.  A supervisor that checks one socket or one
+ *       address and sends on another (or lets the kernel read the address
+ *       again) lets a datagram reach BADPORT; the test counts what each
+ *       port received.  "reached" counts sends that succeeded.
+ *
  * Prints "reached=R tries=T".  Every socket is non-blocking, so a full
  * backlog on the far side is an error, never a hang.
  */
@@ -176,6 +185,46 @@ static int race_listen(long tries)
 	return 0;
 }
 
+static struct sockaddr_in g_dst; /* the sendto race's address, its port flipped */
+static atomic_int g_flip_stop;
+
+static void *flipper(void *arg)
+{
+	const uint16_t *ports = arg;
+	for (unsigned i = 0; !atomic_load_explicit(&g_flip_stop, memory_order_relaxed); i++)
+		__atomic_store_n(&g_dst.sin_port, htons(ports[i & 1]), __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static int race_sendto(int ok, int bad, long tries)
+{
+	uint16_t ports[2] = { (uint16_t)ok, (uint16_t)bad };
+	g_dst.sin_family = AF_INET;
+	g_dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	g_dst.sin_port = htons(ports[0]);
+	pthread_t th;
+	if (pthread_create(&th, NULL, flipper, ports) != 0)
+		return setup_failed();
+	int used = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	long reached = 0;
+	for (long i = 0; i < tries && used >= 0; i++) {
+		int fresh = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+		if (fresh < 0 || dup2(used, SWAP_FD) < 0)
+			break;
+		publish(used, fresh);
+		if (sendto(SWAP_FD, "x", 1, 0, (struct sockaddr *)&g_dst, sizeof g_dst) == 1)
+			reached++;
+		atomic_store(&g_a, -1);
+		atomic_store(&g_b, -1);
+		dup2(used, SWAP_FD);
+		close(fresh);
+	}
+	atomic_store(&g_flip_stop, 1);
+	pthread_join(th, NULL);
+	printf("reached=%ld tries=%ld\n", reached, tries);
+	return 0;
+}
+
 static int run(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "connect") == 0)
@@ -184,7 +233,11 @@ static int run(int argc, char **argv)
 		return race_bind((int)strtol(argv[2], NULL, 10), strtol(argv[3], NULL, 10));
 	if (argc == 3 && strcmp(argv[1], "listen") == 0)
 		return race_listen(strtol(argv[2], NULL, 10));
-	fprintf(stderr, "usage: race_fd connect UNIXPATH TRIES | bind PORT TRIES | listen TRIES\n");
+	if (argc == 5 && strcmp(argv[1], "sendto") == 0)
+		return race_sendto((int)strtol(argv[2], NULL, 10), (int)strtol(argv[3], NULL, 10),
+		                   strtol(argv[4], NULL, 10));
+	fprintf(stderr, "usage: race_fd connect UNIXPATH TRIES | bind PORT TRIES | listen TRIES"
+	                " | sendto OKPORT BADPORT TRIES\n");
 	return 2;
 }
 
