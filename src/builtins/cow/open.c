@@ -19,6 +19,7 @@
 #include "opener/opener.h"
 #include "builtins/cow/callargs.h"
 #include "builtins/cow/open.h"
+#include "supervisor/services.h"
 
 #define MAX_DENTS (64 * 1024)
 
@@ -27,7 +28,7 @@
 bool sl_cowb_open_by_opener(const struct sl_call *call, int base, const char *path, int flags,
                             uint64_t resolve, sandlock_action_t *act)
 {
-	struct sl_opener *op = sl_opener_find(call->listener);
+	struct sl_opener *op = call->sv->opener; /* the run's (services.h) */
 	int fd = -1;
 	int e = op ? sl_opener_open_at(op, call->listener, call->n, base, path, (uint64_t)flags,
 	                               resolve, &fd)
@@ -94,7 +95,7 @@ static bool open_o_path(struct cow_state *s, const struct sl_call *call, const c
 	int fd = -1;
 	if (S_ISDIR(st->st_mode) || S_ISREG(st->st_mode)) {
 		char host[PATH_MAX];
-		struct sl_opener *op = sl_opener_find(call->listener);
+		struct sl_opener *op = call->sv->opener; /* the run's (services.h) */
 		if (upper)
 			fd = sl_cow_open_upper(s->cow, rel, rd);
 		else if (op && host_of(s, rel, false, host, sizeof host) &&
