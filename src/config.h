@@ -89,7 +89,7 @@ struct sandlock_sandbox {
 	bool no_coredump, no_huge_pages, no_randomize_memory;
 	int extra_deny[SL_MAX_EXTRA_DENY]; /* syscall numbers denied with EPERM */
 	size_t n_extra_deny;
-	/* COW workdir (builtins/cow.c, cow.c) */
+	/* COW workdir (builtins/cow/, cow/) */
 	char *workdir;    /* canonical, or NULL = off */
 	char *fs_storage; /* canonical: upper layers are made in it */
 	bool storage_owned; /* we made fs_storage: rmdir at free */

@@ -3,7 +3,7 @@
 and the C number of a branch action), ``BranchAction``, and what a run reports about its
 branch: the change list (``Change``, ``DryRunResult`` of
 ``Sandbox.dry_run``) and commit failures (``BranchConflictError``).
-The layer itself is the C library's (src/builtins/cow/cow.c, src/builtins/cow/cow.c)."""
+The layer itself is the C library's (src/cow/, behind the builtin in src/builtins/cow/)."""
 
 import ctypes
 import dataclasses

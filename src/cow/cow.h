@@ -1,5 +1,5 @@
 /*
- * cow.h — the copy-on-write layer behind `workdir` (builtins/cow.c).
+ * cow.h — the copy-on-write layer behind `workdir` (builtins/cow/).
  *
  * The real directory (the lower layer) is never written during a run:
  * every change is staged in a private upper directory, deletions are

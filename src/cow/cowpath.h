@@ -3,7 +3,7 @@
  *
  * The kernel resolves a path on the real tree only: a symlink the guest
  * staged, a directory it deleted or a symlink it replaced by a directory
- * are invisible to it.  builtins/cow.c therefore walks every path it
+ * are invisible to it.  builtins/cow/ therefore walks every path it
  * decides component by component here, following symlinks as the merged
  * view shows them, and works on the canonical rel path that comes out.
  *

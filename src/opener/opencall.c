@@ -620,7 +620,7 @@ int sl_opener_open_call(struct sl_opener *op, int listener, const sandlock_notif
 
 /*
  * A read-only open of a path the supervisor resolved itself (the COW
- * layer's merged view, builtins/cow.c), by the confined thread: Landlock
+ * layer's merged view, builtins/cow/), by the confined thread: Landlock
  * still decides, as for the caller.  No /proc files (their "self" would
  * be ours) and none of the served views.
  */

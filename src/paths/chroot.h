@@ -6,7 +6,7 @@
  * it; host paths map back to guest paths (getcwd, readlink).
  *
  * One view per run (supervisor/services.c), used by builtins/chroot.c
- * (the path syscalls), builtins/cow.c, the opener (opens on behalf,
+ * (the path syscalls), builtins/cow/, the opener (opens on behalf,
  * opener.c) and the launch (the command on PATH, launch_prepare.c); the
  * builder makes one to check the configuration (build.c).
  */

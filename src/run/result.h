@@ -12,7 +12,7 @@ struct sandlock_result {
 	sl_buf out, err;
 	uint64_t out_dropped, err_dropped; /* bytes discarded past the cap */
 	bool abandoned; /* handler threads were left running (run.c) */
-	struct sl_changes changes, conflicts; /* COW workdir (builtins/cow.c) */
+	struct sl_changes changes, conflicts; /* COW workdir (builtins/cow/) */
 	char *cow_kept;  /* upper layer left in place, or NULL */
 	char *cow_error; /* why the COW end failed, or NULL */
 	char *error;     /* why the command could not run ("cannot execute P: EACCES"), or NULL */

@@ -1,5 +1,5 @@
 /*
- * test_cow.c — the copy-on-write workdir (builtins/cow.c, cow.c): a
+ * test_cow.c — the copy-on-write workdir (builtins/cow/, cow/): a
  * shell workload under workdir is staged, listed, and committed or
  * thrown away; the real tree is never written during the run.
  */
@@ -431,7 +431,7 @@ TEST(symlinks_resolve_in_the_merged_view)
 	tu_rm_rf(dir);
 }
 
-/* Programs made in the run are run from the upper layer (builtins/cow.c
+/* Programs made in the run are run from the upper layer (builtins/cow/
  * do_exec): a copied binary with its argv intact, the same as the last
  * command of "sh -c" (dash puts argv right after the string: the short
  * /dev/fd form, execpath.c, which a script then sees as its $0), a #!
