@@ -45,6 +45,7 @@ struct cli_explain {
 	atomic_uint count[K_N];
 	pthread_mutex_t mu;
 	char first[K_N][200]; /* the first refusal of each kind, described */
+	int first_errno[K_N]; /* and its errno (EPERM: not checkable here; EACCES: the rules) */
 	sandlock_decision_fn next;
 	void *next_ud;
 };
@@ -166,9 +167,11 @@ static void remember(struct cli_explain *e, enum kind k, const sandlock_decision
 	else if (k == K_SEND && call && strcmp(call, "sendto") == 0)
 		describe_addr(d->notif, d->notif->args[4], d->notif->args[5], addr, sizeof addr);
 	pthread_mutex_lock(&e->mu);
-	if (!e->first[k][0])
+	if (!e->first[k][0]) {
 		snprintf(e->first[k], sizeof e->first[k], "%s%s%s", call ? call : "?",
 		         addr[0] ? " " : "", addr);
+		e->first_errno[k] = d->action->u.errno_value;
+	}
 	pthread_mutex_unlock(&e->mu);
 }
 
@@ -213,8 +216,10 @@ static void explain_network(const struct cli_explain *e)
 		         a ? (unix_ ? a + 5 : a) : "HOST:PORT");
 		say(line);
 	}
+	/* Without pidfd_getfd, EPERM is sandlock unable to check the call on
+	 * the program's own socket; EACCES is still the rules' answer. */
 	const char *nogetfd = sl_mech_getfd_why();
-	if (b && nogetfd) {
+	if (b && nogetfd && e->first_errno[K_BIND] == EPERM) {
 		/* Here a trapped bind (deny rules, port remapping, policy_fn)
 		 * is refused whatever the rules say. */
 		snprintf(line, sizeof line,
@@ -241,18 +246,20 @@ static void explain_network(const struct cli_explain *e)
 		         l == 1 ? "" : "s");
 		say(line);
 	}
-	if (s && nogetfd) {
-		/* Here every send with an address is refused, allowed or not. */
+	if (s && nogetfd && e->first_errno[K_SEND] == EPERM) {
+		/* A send sandlock could not check (a socket it cannot hold). */
 		snprintf(line, sizeof line,
 		         "%u send%s with an address refused (first: %s): sandlock cannot check them "
 		         "on the program's own socket here: %s; see docs/containers.md", s,
 		         s == 1 ? "" : "s", e->first[K_SEND], nogetfd);
 		say(line);
 	} else if (s) {
+		const char *a = addr_of(e->first[K_SEND]);
+		bool unix_ = a && strncmp(a, "unix ", 5) == 0;
 		snprintf(line, sizeof line,
 		         "%u send%s refused by the network rules (first: %s); allow the "
-		         "destination with --net-allow udp://HOST:PORT", s, s == 1 ? "" : "s",
-		         e->first[K_SEND]);
+		         "destination with %s %s", s, s == 1 ? "" : "s", e->first[K_SEND],
+		         unix_ ? "--allow-unix" : "--net-allow", unix_ ? a + 5 : "udp://HOST:PORT");
 		say(line);
 	}
 }
