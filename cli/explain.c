@@ -10,9 +10,12 @@
  * allows it, then a summary count.  Limits the kernel enforces without
  * telling us (the memory limit, the timeout) are told from the result.
  * File accesses Landlock refuses are not seen here (no trap; --trace
- * traps opens to find them).  `-q` turns it all off.
+ * traps opens to find them): a run that failed with nothing else to say
+ * gets the first path its command line names that the rules refuse
+ * (namedpaths.c).  `-q` turns it all off.
  */
 #include "explain.h"
+#include "namedpaths.h"
 #include "trace.h"
 /* What the library can reach here (libsandlock.a): pidfd_getfd. */
 #include "launch/mechs.h"
@@ -33,12 +36,12 @@
 #include <unistd.h>
 
 enum kind { K_PROCS, K_CONNECT, K_BIND, K_LISTEN, K_SEND, K_META, K_ARGS, K_DISK, K_IPC,
-	    K_OTHER, K_N };
+	    K_FILTER, K_OTHER, K_N };
 
 static const char *const k_names[K_N] = { "process creations", "connects", "binds", "listens",
 	                                  "sends", "metadata changes", "argument rules",
 	                                  "writes past --max-disk", "SysV IPC calls",
-	                                  "other calls" };
+	                                  "blocklisted calls", "other calls" };
 
 struct cli_explain {
 	struct cli_explain_cfg cfg;
@@ -101,6 +104,8 @@ static enum kind kind_of(const sandlock_decision_t *d, const char *call)
 		return K_ARGS;
 	if (strcmp(by, "SysV IPC") == 0)
 		return K_IPC;
+	if (strcmp(by, "syscall filter") == 0) /* seen with --trace only */
+		return K_FILTER;
 	if (strcmp(by, "socket destinations") == 0) {
 		if (call && strcmp(call, "connect") == 0)
 			return K_CONNECT;
@@ -296,6 +301,13 @@ static void explain_calls(const struct cli_explain *e)
 		         e->count[K_IPC], e->count[K_IPC] == 1 ? "" : "s", e->first[K_IPC]);
 		say(line);
 	}
+	if (e->count[K_FILTER]) {
+		snprintf(line, sizeof line,
+		         "%u call%s refused by the syscall filter (first: %s): sandlock's blocklist "
+		         "or --extra-deny-syscalls",
+		         e->count[K_FILTER], e->count[K_FILTER] == 1 ? "" : "s", e->first[K_FILTER]);
+		say(line);
+	}
 	if (e->count[K_ARGS]) {
 		snprintf(line, sizeof line,
 		         "%u call%s refused by the filter's argument rules (first: %s)",
@@ -390,6 +402,20 @@ static void explain_workdir(const struct cli_explain *e, const sandlock_result_t
 	say(line);
 }
 
+/* A command that exited with a failure nobody refused anything of: maybe
+ * Landlock did, unseen; a path it names that the rules refuse, if any. */
+static void explain_named(const struct cli_explain *e, const sandlock_result_t *r,
+                          unsigned total)
+{
+	if (total || e->cfg.traced || !e->cfg.run || sandlock_result_error(r) ||
+	    sandlock_result_reason(r) != SANDLOCK_EXIT_EXITED)
+		return;
+	char *line = cli_named_path_hint(e->cfg.run);
+	if (line)
+		say(line);
+	free(line);
+}
+
 void cli_explain_end(struct cli_explain *e, const sandlock_result_t *r, int status)
 {
 	if (!e || !r || status == 0)
@@ -402,6 +428,7 @@ void cli_explain_end(struct cli_explain *e, const sandlock_result_t *r, int stat
 	unsigned total = 0;
 	for (int k = 0; k < K_N; k++)
 		total += e->count[k];
+	explain_named(e, r, total);
 	if (total > 1) {
 		char line[512];
 		int len = snprintf(line, sizeof line, "denied:");

@@ -22,6 +22,7 @@ struct cli_explain_cfg {
 	const char *workdir_path;
 	bool on_error_abort; /* a failed run's workdir changes are thrown away */
 	const struct cli_cfg *run; /* the rules, for a command it could not execute */
+	bool traced; /* --trace reports each refused access itself */
 };
 
 struct cli_explain *cli_explain_new(const struct cli_explain_cfg *c);

@@ -197,13 +197,13 @@ static bool has_http_rules(const struct cli_cfg *cfg)
 }
 
 /* The end-of-run explanation's view of cfg (explain.c). */
-static struct cli_explain *explain_new(const struct cli_cfg *cfg)
+static struct cli_explain *explain_new(const struct cli_cfg *cfg, bool traced)
 {
 	struct cli_explain_cfg c = {
 		.has_timeout = cfg->has_timeout, .timeout_ms = cfg->timeout_ms,
 		.has_max_memory = cfg->has_max_memory, .max_memory = cfg->max_memory,
 		.has_max_processes = cfg->has_max_processes, .max_processes = cfg->max_processes,
-		.on_error_abort = true, .run = cfg,
+		.on_error_abort = true, .run = cfg, .traced = traced,
 	};
 	for (size_t i = 0; i < cfg->ops.n; i++) {
 		const struct cli_op *op = &cfg->ops.v[i];
@@ -225,7 +225,7 @@ static int run_config_ex(struct cli_cfg *cfg, struct cli_report *rep, struct cli
 static int run_config(struct cli_cfg *cfg, struct cli_report *rep, struct cli_trace *trace,
                       bool learn)
 {
-	struct cli_explain *ex = learn || rep->quiet ? NULL : explain_new(cfg);
+	struct cli_explain *ex = learn || rep->quiet ? NULL : explain_new(cfg, trace != NULL);
 	int rc = run_config_ex(cfg, rep, trace, learn, ex);
 	cli_explain_free(ex);
 	return rc;
@@ -265,6 +265,10 @@ static int run_config_ex(struct cli_cfg *cfg, struct cli_report *rep, struct cli
 	} else if (trace && !learn) {
 		sandlock_sandbox_builder_on_decision(b, cli_trace_decision, trace);
 	}
+	/* --trace: the filter's own refusals (ptrace, mount, argument rules)
+	 * come through the supervisor too, so its printer names them. */
+	if (trace && !learn)
+		sandlock_sandbox_builder_report_filter_refusals(b, true);
 	if (trace && !learn && has_http_rules(cfg)) /* the egress log's lines too */
 		sandlock_sandbox_builder_http_log_fd(b, STDERR_FILENO);
 	int err = 0;

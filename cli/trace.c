@@ -6,6 +6,8 @@
 #include "options.h"
 #include "profile.h"
 #include "profile/toml.h"
+/* The filter's rule table (libsandlock.a): which rule a refused call broke. */
+#include "launch/filter.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -517,6 +519,30 @@ static const char *decision_hint(const char *by)
 	return "refused by the supervisor";
 }
 
+/* Which rule of the filter refused d ("rule" in the JSON), and the hint:
+ * the argument rule broken, or the blocklist / --extra-deny-syscalls.
+ * NULL: not the filter's; *hint left as decision_hint says. */
+static const char *filter_rule(const sandlock_decision_t *d, const char **hint)
+{
+	static const struct sl_filter_policy k_default;
+	if (strcmp(d->decided_by, "syscall filter") == 0) {
+		bool listed = sl_filter_is_blocked(&k_default, d->notif->syscall_nr);
+		*hint = listed ? "sandlock's blocklist refuses it (it widens the kernel's attack "
+		                 "surface); no flag allows it"
+		               : "refused as --extra-deny-syscalls asked";
+		return listed ? "blocklist" : "--extra-deny-syscalls";
+	}
+	bool gate = false;
+	const char *rule = strcmp(d->decided_by, "argument rules") == 0
+		                   ? sl_filter_arg_rule(NULL, d->notif, &gate)
+		                   : NULL;
+	if (rule)
+		*hint = gate ? "allow the destination with --net-allow udp://HOST:PORT (or "
+		               "icmp://HOST)"
+		             : "refused in every sandbox; no flag allows it";
+	return rule;
+}
+
 /* An errno a builtin answered is a refusal (EPERM, EACCES, a limit
  * reached), not the call's ordinary result: a COW workdir or a chroot
  * performing a call answers ENOENT, EEXIST, ENOTDIR... as the kernel
@@ -552,9 +578,13 @@ void cli_trace_decision(void *ud, const sandlock_decision_t *d)
 		if (en)
 			json_object_set_new(o, "errno_name", json_string(en));
 	}
+	const char *hint = decision_hint(d->decided_by);
+	const char *rule = filter_rule(d, &hint);
+	if (o && rule)
+		json_object_set_new(o, "rule", json_string(rule));
 	char *msg = NULL;
-	if (o && asprintf(&msg, "denied %s (%s): %s", name ? name : "?", d->decided_by,
-			  decision_hint(d->decided_by)) >= 0) {
+	if (o && asprintf(&msg, "denied %s (%s%s%s): %s", name ? name : "?", d->decided_by,
+			  rule ? ": " : "", rule ? rule : "", hint) >= 0) {
 		json_object_set_new(o, "message", json_string(msg));
 		free(msg);
 	}
@@ -606,14 +636,16 @@ struct cli_trace *cli_trace_new(const struct cli_cfg *cfg, FILE *out, bool learn
 	return t;
 }
 
-char *cli_trace_exec_hint(const struct cli_cfg *cfg, const char *path)
+/* Why cfg's rules refuse acc on path and the flag that allows it, or NULL
+ * (allowed; or missing, unless a write may create it). */
+static char *access_hint(const struct cli_cfg *cfg, const char *path, enum access acc)
 {
 	struct cli_trace *t = cli_trace_new(cfg, NULL, false);
 	bool exists = false;
 	char *canon = t ? canonical(path, &exists) : NULL;
 	char *hint = NULL;
-	if (canon && exists) {
-		struct verdict v = judge(t, canon, true, ACC_EXEC);
+	if (canon && (exists || acc == ACC_WRITE)) {
+		struct verdict v = judge(t, canon, exists, acc);
 		if (v.reason && asprintf(&hint, "%s; allow with %s %s", v.reason,
 		                         v.flag ? v.flag : "no flag (remove the -d)",
 		                         v.allow ? v.allow : "") < 0)
@@ -623,6 +655,16 @@ char *cli_trace_exec_hint(const struct cli_cfg *cfg, const char *path)
 	free(canon);
 	cli_trace_free(t);
 	return hint;
+}
+
+char *cli_trace_exec_hint(const struct cli_cfg *cfg, const char *path)
+{
+	return access_hint(cfg, path, ACC_EXEC);
+}
+
+char *cli_trace_path_hint(const struct cli_cfg *cfg, const char *path, bool write)
+{
+	return access_hint(cfg, path, write ? ACC_WRITE : ACC_READ);
 }
 
 static void list_release(struct cli_list *l)

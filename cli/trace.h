@@ -34,6 +34,9 @@ struct cli_trace *cli_trace_new(const struct cli_cfg *cfg, FILE *out, bool learn
  * /opt/tool"), or NULL when the rules allow it (then it is not the
  * rules': a file without execute permission, a noexec mount).  Heap. */
 char *cli_trace_exec_hint(const struct cli_cfg *cfg, const char *path);
+/* The same for reading path (which must exist), or writing it (it may be
+ * a name to create): "not under any -w; allow with -w /out", or NULL. */
+char *cli_trace_path_hint(const struct cli_cfg *cfg, const char *path, bool write);
 void cli_trace_free(struct cli_trace *t);
 /* Fill regs (room for max) with this trace's handlers; returns the count.
  * The handlers borrow t: free t only after the run. */

@@ -420,6 +420,18 @@ typedef void (*sandlock_decision_fn)(void *ud, const sandlock_decision_t *d);
 sandlock_builder_t *sandlock_sandbox_builder_on_decision(sandlock_builder_t *b,
                                                          sandlock_decision_fn fn, void *ud);
 /*
+ * For tracing: the seccomp filter's own refusals (the blocklist: ptrace,
+ * mount, bpf, keyctl, io_uring_*, ...; extra_deny_syscalls; the argument
+ * rules: namespace flags, socket families, personality flags, ...) go
+ * through the supervisor, which refuses them with the same errno, so
+ * on_decision sees them (decided_by "syscall filter" or "argument rules").
+ * Costs a round trip per refused call, nothing for the others.  Only a
+ * run has a supervisor: confine and sandlock_fork refuse in the filter as
+ * always.  Off by default.
+ */
+sandlock_builder_t *sandlock_sandbox_builder_report_filter_refusals(sandlock_builder_t *b,
+                                                                   bool on);
+/*
  * Dynamic policy (builtins/policy.c): fn is called on the supervisor
  * thread for each event of the sandbox's processes while the call is held:
  *   "execve"/"execveat" (category "process"): argv read while every other

@@ -21,6 +21,9 @@ struct sl_filter_policy {
 	 * (builder.c), whose destinations builtins/netdest/ then checks. */
 	bool allow_udp;
 	bool allow_icmp;
+	/* The filter's refusals go through the supervisor, for its decision
+	 * hook (--trace): sandlock_sandbox_builder_report_filter_refusals. */
+	bool report_refusals;
 };
 #define SL_MAX_CORES 1024
 #define SL_MAX_EXTRA_DENY 128

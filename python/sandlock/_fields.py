@@ -107,7 +107,11 @@ def _gpu_devices(b: Ptr, v: Any, c: Cfg) -> Ptr:
 
 
 def _trace_hook(b: Ptr, v: Any, c: Cfg) -> Ptr:
-    return b if v is None else _setter("on_decision")(b, v.c_fn, None)
+    if v is None:
+        return b
+    b = _setter("on_decision")(b, v.c_fn, None)
+    # The filter's own refusals (ptrace, mount, argument rules) too.
+    return _setter("report_filter_refusals")(b, True)
 
 
 def _policy_hook(b: Ptr, v: Any, c: Cfg) -> Ptr:

@@ -12,7 +12,9 @@ what was denied"), as dicts:
 - a call the supervisor refuses (a builtin, or a user handler's ERRNO or
   KILL), from the C tracing hook sandlock_sandbox_builder_on_decision:
   ``{"event": "denied", "syscall", "pid", "by", "action", "errno",
-  "errno_name", "message"}``;
+  "errno_name", "message"}``; the seccomp filter's own refusals come
+  through the supervisor too (sandlock_sandbox_builder_report_filter_refusals),
+  ``by`` "syscall filter" or "argument rules";
 - any other decision of a user handler (RETURN_VALUE, INJECT_FD, HOLD):
   ``{"event": "decision", "syscall", "pid", "by": "handler", "action"}``.
 
@@ -49,6 +51,7 @@ _HINTS = {
     "metadata guard": "metadata may change only inside fs_writable and outside fs_denied; "
                       "allow with fs_writable",
     "argument rules": "refused by the filter's argument rules; nothing allows it",
+    "syscall filter": "refused by sandlock's blocklist or extra_deny_syscalls",
     "socket destinations": "the destination is not allowed by net_allow / "
                            "net_allow_unix; allow it there",
     "handler": "refused by a handler",

@@ -351,6 +351,14 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_on_decision(sandlock_buil
 	return b;
 }
 
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_report_filter_refusals(sandlock_builder_t *b,
+                                                                             bool on)
+{
+	if (b)
+		b->cfg.filter.report_refusals = on;
+	return b;
+}
+
 /* fn and ud, and what frees ud once the configuration is released. */
 static sandlock_builder_t *set_policy(sandlock_builder_t *b, sandlock_policy_fn fn, void *ud,
                                       void (*ud_free)(void *))

@@ -58,7 +58,9 @@ struct sl_builtin {
 	const char *name;
 	enum sl_phase phase;
 	/* FIRST only: also runs on every syscall trapped for any reason (the
-	 * supervisor's own argument re-check). */
+	 * supervisor's own argument re-check), and on a notification of a
+	 * syscall with no chain (an argument rule's refusal the filter sends
+	 * with report_refusals), which is refused whatever it decides. */
 	bool every_trapped;
 	/* The user setting that turns this builtin on, as confine() and
 	 * sandlock_fork name it when they refuse it (neither has a

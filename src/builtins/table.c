@@ -3,11 +3,13 @@
  * new file in this folder and one line here (docs/architecture.md).
  *
  * Order matters for FIRST-phase builtins: the argument re-check comes
- * first so that nothing later sees a call the filter would have denied.
+ * first so that nothing later sees a call the filter would have denied,
+ * then the blocklist's refusals (when reported) for the same reason.
  */
 #include "builtins/builtin.h"
 
 extern const struct sl_builtin sl_builtin_args;
+extern const struct sl_builtin sl_builtin_refusals;
 extern const struct sl_builtin sl_builtin_procs;
 extern const struct sl_builtin sl_builtin_random;
 extern const struct sl_builtin sl_builtin_clock;
@@ -26,6 +28,7 @@ extern const struct sl_builtin sl_builtin_sysvipc;
 
 const struct sl_builtin *const sl_builtin_table[] = {
 	&sl_builtin_args,  /* FIRST: the filter's argument rules, again */
+	&sl_builtin_refusals, /* FIRST: report_refusals: the blocklist refused here, seen */
 	&sl_builtin_procs, /* FIRST: max_processes */
 	&sl_builtin_random, /* FIRST: random_seed, getrandom answered from a seeded PRNG */
 	&sl_builtin_clock,  /* FIRST: time_start, realtime clock reads shifted */

@@ -115,7 +115,7 @@ int sl_confine_filter(const struct sandlock_sandbox *sb, struct sock_fprog *prog
 	struct sl_traps t = { 0 };
 	int rc = sl_builtin_unsupervised_traps(sb, &t) < 0
 		         ? sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory")
-		         : sl_filter_build(sb, t.v, t.n, prog, err, msg);
+		         : sl_filter_build(sb, t.v, t.n, false, prog, err, msg);
 	sl_traps_free(&t);
 	return rc;
 }

@@ -8,6 +8,7 @@
 #include <linux/filter.h>
 
 #include "config.h"
+#include "launch/argrules.h"
 #include "trap.h"
 
 /* True if nr is denied by the blocklist under policy p (a handler may not
@@ -22,26 +23,24 @@ const char *sl_filter_group_names(void);
 bool sl_filter_extra_denied(const struct sandlock_sandbox *cfg, int nr);
 /* Blocklisted under cfg's policy or extra-denied: no handler may be registered on nr. */
 bool sl_filter_denies(const struct sandlock_sandbox *cfg, int nr);
+/* With report_refusals: the syscalls a supervised run sends to
+ * builtins/refusals.c instead of refusing them in the filter: the
+ * blocklist (not the ENOSYS ones, which say "not here" rather than "no")
+ * and cfg's extra_deny_syscalls.  0 or -1 (OOM). */
+int sl_filter_refusal_traps(const struct sandlock_sandbox *cfg, struct sl_traps *out);
 /* Members of the group called name: 0 with *nrs, *n set, or -1 (no such group). */
 int sl_filter_group_members(const char *name, const int **nrs, size_t *n);
 /*
  * Build the BPF program (before fork): blocklist -> ERRNO/KILL, x32/i386
  * -> kill, argument filters, and trapped[] (trap.h, normalized: each
- * condition of a trap one rule) -> SECCOMP_RET_USER_NOTIF.  0 or -1 with
+ * condition of a trap one rule) -> SECCOMP_RET_USER_NOTIF.  supervised:
+ * a supervisor answers the notifications (a run), so report_refusals may
+ * send refusals to it; confine and sandlock_fork have none.  0 or -1 with
  * *err, *msg set.  Free with sl_filter_free.
  */
 int sl_filter_build(const struct sandlock_sandbox *cfg, const struct sl_trap *trapped,
-                    size_t ntrapped, struct sock_fprog *out, int *err, char **msg);
+                    size_t ntrapped, bool supervised, struct sock_fprog *out, int *err,
+                    char **msg);
 void sl_filter_free(struct sock_fprog *prog);
-/* True if nr has argument rules (clone, ioctl, socket, prctl, unshare, ...). */
-bool sl_filter_has_arg_rules(int nr);
-/*
- * The filter's argument rules, evaluated on a notification (the same table
- * the BPF is generated from).  The filter applies them before any NOTIFY,
- * so a trapped call never carries denied arguments; the supervisor
- * re-applies them first anyway (builtins/args.c).  Returns an errno to
- * deny with, or 0.
- */
-int sl_filter_arg_check(const struct sl_filter_policy *p, const sandlock_notif_t *n);
 
 #endif /* SANDLOCK_FILTER_H */

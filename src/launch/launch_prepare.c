@@ -456,7 +456,7 @@ static int get_prog(const struct sandlock_sandbox *cfg, const struct sl_trap *tr
 {
 	struct sl_prog_cache *c = cfg->progs;
 	if (!c)
-		return sl_filter_build(cfg, trapped, ntrapped, out, err, msg);
+		return sl_filter_build(cfg, trapped, ntrapped, true, out, err, msg);
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < SL_PROG_CACHE_SLOTS; i++) {
 		if (!same_set(&c->e[i], trapped, ntrapped))
@@ -467,7 +467,7 @@ static int get_prog(const struct sandlock_sandbox *cfg, const struct sl_trap *tr
 	}
 	pthread_mutex_unlock(&c->lock);
 	/* Built outside the lock: concurrent runs need not wait for each other. */
-	if (sl_filter_build(cfg, trapped, ntrapped, out, err, msg) < 0)
+	if (sl_filter_build(cfg, trapped, ntrapped, true, out, err, msg) < 0)
 		return -1;
 	pthread_mutex_lock(&c->lock);
 	cache_store(c, trapped, ntrapped, out);

@@ -183,12 +183,26 @@ static int append_handler(struct sl_chain *c, sandlock_handler_t *h)
 	return 0;
 }
 
+/* The chain of a syscall nothing traps: the every_trapped builtins. */
+static int link_unchained(struct sl_chains *d)
+{
+	struct sl_chain *c = &d->unchained;
+	c->nr = -1;
+	c->first = calloc(d->ninsts ? d->ninsts : 1, sizeof(*c->first));
+	if (!c->first)
+		return -1;
+	for (size_t i = 0; i < d->ninsts; i++)
+		if (d->insts[i].b->phase == SL_PHASE_FIRST && d->insts[i].b->every_trapped)
+			c->first[c->nfirst++] = &d->insts[i];
+	return 0;
+}
+
 /* One chain per chained syscall (the set is sorted: so are they). */
 static int build_chains(struct sl_chains *d, const struct sl_handlers *hs, int *err,
                         char **msg)
 {
 	d->chains = calloc(d->nchained ? d->nchained : 1, sizeof(*d->chains));
-	if (!d->chains)
+	if (!d->chains || link_unchained(d) < 0)
 		return oom(err, msg);
 	for (size_t i = 0; i < d->nchained; i++) {
 		d->chains[i].nr = d->chained[i];
@@ -222,6 +236,7 @@ void sl_chains_free(struct sl_chains *d)
 		free(d->chains[i].h);
 	}
 	free(d->chains);
+	free(d->unchained.first);
 	for (size_t i = 0; i < d->ninsts; i++) {
 		struct sl_inst *in = &d->insts[i];
 		if (in->live && in->b->free)

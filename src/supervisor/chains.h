@@ -43,6 +43,10 @@ struct sl_chains {
 	struct sl_traps trapped; /* what the filter traps (sl_traps_normalize) */
 	int *chained; /* sorted, unique: the numbers of trapped, one chain each */
 	size_t nchained;
+	/* For a notification of a syscall with no chain (an argument rule's
+	 * refusal sent by the filter's prefix, report_refusals): the FIRST
+	 * builtins that look at every trapped call.  Never continued. */
+	struct sl_chain unchained;
 };
 
 /* Instantiate the builtins for cfg with the run's services sv and build

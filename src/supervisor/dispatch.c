@@ -328,20 +328,25 @@ static void after_answer(const struct sl_chain *c, const sandlock_notif_t *n)
 void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n)
 {
 	const struct sl_chain *c = sl_chains_find(&d->ch, n->syscall_nr);
+	bool chained = c != NULL;
+	if (!c) /* an argument rule's refusal (report_refusals): args.c names it */
+		c = &d->ch.unchained;
 	sandlock_action_t act;
-	bool deferred = false, decided = true;
-	const char *by = "dispatcher";
-	if (!c) {
-		/* The filter traps only the chains' syscalls: never continue a
-		 * notification that contradicts it. */
+	bool deferred = false, decided;
+	const char *by;
+	sandlock_mem_t mem;
+	sl_mem_init(&mem, d->listener, n, d->cache);
+	pthread_mutex_lock(&d->builtin_lock);
+	decided = run_chain(d, c, n, &mem, &act, &deferred, &by);
+	pthread_mutex_unlock(&d->builtin_lock);
+	sl_mem_done(&mem);
+	if (!chained && (!decided || act.kind == SANDLOCK_ACTION_CONTINUE)) {
+		/* The filter traps only the chains' syscalls and the argument
+		 * rules' refusals: never continue a notification that
+		 * contradicts it. */
 		sandlock_action_set_errno(&act, EPERM);
-	} else {
-		sandlock_mem_t mem;
-		sl_mem_init(&mem, d->listener, n, d->cache);
-		pthread_mutex_lock(&d->builtin_lock);
-		decided = run_chain(d, c, n, &mem, &act, &deferred, &by);
-		pthread_mutex_unlock(&d->builtin_lock);
-		sl_mem_done(&mem);
+		by = "dispatcher";
+		decided = true;
 	}
 	if (!deferred) {
 		if (!decided) {
@@ -350,8 +355,7 @@ void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n)
 		}
 		report(d, n, &act, by);
 		answer(d, n, &act);
-		if (c)
-			after_answer(c, n);
+		after_answer(c, n);
 	}
 	/* After execve the pid has a new address space; a cached fd would
 	 * still read the old one (alive if shared with a vfork parent). */

@@ -926,7 +926,7 @@ TEST(arg_check_mirrors_filter)
 		{ __NR_clone, { CLONE_NEWUSER | SIGCHLD }, EPERM },
 		{ __NR_prctl, { PR_SET_DUMPABLE, 1 }, EPERM },
 	};
-	struct sl_filter_policy pol = { 0, false, false };
+	struct sl_filter_policy pol = { 0, false, false, false };
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		sandlock_notif_t n;
 		memset(&n, 0, sizeof n);
@@ -1030,9 +1030,11 @@ static uint64_t edge_value(uint64_t *s)
 	return v;
 }
 
-/* For every syscall with argument rules, under each UDP/ICMP gate and with
- * and without those syscalls trapped: BPF says ERRNO(e) exactly when
- * sl_filter_arg_check says e, and otherwise ALLOW (or USER_NOTIF). */
+/* For every syscall with argument rules, under each UDP/ICMP gate, with
+ * and without those syscalls trapped, and with and without refusals
+ * reported: BPF says ERRNO(e) exactly when sl_filter_arg_check says e
+ * (reported: USER_NOTIF for EPERM, the supervisor answering it), and
+ * otherwise ALLOW (or USER_NOTIF). */
 TEST(bpf_agrees_with_arg_check)
 {
 	static const int nrs[] = { __NR_socket, __NR_socketpair, __NR_sendto, __NR_sendmsg,
@@ -1045,15 +1047,18 @@ TEST(bpf_agrees_with_arg_check)
 	sl_traps_normalize(&trapped);
 	uint64_t seed = 0x5eed5eed12345ULL;
 	long checked = 0;
-	for (int variant = 0; variant < 8; variant++) {
-		sandlock_sandbox_t *sb = gated(base(), variant & 1, variant & 2);
+	for (int variant = 0; variant < 16; variant++) {
+		bool report = variant & 8;
+		sandlock_sandbox_t *sb =
+			gated(sandlock_sandbox_builder_report_filter_refusals(base(), report), variant & 1,
+			      variant & 2);
 		REQUIRE(sb);
 		bool trap = variant & 4;
 		struct sock_fprog prog;
 		int err = 0;
 		char *msg = NULL;
-		int rc = sl_filter_build(sb, trap ? trapped.v : NULL, trap ? trapped.n : 0, &prog, &err,
-		                         &msg);
+		int rc = sl_filter_build(sb, trap ? trapped.v : NULL, trap ? trapped.n : 0, true, &prog,
+		                         &err, &msg);
 		if (rc != 0)
 			fprintf(stderr, "  sl_filter_build: %s\n", msg ? msg : "");
 		sandlock_string_free(msg);
@@ -1066,8 +1071,9 @@ TEST(bpf_agrees_with_arg_check)
 			for (int a = 0; a < 6; a++)
 				n.args[a] = d.args[a] = edge_value(&seed);
 			int e = sl_filter_arg_check(&sb->filter, &n);
-			uint32_t want = e ? (SECCOMP_RET_ERRNO | (uint32_t)e)
-			                  : trap ? SECCOMP_RET_USER_NOTIF : SECCOMP_RET_ALLOW;
+			uint32_t want = e == EPERM && report ? SECCOMP_RET_USER_NOTIF
+			                : e ? (SECCOMP_RET_ERRNO | (uint32_t)e)
+			                : trap ? SECCOMP_RET_USER_NOTIF : SECCOMP_RET_ALLOW;
 			uint32_t got = bpf_run(&prog, &d);
 			if (got != want) {
 				fprintf(stderr, "  variant %d nr %d args %llx %llx %llx %llx: bpf %x, table %x\n",
@@ -1083,5 +1089,5 @@ TEST(bpf_agrees_with_arg_check)
 		sandlock_sandbox_free(sb);
 	}
 	sl_traps_free(&trapped);
-	CHECK_EQ_INT(checked, 8 * 4000);
+	CHECK_EQ_INT(checked, 16 * 4000);
 }

@@ -183,7 +183,7 @@ static int trap_probe(sandlock_sandbox_t *sb, const sandlock_registration_t *reg
 	const struct sl_trap *nrs;
 	size_t n = sl_dispatch_trapped(d, &nrs);
 	struct sock_fprog prog = { 0, NULL };
-	int rc = sl_filter_build(sb, nrs, n, &prog, &err, &msg);
+	int rc = sl_filter_build(sb, nrs, n, true, &prog, &err, &msg);
 	sl_dispatch_unref(d);
 	if (rc < 0) {
 		fprintf(stderr, "  filter: %s\n", msg ? msg : "?");

@@ -129,3 +129,108 @@ TEST(no_hook_no_calls_and_null_removes_it)
 	sandlock_result_free(r);
 	sandlock_sandbox_free(sb);
 }
+
+/* A probe calling what the filter refuses: the blocklist (ptrace, mount,
+ * bpf, keyctl, io_uring_setup) and the argument rules (personality flags,
+ * a user namespace, a packet socket); prints each errno (0: it worked)
+ * and the personality afterwards. */
+static const char k_refused_probe[] =
+	"import ctypes, sys\n"
+	"libc = ctypes.CDLL(None, use_errno=True)\n"
+	"def call(nr, *a):\n"
+	"    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(x) for x in a])\n"
+	"    return 0 if r >= 0 else ctypes.get_errno()\n"
+	"n = [int(x) for x in sys.argv[1:]]\n"
+	"out = [call(n[0], 0, 0, 0, 0), call(n[1], 0, 0, 0, 0, 0), call(n[2], 0, 0, 0),\n"
+	"       call(n[3], 0, 0), call(n[4], 1, 0), call(n[5], 0x0040000),\n"
+	"       call(n[6], 0x10000000), call(n[7], 17, 3, 0)]\n"
+	"print(*out, libc.personality(0xffffffff))\n";
+
+static const char *const k_blocked_calls[] = { "ptrace", "mount", "bpf", "keyctl",
+	                                       "io_uring_setup" };
+static const char *const k_arg_calls[] = { "personality", "unshare", "socket" };
+
+/* The probe's argv: python, the script, the syscall numbers. */
+static void refused_argv(const char *argv[12], char nums[8][8])
+{
+	const char *names[8];
+	memcpy(names, k_blocked_calls, sizeof k_blocked_calls);
+	memcpy(names + 5, k_arg_calls, sizeof k_arg_calls);
+	argv[0] = TU_PY;
+	argv[1] = "-c";
+	argv[2] = k_refused_probe;
+	for (int i = 0; i < 8; i++) {
+		snprintf(nums[i], 8, "%d", (int)sandlock_syscall_nr(names[i]));
+		argv[3 + i] = nums[i];
+	}
+	argv[11] = NULL;
+}
+
+/* How many EPERM records name syscall `name` and decider `by`. */
+static int refusals_of(const struct log *l, const char *name, const char *by)
+{
+	return count(l, (int)sandlock_syscall_nr(name), SANDLOCK_ACTION_ERRNO, by, true, EPERM);
+}
+
+/*
+ * report_filter_refusals: the calls the filter refuses by itself reach the
+ * hook, named ("syscall filter" for the blocklist, "argument rules" for
+ * the argument rules), and are refused exactly as without it (every errno
+ * EPERM, the personality unchanged); without it the hook sees none.
+ * Outside, ptrace(TRACEME) and the personality flag work: the probe
+ * reaches the calls.
+ */
+TEST(filter_refusals_are_reported_only_when_asked)
+{
+	const char *argv[12];
+	char nums[8][8];
+	refused_argv(argv, nums);
+	const char *outside = tu_outside_line(argv);
+	CHECK(strncmp(outside, "0 ", 2) == 0); /* ptrace(PTRACE_TRACEME) worked */
+	CHECK(strstr(outside, " 262144") != NULL); /* ADDR_NO_RANDOMIZE was set */
+	for (int report = 0; report < 2; report++) {
+		static struct log l;
+		memset(&l, 0, sizeof l);
+		pthread_mutex_init(&l.mu, NULL);
+		sandlock_builder_t *b = tu_system_builder();
+		sandlock_sandbox_builder_on_decision(b, on_decision, &l);
+		sandlock_sandbox_builder_report_filter_refusals(b, report);
+		sandlock_sandbox_t *sb = tu_build(b);
+		REQUIRE(sb);
+		sandlock_result_t *r = tu_run(sb, argv);
+		REQUIRE(r);
+		CHECK(tu_out_is(r, "1 1 1 1 1 1 1 1 0\n"));
+		for (size_t i = 0; i < 5; i++)
+			CHECK_EQ_INT(refusals_of(&l, k_blocked_calls[i], "syscall filter"), report);
+		for (size_t i = 0; i < 3; i++)
+			CHECK_EQ_INT(refusals_of(&l, k_arg_calls[i], "argument rules"), report);
+		sandlock_result_free(r);
+		sandlock_sandbox_free(sb);
+		pthread_mutex_destroy(&l.mu);
+	}
+}
+
+/* An extra-denied syscall a LAST builtin traps (uts.c: uname) is refused
+ * by the syscall filter, reported, and the builtin never performs it. */
+TEST(reported_extra_deny_wins_over_a_builtin)
+{
+	static struct log l = { PTHREAD_MUTEX_INITIALIZER, { { 0 } }, 0 };
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_on_decision(b, on_decision, &l);
+	sandlock_sandbox_builder_report_filter_refusals(b, true);
+	sandlock_sandbox_builder_extra_deny_syscalls(b, "uname");
+	sandlock_sandbox_t *sb = tu_build(b);
+	REQUIRE(sb);
+	const char *argv[] = { TU_PY, "-c",
+		               "import os\ntry:\n os.uname(); print('ran')\n"
+		               "except OSError as e: print(e.errno)",
+		               NULL };
+	sandlock_result_t *r = tu_run(sb, argv);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "1\n"));
+	CHECK(refusals_of(&l, "uname", "syscall filter") >= 1);
+	CHECK_EQ_INT(count(&l, (int)sandlock_syscall_nr("uname"), SANDLOCK_ACTION_RETURN_VALUE,
+	                   "virtual hostname", false, 0), 0);
+	sandlock_result_free(r);
+	sandlock_sandbox_free(sb);
+}

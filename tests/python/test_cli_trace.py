@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sandlock import _native
 from test_cli import SANDLOCK, SYS_RO, run_in_sandbox, sandlock, tmpdir_path  # noqa: F401
 
 
@@ -171,6 +172,74 @@ def test_trace_reports_supervisor_denials(tree):
     assert line["by"] == "metadata guard" and line["errno_name"] == "EPERM"
     assert line["syscall"] in ("chmod", "fchmodat", "fchmodat2")
     assert "allow with -w" in line["message"]
+
+
+# A probe of what the filter refuses by itself (not the supervisor): the
+# blocklist (ptrace, keyctl, mount), --extra-deny-syscalls (uname), and the
+# argument rules (a personality flag, a user namespace, a packet socket).
+# Prints each errno (0: it worked) and the personality afterwards, and fails
+# (exit 3).  argv[1]:
+# keyctl's number (glibc has no wrapper).
+FILTER_PROBE = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def call(f, *a):
+    r = f(*[ctypes.c_long(x) for x in a])
+    return 0 if r >= 0 else ctypes.get_errno()
+out = [call(libc.ptrace, 0, 0, 0, 0), call(libc.syscall, int(sys.argv[1]), 0, 0),
+       call(libc.mount, 0, 0, 0, 0, 0), call(libc.personality, 0x0040000),
+       call(libc.unshare, 0x10000000), call(libc.socket, 17, 3, 0)]
+try:
+    os.uname(); out.append(0)
+except OSError as e:
+    out.append(e.errno)
+print(*out, libc.personality(0xffffffff))
+sys.exit(3)  # a failed run: the end-of-run lines are printed
+"""
+FILTER_CALLS = {"ptrace": "blocklist", "keyctl": "blocklist", "mount": "blocklist",
+                "uname": "--extra-deny-syscalls"}
+ARG_CALLS = ("personality", "unshare", "socket")
+
+
+def test_trace_names_the_filters_own_refusals():
+    """--trace reports what the seccomp filter refuses without the
+    supervisor (issue 23): which syscall and which rule, with the flag when
+    one exists; the calls are refused exactly as without --trace (EPERM,
+    the personality unchanged).  Outside the sandbox the probe's ptrace
+    and personality calls work (the probe reaches them)."""
+    probe = ["/usr/bin/python3", "-c", FILTER_PROBE, str(_native.syscall_nr("keyctl"))]
+    outside = subprocess.run(probe, capture_output=True, text=True).stdout.split()
+    assert outside[0] == "0" and outside[-1] == str(0x0040000), outside
+    plain = run_in_sandbox("--extra-deny-syscalls", "uname", "--", *probe)
+    traced = run_in_sandbox("--extra-deny-syscalls", "uname", "--trace", "--", *probe)
+    assert plain.stdout == traced.stdout == "1 1 1 1 1 1 1 0\n", (plain, traced)
+    assert not [l for l in trace_lines(plain.stderr) if l.get("by")]
+    lines = [l for l in trace_lines(traced.stderr) if l.get("by")]
+    by_call = {l["syscall"]: l for l in lines}
+    for call, rule in FILTER_CALLS.items():
+        line = by_call[call]
+        assert line["by"] == "syscall filter" and line["rule"] == rule, line
+        assert line["errno_name"] == "EPERM"
+    assert "--extra-deny-syscalls" in by_call["uname"]["message"]
+    for call in ARG_CALLS:
+        line = by_call[call]
+        assert line["by"] == "argument rules" and line["errno_name"] == "EPERM", line
+    assert "personality flag" in by_call["personality"]["rule"]
+    assert "namespaces" in by_call["unshare"]["rule"]
+    assert "socket family" in by_call["socket"]["rule"]
+    # the end-of-run lines count them too (a run without --trace never sees them)
+    assert "4 calls refused by the syscall filter (first: " in traced.stderr
+    assert "syscall filter" not in plain.stderr
+
+
+def test_trace_names_the_flag_that_opens_udp():
+    code = ("import socket\ntry: socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            "except OSError as e: print(e.errno)")
+    r = run_in_sandbox("--trace", "--", "/usr/bin/python3", "-c", code)
+    assert r.stdout == "1\n"
+    (line,) = [l for l in trace_lines(r.stderr) if l.get("syscall") == "socket"]
+    assert line["rule"] == "UDP and ping sockets"
+    assert "--net-allow udp://" in line["message"]
 
 
 def test_trace_reports_the_process_limit(tree):

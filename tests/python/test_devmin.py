@@ -96,11 +96,11 @@ def test_no_tty_when_stdio_is_not_a_terminal(tmpdir_path):
     # The caller has a controlling terminal, but the sandbox's stdio is not
     # it (output captured to a file): /dev/tty would let the guest read
     # what is typed at the caller's terminal, so it stays denied.  The same
-    # open works outside first.
+    # open works outside first.  (-q: the log is the guest's output alone.)
     log = os.path.join(tmpdir_path, "log")
     probe = "exec 3<>/dev/tty && echo opened || echo denied"
     cmd = (f"/bin/sh -c '{probe}' </dev/null >{log}.outside 2>&1; "
-           f"{SANDLOCK} run {' '.join(SYS_RO)} -- /bin/sh -c '{probe}' </dev/null >{log} 2>&1; "
+           f"{SANDLOCK} run -q {' '.join(SYS_RO)} -- /bin/sh -c '{probe}' </dev/null >{log} 2>&1; "
            "echo finished")
     with PtyProcess(["/bin/sh", "-c", cmd]) as p:
         p.expect(b"finished\r\n")

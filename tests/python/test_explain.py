@@ -199,3 +199,39 @@ def test_a_command_outside_the_grants_is_explained(tmp_path):
     tool.chmod(0o644)
     r = run("-r", str(tmp_path), "--", str(tool))
     assert r.returncode == 126 and not [l for l in said(r) if "allow with" in l], r.stderr
+
+
+def test_a_refused_path_named_on_the_command_line_is_explained(tmp_path):
+    """Landlock's refusals are not seen without --trace, but a failed run
+    whose command line names a path the rules refuse says so, with the
+    -r/-w that allows it (read for a file that exists, write after a '>');
+    -q and --trace (which reports the access itself) leave it out."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "x").write_text("secret\n")
+    assert subprocess.run(["cat", str(data / "x")], capture_output=True).returncode == 0
+    r = run("--", "cat", str(data / "x"))
+    assert r.returncode == 1 and "secret" not in r.stdout
+    assert said(r) == ["sandlock: the command failed; %s, named in its command line, is not "
+                       "under any -r/-w; allow with -r %s (--trace lists every refused "
+                       "access)" % (data / "x", data)], r.stderr
+    ok = run("-r", str(data), "--", "cat", str(data / "x"))
+    assert ok.returncode == 0 and ok.stdout == "secret\n" and said(ok) == []
+    # A shell redirection: the file is to be written; -r is not enough.
+    w = run("-r", str(data), "--", "/bin/sh", "-c", "date > %s/out" % data)
+    assert w.returncode != 0 and not (data / "out").exists()
+    assert ("sandlock: the command failed; %s/out, named in its command line, is not under "
+            "any -w; allow with -w %s" % (data, data)) in said(w)[0], w.stderr
+    assert said(run("-q", "--", "cat", str(data / "x"))) == []
+    traced = run("--trace", "--", "cat", str(data / "x"))
+    assert not [l for l in said(traced) if "named in its command line" in l]
+
+
+def test_a_relative_name_is_judged_from_the_commands_directory(tmp_path):
+    (tmp_path / "script.py").write_text("print('ran')\n")
+    r = subprocess.run([SANDLOCK, "run", *SYS_RO, "--", PY, "script.py"], cwd=str(tmp_path),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and r.stdout == ""
+    assert said(r) == ["sandlock: the command failed; %s/script.py, named in its command "
+                       "line, is not under any -r/-w; allow with -r %s (--trace lists every "
+                       "refused access)" % (tmp_path, tmp_path)], r.stderr

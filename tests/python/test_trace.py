@@ -5,6 +5,7 @@ import errno
 import logging
 import os
 import socket
+import subprocess
 import threading
 
 import pytest
@@ -117,6 +118,26 @@ def test_trace_reports_handler_decisions():
     gp = [e for e in events if e["syscall"] == "getppid"]
     assert gp and gp[0] == {"event": "decision", "syscall": "getppid", "pid": gp[0]["pid"],
                             "by": "handler", "action": "return_value"}
+
+
+def test_trace_reports_the_filters_own_refusals():
+    """ptrace (blocklisted) and a personality flag (an argument rule) are
+    refused by the seccomp filter itself; with trace= they reach the trace,
+    refused with the same EPERM.  Outside, both calls work."""
+    code = ("import ctypes\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "r = [libc.ptrace(0, 0, 0, 0), libc.personality(0x0040000)]\n"
+            "print(*[0 if x >= 0 else ctypes.get_errno() for x in r], "
+            "libc.personality(0xffffffff))\n")
+    outside = subprocess.run([PY, "-c", code], capture_output=True, text=True).stdout
+    assert outside == "0 0 %d\n" % 0x0040000
+    events = []
+    r = sandlock.Sandbox(fs_readable=SYSTEM, trace=events.append).run([PY, "-c", code])
+    assert r.stdout == b"1 1 0\n", r.stderr
+    by = {e["syscall"]: e for e in events if e.get("by")}
+    assert by["ptrace"]["by"] == "syscall filter" and by["ptrace"]["errno_name"] == "EPERM"
+    assert by["personality"]["by"] == "argument rules"
+    assert "blocklist" in by["ptrace"]["message"]
 
 
 def test_trace_exception_is_logged_and_the_run_goes_on(secret, caplog):
