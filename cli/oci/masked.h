@@ -19,7 +19,7 @@
 
 #include <jansson.h>
 
-#include "mounts.h"
+#include "guestfs.h"
 #include "sandlock.h"
 
 /* linux: config.json's "linux" (may be NULL).  scratch, make: as

@@ -3,18 +3,17 @@
  * each OCI mount as what it means in a view without mount namespaces.
  */
 #include "mounts.h"
+#include "guestfs.h"
 #include "log.h"
 #include "masked.h"
 #include "state.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -51,99 +50,6 @@ static const char *opt_value(json_t *opts, const char *key)
 	return NULL;
 }
 
-/* (mounts.h) */
-int oci_fs_map(sandlock_builder_t *b, struct oci_fs *fs, const char *dest, const char *host,
-               bool ro)
-{
-	if (fs->n == OCI_MAX_MOUNTS) {
-		oci_error("mounts: more than %d directories to map at %s", OCI_MAX_MOUNTS, dest);
-		return -1;
-	}
-	struct oci_mnt *m = &fs->m[fs->n++];
-	m->dest = dest;
-	m->ro = ro;
-	snprintf(m->host, sizeof m->host, "%s", host);
-	if (ro)
-		sandlock_sandbox_builder_fs_mount_ro(b, dest, host);
-	else
-		sandlock_sandbox_builder_fs_mount(b, dest, host);
-	return 0;
-}
-
-/* Length of prefix if the guest path p is prefix or lies below it, else 0. */
-static size_t below(const char *p, const char *prefix)
-{
-	size_t k = strlen(prefix);
-	while (k > 1 && prefix[k - 1] == '/')
-		k--;
-	return strncmp(p, prefix, k) == 0 && (p[k] == '/' || p[k] == '\0') ? k : 0;
-}
-
-int oci_fs_place(const struct oci_fs *fs, const char *guest, char *host, char *rel, size_t cap,
-                 bool *ro)
-{
-	size_t best = 0;
-	const struct oci_mnt *bm = NULL;
-	for (size_t i = 0; i < fs->n; i++) {
-		size_t k = below(guest, fs->m[i].dest);
-		if (k > best) {
-			best = k;
-			bm = &fs->m[i];
-		}
-	}
-	const char *rest = guest + best;
-	while (*rest == '/')
-		rest++;
-	*ro = bm ? bm->ro : fs->root_ro;
-	if (snprintf(host, cap, "%s", bm ? bm->host : fs->rootfs) >= (int)cap ||
-	    snprintf(rel, cap, "%s", *rest ? rest : ".") >= (int)cap)
-		return -1;
-	return 0;
-}
-
-static int open_in_root(int rootfd, const char *p, int flags, mode_t mode)
-{
-	struct open_how how = { .flags = (uint64_t)flags | O_CLOEXEC, .mode = mode,
-		                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
-	return (int)syscall(SYS_openat2, rootfd, p, &how, sizeof how);
-}
-
-int oci_fs_host(const struct oci_fs *fs, const char *guest, char *out, size_t cap)
-{
-	char host[OCI_PATH_MAX], rel[OCI_PATH_MAX], link[64];
-	bool ro;
-	if (oci_fs_place(fs, guest, host, rel, sizeof host, &ro) < 0)
-		return -1;
-	int dir = open(host, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	int fd = dir < 0 ? -1 : open_in_root(dir, rel, O_PATH | O_NOFOLLOW, 0);
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	ssize_t n = fd < 0 ? -1 : readlink(link, out, cap - 1);
-	if (n >= 0)
-		out[n] = '\0';
-	if (fd >= 0)
-		close(fd);
-	if (dir >= 0)
-		close(dir);
-	return n > 0 && (size_t)n < cap - 1 ? 0 : -1;
-}
-
-int oci_fs_stat(const struct oci_fs *fs, const char *guest, struct stat *st, bool *ro)
-{
-	char host[OCI_PATH_MAX], rel[OCI_PATH_MAX];
-	if (oci_fs_place(fs, guest, host, rel, sizeof host, ro) < 0)
-		return -1;
-	if (strcmp(rel, ".") == 0) /* a mount itself (a file one too) */
-		return stat(host, st);
-	int dir = open(host, O_PATH | O_DIRECTORY | O_CLOEXEC); /* ENOTDIR below a file */
-	int fd = dir < 0 ? -1 : open_in_root(dir, rel, O_PATH | O_NOFOLLOW, 0);
-	int rc = fd < 0 || fstat(fd, st) < 0 ? -1 : 0;
-	if (fd >= 0)
-		close(fd);
-	if (dir >= 0)
-		close(dir);
-	return rc;
-}
-
 /* mkdir -p of guest path dir inside the rootfs, every step resolved in it
  * (a symlink in the image cannot make us write outside).  0, or -1. */
 static int mkdirs_in_root(int rootfd, const char *dir)
@@ -156,11 +62,11 @@ static int mkdirs_in_root(int rootfd, const char *dir)
 			continue;
 		char c = *s;
 		*s = '\0';
-		int fd = open_in_root(rootfd, p, O_PATH | O_DIRECTORY, 0);
+		int fd = oci_open_in_root(rootfd, p, O_PATH | O_DIRECTORY, 0);
 		if (fd < 0) {
 			char *slash = strrchr(p, '/');
 			*slash = '\0';
-			int parent = open_in_root(rootfd, p[0] ? p : "/", O_PATH | O_DIRECTORY, 0);
+			int parent = oci_open_in_root(rootfd, p[0] ? p : "/", O_PATH | O_DIRECTORY, 0);
 			*slash = '/';
 			if (parent < 0 || (mkdirat(parent, slash + 1, 0755) < 0 && errno != EEXIST)) {
 				if (parent >= 0)
@@ -193,9 +99,9 @@ static int file_mount_point(int rootfd, const char *dest, size_t idx)
 			return -1;
 		}
 	}
-	int fd = open_in_root(rootfd, dest, O_PATH | O_NOFOLLOW, 0);
+	int fd = oci_open_in_root(rootfd, dest, O_PATH | O_NOFOLLOW, 0);
 	if (fd < 0)
-		fd = open_in_root(rootfd, dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+		fd = oci_open_in_root(rootfd, dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
 	if (fd < 0) {
 		oci_error("mounts[%zu]: cannot make the mount point %s in the rootfs: %s", idx, dest,
 		          strerror(errno));

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "builder/gpu.h"
-#include "launch/landlock.h"
+#include "launch/llrule.h"
 #include "util.h"
 
 #define FS(x) LANDLOCK_ACCESS_FS_##x

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "launch/devmin.h"
-#include "launch/landlock.h"
+#include "launch/llrule.h"
 #include "util.h"
 
 #define FS(x) LANDLOCK_ACCESS_FS_##x

@@ -21,10 +21,9 @@
 #include "launch/devmin.h"
 #include "builder/gpu.h"
 #include "launch/landlock.h"
+#include "launch/llrule.h"
 
 #define FS(x) LANDLOCK_ACCESS_FS_##x
-/* Rights the kernel accepts on a rule whose target is not a directory. */
-#define SL_FILE_RIGHTS (FS(EXECUTE) | FS(WRITE_FILE) | FS(READ_FILE) | FS(TRUNCATE) | FS(IOCTL_DEV))
 #define SL_READ_RIGHTS (FS(EXECUTE) | FS(READ_FILE) | FS(READ_DIR))
 /*
  * MAKE_CHAR and MAKE_BLOCK are handled but never granted, even in writable
@@ -77,20 +76,6 @@ static size_t attr_size(int abi)
 	if (abi >= 4)
 		return 16;
 	return 8;
-}
-
-/* Add one path_beneath rule on an O_PATH fd; masks rights for non-directories. */
-int sl_landlock_add_fd_rule(int ruleset, int fd, uint64_t rights, bool is_dir)
-{
-	struct sl_ll_path_beneath_attr pb = {
-		.allowed_access = is_dir ? rights : (rights & SL_FILE_RIGHTS),
-		.parent_fd = fd,
-	};
-	if (!pb.allowed_access)
-		return 0;
-	if (syscall(__NR_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
-		return -errno;
-	return 0;
 }
 
 /*

@@ -25,9 +25,6 @@ int sl_landlock_prepare(const struct sandlock_sandbox *cfg, int *err, char **msg
  * builtin's run-time directory: builtin.h, ruleset).  0, or -1 with *msg. */
 int sl_landlock_grant_read(int ruleset_fd, const struct sandlock_sandbox *cfg, const char *dir,
                            char **msg);
-/* One rule on fd (any fd of a file in a mountable filesystem); rights are
- * masked to the file rights for a non-directory.  0 or -errno. */
-int sl_landlock_add_fd_rule(int ruleset, int fd, uint64_t rights, bool is_dir);
 /* The filesystem rights a ruleset for cfg handles on this kernel (0: none). */
 uint64_t sl_landlock_handled(const struct sandlock_sandbox *cfg);
 /* Child side, raw syscalls only: restrict_self(ruleset_fd). 0 or -errno. */

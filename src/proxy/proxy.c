@@ -73,8 +73,10 @@ int sl_proxy_expect(struct sl_proxy *px, int sockfd, const struct sockaddr *orig
 	return 0;
 }
 
-int px_take_origin(struct sl_proxy *px, const struct sockaddr_storage *peer,
-                   struct sockaddr_storage *to, pid_t *pid)
+/* The origin of a connection from peer (waits briefly for the connect's
+ * sl_proxy_expect): 0, or -1 when nobody expects it. */
+static int take_origin(struct sl_proxy *px, const struct sockaddr_storage *peer,
+                       struct sockaddr_storage *to, pid_t *pid)
 {
 	int64_t deadline = sl_now_ms() + ORIGIN_WAIT_MS;
 	int rc = -1;
@@ -166,7 +168,9 @@ static void conn_end(struct px_conn *c)
 static void *conn_thread(void *arg)
 {
 	struct px_conn *c = arg;
-	px_conn_serve(c);
+	/* A connection nobody connected here through us is closed unserved. */
+	if (take_origin(c->px, &c->peer, &c->orig, &c->pid) == 0)
+		px_conn_serve(c);
 	conn_end(c);
 	return NULL;
 }

@@ -1,9 +1,10 @@
 /*
- * proxyconn.c — one client connection: find what the guest meant to
- * reach, tell TLS from plain HTTP by the first byte, and either run the
- * HTTP exchange (proxyhttp.c; over terminated TLS when the proxy has a
- * CA) or, for TLS without a CA, judge the server name of the client
- * hello (SNI) and splice the bytes to the host it names.
+ * proxyconn.c — one client connection, whose origin (what the guest
+ * meant to reach) proxy.c has found: tell TLS from plain HTTP by the
+ * first byte, and either run the HTTP exchange (proxyhttp.c; over
+ * terminated TLS when the proxy has a CA) or, for TLS without a CA,
+ * judge the server name of the client hello (SNI) and splice the bytes to
+ * the host it names.
  *
  * The host of an SNI-only connection is judged by its name alone: no
  * method or path can be seen, so a deny rule naming the host refuses
@@ -161,8 +162,6 @@ static void serve_tls(struct px_conn *c, int verdict)
 
 void px_conn_serve(struct px_conn *c)
 {
-	if (px_take_origin(c->px, &c->peer, &c->orig, &c->pid) < 0)
-		return; /* nobody connected here through us */
 	c->orig_port = port_of(&c->orig);
 	unsigned char hello[HELLO_MAX];
 	int verdict = 0;

@@ -75,12 +75,8 @@ struct px_conn {
 	uint16_t up_port;
 };
 
-/* proxy.c: the origin of a connection from peer (waits briefly for the
- * connect's sl_proxy_expect): 0, or -1 when nobody expects it. */
-int px_take_origin(struct sl_proxy *px, const struct sockaddr_storage *peer,
-                   struct sockaddr_storage *to, pid_t *pid);
-
-/* proxyconn.c: serve one accepted connection (its thread's body). */
+/* proxyconn.c: serve one accepted connection whose origin proxy.c has
+ * found (c->orig, c->pid): its thread's body. */
 void px_conn_serve(struct px_conn *c);
 
 /* proxyhttp.c: the HTTP/1.1 exchange of a connection, request after
