@@ -14,7 +14,7 @@ void cli_cfg_init(struct cli_cfg *c)
 	c->clean_env = -1;
 }
 
-static void list_free(struct cli_list *l)
+void cli_list_free(struct cli_list *l)
 {
 	for (size_t i = 0; i < l->n; i++)
 		free(l->v[i]);
@@ -25,12 +25,12 @@ static void list_free(struct cli_list *l)
 
 void cli_cfg_free(struct cli_cfg *c)
 {
-	list_free(&c->read);
-	list_free(&c->write);
-	list_free(&c->deny);
-	list_free(&c->env);
-	list_free(&c->extra_allow);
-	list_free(&c->argv);
+	cli_list_free(&c->read);
+	cli_list_free(&c->write);
+	cli_list_free(&c->deny);
+	cli_list_free(&c->env);
+	cli_list_free(&c->extra_allow);
+	cli_list_free(&c->argv);
 	for (size_t i = 0; i < c->ops.n; i++)
 		free(c->ops.v[i].arg);
 	free(c->ops.v);

@@ -61,6 +61,8 @@ void cli_cfg_init(struct cli_cfg *c);
 void cli_cfg_free(struct cli_cfg *c);
 /* 0, or -1 when out of memory. */
 int cli_list_add(struct cli_list *l, const char *s);
+/* Free every string of l and l's array; l is left empty. */
+void cli_list_free(struct cli_list *l);
 /*
  * Ports as the reference writes them: "80", ":80", "80,443", "8000-8005"
  * (and combinations, "22,8000-8005").  Returns 0, or -1 with *why.

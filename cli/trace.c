@@ -1,13 +1,16 @@
 /*
- * trace.c — --trace and learn (see trace.h).
+ * trace.c — --trace and learn (see trace.h): the handler that watches the
+ * calls naming a file, the verdicts by the run's rules, what learn
+ * records.  The paths' spelling is tracepath.c's; the profile learn
+ * prints from the record, learnprofile.c's.
  */
 #include "trace.h"
 
+#include "learnprofile.h"
 #include "options.h"
-#include "profile.h"
-#include "profile/toml.h"
 /* The filter's rule table (libsandlock.a): which rule a refused call broke. */
 #include "launch/filter.h"
+#include "tracepath.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -56,122 +59,6 @@ static const struct {
 #define N_CHANGES (sizeof k_changes / sizeof k_changes[0])
 _Static_assert(N_CHANGES <= 16, "nr_change holds k_changes");
 
-/* ---------------------------------------------------------------- paths */
-
-static bool under(const char *path, const char *root)
-{
-	size_t n = strlen(root);
-	if (n == 1 && root[0] == '/')
-		return true;
-	return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
-static const char *first_under(const struct cli_list *roots, const char *path)
-{
-	for (size_t i = 0; i < roots->n; i++)
-		if (under(path, roots->v[i]))
-			return roots->v[i];
-	return NULL;
-}
-
-/* Canonical copies of the paths that resolve (the build refuses others). */
-static int canon_list(struct cli_list *out, const struct cli_list *in)
-{
-	for (size_t i = 0; i < in->n; i++) {
-		char *c = realpath(in->v[i], NULL);
-		int rc = c ? cli_list_add(out, c) : 0;
-		free(c);
-		if (rc < 0)
-			return -1;
-	}
-	return 0;
-}
-
-/* readlink of /proc/PID/NAME as a heap string, or NULL. */
-static char *proc_link(uint32_t pid, const char *name)
-{
-	char p[64], buf[PATH_MAX];
-	snprintf(p, sizeof(p), "/proc/%u/%s", pid, name);
-	ssize_t n = readlink(p, buf, sizeof(buf) - 1);
-	if (n <= 0 || buf[0] != '/')
-		return NULL;
-	buf[n] = '\0';
-	return strdup(buf);
-}
-
-/*
- * The absolute spelling of path as the trapped process means it: relative
- * to its cwd or to dirfd, with /proc/self (which here would be sandlock)
- * turned into /proc/PID.
- */
-static char *absolute(uint32_t pid, int dirfd, const char *path)
-{
-	char *base = NULL, *out = NULL;
-	if (strncmp(path, "/proc/self", 10) == 0 && (path[10] == '/' || !path[10])) {
-		if (asprintf(&out, "/proc/%u%s", pid, path + 10) < 0)
-			return NULL;
-		return out;
-	}
-	if (path[0] == '/')
-		return strdup(path);
-	if (dirfd == AT_FDCWD) {
-		base = proc_link(pid, "cwd");
-	} else {
-		char name[32];
-		snprintf(name, sizeof(name), "fd/%d", dirfd);
-		base = proc_link(pid, name);
-	}
-	if (!base)
-		return NULL;
-	if (asprintf(&out, "%s/%s", base, path) < 0)
-		out = NULL;
-	free(base);
-	return out;
-}
-
-/* realpath of p, or of its parent plus the last name when p does not exist
- * yet (a file being created).  *exists says which. */
-static char *canonical(const char *p, bool *exists)
-{
-	char *c = realpath(p, NULL);
-	*exists = c != NULL;
-	if (c || errno != ENOENT)
-		return c;
-	const char *slash = strrchr(p, '/');
-	if (!slash || !slash[1])
-		return NULL;
-	char *dir = strndup(p, slash == p ? 1 : (size_t)(slash - p));
-	char *cdir = dir ? realpath(dir, NULL) : NULL;
-	free(dir);
-	if (!cdir)
-		return NULL;
-	char *out = NULL;
-	if (asprintf(&out, "%s%s%s", cdir, strcmp(cdir, "/") ? "/" : "", slash + 1) < 0)
-		out = NULL;
-	free(cdir);
-	return out;
-}
-
-/* The directory a grant for path should name: its parent, or the path
- * itself when it is a directory. */
-static char *grant_dir(const char *path, bool exists)
-{
-	if (exists) {
-		char *c = realpath(path, NULL);
-		if (c) {
-			/* a directory is granted as itself */
-			int fd = open(c, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			if (fd >= 0) {
-				close(fd);
-				return c;
-			}
-			free(c);
-		}
-	}
-	const char *slash = strrchr(path, '/');
-	return strndup(path, slash && slash != path ? (size_t)(slash - path) : 1);
-}
-
 /* ---------------------------------------------------------------- verdicts */
 
 struct verdict {
@@ -180,16 +67,6 @@ struct verdict {
 	char *allow;        /* the flag's argument (heap) */
 };
 
-/* A device every sandbox may open (sandlock.h), or its terminal. */
-static bool default_device(const struct cli_trace *t, const char *path)
-{
-	static const char *const devs[] = { SANDLOCK_DEFAULT_DEVICES };
-	for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++)
-		if (strcmp(path, devs[i]) == 0)
-			return true;
-	return t->tty && strcmp(path, "/dev/tty") == 0;
-}
-
 /* The path a grant should name: a device file as itself (-w /dev/null,
  * never all of /dev), anything else as its directory. */
 static char *grant_path(const char *path, bool exists)
@@ -197,23 +74,23 @@ static char *grant_path(const char *path, bool exists)
 	struct stat st;
 	if (exists && stat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)))
 		return strdup(path);
-	return grant_dir(path, exists);
+	return cli_path_grant_dir(path, exists);
 }
 
 static struct verdict judge(const struct cli_trace *t, const char *path, bool exists,
                             enum access acc)
 {
 	struct verdict v = { NULL, NULL, NULL };
-	if (acc != ACC_EXEC && default_device(t, path))
+	if (acc != ACC_EXEC && cli_path_default_device(t->tty, path))
 		return v;
-	const char *d = first_under(&t->deny, path);
+	const char *d = cli_path_first_under(&t->deny, path);
 	if (d) {
 		v.reason = "inside a -d path";
 		v.allow = strdup(d);
 		return v;
 	}
-	bool writable = first_under(&t->write, path) != NULL;
-	bool readable = writable || first_under(&t->read, path) != NULL;
+	bool writable = cli_path_first_under(&t->write, path) != NULL;
+	bool readable = writable || cli_path_first_under(&t->read, path) != NULL;
 	if (acc == ACC_WRITE && !writable) {
 		v.reason = "not under any -w";
 		v.flag = "-w";
@@ -281,7 +158,7 @@ static void emit_denial(const struct cli_trace *t, const char *syscall, uint32_t
 static void record(struct cli_trace *t, const char *path, bool exists, enum access acc)
 {
 	struct cli_list *l = acc == ACC_WRITE ? &t->used_write : &t->used_read;
-	char *p = acc == ACC_WRITE && !exists ? grant_dir(path, false) : strdup(path);
+	char *p = acc == ACC_WRITE && !exists ? cli_path_grant_dir(path, false) : strdup(path);
 	if (!p)
 		return;
 	for (size_t i = 0; i < l->n; i++)
@@ -351,7 +228,7 @@ static void follow_interpreters(struct cli_trace *t, uint32_t pid, const char *p
 		free(cur);
 		cur = NULL;
 		bool exists = false;
-		char *canon = interp ? canonical(interp, &exists) : NULL;
+		char *canon = interp ? cli_path_canonical(interp, &exists) : NULL;
 		free(interp);
 		if (!canon || !exists) {
 			free(canon);
@@ -430,9 +307,9 @@ static char *call_path(const sandlock_notif_t *n, sandlock_mem_t *mem, int dirfd
 		sandlock_string_free(raw);
 		return NULL;
 	}
-	char *abs = absolute(n->pid, dirfd, raw);
+	char *abs = cli_path_absolute(n->pid, dirfd, raw);
 	sandlock_string_free(raw);
-	char *path = abs ? canonical(abs, exists) : NULL;
+	char *path = abs ? cli_path_canonical(abs, exists) : NULL;
 	free(abs);
 	return path;
 }
@@ -621,8 +498,9 @@ struct cli_trace *cli_trace_new(const struct cli_cfg *cfg, FILE *out, bool learn
 	t->human = out && isatty(fileno(out));
 	t->learn = learn;
 	t->tty = isatty(0) || isatty(1) || isatty(2);
-	if (canon_list(&t->read, &cfg->read) < 0 || canon_list(&t->write, &cfg->write) < 0 ||
-	    canon_list(&t->deny, &cfg->deny) < 0 || add_workdir(t, cfg) < 0) {
+	if (cli_path_canon_list(&t->read, &cfg->read) < 0 ||
+	    cli_path_canon_list(&t->write, &cfg->write) < 0 ||
+	    cli_path_canon_list(&t->deny, &cfg->deny) < 0 || add_workdir(t, cfg) < 0) {
 		cli_trace_free(t);
 		return NULL;
 	}
@@ -642,7 +520,7 @@ static char *access_hint(const struct cli_cfg *cfg, const char *path, enum acces
 {
 	struct cli_trace *t = cli_trace_new(cfg, NULL, false);
 	bool exists = false;
-	char *canon = t ? canonical(path, &exists) : NULL;
+	char *canon = t ? cli_path_canonical(path, &exists) : NULL;
 	char *hint = NULL;
 	if (canon && (exists || acc == ACC_WRITE)) {
 		struct verdict v = judge(t, canon, exists, acc);
@@ -667,22 +545,15 @@ char *cli_trace_path_hint(const struct cli_cfg *cfg, const char *path, bool writ
 	return access_hint(cfg, path, write ? ACC_WRITE : ACC_READ);
 }
 
-static void list_release(struct cli_list *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-}
-
 void cli_trace_free(struct cli_trace *t)
 {
 	if (!t)
 		return;
-	list_release(&t->read);
-	list_release(&t->write);
-	list_release(&t->deny);
-	list_release(&t->used_read);
-	list_release(&t->used_write);
+	cli_list_free(&t->read);
+	cli_list_free(&t->write);
+	cli_list_free(&t->deny);
+	cli_list_free(&t->used_read);
+	cli_list_free(&t->used_write);
 	free(t);
 }
 
@@ -708,142 +579,9 @@ size_t cli_trace_registrations(struct cli_trace *t, sandlock_registration_t *reg
 
 /* ---------------------------------------------------------------- learn's profile */
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/*
- * The sorted paths of l worth granting, into *g: /proc/PID/... of the
- * run's own processes become /proc, paths under another listed path are
- * dropped, and so are paths that no longer exist (a profile naming them
- * would not build).
- */
-static void grant_paths(const struct cli_trace *t, struct cli_list *g, const struct cli_list *l,
-                        bool writing)
-{
-	char **v = calloc(l->n ? l->n : 1, sizeof(*v));
-	size_t n = 0;
-	for (size_t i = 0; v && i < l->n; i++) {
-		const char *p = l->v[i];
-		bool proc = strncmp(p, "/proc/", 6) == 0 || strcmp(p, "/proc") == 0;
-		if ((writing && proc) || default_device(t, p))
-			continue; /* /proc is never writable; these need no grant */
-		char *q = strdup(proc ? "/proc" : p);
-		if (q && access(q, F_OK) == 0)
-			v[n++] = q;
-		else
-			free(q);
-	}
-	if (n)
-		qsort(v, n, sizeof(*v), cmp_str);
-	const char *last = NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (!last || !under(v[i], last)) {
-			(void)cli_list_add(g, v[i]);
-			last = v[i];
-		}
-	}
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
-/* The parent directory of p (a heap string), "/" for a top-level path. */
-static char *parent_of(const char *p)
-{
-	const char *slash = strrchr(p, '/');
-	return slash == p || !slash ? strdup("/") : strndup(p, (size_t)(slash - p));
-}
-
-/* p is an entry of directory dir (not deeper). */
-static bool is_child(const char *p, const char *dir)
-{
-	size_t n = strcmp(dir, "/") == 0 ? 0 : strlen(dir);
-	return strncmp(p, dir, n) == 0 && p[n] == '/' && p[n + 1] && !strchr(p + n + 1, '/');
-}
-
-/*
- * --collapse N: a directory at least n of whose entries are granted is
- * granted whole instead (never "/").  g is sorted, so the entries of one
- * directory are mostly adjacent: a count can only come out low, never
- * grant a directory with fewer than n used entries.
- */
-static int collapse_paths(const struct cli_trace *t, struct cli_list *g, unsigned n,
-                          bool writing)
-{
-	struct cli_list out = { 0 };
-	int rc = 0;
-	for (size_t i = 0, j; i < g->n && rc == 0; i = j) {
-		char *dir = parent_of(g->v[i]);
-		if (!dir)
-			return -1;
-		for (j = i + 1; j < g->n && is_child(g->v[j], dir);)
-			j++;
-		bool whole = j - i >= n && strcmp(dir, "/") != 0;
-		if (whole)
-			rc = cli_list_add(&out, dir);
-		for (size_t k = i; k < j && rc == 0 && !whole; k++)
-			rc = cli_list_add(&out, g->v[k]);
-		free(dir);
-	}
-	list_release(g);
-	memset(g, 0, sizeof(*g));
-	if (rc == 0)
-		grant_paths(t, g, &out, writing);
-	list_release(&out);
-	return rc;
-}
-
-/* Each path of l once (the order kept). */
-static int unique_paths(struct cli_list *l)
-{
-	struct cli_list out = { 0 };
-	int rc = 0;
-	for (size_t i = 0; i < l->n && rc == 0; i++) {
-		bool seen = false;
-		for (size_t j = 0; j < out.n && !seen; j++)
-			seen = strcmp(out.v[j], l->v[i]) == 0;
-		if (!seen)
-			rc = cli_list_add(&out, l->v[i]);
-	}
-	list_release(l);
-	*l = out;
-	return rc;
-}
-
-/* The run's options with the files it used as its [filesystem] grants,
- * printed by the profile printer (profile.c) that inspect --toml uses. */
 int cli_trace_print_profile(const struct cli_trace *t, const struct cli_cfg *cfg,
                             const struct cli_cfg *base, unsigned collapse, FILE *out)
 {
-	/* What was written is listed once, as writable (that covers reading). */
-	struct cli_list reads = { 0 };
-	for (size_t i = 0; i < t->used_read.n; i++)
-		if (!first_under(&t->used_write, t->used_read.v[i]))
-			(void)cli_list_add(&reads, t->used_read.v[i]);
-	struct cli_cfg learned = *cfg; /* borrowed: only read/write are ours */
-	memset(&learned.read, 0, sizeof learned.read);
-	memset(&learned.write, 0, sizeof learned.write);
-	grant_paths(t, &learned.read, &reads, false);
-	grant_paths(t, &learned.write, &t->used_write, true);
-	int rc = 0;
-	if (collapse)
-		rc = collapse_paths(t, &learned.read, collapse, false) < 0 ||
-		     collapse_paths(t, &learned.write, collapse, true) < 0 ? -1 : 0;
-	struct cli_cfg merged;
-	cli_cfg_init(&merged);
-	if (rc == 0 && base)
-		rc = cli_cfg_merge(&merged, base, &learned) < 0 || unique_paths(&merged.read) < 0 ||
-		     unique_paths(&merged.write) < 0 ? -1 : 0;
-	if (rc == 0) {
-		fputs("# Written by `sandlock learn`: the files this run used, and its options.\n",
-		      out);
-		cli_profile_print(base ? &merged : &learned, out);
-	}
-	cli_cfg_free(&merged);
-	list_release(&reads);
-	list_release(&learned.read);
-	list_release(&learned.write);
-	return rc;
+	return cli_learn_print_profile(&t->used_read, &t->used_write, t->tty, cfg, base, collapse,
+	                               out);
 }

@@ -18,12 +18,13 @@
  *   - stat family, access, readlink, statfs: on an O_PATH fd opened in the
  *     view, results written to the caller;
  *   - mkdir, unlink, rmdir, rename, link, symlink, chmod, chown,
- *     utimensat, truncate: performed here with our capabilities lowered
- *     (the caller's DAC rights) on the parent directory opened in the
- *     view, only where the view is writable (chroot.h, sl_view_writable:
- *     a read-write mount or an fs_write tree; EROFS in a read-only mount,
- *     EACCES elsewhere); a mount point, or a directory holding one, is
- *     never unlinked, renamed (EBUSY) or linked (EXDEV) (sl_view_busy);
+ *     utimensat, truncate: performed by chrootwrite.c with our
+ *     capabilities lowered (the caller's DAC rights) on the parent
+ *     directory opened in the view, only where the view is writable
+ *     (chroot.h, sl_view_writable: a read-write mount or an fs_write tree;
+ *     EROFS in a read-only mount, EACCES elsewhere); a mount point, or a
+ *     directory holding one, is never unlinked, renamed (EBUSY) or linked
+ *     (EXDEV) (sl_view_busy);
  *   - getcwd: the host cwd mapped back to its guest path;
  *   - chdir and exec: the kernel must do them, so the call continues.
  *     chdir continues unchanged when the kernel's own lookup reaches the
@@ -52,7 +53,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "launch/caps.h"
@@ -63,6 +63,8 @@
 #include "opener/opener.h"
 #include "syscalls.h"
 #include "builtins/builtin.h"
+#include "builtins/chrootcall.h"
+#include "builtins/chrootwrite.h"
 #include "builtins/chrootxattr.h"
 #include "builtins/proc.h" /* sl_open_on_behalf */
 #include "supervisor/services.h"
@@ -90,261 +92,14 @@ static bool answer(sandlock_action_t *act, long r)
 	return true;
 }
 
-/* ---------------- paths ---------------- */
-
-/* The guest path of the call's (dirfd, addr), read once.  0 or an errno;
- * *empty when the path is "" (an fd-based form). */
-static int guest_path(const struct chroot_state *s, const struct sl_call *call, int dirfd,
-                      uint64_t addr, char *out, size_t cap, bool *empty)
-{
-	*empty = false;
-	if (!addr)
-		return EFAULT;
-	char *p = sandlock_mem_read_string(call->mem, addr, PATH_MAX);
-	if (!p)
-		return ENAMETOOLONG; /* unreadable or unterminated */
-	if (!p[0]) {
-		*empty = true;
-		sandlock_string_free(p);
-		return 0;
-	}
-	int e = sl_view_call_path(s->view, call->listener, call->n, dirfd, p, out, cap);
-	sandlock_string_free(p);
-	return e;
-}
-
-/* Open (dirfd, addr) in the view as O_PATH (| extra).  fd or -errno;
- * -ENOTEMPTY marks an empty path (for the caller to pass). */
-static int open_call_path(const struct chroot_state *s, const struct sl_call *call, int dirfd,
-                          uint64_t addr, int extra, bool *ro)
-{
-	char g[PATH_MAX];
-	bool empty;
-	int e = guest_path(s, call, dirfd, addr, g, sizeof g, &empty);
-	if (e)
-		return -e;
-	if (empty)
-		return -ENOTEMPTY;
-	return sl_view_open(s->view, g, O_PATH | extra, ro);
-}
-
-/* ---------------- the parent of a path (write-side calls) ---------------- */
-
-struct parent {
-	int fd;              /* O_PATH directory in the view */
-	char name[NAME_MAX + 1];
-};
-
-/* Split the guest path of (dirfd, addr) into its parent, opened in the
- * view and checked writable, and its last component.  0 or an errno. */
-static int open_parent(const struct chroot_state *s, const struct sl_call *call, int dirfd,
-                       uint64_t addr, struct parent *p)
-{
-	char g[PATH_MAX];
-	bool empty;
-	p->fd = -1;
-	int e = guest_path(s, call, dirfd, addr, g, sizeof g, &empty);
-	if (e)
-		return e;
-	if (empty)
-		return ENOENT;
-	sl_path_normalize(g);
-	char *slash = strrchr(g, '/');
-	if (strcmp(g, "/") == 0 || strlen(slash + 1) > NAME_MAX)
-		return strcmp(g, "/") == 0 ? EBUSY : ENAMETOOLONG;
-	snprintf(p->name, sizeof p->name, "%s", slash + 1);
-	if (slash == g)
-		slash[1] = '\0';
-	else
-		*slash = '\0';
-	bool ro = false;
-	p->fd = sl_view_open(s->view, g, O_PATH | O_DIRECTORY, &ro);
-	if (p->fd < 0)
-		return -p->fd;
-	char host[PATH_MAX];
-	if (ro)
-		e = EROFS;
-	else if (!sl_fd_path(p->fd, host, sizeof host) || !sl_view_writable(s->view, host))
-		e = EACCES;
-	if (e) {
-		close(p->fd);
-		p->fd = -1;
-	}
-	return e;
-}
-
-/* The result of a libc call: 0 or -errno. */
-static long rc(int r)
-{
-	return r == 0 ? 0 : -errno;
-}
-
-/* ---------------- write-side calls ---------------- */
-
-/* A name a call would create already exists in the view: EEXIST, which
- * the kernel answers before any permission or read-only check (mkdir -p
- * relies on it: "/" and the read-only rootfs's directories exist). */
-static bool exists_in_view(const struct chroot_state *s, const struct sl_call *call, int dirfd,
-                           uint64_t addr)
-{
-	bool ro;
-	int fd = open_call_path(s, call, dirfd, addr, O_NOFOLLOW, &ro);
-	if (fd >= 0)
-		close(fd);
-	return fd >= 0;
-}
-
-/* mkdir (dir) or mknod in a writable part of the view; mknod makes
- * fifos, sockets and regular files (a device node needs CAP_MKNOD, which
- * the caller lacks: EPERM). */
-static long do_create(const struct chroot_state *s, const struct sl_call *call, int dirfd,
-                      uint64_t addr, mode_t mode, dev_t dev, bool dir)
-{
-	if (exists_in_view(s, call, dirfd, addr))
-		return -EEXIST;
-	struct parent p;
-	int e = open_parent(s, call, dirfd, addr, &p);
-	if (e)
-		return -e;
-	mode_t perm = mode & 07777 & ~sl_child_umask(call->listener, call->n);
-	struct sl_caps_saved sv;
-	long r = -EPERM;
-	if (sl_caps_lower(&sv) == 0) {
-		r = rc(dir ? mkdirat(p.fd, p.name, perm)
-		           : mknodat(p.fd, p.name, (mode & S_IFMT) | perm, dev));
-		sl_caps_restore(&sv);
-	}
-	close(p.fd);
-	return r;
-}
-
-static long do_unlink(const struct chroot_state *s, const struct sl_call *call, int dirfd,
-                      uint64_t addr, int flags)
-{
-	struct parent p;
-	int e = open_parent(s, call, dirfd, addr, &p);
-	if (e)
-		return -e;
-	struct sl_caps_saved sv;
-	long r = -EPERM;
-	if (sl_view_busy(s->view, p.fd, p.name))
-		r = -EBUSY;
-	else if (sl_caps_lower(&sv) == 0) {
-		r = rc(unlinkat(p.fd, p.name, flags & AT_REMOVEDIR));
-		sl_caps_restore(&sv);
-	}
-	close(p.fd);
-	return r;
-}
-
-static long do_symlink(const struct chroot_state *s, const struct sl_call *call,
-                       uint64_t target, int dirfd, uint64_t addr)
-{
-	char *t = sandlock_mem_read_string(call->mem, target, PATH_MAX);
-	if (!t)
-		return -EFAULT;
-	if (exists_in_view(s, call, dirfd, addr)) {
-		sandlock_string_free(t);
-		return -EEXIST;
-	}
-	struct parent p;
-	int e = open_parent(s, call, dirfd, addr, &p);
-	long r = -e;
-	struct sl_caps_saved sv;
-	if (!e && sl_caps_lower(&sv) == 0) {
-		r = rc(symlinkat(t, p.fd, p.name)); /* the target stays a guest path */
-		sl_caps_restore(&sv);
-	} else if (!e) {
-		r = -EPERM;
-	}
-	if (p.fd >= 0)
-		close(p.fd);
-	sandlock_string_free(t);
-	return r;
-}
-
-/* rename* and link*: both parents in the view and writable. */
-static long do_pair(const struct chroot_state *s, const struct sl_call *call, int d1,
-                    uint64_t p1, int d2, uint64_t p2, unsigned flags, bool link)
-{
-	if (link && exists_in_view(s, call, d2, p2))
-		return -EEXIST;
-	struct parent a, b;
-	int e = open_parent(s, call, d1, p1, &a);
-	if (e)
-		return -e;
-	e = open_parent(s, call, d2, p2, &b);
-	if (e) {
-		close(a.fd);
-		return -e;
-	}
-	struct sl_caps_saved sv;
-	long r = -EPERM;
-	/* A mount point (or a directory holding one) is never moved, removed
-	 * or linked: what lies under it in the rootfs would get a name the
-	 * mount does not cover. */
-	if (sl_view_busy(s->view, a.fd, a.name) || (!link && sl_view_busy(s->view, b.fd, b.name)))
-		r = link ? -EXDEV : -EBUSY;
-	else if (sl_caps_lower(&sv) == 0) {
-		r = link ? rc(linkat(a.fd, a.name, b.fd, b.name, 0))
-		         : (syscall(SYS_renameat2, a.fd, a.name, b.fd, b.name, flags) == 0 ? 0 : -errno);
-		sl_caps_restore(&sv);
-	}
-	close(a.fd);
-	close(b.fd);
-	return r;
-}
-
-/* chmod/chown/utimensat/truncate on the file itself, where writable. */
-static long do_meta(const struct chroot_state *s, const struct sl_call *call, int dirfd,
-                    uint64_t addr, bool follow)
-{
-	const uint64_t *a = call->n->args;
-	int nr = call->n->syscall_nr;
-	bool ro = false;
-	int fd = open_call_path(s, call, dirfd, addr, follow ? 0 : O_NOFOLLOW, &ro);
-	if (fd < 0)
-		return fd;
-	char host[PATH_MAX], p[64];
-	long r = 0;
-	if (ro)
-		r = -EROFS;
-	else if (!sl_fd_path(fd, host, sizeof host) || !sl_view_writable(s->view, host))
-		r = -EACCES;
-	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-	struct sl_caps_saved sv;
-	if (!r && sl_caps_lower(&sv) < 0)
-		r = -EPERM;
-	else if (!r) {
-		if (nr == SL_NR_chmod || nr == __NR_fchmodat || nr == __NR_fchmodat2) {
-			mode_t m = (mode_t)(nr == SL_NR_chmod ? a[1] : a[2]);
-			r = rc(chmod(p, m & 07777));
-		} else if (nr == SL_NR_chown || nr == SL_NR_lchown || nr == __NR_fchownat) {
-			int i = nr == __NR_fchownat ? 2 : 1;
-			r = rc(fchownat(fd, "", (uid_t)a[i], (gid_t)a[i + 1], AT_EMPTY_PATH));
-		} else if (nr == __NR_utimensat) {
-			struct timespec ts[2];
-			if (a[2] && sandlock_mem_peek(call->mem, a[2], ts, sizeof ts) != 0)
-				r = -EFAULT;
-			else
-				r = rc(utimensat(AT_FDCWD, p, a[2] ? ts : NULL, 0));
-		} else { /* truncate */
-			int w = open(p, O_WRONLY | O_CLOEXEC);
-			r = w < 0 ? -errno : rc(ftruncate(w, (off_t)a[1]));
-			if (w >= 0)
-				close(w);
-		}
-		sl_caps_restore(&sv);
-	}
-	close(fd);
-	return r;
-}
+/* ---------------- xattrs ---------------- */
 
 /* get/set/list/removexattr by path: the file found in the view. */
 static long do_xattr(const struct chroot_state *s, const struct sl_call *call, bool follow)
 {
 	bool ro = false;
-	int fd = open_call_path(s, call, AT_FDCWD, call->n->args[0], follow ? 0 : O_NOFOLLOW, &ro);
+	int fd = sl_chroot_open_call_path(s->view, call, AT_FDCWD, call->n->args[0],
+	                                  follow ? 0 : O_NOFOLLOW, &ro);
 	if (fd < 0)
 		return fd == -ENOTEMPTY ? -ENOENT : fd; /* "": the kernel's ENOENT */
 	long r = sl_chroot_xattr(s->view, call, fd, ro);
@@ -369,7 +124,7 @@ static long access_fd(const struct chroot_state *s, int fd, int mode, bool ro)
 	struct sl_caps_saved sv;
 	if (sl_caps_lower(&sv) < 0)
 		return -EPERM;
-	long r = rc(faccessat(AT_FDCWD, p, mode, AT_EACCESS));
+	long r = sl_chroot_rc(faccessat(AT_FDCWD, p, mode, AT_EACCESS));
 	sl_caps_restore(&sv);
 	return r;
 }
@@ -407,7 +162,7 @@ static long do_lookup(const struct chroot_state *s, const struct sl_call *call, 
 	const uint64_t *a = call->n->args;
 	int nr = call->n->syscall_nr;
 	bool ro = false;
-	int fd = open_call_path(s, call, dirfd, addr, follow ? 0 : O_NOFOLLOW, &ro);
+	int fd = sl_chroot_open_call_path(s->view, call, dirfd, addr, follow ? 0 : O_NOFOLLOW, &ro);
 	if (fd == -ENOTEMPTY) {
 		*pass = true; /* "" with AT_EMPTY_PATH: the caller's own fd */
 		return 0;
@@ -417,19 +172,19 @@ static long do_lookup(const struct chroot_state *s, const struct sl_call *call, 
 	long r;
 	struct stat st;
 	if (nr == __NR_newfstatat || nr == SL_NR_stat || nr == SL_NR_lstat) {
-		r = rc(fstatat(fd, "", &st, AT_EMPTY_PATH));
+		r = sl_chroot_rc(fstatat(fd, "", &st, AT_EMPTY_PATH));
 		if (!r && sandlock_mem_poke(call->mem, nr == __NR_newfstatat ? a[2] : a[1], &st,
 		                             sizeof st) != 0)
 			r = -EFAULT;
 	} else if (nr == __NR_statx) {
 		struct statx sx;
 		int fl = ((int)a[2] & ~AT_SYMLINK_NOFOLLOW) | AT_EMPTY_PATH;
-		r = rc(statx(fd, "", fl, (unsigned)a[3], &sx));
+		r = sl_chroot_rc(statx(fd, "", fl, (unsigned)a[3], &sx));
 		if (!r && sandlock_mem_poke(call->mem, a[4], &sx, sizeof sx) != 0)
 			r = -EFAULT;
 	} else if (nr == __NR_statfs) {
 		struct statfs sf;
-		r = rc(fstatfs(fd, &sf));
+		r = sl_chroot_rc(fstatfs(fd, &sf));
 		if (!r && sandlock_mem_poke(call->mem, a[1], &sf, sizeof sf) != 0)
 			r = -EFAULT;
 	} else if (nr == SL_NR_readlink) {
@@ -501,7 +256,7 @@ static bool do_chdir(struct chroot_state *s, const struct sl_call *call,
 	if (!orig)
 		return answer(act, -EFAULT);
 	bool ro;
-	int want = open_call_path(s, call, AT_FDCWD, addr, O_DIRECTORY, &ro);
+	int want = sl_chroot_open_call_path(s->view, call, AT_FDCWD, addr, O_DIRECTORY, &ro);
 	if (want == -ENOTEMPTY)
 		want = -ENOENT;
 	if (want < 0) {
@@ -559,7 +314,7 @@ static bool do_exec(struct chroot_state *s, const struct sl_call *call,
 		return answer(act, -ENOENT);
 	}
 	bool ro;
-	int fd = open_call_path(s, call, dirfd, addr, 0, &ro);
+	int fd = sl_chroot_open_call_path(s->view, call, dirfd, addr, 0, &ro);
 	long r = 0;
 	char host[PATH_MAX], from[PATH_MAX], rel[PATH_MAX];
 	const char *use = host;
@@ -642,36 +397,37 @@ static bool chroot_decide_for(struct chroot_state *st, const struct sl_call *cal
 	if (sl_sys_is_exec_like(nr))
 		return do_exec(st, call, act);
 	if (nr == SL_NR_mkdir)
-		return answer(act, do_create(s, call, AT_FDCWD, a[0], (mode_t)a[1], 0, true));
+		return answer(act, sl_chroot_create(s->view, call, AT_FDCWD, a[0], (mode_t)a[1], 0, true));
 	if (nr == __NR_mkdirat)
-		return answer(act, do_create(s, call, d0, a[1], (mode_t)a[2], 0, true));
+		return answer(act, sl_chroot_create(s->view, call, d0, a[1], (mode_t)a[2], 0, true));
 	if (nr == SL_NR_rmdir)
-		return answer(act, do_unlink(s, call, AT_FDCWD, a[0], AT_REMOVEDIR));
+		return answer(act, sl_chroot_unlink(s->view, call, AT_FDCWD, a[0], AT_REMOVEDIR));
 	if (nr == SL_NR_unlink)
-		return answer(act, do_unlink(s, call, AT_FDCWD, a[0], 0));
+		return answer(act, sl_chroot_unlink(s->view, call, AT_FDCWD, a[0], 0));
 	if (nr == __NR_unlinkat)
-		return answer(act, do_unlink(s, call, d0, a[1], (int)a[2]));
+		return answer(act, sl_chroot_unlink(s->view, call, d0, a[1], (int)a[2]));
 	if (nr == SL_NR_symlink)
-		return answer(act, do_symlink(s, call, a[0], AT_FDCWD, a[1]));
+		return answer(act, sl_chroot_symlink(s->view, call, a[0], AT_FDCWD, a[1]));
 	if (nr == __NR_symlinkat)
-		return answer(act, do_symlink(s, call, a[0], (int)a[1], a[2]));
+		return answer(act, sl_chroot_symlink(s->view, call, a[0], (int)a[1], a[2]));
 	if (nr == SL_NR_rename)
-		return answer(act, do_pair(s, call, AT_FDCWD, a[0], AT_FDCWD, a[1], 0, false));
+		return answer(act, sl_chroot_pair(s->view, call, AT_FDCWD, a[0], AT_FDCWD, a[1], 0, false));
 	if (nr == __NR_renameat)
-		return answer(act, do_pair(s, call, d0, a[1], (int)a[2], a[3], 0, false));
+		return answer(act, sl_chroot_pair(s->view, call, d0, a[1], (int)a[2], a[3], 0, false));
 	if (nr == __NR_renameat2)
-		return answer(act, do_pair(s, call, d0, a[1], (int)a[2], a[3], (unsigned)a[4], false));
+		return answer(act, sl_chroot_pair(s->view, call, d0, a[1], (int)a[2], a[3],
+		                                  (unsigned)a[4], false));
 	if (nr == SL_NR_link)
-		return answer(act, do_pair(s, call, AT_FDCWD, a[0], AT_FDCWD, a[1], 0, true));
+		return answer(act, sl_chroot_pair(s->view, call, AT_FDCWD, a[0], AT_FDCWD, a[1], 0, true));
 	if (nr == __NR_linkat) {
 		if ((int)a[4] & ~AT_SYMLINK_FOLLOW)
 			return answer(act, -EINVAL); /* AT_EMPTY_PATH: not supported under chroot yet */
-		return answer(act, do_pair(s, call, d0, a[1], (int)a[2], a[3], 0, true));
+		return answer(act, sl_chroot_pair(s->view, call, d0, a[1], (int)a[2], a[3], 0, true));
 	}
 	if (nr == SL_NR_chmod || nr == SL_NR_chown || nr == __NR_truncate)
-		return answer(act, do_meta(s, call, AT_FDCWD, a[0], true));
+		return answer(act, sl_chroot_meta(s->view, call, AT_FDCWD, a[0], true));
 	if (nr == SL_NR_lchown)
-		return answer(act, do_meta(s, call, AT_FDCWD, a[0], false));
+		return answer(act, sl_chroot_meta(s->view, call, AT_FDCWD, a[0], false));
 	if (nr == __NR_fchmodat || nr == __NR_fchmodat2 || nr == __NR_fchownat ||
 	    nr == __NR_utimensat) {
 		int fl = (int)(nr == __NR_fchmodat ? 0 : nr == __NR_fchownat ? a[4] : a[3]);
@@ -679,12 +435,13 @@ static bool chroot_decide_for(struct chroot_state *st, const struct sl_call *cal
 			return false; /* futimens: the caller's own fd */
 		if ((fl & AT_EMPTY_PATH) && nr == __NR_fchownat)
 			return false;
-		return answer(act, do_meta(s, call, d0, a[1], !(fl & AT_SYMLINK_NOFOLLOW)));
+		return answer(act, sl_chroot_meta(s->view, call, d0, a[1], !(fl & AT_SYMLINK_NOFOLLOW)));
 	}
 	if (nr == SL_NR_mknod)
-		return answer(act, do_create(s, call, AT_FDCWD, a[0], (mode_t)a[1], (dev_t)a[2], false));
+		return answer(act, sl_chroot_create(s->view, call, AT_FDCWD, a[0], (mode_t)a[1],
+		                                    (dev_t)a[2], false));
 	if (nr == __NR_mknodat)
-		return answer(act, do_create(s, call, d0, a[1], (mode_t)a[2], (dev_t)a[3], false));
+		return answer(act, sl_chroot_create(s->view, call, d0, a[1], (mode_t)a[2], (dev_t)a[3], false));
 	bool follow;
 	if (sl_chroot_is_xattr(nr, &follow))
 		return answer(act, do_xattr(s, call, follow));

@@ -27,7 +27,8 @@
  *    (FIRST phase) so that netdest knows which state to ask.
  *  - fork/vfork/clone: no memory is read; "exit_group": only KILL counts.
  *
- * Runtime restrictions (the context):
+ * Runtime restrictions (the context; its methods, which only record them,
+ * are in policyctx.c):
  *  - deny_path: from then on every open (open, creat, openat, openat2) is
  *    performed on the caller's behalf by the opener (opener.c), and the
  *    check below refuses a file whose real path (as the kernel reports it
@@ -43,7 +44,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -51,8 +51,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -62,6 +60,7 @@
 #include "run/proctree.h"
 #include "syscalls.h"
 #include "builtins/policy.h"
+#include "builtins/policyctx.h"
 #include "builtins/proc.h"
 
 #define POL_MAX_ARGS 4096          /* argv entries read for an event */
@@ -71,347 +70,11 @@
 bool sl_policy_freeze_disabled;
 bool sl_policy_verify_disabled;
 
-struct sandlock_policy_ctx;
 /* The context of the call being dispatched on this (the supervisor)
  * thread, for sl_policy_net; set by pol_decide, cleared once the call
  * was answered.  Builtins of one chain run on one thread (calls with a
  * LAST builtin are never deferred). */
 static __thread struct sandlock_policy_ctx *sl_policy_current;
-
-struct pol_ip {
-	int family;
-	unsigned char addr[16];
-};
-
-struct pol_denied {
-	char *path; /* canonical */
-	dev_t dev;  /* the inode it named when denied (ino 0: none) */
-	ino_t ino;
-};
-
-struct sandlock_policy_ctx {
-	sandlock_policy_fn fn;
-	void *ud;
-	pthread_mutex_t mu; /* the deny list is also read by the opener's check */
-	struct pol_denied *denied;
-	size_t ndenied;
-	bool net_restricted;
-	struct pol_ip *ips;
-	size_t nips;
-	bool kill;
-	/* the freeze of an exec waiting for its answer */
-	struct sl_freeze frozen;
-	bool frozen_active;
-	uint64_t frozen_id;
-	pid_t frozen_tgid; /* the caller's process */
-	char *seen;        /* the argv the callback allowed, each string NUL-ended */
-	size_t seen_len;
-	struct sl_exec_image before; /* the caller's image when it asked */
-	/* the network call netdest may ask about (supervisor thread only) */
-	uint64_t net_id;
-	bool net_seen;
-	/* tightened at run time by the reference's sandlock_ctx_* calls */
-	pid_t init;          /* the sandbox's init, from the call being decided */
-	uint32_t max_procs;  /* 0: max_processes as configured */
-	uint64_t max_memory; /* 0: as configured */
-	struct pol_pidnet {
-		pid_t pid; /* a process (thread group) */
-		struct pol_ip *ips;
-		size_t n;
-	} *pidnets;
-	size_t npidnets;
-};
-
-/* ---------------- the context's methods (sandlock.h) ---------------- */
-
-/* Canonical form of an absolute path that may not exist (yet): realpath of
- * the path, else of its parent + the last component. */
-static char *canonical(const char *path)
-{
-	char *r = realpath(path, NULL);
-	if (r)
-		return r;
-	const char *slash = strrchr(path, '/');
-	if (!slash || !slash[1])
-		return NULL;
-	char *dir = strndup(path, (size_t)(slash - path) + (slash == path));
-	char *rd = dir ? realpath(dir, NULL) : NULL;
-	free(dir);
-	if (!rd)
-		return NULL;
-	char *out = sl_asprintf("%s%s%s", rd, strcmp(rd, "/") ? "/" : "", slash + 1);
-	free(rd);
-	return out;
-}
-
-SL_EXPORT int32_t sandlock_policy_deny_path(sandlock_policy_ctx_t *ctx, const char *path)
-{
-	if (!ctx || !path || path[0] != '/')
-		return -EINVAL;
-	char *canon = canonical(path);
-	if (!canon)
-		return -ENOENT;
-	struct stat sb;
-	bool exists = stat(canon, &sb) == 0;
-	pthread_mutex_lock(&ctx->mu);
-	struct pol_denied *v = realloc(ctx->denied, (ctx->ndenied + 1) * sizeof(*v));
-	if (!v) {
-		pthread_mutex_unlock(&ctx->mu);
-		free(canon);
-		return -ENOMEM;
-	}
-	ctx->denied = v;
-	v[ctx->ndenied].path = canon;
-	v[ctx->ndenied].dev = exists ? sb.st_dev : 0;
-	v[ctx->ndenied].ino = exists ? sb.st_ino : 0;
-	ctx->ndenied++;
-	pthread_mutex_unlock(&ctx->mu);
-	return 0;
-}
-
-SL_EXPORT int32_t sandlock_policy_allow_path(sandlock_policy_ctx_t *ctx, const char *path)
-{
-	if (!ctx || !path || path[0] != '/')
-		return -EINVAL;
-	char *canon = canonical(path);
-	if (!canon)
-		return -ENOENT;
-	pthread_mutex_lock(&ctx->mu);
-	size_t j = 0;
-	for (size_t i = 0; i < ctx->ndenied; i++) {
-		if (strcmp(ctx->denied[i].path, canon) == 0)
-			free(ctx->denied[i].path);
-		else
-			ctx->denied[j++] = ctx->denied[i];
-	}
-	ctx->ndenied = j;
-	pthread_mutex_unlock(&ctx->mu);
-	free(canon);
-	return 0;
-}
-
-static int parse_ip(const char *s, struct pol_ip *ip)
-{
-	memset(ip, 0, sizeof *ip);
-	if (s && inet_pton(AF_INET, s, ip->addr) == 1) {
-		ip->family = AF_INET;
-		return 0;
-	}
-	if (s && inet_pton(AF_INET6, s, ip->addr) == 1) {
-		ip->family = AF_INET6;
-		return 0;
-	}
-	return -EINVAL;
-}
-
-static bool ip_in(const struct pol_ip *v, size_t n, const struct pol_ip *ip)
-{
-	for (size_t i = 0; i < n; i++)
-		if (v[i].family == ip->family && memcmp(v[i].addr, ip->addr, 16) == 0)
-			return true;
-	return false;
-}
-
-/* Parse all of ips first: a bad entry changes nothing. */
-static struct pol_ip *parse_ips(const char *const *ips, size_t n, int32_t *err)
-{
-	struct pol_ip *v = calloc(n ? n : 1, sizeof(*v));
-	*err = v ? 0 : -ENOMEM;
-	for (size_t i = 0; v && i < n; i++)
-		if (parse_ip(ips[i], &v[i]) < 0) {
-			*err = -EINVAL;
-			free(v);
-			return NULL;
-		}
-	return v;
-}
-
-SL_EXPORT int32_t sandlock_policy_restrict_network(sandlock_policy_ctx_t *ctx,
-                                                   const char *const *ips, size_t n)
-{
-	int32_t err;
-	if (!ctx || (n && !ips))
-		return -EINVAL;
-	struct pol_ip *v = parse_ips(ips, n, &err);
-	if (!v)
-		return err;
-	/* Narrow only: keep what both the old and the new list allow. */
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (!ctx->net_restricted || ip_in(ctx->ips, ctx->nips, &v[i]))
-			v[k++] = v[i];
-	free(ctx->ips);
-	ctx->ips = v;
-	ctx->nips = k;
-	ctx->net_restricted = true;
-	return 0;
-}
-
-SL_EXPORT int32_t sandlock_policy_grant_network(sandlock_policy_ctx_t *ctx,
-                                                const char *const *ips, size_t n)
-{
-	int32_t err;
-	if (!ctx || (n && !ips))
-		return -EINVAL;
-	struct pol_ip *add = parse_ips(ips, n, &err);
-	if (!add)
-		return err;
-	if (!ctx->net_restricted) {
-		free(add);
-		return 0; /* nothing restricted: the static rules alone decide */
-	}
-	struct pol_ip *v = realloc(ctx->ips, (ctx->nips + n + 1) * sizeof(*v));
-	if (!v) {
-		free(add);
-		return -ENOMEM;
-	}
-	ctx->ips = v;
-	for (size_t i = 0; i < n; i++)
-		if (!ip_in(ctx->ips, ctx->nips, &add[i]))
-			ctx->ips[ctx->nips++] = add[i];
-	free(add);
-	return 0;
-}
-
-SL_EXPORT void sandlock_policy_kill(sandlock_policy_ctx_t *ctx)
-{
-	if (ctx)
-		ctx->kill = true;
-}
-
-/* ---------------- the reference's context calls ---------------- */
-
-SL_EXPORT void sandlock_ctx_restrict_network(sandlock_ctx_t *ctx, const char *const *ips,
-                                             uint32_t count)
-{
-	(void)sandlock_policy_restrict_network(ctx, ips, count);
-}
-
-SL_EXPORT void sandlock_ctx_grant_network(sandlock_ctx_t *ctx, const char *const *ips,
-                                          uint32_t count)
-{
-	(void)sandlock_policy_grant_network(ctx, ips, count);
-}
-
-SL_EXPORT void sandlock_ctx_deny_path(sandlock_ctx_t *ctx, const char *path)
-{
-	(void)sandlock_policy_deny_path(ctx, path);
-}
-
-SL_EXPORT void sandlock_ctx_allow_path(sandlock_ctx_t *ctx, const char *path)
-{
-	(void)sandlock_policy_allow_path(ctx, path);
-}
-
-SL_EXPORT void sandlock_ctx_restrict_max_processes(sandlock_ctx_t *ctx, uint32_t n)
-{
-	/* Checked on each fork after the callback (pol_decide); procs.c still
-	 * holds the configured limit, so the tighter of the two applies. */
-	if (ctx && n && (!ctx->max_procs || n < ctx->max_procs))
-		ctx->max_procs = n;
-}
-
-/* The v2 cgroup directory of pid (heap), or NULL. */
-static char *cgroup_dir(pid_t pid)
-{
-	char path[48], line[4096];
-	snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
-	FILE *f = fopen(path, "re");
-	char *dir = NULL;
-	while (f && !dir && fgets(line, sizeof line, f))
-		if (strncmp(line, "0::", 3) == 0) {
-			line[strcspn(line, "\n")] = '\0';
-			dir = sl_asprintf("/sys/fs/cgroup%s", line + 3);
-		}
-	if (f)
-		fclose(f);
-	return dir;
-}
-
-/* Lower memory.max of the run's cgroup to bytes.  0, or -1 when the run
- * has no memory cgroup of its own (or it cannot be written). */
-static int lower_memory_max(pid_t init, uint64_t bytes)
-{
-	char *dir = cgroup_dir(init);
-	char *file = dir ? sl_asprintf("%s/memory.max", dir) : NULL;
-	free(dir);
-	int rc = -1;
-	FILE *f = file ? fopen(file, "re") : NULL;
-	char cur[32] = "";
-	if (f && fgets(cur, sizeof cur, f)) {
-		unsigned long long now = strncmp(cur, "max", 3) == 0 ? ULLONG_MAX : strtoull(cur, NULL, 10);
-		rc = 0;
-		if (bytes < now) {
-			FILE *w = fopen(file, "we");
-			rc = w && fprintf(w, "%llu\n", (unsigned long long)bytes) > 0 ? 0 : -1;
-			if (w && fclose(w) != 0)
-				rc = -1;
-		}
-	}
-	if (f)
-		fclose(f);
-	free(file);
-	return rc;
-}
-
-/* No memory cgroup: RLIMIT_AS of every process of the sandbox, lowered. */
-static void lower_address_space(pid_t init, uint64_t bytes)
-{
-	struct sl_proc v[512];
-	int n = sl_tree_list(init, v, sizeof v / sizeof v[0]);
-	for (int i = 0; i < n; i++) {
-		struct rlimit cur;
-		if (prlimit(v[i].pid, RLIMIT_AS, NULL, &cur) < 0)
-			continue;
-		struct rlimit rl = { cur.rlim_cur, cur.rlim_max };
-		if (rl.rlim_cur > bytes)
-			rl.rlim_cur = bytes;
-		if (rl.rlim_max > bytes)
-			rl.rlim_max = bytes;
-		(void)prlimit(v[i].pid, RLIMIT_AS, &rl, NULL);
-	}
-}
-
-SL_EXPORT void sandlock_ctx_restrict_max_memory(sandlock_ctx_t *ctx, uint64_t bytes)
-{
-	if (!ctx || !bytes || (ctx->max_memory && bytes >= ctx->max_memory) || ctx->init <= 0)
-		return;
-	ctx->max_memory = bytes;
-	if (lower_memory_max(ctx->init, bytes) < 0)
-		lower_address_space(ctx->init, bytes);
-}
-
-SL_EXPORT void sandlock_ctx_restrict_pid_network(sandlock_ctx_t *ctx, uint32_t pid,
-                                                 const char *const *ips, uint32_t count)
-{
-	int32_t err;
-	if (!ctx || !pid || (count && !ips))
-		return;
-	struct pol_ip *v = parse_ips(ips, count, &err);
-	if (!v)
-		return;
-	struct pol_pidnet *e = NULL;
-	for (size_t i = 0; i < ctx->npidnets && !e; i++)
-		if (ctx->pidnets[i].pid == (pid_t)pid)
-			e = &ctx->pidnets[i];
-	if (e) { /* narrow only: what both lists allow */
-		size_t k = 0;
-		for (uint32_t i = 0; i < count; i++)
-			if (ip_in(e->ips, e->n, &v[i]))
-				v[k++] = v[i];
-		free(e->ips);
-		e->ips = v;
-		e->n = k;
-		return;
-	}
-	struct pol_pidnet *grown = realloc(ctx->pidnets, (ctx->npidnets + 1) * sizeof(*grown));
-	if (!grown) {
-		free(v);
-		return;
-	}
-	ctx->pidnets = grown;
-	ctx->pidnets[ctx->npidnets++] = (struct pol_pidnet){ (pid_t)pid, v, count };
-}
 
 /* ---------------- calling the callback ---------------- */
 
@@ -617,7 +280,7 @@ static bool pid_may_reach(const sandlock_policy_ctx_t *ctx, pid_t tid, const str
 	pid_t tgid = tgid_of(tid);
 	for (size_t i = 0; i < ctx->npidnets; i++)
 		if (ctx->pidnets[i].pid == tid || ctx->pidnets[i].pid == tgid)
-			return ip_in(ctx->pidnets[i].ips, ctx->pidnets[i].n, ip);
+			return sl_pol_ip_in(ctx->pidnets[i].ips, ctx->pidnets[i].n, ip);
 	return true;
 }
 
@@ -659,7 +322,7 @@ int sl_policy_net(const struct sl_call *call, const char *syscall, const struct 
 		return v;
 	/* A restriction binds outgoing calls, not the address a server binds. */
 	if (!static_err && ctx->net_restricted && strcmp(syscall, "bind") != 0 &&
-	    !ip_in(ctx->ips, ctx->nips, &ip))
+	    !sl_pol_ip_in(ctx->ips, ctx->nips, &ip))
 		return EACCES;
 	if (!static_err && strcmp(syscall, "bind") != 0 && !pid_may_reach(ctx, call->n->pid, &ip))
 		return EACCES;

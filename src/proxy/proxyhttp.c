@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "proxy/proxyinject.h"
 #include "proxy/proxyint.h"
 #include "proxy/proxyredact.h"
 
@@ -357,142 +358,6 @@ static bool hop_by_hop(const struct hdr *h)
 	return false;
 }
 
-/* The credential an --http-auth rule attaches to this request. */
-struct inject {
-	const struct sl_authrule *rule;
-	const struct sl_credential *cred;
-	char *value; /* the header value (or query value), heap */
-};
-
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static char *base64(const char *s, size_t n)
-{
-	char *o = malloc(4 * ((n + 2) / 3) + 1), *p = o;
-	for (size_t i = 0; o && i < n; i += 3) {
-		uint32_t v = (uint32_t)(unsigned char)s[i] << 16;
-		if (i + 1 < n)
-			v |= (uint32_t)(unsigned char)s[i + 1] << 8;
-		if (i + 2 < n)
-			v |= (unsigned char)s[i + 2];
-		*p++ = b64[(v >> 18) & 63];
-		*p++ = b64[(v >> 12) & 63];
-		*p++ = i + 1 < n ? b64[(v >> 6) & 63] : '=';
-		*p++ = i + 2 < n ? b64[v & 63] : '=';
-	}
-	if (o)
-		*p = '\0';
-	return o;
-}
-
-static char *url_encode(const char *s)
-{
-	char *o = malloc(3 * strlen(s) + 1), *p = o;
-	for (; o && *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (isalnum(ch) || strchr("-._~", ch))
-			*p++ = (char)ch;
-		else
-			p += sprintf(p, "%%%02X", ch);
-	}
-	if (o)
-		*p = '\0';
-	return o;
-}
-
-/* The header (name) a credential of this rule occupies. */
-static const char *inject_header(const struct sl_authrule *a)
-{
-	return a->kind == SL_AUTH_HEADER ? a->param : "Authorization";
-}
-
-static void prepare_inject(struct px_conn *c, const struct sl_httpreq *q, struct inject *inj)
-{
-	memset(inj, 0, sizeof *inj);
-	const struct sl_authrule *a = sl_authrules_match(&c->px->http.auth, q);
-	const struct sl_credential *cr = a ? sl_credentials_find(&c->px->http.creds, a->cred) : NULL;
-	if (!cr)
-		return;
-	inj->rule = a;
-	inj->cred = cr;
-	if (a->kind == SL_AUTH_BEARER) {
-		inj->value = sl_asprintf("Bearer %s", cr->value);
-	} else if (a->kind == SL_AUTH_BASIC) {
-		char *up = sl_asprintf("%s:%s", a->param, cr->value);
-		char *enc = up ? base64(up, strlen(up)) : NULL;
-		inj->value = enc ? sl_asprintf("Basic %s", enc) : NULL;
-		if (up)
-			explicit_bzero(up, strlen(up));
-		free(up);
-		free(enc);
-	} else if (a->kind == SL_AUTH_HEADER) {
-		inj->value = sl_strdup(cr->value);
-	} else {
-		inj->value = url_encode(cr->value);
-	}
-	if (!c->tls && !atomic_exchange(&c->px->cred_warned, true))
-		sl_warn("http_auth: credential '%s' sent to %s over cleartext HTTP", a->cred, q->host);
-}
-
-static void inject_free(struct inject *inj)
-{
-	if (inj->value) {
-		explicit_bzero(inj->value, strlen(inj->value));
-		free(inj->value);
-	}
-}
-
-/* Does the query of target carry param=...? */
-static bool query_has(const char *target, size_t n, const char *param)
-{
-	const char *q = memchr(target, '?', n);
-	size_t pl = strlen(param);
-	while (q && q < target + n) {
-		q++;
-		if ((size_t)(target + n - q) > pl && strncmp(q, param, pl) == 0 && q[pl] == '=')
-			return true;
-		q = memchr(q, '&', (size_t)(target + n - q));
-	}
-	return false;
-}
-
-/* Append the request target (with a query credential added or replaced). */
-static int put_target(sl_buf *o, const struct target *t, const struct inject *inj)
-{
-	if (!inj->value || inj->rule->kind != SL_AUTH_QUERY)
-		return sl_buf_append(o, t->origin, t->origin_len);
-	const char *param = inj->rule->param;
-	size_t pl = strlen(param);
-	bool has = query_has(t->origin, t->origin_len, param);
-	if (has && inj->rule->add_only)
-		return sl_buf_append(o, t->origin, t->origin_len);
-	/* Copy the target without any param=..., then add ours. */
-	const char *q = memchr(t->origin, '?', t->origin_len);
-	const char *end = t->origin + t->origin_len;
-	const char *hash = memchr(t->origin, '#', t->origin_len);
-	if (hash)
-		end = hash;
-	if (sl_buf_append(o, t->origin, (size_t)((q ? q : end) - t->origin)) < 0)
-		return -1;
-	char sep = '?';
-	for (const char *p = q ? q + 1 : end; p < end;) {
-		const char *amp = memchr(p, '&', (size_t)(end - p));
-		const char *e = amp ? amp : end;
-		bool ours = (size_t)(e - p) > pl && strncmp(p, param, pl) == 0 && p[pl] == '=';
-		if (!ours && e > p) {
-			if (sl_buf_append(o, &sep, 1) < 0 || sl_buf_append(o, p, (size_t)(e - p)) < 0)
-				return -1;
-			sep = '&';
-		}
-		p = amp ? amp + 1 : end;
-	}
-	return sl_buf_append(o, &sep, 1) < 0 || sl_buf_append(o, param, pl) < 0 ||
-	               sl_buf_append(o, "=", 1) < 0 ||
-	               sl_buf_append(o, inj->value, strlen(inj->value)) < 0
-	           ? -1
-	           : 0;
-}
-
 static int put(sl_buf *o, const char *s)
 {
 	return sl_buf_append(o, s, strlen(s));
@@ -500,11 +365,11 @@ static int put(sl_buf *o, const char *s)
 
 /* The head to send upstream, into o. */
 static int build_head(struct px_conn *c, http_parser *p, struct reqhead *r,
-                      const struct target *t, const struct inject *inj, bool keep, sl_buf *o)
+                      const struct target *t, const struct px_inject *inj, bool keep, sl_buf *o)
 {
 	char line[320];
 	if (put(o, http_method_str((enum http_method)p->method)) < 0 || put(o, " ") < 0 ||
-	    put_target(o, t, inj) < 0)
+	    px_inject_target(o, t->origin, t->origin_len, inj) < 0)
 		return -1;
 	snprintf(line, sizeof line, " HTTP/%u.%u\r\nHost: %s", p->http_major, p->http_minor,
 	         t->host);
@@ -518,7 +383,7 @@ static int build_head(struct px_conn *c, http_parser *p, struct reqhead *r,
 	}
 	if (put(o, "\r\n") < 0)
 		return -1;
-	const char *ih = inj->value && inj->rule->kind != SL_AUTH_QUERY ? inject_header(inj->rule) : NULL;
+	const char *ih = px_inject_header(inj);
 	bool guest_has = ih && hdr_get(r, ih, NULL) != NULL;
 	bool add = ih && !(guest_has && inj->rule->add_only);
 	for (size_t i = 0; i < r->nh; i++) {
@@ -747,8 +612,8 @@ static bool one_request(struct exchange *x, bool first)
 	}
 	struct sl_httpreq q = { http_method_str((enum http_method)x->p.method), t.host, c->orig_port,
 		                    t.path };
-	struct inject inj;
-	prepare_inject(c, &q, &inj);
+	struct px_inject inj;
+	px_inject_prepare(c, &q, &inj);
 	sl_buf head = { 0 };
 	bool keep = http_should_keep_alive(&x->p);
 	int rc = build_head(c, &x->p, &x->r, &t, &inj, keep, &head);
@@ -757,7 +622,7 @@ static bool one_request(struct exchange *x, bool first)
 		                    inj.value && inj.rule->kind == SL_AUTH_BASIC ? inj.value + 6 : inj.value };
 	if (rc == 0)
 		rc = px_redact_init(&x->red, forms, 2);
-	inject_free(&inj);
+	px_inject_free(&inj);
 	if (rc == 0)
 		rc = px_write_all(&c->up, head.data, head.len, sl_now_ms() + PX_IO_MS);
 	if (head.data)

@@ -1,7 +1,7 @@
 /*
  * proxyint.h — what the proxy's own files share (proxy.c, proxyconn.c,
- * proxyhttp.c, proxyup.c, proxytls.c, proxylog.c); nothing else of the
- * library includes it.
+ * proxyhttp.c, proxyinject.c, proxyup.c, proxytls.c, proxylog.c); nothing
+ * else of the library includes it.
  */
 #ifndef SANDLOCK_PROXYINT_H
 #define SANDLOCK_PROXYINT_H
