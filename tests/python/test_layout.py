@@ -1,0 +1,130 @@
+"""The source layout docs/architecture.md describes holds.
+
+- No call circle between files: file A uses file B when A names a
+  function that B alone defines (not static); no two files of src/ and
+  cli/ may reach each other that way (a helper both sides need goes to a
+  leaf below them, or the caller does the step itself).  Read as text:
+  comments, strings and struct/union/enum tags are not names of calls.
+- Every source file opens with a comment saying why it exists.
+- No file under src/ or cli/ is over 700 lines (issue 24), except the ones
+  still being split (SPLITTING).
+"""
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ROOTS = [REPO / "src", REPO / "cli"]
+MAX_LINES = 700
+# Files over the limit that are being split now: take a file off this list
+# when its split lands.
+SPLITTING = {
+    "src/cow/cow.c",
+    "src/builtins/cow/cow.c",
+    "src/builtins/netdest.c",
+    "src/profile/toml.c",
+    "cli/main.c",
+    "cli/profile.c",
+}
+
+# Comments, string and character literals (replaced by a blank).
+NOISE = re.compile(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
+TAG = re.compile(r"\b(?:struct|union|enum)\s+\w+")
+# A function definition: at the start of a line, a name, its parameters, "{".
+DEFINITION = re.compile(r"^([A-Za-z_][^\n(;{}=]*?)\b([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{", re.M)
+NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def sources(suffixes=(".c",)):
+    return sorted(p for root in ROOTS for p in root.rglob("*") if p.suffix in suffixes)
+
+
+def rel(p):
+    return str(Path(p).relative_to(REPO))
+
+
+def code(path):
+    return TAG.sub(" ", NOISE.sub(" ", path.read_text(errors="replace")))
+
+
+def call_graph(files):
+    """{file: the other files whose functions it names}."""
+    text = {f: code(f) for f in files}
+    owners = {}
+    for f, t in text.items():
+        for m in DEFINITION.finditer(t):
+            if "static" not in m.group(1).split():
+                owners.setdefault(m.group(2), set()).add(f)
+    # A name defined in two files (main of two programs) ties neither.
+    owner = {n: next(iter(fs)) for n, fs in owners.items() if len(fs) == 1}
+    return {f: {owner[n] for n in set(NAME.findall(t)) if owner.get(n, f) != f}
+            for f, t in text.items()}
+
+
+def circles(graph):
+    """The strongly connected components of more than one file (Tarjan)."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_circle_check_sees_a_circle(tmp_path):
+    """The check itself: a circle of three files through one call each
+    (and a header shared by all, as proxyint.h) is found; a chain is not."""
+    files = {
+        "a.c": '#include "int.h"\n/* c_go() */\nint a_go(void)\n{\n\treturn b_go();\n}\n',
+        "b.c": '#include "int.h"\nstatic int own(void) { return 0; }\n'
+               "int b_go(void)\n{\n\treturn c_go() + own();\n}\n",
+        "c.c": '#include "int.h"\nstruct a_go;\nint c_go(void)\n{\n\treturn 1;\n}\n',
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    paths = sorted(tmp_path.glob("*.c"))
+    assert circles(call_graph(paths)) == []
+    (tmp_path / "c.c").write_text(files["c.c"].replace("return 1;", "return a_go();"))
+    assert circles(call_graph(paths)) == [paths]
+
+
+def test_no_circle_between_files():
+    graph = call_graph(sources())
+    assert sum(len(v) for v in graph.values()) > 300  # the calls were found
+    found = circles(graph)
+    assert not found, "files that reach each other (move the helper both use to a leaf):\n" + \
+        "\n".join(" <-> ".join(rel(p) for p in comp) for comp in found)
+
+
+def test_every_file_says_why_it_exists():
+    bare = [rel(p) for p in sources((".c", ".h")) if not p.read_text().lstrip().startswith("/*")]
+    assert not bare, f"open with a comment saying why the file exists: {bare}"
+
+
+@pytest.mark.parametrize("path", [p for p in sources((".c", ".h")) if rel(p) not in SPLITTING],
+                         ids=rel)
+def test_file_size(path):
+    n = path.read_text(errors="replace").count("\n")
+    assert n <= MAX_LINES, f"{rel(path)}: {n} lines (at most {MAX_LINES}: split it by sections)"
