@@ -327,8 +327,14 @@ def test_a_racing_thread_cannot_send_past_the_rules():
         s.setblocking(False)
     ports = [str(s.getsockname()[1]) for s in (ok, bad)]
     race = [str(BUILD / "helpers" / "race_fd"), "sendto", *ports, "1000"]
-    bare = subprocess.run(race, capture_output=True, text=True, timeout=60)
-    assert _drain(ok) > 0 and _drain(bad) > 0, bare
+    # The control: the race wins outside (a few rounds: it needs the two
+    # threads to run at once, which a loaded machine does not always give).
+    for _ in range(5):
+        bare = subprocess.run(race, capture_output=True, text=True, timeout=60)
+        got = (_drain(ok), _drain(bad))
+        if got[0] > 0 and got[1] > 0:
+            break
+    assert got[0] > 0 and got[1] > 0, bare
     r = under_filter(SANDLOCK, "run", *SYS_RO, "-r", str(BUILD / "helpers"), "--net-allow",
                      "udp://127.0.0.1:" + ports[0], "--", *race, timeout=300)
     got_ok, got_bad = _drain(ok), _drain(bad)
