@@ -9,7 +9,7 @@ package sandlock
 
 /*
 #cgo CFLAGS: -I${SRCDIR}/../include
-#cgo LDFLAGS: ${SRCDIR}/../build/libsandlock.a -lseccomp -lpthread -lhttp_parser -lssl -lcrypto
+#cgo LDFLAGS: ${SRCDIR}/../build/libsandlock.a -lseccomp -lpthread -lhttp_parser -lssl -lcrypto -ljansson
 #include <stdlib.h>
 #include "sandlock.h"
 */

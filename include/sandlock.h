@@ -1065,6 +1065,25 @@ int32_t sandlock_open_on_behalf(sandlock_mem_t *m, const sandlock_notif_t *n,
                                 sandlock_open_check_fn check, void *ud,
                                 sandlock_opened_t *out);
 
+/* ================= profiles ================= */
+/*
+ * Read the TOML profile at path (the schema of docs/profiles.md: [config]
+ * [determinism] [program] [filesystem] [network] [http] [syscalls]
+ * [limits]) and return it checked and normalized, as one JSON object
+ * (heap, free with sandlock_string_free): {"section": {"key": value}} with
+ * the keys the file sets, sizes in bytes, time_start in Unix nanoseconds,
+ * relative host paths made relative to the profile's directory, each
+ * mount as {"virtual", "host", "read_only"}; keys of features this
+ * version lacks appear only when the file asks nothing of them (false,
+ * [], {}) and are then left out.  The one reader of profiles: the CLI and
+ * the Python package both load them through it, so both accept the same
+ * files.  Like ssh's StrictModes the file must be the caller's (or
+ * root's), writable by nobody else, in a directory others cannot replace
+ * it in.  NULL on failure: *err_msg "PATH:LINE:COL: [section] key: reason"
+ * (SANDLOCK_ERR_INVALID), or "PATH: reason" (NOT_FOUND, SYSTEM, NOMEM).
+ */
+char *sandlock_profile_load(const char *path, int *err, char **err_msg);
+
 /* ================= misc ================= */
 /* Syscall number for the native arch, or -1 if unknown. */
 int64_t sandlock_syscall_nr(const char *name);
@@ -1079,6 +1098,10 @@ int sandlock_min_landlock_abi(void);
  * rounded down to whole bytes.  0 and *out set, or -1 malformed, -2 zero,
  * -3 too large (>= 2^64). */
 int sandlock_parse_memory_size(const char *s, uint64_t *out);
+/* A point in time: Unix seconds, optionally with a fraction ("946684800.5"),
+ * or RFC 3339 ("2000-01-01T00:00:00Z", "2000-01-01T12:00:00.5+01:00"), not
+ * before 1970: 0 with *out_ns (Unix nanoseconds), or -1. */
+int sandlock_parse_time(const char *s, int64_t *out_ns);
 /* The `sandlock check` report: this host's Landlock ABI, each protection,
  * seccomp features, cgroups, and the mechanisms the supervisor uses here
  * (inside a container some are refused: which features that costs, and

@@ -408,6 +408,47 @@ static struct toml_table *parse_header(struct ps *s, struct toml_table *root)
 	return kv->val.u.tab;
 }
 
+/*
+ * TOML text is UTF-8 (the spec says so): text in another encoding would be
+ * read differently by other TOML readers (Python's tomllib refuses it), so
+ * it is refused here too.  The first byte that does not start a
+ * well-formed, shortest-form sequence of a Unicode scalar, or NULL.
+ */
+static const char *bad_utf8(const char *text)
+{
+	static const uint32_t shortest[4] = { 0, 0x80, 0x800, 0x10000 };
+	const unsigned char *s = (const unsigned char *)text;
+	while (*s) {
+		unsigned c = *s;
+		int n = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2
+		      : (c & 0xF8) == 0xF0 ? 3 : -1;
+		if (n < 0)
+			return (const char *)s;
+		uint32_t cp = n ? c & (0x3Fu >> n) : c;
+		for (int i = 1; i <= n; i++) {
+			if ((s[i] & 0xC0) != 0x80)
+				return (const char *)s;
+			cp = cp << 6 | (s[i] & 0x3F);
+		}
+		if (cp < shortest[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+			return (const char *)s;
+		s += n + 1;
+	}
+	return NULL;
+}
+
+/* Refuse text that is not UTF-8, at the line and column of its first bad byte. */
+static int check_utf8(struct ps *s)
+{
+	const char *bad = bad_utf8(s->p);
+	if (!bad)
+		return 0;
+	while (s->p < bad)
+		adv(s);
+	FAIL(s, "not UTF-8 text (a TOML file is UTF-8; byte 0x%02x)", (unsigned char)*bad);
+	return -1;
+}
+
 struct toml_table *toml_parse(const char *text, char **err)
 {
 	struct ps s = { text, 1, 1, NULL };
@@ -417,7 +458,8 @@ struct toml_table *toml_parse(const char *text, char **err)
 		return NULL;
 	}
 	struct toml_table *cur_t = root;
-	for (;;) {
+	check_utf8(&s);
+	while (!s.err) {
 		skip_space_nl(&s);
 		if (cur(&s) == '\0')
 			break;

@@ -187,6 +187,23 @@ TEST(malformed_input_is_refused_with_position)
 	CHECK(fails_with("[a] x = 1\n", "1:5:", "after the value"));
 }
 
+/* TOML is UTF-8: a stray byte, an overlong form, a surrogate or a cut
+ * sequence is refused where it is, in a string or a comment alike. */
+TEST(text_that_is_not_utf8_is_refused_with_position)
+{
+	CHECK(fails_with("x = \"\xff\"\n", "1:6:", "not UTF-8"));
+	CHECK(fails_with("x = 1\n# caf\xe9\n", "2:6:", "byte 0xe9"));
+	CHECK(fails_with("x = '\xc0\xaf'\n", "1:6:", "not UTF-8"));         /* overlong '/' */
+	CHECK(fails_with("x = '\xed\xa0\x80'\n", "1:6:", "not UTF-8"));     /* U+D800 */
+	CHECK(fails_with("x = '\xf4\x90\x80\x80'\n", "1:6:", "not UTF-8")); /* > U+10FFFF */
+	CHECK(fails_with("x = 'a\xe2\x82'\n", "1:7:", "not UTF-8"));         /* cut short */
+	char *err = NULL;
+	struct toml_table *t = toml_parse("x = \"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\x92\"\n", &err);
+	CHECK(t && strcmp(toml_get(t, "x")->u.s, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\x92") == 0);
+	toml_free(t);
+	free(err);
+}
+
 TEST(nested_failure_frees_partial_values)
 {
 	/* Under ASan this also proves nothing leaks from half-built values. */

@@ -87,8 +87,9 @@ def test_pkg_config_file_names_the_install_prefix(destdir):
     assert pkg_config(destdir, "--modversion") == [VERSION]
     assert pkg_config(destdir, "--cflags") == [f"-I{destdir}/usr/include"]
     assert pkg_config(destdir, "--libs") == [f"-L{destdir}/usr/lib", "-lsandlock"]
-    assert pkg_config(destdir, "--libs", "--static")[-5:] == ["-lseccomp", "-lpthread",
-                                                              "-lhttp_parser", "-lssl", "-lcrypto"]
+    assert pkg_config(destdir, "--libs", "--static")[-6:] == ["-lseccomp", "-lpthread",
+                                                              "-lhttp_parser", "-lssl", "-lcrypto",
+                                                              "-ljansson"]
 
 
 def compile_program(destdir, tmp_path, libs):

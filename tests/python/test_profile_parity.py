@@ -35,12 +35,12 @@ AGREE = {
     "nan": b"[limits]\ncpu = nan\n",
     # Both refuse, in other words: C says "dotted keys", Python "unknown key 'x'".
     "dotted_table_header": b"[limits.x]\nmemory = 1\n",
+    # TOML text is UTF-8: a string that is not is refused by both.
+    "not_utf8": b'[program]\nexec = "\xff"\n',
 }
 DISAGREE = {
     # C takes a read-only mount; Python refuses ":ro".
     "read_only_mount": b'[filesystem]\nchroot = "/"\nmount = ["/a:/tmp:ro"]\n',
-    # C takes a string that is not UTF-8; Python refuses the file.
-    "not_utf8": b'[program]\nexec = "\xff"\n',
 }
 
 
