@@ -225,12 +225,13 @@ static void explain_network(const struct cli_explain *e)
 	 * the program's own socket; EACCES is still the rules' answer. */
 	const char *nogetfd = sl_mech_getfd_why();
 	if (b && nogetfd && e->first_errno[K_BIND] == EPERM) {
-		/* Here a trapped bind (deny rules, port remapping, policy_fn)
-		 * is refused whatever the rules say. */
+		/* Here a trapped bind on a socket sandlock cannot remake (one
+		 * bound or connected before, a raw one) is refused. */
 		snprintf(line, sizeof line,
-		         "%u bind%s refused (first: %s): with --net-deny-bind, --port-remap or a "
-		         "policy function sandlock performs binds on the program's own socket, "
-		         "which it cannot reach here: %s; see docs/containers.md", b,
+		         "%u bind%s refused (first: %s): sandlock performs binds on a socket it "
+		         "makes like the program's, and cannot on this one (bound or connected "
+		         "before, or of a kind it does not make); on the program's own socket it "
+		         "cannot act here: %s; see docs/containers.md", b,
 		         b == 1 ? "" : "s", e->first[K_BIND], nogetfd);
 		say(line);
 	} else if (b) {
@@ -246,8 +247,9 @@ static void explain_network(const struct cli_explain *e)
 	if (l) {
 		snprintf(line, sizeof line,
 		         "%u listen%s refused: a server may listen only on a port the bind rules "
-		         "grant (--net-allow-bind PORT; in a container without pidfd_getfd only "
-		         "--net-allow-bind '*' lets it listen, see docs/containers.md)", l,
+		         "grant (--net-allow-bind PORT), after a bind (an unbound socket would get "
+		         "a port the kernel picks; in a container without pidfd_getfd also a socket "
+		         "sandlock did not bind, see docs/containers.md)", l,
 		         l == 1 ? "" : "s");
 		say(line);
 	}

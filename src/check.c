@@ -298,8 +298,9 @@ static void report_mechanisms(struct out *o)
 	     m->getfd ? "pidfd_getfd"
 	              : "connect: a socket made like the caller's replaces it; a datagram "
 	                "socket's first bind or send too, and it is kept for its later calls; "
-	                "calls on a socket bound or connected otherwise, SCM_RIGHTS sends and "
-	                "a listen unless any port may be bound: UNAVAILABLE, refused with EPERM",
+	                "a stream socket's bind too, and it is kept until its listen; calls on "
+	                "a socket bound or connected otherwise and SCM_RIGHTS sends: "
+	                "UNAVAILABLE, refused with EPERM",
 	     false);
 	if (getfd_why || mem_why)
 		item(o, "why", "why", mem_why ? mem_why : getfd_why, false);

@@ -1,5 +1,5 @@
 /*
- * sockadopt.c — the datagram sockets we keep for the guest (sockadopt.h):
+ * sockadopt.c — the sockets we keep for the guest (sockadopt.h):
  * a small table of (inode, our fd), looked up by the inode the caller's
  * fd links to, swept against the sockets the sandbox's processes hold.
  * Used under the dispatcher's builtin lock (netdest), so unlocked here.
@@ -128,6 +128,16 @@ size_t sl_adopted_sweep(struct sl_adopted *t, pid_t init)
 	t->n = kept;
 	t->sweep_at = kept * 2 > MIN_SWEEP ? kept * 2 : MIN_SWEEP;
 	return dropped;
+}
+
+void sl_adopted_forget(struct sl_adopted *t, int fd)
+{
+	struct stat st;
+	struct kept *k = fstat(fd, &st) == 0 ? find(t, (unsigned long)st.st_ino) : NULL;
+	if (!k)
+		return;
+	close(k->fd);
+	*k = t->v[--t->n];
 }
 
 int sl_adopted_add(struct sl_adopted *t, int fd, pid_t init)

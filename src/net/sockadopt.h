@@ -1,6 +1,6 @@
 /*
- * sockadopt.h — datagram sockets the supervisor made for the guest and
- * keeps, where the guest's own cannot be had (no pidfd_getfd, mechs.h).
+ * sockadopt.h — sockets the supervisor made for the guest and keeps,
+ * where the guest's own cannot be had (no pidfd_getfd, mechs.h).
  *
  * A socket made like the caller's (sockremake.h) replaces it at its fd
  * number.  For a connect that is enough: the connected socket needs no
@@ -15,9 +15,14 @@
  * put at N meanwhile, the call is performed on a socket of ours whose
  * kind we read from it, with the address checked for that kind.
  *
- * Only datagram sockets are kept: a kept stream socket would outlive the
- * guest's close (no FIN for the peer, a listener keeping its port).  A
- * kept datagram socket keeps its port until it is swept: a sweep drops
+ * Datagram sockets are kept for good.  A stream socket (TCP, unix) is
+ * kept only from the bind we performed until its listen or connect,
+ * which are then performed on ours (ndbind.c: a listen continued to the
+ * kernel could meet an unbound socket a racing thread put at the fd
+ * number, and autobind a port nobody granted), and forgotten at once:
+ * a kept listener or connection would outlive the guest's close (no
+ * FIN for the peer, a listener keeping its port).  A kept socket keeps
+ * its port until it is forgotten or swept: a sweep drops
  * the sockets no process of the sandbox holds any more (their
  * /proc/PID/fd), when the table has doubled since the last sweep and
  * before a bind that found its port taken is tried again.  At most 512
@@ -38,7 +43,7 @@ struct sl_adopted;
 struct sl_adopted *sl_adopted_new(void);
 void sl_adopted_free(struct sl_adopted *t);
 
-/* Is a socket of this kind kept (a datagram socket)? */
+/* Is a socket of this kind kept for good (a datagram socket)? */
 bool sl_adopted_kind(const struct sl_sockinfo *si);
 
 /* Our duplicate of the caller's socket num when it is one we keep: an fd
@@ -49,6 +54,9 @@ int sl_adopted_get(struct sl_adopted *t, int listener, const sandlock_notif_t *n
  * caller's place; init: the sandbox's init, whose descendants a sweep
  * asks.  0 or -errno (EMFILE: as many kept as we allow). */
 int sl_adopted_add(struct sl_adopted *t, int fd, pid_t init);
+
+/* Forget the kept socket fd is a duplicate of (none: nothing happens). */
+void sl_adopted_forget(struct sl_adopted *t, int fd);
 
 /* Drop the sockets no descendant of init holds: how many were dropped. */
 size_t sl_adopted_sweep(struct sl_adopted *t, pid_t init);

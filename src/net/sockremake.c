@@ -127,10 +127,10 @@ static int kind_of(int path, char *name, size_t cap, unsigned long *ino)
 	return 0;
 }
 
-/* The caller's socket num: its kind, and (busy, unless NULL) whether it
- * has state. */
+/* The caller's socket num: its kind, its inode, and (busy, unless NULL)
+ * whether it has state. */
 static int identify(int listener, const sandlock_notif_t *n, int num, struct sl_sockinfo *si,
-                    bool *busy)
+                    bool *busy, unsigned long *inode)
 {
 	int path = sl_child_dirfd(listener, n, num);
 	if (path < 0)
@@ -138,6 +138,7 @@ static int identify(int listener, const sandlock_notif_t *n, int num, struct sl_
 	char name[32];
 	unsigned long ino = 0;
 	int e = kind_of(path, name, sizeof name, &ino);
+	*inode = ino;
 	close(path);
 	if (e)
 		return e;
@@ -167,9 +168,11 @@ int sl_sock_inode(int listener, const sandlock_notif_t *n, int num, unsigned lon
 	return e;
 }
 
-int sl_sock_kind(int listener, const sandlock_notif_t *n, int num, struct sl_sockinfo *si)
+int sl_sock_kind(int listener, const sandlock_notif_t *n, int num, struct sl_sockinfo *si,
+                 bool *busy)
 {
-	return identify(listener, n, num, si, NULL);
+	unsigned long ino;
+	return identify(listener, n, num, si, busy, &ino);
 }
 
 int sl_sock_remake(int listener, const sandlock_notif_t *n, int num, struct sl_remade *r)
@@ -177,7 +180,7 @@ int sl_sock_remake(int listener, const sandlock_notif_t *n, int num, struct sl_r
 	r->fd = -1;
 	r->num = num;
 	bool busy = true;
-	int e = identify(listener, n, num, &r->si, &busy);
+	int e = identify(listener, n, num, &r->si, &busy, &r->ino);
 	if (e)
 		return e;
 	if (busy)

@@ -60,6 +60,25 @@ expect tcp-denied errno=EACCES $SL -- /bin/contain stream 2 0 connect $port
 expect tcp-allowed ok $SL --net-allow "127.0.0.1:$port" -- /bin/contain stream 2 0 connect $port
 kill $ncpid 2>/dev/null
 
+# ---------------- a server in the sandbox, reached from outside it ----------------
+# Where pidfd_getfd is refused (docker), its bind and listen are performed
+# by sandlock on a socket of its own, with the options busybox set on its
+# socket (SO_REUSEADDR), installed in its place.
+sport=$((port + 1))
+mkdir -p "$W/www" && echo served >"$W/www/index.html"
+httpd -f -p "127.0.0.1:$sport" -h "$W/www" &
+hpid=$!
+sleep 0.3
+expect server-control served wget -q -O - "http://127.0.0.1:$sport/index.html"
+kill $hpid; wait $hpid 2>/dev/null
+$SL -r "$W/www" --net-allow-bind $sport -- /bin/httpd -f -p "127.0.0.1:$sport" -h "$W/www" &
+hpid=$!
+sleep 0.5
+expect server-reached served wget -q -O - "http://127.0.0.1:$sport/index.html"
+kill $hpid; wait $hpid 2>/dev/null
+expect server-port-denied denied sh -c "$SL -r $W/www --net-allow-bind $((sport + 1)) -- \
+	/bin/httpd -f -p 127.0.0.1:$sport -h $W/www >/dev/null 2>&1 || echo denied"
+
 # ---------------- hostile: unix sockets ----------------
 mkdir -p "$W/sock"
 netprobe unix-listen "$W/sock/s" 30 >/dev/null &

@@ -188,19 +188,26 @@ def test_connect_under_ip_rules_replaces_the_socket():
 
 
 def test_a_socket_with_state_is_not_remade(tmp_path):
-    """A bound unix socket's bind cannot be carried over: refused (EPERM),
-    never connected without it."""
+    """A unix socket the kernel bound (binds are not trapped when any port
+    may be bound) cannot be carried over: its connect is refused (EPERM),
+    never made without the bind.  Where sandlock performs the bind itself
+    (listen is checked: the default), the socket it bound is kept until
+    its connect, which is made on it."""
     srv, path = _unix_listener(tmp_path)
     probe = ("import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[2])\n"
              "try:\n s.connect(sys.argv[1]); print('connected')\n"
              "except OSError as e: print(e.errno)\n")
-    args = ["run", *SYS_RO, "-w", str(tmp_path), "--", PY, "-c", probe, path]
-    granted = subprocess.run([SANDLOCK, *args[:-1], path, str(tmp_path / "c1")],
+    args = ["run", *SYS_RO, "-w", str(tmp_path), "--net-allow-bind", "*", "--", PY, "-c",
+            probe, path]
+    granted = subprocess.run([SANDLOCK, *args, str(tmp_path / "c1")],
                              capture_output=True, text=True)
-    r = under_filter(SANDLOCK, *args[:-1], path, str(tmp_path / "c2"))
+    r = under_filter(SANDLOCK, *args, str(tmp_path / "c2"))
+    kept = under_filter(SANDLOCK, "run", *SYS_RO, "-w", str(tmp_path), "--", PY, "-c", probe,
+                        path, str(tmp_path / "c3"))
     srv.close()
     assert granted.stdout.strip() == "connected", granted  # works with pidfd_getfd
     assert r.stdout.strip() == "1", r
+    assert kept.stdout.strip() == "connected", kept
 
 
 SENDTO_PROBE = ("import socket,sys\ns=socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
@@ -378,15 +385,16 @@ except OSError as e:
 
 def test_an_unbound_listen_is_refused_not_continued():
     """Hostile: listen(2) on an unbound TCP socket autobinds a port no rule
-    granted.  Without the socket its state cannot be read, so the listen
-    is refused there (it was continued, and got a port)."""
+    granted.  Without the socket its state cannot be read, so a listen on
+    a socket sandlock did not bind is refused there, as Landlock refuses
+    that port (it was continued once, and got a port)."""
     bare = under_filter(PY, "-c", LISTEN)
     assert bare.stdout.split() == ["listening", "True"], bare  # the probe works
     fast = subprocess.run([SANDLOCK, "run", *SYS_RO, "--", PY, "-c", LISTEN],
                           capture_output=True, text=True)
     assert fast.stdout.split() == ["errno", "13"], fast  # refused with pidfd_getfd too
     r = under_filter(SANDLOCK, "run", *SYS_RO, "--", PY, "-c", LISTEN)
-    assert r.stdout.split() == ["errno", "1"], r
+    assert r.stdout.split() == ["errno", "13"], r
     anyport = under_filter(SANDLOCK, "run", *SYS_RO, "--net-allow-bind", "*", "--", PY, "-c",
                            LISTEN)
     assert anyport.stdout.split() == ["listening", "True"], anyport
@@ -523,18 +531,334 @@ def test_a_static_musl_program_resolves_names_without_pidfd_getfd(tmp_path):
 
 
 BIND = ("import socket,sys\ns=socket.socket()\n"
-        "try:\n s.bind(('127.0.0.1', 0)); print('bound')\n"
+        "try:\n s.bind(('127.0.0.1', int(sys.argv[1]))); print('bound')\n"
         "except OSError as e: print(e.errno); sys.exit(1)\n")
 
 
-def test_a_trapped_bind_is_refused_and_explained():
-    """With --net-deny-bind sandlock performs binds on the caller's socket:
-    where it cannot reach that socket the bind is refused (EPERM), and the
-    run's end says why and what grants it."""
-    args = ["run", *SYS_RO, "--net-deny-bind", "9", "--", PY, "-c", BIND]
-    ok = subprocess.run([SANDLOCK, *args], capture_output=True, text=True, timeout=60)
-    assert ok.stdout == "bound\n", ok.stderr  # with pidfd_getfd
+def test_a_trapped_bind_is_performed_on_a_socket_made_like_the_callers():
+    """With --net-deny-bind sandlock performs binds itself.  Without
+    pidfd_getfd it makes a socket like the caller's, binds that one and
+    installs it in its place: a port the list denies is refused (EACCES),
+    another one bound, as with pidfd_getfd (it was refused with EPERM)."""
+    port = _free_port()
+    for deny, want in ((str(port), "13\n"), ("9", "bound\n")):
+        args = ["run", *SYS_RO, "--net-deny-bind", deny, "--", PY, "-c", BIND, str(port)]
+        ok = subprocess.run([SANDLOCK, *args], capture_output=True, text=True, timeout=60)
+        assert ok.stdout == want, ok.stderr  # with pidfd_getfd
+        r = under_filter(SANDLOCK, *args)
+        assert r.stdout == want, r.stderr
+
+
+def _free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _listen_outside(port):
+    """Bind and listen on port here: errno, or 0 (the port was free)."""
+    import socket
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            s.listen()
+        except OSError as e:
+            return e.errno
+    return 0
+
+
+# A real server: http.server (socketserver's allow_reuse_address, so
+# SO_REUSEADDR before its bind), one request served, then closed; it
+# waits for a line on stdin before it exits.
+HTTP_SERVER = r"""
+import http.server, socket, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"hello from the sandbox"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+srv = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H)
+print("serving", srv.server_address[1], flush=True)
+srv.handle_request()
+srv.server_close()
+print("closed", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_server_binds_listens_and_is_reached_from_outside():
+    """A TCP server on a port --net-allow-bind grants, without pidfd_getfd:
+    its bind is performed on a socket sandlock makes, which is installed
+    in its place and kept until the listen, performed on it too; a client
+    outside the sandbox reaches it.  sandlock keeps no reference after
+    the listen: the server's close frees the port (another listener can
+    take it while the sandbox still runs; before the close it cannot: the
+    control)."""
+    import urllib.request
+    port = _free_port()
+    p = subprocess.Popen([NOPTRACE, SANDLOCK, "run", *SYS_RO, "--net-allow-bind", str(port),
+                          "--", PY, "-c", HTTP_SERVER, str(port)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "serving %d\n" % port, p.stderr.read()
+        assert _listen_outside(port) == 98  # EADDRINUSE: the server holds it
+        with urllib.request.urlopen("http://127.0.0.1:%d/" % port, timeout=30) as resp:
+            assert resp.read() == b"hello from the sandbox"
+        assert p.stdout.readline() == "closed\n"
+        assert _listen_outside(port) == 0  # freed by the guest's close
+        out, err = p.communicate("\n", timeout=60)
+        assert p.returncode == 0, err
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_a_server_on_a_port_the_rules_do_not_grant_is_refused():
+    """The bind sandlock performs is checked as Landlock checks one: a
+    port --net-allow-bind does not grant gets EACCES."""
+    port = _free_port()
+    other = port + 1 if port < 65535 else port - 1
+    r = under_filter(SANDLOCK, "run", *SYS_RO, "--net-allow-bind", str(other), "--", PY, "-c",
+                     BIND, str(port))
+    assert r.stdout == "13\n", r.stderr
+
+
+# bind, then close without a listen, then a second socket binds the same
+# port: the first socket, kept by sandlock until a listen that never
+# came, is swept when the second bind finds the port taken.
+REBIND_TCP = r"""
+import socket, sys
+port = int(sys.argv[1])
+for i in range(3):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError as e:
+        print("round", i, "errno", e.errno); sys.exit(1)
+    s.close()
+s = socket.socket(); s.bind(("127.0.0.1", port)); s.listen(); s.close()
+print("ok")
+"""
+
+
+def test_a_bound_socket_closed_before_its_listen_frees_its_port():
+    port = _free_port()
+    r = under_filter(SANDLOCK, "run", *SYS_RO, "--net-allow-bind", str(port), "--", PY, "-c",
+                     REBIND_TCP, str(port))
+    assert r.stdout == "ok\n", r.stderr
+    assert _listen_outside(port) == 0
+
+
+UNIX_SERVER = r"""
+import os, socket, sys
+path = sys.argv[1]
+srv = socket.socket(socket.AF_UNIX)
+srv.bind(path)
+srv.listen()
+c = socket.socket(socket.AF_UNIX)
+c.connect(path)
+a, _ = srv.accept()
+c.sendall(b"ping")
+print(a.recv(4).decode())
+"""
+
+
+def test_a_unix_socket_server_listens(tmp_path):
+    """A unix stream server's listen (trapped where TCP binds are
+    checked) is performed on the socket sandlock bound for it; it was
+    refused (EPERM) without pidfd_getfd."""
+    path = str(tmp_path / "s")
+    r = under_filter(SANDLOCK, "run", *SYS_RO, "-w", str(tmp_path), "--", PY, "-c",
+                     UNIX_SERVER, path)
+    assert r.stdout == "ping\n", r.stderr
+
+
+# Options set before the bind (a server) and before the connect (a
+# client): read back after them, they must be what they are bare.  The
+# second listener's bind shows IPV6_V6ONLY took effect (a dual-stack
+# listener on [::]:PORT would hold 0.0.0.0:PORT too).
+OPTIONS = r"""
+import socket, sys
+S, T, V6 = socket.SOL_SOCKET, socket.IPPROTO_TCP, socket.IPPROTO_IPV6
+port = int(sys.argv[1])
+def opts(s):
+    return [s.getsockopt(S, socket.SO_REUSEADDR) != 0, s.getsockopt(S, socket.SO_KEEPALIVE) != 0,
+            s.getsockopt(T, socket.TCP_NODELAY) != 0, s.getsockopt(S, socket.SO_RCVBUF),
+            s.getsockopt(S, socket.SO_SNDBUF), s.getsockopt(T, socket.TCP_KEEPIDLE)]
+srv = socket.socket(socket.AF_INET6)
+for lvl, opt, v in ((S, socket.SO_REUSEADDR, 1), (S, socket.SO_REUSEPORT, 1), (V6, socket.IPV6_V6ONLY, 1),
+                    (T, socket.TCP_NODELAY, 1), (S, socket.SO_KEEPALIVE, 1), (S, socket.SO_RCVBUF, 65536),
+                    (S, socket.SO_SNDBUF, 32768), (T, socket.TCP_KEEPIDLE, 77)):
+    srv.setsockopt(lvl, opt, v)
+srv.bind(("::", port))
+srv.listen()
+print("server", *opts(srv), srv.getsockopt(S, socket.SO_REUSEPORT), srv.getsockopt(V6, socket.IPV6_V6ONLY))
+srv4 = socket.socket()
+srv4.setsockopt(S, socket.SO_REUSEADDR, 1)
+srv4.bind(("0.0.0.0", port))
+srv4.listen()
+c = socket.socket()
+for lvl, opt, v in ((T, socket.TCP_NODELAY, 1), (S, socket.SO_KEEPALIVE, 1), (S, socket.SO_SNDBUF, 16384),
+                    (S, socket.SO_RCVBUF, 8192), (T, socket.TCP_KEEPIDLE, 33)):
+    c.setsockopt(lvl, opt, v)
+c.connect(("127.0.0.1", port))
+print("client", *opts(c))
+"""
+
+
+def test_socket_options_set_before_bind_and_connect_carry_over():
+    """The options a program set on its socket before the bind or connect
+    sandlock performs on a socket of its own (SO_REUSEADDR, SO_REUSEPORT,
+    IPV6_V6ONLY, TCP_NODELAY, SO_KEEPALIVE, TCP_KEEPIDLE, buffer sizes)
+    are set on that one too: the program reads back what it set, and
+    IPV6_V6ONLY does what it says (a v4 listener shares the port)."""
+    port = _free_port()
+    bare = subprocess.run([PY, "-c", OPTIONS, str(port)], capture_output=True, text=True,
+                          timeout=60)
+    assert bare.stdout.count("True") == 5, bare  # the client sets no SO_REUSEADDR
+    args = ["run", *SYS_RO, "--net-allow-bind", str(port), "--net-allow",
+            "127.0.0.1:%d" % port, "--", PY, "-c", OPTIONS, str(port)]
+    fast = subprocess.run([SANDLOCK, *args], capture_output=True, text=True, timeout=60)
     r = under_filter(SANDLOCK, *args)
-    assert r.returncode == 1 and r.stdout == "1\n", r.stderr
-    assert "sandlock performs binds on the program's own socket, which it cannot reach " \
-           "here: pidfd_getfd is refused" in r.stderr, r.stderr
+    assert fast.stdout == bare.stdout, fast.stderr
+    assert r.stdout == bare.stdout, r.stderr
+
+
+# Other ways to one port: an IPv6 socket bound to the IPv4-mapped
+# loopback, the IPv6 wildcard (dual-stack), an interface-bound socket
+# (SO_BINDTODEVICE), a unix socket swapped in... each a bind of PORT.
+BIND_TRICKS = r"""
+import socket, sys
+port = int(sys.argv[1])
+def attempt(family, addr, dev=None):
+    s = socket.socket(family)
+    if family == socket.AF_INET6:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    try:
+        if dev:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, dev)
+        s.bind((addr, port))
+        s.listen()
+        return "ok"
+    except OSError as e:
+        return str(e.errno)
+    finally:
+        s.close()
+print(attempt(socket.AF_INET6, "::ffff:127.0.0.1"), attempt(socket.AF_INET6, "::"),
+      attempt(socket.AF_INET, "127.0.0.1", b"lo"), attempt(socket.AF_INET6, "::1", b"lo"))
+"""
+
+
+def test_other_ways_to_bind_a_denied_port_are_refused():
+    """Hostile: an IPv4-mapped IPv6 address, the IPv6 wildcard, a socket
+    bound to an interface first (SO_BINDTODEVICE): each binds the port
+    bare (the probe works), each is refused (EACCES) in the sandbox
+    without pidfd_getfd when the port is not granted, and works when it
+    is (the options carried over)."""
+    port = _free_port()
+    bare = subprocess.run([PY, "-c", BIND_TRICKS, str(port)], capture_output=True, text=True,
+                          timeout=60)
+    assert bare.stdout.split() == ["ok"] * 4, bare
+    other = str(port + 1 if port < 65535 else port - 1)
+    for grant, want in ((other, ["13"] * 4), (str(port), ["ok"] * 4)):
+        r = under_filter(SANDLOCK, "run", *SYS_RO, "--net-allow-bind", grant, "--", PY, "-c",
+                         BIND_TRICKS, str(port))
+        assert r.stdout.split() == want, (grant, r)
+    denied = under_filter(SANDLOCK, "run", *SYS_RO, "--net-deny-bind", str(port), "--", PY, "-c",
+                          BIND_TRICKS, str(port))
+    assert denied.stdout.split() == ["13"] * 4, denied
+
+
+def _race(*args, timeout=300):
+    return subprocess.run([str(BUILD / "helpers" / "race_fd"), *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _race_inside(rule, *args):
+    r = under_filter(SANDLOCK, "run", *SYS_RO, "-r", str(BUILD / "helpers"), *rule, "--",
+                     str(BUILD / "helpers" / "race_fd"), *args, timeout=300)
+    return dict(kv.split("=") for kv in r.stdout.split()) if r.stdout else r
+
+
+def test_a_racing_thread_cannot_bind_a_denied_port():
+    """Hostile: while the main thread binds a fresh TCP socket, a thread
+    flips the port in its sockaddr between a granted and a denied one.
+    Bare, both ports get bound (the probe works); in the sandbox without
+    pidfd_getfd the granted port still gets bound (sandlock's copy of the
+    address is the one bound) and the denied one never."""
+    ok, bad = _free_port(), _free_port()
+    while bad == ok:
+        bad = _free_port()
+    for _ in range(5):  # the race needs both threads to run at once
+        bare = _race("bindaddr", str(ok), str(bad), "1000")
+        got = dict(kv.split("=") for kv in bare.stdout.split())
+        if int(got["reached"]) > 0 and int(got["ok"]) > 0:
+            break
+    assert int(got["reached"]) > 0 and int(got["ok"]) > 0, bare
+    for rule in (["--net-allow-bind", str(ok)], ["--net-deny-bind", str(bad)]):
+        got = _race_inside(rule, "bindaddr", str(ok), str(bad), "1000")
+        assert got["reached"] == "0" and int(got["ok"]) > 0, (rule, got)
+
+
+def test_a_socket_swapped_behind_the_fd_gets_no_unchecked_bind_or_listen():
+    """Hostile: a thread dup2s a unix socket and a TCP socket in turn over
+    the fd number a bind or listen names, between sandlock's look at it
+    and its install.  Bare the TCP socket gets bound to the port, or
+    listens on a port the kernel picked (the probes work); in the sandbox
+    without pidfd_getfd neither ever happens: sandlock binds and listens
+    on sockets of its own, and whatever was swapped in is replaced."""
+    port = _free_port()
+    for mode in (["bind", str(port)], ["listen"]):
+        for _ in range(5):
+            bare = _race(*mode, "2000")
+            if int(bare.stdout.split()[0].split("=")[1]) > 0:
+                break
+        assert int(bare.stdout.split()[0].split("=")[1]) > 0, (mode, bare)
+        for rule in (["--net-allow-bind", str(port + 1 if port < 65535 else port - 1)],
+                     ["--net-deny-bind", str(port)]):
+            got = _race_inside(rule, *mode, "2000")
+            assert got["reached"] == "0", (mode, rule, got)
+
+
+REMAP_SERVER = r"""
+import socket, sys
+port = int(sys.argv[1])
+s = socket.socket()
+print(s.getsockname()[1], end=" ")
+try:
+    s.getpeername()
+except OSError as e:
+    print(e.errno, end=" ")
+s.bind(("127.0.0.1", port))
+print(s.getsockname()[1] == port, end=" ")
+s.listen()
+print(s.getsockname()[1] == port, end=" ")
+c = socket.socket()
+c.connect(("127.0.0.1", port))
+a, _ = s.accept()
+print(a.getsockname()[1] == port, c.getpeername()[1] == port)
+"""
+
+
+def test_port_remap_without_pidfd_getfd():
+    """--port-remap: a port taken outside is bound on another real port,
+    and the program sees its virtual one: getsockname after the bind
+    (the socket sandlock keeps), after the listen and on the accepted
+    connection (names read through sock_diag by the socket's inode),
+    getpeername of a client; an unbound socket shows port 0 and has no
+    peer (ENOTCONN), as the kernel says."""
+    import socket
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        r = under_filter(SANDLOCK, "run", *SYS_RO, "--port-remap", "--net-allow-bind",
+                         str(port), "--net-allow", "127.0.0.1:%d" % port, "--", PY, "-c",
+                         REMAP_SERVER, str(port))
+    assert r.stdout.split() == ["0", "107", "True", "True", "True", "True"], r

@@ -19,6 +19,7 @@
 #include "launch/mechs.h"
 #include "net/portmap.h"
 #include "net/sockadopt.h"
+#include "net/sockname.h"
 #include "opener/opener.h"
 #include "supervisor/childfd.h"
 #include "supervisor/services.h"
@@ -168,6 +169,14 @@ static long bind_on(const struct nd_state *st, const struct sl_call *call,
 	return AS_CALLER(bind(s->fd, (struct sockaddr *)&sa->ss, sa->len));
 }
 
+/* What a bind remakes where pidfd_getfd is refused: a UDP socket always
+ * (kept for its sends with an address); a stream socket where the bind
+ * has rules to check or its listen is trapped (kept until then). */
+static bool bind_remakes(const struct sl_sockinfo *si)
+{
+	return is_udp(si) || nd_is_stream(si);
+}
+
 /*
  * bind: trapped for net_deny_bind, port_remap, policy_fn and UDP's bind
  * rules, and then never continued to the kernel, whatever the socket: the
@@ -176,25 +185,29 @@ static long bind_on(const struct nd_state *st, const struct sl_call *call,
  * port under a deny list, and policy_fn would never see that bind).  So
  * every bind is performed on our duplicate, the very socket checked.
  *
- * Where pidfd_getfd is refused (ndsock.c): a UDP socket with no state is
- * bound as a socket of ours, then kept in the caller's place; another
- * socket is refused when the bind has rules to check (EPERM), else
- * continued (trapped only for UDP: the kernel's Landlock checks a TCP
- * bind, and a UDP socket a racing thread puts there meanwhile gets the
- * unchecked bind every UDP bind had there before, but no send with an
- * address: it is not ours).  A port taken by a UDP socket we still keep
+ * Where pidfd_getfd is refused (ndsock.c): a UDP or stream socket with
+ * no state is bound as a socket of ours, made like the caller's, then
+ * installed in the caller's place; a UDP one
+ * is kept, a stream one kept until its listen or connect (sockadopt.h).
+ * Another socket is refused when the bind has rules to check (EPERM),
+ * else continued (trapped only for UDP: the kernel's Landlock checks a
+ * TCP bind, and a UDP socket a racing thread puts there meanwhile gets
+ * the unchecked bind every UDP bind had there before, but no send with
+ * an address: it is not ours).  A port taken by a socket we still keep
  * for a closed one is freed by a sweep, and the bind tried again.
  */
 long nd_bind(const struct nd_state *st, const struct sl_call *call)
 {
 	const uint64_t *a = call->n->args;
-	struct nd_sock s = { -1, { 0, 0, 0 } };
+	struct nd_sock s = { -1, { 0, 0, 0 }, false };
 	struct sl_remade remade;
-	int e = nd_take_sock(st, call, (int)(uint32_t)a[0], &s, &remade, is_udp);
+	int e = nd_take_sock(st, call, (int)(uint32_t)a[0], &s, &remade,
+	                     st->bind_rules || st->listen ? bind_remakes : is_udp);
 	if (e == EPERM && st->adopted && !st->bind_rules)
 		return ND_CONTINUE;
 	if (e)
 		return -e;
+	s.keep = st->listen; /* a stream socket, until its listen (trapped) */
 	struct sl_sockaddr sa;
 	e = sl_sd_copy_addr(call->mem, a[1], (uint32_t)a[2], &sa);
 	struct sl_sockaddr asked = sa;
@@ -229,40 +242,69 @@ static bool autobind_allowed(const struct nd_state *st)
 	return !st->bind_deny.all && bind_allowed(st, 0, true);
 }
 
+/* listen on our socket s, as the kernel would answer it (see above). */
+static long listen_on(const struct nd_state *st, const struct nd_sock *s, int backlog)
+{
+	if ((s->si.domain != AF_INET && s->si.domain != AF_INET6) || s->si.type != SOCK_STREAM)
+		return AS_CALLER(listen(s->fd, backlog));
+	struct tcp_info ti;
+	socklen_t tl = sizeof ti;
+	uint16_t port = nd_bound_port(s->fd);
+	long r;
+	if (getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) < 0)
+		r = -errno;
+	else if (ti.tcpi_state != TCP_CLOSE && ti.tcpi_state != TCP_LISTEN)
+		r = -EINVAL; /* connected or connecting: inet_listen's answer */
+	else if (ti.tcpi_state == TCP_CLOSE && port == 0 && !autobind_allowed(st))
+		r = -EACCES; /* what Landlock answers a bind it refuses */
+	else
+		r = AS_CALLER(listen(s->fd, backlog));
+	/* A net_deny_bind list: the port the kernel picked is checked too. */
+	if (r == 0 && port == 0 && sl_portranges_has(&st->bind_deny, nd_bound_port(s->fd))) {
+		struct sockaddr unspec = { .sa_family = AF_UNSPEC };
+		connect(s->fd, &unspec, sizeof unspec); /* closes the listener again */
+		r = -EACCES;
+	}
+	return r;
+}
+
+/*
+ * Without pidfd_getfd, a listen on a socket we do not keep: its state
+ * cannot be read, and a continued call would act on whatever the
+ * caller's fd number holds by then, so it is continued only where any
+ * outcome is allowed (any port, no deny list).  Else a stream socket
+ * with no state (an unbound TCP socket: the kernel would autobind it)
+ * is made like the caller's and listened on as above, checked, then
+ * installed in its place, not kept; one bound, listening or connected
+ * some other way (inherited) is refused with EPERM: sandlock cannot act
+ * on it here.
+ */
+static long listen_unkept(const struct nd_state *st, const struct sl_call *call)
+{
+	if (autobind_allowed(st) && !st->bind_deny.n)
+		return ND_CONTINUE;
+	struct nd_sock s = { -1, { 0, 0, 0 }, false };
+	struct sl_remade remade;
+	int e = nd_take_sock(st, call, (int)(uint32_t)call->n->args[0], &s, &remade, nd_is_stream);
+	if (e)
+		return -e;
+	long r = listen_on(st, &s, (int)(uint32_t)call->n->args[1]);
+	int ie = nd_sock_done(st, call, &s, &remade, r == 0);
+	return r == 0 && ie < 0 ? ie : r;
+}
+
 long nd_listen(const struct nd_state *st, const struct sl_call *call)
 {
 	const uint64_t *a = call->n->args;
-	struct nd_sock s = { -1, { 0, 0, 0 } };
-	/* Without pidfd_getfd (mechs.h) the socket's state cannot be read,
-	 * and a continued call would act on whatever the caller's fd number
-	 * holds by then: continued only where any outcome is allowed. */
-	if (!sl_mech_getfd())
-		return autobind_allowed(st) ? ND_CONTINUE : -EPERM;
+	struct nd_sock s = { -1, { 0, 0, 0 }, false };
 	int e = nd_open_sock(st, call, a[0], &s);
+	if (e == EPERM && !sl_mech_getfd())
+		return listen_unkept(st, call);
 	if (e)
 		return -e; /* EBADF, ENOTSOCK: never continued (the fd could change) */
-	long r;
-	if ((s.si.domain == AF_INET || s.si.domain == AF_INET6) && s.si.type == SOCK_STREAM) {
-		struct tcp_info ti;
-		socklen_t tl = sizeof ti;
-		uint16_t port = nd_bound_port(s.fd);
-		if (getsockopt(s.fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) < 0)
-			r = -errno;
-		else if (ti.tcpi_state != TCP_CLOSE && ti.tcpi_state != TCP_LISTEN)
-			r = -EINVAL; /* connected or connecting: inet_listen's answer */
-		else if (ti.tcpi_state == TCP_CLOSE && port == 0 && !autobind_allowed(st))
-			r = -EACCES; /* what Landlock answers a bind it refuses */
-		else
-			r = AS_CALLER(listen(s.fd, (int)(uint32_t)a[1]));
-		/* A net_deny_bind list: the port the kernel picked is checked too. */
-		if (r == 0 && port == 0 && sl_portranges_has(&st->bind_deny, nd_bound_port(s.fd))) {
-			struct sockaddr unspec = { .sa_family = AF_UNSPEC };
-			connect(s.fd, &unspec, sizeof unspec); /* closes the listener again */
-			r = -EACCES;
-		}
-	} else {
-		r = AS_CALLER(listen(s.fd, (int)(uint32_t)a[1]));
-	}
+	long r = listen_on(st, &s, (int)(uint32_t)a[1]);
+	if (r == 0)
+		nd_sock_forget(st, &s); /* a kept stream socket: its listen is done */
 	close(s.fd);
 	return r;
 }
@@ -284,23 +326,59 @@ static long put_name(const struct sl_call *call, const struct sl_sockaddr *sa)
 	return 0;
 }
 
+/* A TCP port of ours shown as its virtual port (port_remap). */
+static void to_virtual(const struct sl_call *call, struct sl_sockaddr *sa)
+{
+	uint16_t *p = nd_port_field(sa);
+	uint16_t v = p ? sl_portmap_virt(call->sv->ports, ntohs(*p)) : 0;
+	if (v)
+		*p = htons(v);
+}
+
+/*
+ * Without pidfd_getfd, the name of a socket we do not keep: a TCP
+ * socket's from sock_diag by the inode the caller's fd links to
+ * (sockname.h), its port shown virtual.  Other sockets have no virtual
+ * port: continued (a TCP socket a racing thread puts at the fd number
+ * meanwhile shows its real port, and no more).
+ */
+static long sockname_unkept(const struct sl_call *call, bool peer)
+{
+	struct sl_sockinfo si;
+	int num = (int)(uint32_t)call->n->args[0];
+	int e = sl_sock_kind(call->listener, call->n, num, &si, NULL);
+	if (e == EBADF || e == ENOTSOCK)
+		return -e;
+	if (e || nd_proto_of(&si) != SL_NP_TCP)
+		return ND_CONTINUE;
+	unsigned long ino = 0;
+	struct sl_sockaddr sa;
+	e = sl_sock_inode(call->listener, call->n, num, &ino);
+	if (!e)
+		e = sl_sock_tcp_name(si.domain, ino, peer, &sa);
+	if (e)
+		return -e;
+	to_virtual(call, &sa);
+	return put_name(call, &sa);
+}
+
 /* port_remap: getsockname/getpeername of a TCP socket show virtual
  * ports.  Performed on our duplicate for every socket (the call only
  * writes the caller's memory; continued, a thread could swap a TCP
  * socket in and read its real port). */
 long nd_sockname(const struct nd_state *st, const struct sl_call *call, bool peer)
 {
-	struct nd_sock s = { -1, { 0, 0, 0 } };
+	struct nd_sock s = { -1, { 0, 0, 0 }, false };
 	int e = nd_open_sock(st, call, call->n->args[0], &s);
+	if (e == EPERM && !sl_mech_getfd())
+		return sockname_unkept(call, peer);
 	if (e)
 		return -e;
 	struct sl_sockaddr sa = { .len = sizeof sa.ss };
 	long r = (peer ? getpeername : getsockname)(s.fd, (struct sockaddr *)&sa.ss, &sa.len);
 	if (r == 0) {
-		uint16_t *p = nd_proto_of(&s.si) == SL_NP_TCP ? nd_port_field(&sa) : NULL;
-		uint16_t v = p ? sl_portmap_virt(call->sv->ports, ntohs(*p)) : 0;
-		if (v)
-			*p = htons(v);
+		if (nd_proto_of(&s.si) == SL_NP_TCP)
+			to_virtual(call, &sa);
 		r = put_name(call, &sa);
 	} else {
 		r = -errno;

@@ -84,8 +84,11 @@ static long connect_done(const struct nd_state *st, const struct sl_call *call,
 	int waitfd = wait ? keep_for_wait(s, remade) : -1;
 	if (wait && waitfd < 0)
 		r = -errno; /* cannot wait: the caller is not told it is connecting */
+	if (remade->fd < 0 && (r == 0 || r == -EINPROGRESS || r == -EALREADY))
+		nd_sock_forget(st, s); /* a stream socket kept since its bind: done */
 	if (remade->fd >= 0) {
-		int ie = nd_remade_done(st, call, remade, r == 0 || r == -EINPROGRESS || r == -EALREADY);
+		int ie = nd_remade_done(st, call, remade, r == 0 || r == -EINPROGRESS || r == -EALREADY,
+		                        false);
 		r = ie < 0 ? ie : r; /* ours is the caller's now */
 	} else if (s->fd >= 0 && s->fd != waitfd) {
 		close(s->fd);
@@ -115,7 +118,7 @@ static long connect_done(const struct nd_state *st, const struct sl_call *call,
 long nd_connect(const struct nd_state *st, const struct sl_call *call)
 {
 	const uint64_t *a = call->n->args;
-	struct nd_sock s = { -1, { 0, 0, 0 } };
+	struct nd_sock s = { -1, { 0, 0, 0 }, false };
 	struct sl_remade remade;
 	int e = nd_take_sock(st, call, (int)(uint32_t)a[0], &s, &remade, NULL);
 	struct sl_sockaddr sa;

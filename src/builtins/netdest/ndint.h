@@ -44,12 +44,16 @@ struct nd_state {
 	/* Where pidfd_getfd is refused: the datagram sockets we made for the
 	 * guest and keep (sockadopt.h); NULL where it works. */
 	struct sl_adopted *adopted;
+	/* There too: the options the guest set on its sockets, for the
+	 * sockets made like them (sockopts.h). */
+	struct sl_sockopts *opts;
 };
 
 /* The socket a call names, as our duplicate. */
 struct nd_sock {
 	int fd;
 	struct sl_sockinfo si;
+	bool keep; /* a remade stream socket is kept once installed (a bind's) */
 };
 
 /* Run with our effective capabilities lowered to the caller's (none). */
@@ -79,14 +83,25 @@ int nd_take_sock(const struct nd_state *st, const struct sl_call *call, int num,
                  struct nd_sock *s, struct sl_remade *r,
                  bool (*remakes)(const struct sl_sockinfo *si));
 /* The call on s is over (ok: it took effect): a remade socket is
- * installed in the caller's place (kept when a datagram socket) or, not
- * ok, closed; else s->fd is closed.  0 or -errno of the install. */
+ * installed in the caller's place (kept when a datagram socket, or a
+ * stream one with s->keep) or, not ok, closed; else s->fd is closed.
+ * 0 or -errno of the install. */
 int nd_sock_done(const struct nd_state *st, const struct sl_call *call, struct nd_sock *s,
                  struct sl_remade *r, bool ok);
-/* A remade socket (r->fd >= 0) installed (kept when a datagram socket)
- * when ok, else closed.  0 or -errno of the install. */
+/* A remade socket (r->fd >= 0) installed (kept when a datagram socket,
+ * or a stream one with keep_stream) when ok, else closed.  0 or -errno
+ * of the install. */
 int nd_remade_done(const struct nd_state *st, const struct sl_call *call, struct sl_remade *r,
-                   bool ok);
+                   bool ok, bool keep_stream);
+/* A stream socket (TCP, unix stream or seqpacket): where pidfd_getfd is
+ * refused its bind is performed on a socket we make, kept until its
+ * listen or connect when listen is trapped (sockadopt.h). */
+bool nd_is_stream(const struct sl_sockinfo *si);
+/* Our duplicate fd of a kept stream socket was listened on or connected:
+ * the table forgets it (a datagram socket stays). */
+void nd_sock_forget(const struct nd_state *st, const struct nd_sock *s);
+/* setsockopt where pidfd_getfd is refused: noted, then continued. */
+long nd_setsockopt(const struct nd_state *st, const struct sl_call *call);
 /* SL_NP_* of an IP socket, 0 for protocols no rule can allow. */
 int nd_proto_of(const struct sl_sockinfo *si);
 /* May socket s reach a (ndcheck.c)?  0 or the errno to deny with. */

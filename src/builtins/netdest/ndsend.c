@@ -88,7 +88,7 @@ long nd_sendto(const struct nd_state *st, const struct sl_call *call)
 	if (a[4] == 0)
 		return ND_CONTINUE; /* no address: a register, nothing to re-read */
 	int flags = (int)(uint32_t)a[3];
-	struct nd_sock s = { -1, { 0, 0, 0 } };
+	struct nd_sock s = { -1, { 0, 0, 0 }, false };
 	struct sl_remade remade;
 	struct sl_sd_msg msg;
 	memset(&msg, 0, sizeof msg);
@@ -113,7 +113,7 @@ long nd_sendmsg(const struct nd_state *st, const struct sl_call *call)
 {
 	const uint64_t *a = call->n->args;
 	int flags = (int)(uint32_t)a[2];
-	struct nd_sock s = { -1, { 0, 0, 0 } };
+	struct nd_sock s = { -1, { 0, 0, 0 }, false };
 	struct sl_remade remade;
 	struct sl_sd_msg msg;
 	memset(&msg, 0, sizeof msg);
@@ -141,7 +141,7 @@ long nd_sendmmsg(const struct nd_state *st, const struct sl_call *call)
 	int flags = (int)(uint32_t)a[3];
 	if (vlen > ND_MAX_MMSG)
 		vlen = ND_MAX_MMSG;
-	struct nd_sock s = { -1, { 0, 0, 0 } };
+	struct nd_sock s = { -1, { 0, 0, 0 }, false };
 	struct sl_remade remade;
 	int e = send_sock(st, call, a[0], &s, &remade);
 	if (e)

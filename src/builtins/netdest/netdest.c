@@ -27,13 +27,15 @@
  * denies), except abstract unix names (EPERM, Landlock's scope answer).
  *
  * Where pidfd_getfd is refused (a container's default seccomp profile,
- * mechs.h), a connect, or the first bind or send of a datagram socket,
- * is performed on a fresh socket made like the caller's, which then
- * replaces it (sockremake.h); a datagram socket so made is kept, and its
- * later calls performed on it (sockadopt.h, ndsock.c).  Other calls that
- * need the caller's own socket are refused (EPERM) there (a send on a
- * socket bound or connected before, fd passing), and so is a listen that
- * could autobind a port nobody granted.
+ * mechs.h), a connect, a bind, an unbound socket's listen, or the first
+ * send of a datagram socket, is performed on a fresh socket made like
+ * the caller's, with the options noted for it (setsockopt is trapped
+ * there: sockopts.h), which then replaces it (sockremake.h); a datagram
+ * socket so made is kept, and its later calls performed on it; a stream
+ * socket so bound is kept until its listen or connect, performed on it
+ * (sockadopt.h, ndsock.c).  Other calls that need the caller's own
+ * socket are refused (EPERM) there (a send or listen on a socket bound
+ * or connected before, fd passing).
  *
  * TOCTOU: the call is never continued to the kernel once its address or
  * its socket has been looked at: the kernel would read the address again
@@ -80,6 +82,7 @@
 #include "builtins/netdest/ndint.h"
 #include "launch/mechs.h"
 #include "net/sockadopt.h"
+#include "net/sockopts.h"
 #include "sandlock.h"
 #include "supervisor/services.h"
 
@@ -106,6 +109,9 @@ static bool nd_decide(void *state, const struct sl_call *call, sandlock_action_t
 		break;
 	case __NR_listen:
 		r = st->listen ? nd_listen(st, call) : ND_CONTINUE;
+		break;
+	case __NR_setsockopt:
+		r = nd_setsockopt(st, call);
 		break;
 	case __NR_getsockname:
 	case __NR_getpeername:
@@ -156,10 +162,12 @@ static bool bind_rules(const struct sandlock_sandbox *cfg)
  * bind); elsewhere the kernel's Landlock checks every bind a continued
  * call could make.  Without pidfd_getfd (mechs.h) a UDP socket is bound
  * as a socket of ours kept in the caller's place (ndbind.c), which its
- * sends with an address then need. */
+ * sends with an address then need; and where listen is trapped, a
+ * stream socket's bind too: kept until its listen, which is then
+ * performed on ours (a continued listen could autobind). */
 static bool binds_trapped(const struct sandlock_sandbox *cfg)
 {
-	return bind_rules(cfg) || cfg->filter.allow_udp;
+	return bind_rules(cfg) || cfg->filter.allow_udp || (!sl_mech_getfd() && listen_checked(cfg));
 }
 
 /* Landlock alone enforces TCP ports: every other rule, and the port
@@ -186,6 +194,9 @@ static int nd_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 		if (sl_traps_add_all(out, k_remap_nrs, 2) < 0)
 			return -1;
 	}
+	/* Without pidfd_getfd: options are noted for the sockets we remake. */
+	if (!sl_mech_getfd() && sl_traps_add(out, __NR_setsockopt) < 0)
+		return -1;
 	return binds_trapped(cfg) ? sl_traps_add(out, __NR_bind) : 0;
 }
 
@@ -202,6 +213,7 @@ static void nd_free(void *state)
 	sl_portranges_free(&s->bind_deny);
 	sl_portranges_free(&s->bind_allow);
 	sl_adopted_free(s->adopted);
+	sl_sockopts_free(s->opts);
 	free(s);
 }
 
@@ -249,7 +261,9 @@ static int nd_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, v
 	struct nd_state *s = calloc(1, sizeof(*s));
 	bool ok = s && copy_vec(&s->write, &cfg->fs_write) && copy_vec(&s->read, &cfg->fs_read) &&
 	          copy_vec(&s->deny, &cfg->fs_deny) && copy_vec(&s->unix_allow, &cfg->unix_allow) &&
-	          copy_rules(s, cfg) && (sl_mech_getfd() || (s->adopted = sl_adopted_new()));
+	          copy_rules(s, cfg) &&
+	          (sl_mech_getfd() ||
+	           ((s->adopted = sl_adopted_new()) && (s->opts = sl_sockopts_new())));
 	if (!ok) {
 		nd_free(s);
 		*msg = sl_strdup("out of memory");

@@ -34,7 +34,14 @@
  *       again) lets a datagram reach BADPORT; the test counts what each
  *       port received.  "reached" counts sends that succeeded.
  *
- * Prints "reached=R tries=T".  Every socket is non-blocking, so a full
+ *   race_fd bindaddr OKPORT BADPORT TRIES
+ *       a fresh TCP socket at fd N each try, bound by the main thread to
+ *       127.0.0.1 while a second thread flips the address's port between
+ *       OKPORT and BADPORT.  A supervisor that checks the address and lets
+ *       the kernel read it again binds BADPORT.  "reached" counts sockets
+ *       bound to BADPORT, "ok" those bound to OKPORT.
+ *
+ * Prints "reached=R tries=T" (bindaddr: "reached=R ok=K tries=T").  Every socket is non-blocking, so a full
  * backlog on the far side is an error, never a hang.
  */
 #include <errno.h>
@@ -225,6 +232,45 @@ static int race_sendto(int ok, int bad, long tries)
 	return 0;
 }
 
+/* The port the socket at fd is bound to (0: none). */
+static int bound_port(int fd)
+{
+	struct sockaddr_in in;
+	socklen_t len = sizeof in;
+	if (getsockname(fd, (struct sockaddr *)&in, &len) < 0 || in.sin_family != AF_INET)
+		return 0;
+	return ntohs(in.sin_port);
+}
+
+static int race_bindaddr(int ok, int bad, long tries)
+{
+	uint16_t ports[2] = { (uint16_t)ok, (uint16_t)bad };
+	g_dst.sin_family = AF_INET;
+	g_dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	g_dst.sin_port = htons(ports[0]);
+	pthread_t th;
+	if (pthread_create(&th, NULL, flipper, ports) != 0)
+		return setup_failed();
+	long reached = 0, good = 0;
+	for (long i = 0; i < tries; i++) {
+		int t = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		if (t < 0 || dup2(t, SWAP_FD) < 0)
+			break;
+		close(t);
+		int one = 1; /* the port is free again at once for the next try */
+		setsockopt(SWAP_FD, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		bind(SWAP_FD, (struct sockaddr *)&g_dst, sizeof g_dst);
+		int p = bound_port(SWAP_FD);
+		reached += p == bad;
+		good += p == ok;
+		close(SWAP_FD);
+	}
+	atomic_store(&g_flip_stop, 1);
+	pthread_join(th, NULL);
+	printf("reached=%ld ok=%ld tries=%ld\n", reached, good, tries);
+	return 0;
+}
+
 static int run(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "connect") == 0)
@@ -236,8 +282,11 @@ static int run(int argc, char **argv)
 	if (argc == 5 && strcmp(argv[1], "sendto") == 0)
 		return race_sendto((int)strtol(argv[2], NULL, 10), (int)strtol(argv[3], NULL, 10),
 		                   strtol(argv[4], NULL, 10));
+	if (argc == 5 && strcmp(argv[1], "bindaddr") == 0)
+		return race_bindaddr((int)strtol(argv[2], NULL, 10), (int)strtol(argv[3], NULL, 10),
+		                     strtol(argv[4], NULL, 10));
 	fprintf(stderr, "usage: race_fd connect UNIXPATH TRIES | bind PORT TRIES | listen TRIES"
-	                " | sendto OKPORT BADPORT TRIES\n");
+	                " | sendto OKPORT BADPORT TRIES | bindaddr OKPORT BADPORT TRIES\n");
 	return 2;
 }
 
