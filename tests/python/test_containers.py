@@ -862,3 +862,47 @@ def test_port_remap_without_pidfd_getfd():
                          str(port), "--net-allow", "127.0.0.1:%d" % port, "--", PY, "-c",
                          REMAP_SERVER, str(port))
     assert r.stdout.split() == ["0", "107", "True", "True", "True", "True"], r
+
+
+INHERITED_LISTEN = ("import socket, sys\ns = socket.socket(fileno=0)\n"
+                    "try:\n s.listen(); print('listening', s.getsockname()[1] == int(sys.argv[1]))\n"
+                    "except OSError as e: print('errno', e.errno)\n")
+
+
+def test_a_listen_on_an_inherited_bound_socket_is_refused_not_moved():
+    """A TCP socket bound outside the sandbox (here its stdin) cannot be
+    remade with its bind: its listen is refused (EPERM) rather than made
+    on a fresh socket, which would listen on a port the kernel picks (it
+    did, under a deny list).  With pidfd_getfd it listens on its port."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+        args = ["run", *SYS_RO, "--net-deny-bind", "9", "--", PY, "-c", INHERITED_LISTEN, port]
+        fast = subprocess.run([SANDLOCK, *args], stdin=s, capture_output=True, text=True,
+                              timeout=60)
+        r = subprocess.run([NOPTRACE, SANDLOCK, *args], stdin=s, capture_output=True, text=True,
+                           timeout=60)
+    assert fast.stdout == "listening True\n", fast
+    assert r.stdout == "errno 1\n", r
+
+
+PORT0_LISTEN = ("import socket\ns = socket.socket()\ns.bind(('127.0.0.1', 0))\n"
+                "try:\n s.listen(); print('listening')\n"
+                "except OSError as e: print('errno', e.errno)\n")
+
+
+def test_a_port_zero_bind_cannot_listen_on_a_denied_port():
+    """Hostile: with a --net-deny-bind list covering the ephemeral ports,
+    bind(port 0) gets one of them (allowed: a client's source port), and
+    a listen would make it a server on a denied port.  Bare it listens
+    (the probe works); in the sandbox the listen is refused (EACCES), with
+    pidfd_getfd and without."""
+    lo, hi = open("/proc/sys/net/ipv4/ip_local_port_range").read().split()
+    bare = subprocess.run([PY, "-c", PORT0_LISTEN], capture_output=True, text=True, timeout=60)
+    assert bare.stdout == "listening\n", bare
+    args = ["run", *SYS_RO, "--net-deny-bind", "%s-%s" % (lo, hi), "--", PY, "-c", PORT0_LISTEN]
+    fast = subprocess.run([SANDLOCK, *args], capture_output=True, text=True, timeout=60)
+    r = under_filter(SANDLOCK, *args)
+    assert fast.stdout == "errno 13\n", fast
+    assert r.stdout == "errno 13\n", r

@@ -24,14 +24,20 @@
 #include "supervisor/childfd.h"
 #include "supervisor/services.h"
 
+/* The port of an IP address, 0 for others. */
+static uint16_t nd_bound_port_of(struct sl_sockaddr *a)
+{
+	uint16_t *p = nd_port_field(a);
+	return p ? ntohs(*p) : 0;
+}
+
 /* The port our socket fd is bound to, 0 if unknown. */
 static uint16_t nd_bound_port(int fd)
 {
 	struct sl_sockaddr a = { .len = sizeof a.ss };
 	if (getsockname(fd, (struct sockaddr *)&a.ss, &a.len) < 0)
 		return 0;
-	uint16_t *p = nd_port_field(&a);
-	return p ? ntohs(*p) : 0;
+	return nd_bound_port_of(&a);
 }
 
 /*
@@ -235,7 +241,8 @@ long nd_bind(const struct nd_state *st, const struct sl_call *call)
  * state gets that EINVAL at once, so a connect that ends meanwhile
  * cannot turn "bound" into "autobinds".  With a net_deny_bind list the
  * port an autobind picked is checked after the fact (and the listener
- * closed again when it is denied).
+ * closed again when it is denied), and so is a port a bind to port 0
+ * got (allowed: a client's source port), before the listen.
  */
 static bool autobind_allowed(const struct nd_state *st)
 {
@@ -257,6 +264,8 @@ static long listen_on(const struct nd_state *st, const struct nd_sock *s, int ba
 		r = -EINVAL; /* connected or connecting: inet_listen's answer */
 	else if (ti.tcpi_state == TCP_CLOSE && port == 0 && !autobind_allowed(st))
 		r = -EACCES; /* what Landlock answers a bind it refuses */
+	else if (ti.tcpi_state == TCP_CLOSE && sl_portranges_has(&st->bind_deny, port))
+		r = -EACCES; /* a port a bind to 0 got, on a net_deny_bind list */
 	else
 		r = AS_CALLER(listen(s->fd, backlog));
 	/* A net_deny_bind list: the port the kernel picked is checked too. */
@@ -288,7 +297,16 @@ static long listen_unkept(const struct nd_state *st, const struct sl_call *call)
 	int e = nd_take_sock(st, call, (int)(uint32_t)call->n->args[0], &s, &remade, nd_is_stream);
 	if (e)
 		return -e;
-	long r = listen_on(st, &s, (int)(uint32_t)call->n->args[1]);
+	/* A TCP socket bound some other way (one we could not keep) is not
+	 * in /proc/net/tcp: sock_diag lists it (Linux >= 6.8), and a fresh
+	 * socket would listen without its bind. */
+	struct sl_sockaddr name;
+	long r = 0;
+	if (nd_proto_of(&s.si) == SL_NP_TCP &&
+	    sl_sock_tcp_name(s.si.domain, remade.ino, false, &name) == 0 && nd_bound_port_of(&name))
+		r = -EPERM;
+	if (!r)
+		r = listen_on(st, &s, (int)(uint32_t)call->n->args[1]);
 	int ie = nd_sock_done(st, call, &s, &remade, r == 0);
 	return r == 0 && ie < 0 ? ie : r;
 }
