@@ -71,11 +71,19 @@ hpid=$!
 sleep 0.3
 expect server-control served wget -q -O - "http://127.0.0.1:$sport/index.html"
 kill $hpid; wait $hpid 2>/dev/null
-$SL -r "$W/www" --net-allow-bind $sport -- /bin/httpd -f -p "127.0.0.1:$sport" -h "$W/www" &
-hpid=$!
-sleep 0.5
-expect server-reached served wget -q -O - "http://127.0.0.1:$sport/index.html"
-kill $hpid; wait $hpid 2>/dev/null
+# The rule kinds that have sandlock perform the bind: a granted port, a
+# deny list, the port map (on a port no earlier server's TIME_WAIT holds:
+# it binds a taken port elsewhere).
+rport=$((port + 3))
+for rule in "--net-allow-bind $sport" "--net-deny-bind 1-1023" "--port-remap --net-allow-bind $rport"; do
+	p=$sport
+	case $rule in --port-remap*) p=$rport ;; esac
+	$SL -r "$W/www" $rule -- /bin/httpd -f -p "127.0.0.1:$p" -h "$W/www" &
+	hpid=$!
+	sleep 0.5
+	expect "server-reached ($rule)" served wget -q -O - "http://127.0.0.1:$p/index.html"
+	kill $hpid; wait $hpid 2>/dev/null
+done
 expect server-port-denied denied sh -c "$SL -r $W/www --net-allow-bind $((sport + 1)) -- \
 	/bin/httpd -f -p 127.0.0.1:$sport -h $W/www >/dev/null 2>&1 || echo denied"
 

@@ -249,8 +249,16 @@ static bool autobind_allowed(const struct nd_state *st)
 	return !st->bind_deny.all && bind_allowed(st, 0, true);
 }
 
+/* The port the guest sees for our real port (port_remap's virtual one). */
+static uint16_t shown_port(const struct sl_call *call, uint16_t real)
+{
+	uint16_t v = real && call->sv->ports ? sl_portmap_virt(call->sv->ports, real) : 0;
+	return v ? v : real;
+}
+
 /* listen on our socket s, as the kernel would answer it (see above). */
-static long listen_on(const struct nd_state *st, const struct nd_sock *s, int backlog)
+static long listen_on(const struct nd_state *st, const struct sl_call *call,
+                      const struct nd_sock *s, int backlog)
 {
 	if ((s->si.domain != AF_INET && s->si.domain != AF_INET6) || s->si.type != SOCK_STREAM)
 		return AS_CALLER(listen(s->fd, backlog));
@@ -264,7 +272,8 @@ static long listen_on(const struct nd_state *st, const struct nd_sock *s, int ba
 		r = -EINVAL; /* connected or connecting: inet_listen's answer */
 	else if (ti.tcpi_state == TCP_CLOSE && port == 0 && !autobind_allowed(st))
 		r = -EACCES; /* what Landlock answers a bind it refuses */
-	else if (ti.tcpi_state == TCP_CLOSE && sl_portranges_has(&st->bind_deny, port))
+	else if (ti.tcpi_state == TCP_CLOSE && port &&
+	         sl_portranges_has(&st->bind_deny, shown_port(call, port)))
 		r = -EACCES; /* a port a bind to 0 got, on a net_deny_bind list */
 	else
 		r = AS_CALLER(listen(s->fd, backlog));
@@ -306,7 +315,7 @@ static long listen_unkept(const struct nd_state *st, const struct sl_call *call)
 	    sl_sock_tcp_name(s.si.domain, remade.ino, false, &name) == 0 && nd_bound_port_of(&name))
 		r = -EPERM;
 	if (!r)
-		r = listen_on(st, &s, (int)(uint32_t)call->n->args[1]);
+		r = listen_on(st, call, &s, (int)(uint32_t)call->n->args[1]);
 	int ie = nd_sock_done(st, call, &s, &remade, r == 0);
 	return r == 0 && ie < 0 ? ie : r;
 }
@@ -320,7 +329,7 @@ long nd_listen(const struct nd_state *st, const struct sl_call *call)
 		return listen_unkept(st, call);
 	if (e)
 		return -e; /* EBADF, ENOTSOCK: never continued (the fd could change) */
-	long r = listen_on(st, &s, (int)(uint32_t)a[1]);
+	long r = listen_on(st, call, &s, (int)(uint32_t)a[1]);
 	if (r == 0)
 		nd_sock_forget(st, &s); /* a kept stream socket: its listen is done */
 	close(s.fd);
