@@ -183,6 +183,13 @@ struct sl_ll_net_port_attr {
  * way out (connwait.c), else the program would see errno 512. */
 #define SL_ERESTARTSYS 512
 
+/* The kernel's TCP states past TCP_CLOSING (include/net/tcp_states.h,
+ * not exported but in sock_diag's idiag_states mask): a connection
+ * request, and (Linux >= 6.8) a socket bound but neither listening nor
+ * connected, which a dump lists only when this bit is asked for. */
+#define SL_TCP_NEW_SYN_RECV 12
+#define SL_TCP_BOUND_INACTIVE 13
+
 /* renameat2(2) flags (glibc's <stdio.h> defines them only since 2.28 and
  * only with _GNU_SOURCE): the COW layer's rename and commit. */
 #ifndef RENAME_NOREPLACE

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,10 +13,14 @@
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 
+#include "compat.h"
 #include "net/sockname.h"
 
-/* Ask for every TCP socket of family domain, in every state. */
-static int dump_tcp(int domain)
+/* Every state but those no fd holds (TIME_WAIT, connection requests). */
+#define HELD_STATES (~((1u << TCP_TIME_WAIT) | (1u << SL_TCP_NEW_SYN_RECV)))
+
+/* Ask for the TCP sockets of family domain in states (a TCPF_ mask). */
+static int dump_tcp(int domain, unsigned states)
 {
 	int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (nl < 0)
@@ -27,7 +32,7 @@ static int dump_tcp(int domain)
 		.h = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
 		       .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP },
 		.r = { .sdiag_family = (__u8)domain, .sdiag_protocol = IPPROTO_TCP,
-		       .idiag_states = ~0u }, /* bound-only ones too (Linux >= 6.8) */
+		       .idiag_states = states },
 	};
 	if (send(nl, &req, sizeof req, 0) != (ssize_t)sizeof req) {
 		int e = errno;
@@ -85,17 +90,30 @@ static void to_addr(int domain, const struct inet_diag_msg *m, bool peer,
 	}
 }
 
-int sl_sock_tcp_name(int domain, unsigned long ino, bool peer, struct sl_sockaddr *out)
+/* Find the TCP socket ino among those in states: 1 (in *m), 0, -errno. */
+static int lookup(int domain, unsigned states, unsigned long ino, struct inet_diag_msg *m)
 {
 	if (domain != AF_INET && domain != AF_INET6)
-		return EAFNOSUPPORT;
-	int nl = dump_tcp(domain);
+		return -EAFNOSUPPORT;
+	int nl = dump_tcp(domain, states);
 	if (nl < 0)
-		return -nl;
+		return nl;
+	int r = find(nl, ino, m);
+	close(nl);
+	return r;
+}
+
+bool sl_sock_tcp_listed(int domain, unsigned long ino)
+{
+	struct inet_diag_msg m;
+	return lookup(domain, HELD_STATES & ~(1u << SL_TCP_BOUND_INACTIVE), ino, &m) != 0;
+}
+
+int sl_sock_tcp_name(int domain, unsigned long ino, bool peer, struct sl_sockaddr *out)
+{
 	struct inet_diag_msg m;
 	memset(&m, 0, sizeof m); /* not listed: unbound, unconnected */
-	int r = find(nl, ino, &m);
-	close(nl);
+	int r = lookup(domain, HELD_STATES, ino, &m); /* bound-only ones too (>= 6.8) */
 	if (r < 0)
 		return -r;
 	if (peer && !m.id.idiag_dport)

@@ -8,7 +8,8 @@
  *    (the system.sockprotoname attribute: "TCP", "UDPv6", "UNIX-STREAM"...);
  *  - for AF_UNIX, its type, name and peer: a sock_diag query by inode;
  *  - for IP sockets, whether the kernel lists it bound or connected: its
- *    inode in /proc/net/{tcp,udp,icmp}[6];
+ *    inode in /proc/net/{udp,icmp}[6], for TCP in a sock_diag dump
+ *    (sockname.h: the same sockets, less the TIME_WAIT ones);
  *  - O_NONBLOCK and close-on-exec: /proc/TID/fdinfo/N.
  */
 #include <errno.h>
@@ -31,6 +32,7 @@
 
 #include "supervisor/childfd.h"
 #include "compat.h"
+#include "net/sockname.h"
 #include "net/sockremake.h"
 
 static const struct {
@@ -151,7 +153,9 @@ static int identify(int listener, const sandlock_notif_t *n, int num, struct sl_
 		bool ignored;
 		if (si->domain == AF_UNIX)
 			return unix_state(ino, &si->type, busy ? busy : &ignored);
-		if (busy)
+		if (busy && si->protocol == IPPROTO_TCP)
+			*busy = sl_sock_tcp_listed(si->domain, ino); /* /proc/net/tcp without TIME_WAIT */
+		else if (busy)
 			*busy = listed(k_kinds[i].table, ino);
 		return 0;
 	}

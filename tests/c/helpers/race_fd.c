@@ -203,14 +203,21 @@ static void *flipper(void *arg)
 	return NULL;
 }
 
-static int race_sendto(int ok, int bad, long tries)
+/* g_dst: 127.0.0.1 on ports[0], flipped to ports[1] and back by a
+ * thread *th from now on (ports must outlive it). */
+static bool start_flipper(uint16_t ports[2], pthread_t *th)
 {
-	uint16_t ports[2] = { (uint16_t)ok, (uint16_t)bad };
 	g_dst.sin_family = AF_INET;
 	g_dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	g_dst.sin_port = htons(ports[0]);
+	return pthread_create(th, NULL, flipper, ports) == 0;
+}
+
+static int race_sendto(int ok, int bad, long tries)
+{
+	uint16_t ports[2] = { (uint16_t)ok, (uint16_t)bad };
 	pthread_t th;
-	if (pthread_create(&th, NULL, flipper, ports) != 0)
+	if (!start_flipper(ports, &th))
 		return setup_failed();
 	int used = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
 	long reached = 0;
@@ -245,11 +252,8 @@ static int bound_port(int fd)
 static int race_bindaddr(int ok, int bad, long tries)
 {
 	uint16_t ports[2] = { (uint16_t)ok, (uint16_t)bad };
-	g_dst.sin_family = AF_INET;
-	g_dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	g_dst.sin_port = htons(ports[0]);
 	pthread_t th;
-	if (pthread_create(&th, NULL, flipper, ports) != 0)
+	if (!start_flipper(ports, &th))
 		return setup_failed();
 	long reached = 0, good = 0;
 	for (long i = 0; i < tries; i++) {
