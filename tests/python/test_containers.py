@@ -906,3 +906,54 @@ def test_a_port_zero_bind_cannot_listen_on_a_denied_port():
     r = under_filter(SANDLOCK, *args)
     assert fast.stdout == "errno 13\n", fast
     assert r.stdout == "errno 13\n", r
+
+
+GO_SERVER = """package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+)
+
+func main() {
+	ln, err := net.Listen("tcp", "127.0.0.1:"+os.Args[1])
+	if err != nil {
+		fmt.Println("listen:", err)
+		os.Exit(1)
+	}
+	fmt.Println("serving", ln.Addr().(*net.TCPAddr).Port)
+	http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "hello from go")
+		go ln.Close()
+	}))
+}
+"""
+
+
+def test_a_go_server_without_pidfd_getfd(tmp_path):
+    """A Go net/http server (its own raw syscalls: a non-blocking socket,
+    SO_REUSEADDR, bind, listen, getsockname, accept4 under epoll from
+    goroutines) on a granted port, reached from outside."""
+    import shutil
+    import urllib.request
+    if not shutil.which("go"):
+        pytest.skip("go is not installed")
+    (tmp_path / "main.go").write_text(GO_SERVER)
+    (tmp_path / "go.mod").write_text("module srv\n\ngo 1.19\n")
+    env = dict(os.environ, GOPROXY="off", GOFLAGS="-mod=mod", CGO_ENABLED="0")
+    subprocess.run(["go", "build", "-o", "srv", "."], cwd=tmp_path, env=env, check=True,
+                   capture_output=True, timeout=300)
+    port = _free_port()
+    p = subprocess.Popen([NOPTRACE, SANDLOCK, "run", "-r", str(tmp_path), "--net-allow-bind",
+                          str(port), "--", str(tmp_path / "srv"), str(port)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "serving %d\n" % port, p.stderr.read()
+        with urllib.request.urlopen("http://127.0.0.1:%d/" % port, timeout=30) as resp:
+            assert resp.read() == b"hello from go"
+        assert p.wait(timeout=60) == 0, p.stderr.read()
+    finally:
+        p.kill()
+        p.wait()

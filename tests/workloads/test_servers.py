@@ -1,6 +1,7 @@
 """Servers inside the sandbox, clients outside: Python's http.server,
 redis-server, PostgreSQL (initdb + postgres on a unix socket in a
-directory of the test).  Each server is stopped the way its operator
+directory of the test), each also without pidfd_getfd (wl.NOGETFD: as
+in a container under Docker's default profile).  Each server is stopped the way its operator
 would (SIGTERM or SIGINT to the server, redis SHUTDOWN) and
 must exit 0, so the COW mode commits what it wrote (logs, databases).
 A signal goes to the server process itself: one sent to `sandlock run`
@@ -42,8 +43,8 @@ def signal_server(proc, sig, bare):
         os.kill(pid, sig)
 
 
-def serve(name, tmp_path, argv, grants, setup, client, stop, modes=wl.MODES, skip=(),
-          user=None):
+def serve(name, tmp_path, argv, grants, setup, client, stop, modes=wl.MODES + (wl.NOGETFD,),
+          skip=(), user=None):
     """For each mode: fresh DIR, start argv inside, client(dir) -> answers,
     stop(proc), then the exit status and DIR's tree; all must match bare."""
     work = tmp_path / "work"

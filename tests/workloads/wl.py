@@ -26,6 +26,11 @@ BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
 SANDLOCK = str(BUILD / "sandlock")
 SYS_RO = [d for d in ("/usr", "/bin", "/lib", "/lib64", "/etc") if os.path.exists(d)]
 MODES = ("bare", "sandbox", "cow")
+# "nogetfd": the sandbox mode under build/helpers/nosysptrace, the calls
+# Docker's and Kubernetes' default seccomp profiles refuse without
+# CAP_SYS_PTRACE (pidfd_getfd & co.) refused: how sandlock runs in a
+# container there (docs/containers.md).  The server workloads add it.
+NOGETFD = "nogetfd"
 # /dev/null, /dev/urandom: every sandbox has them (src/launch/devmin.c); nothing
 # of /dev is granted here.
 TIMES = {}  # (workload, mode) -> [seconds]: ratios printed by conftest.py
@@ -40,11 +45,12 @@ def need(*tools):
 
 
 def sandbox_argv(mode, workdir, grants):
-    argv = [SANDLOCK, "run"]
+    argv = [str(BUILD / "helpers" / "nosysptrace")] if mode == NOGETFD else []
+    argv += [SANDLOCK, "run"]
     for d in SYS_RO:
         argv += ["-r", d]
     argv += list(grants) + ["-C", str(workdir)]
-    argv += ["-w", str(workdir)] if mode == "sandbox" else ["--workdir", str(workdir)]
+    argv += ["--workdir", str(workdir)] if mode == "cow" else ["-w", str(workdir)]
     return argv + ["--"]
 
 
@@ -127,7 +133,8 @@ def wait_port(port, proc=None, timeout=30):
 
 
 def ratios():
-    """Lines 'workload  bare s  sandbox x  cow x' from TIMES (medians)."""
+    """Lines 'workload  bare s  sandbox x  cow x  [nogetfd x]' from TIMES
+    (medians)."""
     import statistics
     names = sorted({n for n, _ in TIMES})
     lines = []
@@ -137,7 +144,7 @@ def ratios():
             continue
         bm = statistics.median(b)
         cells = ["%-22s bare %7.3f s" % (n, bm)]
-        for m in ("sandbox", "cow"):
+        for m in ("sandbox", "cow", NOGETFD):
             if TIMES.get((n, m)):
                 cells.append("%s %5.2fx" % (m, statistics.median(TIMES[(n, m)]) / bm))
         lines.append("  ".join(cells))
