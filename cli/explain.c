@@ -10,11 +10,14 @@
  * allows it, then a summary count.  Limits the kernel enforces without
  * telling us (the memory limit, the timeout) are told from the result.
  * File accesses Landlock refuses are not seen here (no trap; --trace
- * traps opens to find them): a run that failed with nothing else to say
- * gets the first path its command line names that the rules refuse
- * (namedpaths.c).  `-q` turns it all off.
+ * traps opens to find them): where the caller may read the audit log the
+ * library reads the first back (src/run/auditlog.c; denied.c words it);
+ * elsewhere a run that failed with nothing else to say gets the first
+ * path its command line names that the rules refuse (namedpaths.c).
+ * `-q` turns it all off.
  */
 #include "explain.h"
+#include "denied.h"
 #include "namedpaths.h"
 #include "trace.h"
 /* What the library can reach here (libsandlock.a): pidfd_getfd. */
@@ -404,6 +407,20 @@ static void explain_workdir(const struct cli_explain *e, const sandlock_result_t
 	say(line);
 }
 
+/* The first access Landlock refused, read from the audit log (denied.c);
+ * true when there was one. */
+static bool explain_denied(const struct cli_explain *e, const sandlock_result_t *r)
+{
+	const char *path = NULL, *blockers = sandlock_result_denied_access(r, &path);
+	if (e->cfg.traced || !e->cfg.run || !blockers || !path)
+		return false;
+	char *line = cli_denied_line(e->cfg.run, blockers, path);
+	if (line)
+		say(line);
+	free(line);
+	return true;
+}
+
 /* A command that exited with a failure nobody refused anything of: maybe
  * Landlock did, unseen; a path it names that the rules refuse, if any. */
 static void explain_named(const struct cli_explain *e, const sandlock_result_t *r,
@@ -430,7 +447,8 @@ void cli_explain_end(struct cli_explain *e, const sandlock_result_t *r, int stat
 	unsigned total = 0;
 	for (int k = 0; k < K_N; k++)
 		total += e->count[k];
-	explain_named(e, r, total);
+	if (!explain_denied(e, r))
+		explain_named(e, r, total);
 	if (total > 1) {
 		char line[512];
 		int len = snprintf(line, sizeof line, "denied:");

@@ -259,6 +259,10 @@ static int run_config_ex(struct cli_cfg *cfg, struct cli_report *rep, struct cli
 	sandlock_sandbox_builder_inherit_stdio(b, !learn);
 	if (rep->status_fd >= 0)
 		sandlock_sandbox_builder_on_start(b, cli_report_started, rep);
+	/* The first access Landlock refused, where we may read the audit log
+	 * (--trace names every one itself). */
+	if (ex && !trace)
+		sandlock_sandbox_builder_audit_denials(b, true);
 	if (ex) { /* it passes each decision on to --trace's printer */
 		cli_explain_chain(ex, trace ? cli_trace_decision : NULL, trace);
 		sandlock_sandbox_builder_on_decision(b, cli_explain_decision, ex);

@@ -2,11 +2,11 @@
  * namedpaths.c — after a failed run, the first path its command line
  * names that the rules refuse.
  *
- * WHY: Landlock refuses a file access in the kernel and tells nobody, so
- * the first access a run was refused cannot be read back without --trace
- * (docs/cli.md says why: Landlock's audit records need the audit system on
- * and CAP_AUDIT_READ; seccomp sees a call before its result; trapping
- * every open would cost every run).  But a new user's failing command
+ * WHY: Landlock refuses a file access in the kernel and tells only the
+ * audit log, which the run reads where it may (src/run/auditlog.c: audit
+ * on and CAP_AUDIT_READ); elsewhere the first access a run was refused
+ * cannot be read back without --trace (docs/cli.md says why: seccomp sees
+ * a call before its result; trapping every open would cost every run).  But a new user's failing command
  * usually names the file: `cat /data/x`, `sh -c 'date > /out/f'`,
  * `python3 script.py`.  Checking those words against the rules once the
  * run has failed costs nothing to a run that succeeds, and
@@ -34,8 +34,7 @@ struct found {
 	unsigned seen;
 };
 
-/* Guest paths (chroot, image) are not the host's: the rules do not apply. */
-static bool host_paths(const struct cli_cfg *cfg)
+bool cli_host_paths(const struct cli_cfg *cfg)
 {
 	for (size_t i = 0; i < cfg->ops.n; i++)
 		if (cfg->ops.v[i].id == OPT_CHROOT || cfg->ops.v[i].id == OPT_IMAGE)
@@ -84,7 +83,7 @@ static void scan_arg(const struct cli_cfg *cfg, const char *cwd, const char *arg
 
 char *cli_named_path_hint(const struct cli_cfg *cfg)
 {
-	if (!host_paths(cfg) || cfg->argv.n == 0)
+	if (!cli_host_paths(cfg) || cfg->argv.n == 0)
 		return NULL;
 	char *here = cfg->cwd ? NULL : getcwd(NULL, 0);
 	const char *cwd = cfg->cwd ? cfg->cwd : here;

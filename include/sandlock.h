@@ -432,6 +432,17 @@ sandlock_builder_t *sandlock_sandbox_builder_on_decision(sandlock_builder_t *b,
 sandlock_builder_t *sandlock_sandbox_builder_report_filter_refusals(sandlock_builder_t *b,
                                                                    bool on);
 /*
+ * Tell a failed run's first access Landlock refused
+ * (sandlock_result_denied_access).  Only where the caller may read the
+ * kernel's audit log (CAP_AUDIT_READ; Landlock ABI 7) does the run listen
+ * and ask Landlock to log the program's denials; elsewhere it is a no-op,
+ * never an error.  The kernel logs them only while audit is enabled
+ * (auditd, or `auditctl -e 1`); with no auditd they also reach the kernel
+ * log, rate-limited.  Costs a netlink socket per run; a failed run reads
+ * the records queued meanwhile.  Off by default (docs/cli.md).
+ */
+sandlock_builder_t *sandlock_sandbox_builder_audit_denials(sandlock_builder_t *b, bool on);
+/*
  * Dynamic policy (builtins/policy.c): fn is called on the supervisor
  * thread for each event of the sandbox's processes while the call is held:
  *   "execve"/"execveat" (category "process"): argv read while every other
@@ -971,6 +982,14 @@ const char *sandlock_result_cow_error(const sandlock_result_t *r);
  * "cannot limit PATH: ..."; NULL when it ran.  Borrowed, valid until
  * sandlock_result_free. */
 const char *sandlock_result_error(const sandlock_result_t *r);
+/* A failed run's first access Landlock refused (sandlock_sandbox_builder_
+ * audit_denials): what was refused, as Landlock's audit record names it
+ * ("fs.read_file", "fs.make_reg", "fs.execute", "net.connect_tcp", ...,
+ * comma-separated when several), and, when path is not NULL, *path: the
+ * file (for a file made, removed or renamed: its directory) or, for
+ * other kinds, the record's fields.  NULL when none was seen.  Borrowed,
+ * valid until sandlock_result_free. */
+const char *sandlock_result_denied_access(const sandlock_result_t *r, const char **path);
 void sandlock_result_free(sandlock_result_t *r);
 void sandlock_string_free(char *s);
 

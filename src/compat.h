@@ -105,6 +105,16 @@ struct sl_clone_args {
 #ifndef LANDLOCK_RESTRICT_SELF_LOG_SAME_EXEC_OFF
 #define LANDLOCK_RESTRICT_SELF_LOG_SAME_EXEC_OFF (1U << 0) /* ABI 7 */
 #endif
+#ifndef LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON
+#define LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON (1U << 1)   /* ABI 7 */
+#endif
+/* Landlock's audit records (ABI 7), read from the audit multicast group. */
+#ifndef AUDIT_LANDLOCK_ACCESS
+#define AUDIT_LANDLOCK_ACCESS 1423
+#endif
+#ifndef AUDIT_LANDLOCK_DOMAIN
+#define AUDIT_LANDLOCK_DOMAIN 1424
+#endif
 
 /*
  * The installed header's struct landlock_ruleset_attr predates the

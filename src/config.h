@@ -111,6 +111,9 @@ struct sandlock_sandbox {
 	sandlock_start_fn on_start; /* NULL = none; see sandlock.h */
 	void *on_start_ud;
 	sandlock_decision_fn on_decision; /* NULL = none; called by dispatch.c */
+	/* Read back the first access Landlock refused a failed run, where the
+	 * caller can read the audit log (run/auditlog.c). */
+	bool audit_denials;
 	void *on_decision_ud;
 	sandlock_policy_fn policy_fn; /* NULL = none; builtins/policy.c */
 	void *policy_ud;

@@ -359,6 +359,14 @@ SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_report_filter_refusals(sa
 	return b;
 }
 
+SL_EXPORT sandlock_builder_t *sandlock_sandbox_builder_audit_denials(sandlock_builder_t *b,
+                                                                     bool on)
+{
+	if (b)
+		b->cfg.audit_denials = on;
+	return b;
+}
+
 /* fn and ud, and what frees ud once the configuration is released. */
 static sandlock_builder_t *set_policy(sandlock_builder_t *b, sandlock_policy_fn fn, void *ud,
                                       void (*ud_free)(void *))

@@ -97,7 +97,7 @@ int sl_confine_apply(const struct sandlock_sandbox *sb, int rs, struct sock_fpro
 		               strerror(errno));
 	int rc = sl_caps_drop();
 	if (rc == 0)
-		rc = sl_landlock_apply(rs);
+		rc = sl_landlock_apply(rs, 0);
 	if (rc < 0)
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSTEM, "confine: %s",
 		               strerror(-rc));

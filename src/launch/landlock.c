@@ -364,9 +364,9 @@ uint64_t sl_landlock_handled(const struct sandlock_sandbox *cfg)
 	return abi < 1 ? 0 : fs_handled_cfg(cfg, abi);
 }
 
-int sl_landlock_apply(int ruleset_fd)
+int sl_landlock_apply(int ruleset_fd, unsigned flags)
 {
-	if (syscall(__NR_landlock_restrict_self, ruleset_fd, 0) < 0)
+	if (syscall(__NR_landlock_restrict_self, ruleset_fd, flags) < 0)
 		return -errno;
 	return 0;
 }

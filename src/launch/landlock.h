@@ -27,7 +27,7 @@ int sl_landlock_grant_read(int ruleset_fd, const struct sandlock_sandbox *cfg, c
                            char **msg);
 /* The filesystem rights a ruleset for cfg handles on this kernel (0: none). */
 uint64_t sl_landlock_handled(const struct sandlock_sandbox *cfg);
-/* Child side, raw syscalls only: restrict_self(ruleset_fd). 0 or -errno. */
-int sl_landlock_apply(int ruleset_fd);
+/* Child side, raw syscalls only: restrict_self(ruleset_fd, flags). 0 or -errno. */
+int sl_landlock_apply(int ruleset_fd, unsigned flags);
 
 #endif /* SANDLOCK_LANDLOCK_H */

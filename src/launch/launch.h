@@ -39,6 +39,10 @@ struct sl_launch {
 	char **argv; /* NULL-terminated */
 	char **envp; /* NULL-terminated */
 	int ruleset_fd;          /* -1 when running without Landlock */
+	/* landlock_restrict_self's flags: LOG_NEW_EXEC_ON when the run reads
+	 * the audit log (run/auditlog.c), else 0 (the kernel's default: the
+	 * program's denials are not logged, no noise nobody reads). */
+	unsigned ll_flags;
 	const struct sl_trap *trapped; /* for the BPF program, built after fork (not owned) */
 	size_t ntrapped;
 	struct sock_fprog prog;  /* parent only; the child receives a copy */

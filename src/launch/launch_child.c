@@ -283,7 +283,7 @@ SL_OWN_STACK static pid_t command_confine(const struct sl_launch *L, const struc
                                           struct handover *h)
 {
 	if (L->ruleset_fd >= 0) {
-		int rc = sl_landlock_apply(L->ruleset_fd);
+		int rc = sl_landlock_apply(L->ruleset_fd, L->ll_flags);
 		if (rc < 0)
 			child_fail(c->sync, ST_LANDLOCK, -rc);
 	}

@@ -55,6 +55,9 @@ struct sandlock_handle {
 	/* A duplicate of the sync socket kept after the release: it hangs up
 	 * once the command has exec'd (or died) and init has left vfork. */
 	int exec_fd;
+	/* The audit log's multicast group (run/auditlog.c), or -1: read after
+	 * a failed run for the first access Landlock refused. */
+	int audit_fd;
 	/* max_cpu without a CPU cgroup (throttle.c), ticked by the run loop;
 	 * paused: the caller's pause, which the throttle never undoes. */
 	struct sl_throttle thr;

@@ -120,6 +120,8 @@ SL_EXPORT void sandlock_result_free(sandlock_result_t *r)
 	free(r->cow_kept);
 	free(r->cow_error);
 	free(r->error);
+	free(r->denied);
+	free(r->denied_path);
 	free(r);
 }
 
@@ -151,6 +153,14 @@ SL_EXPORT const char *sandlock_result_cow_kept(const sandlock_result_t *r)
 SL_EXPORT const char *sandlock_result_error(const sandlock_result_t *r)
 {
 	return r ? r->error : NULL;
+}
+
+SL_EXPORT const char *sandlock_result_denied_access(const sandlock_result_t *r,
+                                                  const char **path)
+{
+	if (path)
+		*path = r ? r->denied_path : NULL;
+	return r ? r->denied : NULL;
 }
 
 SL_EXPORT const char *sandlock_result_cow_error(const sandlock_result_t *r)

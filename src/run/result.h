@@ -16,6 +16,7 @@ struct sandlock_result {
 	char *cow_kept;  /* upper layer left in place, or NULL */
 	char *cow_error; /* why the COW end failed, or NULL */
 	char *error;     /* why the command could not run ("cannot execute P: EACCES"), or NULL */
+	char *denied, *denied_path; /* the first access Landlock refused (auditlog.c), or NULL */
 };
 
 #endif /* SANDLOCK_RESULT_H */

@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "compat.h"
+#include "run/auditlog.h"
 #include "run/cgroup.h"
 #include "run/control.h"
 #include "supervisor/handler.h"
@@ -44,6 +46,9 @@
  * running (the guest that called them is dead) before it abandons their
  * threads: the timeout bounds the whole run, not only the guest. */
 #define SL_HANDLER_GRACE_MS 200
+/* How long a failed run waits for its audit records to arrive (auditlog.c:
+ * usually it stops at its own marker record, long before). */
+#define SL_AUDIT_WAIT_MS 500
 
 static int validate(const sandlock_sandbox_t *sb, const char *const *argv, uint32_t argc,
                     int *err, char **msg)
@@ -77,6 +82,28 @@ static void exec_error(sandlock_handle_t *h)
 	}
 	h->r->error = sl_asprintf("cannot %s %s: %s", step == ST_EXEC ? "execute" : "limit",
 	                          h->L.exe ? h->L.exe : "the command", name);
+}
+
+/* audit_denials: listen before the command exists (its first denial may
+ * come at once), and only then have Landlock log its denials. */
+static void listen_audit(sandlock_handle_t *h)
+{
+	if (!h->sb->audit_denials || h->L.ruleset_fd < 0)
+		return;
+	h->audit_fd = sl_auditlog_open();
+	if (h->audit_fd >= 0)
+		h->L.ll_flags = LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON;
+}
+
+/* A failed run's first access Landlock refused, into the result. */
+static void read_audit(sandlock_handle_t *h)
+{
+	if (h->audit_fd < 0 || !h->r || (h->r->exit_code == 0 && h->r->reason == SANDLOCK_EXIT_EXITED))
+		return;
+	(void)sl_auditlog_first(h->audit_fd, h->L.cmd_pid, SL_AUDIT_WAIT_MS, &h->r->denied,
+	                        &h->r->denied_path);
+	close(h->audit_fd);
+	h->audit_fd = -1;
 }
 
 /*
@@ -115,6 +142,7 @@ static void finish(sandlock_handle_t *h)
 	h->r->abandoned = h->abandoned;
 	sl_set_reason(h->r, &si, timed_out, h->sup, atomic_load(&h->caller_kill));
 	exec_error(h);
+	read_audit(h);
 	sl_supervisor_finish(h->sup, h->r); /* e.g. commit or abort the COW workdir */
 	if (rc < 0) {
 		sandlock_result_free(h->r);
@@ -171,7 +199,7 @@ static sandlock_handle_t *handle_new(const sandlock_sandbox_t *sb,
 	pthread_cond_init(&h->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&h->mu, NULL);
-	h->exec_fd = -1;
+	h->exec_fd = h->audit_fd = -1;
 	h->cg.dirfd = h->cg.parentfd = h->cg.procs = -1; /* none until launch() */
 	return h;
 }
@@ -186,6 +214,8 @@ static void handle_destroy(sandlock_handle_t *h)
 		sl_launch_cleanup(&h->L);
 	if (h->exec_fd >= 0)
 		close(h->exec_fd);
+	if (h->audit_fd >= 0)
+		close(h->audit_fd);
 	sl_cgroup_destroy(&h->cg);
 	sl_handlers_release(&h->hs, h->abandoned);
 	pthread_mutex_destroy(&h->mu);
@@ -232,6 +262,7 @@ static int launch(sandlock_handle_t *h, const char *const *argv, uint32_t argc,
 		               "share_budget: no cgroup can be made below process %d's (cgroup v2 "
 		               "writable there, Linux 5.14+, needed)", (int)h->sb->budget_pid);
 	L->cgroup_dir = h->cg.dirfd;
+	listen_audit(h);
 	if (sl_launch_start(L, err, msg) < 0)
 		return -1;
 	h->r = calloc(1, sizeof(*h->r));

@@ -1,0 +1,227 @@
+"""The first access Landlock refused a failed run, named without --trace,
+read back from the kernel's audit log (src/run/auditlog.c, cli/denied.c).
+
+It needs audit enabled and CAP_AUDIT_READ: as root, the fixture turns
+audit on for each run only (and back to what it was), under a lock shared
+by every copy of this suite on the machine, with the `-a task,never` rule
+so that no process pays for syscall auditing afterwards.  Unprivileged,
+the run keeps today's behaviour (the paths its command line names)."""
+import fcntl
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from test_cli import BUILD, SYS_RO  # noqa: E402
+
+SANDLOCK = str(BUILD / "sandlock")
+NETLINK_AUDIT = 9
+AUDIT_GET, AUDIT_SET, AUDIT_ADD_RULE = 1000, 1001, 1011
+AUDIT_STATUS_ENABLED = 1
+AUDIT_FILTER_TASK, AUDIT_NEVER = 1, 0
+NLM_F_REQUEST, NLM_F_ACK = 1, 4
+LOCK = "/tmp/sandlock-audit-test.lock"
+
+if os.geteuid() != 0:
+    pytest.skip("turning audit on needs root (the unprivileged side: "
+                "test_unprivileged_runs_keep_the_named_path_line runs as nobody)",
+                allow_module_level=True)
+
+
+def _audit(kind, payload, reply=False):
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_AUDIT)
+    try:
+        s.bind((0, 0))
+        flags = NLM_F_REQUEST | (0 if reply else NLM_F_ACK)
+        s.send(struct.pack("=IHHII", 16 + len(payload), kind, flags, 1, 0) + payload)
+        data = s.recv(65536)
+        length, typ = struct.unpack_from("=IH", data)
+        if typ == 2:  # NLMSG_ERROR: the ack, errno in it (0: done)
+            return -struct.unpack_from("=i", data, 16)[0]
+        return data[16:length]
+    finally:
+        s.close()
+
+
+def audit_enabled():
+    return struct.unpack_from("=II", _audit(AUDIT_GET, b"", reply=True))[1]
+
+
+def set_audit(on):
+    err = _audit(AUDIT_SET, struct.pack("=II", AUDIT_STATUS_ENABLED, on))
+    assert err == 0, os.strerror(err)
+
+
+def never_audit_syscalls():
+    # struct audit_rule_data: flags, action, field_count, mask[64],
+    # fields[64], values[64], fieldflags[64], buflen.
+    rule = struct.pack("=III", AUDIT_FILTER_TASK, AUDIT_NEVER, 0) + b"\xff" * 256 + \
+        b"\0" * (3 * 256) + struct.pack("=I", 0)
+    err = _audit(AUDIT_ADD_RULE, rule)
+    assert err in (0, 17), os.strerror(err)  # EEXIST: already there
+
+
+@contextmanager
+def audit_on():
+    """Audit on for the block only (one copy of the suite at a time)."""
+    with open(LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        before = audit_enabled()
+        if before == 2:  # locked on by the admin: fine as it is
+            yield
+            return
+        never_audit_syscalls()
+        set_audit(1)
+        try:
+            yield
+        finally:
+            set_audit(before)
+
+
+def run(*args, grants=SYS_RO):
+    return subprocess.run([SANDLOCK, "run", *grants, *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def said(r):
+    return [l for l in r.stderr.splitlines() if l.startswith("sandlock: ")]
+
+
+def first_refused(r):
+    return [l for l in said(r) if "the first access the sandbox refused" in l]
+
+
+@pytest.fixture
+def data(tmp_path):
+    d = tmp_path / "data"
+    d.mkdir()
+    (d / "secret").write_text("secret\n")
+    return d
+
+
+def test_cat_of_a_refused_file_names_it_and_the_flag(data):
+    assert subprocess.run(["cat", str(data / "secret")], capture_output=True).returncode == 0
+    # Not on the command line: what namedpaths.c could never have said.
+    script = "cat \"$(printf '%s/%s' " + str(data) + " secret)\""
+    with audit_on():
+        r = run("--", "/bin/sh", "-c", script)
+        ok = run("-r", str(data), "--", "/bin/sh", "-c", script)
+    assert r.returncode == 1 and "secret" not in r.stdout
+    assert said(r) == ["sandlock: the first access the sandbox refused: read %s/secret "
+                       "(Landlock: fs.read_file); it is not under any -r/-w; allow with -r %s"
+                       % (data, data)], r.stderr
+    assert ok.returncode == 0 and ok.stdout == "secret\n" and said(ok) == []
+
+
+def test_a_shell_redirect_into_a_refused_directory_names_the_directory_and_w(data):
+    with audit_on():
+        r = run("-r", str(data), "--", "/bin/sh", "-c", "out=%s; date > $out/new" % data)
+        ok = run("-w", str(data), "--", "/bin/sh", "-c", "out=%s; date > $out/new" % data)
+    assert r.returncode != 0
+    assert said(r) == ["sandlock: the first access the sandbox refused: write %s "
+                       "(Landlock: fs.make_reg); it is not under any -w; allow with -w %s"
+                       % (data, data)], r.stderr
+    assert ok.returncode == 0 and (data / "new").exists() and said(ok) == []
+
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="no C compiler")
+def test_a_compiler_reading_a_refused_header(tmp_path):
+    src, inc, out = tmp_path / "src", tmp_path / "inc", tmp_path / "out"
+    for d in (src, inc, out):
+        d.mkdir()
+    (inc / "h.h").write_text("#define X 0\n")
+    (src / "m.c").write_text('#include "h.h"\nint main(void) { return X; }\n')
+    cmd = ["cc", "-I", str(inc), "-o", str(out / "m"), str(src / "m.c")]
+    assert subprocess.run(cmd, capture_output=True).returncode == 0
+    (out / "m").unlink()
+    with audit_on():
+        r = run("-r", str(src), "-w", str(out), "--tmp", "--", *cmd)
+    assert r.returncode != 0 and not (out / "m").exists()
+    assert said(r) == ["sandlock: the first access the sandbox refused: read %s/h.h "
+                       "(Landlock: fs.read_file); it is not under any -r/-w; allow with -r %s"
+                       % (inc, inc)], r.stderr
+
+
+def test_quiet_silences_it_and_trace_says_it_its_own_way(data):
+    with audit_on():
+        q = run("-q", "--", "cat", str(data / "secret"))
+        t = run("--trace", "--", "cat", str(data / "secret"))
+    assert q.returncode == 1 and said(q) == [], q.stderr
+    assert t.returncode == 1 and first_refused(t) == [], t.stderr
+
+
+def test_a_run_that_succeeds_or_fails_without_a_denial_says_nothing(data):
+    with audit_on():
+        ok = run("-r", str(data), "--", "cat", str(data / "secret"))
+        no = run("--", "/bin/sh", "-c", "exit 3")
+    assert ok.returncode == 0 and said(ok) == []
+    assert no.returncode == 3 and said(no) == [], no.stderr
+
+
+def test_another_sandboxs_denials_do_not_leak_into_ours(tmp_path):
+    """A concurrent sandbox keeps being refused its own file (a different
+    Landlock domain, its own creator pid): our line names only ours."""
+    theirs, ours = tmp_path / "theirs", tmp_path / "ours"
+    for d in (theirs, ours):
+        d.mkdir()
+        (d / "f").write_text("x\n")
+    stop = threading.Event()
+    seen = []
+
+    def noisy():
+        while not stop.is_set():
+            seen.append(run("--", "/bin/sh", "-c", "for i in 1 2 3 4 5 6 7 8; do "
+                            "cat %s/f; done; sleep 0.05; cat %s/f" % (theirs, theirs)))
+
+    with audit_on():
+        t = threading.Thread(target=noisy)
+        t.start()
+        try:
+            time.sleep(0.3)
+            mine = [run("--", "/bin/sh", "-c", "sleep 0.1; cat %s/f" % ours) for _ in range(3)]
+        finally:
+            stop.set()
+            t.join()
+    assert seen, "the other sandbox never ran"
+    for r in mine:
+        assert r.returncode == 1
+        assert first_refused(r) == ["sandlock: the first access the sandbox refused: read "
+                                    "%s/f (Landlock: fs.read_file); it is not under any -r/-w; "
+                                    "allow with -r %s" % (ours, ours)], r.stderr
+    # And theirs named theirs (each run its own).
+    assert all(str(theirs) in l for r in seen for l in first_refused(r))
+
+
+def test_unprivileged_runs_keep_the_named_path_line(request):
+    """Without CAP_AUDIT_READ (here: as nobody) the run cannot listen, so
+    Landlock is not asked to log: the command line's path is named, as
+    before, even with audit on."""
+    setpriv = shutil.which("setpriv")
+    if not setpriv:
+        pytest.skip("no setpriv")
+    # Outside pytest's directory (0700 to nobody): the refusal is Landlock's.
+    d = Path(tempfile.mkdtemp(prefix="sandlock-audit-"))
+    request.addfinalizer(lambda: shutil.rmtree(d))
+    os.chmod(d, 0o755)
+    (d / "x").write_text("x\n")
+    assert subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "cat",
+                           str(d / "x")], capture_output=True).returncode == 0
+    probe = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+                            SANDLOCK, "--version"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("nobody cannot run the build here")
+    with audit_on():
+        r = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+                            SANDLOCK, "run", *SYS_RO, "--", "cat", str(d / "x")],
+                           capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stderr
+    assert first_refused(r) == [], r.stderr
+    assert [l for l in said(r) if "named in its command line" in l], r.stderr
