@@ -87,6 +87,32 @@ done
 expect server-port-denied denied sh -c "$SL -r $W/www --net-allow-bind $((sport + 1)) -- \
 	/bin/httpd -f -p 127.0.0.1:$sport -h $W/www >/dev/null 2>&1 || echo denied"
 
+# A Python server (http.server, SO_REUSEADDR set before its bind), run
+# twice on one port: the second bind goes past the TIME_WAIT the first
+# one's closed connection left only with the option carried over to the
+# socket sandlock binds where pidfd_getfd is refused.
+fetch() { # URL: its body, retried while the server starts
+	for i in $(seq 1 50); do
+		wget -q -O - "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+if [ -x /usr/bin/python3 ]; then
+	pport=$((port + 5))
+	/usr/bin/python3 -I /pysrv.py $pport &
+	expect py-server-control "python served" fetch "http://127.0.0.1:$pport/"
+	wait
+	for round in 1 2; do
+		$SL -r /usr -r /lib -r /lib64 -r /pysrv.py --net-allow-bind $pport -- \
+			/usr/bin/python3 -I /pysrv.py $pport &
+		expect "py-server-reached-$round" "python served" fetch "http://127.0.0.1:$pport/"
+		wait
+	done
+else
+	echo "skip py-server: no /usr/bin/python3 on the host"
+fi
+
 # ---------------- hostile: unix sockets ----------------
 mkdir -p "$W/sock"
 netprobe unix-listen "$W/sock/s" 30 >/dev/null &

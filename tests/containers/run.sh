@@ -3,7 +3,7 @@
 #
 # Builds a minimal image from packages at test time (busybox-static's
 # /bin/busybox, the static build/sandlock, the probe helpers linked
-# statically), imports it with `podman import`, and runs
+# statically, /usr/bin/python3 with the modules a server uses), imports it with `podman import`, and runs
 # tests/containers/inside.sh in it under four configurations:
 #   default     podman's own default seccomp profile
 #   docker      a Docker-like profile made here from the installed one:
@@ -66,6 +66,29 @@ done
 # with musl).  Without musl-gcc (musl-tools) its checks say they skip.
 if [ -x "$build/helpers/resolve-musl" ]; then
 	cp "$build/helpers/resolve-musl" "$root/bin/resolve-musl"
+fi
+# Python, for a real Python server (http.server): the interpreter, the
+# modules an HTTP server and client import (found by running one here),
+# and the libraries of both, each at its own path.
+copy_file() { mkdir -p "$root$(dirname "$1")" && cp -L "$1" "$root$1"; }
+if [ -x /usr/bin/python3 ]; then
+	{
+		echo /usr/bin/python3
+		/usr/bin/python3 -I - <<'EOF'
+import http.server, sys, threading, urllib.request
+srv = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+threading.Thread(target=srv.handle_request).start()
+urllib.request.urlopen("http://127.0.0.1:%d/" % srv.server_port).read()
+srv.server_close()
+for m in list(sys.modules.values()):
+    if getattr(m, "__file__", "<").startswith("/"):
+        print(m.__file__)
+EOF
+	} >"$work/py-files" 2>/dev/null
+	while read -r f; do copy_file "$f"; done <"$work/py-files"
+	grep -e /usr/bin/python3 -e '\.so$' "$work/py-files" | xargs -n 1 ldd 2>/dev/null |
+		grep -o '/[^ ]*' | sort -u | while read -r f; do copy_file "$f"; done
+	cp "$here/pysrv.py" "$root/pysrv.py"
 fi
 printf 'nameserver 127.0.0.1\n' >"$root/etc/resolv.conf"
 cp "$here/inside.sh" "$root/inside.sh"

@@ -311,11 +311,13 @@ static long listen_unkept(const struct nd_state *st, const struct sl_call *call)
 	 * socket would listen without its bind. */
 	struct sl_sockaddr name;
 	long r = 0;
-	if (nd_proto_of(&s.si) == SL_NP_TCP &&
+	if (remade.fd >= 0 && nd_proto_of(&s.si) == SL_NP_TCP &&
 	    sl_sock_tcp_name(s.si.domain, remade.ino, false, &name) == 0 && nd_bound_port_of(&name))
 		r = -EPERM;
 	if (!r)
 		r = listen_on(st, call, &s, (int)(uint32_t)call->n->args[1]);
+	if (r == 0 && remade.fd < 0)
+		nd_sock_forget(st, &s); /* a kept one, put there by a racing thread */
 	int ie = nd_sock_done(st, call, &s, &remade, r == 0);
 	return r == 0 && ie < 0 ? ie : r;
 }

@@ -54,6 +54,7 @@ int nd_take_sock(const struct nd_state *st, const struct sl_call *call, int num,
                  bool (*remakes)(const struct sl_sockinfo *si))
 {
 	r->fd = -1;
+	r->ino = 0;
 	if (sl_mech_getfd() || !st->adopted)
 		return nd_open_sock(st, call, (uint64_t)(uint32_t)num, s);
 	s->fd = sl_adopted_get(st->adopted, call->listener, call->n, num);
