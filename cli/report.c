@@ -119,6 +119,17 @@ static const char *reason_name(int reason)
 	}
 }
 
+/* The first access Landlock refused (read from the audit log, where it
+ * can be: explain.c): {"access": "fs.read_file", "path": "/x"}, as
+ * Python's Result.denied_access.  A path that is not UTF-8 is left out. */
+static void denied_access(json_t *o, const sandlock_result_t *r)
+{
+	const char *path = NULL, *what = sandlock_result_denied_access(r, &path);
+	json_t *p = what && path ? json_string(path) : NULL;
+	if (p)
+		json_object_set_new(o, "denied_access", json_pack("{s:s, s:o}", "access", what, "path", p));
+}
+
 static json_t *result_object(const struct cli_report *rep, const sandlock_result_t *r,
                              int status, const char *msg)
 {
@@ -135,6 +146,7 @@ static json_t *result_object(const struct cli_report *rep, const sandlock_result
 		json_t *e = why ? json_string(why) : NULL;
 		if (why)
 			json_object_set_new(o, "error", e ? e : json_string("(message is not UTF-8)"));
+		denied_access(o, r);
 	} else {
 		/* A command not on PATH is an exit 127, as in C and Python (and
 		 * as a missing absolute path); anything else is sandlock's. */

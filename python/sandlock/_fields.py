@@ -184,6 +184,7 @@ FIELDS: Tuple[Field, ...] = (
     Field("tmp", ck.boolean, flag("private_tmp")),
     Field("max_output", ck.max_output, opt("max_output")),
     Field("trace", _trace.check, _trace_hook),
+    Field("audit_denials", ck.boolean, flag("audit_denials")),
     Field("num_cpus", _knobs.num_cpus, opt("num_cpus")),
     Field("deterministic_dirs", _knobs.flag, flag("deterministic_dirs")),
     Field("workdir", ck.opt_path, opt("workdir", os.fsencode)),

@@ -5,6 +5,7 @@ errors a failed start raises."""
 import ctypes
 import dataclasses
 import enum
+import os
 from typing import Callable, List, NoReturn, Optional, Tuple
 
 from . import _cow
@@ -51,6 +52,8 @@ class Result:
     failure under ``on_exception=KILL``) from any other death; such a run's
     reason is KILLED whatever the signal.  ``error`` explains a run whose
     command could not even be started (e.g. not found on PATH), else None.
+    ``denied_access`` (with ``Sandbox(audit_denials=True)``): a failed
+    run's first access Landlock refused, ``(what, path)``, else None.
     ``stdout_truncated`` / ``stderr_truncated`` count the bytes discarded
     past the sandbox's ``max_output`` cap (0: the stream is complete)."""
 
@@ -62,6 +65,8 @@ class Result:
     stderr: bytes
     killed_by_handler: bool = False
     error: Optional[str] = None
+    # audit_denials: the first access Landlock refused, (what, path).
+    denied_access: Optional[Tuple[str, str]] = None
     # Bytes discarded past the max_output cap (0: the stream is complete).
     stdout_truncated: int = 0
     stderr_truncated: int = 0
@@ -98,6 +103,9 @@ def read_fields(r: Ptr, dry_run: bool = False) -> Tuple[Result, _cow.BranchRepor
     reason = ExitReason(int(_lib.sandlock_result_reason(r)))  # the reference's meaning
     branch = _cow.report(r)
     error = _lib.sandlock_result_error(r)  # the command never ran: why
+    path = ctypes.c_char_p()
+    what = _lib.sandlock_result_denied_access(r, ctypes.byref(path))
+    denied = (what.decode(errors="replace"), os.fsdecode(path.value or b"")) if what else None
     more = {"changes": branch.changes} if dry_run else {}
     return (DryRunResult if dry_run else Result)(
         success=bool(_lib.sandlock_result_success(r)),
@@ -112,6 +120,7 @@ def read_fields(r: Ptr, dry_run: bool = False) -> Tuple[Result, _cow.BranchRepor
         stdout_truncated=int(_lib.sandlock_result_stdout_truncated(r)),
         stderr_truncated=int(_lib.sandlock_result_stderr_truncated(r)),
         error=error.decode(errors="replace") if error else None,
+        denied_access=denied,
         **more
     ), branch
 

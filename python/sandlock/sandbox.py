@@ -109,7 +109,11 @@ class Sandbox:
     refuse, per call the supervisor refuses and per user-handler decision
     (the fields of the CLI's --trace lines); it runs on the supervisor's
     thread while the call waits, and its exceptions are logged, never
-    raised into the run.
+    raised into the run.  ``audit_denials=True`` gives a failed run's
+    ``Result.denied_access``: the first access Landlock refused it, as
+    ``(what, path)``, e.g. ``("fs.read_file", "/etc/x")``, read from the
+    kernel's audit log where the caller may (root with audit enabled;
+    elsewhere None, never an error: docs/cli.md).
 
     Every config field can be reassigned after construction
     (``sb.fs_readable = [...]``): the new value is validated at once and
@@ -216,6 +220,7 @@ class Sandbox:
         tmp: bool = False,
         max_output: Optional[int] = None,
         trace: Optional[Callable[[Dict[str, Any]], None]] = None,
+        audit_denials: bool = False,
         num_cpus: Optional[int] = None,
         deterministic_dirs: bool = False,
         init_fn: Optional[Callable[[], object]] = None,

@@ -7,6 +7,7 @@ by every copy of this suite on the machine, with the `-a task,never` rule
 so that no process pays for syscall auditing afterwards.  Unprivileged,
 the run keeps today's behaviour (the paths its command line names)."""
 import fcntl
+import json
 import os
 import shutil
 import socket
@@ -114,11 +115,15 @@ def test_cat_of_a_refused_file_names_it_and_the_flag(data):
     with audit_on():
         r = run("--", "/bin/sh", "-c", script)
         ok = run("-r", str(data), "--", "/bin/sh", "-c", script)
+        js = run("--json", "--", "/bin/sh", "-c", script)
     assert r.returncode == 1 and "secret" not in r.stdout
     assert said(r) == ["sandlock: the first access the sandbox refused: read %s/secret "
                        "(Landlock: fs.read_file); it is not under any -r/-w; allow with -r %s"
                        % (data, data)], r.stderr
     assert ok.returncode == 0 and ok.stdout == "secret\n" and said(ok) == []
+    # --json carries it as Python's Result.denied_access does.
+    assert json.loads(js.stderr.splitlines()[-1])["denied_access"] == {
+        "access": "fs.read_file", "path": "%s/secret" % data}, js.stderr
 
 
 def test_a_shell_redirect_into_a_refused_directory_names_the_directory_and_w(data):
@@ -225,3 +230,22 @@ def test_unprivileged_runs_keep_the_named_path_line(request):
     assert r.returncode == 1, r.stderr
     assert first_refused(r) == [], r.stderr
     assert [l for l in said(r) if "named in its command line" in l], r.stderr
+
+
+def test_python_result_carries_the_denied_access(data):
+    """The same, through the library: Result.denied_access with
+    Sandbox(audit_denials=True); None when not asked for or on success."""
+    import sandlock
+    sys_ro = [SYS_RO[i + 1] for i in range(0, len(SYS_RO), 2)]
+    asked = sandlock.Sandbox(fs_readable=sys_ro, audit_denials=True, timeout=60)
+    plain = sandlock.Sandbox(fs_readable=sys_ro, timeout=60)
+    granted = sandlock.Sandbox(fs_readable=sys_ro + [str(data)], audit_denials=True, timeout=60)
+    script = "cat \"$(printf '%s/%s' " + str(data) + " secret)\""
+    with audit_on():
+        r = asked.run(["/bin/sh", "-c", script])
+        p = plain.run(["/bin/sh", "-c", script])
+        ok = granted.run(["/bin/sh", "-c", script])
+    assert not r.success and r.denied_access == ("fs.read_file", str(data / "secret")), r
+    assert not p.success and p.denied_access is None
+    assert ok.success and ok.stdout == b"secret\n" and ok.denied_access is None
+    assert asked.audit_denials is True and "audit_denials=True" in repr(asked)
