@@ -232,6 +232,43 @@ def test_unprivileged_runs_keep_the_named_path_line(request):
     assert [l for l in said(r) if "named in its command line" in l], r.stderr
 
 
+def landlock_records(during):
+    """The Landlock audit records (type, text) the host logged while
+    during() ran, read as sandlock reads them (AUDIT_NLGRP_READLOG)."""
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_AUDIT)
+    try:
+        s.bind((0, 1))  # group 1: AUDIT_NLGRP_READLOG
+        during()
+        time.sleep(0.3)  # kauditd delivers asynchronously
+        s.setblocking(False)
+        found = []
+        while True:
+            try:
+                data = s.recv(65536)
+            except BlockingIOError:
+                return found
+            length, typ = struct.unpack_from("=IH", data)
+            if typ in (1423, 1424):
+                found.append((typ, data[16:length].decode(errors="replace")))
+    finally:
+        s.close()
+
+
+def test_a_run_that_does_not_listen_adds_no_landlock_records(data):
+    """-q (nobody reads the log): the program's denials are not logged,
+    neither the command's own nor the opens sandlock performs on its
+    behalf (-r /proc: the opener thread).  The probe: a listening run's
+    denial is in the log."""
+    secret = str(data / "secret")
+    with audit_on():
+        heard = landlock_records(lambda: run("--", "cat", secret))
+        quiet = landlock_records(lambda: run("-q", "--", "cat", secret))
+        opener = landlock_records(lambda: run("-q", "-r", "/proc", "--", "cat", secret))
+    assert [t for t in heard if secret in t[1]], heard
+    assert not [t for t in quiet if secret in t[1]], quiet
+    assert not [t for t in opener if secret in t[1]], opener
+
+
 def test_python_result_carries_the_denied_access(data):
     """The same, through the library: Result.denied_access with
     Sandbox(audit_denials=True); None when not asked for or on success."""
