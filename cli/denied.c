@@ -9,7 +9,8 @@
  * Landlock's own words (blockers=fs.make_reg path="/out") become the
  * user's: the kind of access, the path, and the same "not under any -w;
  * allow with -w /out" --trace would print (trace.c judges it against the
- * run's rules).
+ * run's rules).  An open the supervisor performed for the program
+ * (refusedopen.c) is worded the same way.
  */
 #include "denied.h"
 #include "namedpaths.h"
@@ -53,19 +54,32 @@ static enum what what_of(const char *blockers)
 	return W_OTHER;
 }
 
-char *cli_denied_line(const struct cli_cfg *cfg, const char *blockers, const char *path)
+/* blockers: Landlock's words for it, or NULL (an open refused on the
+ * program's behalf: the supervisor saw the call, not Landlock's record). */
+static char *line_for(const struct cli_cfg *cfg, enum what w, const char *path,
+                      const char *blockers)
 {
 	static const char *const verbs[] = { "read", "write", "execute", "access" };
-	enum what w = what_of(blockers);
 	char *hint = NULL;
 	if (w != W_OTHER && path[0] == '/' && cli_host_paths(cfg))
 		hint = w == W_EXEC ? cli_trace_exec_hint(cfg, path)
 		                   : cli_trace_path_hint(cfg, path, w == W_WRITE);
 	char *line = NULL;
-	if (asprintf(&line, "the first access the sandbox refused: %s %s (Landlock: %s)%s%s%s",
-	             verbs[w], path, blockers, hint ? "; it is " : "", hint ? hint : "",
+	if (asprintf(&line, "the first access the sandbox refused: %s %s%s%s%s%s%s%s", verbs[w],
+	             path, blockers ? " (Landlock: " : "", blockers ? blockers : "",
+	             blockers ? ")" : "", hint ? "; it is " : "", hint ? hint : "",
 	             hint ? "" : "; --trace lists every refused access") < 0)
 		line = NULL;
 	free(hint);
 	return line;
+}
+
+char *cli_denied_line(const struct cli_cfg *cfg, const char *blockers, const char *path)
+{
+	return line_for(cfg, what_of(blockers), path, blockers);
+}
+
+char *cli_denied_open_line(const struct cli_cfg *cfg, bool write, const char *path)
+{
+	return line_for(cfg, write ? W_WRITE : W_READ, path, NULL);
 }

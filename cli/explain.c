@@ -12,6 +12,8 @@
  * File accesses Landlock refuses are not seen here (no trap; --trace
  * traps opens to find them): where the caller may read the audit log the
  * library reads the first back (src/run/auditlog.c; denied.c words it);
+ * an open sandlock performed for the program (the opener: /proc readable,
+ * a seed, a chroot) and Landlock refused is seen here (refusedopen.c);
  * elsewhere a run that failed with nothing else to say gets the first
  * path its command line names that the rules refuse (namedpaths.c).
  * `-q` turns it all off.
@@ -19,6 +21,7 @@
 #include "explain.h"
 #include "denied.h"
 #include "namedpaths.h"
+#include "refusedopen.h"
 #include "trace.h"
 /* What the library can reach here (libsandlock.a): pidfd_getfd. */
 #include "launch/mechs.h"
@@ -39,12 +42,12 @@
 #include <unistd.h>
 
 enum kind { K_PROCS, K_CONNECT, K_BIND, K_LISTEN, K_SEND, K_META, K_ARGS, K_DISK, K_IPC,
-	    K_FILTER, K_OTHER, K_N };
+	    K_FILTER, K_OPEN, K_OTHER, K_N };
 
 static const char *const k_names[K_N] = { "process creations", "connects", "binds", "listens",
 	                                  "sends", "metadata changes", "argument rules",
 	                                  "writes past --max-disk", "SysV IPC calls",
-	                                  "blocklisted calls", "other calls" };
+	                                  "blocklisted calls", "file opens", "other calls" };
 
 struct cli_explain {
 	struct cli_explain_cfg cfg;
@@ -52,6 +55,8 @@ struct cli_explain {
 	pthread_mutex_t mu;
 	char first[K_N][200]; /* the first refusal of each kind, described */
 	int first_errno[K_N]; /* and its errno (EPERM: not checkable here; EACCES: the rules) */
+	char open_path[4096]; /* K_OPEN's first: the file (refusedopen.c) */
+	bool open_write;
 	sandlock_decision_fn next;
 	void *next_ud;
 };
@@ -119,24 +124,12 @@ static enum kind kind_of(const sandlock_decision_t *d, const char *call)
 		if (call && strncmp(call, "send", 4) == 0)
 			return K_SEND;
 	}
+	/* An open the supervisor performed for the program (the opener,
+	 * confined by the same rules) that Landlock refused. */
+	if (call && d->action->u.errno_value == EACCES &&
+	    (strncmp(call, "open", 4) == 0 || strcmp(call, "creat") == 0))
+		return K_OPEN;
 	return K_OTHER;
-}
-
-/* Copy len bytes at addr of pid: process_vm_readv, else /proc/PID/mem
- * (a container's default seccomp profile refuses the former). */
-static bool read_caller(pid_t pid, uint64_t addr, void *out, size_t len)
-{
-	struct iovec local = { out, len }, remote = { (void *)(uintptr_t)addr, len };
-	if (process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len)
-		return true;
-	char path[40];
-	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	bool ok = pread(fd, out, len, (off_t)addr) == (ssize_t)len;
-	close(fd);
-	return ok;
 }
 
 /* "1.2.3.4:443", "[::1]:80", "unix /path": the address the call names,
@@ -148,7 +141,7 @@ static void describe_addr(const sandlock_notif_t *n, uint64_t ptr, uint64_t len,
 	memset(&ss, 0, sizeof ss);
 	size_t want = len < sizeof ss ? (size_t)len : sizeof ss;
 	out[0] = '\0';
-	if (!ptr || !want || !read_caller((pid_t)n->pid, ptr, &ss, want))
+	if (!ptr || !want || !cli_read_caller((pid_t)n->pid, ptr, &ss, want))
 		return;
 	char ip[INET6_ADDRSTRLEN];
 	if (ss.ss_family == AF_INET) {
@@ -169,7 +162,9 @@ static void describe_addr(const sandlock_notif_t *n, uint64_t ptr, uint64_t len,
 static void remember(struct cli_explain *e, enum kind k, const sandlock_decision_t *d,
                      const char *call)
 {
-	char addr[136] = "";
+	char addr[136] = "", path[sizeof e->open_path];
+	bool write = false, opened = k == K_OPEN && call &&
+	                              cli_refused_open(d->notif, call, path, sizeof path, &write);
 	if (k == K_CONNECT || k == K_BIND)
 		describe_addr(d->notif, d->notif->args[1], d->notif->args[2], addr, sizeof addr);
 	else if (k == K_SEND && call && strcmp(call, "sendto") == 0)
@@ -179,6 +174,10 @@ static void remember(struct cli_explain *e, enum kind k, const sandlock_decision
 		snprintf(e->first[k], sizeof e->first[k], "%s%s%s", call ? call : "?",
 		         addr[0] ? " " : "", addr);
 		e->first_errno[k] = d->action->u.errno_value;
+		if (opened) {
+			memcpy(e->open_path, path, sizeof path);
+			e->open_write = write;
+		}
 	}
 	pthread_mutex_unlock(&e->mu);
 }
@@ -407,14 +406,21 @@ static void explain_workdir(const struct cli_explain *e, const sandlock_result_t
 	say(line);
 }
 
-/* The first access Landlock refused, read from the audit log (denied.c);
- * true when there was one. */
+/* The first access Landlock refused, read from the audit log, else the
+ * first open refused on the program's behalf (denied.c); true when there
+ * was one. */
 static bool explain_denied(const struct cli_explain *e, const sandlock_result_t *r)
 {
 	const char *path = NULL, *blockers = sandlock_result_denied_access(r, &path);
-	if (e->cfg.traced || !e->cfg.run || !blockers || !path)
+	if (e->cfg.traced || !e->cfg.run)
 		return false;
-	char *line = cli_denied_line(e->cfg.run, blockers, path);
+	char *line = NULL;
+	if (blockers && path)
+		line = cli_denied_line(e->cfg.run, blockers, path);
+	else if (e->count[K_OPEN] && e->open_path[0])
+		line = cli_denied_open_line(e->cfg.run, e->open_write, e->open_path);
+	else
+		return false;
 	if (line)
 		say(line);
 	free(line);

@@ -242,3 +242,28 @@ def test_a_relative_name_is_judged_from_the_commands_directory(tmp_path):
     assert said(r) == ["sandlock: the command failed; %s/script.py, named in its command "
                        "line, is not under any -r/-w; allow with -r %s (--trace lists every "
                        "refused access)" % (tmp_path, tmp_path)], r.stderr
+
+
+def test_an_open_refused_on_the_programs_behalf_is_named(tmp_path):
+    """With /proc readable sandlock performs the program's opens itself
+    (the opener, under the same Landlock rules): a refused one is named,
+    with the -r/-w that allows it, also when the command line does not
+    name it (relative to the program's directory, or made by a shell)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "secret").write_text("secret\n")
+    assert subprocess.run(["cat", str(data / "secret")], capture_output=True).returncode == 0
+    # chdir is not a Landlock right: the shell gets into data, cat is refused.
+    r = run("-r", "/proc", "--", "/bin/sh", "-c", "cd %s && cat secret" % data)
+    assert r.returncode == 1 and "secret\n" not in r.stdout
+    assert said(r) == ["sandlock: the first access the sandbox refused: read %s/secret; it is "
+                       "not under any -r/-w; allow with -r %s" % (data, data)], r.stderr
+    w = run("-r", "/proc", "-r", str(data), "--", "/bin/sh", "-c",
+            "d=%s; echo x > $d/new" % data)
+    assert w.returncode != 0 and not (data / "new").exists()
+    assert said(w) == ["sandlock: the first access the sandbox refused: write %s/new; it is "
+                       "not under any -w; allow with -w %s" % (data, data)], w.stderr
+    ok = run("-r", "/proc", "-w", str(data), "--", "/bin/sh", "-c",
+             "cd %s && cat secret && echo x > new" % data)
+    assert ok.returncode == 0 and ok.stdout == "secret\n" and said(ok) == []
+    assert said(run("-q", "-r", "/proc", "--", "cat", str(data / "secret"))) == []
