@@ -297,13 +297,14 @@ def syscall_groups(name: str, value: Any) -> Tuple[str, ...]:
     return tuple(items)
 
 
-def parse_time_start(value: Union[int, float, str, datetime.datetime]) -> int:
+def parse_time_start(value: Union[int, float, fractions.Fraction, str,
+                                   datetime.datetime]) -> int:
     """A time_start value as Unix nanoseconds: a number of seconds since the
-    epoch (int or float), a datetime (naive = UTC), or an RFC 3339 / ISO 8601
+    epoch (int, float or Fraction: a profile's nanoseconds, exact), a datetime (naive = UTC), or an RFC 3339 / ISO 8601
     string such as "2000-01-01T00:00:00Z" or "2026-03-01 12:00:00+01:00"."""
     if isinstance(value, bool):
         raise PolicyTypeError("time_start must be a number, datetime or str, not bool")
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float, fractions.Fraction)):
         if value != value or value in (float("inf"), float("-inf")):
             raise PolicyValueError("time_start must be finite, got %r" % (value,))
         ns = int(fractions.Fraction(value) * 1000000000)

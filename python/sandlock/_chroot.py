@@ -1,5 +1,5 @@
-"""The virtual chroot from Python: the ``chroot`` and ``fs_mount`` fields
-of Sandbox (their checks; _fields.py's table makes the builder calls).  The view itself is the C
+"""The virtual chroot from Python: the ``chroot``, ``fs_mount`` and
+``fs_mount_ro`` fields of Sandbox (their checks; _fields.py's table makes the builder calls).  The view itself is the C
 library's (src/builtins/chroot.c, src/builtins/chroot.c)."""
 
 import os
@@ -12,9 +12,10 @@ _lib = _native.lib
 
 
 def mounts(name: str, value: Any) -> Dict[str, str]:
-    """{virtual path: host directory}; a read-only mount cannot be said
-    here (the reference's mapping has no room for it): use the CLI's
-    ``--fs-mount V:H:ro`` or the C ABI's sandlock_sandbox_builder_fs_mount_ro."""
+    """{virtual path: host directory} (fs_mount read-write, fs_mount_ro
+    read-only: the reference's mapping has no room for a mode, so the
+    read-only ones are a mapping of their own, as the CLI's
+    ``--fs-mount V:H:ro``)."""
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -27,8 +28,17 @@ def mounts(name: str, value: Any) -> Dict[str, str]:
         host = os.fspath(host)
         if host.endswith(":ro") or host.endswith(":rw"):
             raise PolicyValueError("%s %r: a ':ro'/':rw' suffix is not supported in the "
-                                   "mapping (use the CLI's --fs-mount)" % (name, virt))
+                                   "mapping (a read-only mount goes in fs_mount_ro)"
+                                   % (name, virt))
         if not virt.startswith("/"):
             raise PolicyValueError("%s %r: the virtual path must be absolute" % (name, virt))
         out[virt] = host
     return out
+
+
+def check_disjoint(rw: Dict[str, str], ro: Dict[str, str]) -> None:
+    """One guest path is one mount: read-write or read-only, not both."""
+    both = sorted(set(rw) & set(ro))
+    if both:
+        raise PolicyValueError("%r is in both fs_mount and fs_mount_ro: mount it once "
+                               "(read-only or read-write)" % (both[0],))

@@ -335,6 +335,7 @@ _decl("sandlock_sandbox_builder_max_disk", _p, _p, _u64)
 _decl("sandlock_sandbox_builder_chroot", _p, _p, _cs)
 _decl("sandlock_sandbox_builder_image", _p, _p, _cs)
 _decl("sandlock_sandbox_builder_fs_mount", _p, _p, _cs, _cs)
+_decl("sandlock_sandbox_builder_fs_mount_ro", _p, _p, _cs, _cs)
 # HTTP (_http.py)
 for _n in ("http_allow", "http_deny", "http_ca", "http_key", "http_inject_ca", "http_ca_out",
            "credential", "http_auth", "http_log"):
@@ -446,6 +447,8 @@ _decl("sandlock_syscall_nr", ctypes.c_int64, _cs)
 _decl("sandlock_syscall_name", _p, ctypes.c_int64)
 _decl("sandlock_landlock_abi_version", _int)
 _decl("sandlock_version", _cs)
+# profiles (profile.py): the JSON text is heap memory, hence _p (take_string)
+_decl("sandlock_profile_load", _p, _cs, _errp, _msgp)
 
 
 def take_string(ptr: Ptr) -> Optional[bytes]:

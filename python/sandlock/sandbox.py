@@ -10,6 +10,7 @@ import collections
 import ctypes
 import dataclasses
 import datetime
+import fractions
 import inspect
 import os
 import threading
@@ -151,8 +152,8 @@ class Sandbox:
     (by default, where sandlock may make one, a loopback-only view).
     ``chroot`` (a directory) is
     the guest's ``/`` (docs: "Virtual chroot"), with ``fs_mount``
-    ({virtual path: host dir}, read-write; read-only mounts only from the
-    CLI's ``--fs-mount V:H:ro`` or C) showing host directories inside it;
+    ({virtual path: host dir}, read-write) and ``fs_mount_ro`` (the same,
+    read-only: writes fail with EROFS) showing host directories inside it;
     ``fs_readable`` / ``fs_writable`` / ``fs_denied`` are then guest paths
     (resolved in that view, so they never grant a host path outside the
     rootfs and mounts; one the view does not have is skipped; a writable
@@ -200,7 +201,8 @@ class Sandbox:
         timeout: Optional[float] = None,
         name: Optional[str] = None,
         random_seed: Optional[int] = None,
-        time_start: Optional[Union[int, float, str, datetime.datetime]] = None,
+        time_start: Optional[Union[int, float, fractions.Fraction, str,
+                                   datetime.datetime]] = None,
         extra_allow_syscalls: Iterable[str] = (),
         max_open_files: Optional[int] = None,
         max_cpu: Optional[int] = None,
@@ -234,6 +236,7 @@ class Sandbox:
         chroot: Optional[Union[str, "os.PathLike[str]"]] = None,
         image: Optional[str] = None,
         fs_mount: Optional[Dict[str, str]] = None,
+        fs_mount_ro: Optional[Dict[str, str]] = None,
         gpu_devices: Optional[Sequence[int]] = None,
         http_allow: Iterable[str] = (),
         http_deny: Iterable[str] = (),

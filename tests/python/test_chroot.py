@@ -171,6 +171,37 @@ def test_cli_chroot_fs_mount_ro_and_profile(rootfs, tmpdir_path):
     assert r.returncode != 0 and "expected VIRTUAL:HOST[:ro]" in r.stderr
 
 
+def test_python_fs_mount_ro_and_profile(rootfs):
+    """fs_mount_ro and a profile's ":ro" mount: readable, writes refused
+    with EROFS (nothing reaches the host directory), while an fs_mount
+    beside it stays writable, which shows the write probe works."""
+    d, root = rootfs
+    ro = d / "ro"
+    ro.mkdir()
+    (ro / "f").write_text("rodata\n")
+    for sub in ("data", "rw"):
+        (root / sub).mkdir()
+    script = ("cat /data/f; echo x > /data/g || echo rofail; echo y > /rw/g && echo rwok; "
+              "cat /etc/abs")
+    prof = d / "p.toml"
+    prof.write_text('[filesystem]\nchroot = "%s"\nmount = ["/data:%s:ro", "/rw:%s"]\n'
+                    % (root, ro, d / "w"))
+    for sb in (sandlock.Sandbox(chroot=str(root), fs_mount_ro={"/data": str(ro)},
+                                fs_mount={"/rw": str(d / "w")}, timeout=60),
+               sandlock.load_profile(path=str(prof), timeout=60)):
+        assert sb.fs_mount_ro == {"/data": str(ro)} and sb.fs_mount == {"/rw": str(d / "w")}
+        r = sb.run(["sh", "-c", script])
+        assert r.stdout == b"rodata\nrofail\nrwok\n", r.stderr
+        assert b"Read-only file system" in r.stderr
+        assert not (ro / "g").exists() and (d / "w" / "g").read_text() == "y\n"
+        (d / "w" / "g").unlink()
+    with pytest.raises(sandlock.PolicyError, match="both fs_mount and fs_mount_ro"):
+        sandlock.Sandbox(chroot=str(root), fs_mount_ro={"/data": str(ro)},
+                         fs_mount={"/data": str(d / "w")})
+    with pytest.raises(sandlock.PolicyError, match="fs_mount_ro"):
+        sandlock.Sandbox(chroot=str(root), fs_mount_ro={"/data": str(ro) + ":ro"})
+
+
 def tree(root):
     """path -> (type, link target or bytes) of everything under root."""
     out = {}

@@ -1,7 +1,11 @@
 """Python profiles (sandlock.profile): the CLI's files and schema, applied
 to a Sandbox that runs real commands."""
 import os
+import re
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -71,11 +75,11 @@ ERRORS = [
     ('[network]\nallow = [1.5]\n', "expected a rule (string) or a port (integer)"),
     ("[network]\nallow = [70000]\n", "not in 1-65535"),
     ("[limits]\ngpu_devices = [300]\n", "gpu_devices"),
-    ('[limits]\nprocesses = "many"\n', "[limits] processes: expected integer, got string"),
+    ('[limits]\nprocesses = "many"\n', "[limits] processes: expected an integer, got string"),
     ('[limits]\nmemory = "12X"\n', "'12X'"),
     ('[program]\nargs = ["x"]\n', "[program] args without exec"),
-    ("[program]\nenv = { A = 1 }\n", "expected string, got integer"),
-    ("[limits]\nprocesses = = 1\n", "Invalid value"),  # tomllib's own message
+    ("[program]\nenv = { A = 1 }\n", "expected a string, got integer"),
+    ("[limits]\nprocesses = = 1\n", "expected a value"),  # the TOML parser's own message
 ]
 
 
@@ -85,7 +89,8 @@ def test_profile_errors(tmp_path, text, needle):
     p.write_text(text)
     with pytest.raises(ProfileError) as ei:
         sandlock.load_profile(path=str(p))
-    assert ei.value.message.startswith(f"{p}: ")
+    # The library's words, at the key's line and column in the file.
+    assert re.match(re.escape(str(p)) + r":\d+:\d+: ", ei.value.message), ei.value.message
     assert needle in str(ei.value)
 
 
@@ -135,3 +140,38 @@ def test_knobs_section(tmp_path):
     lines = r.stdout.decode().splitlines()
     assert lines[0] == "64 0", r.stderr
     assert "Operation not permitted" in r.stdout.decode() + r.stderr.decode()
+
+
+def test_every_profile_key_feeds_a_field():
+    """Each key of the library's schema (src/profile/schema.c) that this
+    sandlock applies is named by a row of the field table (or is the
+    [program] command), and no row names a key the schema lacks."""
+    from sandlock import _fields
+
+    src = (Path(__file__).resolve().parents[2] / "src/profile/schema.c").read_text()
+    table = src[src.index("schema[] = {"):]
+    rows = re.findall(r'\{ "(\w+)", "(\w+)", (\w+) \}', table[:table.index("{ NULL")])
+    keys = {"%s %s" % (s, k) for s, k, conv in rows if conv != "v_unsupported"}
+    assert len(keys) > 40
+    fed = {f.profile for f in _fields.FIELDS if f.profile}
+    assert keys - {"program exec", "program args"} == fed
+
+
+def test_import_and_load_need_no_toml_module(tmp_path):
+    """sandlock imports and loads a profile with tomllib and tomli both
+    unimportable (CPython 3.8-3.10 have no tomllib): the library reads it."""
+    p = tmp_path / "p.toml"
+    p.write_text('[limits]\nmemory = "64M"\n[program]\nexec = "/bin/true"\n')
+    code = ("import sys\n"
+            "class Block:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] in ('tomllib', 'tomli'):\n"
+            "            raise ImportError('blocked ' + name)\n"
+            "sys.meta_path.insert(0, Block())\n"
+            "import sandlock.profile as sp\n"
+            "prof = sp.read_profile(path=%r)\n"
+            "print(prof.sandbox_kwargs, prof.command)\n"
+            "print(sorted(m for m in sys.modules if m.startswith('toml')))\n" % str(p))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=60)
+    assert r.stdout == "{'max_memory': 67108864} ('/bin/true',)\n[]\n", r.stderr
