@@ -31,8 +31,9 @@
  * delay.  Without that right, a short wait instead.
  *
  * The kernel logs Landlock denials only while audit is enabled (auditd
- * running, or `auditctl -e 1`); otherwise nothing arrives and nothing is
- * said.  docs/cli.md has the user's side.
+ * running, or `auditctl -e 1`): when it says it is off (AUDIT_GET, for a
+ * caller that may ask) the run does not listen, so a failed run waits for
+ * nothing.  docs/cli.md has the user's side.
  */
 #include <errno.h>
 #include <linux/audit.h>
@@ -42,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,6 +72,36 @@ struct reader {
 	char *blockers, *object; /* the answer */
 };
 
+/* Is audit off (AUDIT_GET says enabled 0)?  Then nothing will come, and
+ * a failed run must not wait for its marker.  Unknown (no
+ * CAP_AUDIT_CONTROL to ask): false, the run listens. */
+static bool audit_off(void)
+{
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
+	if (fd < 0)
+		return false;
+	struct nlmsghdr q = { .nlmsg_len = NLMSG_LENGTH(0), .nlmsg_type = AUDIT_GET,
+		              .nlmsg_flags = NLM_F_REQUEST, .nlmsg_seq = 1 };
+	struct sockaddr_nl k = { .nl_family = AF_NETLINK };
+	struct timeval tv = { 0, 200000 }; /* the kernel answers at once */
+	union {
+		struct nlmsghdr h;
+		char b[NLMSG_SPACE(sizeof(struct audit_status))];
+	} a;
+	bool off = false;
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	if (sendto(fd, &q, q.nlmsg_len, 0, (struct sockaddr *)&k, sizeof k) >= 0) {
+		ssize_t n = recv(fd, &a, sizeof a, 0);
+		/* An NLMSG_ERROR (EPERM) is "unknown". */
+		if (n >= (ssize_t)NLMSG_LENGTH(2 * sizeof(uint32_t)) && a.h.nlmsg_type == AUDIT_GET) {
+			const struct audit_status *st = NLMSG_DATA(&a.h);
+			off = st->enabled == 0;
+		}
+	}
+	close(fd);
+	return off;
+}
+
 int sl_auditlog_open(void)
 {
 	if (sl_landlock_abi() < 7)
@@ -79,7 +111,8 @@ int sl_auditlog_open(void)
 		return -1;
 	struct sockaddr_nl a = { .nl_family = AF_NETLINK,
 		                 .nl_groups = 1u << (AUDIT_NLGRP_READLOG - 1) };
-	if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0) { /* EPERM: no CAP_AUDIT_READ */
+	/* EPERM: no CAP_AUDIT_READ. */
+	if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || audit_off()) {
 		close(fd);
 		return -1;
 	}

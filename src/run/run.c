@@ -48,7 +48,7 @@
 #define SL_HANDLER_GRACE_MS 200
 /* How long a failed run waits for its audit records to arrive (auditlog.c:
  * usually it stops at its own marker record, long before). */
-#define SL_AUDIT_WAIT_MS 500
+#define SL_AUDIT_WAIT_MS 200
 
 static int validate(const sandlock_sandbox_t *sb, const char *const *argv, uint32_t argc,
                     int *err, char **msg)
