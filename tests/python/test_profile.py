@@ -175,3 +175,24 @@ def test_import_and_load_need_no_toml_module(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=60)
     assert r.stdout == "{'max_memory': 67108864} ('/bin/true',)\n[]\n", r.stderr
+
+
+def test_normalized_values_reach_the_keywords(tmp_path):
+    """What the library normalizes (sizes, time, paths beside the profile,
+    mounts by mode) arrives as each keyword's value."""
+    p = tmp_path / "n.toml"
+    p.write_text('[determinism]\ntime_start = 946684800.25\n'
+                 '[filesystem]\nread = ["rel", "/usr"]\nchroot = "/"\n'
+                 'mount = ["/a:ah:ro", "/b:/bh", "/c:/ch:rw"]\n'
+                 '[limits]\nmemory = "1.5G"\ndisk = 4096\n'
+                 '[network]\nallow = [443, "example.com:80"]\n'
+                 '[program]\nexec = "make"\nargs = ["-j2"]\nenv = { A = "1" }\n')
+    prof = read_profile(path=str(p))
+    kw = prof.sandbox_kwargs
+    assert prof.command == ("make", "-j2")
+    assert kw.pop("time_start") * 4 == 946684800 * 4 + 1  # exact: no float rounding
+    assert kw == {"fs_readable": [str(tmp_path / "rel"), "/usr"], "chroot": "/",
+                  "fs_mount": {"/b": "/bh", "/c": "/ch"},
+                  "fs_mount_ro": {"/a": str(tmp_path / "ah")},
+                  "max_memory": 3 << 29, "max_disk": 4096,
+                  "net_allow": [443, "example.com:80"], "env": {"A": "1"}}
