@@ -412,7 +412,8 @@ static void explain_workdir(const struct cli_explain *e, const sandlock_result_t
 static bool explain_denied(const struct cli_explain *e, const sandlock_result_t *r)
 {
 	const char *path = NULL, *blockers = sandlock_result_denied_access(r, &path);
-	if (e->cfg.traced || !e->cfg.run)
+	/* A command that never ran: explain_exec said why already. */
+	if (e->cfg.traced || !e->cfg.run || sandlock_result_error(r))
 		return false;
 	char *line = NULL;
 	if (blockers && path)

@@ -260,8 +260,10 @@ static int run_config_ex(struct cli_cfg *cfg, struct cli_report *rep, struct cli
 	if (rep->status_fd >= 0)
 		sandlock_sandbox_builder_on_start(b, cli_report_started, rep);
 	/* The first access Landlock refused, where we may read the audit log
-	 * (--trace names every one itself). */
-	if (ex && !trace)
+	 * (--trace names every one itself; SANDLOCK_AUDIT=off: never, so that
+	 * what a run says does not depend on the host's audit state). */
+	const char *audit = getenv("SANDLOCK_AUDIT");
+	if (ex && !trace && !(audit && (strcmp(audit, "off") == 0 || strcmp(audit, "0") == 0)))
 		sandlock_sandbox_builder_audit_denials(b, true);
 	if (ex) { /* it passes each decision on to --trace's printer */
 		cli_explain_chain(ex, trace ? cli_trace_decision : NULL, trace);

@@ -87,9 +87,13 @@ def audit_on():
             set_audit(before)
 
 
-def run(*args, grants=SYS_RO):
+# conftest.py turns the CLI's audit reading off for the rest of the suite.
+LISTENING = {k: v for k, v in os.environ.items() if k != "SANDLOCK_AUDIT"}
+
+
+def run(*args, grants=SYS_RO, env=None):
     return subprocess.run([SANDLOCK, "run", *grants, *args], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, env=env or LISTENING)
 
 
 def said(r):
@@ -155,12 +159,49 @@ def test_a_compiler_reading_a_refused_header(tmp_path):
                        % (inc, inc)], r.stderr
 
 
+def test_a_program_a_script_runs_but_may_not_execute(tmp_path):
+    """An exec inside the program (not the command: that one is exit
+    126's line) refused: execute PATH and the -r that allows it."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    tool = tools / "tool.sh"
+    tool.write_text("#!/bin/sh\necho tool-ran\n")
+    tool.chmod(0o755)
+    assert subprocess.run([str(tool)], capture_output=True, text=True).stdout == "tool-ran\n"
+    with audit_on():
+        r = run("--", "/bin/sh", "-c", str(tool))
+        ok = run("-r", str(tools), "--", "/bin/sh", "-c", str(tool))
+    assert r.returncode != 0 and "tool-ran" not in r.stdout
+    line = first_refused(r)
+    assert len(line) == 1 and line[0].startswith(
+        "sandlock: the first access the sandbox refused: execute %s (Landlock: fs.execute" % tool)
+    assert line[0].endswith("it is not under any -r/-w; allow with -r %s" % tools), line
+    assert ok.returncode == 0 and ok.stdout == "tool-ran\n" and said(ok) == []
+
+
 def test_quiet_silences_it_and_trace_says_it_its_own_way(data):
     with audit_on():
         q = run("-q", "--", "cat", str(data / "secret"))
         t = run("--trace", "--", "cat", str(data / "secret"))
+        off = run("--", "cat", str(data / "secret"), env=dict(LISTENING, SANDLOCK_AUDIT="off"))
     assert q.returncode == 1 and said(q) == [], q.stderr
     assert t.returncode == 1 and first_refused(t) == [], t.stderr
+    # SANDLOCK_AUDIT=off: the command line's path, as without the audit log.
+    assert off.returncode == 1 and first_refused(off) == [], off.stderr
+    assert [l for l in said(off) if "named in its command line" in l], off.stderr
+
+
+def test_a_command_that_may_not_be_executed_is_told_once(tmp_path):
+    """Exit 126 has its own line (the -r that allows it); the audit log's
+    record of the same refusal adds nothing."""
+    tool = tmp_path / "tool.sh"
+    tool.write_text("#!/bin/sh\necho ran\n")
+    tool.chmod(0o755)
+    with audit_on():
+        r = run("--", str(tool))
+    assert r.returncode == 126 and first_refused(r) == [], r.stderr
+    assert ("sandlock: cannot execute %s: not under any -r/-w; allow with -r %s"
+            % (tool, tmp_path)) in said(r), r.stderr
 
 
 def test_a_run_that_succeeds_or_fails_without_a_denial_says_nothing(data):
@@ -226,7 +267,7 @@ def test_unprivileged_runs_keep_the_named_path_line(request):
     with audit_on():
         r = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
                             SANDLOCK, "run", *SYS_RO, "--", "cat", str(d / "x")],
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120, env=LISTENING)
     assert r.returncode == 1, r.stderr
     assert first_refused(r) == [], r.stderr
     assert [l for l in said(r) if "named in its command line" in l], r.stderr
