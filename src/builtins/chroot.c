@@ -130,7 +130,9 @@ static long access_fd(const struct chroot_state *s, int fd, int mode, bool ro)
 }
 
 /* readlink: a link of the guest's /proc (a mount of the host's) names a
- * host path: shown as its guest path when it lies in the view. */
+ * host path: shown as its guest path when it lies in the view; its "self"
+ * and "thread-self", read by us, would name the supervisor: the caller's
+ * (sl_view_proc_self). */
 static long readlink_fd(const struct chroot_state *s, const struct sl_call *call, int fd,
                         uint64_t buf, size_t cap)
 {
@@ -146,11 +148,15 @@ static long readlink_fd(const struct chroot_state *s, const struct sl_call *call
 	t[len] = '\0';
 	struct statfs sf;
 	char g[PATH_MAX];
-	if (t[0] == '/' && fstatfs(fd, &sf) == 0 && sf.f_type == 0x9fa0 /* PROC_SUPER_MAGIC */ &&
-	    sl_view_guest(s->view, t, g, sizeof g)) {
+	bool proc = fstatfs(fd, &sf) == 0 && sf.f_type == 0x9fa0; /* PROC_SUPER_MAGIC */
+	if (proc && t[0] == '/' && sl_view_guest(s->view, t, g, sizeof g))
 		snprintf(t, sizeof t, "%s", g);
-		len = (ssize_t)strlen(t);
+	else if (proc && t[0] != '/' && sl_fd_path(fd, g, sizeof g)) {
+		int e = sl_view_proc_self(strrchr(g, '/') + 1, t, sizeof t);
+		if (e)
+			return e;
 	}
+	len = (ssize_t)strlen(t);
 	if ((size_t)len > cap)
 		len = (ssize_t)cap;
 	return sandlock_mem_poke(call->mem, buf, t, (size_t)len) == 0 ? len : -EFAULT;
@@ -252,15 +258,16 @@ static bool do_chdir(struct chroot_state *s, const struct sl_call *call,
                      sandlock_action_t *act)
 {
 	uint64_t addr = call->n->args[0];
-	char *orig = addr ? sandlock_mem_read_string(call->mem, addr, PATH_MAX) : NULL;
+	int e = 0;
+	char *orig = sl_chroot_read(call, addr, true, &e);
 	if (!orig)
-		return answer(act, -EFAULT);
+		return answer(act, -e);
 	bool ro;
-	int want = sl_chroot_open_call_path(s->view, call, AT_FDCWD, addr, O_DIRECTORY, &ro);
+	int want = sl_chroot_open_path(s->view, call, AT_FDCWD, orig, O_DIRECTORY, &ro);
 	if (want == -ENOTEMPTY)
 		want = -ENOENT;
 	if (want < 0) {
-		sandlock_string_free(orig);
+		free(orig);
 		return answer(act, want);
 	}
 	int cwd = sl_child_dirfd(call->listener, call->n, AT_FDCWD);
@@ -277,7 +284,7 @@ static bool do_chdir(struct chroot_state *s, const struct sl_call *call,
 	if (cwd >= 0)
 		close(cwd);
 	close(want);
-	sandlock_string_free(orig);
+	free(orig);
 	if (r)
 		return answer(act, r);
 	sandlock_action_set_continue(act);
@@ -301,12 +308,12 @@ static bool do_exec(struct chroot_state *s, const struct sl_call *call,
 	struct sl_exec_args x;
 	sl_sys_exec_args(call->n->syscall_nr, call->n->args, &x);
 	int dirfd = x.dirfd;
-	uint64_t addr = x.path;
-	char *orig = addr ? sandlock_mem_read_string(call->mem, addr, PATH_MAX) : NULL;
+	int e = 0;
+	char *orig = sl_chroot_read(call, x.path, true, &e);
 	if (!orig)
-		return answer(act, -EFAULT);
+		return answer(act, -e);
 	if (!orig[0]) {
-		sandlock_string_free(orig);
+		free(orig);
 		if (x.flags & AT_EMPTY_PATH) {
 			sandlock_action_set_continue(act);
 			return true;
@@ -314,7 +321,7 @@ static bool do_exec(struct chroot_state *s, const struct sl_call *call,
 		return answer(act, -ENOENT);
 	}
 	bool ro;
-	int fd = sl_chroot_open_call_path(s->view, call, dirfd, addr, 0, &ro);
+	int fd = sl_chroot_open_path(s->view, call, dirfd, orig, 0, &ro);
 	long r = 0;
 	char host[PATH_MAX], from[PATH_MAX], rel[PATH_MAX];
 	const char *use = host;
@@ -338,7 +345,7 @@ static bool do_exec(struct chroot_state *s, const struct sl_call *call,
 		r = sl_exec_set_path(call, use, true, &s->undo);
 	if (fd >= 0)
 		close(fd);
-	sandlock_string_free(orig);
+	free(orig);
 	if (r)
 		return answer(act, r);
 	sandlock_action_set_continue(act);
@@ -362,9 +369,9 @@ static bool chroot_decide_for(struct chroot_state *st, const struct sl_call *cal
  * /proc policy). */
 static bool chroot_decide(void *state, const struct sl_call *call, sandlock_action_t *act)
 {
-	sl_view_for((pid_t)call->n->pid, call->init);
+	sl_view_for(call->n, call->init);
 	bool r = chroot_decide_for(state, call, act);
-	sl_view_for(0, 0);
+	sl_view_for(NULL, 0);
 	return r;
 }
 

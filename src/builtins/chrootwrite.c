@@ -39,7 +39,8 @@ static int open_parent(const struct sl_view *v, const struct sl_call *call, int 
 	char g[PATH_MAX];
 	bool empty;
 	p->fd = -1;
-	int e = sl_chroot_guest_path(v, call, dirfd, addr, g, sizeof g, &empty);
+	/* The last name is never followed: it is the one made or removed. */
+	int e = sl_chroot_guest_path(v, call, dirfd, addr, false, g, sizeof g, &empty);
 	if (e)
 		return e;
 	if (empty)

@@ -587,7 +587,7 @@ static int guard(const struct meta_state *s, int listener, const sandlock_notif_
 	char *path = NULL;
 	struct xattr_args x = { NULL, NULL };
 	if (!e && !c->fd_only)
-		path = sl_child_read_path(m, c->path, n, &e);
+		path = sl_child_read_path(m, c->path, n, true, &e);
 	if (!e && (c->op == OP_SETXATTR || c->op == OP_REMOVEXATTR))
 		e = read_xattr(m, c, &x);
 	if (!e && c->fd_only && c->dirfd >= 0 && fd_is_opath(piddir, c->dirfd))

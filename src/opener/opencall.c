@@ -160,7 +160,7 @@ static bool rewrite_mtab(char *p)
  * first).  NULL with *e on failure. */
 static char *read_path(sandlock_mem_t *m, uint64_t addr, const sandlock_notif_t *n, int *e)
 {
-	char *q = sl_child_read_path(m, addr, n, e);
+	char *q = sl_child_read_path(m, addr, n, true, e);
 	if (q && rewrite_mtab(q)) {
 		int r = sl_child_self_path(q, SL_CHILD_PATH_CAP, n);
 		if (r < 0) {

@@ -14,7 +14,8 @@
  *
  * /proc in the view (a mount of the host's) is walked for the caller the
  * chroot builtin names (sl_view_for): "self" and "thread-self" lead to
- * its /proc/TID, not to ours; a process's magic links (exe, cwd, root,
+ * its /proc/TGID and /proc/TGID/task/TID (as the kernel's for a worker
+ * thread too), not to ours; a process's magic links (exe, cwd, root,
  * fd/N: absolute or "type:[...]" targets) are never followed by the walk
  * (EACCES: their text is a host path or no path at all); and a /proc
  * file reached is subject to the /proc policy (procpolicy.h: only the
@@ -187,15 +188,19 @@ static int view_open_link(const struct sl_view *v, const char *p)
 	return fd < 0 ? -errno : fd;
 }
 
-/* The caller a walk on this thread is for (sl_view_for). */
+/* The caller a walk on this thread is for (sl_view_for); tgid looked up
+ * when a self link first needs it (0: not yet). */
 static __thread struct {
-	pid_t tid, init;
+	const sandlock_notif_t *n;
+	pid_t init;
+	long tgid;
 } tl_for;
 
-void sl_view_for(pid_t tid, pid_t init)
+void sl_view_for(const sandlock_notif_t *n, pid_t init)
 {
-	tl_for.tid = tid;
+	tl_for.n = n;
 	tl_for.init = init;
+	tl_for.tgid = 0;
 }
 
 static bool on_procfs(int fd)
@@ -230,19 +235,28 @@ static int view_readlink(const struct sl_view *v, const char *p, char *t, size_t
 	return e;
 }
 
+int sl_view_proc_self(const char *name, char *target, size_t cap)
+{
+	bool thread = strcmp(name, "thread-self") == 0;
+	if (!thread && strcmp(name, "self") != 0)
+		return 0;
+	if (!tl_for.n)
+		return -EACCES; /* no caller: it would be us */
+	if (tl_for.tgid <= 0 && (tl_for.tgid = sl_child_tgid(tl_for.n)) < 0)
+		return (int)tl_for.tgid;
+	int k = thread ? snprintf(target, cap, "%ld/task/%u", tl_for.tgid, tl_for.n->pid)
+	               : snprintf(target, cap, "%ld", tl_for.tgid);
+	return k < (int)cap ? 0 : -ENAMETOOLONG;
+}
+
 /* A procfs link the walk follows, target as read by us: "self" and
- * "thread-self" become the caller's pid (as the opener spells them: its
- * /proc/TID), other relative ones (net -> self/net) stay; a magic link is
- * refused.  0 or -errno. */
+ * "thread-self" become the caller's (sl_view_proc_self), other relative
+ * ones (net -> self/net) stay; a magic link is refused.  0 or -errno. */
 static int proc_link(const char *name, char *target, size_t cap)
 {
 	if (target[0] == '/' || strchr(target, ':'))
 		return -EACCES;
-	if (strcmp(name, "self") && strcmp(name, "thread-self"))
-		return 0;
-	if (tl_for.tid <= 0)
-		return -EACCES; /* no caller: it would be us */
-	return snprintf(target, cap, "%d", (int)tl_for.tid) < (int)cap ? 0 : -ENAMETOOLONG;
+	return sl_view_proc_self(name, target, cap);
 }
 
 /* One walk in the view (walk.h): the last name looked at lies on procfs. */

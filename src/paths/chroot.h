@@ -25,10 +25,16 @@ struct sl_view;
 struct sl_view *sl_view_new(const struct sandlock_sandbox *cfg, char **msg);
 void sl_view_free(struct sl_view *v);
 
-/* The caller the calling thread's next walks are for (0, 0: none):
- * /proc/self in the view names its tid, and /proc files reached pass the
- * /proc policy against init (procpolicy.h).  Thread-local. */
-void sl_view_for(pid_t tid, pid_t init);
+/* The caller the calling thread's next walks are for (NULL, 0: none; n
+ * must live until then): /proc/self in the view names its thread group,
+ * /proc/thread-self its thread, and /proc/ files reached pass the /proc
+ * policy against init (procpolicy.h).  Thread-local. */
+void sl_view_for(const sandlock_notif_t *n, pid_t init);
+/* The target of procfs's "self" or "thread-self" link (name) for that
+ * caller, into target: "TGID" or "TGID/task/TID" (read by us, the links
+ * would name the supervisor).  0 and target unchanged for another name;
+ * -errno (EACCES: no caller). */
+int sl_view_proc_self(const char *name, char *target, size_t cap);
 
 /* Where an absolute guest path lives: *base (the view's fd: do not close),
  * rel (in out, "." for the base itself), *ro (a read-only mount).  The

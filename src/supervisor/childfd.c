@@ -220,7 +220,10 @@ long sl_child_tgid(const sandlock_notif_t *n)
 	return v > 0 ? v : -ESRCH;
 }
 
-int sl_child_self_path(char *p, size_t cap, const sandlock_notif_t *n)
+/* As sl_child_self_path; !follow: a path that is one of the names itself
+ * (nothing after it) stays, as the call looks at the link, not where it
+ * leads (lstat, readlink). */
+static int self_path(char *p, size_t cap, const sandlock_notif_t *n, bool follow)
 {
 	/* to: a printf format; "self" kinds take (tgid, tid), the others tid.
 	 * /proc/self is the thread GROUP (its status names the process, its
@@ -244,6 +247,8 @@ int sl_child_self_path(char *p, size_t cap, const sandlock_notif_t *n)
 		size_t k = strlen(map[i].from);
 		if (strncmp(p, map[i].from, k) != 0 || (p[k] != '/' && p[k] != '\0'))
 			continue;
+		if (!follow && p[k] == '\0')
+			return 0;
 		long tgid = map[i].kind == TID ? 0 : sl_child_tgid(n);
 		if (tgid < 0)
 			return (int)tgid;
@@ -260,7 +265,13 @@ int sl_child_self_path(char *p, size_t cap, const sandlock_notif_t *n)
 	return 0;
 }
 
-char *sl_child_read_path(sandlock_mem_t *m, uint64_t addr, const sandlock_notif_t *n, int *e)
+int sl_child_self_path(char *p, size_t cap, const sandlock_notif_t *n)
+{
+	return self_path(p, cap, n, true);
+}
+
+char *sl_child_read_path(sandlock_mem_t *m, uint64_t addr, const sandlock_notif_t *n, bool follow,
+                         int *e)
 {
 	char *p = addr ? sandlock_mem_read_string(m, addr, PATH_MAX) : NULL;
 	if (!p) {
@@ -275,7 +286,7 @@ char *sl_child_read_path(sandlock_mem_t *m, uint64_t addr, const sandlock_notif_
 		*e = ENOMEM;
 		return NULL;
 	}
-	int r = sl_child_self_path(q, SL_CHILD_PATH_CAP, n);
+	int r = self_path(q, SL_CHILD_PATH_CAP, n, follow);
 	if (r == 0 && strlen(q) >= PATH_MAX)
 		r = -ENAMETOOLONG;
 	if (r < 0) {

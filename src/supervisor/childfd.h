@@ -72,9 +72,14 @@ long sl_child_tgid(const sandlock_notif_t *n);
 int sl_child_self_path(char *p, size_t cap, const sandlock_notif_t *n);
 /* A path argument of the call (at addr), read once and rewritten as above,
  * in a heap buffer of SL_CHILD_PATH_CAP bytes (to free()); NULL with *e:
- * EFAULT, ENAMETOOLONG (no NUL within PATH_MAX), ENOMEM, ESRCH. */
+ * EFAULT, ENAMETOOLONG (no NUL within PATH_MAX), ENOMEM, ESRCH.  The one
+ * reader of a caller's path for every builtin (a symlink's target or an
+ * xattr name is no path: read as it is).  !follow: the call does not
+ * follow its last name, so a path that is one of those names itself
+ * (lstat or readlink of /proc/self) is left as it is. */
 #define SL_CHILD_PATH_CAP (PATH_MAX + 64)
-char *sl_child_read_path(sandlock_mem_t *m, uint64_t addr, const sandlock_notif_t *n, int *e);
+char *sl_child_read_path(sandlock_mem_t *m, uint64_t addr, const sandlock_notif_t *n, bool follow,
+                         int *e);
 
 /* The caller's umask (from /proc/TID/status; 022 if it cannot be read). */
 mode_t sl_child_umask(int listener, const sandlock_notif_t *n);

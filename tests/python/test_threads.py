@@ -402,6 +402,62 @@ def test_chroot_opens_from_a_thread(work):
     assert both(box, CHROOT) == ["inroot inroot marker"] * 2
 
 
+CHROOT_PATHS = r'''
+def probe(tag):
+    pid, tid = os.getpid(), threading.get_native_id()
+    same = lambda a, b: os.stat(a).st_ino == os.stat(b).st_ino
+    r = [attempt(lambda: os.readlink("/proc/self") == str(pid)),
+         attempt(lambda: os.readlink("/proc/thread-self") == "%d/task/%d" % (pid, tid)),
+         attempt(lambda: os.path.islink("/proc/self")),
+         attempt(lambda: same("/proc/self", "/proc/%d" % pid)),
+         attempt(lambda: same("/proc/self/status", "/proc/%d/status" % pid)),
+         attempt(lambda: same("/proc/thread-self", "/proc/%d/task/%d" % (pid, tid))),
+         attempt(lambda: os.access("/proc/self/status", os.R_OK)),
+         attempt(lambda: os.chdir("/proc/self") or os.getcwd() == "/proc/%d" % pid),
+         attempt(lambda: os.chdir("/etc") or os.getcwd() == "/etc")]
+    return " ".join(r)
+'''
+
+
+def test_chroot_paths_from_a_thread_name_its_process(work):
+    """Paths a virtual chroot looks up (stat, readlink, access, chdir: the
+    chroot builtin, not the opener) from a worker thread: /proc/self is
+    the thread's process and /proc/thread-self the thread, as the kernel
+    says outside (checked first); readlink of either names the caller,
+    never the supervisor."""
+    import sys
+    outside = subprocess.run([sys.executable, "-c", HARNESS % CHROOT_PATHS], cwd="/etc",
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    yes = " ".join(["True"] * 9)
+    assert outside.stdout.decode().splitlines() == [yes] * 2, outside
+    root = os.path.join(work, "root")
+    for d in ("etc", "proc"):
+        os.makedirs(os.path.join(root, d))
+    with open(os.path.join(root, "etc", "marker"), "w") as f:
+        f.write("inroot\n")
+    mounts = {p: p for p in ("/usr", "/lib", "/lib64", "/bin") if os.path.exists(p)}
+    box = sandlock.Sandbox(chroot=root, fs_mount=mounts, fs_mount_ro={"/proc": "/proc"},
+                           cwd="/etc", timeout=60)
+    assert both(box, CHROOT_PATHS) == [yes] * 2
+
+
+def test_chroot_unreadable_path_is_efault():
+    """A path argument at an unmapped address is EFAULT (the kernel's
+    answer, outside and in a chroot), not ENAMETOOLONG."""
+    import sys
+    probe = (r"import ctypes, os; l = ctypes.CDLL(None, use_errno=True); "
+             r"print(l.access(ctypes.c_void_p(1), 0), ctypes.get_errno())")
+    import errno as E
+    out = subprocess.run([sys.executable, "-c", probe], stdout=subprocess.PIPE, timeout=60)
+    assert out.stdout.split() == [b"-1", str(E.EFAULT).encode()]
+    mounts = {p: p for p in ("/usr", "/lib", "/lib64", "/bin") if os.path.exists(p)}
+    import tempfile
+    with tempfile.TemporaryDirectory() as root:
+        box = sandlock.Sandbox(chroot=root, fs_mount=mounts, timeout=60)
+        r = box.run([PY, "-c", probe])
+    assert r.stdout.split() == [b"-1", str(E.EFAULT).encode()], r
+
+
 # ---------------- signals of a decision ----------------
 
 KILL_PROBE = r'''

@@ -55,7 +55,7 @@ static int call_path(const struct cow_state *s, const struct sl_call *call, int 
 	 * the caller's own /proc directory comes back spelled with its pid,
 	 * which is never under workdir, as before. */
 	int e = 0;
-	char *p = sl_child_read_path(call->mem, addr, call->n, &e);
+	char *p = sl_child_read_path(call->mem, addr, call->n, true, &e);
 	if (!p)
 		return -e;
 	int ok = p[0] ? 1 : 0;
