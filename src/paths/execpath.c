@@ -32,6 +32,7 @@
 #include "opener/opener.h"
 #include "run/pause.h"
 #include "run/proctree.h"
+#include "supervisor/services.h"
 #include "syscalls.h"
 #include "util.h"
 
@@ -473,7 +474,9 @@ static size_t short_len(void)
  */
 static int short_path(const struct sl_call *call, const char *path, char *out, size_t cap)
 {
-	struct sl_opener *op = sl_opener_find(call->listener);
+	/* The run's opener, from its services (services.h), as every builtin
+	 * reaches it: no lookup by listener under the registry's lock. */
+	struct sl_opener *op = call->sv ? call->sv->opener : NULL;
 	int rd = -1;
 	if (!op || path[0] != '/' || sl_opener_open_at(op, call->listener, call->n, AT_FDCWD, path,
 	                             O_RDONLY | O_CLOEXEC, RESOLVE_NO_SYMLINKS, &rd) != 0)
