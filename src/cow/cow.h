@@ -96,6 +96,12 @@ int sl_cow_rename(struct sl_cow *c, const char *from, const char *to, unsigned f
 int sl_cow_link(struct sl_cow *c, const char *from, const char *to);
 int sl_cow_symlink(struct sl_cow *c, const char *target, const char *to);
 int sl_cow_mknod(struct sl_cow *c, const char *rel, mode_t mode, dev_t dev);
+/* A unix socket to be bound at rel (not shown yet): the upper directory
+ * that is to hold it, made if needed (an O_PATH fd) and the name in it
+ * (into name, cap bytes); -EADDRINUSE when the view shows rel, or
+ * -errno.  The file the bind makes stays in the layer: sockets are never
+ * committed. */
+int sl_cow_sock_dir(struct sl_cow *c, const char *rel, char *name, size_t cap);
 /* Make rel an upper file (copied up if needed) for a metadata change;
  * an O_PATH fd of the upper copy (follow: through a final symlink). */
 int sl_cow_copy_up_fd(struct sl_cow *c, const char *rel, bool follow);

@@ -81,7 +81,9 @@ static int walk_upper(struct sl_cow *c, const char *rel, struct sl_changes *out)
 			break;
 		}
 		struct stat u, l;
-		if (fstatat(dirfd(d), de->d_name, &u, AT_SYMLINK_NOFOLLOW) != 0)
+		/* A socket the run bound is its own, gone with it: never a change
+		 * (over a deleted real file, that file's 'D' still is one). */
+		if (fstatat(dirfd(d), de->d_name, &u, AT_SYMLINK_NOFOLLOW) != 0 || S_ISSOCK(u.st_mode))
 			continue;
 		sl_cw_staged_mode(c, child, &u);
 		bool real = sl_cw_layer_stat(c->lower_fd, child, false, &l) == 0;
@@ -116,7 +118,7 @@ int sl_cow_changes(struct sl_cow *c, struct sl_changes *out)
 		const char *w = c->whiteouts.v[i];
 		struct stat st;
 		if (sl_cw_layer_stat(c->lower_fd, w, false, &st) == 0 &&
-		    sl_cw_layer_stat(c->upper_fd, w, false, &st) != 0)
+		    (sl_cw_layer_stat(c->upper_fd, w, false, &st) != 0 || S_ISSOCK(st.st_mode)))
 			e = sl_cw_push_change(out, 'D', w);
 	}
 	if (e) {

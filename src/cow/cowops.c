@@ -378,3 +378,33 @@ int sl_cow_mknod(struct sl_cow *c, const char *rel, mode_t mode, dev_t dev)
 	sl_cw_unwhite(c, rel);
 	return 0;
 }
+
+/*
+ * A unix socket bound at rel: its file is made in the upper layer by the
+ * bind itself (the caller binds in the returned directory), never in the
+ * real tree, and never committed (cowcommit.c skips sockets).  A real
+ * file the run deleted there stays whited out (the upper socket is found
+ * first): its deletion is still a change.  As the kernel's bind, any
+ * existing name, a dangling symlink included, is EADDRINUSE.
+ */
+int sl_cow_sock_dir(struct sl_cow *c, const char *rel, char *name, size_t cap)
+{
+	struct stat st;
+	int e = 0;
+	if (!rel[0] || sl_cow_lookup(c, rel, false, &st, &e) != SL_COW_NONE)
+		return -EADDRINUSE;
+	if (e != ENOENT)
+		return -e;
+	const char *slash = strrchr(rel, '/');
+	const char *base = slash ? slash + 1 : rel;
+	if (strlen(base) >= cap)
+		return -ENAMETOOLONG;
+	if ((e = prepare_target(c, rel)))
+		return e;
+	char parent[PATH_MAX];
+	sl_cw_parent_of(rel, parent, sizeof parent);
+	int fd = sl_cw_open_beneath(c->upper_fd, parent, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+	if (fd >= 0)
+		memcpy(name, base, strlen(base) + 1);
+	return fd;
+}

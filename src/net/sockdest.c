@@ -209,11 +209,8 @@ int sl_sd_unix_listener_at(dev_t dev, ino_t ino, unsigned long *sock)
 	return diag_find(&r, &w, sock);
 }
 
-/* The path of a pathname address, NUL-terminated (the kernel stops at
- * the first NUL or the address length).  /proc/self and
- * /proc/thread-self name the caller: rewritten (childfd.h). */
-static int unix_path(const struct sl_sockaddr *a, const sandlock_notif_t *nf, char *out,
-                     size_t cap)
+int sl_sd_unix_path(const struct sl_sockaddr *a, const sandlock_notif_t *nf, char *out,
+                    size_t cap)
 {
 	const struct sockaddr_un *u = (const void *)&a->ss;
 	size_t max = a->len - SUN_PATH_OFF;
@@ -231,7 +228,7 @@ int sl_sd_unix_open(int listener, const sandlock_notif_t *n, const struct sl_soc
                     int *fd, char *canon, size_t cap)
 {
 	char path[160];
-	int e = unix_path(a, n, path, sizeof path);
+	int e = sl_sd_unix_path(a, n, path, sizeof path);
 	if (e)
 		return e;
 	/* The kernel resolves a relative sun_path against the caller's cwd,
@@ -248,14 +245,21 @@ int sl_sd_unix_open(int listener, const sandlock_notif_t *n, const struct sl_soc
 		close(base);
 	if (e)
 		return e;
-	char link[32];
-	snprintf(link, sizeof link, "/proc/self/fd/%d", *fd);
-	ssize_t len = readlink(link, canon, cap);
-	if (len <= 0 || (size_t)len >= cap || canon[0] != '/') {
+	e = sl_sd_fd_canon(*fd, canon, cap);
+	if (e) {
 		close(*fd);
 		*fd = -1;
-		return EACCES; /* no canonical path: in no granted tree */
 	}
+	return e;
+}
+
+int sl_sd_fd_canon(int fd, char *canon, size_t cap)
+{
+	char link[32];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t len = readlink(link, canon, cap);
+	if (len <= 0 || (size_t)len >= cap || canon[0] != '/')
+		return EACCES; /* no canonical path: in no granted tree */
 	canon[len] = '\0';
 	return 0;
 }

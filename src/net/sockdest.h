@@ -61,6 +61,14 @@ int sl_sd_unix_listener_at(dev_t dev, ino_t ino, unsigned long *sock);
 struct unix_diag_req;
 int sl_sd_unix_diag(const struct unix_diag_req *r, bool dump);
 
+/* The path of a pathname address, NUL-terminated (the kernel stops at
+ * the first NUL or the address length).  /proc/self and
+ * /proc/thread-self name the caller: rewritten (childfd.h).  0 or an
+ * errno. */
+int sl_sd_unix_path(const struct sl_sockaddr *a, const sandlock_notif_t *nf, char *out,
+                    size_t cap);
+/* The canonical path of our fd (its /proc/self/fd link): 0 or EACCES. */
+int sl_sd_fd_canon(int fd, char *canon, size_t cap);
 /* Open the pathname socket of a as the caller reaches it (a relative
  * path from its cwd, /proc/self meaning the caller) with O_PATH, and give
  * its canonical path.  0 with *fd, or an errno (ENOENT, ENOTDIR, ...). */

@@ -29,6 +29,30 @@ struct sl_proxy;
 struct sl_connwait;
 struct sl_virt;
 
+struct sl_call;
+
+/*
+ * Where a pathname unix socket lies when the COW workdir's layer holds
+ * it (the COW builtin answers, builtins/cow/sock.c; netdest asks): a
+ * socket bound under workdir is made in the layer, never in the real
+ * tree, and reached there by the sandbox's own connects and sends.
+ */
+struct sl_sockplace {
+	int fd; /* bind: O_PATH fd of the upper directory to bind in; else the file */
+	bool layer; /* the file is the layer's (a socket the run bound), not the real tree's */
+	char name[256]; /* bind: the name in that directory */
+};
+struct sl_socklayer {
+	void *state; /* NULL: no workdir */
+	/* The socket file path (NUL-terminated, /proc/self already the
+	 * caller's) names for call: a bind's place, or (!bind) an O_PATH fd
+	 * of the file a connect or send reaches.  1 with *out filled; 0: the
+	 * real tree resolves path as given (not under workdir, nothing
+	 * staged on the way); -errno: the call's answer. */
+	int (*place)(void *state, const struct sl_call *call, const char *path, bool bind,
+	             struct sl_sockplace *out);
+};
+
 struct sl_services {
 	const struct sandlock_sandbox *cfg; /* valid until the launch is over */
 	struct sl_view *view;   /* chroot: the guest's view (chroot.h), else NULL */
@@ -41,6 +65,7 @@ struct sl_services {
 	struct sl_virt *virt;     /* the synthetic views (virtfiles.h), once the opener runs */
 	pid_t init;               /* the sandbox's init, once bound; 0 before */
 	void *served;             /* services.c: what the opener's serve asks */
+	struct sl_socklayer socklayer; /* set by the COW builtin's init */
 };
 
 /* The services cfg asks for, into *sv (zeroed by the caller).  0, or -1

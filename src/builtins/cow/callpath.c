@@ -5,6 +5,7 @@
  * from cow.c: every part that takes a path starts here.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,18 +47,9 @@ static bool has_dotdot(const char *p)
  * or empty string, a starting fd that is no directory path); -errno when
  * we cannot look at the caller's memory, cwd or fd: never passed on, so
  * the real call cannot run in the caller's stead (fail closed). */
-static int call_path(const struct cow_state *s, const struct sl_call *call, int dirfd,
-                     uint64_t addr, char *out, size_t cap, bool *aliased)
+static int str_path(const struct cow_state *s, const struct sl_call *call, int dirfd,
+                    const char *p, char *out, size_t cap, bool *aliased)
 {
-	if (!addr)
-		return 0; /* the kernel's EFAULT */
-	/* Read as every builtin reads a caller's path (childfd.h): a name of
-	 * the caller's own /proc directory comes back spelled with its pid,
-	 * which is never under workdir, as before. */
-	int e = 0;
-	char *p = sl_child_read_path(call->mem, addr, call->n, true, &e);
-	if (!p)
-		return -e;
 	int ok = p[0] ? 1 : 0;
 	char base[PATH_MAX], guest[PATH_MAX];
 	const char *from = "";
@@ -85,7 +77,6 @@ static int call_path(const struct cow_state *s, const struct sl_call *call, int 
 	}
 	if (ok > 0 && snprintf(out, cap, "%s%s%s", from, from[0] ? "/" : "", p) >= (int)cap)
 		ok = -ENAMETOOLONG;
-	free(p);
 	if (ok > 0)
 		sl_path_normalize(out);
 	const char *up = ok > 0 ? sl_cow_upper_rel(s->cow, out) : NULL;
@@ -101,6 +92,36 @@ static int call_path(const struct cow_state *s, const struct sl_call *call, int 
 	return ok;
 }
 
+static int call_path(const struct cow_state *s, const struct sl_call *call, int dirfd,
+                     uint64_t addr, char *out, size_t cap, bool *aliased)
+{
+	if (!addr)
+		return 0; /* the kernel's EFAULT */
+	/* Read as every builtin reads a caller's path (childfd.h): a name of
+	 * the caller's own /proc directory comes back spelled with its pid,
+	 * which is never under workdir, as before. */
+	int e = 0;
+	char *p = sl_child_read_path(call->mem, addr, call->n, true, &e);
+	if (!p)
+		return -e;
+	int ok = str_path(s, call, dirfd, p, out, cap, aliased);
+	free(p);
+	return ok;
+}
+
+/* The made-absolute path p (k > 0) resolved in the merged view. */
+static int resolve(struct cow_state *s, int k, const char *p, bool aliased, bool follow,
+                   struct sl_cow_res *res)
+{
+	if (k <= 0)
+		return k;
+	int r = sl_cow_resolve(s->cow, &s->space, p, follow, res);
+	if (r < 0)
+		return r;
+	res->shadowed |= aliased && res->inside;
+	return res->inside || res->shadowed ? 1 : 0;
+}
+
 /* Resolve the path a call names in the merged view (cowpath.h).  1 with
  * *res filled; 0: not ours, pass; -errno: the answer. */
 int sl_cowb_resolve_arg(struct cow_state *s, const struct sl_call *call, int dirfd, uint64_t addr,
@@ -109,11 +130,14 @@ int sl_cowb_resolve_arg(struct cow_state *s, const struct sl_call *call, int dir
 	char p[PATH_MAX];
 	bool aliased = false;
 	int k = call_path(s, call, dirfd, addr, p, sizeof p, &aliased);
-	if (k <= 0)
-		return k;
-	int r = sl_cow_resolve(s->cow, &s->space, p, follow, res);
-	if (r < 0)
-		return r;
-	res->shadowed |= aliased && res->inside;
-	return res->inside || res->shadowed ? 1 : 0;
+	return resolve(s, k, p, aliased, follow, res);
+}
+
+int sl_cowb_resolve_str(struct cow_state *s, const struct sl_call *call, const char *path,
+                        bool follow, struct sl_cow_res *res)
+{
+	char p[PATH_MAX];
+	bool aliased = false;
+	int k = str_path(s, call, AT_FDCWD, path, p, sizeof p, &aliased);
+	return resolve(s, k, p, aliased, follow, res);
 }

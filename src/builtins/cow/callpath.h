@@ -16,4 +16,9 @@
 int sl_cowb_resolve_arg(struct cow_state *s, const struct sl_call *call, int dirfd, uint64_t addr,
                         bool follow, struct sl_cow_res *res);
 
+/* The same for a path already copied from the caller (a socket
+ * address's), relative to its cwd; /proc/self already rewritten. */
+int sl_cowb_resolve_str(struct cow_state *s, const struct sl_call *call, const char *path,
+                        bool follow, struct sl_cow_res *res);
+
 #endif

@@ -45,7 +45,8 @@
  * (what a call's arguments say), callpath.c (the path it names, in the
  * merged view), open.c (opens, listings), stat.c (lookups; paths that
  * left workdir), stage.c (metadata, rename/link, truncate), exec.c
- * (exec, chdir, getcwd).
+ * (exec, chdir, getcwd), sock.c (unix sockets bound under workdir, for
+ * netdest).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -65,6 +66,7 @@
 #include "builtins/cow/callpath.h"
 #include "builtins/cow/exec.h"
 #include "builtins/cow/open.h"
+#include "builtins/cow/sock.h"
 #include "builtins/cow/stage.h"
 #include "builtins/cow/stat.h"
 
@@ -270,6 +272,7 @@ static int cow_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, 
 	}
 	s->space.root = s->root;
 	s->space.holes = &s->holes;
+	sl_cowb_sock_offer(s, sv); /* unix sockets bound under workdir (sock.c) */
 	*state = s;
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -19,6 +20,7 @@
 #include "launch/mechs.h"
 #include "net/portmap.h"
 #include "net/sockadopt.h"
+#include "net/sockbindat.h"
 #include "net/sockname.h"
 #include "opener/opener.h"
 #include "supervisor/childfd.h"
@@ -133,6 +135,27 @@ static long bind_ip(const struct nd_state *st, const struct sl_call *call,
 	return AS_CALLER(bind(s->fd, (struct sockaddr *)&sa->ss, sa->len));
 }
 
+/* A path under the COW workdir: the socket is made in the layer
+ * (services.h), by us, as the caller (its umask, no capability).  1:
+ * bound; 0: not the layer's, the real tree's rules apply; -errno. */
+static long bind_in_layer(const struct sl_call *call, const struct nd_sock *s, const char *path)
+{
+	const struct sl_socklayer *l = &call->sv->socklayer;
+	if (!l->state)
+		return 0;
+	struct sl_sockplace *p = malloc(sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	int k = l->place(l->state, call, path, true, p);
+	if (k > 0) {
+		k = sl_sock_bind_at(s->fd, p->fd, p->name, sl_child_umask(call->listener, call->n));
+		close(p->fd);
+		k = k ? k : 1;
+	}
+	free(p);
+	return k;
+}
+
 /* A unix bind: a path is made into a socket file by the opener's
  * confined thread (Landlock's MAKE_SOCK checked there, from the caller's
  * cwd, with its umask); an abstract name or an autobind makes no file. */
@@ -151,6 +174,9 @@ static long bind_unix(const struct sl_call *call, const struct nd_sock *s,
 	/* /proc/self would be ours in the opener; the kernel keeps the
 	 * address's length up to the NUL (unix_bind_bsd) */
 	int e = -sl_child_self_path(u.sun_path, sizeof u.sun_path, call->n);
+	long k = e ? 0 : bind_in_layer(call, s, u.sun_path);
+	if (k)
+		return k < 0 ? k : 0;
 	if (!e)
 		e = sl_opener_bind_socket(op, call->listener, call->n, s->fd,
 		                          (const struct sockaddr *)&u, (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
@@ -177,10 +203,28 @@ static long bind_on(const struct nd_state *st, const struct sl_call *call,
 
 /* What a bind remakes where pidfd_getfd is refused: a UDP socket always
  * (kept for its sends with an address); a stream socket where the bind
- * has rules to check or its listen is trapped (kept until then). */
+ * has rules to check or its listen is trapped (kept until then); a unix
+ * socket where a COW workdir's layer may have to hold its file. */
 static bool bind_remakes(const struct sl_sockinfo *si)
 {
 	return is_udp(si) || nd_is_stream(si);
+}
+
+static bool bind_remakes_unix(const struct sl_sockinfo *si)
+{
+	return bind_remakes(si) || si->domain == AF_UNIX;
+}
+
+static bool udp_or_unix(const struct sl_sockinfo *si)
+{
+	return is_udp(si) || si->domain == AF_UNIX;
+}
+
+static bool (*bind_remakes_for(const struct nd_state *st))(const struct sl_sockinfo *)
+{
+	if (st->bind_rules || st->listen)
+		return st->unix_binds ? bind_remakes_unix : bind_remakes;
+	return st->unix_binds ? udp_or_unix : is_udp;
 }
 
 /*
@@ -207,8 +251,7 @@ long nd_bind(const struct nd_state *st, const struct sl_call *call)
 	const uint64_t *a = call->n->args;
 	struct nd_sock s = { -1, { 0, 0, 0 }, false };
 	struct sl_remade remade;
-	int e = nd_take_sock(st, call, (int)(uint32_t)a[0], &s, &remade,
-	                     st->bind_rules || st->listen ? bind_remakes : is_udp);
+	int e = nd_take_sock(st, call, (int)(uint32_t)a[0], &s, &remade, bind_remakes_for(st));
 	if (e == EPERM && st->adopted && !st->bind_rules)
 		return ND_CONTINUE;
 	if (e)

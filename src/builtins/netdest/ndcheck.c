@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -47,17 +48,52 @@ int nd_proto_of(const struct sl_sockinfo *si)
 	return 0;
 }
 
+/*
+ * The file a pathname destination reaches, opened (O_PATH) into *hold
+ * with its canonical path.  Under a COW workdir the merged view says
+ * which (services.h): *own when it is a socket the run bound in the
+ * layer (its own: no rule to check), else a real file.
+ */
+static int open_unix(const struct sl_call *call, const struct sl_sockaddr *a, int *hold,
+                     char *canon, size_t cap, bool *own)
+{
+	const struct sl_socklayer *l = &call->sv->socklayer;
+	*own = false;
+	if (!l->state)
+		return sl_sd_unix_open(call->listener, call->n, a, hold, canon, cap);
+	struct sl_sockplace *p = malloc(sizeof(*p));
+	char path[160];
+	int e = p ? sl_sd_unix_path(a, call->n, path, sizeof path) : ENOMEM;
+	int k = e ? -e : l->place(l->state, call, path, false, p);
+	if (k == 0)
+		e = sl_sd_unix_open(call->listener, call->n, a, hold, canon, cap);
+	else if (k < 0)
+		e = -k;
+	else {
+		*hold = p->fd;
+		*own = p->layer;
+		e = sl_sd_fd_canon(*hold, canon, cap);
+		if (e) {
+			close(*hold);
+			*hold = -1;
+		}
+	}
+	free(p);
+	return e;
+}
+
 /* A pathname destination: open the file reached, check it, and make a
  * point at that very file.  *hold: our O_PATH fd (close after the call). */
 static int check_unix(const struct nd_state *st, const struct sl_call *call,
                       struct sl_sockaddr *a, int *hold)
 {
 	char canon[PATH_MAX];
-	int e = sl_sd_unix_open(call->listener, call->n, a, hold, canon, sizeof canon);
+	bool own;
+	int e = open_unix(call, a, hold, canon, sizeof canon, &own);
 	if (e)
 		return e;
 	struct stat sb;
-	if (!unix_allowed(st, canon) || sl_ctldir_holds(canon))
+	if ((!own && !unix_allowed(st, canon)) || sl_ctldir_holds(canon))
 		e = EACCES; /* a named run's control socket: never from a sandbox */
 	else if (fstat(*hold, &sb) < 0 || !S_ISSOCK(sb.st_mode))
 		e = ECONNREFUSED; /* the kernel's answer for a file that is no socket */

@@ -41,6 +41,10 @@ struct nd_state {
 	 * where pidfd_getfd is refused, a bind we cannot perform is refused;
 	 * else (trapped only to keep UDP sockets) it is continued. */
 	bool bind_rules;
+	/* A COW workdir: unix binds are trapped to make a socket under it
+	 * in the layer; where pidfd_getfd is refused, a unix socket is then
+	 * remade for its bind. */
+	bool unix_binds;
 	/* Where pidfd_getfd is refused: the datagram sockets we made for the
 	 * guest and keep (sockadopt.h); NULL where it works. */
 	struct sl_adopted *adopted;

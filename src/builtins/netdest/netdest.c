@@ -68,7 +68,9 @@
  * traps every sendto, that form is continued: its address is a register,
  * nothing to re-read.  bind, listen and getsockname/getpeername, where
  * trapped, are performed on our duplicate too (a unix bind by the
- * opener's confined thread, for Landlock's check of the file it makes).
+ * opener's confined thread, for Landlock's check of the file it makes;
+ * one under a COW workdir in the layer, as the view shows the path:
+ * builtins/cow/sock.c, through the run's services).
  *
  * The builtin is this file (its traps, state and the verdict turned
  * into an action); the policies are ndcheck.c, the calls ndconnect.c,
@@ -164,10 +166,13 @@ static bool bind_rules(const struct sandlock_sandbox *cfg)
  * as a socket of ours kept in the caller's place (ndbind.c), which its
  * sends with an address then need; and where listen is trapped, a
  * stream socket's bind too: kept until its listen, which is then
- * performed on ours (a continued listen could autobind). */
+ * performed on ours (a continued listen could autobind).  With a COW
+ * workdir, a unix socket bound under it is made in the layer (the real
+ * tree is read-only to the guest: cow/sock.c). */
 static bool binds_trapped(const struct sandlock_sandbox *cfg)
 {
-	return bind_rules(cfg) || cfg->filter.allow_udp || (!sl_mech_getfd() && listen_checked(cfg));
+	return bind_rules(cfg) || cfg->filter.allow_udp || cfg->workdir ||
+	       (!sl_mech_getfd() && listen_checked(cfg));
 }
 
 /* Landlock alone enforces TCP ports: every other rule, and the port
@@ -276,6 +281,7 @@ static int nd_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, v
 	s->listen = listen_checked(cfg);
 	s->binds = binds_trapped(cfg);
 	s->bind_rules = bind_rules(cfg);
+	s->unix_binds = cfg->workdir != NULL;
 	*state = s;
 	return 0;
 }
