@@ -88,19 +88,25 @@ print(name in os.listdir(os.path.dirname(os.path.abspath(p))), os.path.exists(p)
 """
 
 
-def test_a_server_thread_and_a_client_in_one_program(work):
+@pytest.mark.parametrize("unlink", [True, False])
+def test_a_server_thread_and_a_client_in_one_program(work, outside, unlink):
+    """The socket is in the layer only (the real DIR unchanged while it
+    is bound); unlinked or not, the run's end leaves nothing in DIR or
+    in the staging storage."""
     before = listing(work)
-    proc = subprocess.Popen([SANDLOCK, "run", *RO, "--workdir", work, "--", PY, "-c",
-                             THREAD_ECHO, "./sock"], cwd=work, stdin=subprocess.PIPE,
+    code = THREAD_ECHO if unlink else THREAD_ECHO.split("os.unlink(p)")[0]
+    proc = subprocess.Popen([SANDLOCK, "run", *RO, "--workdir", work, "--fs-storage", outside,
+                             "--", PY, "-c", code, "./sock"], cwd=work, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines = [proc.stdout.readline().strip() for _ in range(2)]
-    real_meanwhile = listing(work)  # the socket lives in the layer only
+    real_meanwhile = listing(work)
     out, err = proc.communicate("go\n", timeout=60)
     assert proc.returncode == 0, err
     assert lines == ["PING", "True True 0o755"], (lines, err)
     assert real_meanwhile == before
-    assert out.split("\n")[:2] == ["go", "False False"], out
+    assert out.split("\n")[:2] == (["go", "False False"] if unlink else ["go", ""]), out
     assert listing(work) == before
+    assert os.listdir(outside) == []
 
 
 def test_the_socket_mode_follows_the_callers_umask(work):
@@ -272,6 +278,11 @@ def test_a_staged_symlink_reaches_no_socket_outside_the_grants(work, outside):
                     extra=ABORT)
             # EACCES, or ENOENT: the real tree has no sub/ to walk through
             assert r.stdout.strip() in ("errno 13", "errno 2"), r
+        # the control: where the rules grant the outside socket, the
+        # staged symlink leads to it
+        code = "import os; os.symlink(%r, 'lnk')\n" % os.path.join(outside, "host.sock") + CONNECT
+        r = run(work, PY, "-c", code, "lnk", extra=ABORT + ["-w", outside])
+        assert r.stdout.strip() == "connected", r
     finally:
         host.close()
         real.close()
@@ -331,3 +342,25 @@ def test_the_layer_socket_is_not_reached_by_another_sandbox(work):
     finally:
         proc.communicate("\n", timeout=60)
     assert listing(work) == ["keep.txt"]
+
+
+def test_a_killed_run_leaves_its_socket_to_the_next_runs_sweep(work, outside):
+    """kill -9 of the caller while a socket is bound in the layer: the
+    real DIR never saw it, and the next run on that storage removes the
+    dead run's layer, socket and all."""
+    proc = subprocess.Popen([SANDLOCK, "run", *RO, "--workdir", work, "--fs-storage", outside,
+                             "--", PY, "-c",
+                             "import socket, time; s = socket.socket(socket.AF_UNIX);"
+                             "s.bind('k.sock'); s.listen(); print('up', flush=True);"
+                             "time.sleep(60)"],
+                            cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "up"
+        assert os.listdir(outside) != []  # the live layer
+    finally:
+        proc.kill()
+        proc.communicate(timeout=60)
+    assert listing(work) == ["keep.txt"]
+    r = run(work, "/bin/true", extra=["--fs-storage", outside])
+    assert r.returncode == 0, r.stderr
+    assert os.listdir(outside) == []

@@ -14,10 +14,11 @@
  *    shows: the layer's socket (the run's own), or the real tree's one,
  *    then checked as every real socket file is (netdest's unix rules).
  * The path is walked in the merged view (cowpath.h), so a staged symlink
- * or ".." is followed as the view shows it; one that leads out of
+ * or ".." is followed as the view shows it.  A bind that leads out of
  * workdir through something staged is refused (EACCES, as every write
- * the layer cannot stage): the real tree would resolve the string
- * elsewhere.  The address was copied once by netdest: a thread of the
+ * the layer cannot stage: the real tree would resolve the string
+ * elsewhere); a connect there reaches the host file the walk ended at,
+ * checked by netdest's rules like any real socket file.  The address was copied once by netdest: a thread of the
  * caller rewriting it meanwhile changes nothing.
  */
 #include <errno.h>
@@ -43,6 +44,18 @@ static int reached(struct cow_state *s, const char *rel, struct sl_sockplace *ou
 	return out->fd < 0 ? out->fd : 1;
 }
 
+/* A connect's path that left workdir through something staged: the
+ * file it leads to on the host, a real one for netdest's rules to check
+ * (its canonical path).  Under chroot the path is the guest's: refused. */
+static int left(struct cow_state *s, const char *host, struct sl_sockplace *out)
+{
+	if (s->view)
+		return -EACCES;
+	out->layer = false;
+	out->fd = open(host, O_PATH | O_CLOEXEC);
+	return out->fd < 0 ? -errno : 1;
+}
+
 static int sock_place(void *state, const struct sl_call *call, const char *path, bool bind,
                       struct sl_sockplace *out)
 {
@@ -55,7 +68,7 @@ static int sock_place(void *state, const struct sl_call *call, const char *path,
 	/* bind makes the last component (a symlink there: EADDRINUSE) */
 	int k = sl_cowb_resolve_str(s, call, path, !bind, res);
 	if (k > 0 && !res->inside)
-		k = -EACCES; /* left workdir through something staged */
+		k = bind ? -EACCES : left(s, res->path, out);
 	else if (k > 0 && bind) {
 		out->fd = sl_cow_sock_dir(s->cow, res->path, out->name, sizeof out->name);
 		out->layer = true;
