@@ -162,8 +162,9 @@ def test_postgresql_initdb_and_server_inside(tmp_path):
 
 def run_postgres(tmp_path, pgbin):
     port = wl.free_port()
-    # The socket lives outside DIR: a socket bound in a COW workdir would be
-    # staged, out of reach of the clients outside (bind there is EACCES).
+    # The socket lives outside DIR: a socket bound in a COW workdir is made
+    # in the layer, out of reach of the clients outside (the test after
+    # the next has its clients inside).
     sockdir = tmp_path / "sock"
     sockdir.mkdir()
     shutil.chown(sockdir, "postgres", "postgres")
@@ -197,3 +198,78 @@ def run_postgres(tmp_path, pgbin):
                 skip=("data",), user="postgres")
     assert got["bare"][1][-1] == "1000|500500\n"
     assert got["bare"][0] == 0
+
+
+# Servers whose unix socket lives in the project directory, with their
+# clients in the same sandbox: under --workdir the socket is made in the
+# copy-on-write layer (never in DIR, never committed: docs/cow-chroot.md).
+SSH_AGENT = textwrap.dedent('''
+    eval "$(ssh-agent -a "$PWD/agent.sock" -s)" >/dev/null
+    ssh-add -l; echo "ssh-add: $?"
+    test -S agent.sock && echo "a socket"
+    ssh-agent -k >/dev/null
+    while [ -e agent.sock ]; do sleep 0.05; done
+    echo done > log
+''')
+
+
+@pytest.mark.parametrize("mode", wl.MODES[1:] + (wl.NOGETFD,))
+def test_ssh_agent_socket_in_the_workdir(tmp_path, mode):
+    wl.need("ssh-agent", "ssh-add")
+    got = wl.workload("ssh-agent in DIR", tmp_path, ["sh", "-c", SSH_AGENT],
+                      modes=("bare", mode), timeout=120)
+    assert got["bare"][1] == "The agent has no identities.\nssh-add: 1\na socket\n"
+    assert sorted(got[mode][2]) == ["log"]
+
+
+PG_IN_DIR = textwrap.dedent('''
+    set -e
+    "$1/initdb" -D data -U wl --auth=trust --no-sync >/dev/null
+    mkdir sock
+    "$1/pg_ctl" -D data -l /dev/null -w -o "-k $PWD/sock -p $2 -c listen_addresses= -c fsync=off" start >/dev/null
+    psql -h "$PWD/sock" -p "$2" -U wl -d postgres -Atc "create table t (id int)" \\
+        -c "insert into t select generate_series(1, 1000)" -c "select count(*), sum(id) from t"
+    "$1/pg_ctl" -D data -m fast -w stop >/dev/null
+    ls -A sock
+''')
+
+
+def test_postgresql_socket_dir_in_the_workdir(tmp_path):
+    """PostgreSQL's socket directory inside DIR, psql in the same sandbox;
+    the run commits the database, never the socket or its lock file's
+    socket."""
+    bindir = Path("/usr/lib/postgresql")
+    versions = sorted(bindir.glob("*/bin/initdb")) if bindir.exists() else []
+    if not versions or not shutil.which("psql") or os.geteuid() != 0:
+        pytest.skip("needs postgresql, psql and root (to run it as the postgres user)")
+    import pwd
+    import tempfile
+    try:
+        pwd.getpwnam("postgres")
+    except KeyError:
+        pytest.skip("no postgres user")
+    top = Path(tempfile.mkdtemp(prefix="sandlock-wl-pgdir-", dir="/tmp"))
+    os.chmod(top, 0o755)
+    try:
+        work, port = top / "work", wl.free_port()
+        argv = ["sh", "-c", PG_IN_DIR, "sh", str(versions[-1].parent), str(port)]
+        prefix = ["setpriv", "--reuid", "postgres", "--regid", "postgres", "--clear-groups"]
+        grants = ["--extra-allow-syscalls", "sysv_ipc", "-w", "/dev/shm"]
+        got = {}
+        for mode in wl.MODES + (wl.NOGETFD,):
+            if work.exists():
+                shutil.rmtree(work)
+            work.mkdir()
+            shutil.chown(work, "postgres", "postgres")
+            full = argv if mode == "bare" else wl.sandbox_argv(mode, work, grants) + argv
+            t0 = time.perf_counter()
+            r = subprocess.run(prefix + full, cwd=str(work), capture_output=True, text=True,
+                               timeout=300)
+            wl.TIMES.setdefault(("postgresql socket in DIR", mode), []).append(
+                time.perf_counter() - t0)
+            got[mode] = (r.returncode, r.stdout, wl.tree(work, ("data",)))
+            assert got[mode] == got["bare"], (mode, got[mode][:2], r.stderr[-2000:])
+        assert got["bare"][:2] == (0, "CREATE TABLE\nINSERT 0 1000\n1000|500500\n"), got["bare"]
+        assert sorted(got["cow"][2]) == ["sock"]  # the directory, empty
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
