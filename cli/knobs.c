@@ -166,11 +166,9 @@ static int apply_branch(sandlock_builder_t *b, const struct cli_op *op)
 	static const char *const names[] = { "commit", "abort", "keep" };
 	if (op->id == OPT_MAX_DISK) {
 		uint64_t v = 0;
-		int pr = sandlock_parse_memory_size(op->arg, &v);
-		if (pr < 0)
-			return cli_bad_value(op->id, op->arg, pr == -2   ? "must be greater than zero"
-			                                  : pr == -3 ? "number too large"
-			                                             : "expected a size such as 4096, 100M or 1G");
+		int rc = cli_size_value(op->id, op->arg, "4096, 100M or 1G", &v);
+		if (rc)
+			return rc;
 		sandlock_sandbox_builder_max_disk(b, v);
 		return 0;
 	}

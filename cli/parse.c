@@ -49,48 +49,6 @@ int cli_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out, con
 	return 0;
 }
 
-static int size_shift(char c)
-{
-	switch (c) {
-	case 'k': case 'K': return 10;
-	case 'm': case 'M': return 20;
-	case 'g': case 'G': return 30;
-	default: return -1;
-	}
-}
-
-int cli_parse_size(const char *s, uint64_t *out, const char **why)
-{
-	uint64_t v = 0;
-	int n = take_digits(&s, &v);
-	if (n < 0) {
-		*why = "number too large";
-		return -1;
-	}
-	if (n == 0) {
-		*why = "expected bytes with an optional K, M or G suffix";
-		return -1;
-	}
-	if (*s != '\0') {
-		int shift = size_shift(*s);
-		if (shift < 0 || s[1] != '\0') {
-			*why = "expected bytes with an optional K, M or G suffix";
-			return -1;
-		}
-		if (v > (UINT64_MAX >> shift)) {
-			*why = "number too large";
-			return -1;
-		}
-		v <<= shift;
-	}
-	if (v == 0) {
-		*why = "must be greater than zero";
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
 int cli_parse_seconds(const char *s, uint64_t *out_ms, const char **why)
 {
 	uint64_t whole = 0, frac_ms = 0;

@@ -11,8 +11,6 @@
 
 /* Plain decimal integer in [min, max]. */
 int cli_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out, const char **why);
-/* Bytes with an optional binary suffix K, M or G (either case); > 0. */
-int cli_parse_size(const char *s, uint64_t *out, const char **why);
 /* Seconds, optionally with a decimal fraction ("0.5"); returned in ms,
  * rounded up so a tiny positive value never becomes "no timeout". */
 int cli_parse_seconds(const char *s, uint64_t *out_ms, const char **why);

@@ -52,6 +52,18 @@ int cli_bad_value(int id, const char *arg, const char *why)
 	return EXIT_SANDLOCK;
 }
 
+int cli_size_value(int id, const char *arg, const char *examples, uint64_t *v)
+{
+	char why[96];
+	int pr = sandlock_parse_memory_size(arg, v);
+	if (pr >= 0)
+		return 0;
+	if (pr == -2 || pr == -3)
+		return cli_bad_value(id, arg, pr == -2 ? "must be greater than zero" : "number too large");
+	snprintf(why, sizeof why, "expected a size such as %s", examples);
+	return cli_bad_value(id, arg, why);
+}
+
 int cli_out_of_memory(void)
 {
 	fputs("sandlock: out of memory\n", stderr);
@@ -77,11 +89,9 @@ static int apply_limit(struct cli_cfg *c, int id, const char *arg)
 	const char *why = NULL;
 	switch (id) {
 	case OPT_MAX_MEMORY: {
-		int pr = sandlock_parse_memory_size(arg, &v);
-		if (pr < 0)
-			return cli_bad_value(id, arg, pr == -2   ? "must be greater than zero"
-			                          : pr == -3 ? "number too large"
-			                                     : "expected a size such as 4096, 512M or 1.5G");
+		int rc = cli_size_value(id, arg, "4096, 512M or 1.5G", &v);
+		if (rc)
+			return rc;
 		c->has_max_memory = true;
 		c->max_memory = v;
 		return 0;

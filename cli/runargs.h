@@ -5,6 +5,7 @@
 #define SANDLOCK_CLI_RUNARGS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "learn.h"
 #include "report.h"
@@ -38,6 +39,10 @@ int cli_resolve_config(const struct run_args *ra, struct cli_cfg *out);
 int cli_usage_error(const char *fmt, const char *a, const char *b);
 /* An option's value refused, naming the option: EXIT_SANDLOCK. */
 int cli_bad_value(int id, const char *arg, const char *why);
+/* A size option's value (4096, 100M, 1.5G: sandlock_parse_memory_size)
+ * into *v: 0, or cli_bad_value's status with the reason (examples: the
+ * sizes the hint shows). */
+int cli_size_value(int id, const char *arg, const char *examples, uint64_t *v);
 /* "sandlock: out of memory": EXIT_SANDLOCK. */
 int cli_out_of_memory(void);
 

@@ -365,29 +365,6 @@ static int decode(const sandlock_notif_t *n, sandlock_mem_t *m, struct meta_call
 
 /* ---------------- the caller's process ---------------- */
 
-/* The fs and effective id from a "Uid:" / "Gid:" line: real, eff, saved, fs. */
-static bool parse_ids(const char *status, const char *key, unsigned long *eff,
-                      unsigned long *fs)
-{
-	const char *l = strstr(status, key);
-	unsigned long r, s;
-	return l && sscanf(l + strlen(key), "%lu %lu %lu %lu", &r, eff, &s, fs) == 4;
-}
-
-/* True if the caller acts with our euid/egid (the normal case: it inherited
- * them and, without capabilities, cannot change them). */
-static bool same_credentials(int piddir)
-{
-	char buf[4096];
-	if (sl_read_small_at(piddir, "status", buf, sizeof buf) < 0)
-		return false;
-	unsigned long eu, fu, eg, fg;
-	if (!parse_ids(buf, "\nUid:", &eu, &fu) || !parse_ids(buf, "\nGid:", &eg, &fg))
-		return false;
-	unsigned long me = geteuid(), mg = getegid();
-	return eu == me && fu == me && eg == mg && fg == mg;
-}
-
 /* True if the caller's fd N was opened with O_PATH (the fd-based calls
  * then fail with EBADF in the kernel). */
 static bool fd_is_opath(int piddir, int fdnum)
@@ -583,7 +560,8 @@ static int guard(const struct meta_state *s, int listener, const sandlock_notif_
 	int piddir = sl_child_procdir(listener, n); /* pins the caller */
 	if (piddir < 0)
 		return ESRCH; /* the caller is gone; nobody reads this answer */
-	int e = same_credentials(piddir) ? 0 : EPERM;
+	/* Our ids, else EPERM (an unreadable status too, as before). */
+	int e = sl_child_same_ids(piddir, NULL) ? EPERM : 0;
 	char *path = NULL;
 	struct xattr_args x = { NULL, NULL };
 	if (!e && !c->fd_only)

@@ -88,6 +88,31 @@ int sl_cw_open_beneath(int root, const char *rel, int flags, mode_t mode)
 	return fd < 0 ? -errno : (int)fd;
 }
 
+int sl_cw_each_entry(int dir, const char *rel, bool skip_long, sl_cw_entry_fn fn, void *ud)
+{
+	DIR *d = sl_fdopendir(dir);
+	if (!d)
+		return dir < 0 ? dir : -errno;
+	int e = 0;
+	struct dirent *de;
+	char child[4096];
+	while (!e && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (snprintf(child, sizeof child, "%s%s%s", rel, rel[0] ? "/" : "", de->d_name) >=
+		    (int)sizeof child) {
+			e = skip_long ? 0 : -ENAMETOOLONG;
+			continue;
+		}
+		struct stat st;
+		/* Gone since readdir: nothing to look at. */
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			e = fn(ud, dirfd(d), de->d_name, child, &st);
+	}
+	closedir(d);
+	return e;
+}
+
 /* lstat/stat of rel inside one layer; 0 or -errno. */
 int sl_cw_layer_stat(int root, const char *rel, bool follow, struct stat *st)
 {

@@ -64,38 +64,43 @@ static bool same_content(struct sl_cow *c, const char *rel, const struct stat *u
 	return same;
 }
 
+/* A walk of the upper layer: the layer and what it collects. */
+struct upper_walk {
+	struct sl_cow *c;
+	void *out;
+	const struct sl_changes *ch; /* collect_linked: the changes it skips */
+};
+
+static int walk_upper(struct sl_cow *c, const char *rel, struct sl_changes *out);
+
+/* An entry of the upper layer: added, or changed from the real one. */
+static int change_entry(void *ud, int dir, const char *name, const char *child, struct stat *u)
+{
+	struct upper_walk *w = ud;
+	struct stat l;
+	(void)dir;
+	(void)name;
+	/* A socket the run bound is its own, gone with it: never a change
+	 * (over a deleted real file, that file's 'D' still is one). */
+	if (S_ISSOCK(u->st_mode))
+		return 0;
+	sl_cw_staged_mode(w->c, child, u);
+	bool real = sl_cw_layer_stat(w->c->lower_fd, child, false, &l) == 0;
+	int e = 0;
+	if (!real)
+		e = sl_cw_push_change(w->out, 'A', child);
+	else if (!same_content(w->c, child, u, &l))
+		e = sl_cw_push_change(w->out, 'M', child);
+	if (!e && S_ISDIR(u->st_mode))
+		e = walk_upper(w->c, child, w->out);
+	return e;
+}
+
 static int walk_upper(struct sl_cow *c, const char *rel, struct sl_changes *out)
 {
-	DIR *d = sl_fdopendir(sl_cw_open_beneath(c->upper_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0));
-	if (!d)
-		return -errno;
-	int e = 0;
-	struct dirent *de;
-	char child[4096];
-	while (!e && (de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (snprintf(child, sizeof child, "%s%s%s", rel, rel[0] ? "/" : "", de->d_name) >=
-		    (int)sizeof child) {
-			e = -ENAMETOOLONG;
-			break;
-		}
-		struct stat u, l;
-		/* A socket the run bound is its own, gone with it: never a change
-		 * (over a deleted real file, that file's 'D' still is one). */
-		if (fstatat(dirfd(d), de->d_name, &u, AT_SYMLINK_NOFOLLOW) != 0 || S_ISSOCK(u.st_mode))
-			continue;
-		sl_cw_staged_mode(c, child, &u);
-		bool real = sl_cw_layer_stat(c->lower_fd, child, false, &l) == 0;
-		if (!real)
-			e = sl_cw_push_change(out, 'A', child);
-		else if (!same_content(c, child, &u, &l))
-			e = sl_cw_push_change(out, 'M', child);
-		if (!e && S_ISDIR(u.st_mode))
-			e = walk_upper(c, child, out);
-	}
-	closedir(d);
-	return e;
+	struct upper_walk w = { c, out, NULL };
+	int dir = sl_cw_open_beneath(c->upper_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+	return sl_cw_each_entry(dir, rel, false, change_entry, &w);
 }
 
 static int cmp_change(const void *a, const void *b)
@@ -220,31 +225,29 @@ static int linked_push(struct linked *l, const char *rel, const struct stat *u)
 	return 0;
 }
 
+static int collect_linked(struct sl_cow *c, const char *rel, const struct sl_changes *ch,
+                          struct linked *out);
+
+/* An entry of the upper layer: a linked, unchanged regular file is kept. */
+static int linked_entry(void *ud, int dir, const char *name, const char *child, struct stat *u)
+{
+	struct upper_walk *w = ud;
+	(void)dir;
+	(void)name;
+	if (S_ISDIR(u->st_mode))
+		return collect_linked(w->c, child, w->ch, w->out);
+	if (S_ISREG(u->st_mode) && u->st_nlink > 1 && !is_change(w->ch, child))
+		return linked_push(w->out, child, u);
+	return 0;
+}
+
 /* Walk the upper layer below rel for linked, unchanged regular files. */
 static int collect_linked(struct sl_cow *c, const char *rel, const struct sl_changes *ch,
                           struct linked *out)
 {
-	DIR *d = sl_fdopendir(sl_cw_open_beneath(c->upper_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0));
-	if (!d)
-		return -errno;
-	int e = 0;
-	struct dirent *de;
-	char child[4096];
-	while (!e && (de = readdir(d))) {
-		struct stat u;
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    fstatat(dirfd(d), de->d_name, &u, AT_SYMLINK_NOFOLLOW) != 0)
-			continue;
-		if (snprintf(child, sizeof child, "%s%s%s", rel, rel[0] ? "/" : "", de->d_name) >=
-		    (int)sizeof child)
-			e = -ENAMETOOLONG;
-		else if (S_ISDIR(u.st_mode))
-			e = collect_linked(c, child, ch, out);
-		else if (S_ISREG(u.st_mode) && u.st_nlink > 1 && !is_change(ch, child))
-			e = linked_push(out, child, &u);
-	}
-	closedir(d);
-	return e;
+	struct upper_walk w = { c, out, ch };
+	int dir = sl_cw_open_beneath(c->upper_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+	return sl_cw_each_entry(dir, rel, false, linked_entry, &w);
 }
 
 /* A fresh temporary name for p, next to its target, in the journal

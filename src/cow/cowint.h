@@ -85,6 +85,18 @@ struct ents {
 int sl_cw_push_change(struct sl_changes *c, char kind, const char *path);
 int sl_cw_open_beneath(int root, const char *rel, int flags, mode_t mode);
 int sl_cw_layer_stat(int root, const char *rel, bool follow, struct stat *st);
+/* One entry of a directory walked by sl_cw_each_entry: dir (the
+ * directory's fd), its name there, child (rel/name), its lstat.  0 goes
+ * on; anything else stops the walk and is its result. */
+typedef int (*sl_cw_entry_fn)(void *ud, int dir, const char *name, const char *child,
+                              struct stat *st);
+/* fn for every entry of directory dir (an fd, closed here; negative: its
+ * -errno is the result) but "." and "..", named rel/name; an entry gone
+ * since it was listed is skipped, one whose rel/name is too long is
+ * skipped (skip_long) or ends the walk with -ENAMETOOLONG.  The one
+ * directory loop of the layer's tree walks (commit's, the modes');
+ * fn recurses by itself. */
+int sl_cw_each_entry(int dir, const char *rel, bool skip_long, sl_cw_entry_fn fn, void *ud);
 void sl_cw_parent_of(const char *rel, char *buf, size_t cap);
 bool sl_cw_hidden(const struct sl_cow *c, const char *rel);
 void sl_cw_unwhite(struct sl_cow *c, const char *rel);

@@ -94,36 +94,31 @@ int sl_cow_view_mode(const struct sl_cow *c, const char *rel)
 	return -1;
 }
 
+static int unlock_tree(struct sl_cow *c, int dir, const char *rel);
+
+/* An entry made unreadable or unsearchable by the guest: opened up for
+ * us, its mode noted (lock_note); a directory, walked. */
+static int unlock_entry(void *ud, int dir, const char *name, const char *child, struct stat *st)
+{
+	struct sl_cow *c = ud;
+	mode_t need = S_ISDIR(st->st_mode) ? S_IRWXU : S_ISREG(st->st_mode) ? S_IRUSR : 0;
+	int e = 0;
+	if ((st->st_mode & need) != need) {
+		if ((e = lock_note(c, child, st->st_mode)))
+			return e;
+		(void)fchmodat(dir, name, (st->st_mode & 07777) | need, 0);
+	}
+	if (S_ISDIR(st->st_mode)) {
+		int sub = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0)
+			e = unlock_tree(c, sub, child);
+	}
+	return e;
+}
+
 static int unlock_tree(struct sl_cow *c, int dir, const char *rel)
 {
-	DIR *d = sl_fdopendir(dir);
-	if (!d)
-		return -errno;
-	int e = 0;
-	struct dirent *de;
-	char child[4096];
-	while (!e && (de = readdir(d))) {
-		struct stat st;
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-			continue;
-		if (snprintf(child, sizeof child, "%s%s%s", rel, rel[0] ? "/" : "", de->d_name) >=
-		    (int)sizeof child)
-			continue;
-		mode_t need = S_ISDIR(st.st_mode) ? S_IRWXU : S_ISREG(st.st_mode) ? S_IRUSR : 0;
-		if ((st.st_mode & need) != need) {
-			if ((e = lock_note(c, child, st.st_mode)))
-				break;
-			(void)fchmodat(dirfd(d), de->d_name, (st.st_mode & 07777) | need, 0);
-		}
-		if (S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub >= 0)
-				e = unlock_tree(c, sub, child);
-		}
-	}
-	closedir(d);
-	return e;
+	return sl_cw_each_entry(dir, rel, true, unlock_entry, c);
 }
 
 int sl_cw_unlock_upper(struct sl_cow *c)

@@ -188,37 +188,6 @@ static int own_fd_reopen(const char *p, unsigned tid)
 	return v <= INT_MAX ? (int)v : -1;
 }
 
-/* ---------------- the caller ---------------- */
-
-/* "Key: a b c d" of /proc/TID/status: the eff and fs ids (2nd and 4th). */
-static bool parse_ids(const char *st, const char *key, unsigned long *eff, unsigned long *fs)
-{
-	const char *l = strstr(st, key);
-	unsigned long r, s;
-	return l && sscanf(l + strlen(key), "%lu %lu %lu %lu", &r, eff, &s, fs) == 4;
-}
-
-/* Check the caller acts with our ids (then DAC treats the opener as it
- * would the caller) and take its umask.  0 or an errno. */
-static int caller_creds(int piddir, mode_t *umask_out)
-{
-	char buf[4096];
-	if (sl_read_small_at(piddir, "status", buf, sizeof buf) < 0)
-		return ESRCH;
-	unsigned long eu, fu, eg, fg;
-	if (!parse_ids(buf, "\nUid:", &eu, &fu) || !parse_ids(buf, "\nGid:", &eg, &fg))
-		return EPERM;
-	unsigned long me = geteuid(), mg = getegid();
-	if (eu != me || fu != me || eg != mg || fg != mg)
-		return EPERM; /* fail closed: the opener cannot act as another user */
-	const char *u = strstr(buf, "\nUmask:");
-	unsigned long um;
-	if (!u || sscanf(u + 7, "%lo", &um) != 1)
-		return EPERM;
-	*umask_out = (mode_t)(um & 0777);
-	return 0;
-}
-
 /* ---------------- after the open ---------------- */
 
 /* True if fd is a file of our own /proc/PID (or /proc/PID/task/TID). */
@@ -582,7 +551,7 @@ int sl_opener_open_call(struct sl_opener *op, int listener, const sandlock_notif
 			free(path);
 			return ESRCH;
 		}
-		e = caller_creds(piddir, &r.umask);
+		e = sl_child_same_ids(piddir, &r.umask);
 		close(piddir);
 	}
 	char reopen[48];
@@ -635,7 +604,7 @@ int sl_opener_open_at(struct sl_opener *op, int listener, const sandlock_notif_t
 		int piddir = sl_child_procdir(listener, n);
 		if (piddir < 0)
 			return ESRCH;
-		int e = caller_creds(piddir, &um);
+		int e = sl_child_same_ids(piddir, &um);
 		close(piddir);
 		if (e)
 			return e;
@@ -663,7 +632,7 @@ int sl_opener_bind_socket(struct sl_opener *op, int listener, const sandlock_not
 	if (piddir < 0)
 		return ESRCH;
 	struct sl_open_req r = { .bind = true, .sock = sock, .addr = addr, .alen = len, .fd = -1 };
-	int e = caller_creds(piddir, &r.umask); /* its ids (DAC) and umask (the file's mode) */
+	int e = sl_child_same_ids(piddir, &r.umask); /* its ids (DAC) and umask (the file's mode) */
 	r.cwd = e ? -1 : openat(piddir, "cwd", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (!e && r.cwd < 0)
 		e = errno == ENOENT ? ESRCH : errno;

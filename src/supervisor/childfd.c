@@ -21,6 +21,7 @@
 #include "supervisor/childmem.h"
 #include "compat.h"
 #include "launch/mechs.h"
+#include "util.h"
 
 /* Close fd and fail with ESRCH unless n is still pending. */
 static int confirmed(int listener, const sandlock_notif_t *n, int fd)
@@ -184,6 +185,35 @@ int sl_child_dirfd(int listener, const sandlock_notif_t *n, int dirfd)
 	if (fd < 0)
 		return errno == ENOENT && dirfd != AT_FDCWD ? -EBADF : neg_errno();
 	return confirmed(listener, n, fd);
+}
+
+/* "Key: a b c d" of /proc/TID/status: the eff and fs ids (2nd and 4th). */
+static bool parse_ids(const char *st, const char *key, unsigned long *eff, unsigned long *fs)
+{
+	const char *l = strstr(st, key);
+	unsigned long r, s;
+	return l && sscanf(l + strlen(key), "%lu %lu %lu %lu", &r, eff, &s, fs) == 4;
+}
+
+int sl_child_same_ids(int piddir, mode_t *umask_out)
+{
+	char buf[4096];
+	if (sl_read_small_at(piddir, "status", buf, sizeof buf) < 0)
+		return ESRCH;
+	unsigned long eu, fu, eg, fg;
+	if (!parse_ids(buf, "\nUid:", &eu, &fu) || !parse_ids(buf, "\nGid:", &eg, &fg))
+		return EPERM;
+	unsigned long me = geteuid(), mg = getegid();
+	if (eu != me || fu != me || eg != mg || fg != mg)
+		return EPERM; /* fail closed: we cannot act as another user */
+	if (!umask_out)
+		return 0;
+	const char *u = strstr(buf, "\nUmask:");
+	unsigned long um;
+	if (!u || sscanf(u + 7, "%lo", &um) != 1)
+		return EPERM;
+	*umask_out = (mode_t)(um & 0777);
+	return 0;
 }
 
 mode_t sl_child_umask(int listener, const sandlock_notif_t *n)

@@ -81,6 +81,13 @@ int sl_child_self_path(char *p, size_t cap, const sandlock_notif_t *n);
 char *sl_child_read_path(sandlock_mem_t *m, uint64_t addr, const sandlock_notif_t *n, bool follow,
                          int *e);
 
+/* Whether the caller (piddir: its /proc/TID, pinned) acts with our
+ * effective and filesystem uid and gid, so DAC treats what we do on its
+ * behalf as its own: 0; EPERM if not (or its ids cannot be parsed: fail
+ * closed); ESRCH if its status cannot be read.  umask_out (may be NULL):
+ * its umask as well (EPERM without one).  The opener and the metadata
+ * guard ask it. */
+int sl_child_same_ids(int piddir, mode_t *umask_out);
 /* The caller's umask (from /proc/TID/status; 022 if it cannot be read). */
 mode_t sl_child_umask(int listener, const sandlock_notif_t *n);
 

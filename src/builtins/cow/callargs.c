@@ -8,10 +8,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 
 #include "syscalls.h"
+#include "supervisor/childfd.h"
 #include "builtins/cow/callargs.h"
 
 /* The (dirfd, path) argument pair of a single-path call. */
@@ -93,7 +95,8 @@ bool sl_cowb_reads_only(int nr, const uint64_t *a)
  * (trailing slashes ignored). */
 static int last_dot(const struct sl_call *call, uint64_t addr)
 {
-	char *p = addr ? sandlock_mem_read_string(call->mem, addr, PATH_MAX) : NULL;
+	int e = 0; /* unreadable: the call itself finds out */
+	char *p = sl_child_read_path(call->mem, addr, call->n, false, &e);
 	int r = 0;
 	if (p) {
 		size_t n = strlen(p);
@@ -107,7 +110,7 @@ static int last_dot(const struct sl_call *call, uint64_t addr)
 		else if (n - b == 2 && p[b] == '.' && p[b + 1] == '.')
 			r = 2;
 	}
-	sandlock_string_free(p);
+	free(p);
 	return r;
 }
 
