@@ -209,4 +209,16 @@ struct sl_ll_net_port_attr {
 #define RENAME_EXCHANGE (1 << 1)
 #endif
 
+/* sched_setattr(2)'s argument, first version (SCHED_ATTR_SIZE_VER0, 48
+ * bytes): <linux/sched/types.h> cannot be included next to glibc's
+ * <sched.h> (both define struct sched_param).  The supervisor thread's
+ * EEVDF slice (supervisor.c). */
+struct sl_sched_attr {
+	uint32_t size, sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime, sched_deadline, sched_period;
+};
+
 #endif /* SANDLOCK_COMPAT_H */
