@@ -21,16 +21,14 @@ import sys
 import threading
 import time
 import traceback
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
 
-from . import _knobs, _native
+from . import _fields, _knobs, _native
 from ._checks import argv as _argv
 from ._native import Ptr
 from ._result import Result, raise_from, read_result, run_failure, take_result
+from ._run import SandboxLike
 from .exceptions import PolicyTypeError, PolicyValueError
-
-if TYPE_CHECKING:
-    from .sandbox import Sandbox
 
 _lib = _native.lib
 
@@ -40,19 +38,19 @@ _APPLIED_HERE = (("cwd", None), ("env", ()), ("clean_env", False), ("timeout", N
 _CLEAN_ENV_KEEP = ("PATH", "HOME", "USER", "TERM", "LANG")
 
 
-def _native_for_fork(sb: Sandbox) -> Tuple[Ptr, Dict[str, str]]:
+def _native_for_fork(sb: SandboxLike) -> Tuple[Ptr, Dict[str, str]]:
     """(native sandbox for sandlock_fork, the environment for the template)."""
     cfg = dict(sb._snapshot(None))
     probe = dict(cfg)
     for k, d in _APPLIED_HERE:
         probe[k] = d
-    refused = _knobs.confine_refusal(probe, sb._build)
+    refused = _knobs.confine_refusal(probe, _fields.build)
     if refused:
         raise PolicyValueError("fork: %s cannot be applied to fork clones (no supervisor "
                                "runs for a fork)" % refused)
     env = _template_env(cfg["clean_env"], dict(cfg["env"]))
     cfg.update(env=(), clean_env=False, _confine=True)  # _confine: no max_processes
-    return sb._build(tuple(sorted(cfg.items()))), env
+    return _fields.build(tuple(sorted(cfg.items()))), env
 
 
 def _template_env(clean: bool, extra: Dict[str, str]) -> Dict[str, str]:
@@ -143,7 +141,7 @@ def _callbacks(env: Dict[str, str], init_fn: Optional[Callable[[], object]],
     return _native.FORK_FN(fork_cb), _native.INIT_FN(init_cb), _native.WORK_FN(work_cb)
 
 
-def start(sb: Sandbox, n: int, init_fn: Optional[Callable[[], object]],
+def start(sb: SandboxLike, n: int, init_fn: Optional[Callable[[], object]],
           work_fn: Optional[Callable[[int], object]]) -> ForkResult:
     n = _clone_count(n)
     if work_fn is None:
@@ -237,7 +235,7 @@ class ForkResult(_native.Closing):
         return self._h
 
 
-def reduce(sb: Sandbox, cmd: Sequence[str], clones: ForkResult,
+def reduce(sb: SandboxLike, cmd: Sequence[str], clones: ForkResult,
            timeout: Optional[float] = None) -> Result:
     """Run cmd in sb with every clone's stdout, in clone-id order, on its
     stdin; its Result."""

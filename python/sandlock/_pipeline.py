@@ -15,16 +15,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Union
+from typing import Any, Iterable, List, Optional, Union
 
 from ._inputs import GATHER_ENV
 from ._checks import argv as _argv
 from ._process import Fd, Process, StdioMode, spawn
 from ._result import ExitReason, Result
+from ._run import SandboxLike
 from .exceptions import PolicyTypeError, PolicyValueError
-
-if TYPE_CHECKING:
-    from .sandbox import Sandbox
 
 # Where a stage's stdout goes: a StdioMode, an fd (Fd) or a file object.
 Stdout = Any
@@ -36,7 +34,7 @@ class Stage:
     """A command bound to a Sandbox, run when its pipeline runs
     (Sandbox.cmd(args))."""
 
-    def __init__(self, sandbox: Sandbox, args: Iterable[str]) -> None:
+    def __init__(self, sandbox: SandboxLike, args: Iterable[str]) -> None:
         _argv(args)  # a bad command is an error now, not at run()
         self.sandbox = sandbox
         self.args = list(args)

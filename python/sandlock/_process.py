@@ -13,20 +13,17 @@ import ctypes
 import dataclasses
 import enum
 import io
-import os
 import threading
 import time
 import warnings
 import weakref
-from typing import IO, TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import IO, Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from . import _native
+from . import _fields, _native
 from ._checks import argv as _argv, timeout as _timeout
 from ._result import ExitReason, Result, raise_from, take_fields
+from ._run import NativeSandbox, Registrations, SandboxLike
 from .exceptions import PolicyTypeError, PolicyValueError
-
-if TYPE_CHECKING:
-    from .sandbox import Sandbox, _NativeSandbox, _Registrations
 
 # A stream given to popen(): None (the default), a StdioMode, an Fd or a
 # file object with fileno().
@@ -112,33 +109,29 @@ def _pass_fds(fds: Iterable[object]) -> List[int]:
     return out
 
 
-def _native_with_env(sb: Sandbox, timeout: Optional[float],
-                     extra_env: Dict[str, str]) -> _NativeSandbox:
+def _native_with_env(sb: SandboxLike, timeout: Optional[float],
+                     extra_env: Dict[str, str]) -> NativeSandbox:
     """A native sandbox for sb's configuration plus extra environment
     variables (uncached: used for a pipeline's consumer)."""
-    from .sandbox import Sandbox, _NativeSandbox
-
     snap = dict(sb._snapshot(_timeout("timeout", timeout)))
     env = dict(snap["env"])
     env.update(extra_env)
     snap["env"] = tuple(sorted(env.items()))
     key = tuple(sorted(snap.items()))
-    return _NativeSandbox(Sandbox._build(key), key)
+    return NativeSandbox(_fields.build(key), key)
 
 
-def spawn(sb: Sandbox, cmd: Iterable[str], stdin: Stream, stdout: Stream, stderr: Stream,
+def spawn(sb: SandboxLike, cmd: Iterable[str], stdin: Stream, stdout: Stream, stderr: Stream,
           handlers: Iterable[Tuple[object, Any]] = (), timeout: Optional[float] = None,
           pass_fds: Iterable[int] = (), create: bool = False,
           extra_env: Optional[Dict[str, str]] = None, fds_in_order: bool = False) -> Process:
     """Start cmd in sb; a Process.  Every stream defaults to INHERIT (the
     reference's popen defaults)."""
-    from .sandbox import _Registrations
-
     argv = _argv(cmd)
     inh = StdioMode.INHERIT
     modes = [_stdio(0, stdin, inh), _stdio(1, stdout, inh), _stdio(2, stderr, inh)]
     keep = _pass_fds(pass_fds)
-    hs = _Registrations(sb._with_trace(handlers))
+    hs = Registrations(sb._with_trace(handlers))
     nsb = _native_with_env(sb, timeout, extra_env) if extra_env else sb._native_for(timeout)
     opts = _native.SpawnOpts()
     opts.size = ctypes.sizeof(opts)
@@ -181,7 +174,7 @@ class Process(_native.Closing):
     (PR_SET_PDEATHSIG follows that thread).  ``init_pid`` is the sandbox's
     init (this process's child, the command's parent)."""
 
-    def __init__(self, handle: _native.Ptr, nsb: _NativeSandbox, regs: _Registrations,
+    def __init__(self, handle: _native.Ptr, nsb: NativeSandbox, regs: Registrations,
                  modes: List[int]) -> None:
         self._h = handle
         self._nsb = nsb    # the native policy must outlive the handle
@@ -189,7 +182,7 @@ class Process(_native.Closing):
         self._lock = threading.Lock()
         self._result: Optional[Result] = None
         self._abandoned = True  # until the result says no handler thread was left
-        self._owner: Optional[Sandbox] = None  # the Sandbox that popen()ed it
+        self._owner: Optional[SandboxLike] = None  # the Sandbox that popen()ed it
         self._killed = False
         self._pid = int(_lib.sandlock_handle_pid(handle))
         self._cpu_mark = (0, time.monotonic())  # cpu_pct(): since the last call
@@ -425,8 +418,6 @@ class Usage:
 
 
 def _now() -> float:
-    import time
-
     return time.monotonic()
 
 
@@ -435,7 +426,7 @@ def _now() -> float:
 _attach_lock = threading.Lock()
 
 
-def running(sb: Sandbox) -> Optional[Process]:
+def running(sb: SandboxLike) -> Optional[Process]:
     """The process sb runs now (spawn/create or popen), else None."""
     for p in (sb.__dict__.get("_proc"), _popened(sb)):
         if p is not None and p.is_running:
@@ -443,7 +434,7 @@ def running(sb: Sandbox) -> Optional[Process]:
     return None
 
 
-def _popened(sb: Sandbox) -> Optional[Process]:
+def _popened(sb: SandboxLike) -> Optional[Process]:
     ref = sb.__dict__.get("_popen")
     p: Optional[Process] = ref() if ref is not None else None
     return p
@@ -456,13 +447,13 @@ def _release(proc: Process) -> None:
         sb.__dict__.pop("_popen", None)
 
 
-def _check_idle(sb: Sandbox) -> None:
+def _check_idle(sb: SandboxLike) -> None:
     if running(sb) is not None:
         raise RuntimeError("sandbox is already running a process: a Sandbox runs one at a "
                            "time (wait() for it or kill() it, or use another Sandbox)")
 
 
-def popen(sb: Sandbox, cmd: Iterable[str], stdin: Stream, stdout: Stream, stderr: Stream,
+def popen(sb: SandboxLike, cmd: Iterable[str], stdin: Stream, stdout: Stream, stderr: Stream,
           handlers: Iterable[Tuple[object, Any]], timeout: Optional[float],
           pass_fds: Iterable[int]) -> Process:
     with _attach_lock:
@@ -475,7 +466,7 @@ def popen(sb: Sandbox, cmd: Iterable[str], stdin: Stream, stdout: Stream, stderr
     return p
 
 
-def attach(sb: Sandbox, cmd: Iterable[str], timeout: Optional[float], create: bool) -> None:
+def attach(sb: SandboxLike, cmd: Iterable[str], timeout: Optional[float], create: bool) -> None:
     with _attach_lock:
         _check_idle(sb)
         old = sb.__dict__.get("_proc")
@@ -486,7 +477,7 @@ def attach(sb: Sandbox, cmd: Iterable[str], timeout: Optional[float], create: bo
         old.close()
 
 
-def current(sb: Sandbox, what: str) -> Process:
+def current(sb: SandboxLike, what: str) -> Process:
     p: Optional[Process] = sb.__dict__.get("_proc")
     if p is None:
         if what == "start":
@@ -495,7 +486,7 @@ def current(sb: Sandbox, what: str) -> Process:
     return p
 
 
-def detach(sb: Sandbox, kill: bool = False) -> None:
+def detach(sb: SandboxLike, kill: bool = False) -> None:
     with _attach_lock:
         p = sb.__dict__.pop("_proc", None)
     if p is not None and kill:

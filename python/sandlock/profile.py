@@ -23,13 +23,11 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
-
-if TYPE_CHECKING:  # for the annotation only: sandlock imports this module
-    from . import Sandbox
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import _fields, _native
-from .exceptions import ERR_INVALID, PolicyValueError
+from .exceptions import ERR_INVALID, PolicyError, PolicyValueError
+from .sandbox import Sandbox
 
 __all__ = ["ProfileError", "Profile", "profiles_dir", "list_profiles", "read_profile",
            "load_profile"]
@@ -135,11 +133,9 @@ def read_profile(name: Optional[str] = None, *, path: Optional[str] = None) -> P
 
 
 def load_profile(name: Optional[str] = None, *, path: Optional[str] = None,
-                 **overrides: Any) -> "Sandbox":
+                 **overrides: Any) -> Sandbox:
     """A :class:`sandlock.Sandbox` configured by the profile; keyword
     ``overrides`` replace the profile's values (e.g. ``timeout=10``)."""
-    from . import PolicyError, Sandbox
-
     prof = read_profile(name, path=path)
     kwargs = dict(prof.sandbox_kwargs)
     kwargs.update(overrides)

@@ -15,12 +15,11 @@ import inspect
 import os
 import threading
 from collections.abc import Iterable as _IterableABC
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Literal, Mapping,
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Literal, Mapping,
                     Optional, Sequence, Tuple, Union)
 
 from . import _checks as ck
-from . import _fields, _knobs, _native, _process, _trace
-from ._callback import _make_c_handler, _RunState, _unregister
+from . import _fields, _fork, _knobs, _native, _process, _trace
 from ._checks import parse_memory_size, parse_ports
 from ._fork import ForkResult
 from ._pipeline import Stage
@@ -30,10 +29,9 @@ from ._process import Stream
 from ._process import Fd, Process, StdioMode, Usage
 from ._knobs import Protection, ProtectionStatus
 from ._result import DryRunResult, ExitReason, Result, run_failure, take_result
+from ._run import NativeSandbox, Registrations, Snapshot
 from .exceptions import BranchError, ConfinementError, PolicyTypeError, PolicyValueError
-from .handler import ExceptionPolicy, Handler, _validate_handler
-
-Snapshot = Tuple[Tuple[str, Any], ...]  # a run's configuration (_fields.snapshot)
+from .handler import Handler
 
 __all__ = ["BranchAction", "Change", "DryRunResult", "ExitReason", "Fd", "Process", "Protection",
            "Result", "Sandbox", "StdioMode", "Usage", "parse_memory_size", "parse_ports"]
@@ -252,8 +250,8 @@ class Sandbox:
         self._cfg: Cfg = {}
         self._given: Dict[str, Any] = {}
         self._lock = threading.Lock()
-        # snapshot -> _NativeSandbox
-        self._natives: "collections.OrderedDict[Snapshot, _NativeSandbox]" = \
+        # snapshot -> NativeSandbox
+        self._natives: "collections.OrderedDict[Snapshot, NativeSandbox]" = \
             collections.OrderedDict()
         # Every field through its attribute (validated there), in the
         # order of the signature (the table's); init_fn and work_fn are
@@ -302,7 +300,7 @@ class Sandbox:
         return _fields.build(snap)
 
     def _native_for(self, timeout: Optional[float],
-                    overrides: Optional[Cfg] = None) -> _NativeSandbox:
+                    overrides: Optional[Cfg] = None) -> NativeSandbox:
         """The native sandbox for the current configuration (and this
         timeout override): cached, rebuilt only when the snapshot changed.
         The caller keeps the returned object alive for its run; an entry
@@ -313,7 +311,7 @@ class Sandbox:
             if nsb is not None:
                 self._natives.move_to_end(key)
                 return nsb
-        nsb = _NativeSandbox(self._build(key), key)  # outside the lock: resolves paths
+        nsb = NativeSandbox(self._build(key), key)  # outside the lock: resolves paths
         with self._lock:
             self._natives[key] = nsb
             while len(self._natives) > _CACHE_SIZE:
@@ -326,7 +324,7 @@ class Sandbox:
         t = self._cfg.get("trace")
         if t is None or isinstance(handlers, (str, bytes)) or \
                 not isinstance(handlers, _IterableABC):
-            return handlers  # _Registrations reports a bad list
+            return handlers  # Registrations reports a bad list
         return list(handlers) + _trace.handlers(t, self._cfg)
 
     def active_protections(self) -> Dict[Protection, ProtectionStatus]:
@@ -391,7 +389,7 @@ class Sandbox:
         it returns then is dropped (docs: "The run always ends, on
         time")."""
         argv = ck.argv(cmd)
-        hs = _Registrations(self._with_trace(handlers))
+        hs = Registrations(self._with_trace(handlers))
         nsb = self._native_for(timeout)
         abandoned = True  # until the C side says otherwise (a failed run cannot tell)
         try:
@@ -532,8 +530,6 @@ class Sandbox:
         supervisor are refused as by confine(); clones are not counted in
         max_processes.  ConfinementError / ForkError (init_fn raised) /
         TimeoutError if the template fails."""
-        from . import _fork
-
         return _fork.start(self, n, self.init_fn, self.work_fn)
 
     def reduce(self, cmd: Sequence[str], clones: "ForkResult",
@@ -541,8 +537,6 @@ class Sandbox:
         """Run cmd in this sandbox with the stdout of every clone of
         ``clones`` (a ForkResult, waited for here), in clone-id order, on
         its stdin; return cmd's Result."""
-        from . import _fork
-
         return _fork.reduce(self, cmd, clones, timeout)
 
     def __enter__(self) -> "Sandbox":
@@ -552,92 +546,6 @@ class Sandbox:
         """Ends whatever this Sandbox still runs (spawn/create)."""
         _process.detach(self, kill=True)
         return False
-
-
-class _Registrations:
-    """The C handlers of one run, made from (syscall, Handler) pairs.
-
-    make() creates them (once a handler list is valid); from the moment
-    they are passed to sandlock_run_with_handlers / sandlock_spawn the C
-    side owns them.  close(), once the run is over (its threads joined),
-    drops the strong references the registry holds."""
-
-    def __init__(self, handlers: Any) -> None:
-        if isinstance(handlers, (str, bytes)) or not isinstance(handlers, _IterableABC):
-            raise PolicyTypeError("handlers must be a list of (syscall, Handler) pairs")
-        self.pairs: List[Tuple[bytes, Handler, ExceptionPolicy]] = []
-        for item in handlers:
-            if not isinstance(item, (tuple, list)) or len(item) != 2:
-                raise PolicyTypeError("each handler entry must be a (syscall, Handler) pair, "
-                                      "got %r" % (item,))
-            sc, h = item
-            name = ck.syscall_name(sc)
-            self.pairs.append((name.encode(), h, _validate_handler(h)))
-        self._add_equivalents()
-        self.run = _RunState()
-        # id(handler) -> (c ptr, key); one C handler per instance
-        self.made: Dict[int, Tuple[int, int]] = {}
-        self.regs: Any = None  # the Registration array, once made
-        self.n = len(self.pairs)
-
-    def _add_equivalents(self) -> None:
-        """A handler with ``_also_on`` (the path presets) is registered on
-        the syscalls it names for each of its own, after it, unless the
-        same handler already is: open(2) gets the preset given for openat."""
-        have = {(name, id(h)) for name, h, _policy in self.pairs}
-        for name, h, policy in list(self.pairs):
-            for other in getattr(h, "_also_on", lambda _n: ())(name.decode()):
-                if (other.encode(), id(h)) not in have:
-                    have.add((other.encode(), id(h)))
-                    self.pairs.append((other.encode(), h, policy))
-
-    def make(self) -> None:
-        try:
-            for _name, h, policy in self.pairs:
-                if id(h) not in self.made:
-                    self.made[id(h)] = _make_c_handler(h, policy, self.run)
-        except BaseException:
-            for ptr, _key in self.made.values():
-                _lib.sandlock_handler_free(ptr)  # frees the key cell
-            self.made = {}
-            raise
-        self.regs = (_native.Registration * max(1, self.n))()
-        for i, (name, h, _policy) in enumerate(self.pairs):
-            self.regs[i].syscall = name
-            self.regs[i].handler = self.made[id(h)][0]
-
-    def close(self, abandoned: bool = True) -> None:
-        """After the run: drop the strong references to the handlers.
-        abandoned (the default when the run's end is unknown): a handler
-        thread may still be running, so its thread states are kept."""
-        made, self.made = self.made, {}
-        for _ptr, key in made.values():
-            _unregister(key)
-        self.run.close(abandoned)
-
-
-class _NativeSandbox:
-    """Owns a sandlock_sandbox_t; freed on close() or garbage collection."""
-
-    def __init__(self, ptr: Ptr, snap: Snapshot = ()) -> None:
-        self.ptr = ptr
-        self._lock = threading.Lock()
-        # What the native policy points into: the C functions of the trace=
-        # and policy_fn= callbacks must outlive every run of it, cached or not.
-        cfg = dict(snap)
-        self._keep = (cfg.get("trace"), cfg.get("policy_fn"))
-
-    def close(self) -> None:
-        with self._lock:
-            p, self.ptr = self.ptr, None
-        if p:
-            _lib.sandlock_sandbox_free(p)
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def confine(sandbox: "Sandbox") -> None:

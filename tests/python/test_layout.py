@@ -8,7 +8,12 @@
 - Every source file opens with a comment saying why it exists.
 - No file under src/ or cli/ is over 700 lines (issue 24), except the ones
   still being split (SPLITTING).
+- No import circle between the modules of the Python package: every
+  import counts (module level, inside a function, under TYPE_CHECKING),
+  so a lower module never reaches back up (sandbox.py's run modules use
+  the Sandbox through the SandboxLike protocol of _run.py).
 """
+import ast
 import re
 from pathlib import Path
 
@@ -16,6 +21,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 ROOTS = [REPO / "src", REPO / "cli"]
+PACKAGE = REPO / "python" / "sandlock"
 MAX_LINES = 700
 # Files over the limit that are being split now: take a file off this list
 # when its split lands.
@@ -121,3 +127,71 @@ def test_every_file_says_why_it_exists():
 def test_file_size(path):
     n = path.read_text(errors="replace").count("\n")
     assert n <= MAX_LINES, f"{rel(path)}: {n} lines (at most {MAX_LINES}: split it by sections)"
+
+
+def module_of(pkg_dir, path):
+    """The dotted name of a module file under the package (a package is
+    its __init__.py)."""
+    parts = list(path.relative_to(pkg_dir.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(pkg_dir):
+    """{module: the package modules it imports}, from every import
+    statement wherever it stands.  ``from . import name`` reaches the
+    submodule name when there is one, else the package's __init__ (the
+    name is one of its attributes); ``from .x import y`` reaches x, and
+    x.y too when y is a submodule."""
+    files = {module_of(pkg_dir, p): p for p in sorted(pkg_dir.rglob("*.py"))}
+    graph = {}
+    for mod, path in files.items():
+        here = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+                continue
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = here
+            for _ in range(node.level - 1):
+                base = base.rpartition(".")[0]
+            if node.level == 0:
+                base = node.module or ""
+            elif node.module:
+                base = base + "." + node.module
+            subs = {base + "." + a.name for a in node.names} & files.keys()
+            found.update(subs)
+            if node.module or len(subs) < len(node.names):
+                found.add(base)
+        graph[mod] = {m for m in found if m in files and m != mod}
+    return graph
+
+
+def test_import_circle_check_sees_a_circle(tmp_path):
+    """The check itself: a function-level ``from . import`` and a
+    TYPE_CHECKING import close a circle; a name taken from the package's
+    __init__ reaches it; a chain is no circle."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .top import Top\n")
+    (pkg / "top.py").write_text("from . import low\nfrom .low import f\nclass Top: pass\n")
+    (pkg / "low.py").write_text("import os\ndef f():\n    return os.sep\n")
+    assert circles(import_graph(pkg)) == []
+    (pkg / "low.py").write_text("def f():\n    from . import top\n    return top\n")
+    assert circles(import_graph(pkg)) == [["pkg.low", "pkg.top"]]
+    (pkg / "low.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                "    from .top import Top\n")
+    assert circles(import_graph(pkg)) == [["pkg.low", "pkg.top"]]
+    (pkg / "low.py").write_text("def f():\n    from . import Top\n    return Top\n")
+    assert circles(import_graph(pkg)) == [["pkg", "pkg.low", "pkg.top"]]
+
+
+def test_no_import_circle_in_the_python_package():
+    graph = import_graph(PACKAGE)
+    assert {"sandlock.sandbox", "sandlock._process", "sandlock.mcp"} <= set(graph)
+    assert "sandlock._process" in graph["sandlock.sandbox"]  # the imports were found
+    found = circles(graph)
+    assert not found, "modules that import each other (a lower module takes what it needs " \
+        "as an argument or from a module below both):\n" + \
+        "\n".join(" <-> ".join(comp) for comp in found)
