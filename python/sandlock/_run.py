@@ -12,10 +12,11 @@ from typing import Any, Dict, List, Optional, Protocol, Tuple
 
 from . import _checks as ck
 from . import _native
+from ._action import ExceptionPolicy
 from ._callback import _make_c_handler, _RunState, _unregister
+from ._handlerbase import Handler, _validate_handler
 from ._native import Cfg, Ptr
 from .exceptions import PolicyTypeError
-from .handler import ExceptionPolicy, Handler, _validate_handler
 
 Snapshot = Tuple[Tuple[str, Any], ...]  # a run's configuration (_fields.snapshot)
 

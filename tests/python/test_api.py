@@ -9,6 +9,7 @@ import sys
 import pytest
 
 import sandlock
+from sandlock import _callback
 from sandlock import handler as H
 from sandlock.handler import ActionKind, ExceptionPolicy, HandlerCtx, NotifAction
 from sandlock import presets
@@ -151,7 +152,7 @@ def test_unknown_syscall_is_sandlock_error(sb):
     with pytest.raises(sandlock.SandlockError) as ei:
         sb.run_with_handlers(["/bin/true"], [("no_such_syscall_xyz", H1())])
     assert ei.value.code_name == "SYSCALL"
-    assert not H._registry  # references released on the failure path
+    assert not _callback._registry  # references released on the failure path
 
 
 # ---- NotifAction factories ----
@@ -393,13 +394,13 @@ class _Capture(sandlock.Handler):
 
 def _call_trampoline(handler, notif):
     """Enter the trampoline the way C does: raw addresses, a registry key."""
-    key = H._register(handler, H._RunState())
+    key = _callback._register(handler, _callback._RunState())
     out = N.Action()
     ctypes.memset(ctypes.byref(out), 0xEE, 24)
     try:
-        rc = H._trampoline(key, ctypes.addressof(notif), 0x1234, ctypes.addressof(out))
+        rc = _callback._trampoline(key, ctypes.addressof(notif), 0x1234, ctypes.addressof(out))
     finally:
-        H._unregister(key)
+        _callback._unregister(key)
     return rc, out
 
 
@@ -452,8 +453,8 @@ def test_trampoline_failures_return_nonzero(result):
 def test_trampoline_unknown_key_is_a_failure():
     out = N.Action()
     n = _notif()
-    assert H._trampoline(10 ** 12, ctypes.addressof(n), None, ctypes.addressof(out)) == 1
-    assert H._trampoline(None, ctypes.addressof(n), None, ctypes.addressof(out)) == 1
+    assert _callback._trampoline(10 ** 12, ctypes.addressof(n), None, ctypes.addressof(out)) == 1
+    assert _callback._trampoline(None, ctypes.addressof(n), None, ctypes.addressof(out)) == 1
 
 
 def test_trampoline_closes_an_injected_fd_it_could_not_hand_over():

@@ -11,6 +11,7 @@ import weakref
 import pytest
 
 import sandlock
+from sandlock import _callback, _pin
 from sandlock import handler as H
 from sandlock.handler import ExceptionPolicy, Handler, NotifAction
 from sandlock.presets import (COMMON_PATH_SYSCALLS, AuditPathsHandler, LogSyscallsHandler,
@@ -534,7 +535,7 @@ def test_handler_refs_released_after_run(sb):
     # the same instance on several syscalls: one C handler
     r = sb.run_with_handlers(["/bin/cat", "/etc/hostname"], common(h))
     assert r.success
-    assert not H._registry
+    assert not _callback._registry
     del h
     gc.collect()
     assert ref() is None
@@ -551,10 +552,10 @@ def test_refs_released_on_failed_run(sb):
     # once the handlers exist: they must be released on that path too.
     with pytest.raises(sandlock.PolicyError):
         sb.run_with_handlers(["/bin/true"], [("openat", h1), ("ptrace", h2)])
-    assert not H._registry
+    assert not _callback._registry
     r = sb.run_with_handlers(["no-such-command-sandlock-xyz"], [("openat", h1), ("getpid", h2)])
     assert r.exit_code == 127  # the launch failed before any child started
-    assert not H._registry
+    assert not _callback._registry
     del h1, h2
     gc.collect()
     assert all(r() is None for r in refs)
@@ -711,7 +712,7 @@ def test_supervisor_thread_state_reused_in_a_run_and_released_after(sb, host_hos
     for the whole run (thread-locals survive between calls) and releases it
     when the thread ends, before run_with_handlers returns (what was stored
     in it is freed: no leak across runs)."""
-    if not H._pin.enabled:
+    if not _pin._pin.enabled:
         pytest.skip("thread-state pinning disabled (SANDLOCK_PY_NO_PIN)")
 
     class Counting(Handler):
@@ -740,7 +741,7 @@ def test_supervisor_thread_state_reused_in_a_run_and_released_after(sb, host_hos
 
 
 def test_async_worker_thread_states_released_after_run(files):
-    if not H._pin.enabled:
+    if not _pin._pin.enabled:
         pytest.skip("thread-state pinning disabled (SANDLOCK_PY_NO_PIN)")
     markers = []
     tls = threading.local()
