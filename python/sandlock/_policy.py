@@ -88,6 +88,14 @@ class SyscallEvent:
             self.syscall, self.category, self.pid, self.host, self.port, self.argv)
 
 
+def _abs_path(name: str, path: Union[str, "os.PathLike[str]"]) -> str:
+    """path as an absolute str, or ValueError naming the method."""
+    p = os.fspath(path)
+    if not isinstance(p, str) or not os.path.isabs(p) or "\0" in p:
+        raise ValueError("%s: %r is not an absolute path" % (name, path))
+    return p
+
+
 def _ips(name: str, ips: Any) -> List[str]:
     if isinstance(ips, (str, bytes)):
         raise TypeError("%s: expected a list of IP addresses, got a single %s %r"
@@ -114,18 +122,14 @@ class PolicyContext:
     def deny_path(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """From now on, opening path or anything below it fails with
         EACCES (decided on the file actually opened)."""
-        p = os.fspath(path)
-        if not isinstance(p, str) or not os.path.isabs(p) or "\0" in p:
-            raise ValueError("deny_path: %r is not an absolute path" % (path,))
+        p = _abs_path("deny_path", path)
         rc = _lib.sandlock_policy_deny_path(self._live("deny_path"), os.fsencode(p))
         if rc < 0:
             raise ValueError("deny_path: cannot deny %r: %s" % (p, os.strerror(-rc)))
 
     def allow_path(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """Undo a deny_path of exactly this path."""
-        p = os.fspath(path)
-        if not isinstance(p, str) or not os.path.isabs(p) or "\0" in p:
-            raise ValueError("allow_path: %r is not an absolute path" % (path,))
+        p = _abs_path("allow_path", path)
         rc = _lib.sandlock_policy_allow_path(self._live("allow_path"), os.fsencode(p))
         if rc < 0:
             raise ValueError("allow_path: %r: %s" % (p, os.strerror(-rc)))

@@ -23,7 +23,7 @@ Snapshot = Tuple[Tuple[str, Any], ...]  # a run's configuration (_fields.snapsho
 _lib = _native.lib
 
 
-class NativeSandbox:
+class NativeSandbox(_native.Closing):
     """Owns a sandlock_sandbox_t; freed on close() or garbage collection."""
 
     def __init__(self, ptr: Ptr, snap: Snapshot = ()) -> None:
@@ -39,12 +39,6 @@ class NativeSandbox:
             p, self.ptr = self.ptr, None
         if p:
             _lib.sandlock_sandbox_free(p)
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 class Registrations:

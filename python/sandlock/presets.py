@@ -159,6 +159,11 @@ class _PathPreset(Handler):
     keeps them: registered on one syscall, it is registered on that
     syscall's equivalents too (see _EQUIVALENTS)."""
 
+    def __init__(self, errno: int, max_len: int, on_behalf: bool) -> None:
+        self.errno = _check_errno(errno)
+        self.max_len = _check_max_len(max_len)
+        self.on_behalf = _check_on_behalf(on_behalf)
+
     def _also_on(self, syscall: str) -> Tuple[str, ...]:
         return _EQUIVALENT_OF.get(syscall, ())
 
@@ -332,9 +337,7 @@ class PathDenyHandler(_PathPreset):
     def __init__(self, deny: Union[List[str], Tuple[str, ...]], errno: int = _errno.EPERM,
                  max_len: int = 4096, on_behalf: bool = True) -> None:
         self.deny = _patterns("deny", deny)
-        self.errno = _check_errno(errno)
-        self.max_len = _check_max_len(max_len)
-        self.on_behalf = _check_on_behalf(on_behalf)
+        super().__init__(errno, max_len, on_behalf)
 
     def _denied(self, path: str) -> bool:
         return _matches(self.deny, path)
@@ -373,9 +376,7 @@ class PathAllowHandler(_PathPreset):
     def __init__(self, allow: Union[List[str], Tuple[str, ...]], errno: int = _errno.EACCES,
                  max_len: int = 4096, on_behalf: bool = True) -> None:
         self.allow = _patterns("allow", allow)
-        self.errno = _check_errno(errno)
-        self.max_len = _check_max_len(max_len)
-        self.on_behalf = _check_on_behalf(on_behalf)
+        super().__init__(errno, max_len, on_behalf)
 
     def _allowed(self, path: str) -> bool:
         return _matches(self.allow, path)
