@@ -200,6 +200,11 @@ struct sl_ll_net_port_attr {
 #define SL_TCP_NEW_SYN_RECV 12
 #define SL_TCP_BOUND_INACTIVE 13
 
+/* The shortest IPv6 address a bind takes (include/uapi/linux/in6.h, whose
+ * header clashes with <netinet/in.h>): RFC 2133's sockaddr_in6, without
+ * sin6_scope_id. */
+#define SL_SIN6_LEN_RFC2133 24
+
 /* renameat2(2) flags (glibc's <stdio.h> defines them only since 2.28 and
  * only with _GNU_SOURCE): the COW layer's rename and commit. */
 #ifndef RENAME_NOREPLACE

@@ -17,6 +17,7 @@
 
 #include "builtins/netdest/ndint.h"
 #include "builtins/policy.h"
+#include "compat.h"
 #include "launch/mechs.h"
 #include "net/portmap.h"
 #include "net/sockadopt.h"
@@ -106,6 +107,29 @@ static bool bind_allowed(const struct nd_state *st, uint16_t port, bool tcp)
 	return sl_portranges_has(&st->bind_allow, port);
 }
 
+/*
+ * An IP bind's address in the one form the port rules read.  The kernel
+ * takes two more that name a port: AF_UNSPEC with INADDR_ANY on an IPv4
+ * socket (inet_bind: taken for AF_INET), and an IPv6 address of RFC
+ * 2133's 24 bytes, with no sin6_scope_id (inet6_bind).  Read as "no
+ * port", they passed every port rule (as port 0) and port_remap, and the
+ * kernel bound the port they name: so they are rewritten to the full
+ * form, which binds the same.  0, or the errno the kernel would answer.
+ */
+static int bind_form(const struct nd_sock *s, struct sl_sockaddr *sa)
+{
+	struct sockaddr_in *in = (struct sockaddr_in *)&sa->ss;
+	if (s->si.domain == AF_INET && sa->len >= sizeof(*in) && in->sin_family == AF_UNSPEC) {
+		if (in->sin_addr.s_addr != htonl(INADDR_ANY))
+			return EAFNOSUPPORT;
+		in->sin_family = AF_INET;
+	}
+	if (s->si.domain == AF_INET6 && sa->ss.ss_family == AF_INET6 &&
+	    sa->len >= SL_SIN6_LEN_RFC2133 && sa->len < sizeof(struct sockaddr_in6))
+		sa->len = sizeof(struct sockaddr_in6); /* the rest was zeroed: scope 0 */
+	return 0;
+}
+
 /* An IP bind, checked on the port the guest names: net_deny_bind, and
  * what Landlock would allow (the bind is ours, outside Landlock); with
  * port_remap a TCP port is bound through the run's port map.  UDP binds
@@ -115,6 +139,9 @@ static bool bind_allowed(const struct nd_state *st, uint16_t port, bool tcp)
 static long bind_ip(const struct nd_state *st, const struct sl_call *call,
                     const struct nd_sock *s, struct sl_sockaddr *sa)
 {
+	int fe = bind_form(s, sa);
+	if (fe)
+		return -fe;
 	uint16_t *pf = nd_port_field(sa);
 	uint16_t port = pf ? ntohs(*pf) : 0;
 	bool tcp = s->si.type == SOCK_STREAM && s->si.protocol == IPPROTO_TCP;
