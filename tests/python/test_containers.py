@@ -957,3 +957,23 @@ def test_a_go_server_without_pidfd_getfd(tmp_path):
     finally:
         p.kill()
         p.wait()
+
+
+REFUSED_OPTIONS = ("import socket\nr = []\n"
+                   "for lvl, opt, val in ((socket.IPPROTO_IP, socket.IP_OPTIONS, b'\\x01\\x01\\x01\\x00'),\n"
+                   "                      (socket.IPPROTO_TCP, 30, 1)):\n"  # TCP_FASTOPEN_CONNECT
+                   "    try:\n        socket.socket().setsockopt(lvl, opt, val); r.append('ok')\n"
+                   "    except OSError as e:\n        r.append(str(e.errno))\n"
+                   "print(*r)\n")
+
+
+def test_noting_options_lets_no_refused_option_through():
+    """Hostile: setsockopt is trapped without pidfd_getfd (its options are
+    noted, the call continued): the filter's argument rules still answer
+    first, so IPv4 source routes (IP_OPTIONS) and TCP Fast Open's connect
+    option stay refused (EPERM).  Bare both are set (the probe works)."""
+    bare = subprocess.run([PY, "-c", REFUSED_OPTIONS], capture_output=True, text=True,
+                          timeout=60)
+    assert bare.stdout.split() == ["ok", "ok"], bare
+    r = under_filter(SANDLOCK, "run", *SYS_RO, "--", PY, "-c", REFUSED_OPTIONS)
+    assert r.stdout.split() == ["1", "1"], r
