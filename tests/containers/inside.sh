@@ -100,12 +100,12 @@ fetch() { # URL: its body, retried while the server starts
 }
 if [ -x /usr/bin/python3 ]; then
 	pport=$((port + 5))
-	/usr/bin/python3 -I /pysrv.py $pport &
+	/usr/bin/python3 -I /pysrv.py $pport >/dev/null &
 	expect py-server-control "python served" fetch "http://127.0.0.1:$pport/"
 	wait
 	for round in 1 2; do
 		$SL -r /usr -r /lib -r /lib64 -r /pysrv.py --net-allow-bind $pport -- \
-			/usr/bin/python3 -I /pysrv.py $pport &
+			/usr/bin/python3 -I /pysrv.py $pport >/dev/null &
 		expect "py-server-reached-$round" "python served" fetch "http://127.0.0.1:$pport/"
 		wait
 	done

@@ -1,6 +1,8 @@
-# A Python server for tests/containers/inside.sh: http.server (whose
-# HTTPServer sets SO_REUSEADDR before its bind: socketserver's
-# allow_reuse_address) answers one GET, then closes and exits.
+# A Python server: http.server (whose HTTPServer sets SO_REUSEADDR
+# before its bind: socketserver's allow_reuse_address) on 127.0.0.1:PORT
+# says "serving PORT", answers one GET, closes, says "closed" and exits;
+# with --wait, only after a line on stdin.  Used by
+# tests/containers/inside.sh and tests/python/test_containers.py.
 import http.server
 import sys
 
@@ -18,5 +20,9 @@ class H(http.server.BaseHTTPRequestHandler):
 
 
 srv = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H)
+print("serving", srv.server_address[1], flush=True)
 srv.handle_request()
 srv.server_close()
+print("closed", flush=True)
+if "--wait" in sys.argv:
+    sys.stdin.readline()

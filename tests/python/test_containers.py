@@ -572,24 +572,7 @@ def _listen_outside(port):
 # A real server: http.server (socketserver's allow_reuse_address, so
 # SO_REUSEADDR before its bind), one request served, then closed; it
 # waits for a line on stdin before it exits.
-HTTP_SERVER = r"""
-import http.server, socket, sys
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b"hello from the sandbox"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        pass
-srv = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H)
-print("serving", srv.server_address[1], flush=True)
-srv.handle_request()
-srv.server_close()
-print("closed", flush=True)
-sys.stdin.readline()
-"""
+HTTP_SERVER = str(REPO / "tests" / "containers" / "pysrv.py")
 
 
 def test_a_server_binds_listens_and_is_reached_from_outside():
@@ -602,14 +585,15 @@ def test_a_server_binds_listens_and_is_reached_from_outside():
     control)."""
     import urllib.request
     port = _free_port()
-    p = subprocess.Popen([NOPTRACE, SANDLOCK, "run", *SYS_RO, "--net-allow-bind", str(port),
-                          "--", PY, "-c", HTTP_SERVER, str(port)], stdin=subprocess.PIPE,
+    p = subprocess.Popen([NOPTRACE, SANDLOCK, "run", *SYS_RO, "-r", HTTP_SERVER,
+                          "--net-allow-bind", str(port), "--", PY, HTTP_SERVER, str(port),
+                          "--wait"], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline() == "serving %d\n" % port, p.stderr.read()
         assert _listen_outside(port) == 98  # EADDRINUSE: the server holds it
         with urllib.request.urlopen("http://127.0.0.1:%d/" % port, timeout=30) as resp:
-            assert resp.read() == b"hello from the sandbox"
+            assert resp.read() == b"python served"
         assert p.stdout.readline() == "closed\n"
         assert _listen_outside(port) == 0  # freed by the guest's close
         out, err = p.communicate("\n", timeout=60)
