@@ -265,7 +265,9 @@ int cli_profile_load(const char *path, struct cli_cfg *out, char **err)
 	return rc;
 }
 
-char *cli_profile_dir(char **err)
+/* The profiles directory: $XDG_CONFIG_HOME/sandlock/profiles, else
+ * $HOME/.config/sandlock/profiles.  Heap string, or NULL with *err. */
+static char *profile_dir(char **err)
 {
 	char *dir = NULL;
 	const char *xdg = getenv("XDG_CONFIG_HOME");
@@ -294,7 +296,7 @@ char *cli_profile_path(const char *name, char **err)
 			*err = NULL;
 		return NULL;
 	}
-	char *dir = cli_profile_dir(err);
+	char *dir = profile_dir(err);
 	if (!dir)
 		return NULL;
 	char *path = NULL;
@@ -315,7 +317,7 @@ static int cmp_str(const void *a, const void *b)
 static int profile_list(void)
 {
 	char *err = NULL;
-	char *dir = cli_profile_dir(&err);
+	char *dir = profile_dir(&err);
 	if (!dir) {
 		fprintf(stderr, "sandlock: %s\n", err ? err : "out of memory");
 		free(err);

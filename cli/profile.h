@@ -15,9 +15,6 @@
 
 #include "runcfg.h"
 
-/* The profiles directory: $XDG_CONFIG_HOME/sandlock/profiles, else
- * $HOME/.config/sandlock/profiles.  Heap string, or NULL with *err. */
-char *cli_profile_dir(char **err);
 /* DIR/NAME.toml for a plain NAME (no '/', not starting with '.'). */
 char *cli_profile_path(const char *name, char **err);
 /* Load PATH into *out (initialised here).  0, or -1 with a heap message

@@ -233,18 +233,6 @@ static void print_determinism(struct printer *p, const struct cli_cfg *cfg)
 
 static void print_network(struct printer *p, const struct cli_cfg *cfg)
 {
-	/* Ports given to the builder directly (not flags today) are rules too. */
-	const struct cli_ports *ports[2] = { &cfg->connect, &cfg->bind };
-	const char *keys[2] = { "allow", "allow_bind" };
-	for (int k = 0; k < 2; k++) {
-		if (!ports[k]->n)
-			continue;
-		key(p, "network", keys[k]);
-		fputc('[', p->out);
-		for (size_t i = 0; i < ports[k]->n; i++)
-			fprintf(p->out, "%s%u", i ? ", " : "", ports[k]->v[i]);
-		fputs("]\n", p->out);
-	}
 	print_ops(p, cfg, "network");
 }
 

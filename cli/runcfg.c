@@ -34,8 +34,6 @@ void cli_cfg_free(struct cli_cfg *c)
 	for (size_t i = 0; i < c->ops.n; i++)
 		free(c->ops.v[i].arg);
 	free(c->ops.v);
-	free(c->connect.v);
-	free(c->bind.v);
 	free(c->cwd);
 	free(c->name);
 	cli_cfg_init(c);
@@ -51,16 +49,6 @@ int cli_list_add(struct cli_list *l, const char *s)
 	}
 	l->v = nv;
 	l->v[l->n++] = dup;
-	return 0;
-}
-
-int cli_ports_add(struct cli_ports *p, uint32_t port)
-{
-	uint32_t *nv = realloc(p->v, (p->n + 1) * sizeof(*nv));
-	if (!nv)
-		return -1;
-	p->v = nv;
-	p->v[p->n++] = port;
 	return 0;
 }
 
@@ -88,71 +76,6 @@ static int ops_cat(struct cli_ops *out, const struct cli_ops *a, const struct cl
 	return 0;
 }
 
-static int port_of(const char *s, size_t len, uint32_t *out)
-{
-	char buf[8];
-	uint64_t v;
-	const char *why;
-	if (len == 0 || len >= sizeof(buf))
-		return -1;
-	memcpy(buf, s, len);
-	buf[len] = '\0';
-	if (cli_parse_uint(buf, 1, 65535, &v, &why))
-		return -1;
-	*out = (uint32_t)v;
-	return 0;
-}
-
-/* One comma-separated item: "80" or "8000-8005". */
-static int add_item(struct cli_ports *p, const char *s, size_t len, const char **why)
-{
-	const char *dash = memchr(s, '-', len);
-	uint32_t lo, hi;
-	if (!dash) {
-		if (port_of(s, len, &lo) < 0)
-			goto bad;
-		hi = lo;
-	} else if (port_of(s, (size_t)(dash - s), &lo) < 0 ||
-		   port_of(dash + 1, len - (size_t)(dash - s) - 1, &hi) < 0 || hi < lo) {
-		goto bad;
-	}
-	for (uint32_t port = lo; port <= hi; port++)
-		if (cli_ports_add(p, port) < 0) {
-			*why = "out of memory";
-			return -1;
-		}
-	return 0;
-bad:
-	*why = "expected a TCP port 1-65535, a list 80,443 or a range 8000-8005";
-	return -1;
-}
-
-int cli_ports_add_spec(struct cli_ports *p, const char *spec, const char **why)
-{
-	const char *colon = strrchr(spec, ':');
-	if (strstr(spec, "://")) {
-		*why = "protocol prefixes (tcp://, udp://, icmp://) are not supported yet";
-		return -1;
-	}
-	if (colon && colon != spec) {
-		*why = "host rules are not supported yet: give ports only (':443')";
-		return -1;
-	}
-	const char *s = colon ? colon + 1 : spec;
-	if (strcmp(s, "*") == 0) {
-		*why = "'*' (any port) is not supported yet";
-		return -1;
-	}
-	for (;;) {
-		size_t len = strcspn(s, ",");
-		if (add_item(p, s, len, why) < 0)
-			return -1;
-		if (s[len] == '\0')
-			return 0;
-		s += len + 1;
-	}
-}
-
 int cli_env_add(struct cli_list *env, const char *kv, const char **why)
 {
 	const char *eq = strchr(kv, '=');
@@ -178,17 +101,6 @@ static int list_cat(struct cli_list *out, const struct cli_list *a, const struct
 	return 0;
 }
 
-static int ports_cat(struct cli_ports *out, const struct cli_ports *a, const struct cli_ports *b)
-{
-	for (size_t i = 0; i < a->n; i++)
-		if (cli_ports_add(out, a->v[i]) < 0)
-			return -1;
-	for (size_t i = 0; i < b->n; i++)
-		if (cli_ports_add(out, b->v[i]) < 0)
-			return -1;
-	return 0;
-}
-
 int cli_cfg_merge(struct cli_cfg *out, const struct cli_cfg *pr, const struct cli_cfg *fl)
 {
 	cli_cfg_init(out);
@@ -197,8 +109,7 @@ int cli_cfg_merge(struct cli_cfg *out, const struct cli_cfg *pr, const struct cl
 	    list_cat(&out->deny, &pr->deny, &fl->deny) < 0 ||
 	    list_cat(&out->env, &pr->env, &fl->env) < 0 ||
 	    list_cat(&out->extra_allow, &pr->extra_allow, &fl->extra_allow) < 0 ||
-	    ports_cat(&out->connect, &pr->connect, &fl->connect) < 0 ||
-	    ports_cat(&out->bind, &pr->bind, &fl->bind) < 0 || ops_cat(&out->ops, &pr->ops, &fl->ops) < 0)
+	    ops_cat(&out->ops, &pr->ops, &fl->ops) < 0)
 		return -1;
 	/* The command line's command replaces the profile's, never extends it. */
 	const struct cli_list *argv = fl->argv.n ? &fl->argv : &pr->argv;
@@ -236,10 +147,6 @@ void cli_cfg_apply(const struct cli_cfg *c, sandlock_builder_t *b)
 		sandlock_sandbox_builder_fs_write(b, c->write.v[i]);
 	for (size_t i = 0; i < c->deny.n; i++)
 		sandlock_sandbox_builder_fs_deny(b, c->deny.v[i]);
-	for (size_t i = 0; i < c->connect.n; i++)
-		sandlock_sandbox_builder_net_allow_port(b, c->connect.v[i]);
-	for (size_t i = 0; i < c->bind.n; i++)
-		sandlock_sandbox_builder_net_allow_bind_port(b, c->bind.v[i]);
 	if (c->cwd)
 		sandlock_sandbox_builder_cwd(b, c->cwd);
 	if (c->name)

@@ -20,11 +20,6 @@ struct cli_list {
 	size_t n;
 };
 
-struct cli_ports {
-	uint32_t *v;
-	size_t n;
-};
-
 /* An option handed to the builder as it was given (the knobs: open files,
  * CPU, cores, process settings, extra denials, protections); applied after
  * the rest, a profile's first, so a later single value wins. */
@@ -42,7 +37,6 @@ struct cli_cfg {
 	struct cli_list read, write, deny;
 	struct cli_list env; /* "K=V", in order: a later K wins */
 	struct cli_list extra_allow; /* syscall group names */
-	struct cli_ports connect, bind;
 	char *cwd;
 	char *name; /* hostname inside the sandbox, or NULL */
 	int clean_env; /* -1: not set */
@@ -63,13 +57,6 @@ void cli_cfg_free(struct cli_cfg *c);
 int cli_list_add(struct cli_list *l, const char *s);
 /* Free every string of l and l's array; l is left empty. */
 void cli_list_free(struct cli_list *l);
-/*
- * Ports as the reference writes them: "80", ":80", "80,443", "8000-8005"
- * (and combinations, "22,8000-8005").  Returns 0, or -1 with *why.
- * A host before the ':' is refused: host rules are not supported yet.
- */
-int cli_ports_add_spec(struct cli_ports *p, const char *spec, const char **why);
-int cli_ports_add(struct cli_ports *p, uint32_t port);
 int cli_ops_add(struct cli_ops *o, int id, const char *arg); /* 0 or -1 (OOM) */
 /* "K=V" with a non-empty K; -1 with *why otherwise. */
 int cli_env_add(struct cli_list *env, const char *kv, const char **why);

@@ -42,8 +42,11 @@ static size_t below(const char *p, const char *prefix)
 	return strncmp(p, prefix, k) == 0 && (p[k] == '/' || p[k] == '\0') ? k : 0;
 }
 
-int oci_fs_place(const struct oci_fs *fs, const char *guest, char *host, char *rel, size_t cap,
-                 bool *ro)
+/* The place of the absolute guest path guest: the host directory holding
+ * it into host, the rest (relative, "." for the directory itself) into
+ * rel, its read-only flag into *ro.  0, or -1 if too long. */
+static int fs_place(const struct oci_fs *fs, const char *guest, char *host, char *rel,
+                    size_t cap, bool *ro)
 {
 	size_t best = 0;
 	const struct oci_mnt *bm = NULL;
@@ -75,7 +78,7 @@ int oci_fs_host(const struct oci_fs *fs, const char *guest, char *out, size_t ca
 {
 	char host[OCI_PATH_MAX], rel[OCI_PATH_MAX], link[64];
 	bool ro;
-	if (oci_fs_place(fs, guest, host, rel, sizeof host, &ro) < 0)
+	if (fs_place(fs, guest, host, rel, sizeof host, &ro) < 0)
 		return -1;
 	int dir = open(host, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	int fd = dir < 0 ? -1 : oci_open_in_root(dir, rel, O_PATH | O_NOFOLLOW, 0);
@@ -93,7 +96,7 @@ int oci_fs_host(const struct oci_fs *fs, const char *guest, char *out, size_t ca
 int oci_fs_stat(const struct oci_fs *fs, const char *guest, struct stat *st, bool *ro)
 {
 	char host[OCI_PATH_MAX], rel[OCI_PATH_MAX];
-	if (oci_fs_place(fs, guest, host, rel, sizeof host, ro) < 0)
+	if (fs_place(fs, guest, host, rel, sizeof host, ro) < 0)
 		return -1;
 	if (strcmp(rel, ".") == 0) /* a mount itself (a file one too) */
 		return stat(host, st);

@@ -25,15 +25,10 @@ struct oci_fs {
 	} m[OCI_MAX_MOUNTS];
 };
 
-/* The place of the absolute guest path guest: the host directory holding
- * it into host, the rest (relative, "." for the directory itself) into
- * rel, its read-only flag into *ro.  0, or -1 if too long. */
-int oci_fs_place(const struct oci_fs *fs, const char *guest, char *host, char *rel,
-                 size_t cap, bool *ro);
-
 /* lstat of the guest path as the mounts place it (resolved inside its
- * rootfs or mount directory, the last name not followed), *ro as
- * oci_fs_place.  0, or -1 with errno (ENOENT: the guest has no such path). */
+ * rootfs or mount directory, the last name not followed), *ro: whether
+ * its place is read-only.  0, or -1 with errno (ENOENT: the guest has no
+ * such path). */
 struct stat;
 int oci_fs_stat(const struct oci_fs *fs, const char *guest, struct stat *st, bool *ro);
 

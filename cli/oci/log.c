@@ -47,13 +47,6 @@ int oci_log_fd(void)
 	return log_fd;
 }
 
-void oci_log_close(void)
-{
-	if (log_fd >= 0)
-		close(log_fd);
-	log_fd = -1;
-}
-
 /* msg with '"', '\\' and control characters escaped for a JSON string. */
 static void json_escape(const char *msg, char *out, size_t cap)
 {

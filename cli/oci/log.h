@@ -14,7 +14,6 @@ int oci_log_open(const char *path, const char *format);
 /* Stop writing to stderr: a supervisor's fds 1 and 2 are the container's
  * streams once it runs, so its messages go to the log file only. */
 void oci_log_quiet(void);
-void oci_log_close(void);
 /* The log file's fd (-1: none): a forked supervisor keeps it open. */
 int oci_log_fd(void);
 

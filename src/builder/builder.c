@@ -318,7 +318,7 @@ void sl_b_remove_storage(int lock, const char *path)
 }
 
 /* Free the members of a configuration (not the struct itself). */
-void sl_cfg_release(struct sandlock_sandbox *c)
+static void cfg_release(struct sandlock_sandbox *c)
 {
 	sl_strvec_free(&c->fs_read);
 	sl_strvec_free(&c->fs_write);
@@ -356,7 +356,7 @@ SL_EXPORT void sandlock_sandbox_builder_free(sandlock_builder_t *b)
 {
 	if (!b)
 		return;
-	sl_cfg_release(&b->cfg);
+	cfg_release(&b->cfg);
 	sl_strvec_free(&b->raw_read);
 	sl_strvec_free(&b->raw_write);
 	sl_strvec_free(&b->raw_deny);
@@ -396,7 +396,7 @@ SL_EXPORT void sandlock_sandbox_free(sandlock_sandbox_t *sb)
 {
 	if (!sb || __atomic_sub_fetch(&sb->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
-	sl_cfg_release(sb);
+	cfg_release(sb);
 	sl_prog_cache_free(sb->progs);
 	free(sb);
 }

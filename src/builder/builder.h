@@ -20,7 +20,5 @@ sandlock_builder_t *sl_b_add_path(sandlock_builder_t *b, sl_strvec *v, const cha
                                   const char *what);
 /* The default COW storage we made, then its owner lock. */
 void sl_b_remove_storage(int lock, const char *path);
-/* Free the members of a configuration (not the struct itself). */
-void sl_cfg_release(struct sandlock_sandbox *c);
 
 #endif

@@ -26,7 +26,9 @@
 #include "cow/cowpath.h"
 #include "paths/walk.h"
 
-bool sl_cow_space_rel(const struct sl_cow_space *sp, const char *p, char *rel, size_t cap)
+/* The rel path of p (absolute, normalized, in the space) when it lies
+ * under workdir outside any hole: into rel (cap bytes), true. */
+static bool space_rel(const struct sl_cow_space *sp, const char *p, char *rel, size_t cap)
 {
 	if (!sl_path_under(p, sp->root))
 		return false;
@@ -75,7 +77,7 @@ struct cow_walk {
 static int walk_look(void *ud, const char *cand, bool last, struct stat *st, bool *found)
 {
 	struct cow_walk *w = ud;
-	if (!sl_cow_space_rel(w->sp, cand, w->crel, sizeof w->crel)) {
+	if (!space_rel(w->sp, cand, w->crel, sizeof w->crel)) {
 		/* An ancestor of workdir (an absolute symlink on its way back
 		 * in): a directory, since the root is canonical.  Anything
 		 * else is outside: the walk leaves. */
@@ -102,7 +104,7 @@ int sl_cow_resolve(struct sl_cow *c, const struct sl_cow_space *sp, const char *
 {
 	char rel[PATH_MAX], cur[PATH_MAX];
 	out->shadowed = false;
-	out->inside = sl_cow_space_rel(sp, p, rel, sizeof rel);
+	out->inside = space_rel(sp, p, rel, sizeof rel);
 	if (!out->inside)
 		return snprintf(out->path, sizeof out->path, "%s", p) < (int)sizeof out->path
 		               ? 0 : -ENAMETOOLONG;
@@ -120,7 +122,7 @@ int sl_cow_resolve(struct sl_cow *c, const struct sl_cow_space *sp, const char *
 		sl_path_normalize(out->path);
 		return 0;
 	}
-	out->inside = sl_cow_space_rel(sp, cur, out->path, sizeof out->path);
+	out->inside = space_rel(sp, cur, out->path, sizeof out->path);
 	if (!out->inside)
 		snprintf(out->path, sizeof out->path, "%s", cur);
 	return 0;

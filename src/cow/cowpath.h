@@ -40,10 +40,6 @@ struct sl_cow_res {
 	char path[PATH_MAX];
 };
 
-/* The rel path of p (absolute, normalized, in the space) when it lies
- * under workdir outside any hole: into rel (cap bytes), true. */
-bool sl_cow_space_rel(const struct sl_cow_space *sp, const char *p, char *rel, size_t cap);
-
 /* Resolve p (absolute, lexically normalized, in the space); follow: the
  * last component's symlink too.  0 with *out filled, or -errno as the
  * lookup would fail: ENOENT / ENOTDIR for an intermediate component,

@@ -68,7 +68,7 @@ const char *sl_confine_refusal(const struct sandlock_sandbox *sb, bool for_fork)
 }
 
 /* Number of threads of this process (-1: cannot tell). */
-int sl_thread_count(void)
+static int thread_count(void)
 {
 	FILE *f = fopen("/proc/self/status", "re");
 	char line[256];
@@ -137,7 +137,7 @@ SL_EXPORT int sandlock_confine_err(const sandlock_sandbox_t *sb, int *err, char 
 	if (what)
 		return sl_fail(err, err_msg, SANDLOCK_ERR_CONFLICT,
 		               "confine: %s cannot be applied to the calling process", what);
-	int threads = sl_thread_count();
+	int threads = thread_count();
 	if (threads != 1)
 		return sl_fail(err, err_msg, SANDLOCK_ERR_CONFLICT,
 		               "confine: the process has %d threads; Landlock would confine only "

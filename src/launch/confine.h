@@ -24,7 +24,5 @@ int sl_confine_filter(const struct sandlock_sandbox *sb, struct sock_fprog *prog
  * 0, or -1 with *err, *msg. */
 int sl_confine_apply(const struct sandlock_sandbox *sb, int rs, struct sock_fprog *prog,
                      int *err, char **msg);
-/* Threads of this process from /proc/self/status; -1 when it cannot tell. */
-int sl_thread_count(void);
 
 #endif /* SANDLOCK_CONFINE_H */

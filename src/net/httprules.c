@@ -8,7 +8,8 @@
 
 #include "net/httprules.h"
 
-bool sl_glob_match(const char *pat, const char *s)
+/* A glob match: `*` matches any run of characters (none included). */
+static bool glob_match(const char *pat, const char *s)
 {
 	/* Iterative with one backtrack point: linear for the patterns rules use. */
 	const char *star = NULL, *resume = NULL;
@@ -185,13 +186,13 @@ bool sl_httprule_concrete_host(const struct sl_httprule *x)
 
 bool sl_httprule_host_matches(const struct sl_httprule *x, const char *host, uint16_t port)
 {
-	return (!x->port || x->port == port) && sl_glob_match(x->host, host);
+	return (!x->port || x->port == port) && glob_match(x->host, host);
 }
 
 static bool rule_matches(const struct sl_httprule *x, const struct sl_httpreq *q)
 {
 	return (strcmp(x->method, "*") == 0 || strcmp(x->method, q->method) == 0) &&
-	       sl_httprule_host_matches(x, q->host, q->port) && sl_glob_match(x->path, q->path);
+	       sl_httprule_host_matches(x, q->host, q->port) && glob_match(x->path, q->path);
 }
 
 const struct sl_httprule *sl_httprules_match(const struct sl_httprules *r,
@@ -348,7 +349,7 @@ int sl_authrules_add(struct sl_authrules *r, const char *text, char **why)
 	return 0;
 }
 
-void sl_authrules_free(struct sl_authrules *r)
+static void authrules_free(struct sl_authrules *r)
 {
 	for (size_t i = 0; i < r->n; i++)
 		auth_free(&r->v[i]);
@@ -383,7 +384,7 @@ void sl_httpcfg_free(struct sl_httpcfg *h)
 	free(h->log);
 	sl_strvec_free(&h->inject_ca);
 	sl_credentials_free(&h->creds);
-	sl_authrules_free(&h->auth);
+	authrules_free(&h->auth);
 	sl_netrules_free(&h->grants);
 	h->ca = h->key = h->ca_out = h->log = NULL;
 	h->nports = 0;

@@ -70,9 +70,6 @@ const struct sl_httprule *sl_httprules_match_host(const struct sl_httprules *r,
  */
 bool sl_http_norm_path(const char *target, size_t len, char *out, size_t cap);
 
-/* A glob match: `*` matches any run of characters (none included). */
-bool sl_glob_match(const char *pat, const char *s);
-
 /* --http-auth "METHOD HOST/PATH AUTHSPEC NAME [replace|add-only]" */
 enum sl_auth_kind { SL_AUTH_BEARER, SL_AUTH_BASIC, SL_AUTH_HEADER, SL_AUTH_QUERY };
 struct sl_authrule {
@@ -88,7 +85,6 @@ struct sl_authrules {
 	size_t n, cap;
 };
 int sl_authrules_add(struct sl_authrules *r, const char *text, char **why);
-void sl_authrules_free(struct sl_authrules *r);
 /* The first auth rule whose match part matches q, or NULL. */
 const struct sl_authrule *sl_authrules_match(const struct sl_authrules *r,
                                              const struct sl_httpreq *q);

@@ -58,7 +58,8 @@ void sl_dirsort_free(struct sl_dirsort *d)
 	free(d);
 }
 
-int sl_dirsort_cmp(const char *a, const char *b)
+/* The order of the listing: "." then ".." then strcmp. */
+static int dirsort_cmp(const char *a, const char *b)
 {
 	int ra = strcmp(a, ".") == 0 ? 0 : strcmp(a, "..") == 0 ? 1 : 2;
 	int rb = strcmp(b, ".") == 0 ? 0 : strcmp(b, "..") == 0 ? 1 : 2;
@@ -67,7 +68,7 @@ int sl_dirsort_cmp(const char *a, const char *b)
 
 static int ent_cmp(const void *x, const void *y)
 {
-	return sl_dirsort_cmp(((const struct ent *)x)->name, ((const struct ent *)y)->name);
+	return dirsort_cmp(((const struct ent *)x)->name, ((const struct ent *)y)->name);
 }
 
 /* Read the whole directory from offset 0 into d (sorted).  0 or -errno. */

@@ -34,7 +34,5 @@ void sl_dirsort_free(struct sl_dirsort *d);
  */
 long sl_dirsort_getdents(struct sl_dirsort *d, pid_t tgid, int callerfd, int fd, bool is64,
                          sl_dents_fn produce, void *ud, char *out, size_t cap);
-/* The order of the listing: "." then ".." then strcmp. */
-int sl_dirsort_cmp(const char *a, const char *b);
 
 #endif /* SANDLOCK_DIRSORT_H */

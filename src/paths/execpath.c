@@ -42,7 +42,8 @@
 #define SCRATCH_MAX (256 * 1024)
 #define EXEC_WAIT_ROUNDS 20000 /* x 100 us: 2 s at most */
 
-uint64_t sl_exec_path_addr(const sandlock_notif_t *n)
+/* The address of the call's path string (execve a[0], execveat a[1]). */
+static uint64_t exec_path_addr(const sandlock_notif_t *n)
 {
 	struct sl_exec_args x;
 	sl_sys_exec_args(n->syscall_nr, n->args, &x);
@@ -516,7 +517,7 @@ int sl_exec_set_path(const struct sl_call *call, const char *path, bool short_ok
 		r = plan(call, short_len(), &m);
 		use_short = true;
 	}
-	uint64_t addr = sl_exec_path_addr(call->n), sp = 0;
+	uint64_t addr = exec_path_addr(call->n), sp = 0;
 	size_t len = use_short ? short_len() : strlen(path) + 1;
 	/* Before any stop: /proc/TID/syscall needs the caller as it sits. */
 	if (!r && m.n && caller_sp(call, &sp) < 0)

@@ -26,10 +26,6 @@
 
 #include "builtins/builtin.h"
 
-/* The address of the call's path string (execve a[0], execveat a[1]). */
-uint64_t sl_exec_path_addr(const sandlock_notif_t *n);
-
-
 /*
  * A caller made by vfork (or posix_spawn, or any CLONE_VM child) shares
  * its memory with its parent, which runs on once the exec is over: what

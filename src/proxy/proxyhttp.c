@@ -169,7 +169,8 @@ static const char *hdr_get(struct reqhead *r, const char *name, int *count)
 
 /* ---------------- replies of our own ---------------- */
 
-void px_http_reply(struct px_conn *c, int status, const char *reason, const char *body)
+/* A complete response of ours (403, 400, 502) with a text body. */
+static void http_reply(struct px_conn *c, int status, const char *reason, const char *body)
 {
 	char *msg = sl_asprintf("HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
 	                        "Content-Length: %zu\r\nConnection: close\r\n"
@@ -510,7 +511,7 @@ static bool refuse(struct exchange *x, const struct target *t, int status, const
 		x->in.start += n;
 		return x->r.msg_done;
 	}
-	px_http_reply(x->c, status, reason, text ? text : "refused\n");
+	http_reply(x->c, status, reason, text ? text : "refused\n");
 	free(text);
 	return false;
 }
@@ -587,7 +588,7 @@ static bool one_request(struct exchange *x, bool first)
 		return false;
 	if (st) {
 		log_req(x, &t, st, "error", NULL, "malformed request", 0, 0);
-		px_http_reply(c, st, st == 431 ? "Request Header Fields Too Large" : "Bad Request",
+		http_reply(c, st, st == 431 ? "Request Header Fields Too Large" : "Bad Request",
 		              "sandlock: malformed request\n");
 		return false;
 	}

@@ -82,8 +82,6 @@ void px_conn_serve(struct px_conn *c);
 /* proxyhttp.c: the HTTP/1.1 exchange of a connection, request after
  * request, until either side closes. */
 void px_http_serve(struct px_conn *c);
-/* A complete response of ours (403, 400, 502) with a text body. */
-void px_http_reply(struct px_conn *c, int status, const char *reason, const char *body);
 
 /* proxyup.c: connect c->up to host:port (resolved by us, each address
  * checked against the IP rules).  0, or an HTTP status (403, 502, 504)

@@ -117,14 +117,15 @@ int px_write_all(struct px_io *io, const void *buf, size_t n, int64_t deadline_m
 	return 0;
 }
 
-bool px_pending(const struct px_io *io)
+/* Bytes already decrypted and waiting (a poll on the fd would not see them). */
+static bool io_pending(const struct px_io *io)
 {
 	return io->ssl && SSL_pending(io->ssl) > 0;
 }
 
 int px_wait2(const struct px_io *a, const struct px_io *b, int64_t deadline_ms)
 {
-	int ready = (a->fd >= 0 && px_pending(a) ? 1 : 0) | (b->fd >= 0 && px_pending(b) ? 2 : 0);
+	int ready = (a->fd >= 0 && io_pending(a) ? 1 : 0) | (b->fd >= 0 && io_pending(b) ? 2 : 0);
 	if (ready)
 		return ready;
 	for (;;) {

@@ -25,8 +25,6 @@ struct px_io {
 ssize_t px_read(struct px_io *io, void *buf, size_t n, int64_t deadline_ms);
 /* Write all n bytes before deadline_ms: 0, or -1. */
 int px_write_all(struct px_io *io, const void *buf, size_t n, int64_t deadline_ms);
-/* Bytes already decrypted and waiting (a poll on the fd would not see them). */
-bool px_pending(const struct px_io *io);
 /* Wait until a or b (either may have fd -1) has something to read, or
  * the deadline: bit 0 = a, bit 1 = b; 0 on timeout, -1 on error. */
 int px_wait2(const struct px_io *a, const struct px_io *b, int64_t deadline_ms);

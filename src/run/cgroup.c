@@ -312,7 +312,7 @@ void sl_cgroup_destroy(struct sl_cgroup *cg)
  * group stops at once, however fast it forks.  cgroup.freeze exists in
  * every non-root v2 group, controllers or not.
  */
-bool sl_cgroup_frozen(int dirfd)
+static bool cgroup_frozen(int dirfd)
 {
 	char buf[256];
 	return sl_read_small_at(dirfd, "cgroup.events", buf, sizeof buf) > 0 &&
@@ -332,7 +332,7 @@ int sl_cgroup_freeze(const struct sl_cgroup *cg, bool freeze)
 	/* Frozen only once every task has left the kernel (cgroup.events). */
 	const struct timespec ms = { 0, 1000000 };
 	for (int i = 0; i < SL_CG_FREEZE_ATTEMPTS; i++) {
-		if (sl_cgroup_frozen(cg->dirfd))
+		if (cgroup_frozen(cg->dirfd))
 			return 0;
 		nanosleep(&ms, NULL);
 	}

@@ -49,8 +49,6 @@ void sl_cgroup_destroy(struct sl_cgroup *cg);
  * !freeze: write 0.  Every task of the group, init included.  0, or -1
  * with errno (ENOTSUP: no v2 group or no cgroup.freeze). */
 int sl_cgroup_freeze(const struct sl_cgroup *cg, bool freeze);
-/* Does cgroup.events of the group at dirfd say "frozen 1"? */
-bool sl_cgroup_frozen(int dirfd);
 /* Tests only: pretend no cgroup can be made (the fallback path). */
 extern bool sl_cgroup_disabled;
 

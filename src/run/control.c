@@ -167,7 +167,7 @@ static int seccomp_depth(pid_t pid)
  * its supervisor (ctldir.h); those are made by the supervisor, whose
  * credentials this cannot tell from ours.
  */
-bool sl_control_trusted_peer(int fd, pid_t *pid)
+static bool trusted_peer(int fd, pid_t *pid)
 {
 	struct ucred cred;
 	socklen_t clen = sizeof cred;
@@ -182,12 +182,12 @@ bool sl_control_trusted_peer(int fd, pid_t *pid)
 
 bool sl_control_trusted_server(int fd, const char *path, pid_t *pid)
 {
-	return sl_control_trusted_peer(fd, pid) && sl_ctldir_served_by(path, *pid);
+	return trusted_peer(fd, pid) && sl_ctldir_served_by(path, *pid);
 }
 
 bool sl_control_trusted_abstract(int fd, const char *aname, pid_t *pid)
 {
-	return sl_control_trusted_peer(fd, pid) && sl_ctldir_abstract_served_by(aname, *pid);
+	return trusted_peer(fd, pid) && sl_ctldir_abstract_served_by(aname, *pid);
 }
 
 void sl_control_send(int fd, const char *s)
@@ -279,7 +279,7 @@ static const char *ok_or(int rc)
 static void serve_client(struct sl_control *c, int fd)
 {
 	pid_t pid;
-	if (!sl_control_trusted_peer(fd, &pid)) {
+	if (!trusted_peer(fd, &pid)) {
 		sl_control_send(fd, "{\"error\":\"permission denied\"}\n");
 		return;
 	}

@@ -42,9 +42,6 @@ int sl_control_dir(char *out, size_t len, bool create, FILE *say, const char **w
 void sl_control_abstract_name(const char *dir, const char *name, int i, char *out, size_t len);
 /* A connection to a unix address: a path, or an abstract name; -1. */
 int sl_control_connect(const char *name, bool abstract);
-/* Is the other end of fd a process of ours no more confined than we are
- * (*pid: its pid)?  Both ends ask it. */
-bool sl_control_trusted_peer(int fd, pid_t *pid);
 /* ... and one that itself holds the socket listening at path / at the
  * abstract name aname: a supervisor's on-behalf listen carries our
  * credentials, only the guest holds that socket. */

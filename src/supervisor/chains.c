@@ -102,7 +102,7 @@ static int registration_nr(const struct sl_chains *d, const sandlock_registratio
 	if (nr < 0) /* libseccomp uses negative pseudo numbers for other arches */
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL, "unknown syscall '%s'",
 		               name ? name : "(null)");
-	if (sl_filter_is_blocked(&d->cfg->filter, nr) || sl_filter_extra_denied(d->cfg, nr))
+	if (sl_filter_denies(d->cfg, nr))
 		return sl_fail(err, msg, SANDLOCK_ERR_SYSCALL,
 		               "syscall '%s' is denied by the sandbox and cannot be handled", name);
 	if (!r->handler)
