@@ -12,6 +12,9 @@
   import counts (module level, inside a function, under TYPE_CHECKING),
   so a lower module never reaches back up (sandbox.py's run modules use
   the Sandbox through the SandboxLike protocol of _run.py).
+- docs/architecture.md stays true: it places every file of src/ and
+  cli/, names no file that does not exist, and its table of which
+  sub-system includes which is the one the #include lines make.
 """
 import ast
 import re
@@ -195,3 +198,107 @@ def test_no_import_circle_in_the_python_package():
     assert not found, "modules that import each other (a lower module takes what it needs " \
         "as an argument or from a module below both):\n" + \
         "\n".join(" <-> ".join(comp) for comp in found)
+
+
+ARCH = REPO / "docs" / "architecture.md"
+# A source file's name as the page writes it: "cow/cow.c", "launch.h", "cli/oci/spec.c".
+FILE_NAME = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.[ch])\b")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+# Files every sub-system may include: left out of the include table.
+LEAVES = {"util", "syscalls", "trap", "prng", "compat"}
+
+
+def arch_text():
+    """architecture.md without its C examples (they show a made-up builtin)."""
+    return re.sub(r"```c\n.*?```", "", ARCH.read_text(), flags=re.S)
+
+
+def named_in(path, names):
+    """Whether one of names is path's name (its basename, or a path it ends with)."""
+    r = rel(path)
+    return any(r == n or r.endswith("/" + n) for n in names)
+
+
+def test_architecture_places_every_file():
+    """A .c is named; a .h is named or its .c is (one mechanism, one header)."""
+    names = set(FILE_NAME.findall(arch_text()))
+    unplaced = [rel(p) for p in sources((".c", ".h"))
+                if not named_in(p, names) and not (p.suffix == ".h" and p.with_suffix(".c").exists()
+                                                   and named_in(p.with_suffix(".c"), names))]
+    assert not unplaced, f"docs/architecture.md does not place: {unplaced}"
+
+
+def test_architecture_names_only_files_that_exist():
+    tree = [p for d in ("src", "cli", "include", "tests", "bench", "go")
+            for p in (REPO / d).rglob("*") if p.suffix in (".c", ".h")]
+    gone = [n for n in sorted(set(FILE_NAME.findall(arch_text())))
+            if not any(named_in(p, [n]) for p in tree)]
+    assert not gone, f"docs/architecture.md names files that do not exist: {gone}"
+
+
+def include_node(path, root):
+    """The row of the include table a file belongs to: its sub-system's
+    folder ("net/", "cli/oci/"), or a file of src/ itself that is not a
+    leaf (config.h, check.c); None for a leaf and for sandlock.h."""
+    parts = path.relative_to(root).parts
+    if parts[0] == "cli":
+        return "cli/oci/" if parts[1] == "oci" else "cli/"
+    if parts[0] != "src":
+        return None
+    if len(parts) == 2:
+        return None if path.stem in LEAVES else path.name
+    return parts[1] + "/"
+
+
+def include_table(root):
+    """{row: the other rows whose headers its files include}, from the
+    #include lines of src/ and cli/ under root (a quoted name is looked
+    for beside the file first, as the compiler does)."""
+    table = {}
+    for top in ("src", "cli"):
+        for p in sorted((root / top).rglob("*")):
+            if p.suffix not in (".c", ".h"):
+                continue
+            for inc in INCLUDE.findall(p.read_text(errors="replace")):
+                target = next((d / inc for d in (p.parent, root / "src", root / "cli",
+                                                 root / "include") if (d / inc).is_file()), None)
+                here = include_node(p, root)
+                there = include_node(target, root) if target else None
+                if here and there and here != there:
+                    table.setdefault(here, set()).add(there)
+    return table
+
+
+def documented_include_table():
+    text = ARCH.read_text()
+    block = text.split("### Which sub-system includes which", 1)[1].split("```", 2)[1]
+    return {row.split()[0]: set(row.split()[1:]) for row in block.strip().splitlines()}
+
+
+def test_include_table_sees_a_new_dependency(tmp_path):
+    """The check itself: a leaf and sandlock.h make no row; a header of
+    another folder, reached from a .c or through a header, does."""
+    for name, text in {
+        "src/util.h": "/* leaf */\n",
+        "src/a/a.h": '#include "util.h"\n#include "sandlock.h"\n',
+        "src/a/a.c": '#include "a/a.h"\n',
+        "src/b/b.c": '#include "b.h"\n',
+        "src/b/b.h": '#include "a/a.h"\n',
+        "cli/main.c": '#include "sandlock.h"\n',
+        "include/sandlock.h": "\n",
+    }.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert include_table(tmp_path) == {"b/": {"a/"}}
+    (tmp_path / "cli/main.c").write_text('#include "b/b.h"\n')
+    assert include_table(tmp_path) == {"b/": {"a/"}, "cli/": {"b/"}}
+
+
+def test_architecture_include_table_is_the_real_one():
+    real = include_table(REPO)
+    assert {"builtins/", "supervisor/", "cow/", "net/"} <= set(real)  # the includes were read
+    drawn = documented_include_table()
+    diff = [f"{row}: the code includes {' '.join(sorted(real.get(row, set())))}; "
+            f"the page says {' '.join(sorted(drawn.get(row, set())))}"
+            for row in sorted(set(real) | set(drawn)) if real.get(row) != drawn.get(row)]
+    assert not diff, "docs/architecture.md's include table is out of date:\n" + "\n".join(diff)
