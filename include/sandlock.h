@@ -904,7 +904,9 @@ sandlock_builder_t *sandlock_sandbox_builder_workdir(sandlock_builder_t *b, cons
  * Each run gets its own empty, writable temporary directory (0700, made in
  * $TMPDIR or /tmp, else /var/tmp or /dev/shm), named by TMPDIR in the
  * command's environment, and removed with everything in it when the run is
- * cleaned up.  It is not mounted over /tmp (no namespaces): a program that
+ * cleaned up.  XDG_CACHE_HOME and npm_config_cache point into it unless the
+ * command's environment sets them (~/.cache and ~/.npm are not writable
+ * with only a project granted).  It is not mounted over /tmp (no namespaces): a program that
  * writes to a fixed /tmp path still needs fs_write("/tmp").  Refused with
  * chroot (mount a directory at /tmp instead) and by sandlock_confine.
  */

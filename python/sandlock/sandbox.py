@@ -140,7 +140,8 @@ class Sandbox:
 
     ``tmp=True`` gives each run its own empty writable temporary
     directory, named by ``TMPDIR`` (not mounted over /tmp), removed with
-    its contents when the run ends.
+    its contents when the run ends; ``XDG_CACHE_HOME`` and
+    ``npm_config_cache`` point into it unless ``env`` sets them.
 
     ``port_remap=True`` gives the sandbox its own TCP port space: binds
     are performed by the supervisor, on another real port when the asked

@@ -475,7 +475,22 @@ static int get_prog(const struct sandlock_sandbox *cfg, const struct sl_trap *tr
 	return 0;
 }
 
-/* The run's private TMPDIR (tmpdir.c), named in its environment. */
+/* KEY=TMPDIR/SUB in env unless the command's environment already sets KEY. */
+static int tmp_default(sl_strvec *env, const char *key, const char *tmpdir, const char *sub)
+{
+	if (env_get(env, key))
+		return 0;
+	char *kv = sl_asprintf("%s=%s/%s", key, tmpdir, sub);
+	int rc = kv ? env_set(env, kv) : -1;
+	free(kv);
+	return rc;
+}
+
+/* The run's private TMPDIR (tmpdir.c), named in its environment.  The
+ * per-user caches go there too: with only the project writable, npm fails
+ * outright on an unwritable ~/.npm (even `npm ci --offline` of a tarball
+ * dependency goes through its cache), and go, pip, yarn... on ~/.cache.
+ * A cache the caller names (npm_config_cache, XDG_CACHE_HOME) is kept. */
 static int private_tmp(struct sl_launch *L, sl_strvec *env, int *err, char **msg)
 {
 	L->tmpdir = sl_private_tmp_run(L->cfg->tmp_root, err, msg);
@@ -484,6 +499,10 @@ static int private_tmp(struct sl_launch *L, sl_strvec *env, int *err, char **msg
 	char *kv = sl_asprintf("TMPDIR=%s", L->tmpdir);
 	int rc = kv ? env_set(env, kv) : -1;
 	free(kv);
+	if (rc == 0)
+		rc = tmp_default(env, "XDG_CACHE_HOME", L->tmpdir, ".cache");
+	if (rc == 0)
+		rc = tmp_default(env, "npm_config_cache", L->tmpdir, ".npm");
 	return rc < 0 ? sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory") : 0;
 }
 

@@ -13,9 +13,14 @@
 - README.md stays a page (at most ~400 lines) and keeps `make test`, the
   command .ci/run runs.
 """
+import base64
+import hashlib
+import io
+import json
 import os
 import re
 import shutil
+import tarfile
 import subprocess
 import tempfile
 from pathlib import Path
@@ -62,12 +67,12 @@ FIXTURES = {
         "test_app.py": "def test_tmp(tmp_path):\n    (tmp_path / 'f').write_text('x')\n"
                        "    assert (tmp_path / 'f').read_text() == 'x'\n",
     },
-    # npm ci of a lockfile whose dependency is a local package (no network)
+    # npm ci of a lockfile whose dependency is a local `npm pack` tarball
+    # (no network; unlike a file:DIR link it goes through npm's cache);
+    # the tarball and lockfile are made by npm_tarball() below
     "npm-project": {
-        "localdep/package.json": '{"name": "localdep", "version": "1.0.0", "main": "index.js"}\n',
-        "localdep/index.js": "module.exports = 42;\n",
         "package.json": '{"name": "app", "version": "1.0.0", '
-                        '"dependencies": {"localdep": "file:./localdep"}}\n',
+                        '"dependencies": {"localdep": "file:./localdep-1.0.0.tgz"}}\n',
     },
     # pip install of a local package (offline)
     "pip-project": {
@@ -78,6 +83,33 @@ FIXTURES = {
 }
 
 
+def npm_tarball(work):
+    """localdep-1.0.0.tgz as `npm pack` makes it (files under package/) and
+    the lockfile `npm install --package-lock-only` writes for it: made here,
+    so the fixture needs neither npm nor a cache outside the project."""
+    files = {"package/package.json": b'{"name": "localdep", "version": "1.0.0", '
+                                     b'"main": "index.js"}\n',
+             "package/index.js": b"module.exports = 42;\n"}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    tgz = buf.getvalue()
+    with open(os.path.join(work, "localdep-1.0.0.tgz"), "wb") as f:
+        f.write(tgz)
+    integrity = "sha512-" + base64.b64encode(hashlib.sha512(tgz).digest()).decode()
+    lock = {"name": "app", "version": "1.0.0", "lockfileVersion": 3, "requires": True,
+            "packages": {"": {"name": "app", "version": "1.0.0",
+                              "dependencies": {"localdep": "file:./localdep-1.0.0.tgz"}},
+                         "node_modules/localdep": {"version": "1.0.0",
+                                                   "resolved": "file:localdep-1.0.0.tgz",
+                                                   "integrity": integrity}}}
+    with open(os.path.join(work, "package-lock.json"), "w") as f:
+        json.dump(lock, f, indent=2)
+
+
 def fill(work, words):
     for w in words:
         if w.startswith("fixture="):
@@ -86,9 +118,8 @@ def fill(work, words):
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 with open(path, "w") as f:
                     f.write(text)
-            if w == "fixture=npm-project":   # the lockfile npm ci installs from
-                subprocess.run(["npm", "install", "--package-lock-only", "--offline"],
-                               cwd=work, capture_output=True, check=True, timeout=120)
+            if w == "fixture=npm-project":
+                npm_tarball(work)
 
 
 def test_some_blocks_are_runnable():

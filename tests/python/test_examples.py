@@ -56,14 +56,19 @@ def test_pytest(project):
 
 @pytest.mark.skipif(not shutil.which("npm", path="/usr/local/bin:/usr/bin:/bin"),
                     reason="npm is not installed")
-def test_npm_ci(project):
+def test_npm_ci(project, tmp_path):
+    # A tarball dependency goes through npm's cache: in the run's TMPDIR,
+    # not the user's ~/.npm (not granted: npm ci failed EACCES there).
     fill(project, ["fixture=npm-project"])
-    r = run("npm-ci.toml", project, "npm", "ci", "--offline")
+    home = tmp_path / "home"
+    home.mkdir()
+    r = run("npm-ci.toml", project, "npm", "ci", "--offline", env=dict(os.environ, HOME=str(home)))
     assert r.returncode == 0, r.stdout + r.stderr
     r = subprocess.run(["node", "-e", "console.log(require('localdep'))"], cwd=project,
                        capture_output=True, text=True)
     assert r.stdout == "42\n"
-    assert not os.path.exists(os.path.join(os.path.expanduser("~"), ".npm", "_sandlock"))
+    assert not os.path.islink(os.path.join(project, "node_modules", "localdep"))
+    assert list(home.iterdir()) == []
 
 
 def test_agent_shell(project, tmp_path):

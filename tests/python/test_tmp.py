@@ -96,3 +96,29 @@ def test_refused_where_it_cannot_work(tmpdir_path):
         sandlock.confine(sandlock.Sandbox(fs_readable=SYSTEM, tmp=True))
     r = cli("run", "--tmp", "--chroot", tmpdir_path, "--", "/bin/true")
     assert r.returncode == 125 and "--fs-mount /tmp:" in r.stderr
+
+
+CACHES = 'echo "$TMPDIR|${XDG_CACHE_HOME:-unset}|${npm_config_cache:-unset}"'
+
+
+def test_per_user_caches_go_to_the_private_tmp(tmpdir_path):
+    # With only the project writable, ~/.npm and ~/.cache are not: npm ci
+    # fails outright (tests/python/test_first_hour.py), go too.  --tmp
+    # points them into the run's TMPDIR; without --tmp nothing is set.
+    r = cli("run", "--tmp", "--clean-env", *SYS_RO, "--", "/bin/sh", "-c",
+            CACHES + '; mkdir -p "$XDG_CACHE_HOME/x" "$npm_config_cache" && echo made')
+    tmp, xdg, npm = r.stdout.split("\n")[0].split("|")
+    assert (xdg, npm) == (tmp + "/.cache", tmp + "/.npm"), r.stderr
+    assert r.stdout.split("\n")[1] == "made" and not os.path.exists(tmp)
+    r = cli("run", "--clean-env", *SYS_RO, "--", "/bin/sh", "-c", CACHES)
+    assert r.stdout.endswith("|unset|unset\n"), r.stdout + r.stderr
+
+
+def test_a_cache_the_caller_names_is_kept(tmpdir_path):
+    r = cli("run", "--tmp", "--env", "npm_config_cache=" + tmpdir_path,
+            "--env", "XDG_CACHE_HOME=/nowhere", *SYS_RO, "--", "/bin/sh", "-c", CACHES)
+    assert r.stdout.split("|")[1:] == ["/nowhere", tmpdir_path + "\n"], r.stderr
+    sb = sandlock.Sandbox(fs_readable=SYSTEM, tmp=True, env={"XDG_CACHE_HOME": "/mine"})
+    r = sb.run(["/bin/sh", "-c", CACHES])
+    tmp, xdg, npm = r.stdout.decode().strip().split("|")
+    assert (xdg, npm) == ("/mine", tmp + "/.npm"), r.stderr
