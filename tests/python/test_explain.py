@@ -91,6 +91,45 @@ def test_refused_connect_names_the_address_and_the_flag():
         srv.close()
 
 
+def test_a_summary_counts_the_denials_by_kind():
+    """More than one refusal: after the line per cause, one line counts
+    them by kind.  Each connect is first shown to work outside."""
+    srv, srv2 = socket.socket(), socket.socket()
+    for s in (srv, srv2):
+        s.bind(("127.0.0.1", 0))
+        s.listen(4)
+    ports = [str(s.getsockname()[1]) for s in (srv, srv2)]
+    code = ("import os,socket,sys\n"
+            "for p in sys.argv[1:]:\n"
+            "    try: socket.create_connection(('127.0.0.1', int(p)), 5)\n"
+            "    except OSError: print('refused', p)\n"
+            "kids = []\n"
+            "for _ in range(4):\n"
+            "    try: kids.append(subprocess.Popen(['sleep', '0.3']))\n"
+            "    except OSError: print('no fork')\n"
+            "[k.wait() for k in kids]\n"
+            "sys.exit(2)\n").replace("import os", "import os,subprocess")
+    try:
+        outside = subprocess.run([PY, "-c", code, *ports], capture_output=True, text=True,
+                                 timeout=60)
+        assert outside.stdout == "" and outside.returncode == 2
+        r = run("--max-processes", "2", "--", PY, "-c", code, *ports)
+        assert r.returncode == 2
+        assert r.stdout.split("\n")[:2] == ["refused " + p for p in ports], r.stdout
+        lines = said(r)
+        assert lines[-1].startswith("sandlock: denied: "), r.stderr
+        counts = dict((kind, int(n)) for n, kind in
+                      (part.split(" ", 1) for part in lines[-1][18:].split(", ")))
+        assert counts["connects"] == 2 and counts["process creations"] >= 1, lines[-1]
+        assert any("--net-allow 127.0.0.1:" + ports[0] in l for l in lines)
+        assert any("--max-processes" in l for l in lines)
+        # -q: none of it
+        assert said(run("-q", "--max-processes", "2", "--", PY, "-c", code, *ports)) == []
+    finally:
+        srv.close()
+        srv2.close()
+
+
 def test_refused_unix_connect_names_allow_unix(tmp_path):
     path = tmp_path / "s.sock"
     srv = socket.socket(socket.AF_UNIX)
