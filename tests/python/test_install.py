@@ -245,3 +245,29 @@ def test_completion_and_man_page_know_every_option_of(destdir, command):
         word = re.compile(r"(?<![\w-])" + re.escape(o) + r"(?![\w-])")
         for name, text in (("bash", bash), ("zsh", zsh), ("sandlock(1)", man)):
             assert word.search(text), f"{command} {o} not in {name}"
+
+
+def test_install_and_uninstall_refresh_the_linker_cache(tmp_path):
+    """Installed for real (no DESTDIR), both refresh the linker cache, so
+    the SONAME is found after install and forgotten after uninstall; every
+    directory install made goes.  ldconfig is a recorder on PATH here (the
+    host's cache is not this test's to change)."""
+    bindir, log, prefix = tmp_path / "bin", tmp_path / "ldconfig.log", tmp_path / "prefix"
+    bindir.mkdir()
+    fake = bindir / "ldconfig"
+    fake.write_text(f"#!/bin/sh\necho \"ldconfig $*\" >> {log}\n")
+    fake.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+    for k in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS"):
+        env.pop(k, None)
+
+    def mk(target):
+        r = subprocess.run(["make", "-s", "-C", str(REPO), f"BUILD={BUILD}", f"PREFIX={prefix}",
+                            target], env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+    mk("install")
+    assert (prefix / "lib" / "libsandlock.so.1").exists()
+    assert log.read_text() == "ldconfig \n"
+    mk("uninstall")
+    assert log.read_text() == "ldconfig \nldconfig \n"
+    assert not prefix.exists()
