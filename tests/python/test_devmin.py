@@ -147,3 +147,18 @@ def test_python_api_gets_the_same_dev():
     r = sandlock.Sandbox(fs_readable=SYSTEM, timeout=60).run(
         ["/bin/sh", "-c", "echo x > /dev/null; (echo job) & wait; od -An -N1 -tx1 /dev/zero"])
     assert (r.exit_code, r.stdout, r.stderr) == (0, b"job\n 00\n", b"")
+
+
+def test_help_and_readme_say_so():
+    # The issue asked that `--help` and the README tell the user: every
+    # default device (the header's list) is named in both.
+    import re
+    from pathlib import Path
+    from sandlock._trace import DEFAULT_DEVICES
+    r = sandlock("run", "--help")
+    text = re.sub(r"\s+", " ", r.stdout + r.stderr)
+    readme = re.sub(r"\s+", " ", (Path(__file__).resolve().parents[2] / "README.md").read_text())
+    for dev in DEFAULT_DEVICES + ("/dev/tty",):
+        assert dev in text, dev
+        assert "`" + dev.split("/")[-1] + "`" in readme or dev in readme, dev
+    assert "no other device" in text and "no other device" in readme
