@@ -32,14 +32,8 @@ static bool same_content(struct sl_cow *c, const char *rel, const struct stat *u
 		return false;
 	if (S_ISLNK(u->st_mode)) {
 		char a[4096], b[4096];
-		int fa = sl_cw_open_beneath(c->upper_fd, rel, O_PATH | O_NOFOLLOW, 0);
-		int fb = sl_cw_open_beneath(c->lower_fd, rel, O_PATH | O_NOFOLLOW, 0);
-		ssize_t na = fa >= 0 ? readlinkat(fa, "", a, sizeof a) : -1;
-		ssize_t nb = fb >= 0 ? readlinkat(fb, "", b, sizeof b) : -1;
-		if (fa >= 0)
-			close(fa);
-		if (fb >= 0)
-			close(fb);
+		ssize_t na = sl_cow_readlink(c, rel, true, a, sizeof a);
+		ssize_t nb = sl_cow_readlink(c, rel, false, b, sizeof b);
 		return na >= 0 && na == nb && memcmp(a, b, (size_t)na) == 0;
 	}
 	if (!S_ISREG(u->st_mode) || u->st_size != l->st_size)
@@ -324,16 +318,8 @@ static int stage_file(struct sl_cow *c, const char *rel, const struct stat *u, s
 	}
 	if (S_ISLNK(u->st_mode)) {
 		char target[4096];
-		int fd = sl_cw_open_beneath(c->upper_fd, rel, O_PATH | O_NOFOLLOW, 0);
-		ssize_t n = fd >= 0 ? readlinkat(fd, "", target, sizeof target - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		if (n < 0)
-			e = -errno;
-		else {
-			target[n] = '\0';
-			e = symlinkat(target, dir, tmp) == 0 ? 0 : -errno;
-		}
+		ssize_t n = sl_cow_readlink(c, rel, true, target, sizeof target);
+		e = n < 0 ? (int)n : symlinkat(target, dir, tmp) == 0 ? 0 : -errno;
 	} else {
 		int in = sl_cw_open_beneath(c->upper_fd, rel, O_RDONLY | O_NOFOLLOW, 0);
 		int out = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,

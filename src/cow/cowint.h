@@ -120,6 +120,9 @@ void sl_cw_copy_user_xattrs(int in, int out);
 bool sl_cw_same_user_xattrs(int a, int b);
 int sl_cw_copy_data(int in, int out);
 int sl_cw_copy_up(struct sl_cow *c, const char *rel, bool empty_only);
+/* rel (not followed) in the upper layer, copied up when only the real
+ * tree has it: 0 with its stat in *st (the real one's if copied), or -errno. */
+int sl_cw_make_upper(struct sl_cow *c, const char *rel, struct stat *st);
 void sl_cw_ents_free(struct ents *l);
 int sl_cw_merged_list(struct sl_cow *c, const char *rel, struct ents *l);
 

@@ -90,14 +90,9 @@ static int prepare_target(struct sl_cow *c, const char *to)
 static int copy_up_tree(struct sl_cow *c, const char *rel)
 {
 	struct stat st;
-	int e = 0;
-	enum sl_cow_where w = sl_cow_lookup(c, rel, false, &st, &e);
-	if (w == SL_COW_NONE)
-		return -e;
-	if (w == SL_COW_LOWER && (e = sl_cw_copy_up(c, rel, false)))
+	int e = sl_cw_make_upper(c, rel, &st);
+	if (e || !S_ISDIR(st.st_mode))
 		return e;
-	if (!S_ISDIR(st.st_mode))
-		return 0;
 	struct ents l;
 	if ((e = sl_cw_merged_list(c, rel, &l)))
 		return e;

@@ -262,13 +262,9 @@ int sl_cw_copy_up(struct sl_cow *c, const char *rel, bool empty_only)
 		return -ENOSPC;
 	if (S_ISLNK(st.st_mode)) {
 		char target[4096];
-		int fd = sl_cw_open_beneath(c->lower_fd, rel, O_PATH | O_NOFOLLOW, 0);
-		ssize_t n = fd >= 0 ? readlinkat(fd, "", target, sizeof target - 1) : -1;
-		if (fd >= 0)
-			close(fd);
+		ssize_t n = sl_cow_readlink(c, rel, false, target, sizeof target);
 		if (n < 0)
-			return -errno;
-		target[n] = '\0';
+			return (int)n;
 		return symlinkat(target, c->upper_fd, rel) == 0 ? 0 : -errno;
 	}
 	if (S_ISDIR(st.st_mode))
@@ -342,14 +338,20 @@ int sl_cow_open(struct sl_cow *c, const char *rel, int flags, mode_t mode)
 	return sl_cw_open_beneath(c->upper_fd, rel, flags, mode);
 }
 
+int sl_cw_make_upper(struct sl_cow *c, const char *rel, struct stat *st)
+{
+	int e = 0;
+	enum sl_cow_where w = sl_cow_lookup(c, rel, false, st, &e);
+	if (w == SL_COW_NONE)
+		return -e;
+	return w == SL_COW_LOWER ? sl_cw_copy_up(c, rel, false) : 0;
+}
+
 int sl_cow_copy_up_fd(struct sl_cow *c, const char *rel, bool follow)
 {
 	struct stat st;
-	int e = 0;
-	enum sl_cow_where w = sl_cow_lookup(c, rel, false, &st, &e);
-	if (w == SL_COW_NONE)
-		return -e;
-	if (w == SL_COW_LOWER && (e = sl_cw_copy_up(c, rel, false)))
+	int e = sl_cw_make_upper(c, rel, &st);
+	if (e)
 		return e;
 	return sl_cw_open_beneath(c->upper_fd, rel, O_PATH | (follow ? 0 : O_NOFOLLOW), 0);
 }

@@ -141,20 +141,30 @@ static size_t below(const char *p, const char *prefix)
 	return strncmp(p, prefix, k) == 0 && (p[k] == '/' || p[k] == '\0') ? k : 0;
 }
 
+/* The deepest mount whose guest path (host: its host path) holds p, and
+ * that path's length in *len; NULL (and 0) when none does. */
+static const struct view_mount *deepest_mount(const struct sl_view *v, const char *p,
+                                              bool host, size_t *len)
+{
+	const struct view_mount *bm = NULL;
+	*len = 0;
+	for (size_t i = 0; i < v->n; i++) {
+		size_t k = below(p, host ? v->m[i].host : v->m[i].virt);
+		if (k > *len) {
+			*len = k;
+			bm = &v->m[i];
+		}
+	}
+	return bm;
+}
+
 /* The mount (or rootfs) holding canonical guest path norm: *base, the
  * rest of the path into out ("." for the base itself), *ro. */
 static int map_lexical(const struct sl_view *v, const char *norm, int *base, char *out,
                        size_t cap, bool *ro)
 {
-	size_t best = 0;
-	const struct view_mount *bm = NULL;
-	for (size_t i = 0; i < v->n; i++) {
-		size_t k = below(norm, v->m[i].virt);
-		if (k > best) {
-			best = k;
-			bm = &v->m[i];
-		}
-	}
+	size_t best;
+	const struct view_mount *bm = deepest_mount(v, norm, false, &best);
 	const char *rest = norm + best;
 	while (*rest == '/')
 		rest++;
@@ -316,15 +326,8 @@ int sl_view_map(const struct sl_view *v, const char *guest, bool follow, int *ba
 
 bool sl_view_guest(const struct sl_view *v, const char *host, char *out, size_t cap)
 {
-	size_t best = 0;
-	const struct view_mount *bm = NULL;
-	for (size_t i = 0; i < v->n; i++) {
-		size_t k = below(host, v->m[i].host);
-		if (k > best) {
-			best = k;
-			bm = &v->m[i];
-		}
-	}
+	size_t best;
+	const struct view_mount *bm = deepest_mount(v, host, true, &best);
 	const char *rest;
 	if (bm) {
 		rest = host + best;
