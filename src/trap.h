@@ -43,10 +43,12 @@ struct sl_trap {
 };
 
 /* Initializers: every call; only when argument a is nonzero; only when
- * the low 32 bits of argument a (what the kernel reads of an int) are v. */
+ * the low 32 bits of argument a (what the kernel reads of an int) are v;
+ * only when none of the bits m is set in argument a. */
 #define SL_TRAP_ALWAYS(nr_) { (nr_), 0, { { 0, 0, 0, 0 } } }
 #define SL_TRAP_IF_NONZERO(nr_, a) { (nr_), 1, { { (a), SL_TRAP_NE, 0, 0 } } }
 #define SL_TRAP_IF_EQ32(nr_, a, v) { (nr_), 1, { { (a), SL_TRAP_MASKED_EQ, 0xffffffffu, (v) } } }
+#define SL_TRAP_IF_NO_BITS(nr_, a, m) { (nr_), 1, { { (a), SL_TRAP_MASKED_EQ, (m), 0 } } }
 
 /* A growing list of traps (duplicates are fine: sl_traps_normalize). */
 struct sl_traps {

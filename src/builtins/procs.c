@@ -41,13 +41,28 @@ static const char *procs_refusal(const struct sandlock_sandbox *cfg)
 	return cfg->max_processes_set ? "max_processes (needs the supervisor)" : NULL;
 }
 
+/*
+ * fork and vfork always make a process; clone only without CLONE_THREAD
+ * (the kernel reads the low 32 bits of its flags, as the mask does).  A
+ * thread is not counted, so its clone stays in the kernel: no round trip
+ * per pthread_create (Go, Java and Node start dozens).  Where another
+ * builtin traps clone outright, threads still reach decide, which lets
+ * them pass.
+ */
 static int procs_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
 	if (cfg->max_processes == 0)
 		return 0;
 	const int *nrs;
 	size_t n = sl_sys_fork_like(&nrs);
-	return sl_traps_add_all(out, nrs, n);
+	for (size_t i = 0; i < n; i++) {
+		struct sl_trap t = SL_TRAP_ALWAYS(nrs[i]);
+		if (nrs[i] == __NR_clone)
+			t = (struct sl_trap)SL_TRAP_IF_NO_BITS(__NR_clone, 0, CLONE_THREAD);
+		if (sl_traps_add_trap(out, &t) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 /*

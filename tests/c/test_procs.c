@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -99,6 +100,44 @@ TEST(threads_are_not_processes)
 	sandlock_result_t *r = run_limited(2, argv);
 	REQUIRE(r);
 	CHECK(tu_out_is(r, "threads ok\n"));
+	sandlock_result_free(r);
+}
+
+/* on_decision: count the answers to clone (the hook runs on the
+ * supervisor thread). */
+static void count_clones(void *ud, const sandlock_decision_t *d)
+{
+	if (d->notif->syscall_nr == __NR_clone)
+		__atomic_add_fetch((int *)ud, 1, __ATOMIC_RELAXED);
+}
+
+TEST(thread_creation_is_not_trapped)
+{
+	/* 20 threads and one fork under max_processes: only the fork's
+	 * clone reaches the supervisor; a clone(CLONE_THREAD) stays in the
+	 * kernel (no round trip per thread).  It reached the supervisor
+	 * (21 answers) before the trap tested CLONE_THREAD. */
+	static int clones;
+	const char *argv[] = {
+		TU_PY, "-c",
+		"import os, threading\n"
+		"ts=[threading.Thread(target=lambda: None) for _ in range(20)]\n"
+		"[t.start() for t in ts]; [t.join() for t in ts]\n"
+		"pid = os.fork()\n"
+		"if pid == 0: os._exit(7)\n"
+		"print(len(ts), os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n",
+		NULL
+	};
+	sandlock_builder_t *b = tu_system_builder();
+	sandlock_sandbox_builder_max_processes(b, 8);
+	sandlock_sandbox_builder_on_decision(b, count_clones, &clones);
+	sandlock_sandbox_t *sb = tu_build(b);
+	REQUIRE(sb);
+	sandlock_result_t *r = tu_run(sb, argv);
+	sandlock_sandbox_free(sb);
+	REQUIRE(r);
+	CHECK(tu_out_is(r, "20 7\n"));
+	CHECK_EQ_INT(__atomic_load_n(&clones, __ATOMIC_RELAXED), 1);
 	sandlock_result_free(r);
 }
 
