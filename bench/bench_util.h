@@ -51,9 +51,10 @@ static inline int bench_self_dir(char *out, size_t len)
 /*
  * A sandbox able to run dynamically linked programs from the system and
  * from dir; caller adds nothing else, so every figure measures the same
- * policy.  Exits on error: a benchmark with a broken setup is worthless.
+ * policy (bench_builder: the builder, for one setting more).  Exits on
+ * error: a benchmark with a broken setup is worthless.
  */
-static inline sandlock_sandbox_t *bench_sandbox(const char *dir, bool inherit_stdio)
+static inline sandlock_builder_t *bench_builder(const char *dir, bool inherit_stdio)
 {
 	static const char *const ro[] = { "/usr", "/bin", "/lib", "/lib64", "/etc" };
 	sandlock_builder_t *b = sandlock_sandbox_builder_new();
@@ -63,6 +64,12 @@ static inline sandlock_sandbox_t *bench_sandbox(const char *dir, bool inherit_st
 	if (dir)
 		sandlock_sandbox_builder_fs_read(b, dir);
 	sandlock_sandbox_builder_inherit_stdio(b, inherit_stdio);
+	return b;
+}
+
+/* bench_builder's sandbox, or b's where the caller added to it. */
+static inline sandlock_sandbox_t *bench_build(sandlock_builder_t *b)
+{
 	int err = 0;
 	char *msg = NULL;
 	sandlock_sandbox_t *sb = sandlock_sandbox_build(b, &err, &msg);
@@ -71,6 +78,11 @@ static inline sandlock_sandbox_t *bench_sandbox(const char *dir, bool inherit_st
 		exit(1);
 	}
 	return sb;
+}
+
+static inline sandlock_sandbox_t *bench_sandbox(const char *dir, bool inherit_stdio)
+{
+	return bench_build(bench_builder(dir, inherit_stdio));
 }
 
 #endif

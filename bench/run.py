@@ -24,6 +24,10 @@ Figures:
   procvirt  the /proc views and determinism knobs vs bare (bench/procvirt.py)
   http      the HTTP proxy: proxied vs direct throughput and p50, TLS
             terminated vs direct HTTPS, a 1 GiB download (bench/httpproxy.py)
+  forkrt    us per vfork: bare, sandboxed with the fork not trapped (-P 0)
+            and trapped (the default max_processes), interleaved: the
+            round trip a trapped process creation costs, and the
+            supervisor's CPU per trapped fork (bench/forkrt.c)
   exec      fork + exec of a program by path: bare, sandboxed, COW real and
             staged, chroot (bench/execs.py)
   toolchain make -j2 of a ~70-file C project, pip install of a local
@@ -69,6 +73,7 @@ STARTUP_RUNS = int(os.environ.get("BENCH_STARTUP_RUNS", "50"))
 OPENAT_N = int(os.environ.get("BENCH_OPENAT_N", "20000"))
 OPENAT_N_PY = int(os.environ.get("BENCH_OPENAT_N_PY", "3000"))
 REPS = int(os.environ.get("BENCH_REPS", "5"))
+FORKRT_N = int(os.environ.get("BENCH_FORKRT_N", "2000"))
 
 
 def run_c_bench(name, *args):
@@ -392,6 +397,20 @@ def print_redis(fig):
                   ("of bare", fig[b + "_p99_ms"])))
 
 
+def print_forkrt(fig):
+    if "fork_bare_us" not in fig:
+        return
+    print(f"vfork, the child _exits (median per call, loop of {FORKRT_N})")
+    bare = ("vs bare", fig["fork_bare_us"])
+    for v, label in (("bare", "bare, no sandbox"),
+                     ("untrapped", "sandboxed -P 0, fork not trapped"),
+                     ("trapped", "sandboxed, max_processes: trapped")):
+        print(row(label, fig["fork_%s_us" % v], "us", *(() if v == "bare" else (bare,))))
+    print(f"  round trip of a trapped fork (trapped - untrapped): "
+          f"{fig['fork_roundtrip_us']:.1f} us; supervisor CPU per trapped fork: "
+          f"{fig['fork_supervisor_cpu_us']:.1f} us")
+
+
 def main():
     fig = {}
     fig.update(run_c_bench("startup", STARTUP_RUNS, BUILD / "sandlock"))
@@ -420,6 +439,11 @@ def main():
         fig.update(cow_figures())
     except Exception as e:
         print(f"cow figures failed: {type(e).__name__}: {e}", file=sys.stderr)
+
+    try:
+        fig.update(run_c_bench("forkrt", FORKRT_N, REPS))
+    except Exception as e:
+        print(f"forkrt figures failed: {type(e).__name__}: {e}", file=sys.stderr)
 
     try:
         fig.update(execs.figures())
@@ -527,6 +551,7 @@ def main():
             print(row(label, fig[key], "ms", *bases))
         print(f"  commit of the {UNTAR_FILES}-file tree (COMMIT - ABORT): "
               f"{fig['cow_untar_commit_ms'] - fig['cow_untar_abort_ms']:.1f} ms")
+    print_forkrt(fig)
     execs.report(fig, row)
     toolchains.report(fig, row)
     mcp_bench.report(fig, row)

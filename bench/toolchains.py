@@ -11,7 +11,9 @@ of the real tool in a fresh copy of its project:
           a push back and a gc of the clone (projects.GIT_SCRIPT)
 Modes: bare; `sandlock run` with the project granted -w (plain); `sandlock
 run --workdir PROJECT` (COW, the changes committed: the commit is part of
-the time).  A scratch TMPDIR and /dev/null are granted -w in both sandboxed modes.  The
+the time); for the build also plain with `-P 0` (plain_nofork: process
+creation not trapped, so plain - plain_nofork is what max_processes' trapped
+forks cost: docs/performance.md).  A scratch TMPDIR and /dev/null are granted -w in both sandboxed modes.  The
 modes are interleaved, so each sees the same load; medians of REPS.
 """
 import os
@@ -41,6 +43,9 @@ WORKLOADS = {
     "git": (projects.git_project, ["sh", "-c", projects.GIT_SCRIPT]),
 }
 MODES = ("bare", "plain", "cow")
+# The build's forks are its only trapped calls in plain mode: a run without
+# that trap shows their share (docs/performance.md).
+EXTRA_MODES = {"build": ("plain_nofork",)}
 
 
 def sandbox_argv(mode, proj, tmp):
@@ -49,7 +54,9 @@ def sandbox_argv(mode, proj, tmp):
         argv += ["-r", d]
     # /dev/null: pytest opens it; a default /dev is being added (issue 20).
     argv += ["-w", tmp, "-w", "/dev/null", "-C", proj]
-    argv += ["-w", proj] if mode == "plain" else ["--workdir", proj]
+    argv += ["--workdir", proj] if mode == "cow" else ["-w", proj]
+    if mode == "plain_nofork":
+        argv += ["-P", "0"]
     return argv + ["--"]
 
 
@@ -82,14 +89,19 @@ def figures(names=None):
         out = {}
         for name in names or WORKLOADS:
             template = WORKLOADS[name][0](os.path.join(top, "template-" + name))
-            runs = {m: [] for m in MODES}
-            for m in MODES:  # warm-up: page cache, pyc of the tools
+            modes = MODES + EXTRA_MODES.get(name, ())
+            runs = {m: [] for m in modes}
+            for m in modes:  # warm-up: page cache, pyc of the tools
                 run_once(name, m, template, top)
             for _ in range(REPS):
-                for m in MODES:
+                for m in modes:
                     runs[m].append(run_once(name, m, template, top) * 1e3)
-            for m in MODES:
+            for m in modes:
                 out["toolchain_%s_%s_ms" % (name, m)] = statistics.median(runs[m])
+                # Each run against the bare run of its own round: the
+                # median of these shrugs off a load change between rounds.
+                out["toolchain_%s_%s_paired" % (name, m)] = statistics.median(
+                    r / b for r, b in zip(runs[m], runs["bare"]))
         return out
     finally:
         shutil.rmtree(top, ignore_errors=True)
@@ -110,8 +122,13 @@ def report(fig, row):
             continue
         bare = ("vs bare", fig[key % "bare"])
         print(row(labels[name] + ", bare", fig[key % "bare"], "ms"))
-        print(row("  sandboxed, -w PROJECT", fig[key % "plain"], "ms", bare))
-        print(row("  COW --workdir PROJECT", fig[key % "cow"], "ms", bare))
+        for mode, label in (("plain", "  sandboxed, -w PROJECT"),
+                            ("plain_nofork", "  sandboxed -P 0 (forks not trapped)"),
+                            ("cow", "  COW --workdir PROJECT")):
+            if key % mode in fig:
+                paired = fig.get("toolchain_%s_%s_paired" % (name, mode))
+                print(row(label, fig[key % mode], "ms", bare) +
+                      ("  (%.3fx paired)" % paired if paired else ""))
 
 
 if __name__ == "__main__":
