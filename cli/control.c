@@ -376,6 +376,7 @@ static void add_name(char (*v)[NAME_MAX_LEN + 1], int *n, int max, const char *n
 static int run_names(const char *dir, char (*v)[NAME_MAX_LEN + 1], int max)
 {
 	int n = 0;
+	sl_control_sweep(dir, true); /* dead runs' files would fill v */
 	DIR *d = opendir(dir);
 	for (struct dirent *e; d && (e = readdir(d));) {
 		size_t len = strlen(e->d_name);

@@ -437,6 +437,7 @@ struct sl_control *sl_control_open(const char *name, pid_t init, bool strict, ch
 		return NULL;
 	}
 	listen_abstract(c);
+	sl_control_sweep(dir, false); /* what runs killed before us left */
 	return c;
 }
 

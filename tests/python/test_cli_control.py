@@ -320,3 +320,68 @@ def test_a_deleted_control_socket_does_not_hide_the_run(runtime):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def leftover(path, age):
+    """A socket file nobody listens on, as a run killed with SIGKILL leaves
+    it; its mtime age seconds ago."""
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(path)
+    s.close()
+    t = time.time() - age
+    os.utime(path, (t, t))
+
+
+def gone_pid():
+    p = subprocess.Popen(["/bin/true"])
+    p.wait()
+    return p.pid
+
+
+def test_the_sockets_of_dead_runs_are_swept(runtime):
+    """A run whose caller is killed with SIGKILL cannot remove its socket
+    file.  The next run removes such a file once nobody listens on it, it
+    is older than a minute and its init is gone; `ps` removes any file
+    nobody listens on.  A live run's socket, and a fresh one (a run between
+    its bind and its listen), stay."""
+    d, env = runtime
+    ctl = os.path.join(d, "sandlock")
+    # The leftover is real: kill -9 an unnamed run's caller.
+    p = subprocess.Popen([SANDLOCK, "run", *SYS_RO, "--", "sleep", "1000"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for _ in range(1000):
+        socks = os.listdir(ctl) if os.path.isdir(ctl) else []
+        if socks:
+            break
+        time.sleep(0.01)
+    assert len(socks) == 1 and socks[0].startswith("sandbox-"), socks
+    init = int(socks[0][len("sandbox-"):-len(".sock")])
+    p.kill()
+    p.wait()
+    for _ in range(1000):
+        if not alive(init):
+            break
+        time.sleep(0.01)
+    dead = os.path.join(ctl, socks[0])
+    assert os.path.exists(dead) and not alive(init)
+    t = time.time() - 3600
+    os.utime(dead, (t, t))
+    fresh = os.path.join(ctl, "sandbox-%d.sock" % gone_pid())
+    leftover(fresh, 0)
+    named = os.path.join(ctl, "gone.sock")      # a CLI --name run's: no pid in it
+    leftover(named, 3600)
+    live, info = start(env, "live", "sleep", "1000")
+    try:
+        os.utime(os.path.join(ctl, "live.sock"), (t, t))   # old, but listened on
+        r = cli(env, "run", *SYS_RO, "--", "/bin/true")
+        assert r.returncode == 0, r.stderr
+        assert not os.path.exists(dead)
+        assert os.path.exists(fresh) and os.path.exists(named)
+        assert os.path.exists(os.path.join(ctl, "live.sock"))
+        ps = json.loads(cli(env, "ps", "--json").stdout)
+        assert [x["name"] for x in ps] == ["live"]
+        assert not os.path.exists(named) and os.path.exists(fresh)
+        assert sorted(os.listdir(ctl)) == sorted(["live.sock", os.path.basename(fresh)])
+    finally:
+        live.kill()
+        live.wait()
