@@ -18,15 +18,25 @@
  * guest keeps the host's view.  If the view
  * cannot be made at run time, the socket is refused (EACCES): never the
  * host's view instead.
+ *
+ * Where pidfd_getfd is refused (mechs.h) the socket is also kept in the
+ * run's table of sockets made for the guest (services.h, sockadopt.h):
+ * netdest performs its bind and its sends with an address on ours, as
+ * it does for every socket there (a bind continued to the kernel would
+ * act on whatever a racing thread put at the fd number by then), and a
+ * socket it cannot find there is never remade in the host's namespace.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include "launch/filter.h"
 #include "net/netview.h"
+#include "net/sockadopt.h"
+#include "supervisor/services.h"
 #include "util.h"
 #include "builtins/builtin.h"
 
@@ -37,7 +47,7 @@ struct nl_state {
 
 static int nl_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
-	if (cfg->net_host_interfaces || !sl_netview_possible())
+	if (!sl_netview_for(cfg))
 		return 0;
 	const struct sl_trap t = SL_TRAP_IF_EQ32(__NR_socket, 0, AF_NETLINK);
 	return sl_traps_add_trap(out, &t);
@@ -53,6 +63,13 @@ static bool nl_decide(void *state, const struct sl_call *call, sandlock_action_t
 	if (!s->view && !s->failed && !(s->view = sl_netview_new()))
 		s->failed = true;
 	int fd = s->view ? sl_netview_socket(s->view, type & ~SOCK_CLOEXEC) : -EACCES;
+	if (fd >= 0 && call->sv->adopted) {
+		int e = sl_adopted_add(call->sv->adopted, fd, call->init);
+		if (e < 0) { /* its bind and sends could not be performed: refused now */
+			close(fd);
+			fd = e;
+		}
+	}
 	if (fd < 0)
 		sandlock_action_set_errno(act, -fd);
 	else

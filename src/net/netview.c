@@ -89,6 +89,11 @@ bool sl_netview_possible(void)
 	return have_sys_admin() || userns_works();
 }
 
+bool sl_netview_for(const struct sandlock_sandbox *cfg)
+{
+	return !cfg->net_host_interfaces && sl_netview_possible();
+}
+
 /* ---------------- the helper (raw system calls only) ---------------- */
 
 static void lo_up(void)

@@ -16,6 +16,7 @@
 #include "net/sockadopt.h"
 #include "net/sockremake.h"
 #include "run/proctree.h"
+#include "util.h"
 
 #define MIN_SWEEP 16    /* no sweep below this many sockets */
 #define MAX_PROCS 4096  /* processes of the sandbox a sweep looks at */
@@ -23,17 +24,27 @@
  * may be a container's 1024.  Past it a socket is not kept (its later
  * calls are refused, fail closed). */
 #define MAX_KEPT 512
+/* While a stream socket is kept, a sweep this long after its keeping,
+ * then at twice the gap each time one drops nothing (up to MAX_GAP_MS):
+ * the port of one the guest closed before its listen is free again
+ * soon, and a socket kept a long while costs a sweep a second or so. */
+#define MIN_GAP_MS 100
+#define MAX_GAP_MS 1600
 
 struct kept {
 	unsigned long ino;
 	int fd;
-	bool held; /* a sweep's mark */
+	bool held;   /* a sweep's mark */
+	bool stream; /* kept only until its listen or connect */
 };
 
 struct sl_adopted {
 	struct kept *v;
 	size_t n, cap;
 	size_t sweep_at; /* sweep when n reaches this */
+	size_t nstream;  /* stream sockets among them */
+	int64_t due_ms;  /* while nstream: the next timed sweep (sl_now_ms) */
+	int64_t gap_ms;
 };
 
 struct sl_adopted *sl_adopted_new(void)
@@ -56,7 +67,7 @@ void sl_adopted_free(struct sl_adopted *t)
 
 bool sl_adopted_kind(const struct sl_sockinfo *si)
 {
-	return si->type == SOCK_DGRAM;
+	return si->type == SOCK_DGRAM || si->domain == AF_NETLINK; /* netlink: SOCK_RAW too */
 }
 
 static struct kept *find(struct sl_adopted *t, unsigned long ino)
@@ -122,6 +133,7 @@ size_t sl_adopted_sweep(struct sl_adopted *t, pid_t init)
 			t->v[kept++] = t->v[i];
 		} else {
 			close(t->v[i].fd);
+			t->nstream -= t->v[i].stream;
 			dropped++;
 		}
 	}
@@ -137,7 +149,24 @@ void sl_adopted_forget(struct sl_adopted *t, int fd)
 	if (!k)
 		return;
 	close(k->fd);
+	t->nstream -= k->stream;
 	*k = t->v[--t->n];
+}
+
+int sl_adopted_expire(struct sl_adopted *t, pid_t init)
+{
+	if (!t || !t->nstream)
+		return -1;
+	int64_t now = sl_now_ms();
+	if (now >= t->due_ms) {
+		size_t dropped = sl_adopted_sweep(t, init);
+		int64_t twice = t->gap_ms * 2;
+		t->gap_ms = dropped ? MIN_GAP_MS : twice < MAX_GAP_MS ? twice : MAX_GAP_MS;
+		t->due_ms = now + t->gap_ms;
+		if (!t->nstream)
+			return -1;
+	}
+	return (int)(t->due_ms - now);
 }
 
 int sl_adopted_add(struct sl_adopted *t, int fd, pid_t init)
@@ -157,9 +186,19 @@ int sl_adopted_add(struct sl_adopted *t, int fd, pid_t init)
 		t->v = v;
 		t->cap = cap;
 	}
+	struct sl_sockinfo si;
+	int e = sl_sd_sockinfo(fd, &si);
+	if (e)
+		return -e;
 	int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (dup < 0)
 		return -errno;
-	t->v[t->n++] = (struct kept){ (unsigned long)st.st_ino, dup, false };
+	bool stream = !sl_adopted_kind(&si);
+	t->v[t->n++] = (struct kept){ (unsigned long)st.st_ino, dup, false, stream };
+	if (stream) { /* swept soon, should the guest close it before its listen */
+		t->nstream++;
+		t->gap_ms = MIN_GAP_MS;
+		t->due_ms = sl_now_ms() + MIN_GAP_MS;
+	}
 	return 0;
 }

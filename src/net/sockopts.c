@@ -100,7 +100,13 @@ size_t sl_sockopts_apply(struct sl_sockopts *t, unsigned long ino, int fd)
 			continue;
 		if (setsockopt(fd, n->level, n->name, n->val, n->len) == 0)
 			set++;
-		n->ino = 0;
 	}
 	return set;
+}
+
+void sl_sockopts_forget(struct sl_sockopts *t, unsigned long ino)
+{
+	for (size_t i = 0; ino && i < NOTES; i++)
+		if (t->v[i].ino == ino)
+			t->v[i].ino = 0;
 }

@@ -9,7 +9,8 @@
  * caller's memory, noted under the sockfs inode its fd links to, and
  * the call continued to the kernel.  When a bind or connect remakes the
  * socket, the options noted for its inode are set on ours, in the order
- * they were set, as the caller (no capability), and forgotten.
+ * they were set, as the caller (no capability), and forgotten once ours
+ * replaced the caller's (a call that failed leaves them noted).
  *
  * The options matter for behaviour (SO_REUSEADDR lets a restarted server
  * bind its port past a TIME_WAIT; IPV6_V6ONLY decides which families a
@@ -41,8 +42,13 @@ void sl_sockopts_note(struct sl_sockopts *t, unsigned long ino, int level, int n
                       const void *val, size_t len);
 
 /* Set the options noted for ino on our socket fd, oldest first (errors
- * ignored: the kernel answered the caller already), and forget them.
- * The caller lowers our capabilities first.  How many were set. */
+ * ignored: the kernel answered the caller already).  The caller lowers
+ * our capabilities first.  How many were set.  They stay noted: a bind
+ * or connect that fails on fd leaves the caller's socket, and the next
+ * socket made like it needs them again. */
 size_t sl_sockopts_apply(struct sl_sockopts *t, unsigned long ino, int fd);
+
+/* Forget the options noted for ino: ours took the caller's socket's place. */
+void sl_sockopts_forget(struct sl_sockopts *t, unsigned long ino);
 
 #endif /* SANDLOCK_SOCKOPTS_H */

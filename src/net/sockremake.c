@@ -9,7 +9,9 @@
  *  - for AF_UNIX, its type, name and peer: a sock_diag query by inode;
  *  - for IP sockets, whether the kernel lists it bound or connected: its
  *    inode in /proc/net/{udp,icmp}[6], for TCP in a sock_diag dump
- *    (sockname.h: the same sockets, less the TIME_WAIT ones);
+ *    (sockname.h: the same sockets, less the TIME_WAIT ones); for a
+ *    netlink socket (of the host's namespace: the loopback view's are
+ *    never remade, ndsock.c), in /proc/net/netlink;
  *  - O_NONBLOCK and close-on-exec: /proc/TID/fdinfo/N.
  */
 #include <errno.h>
@@ -32,6 +34,7 @@
 
 #include "supervisor/childfd.h"
 #include "compat.h"
+#include "launch/caps.h"
 #include "net/sockname.h"
 #include "net/sockremake.h"
 
@@ -48,12 +51,22 @@ static const struct {
 	{ "PINGv6", AF_INET6, SOCK_DGRAM, IPPROTO_ICMPV6, "icmp6" },
 	{ "UNIX-STREAM", AF_UNIX, SOCK_STREAM, 0, NULL },
 	{ "UNIX", AF_UNIX, 0, 0, NULL }, /* datagram or seqpacket: sock_diag says */
+	/* Every netlink protocol has this name, but the filter lets the
+	 * guest make only route sockets; SOCK_RAW and SOCK_DGRAM are the
+	 * same socket there, and nothing tells which an unbound one is. */
+	{ "NETLINK", AF_NETLINK, SOCK_RAW, NETLINK_ROUTE, "netlink" },
 };
 #define NKINDS (sizeof k_kinds / sizeof k_kinds[0])
 
-/* AF_UNIX socket ino: its type, and whether it is bound, connected or
- * listening (sock_diag's exact lookup by inode). */
-static int unix_state(unsigned long ino, int *type, bool *busy)
+/* What a socket has that a fresh one would not. */
+struct sock_state {
+	bool busy;  /* bound, connected or listening */
+	bool bound; /* it has an address (busy too) */
+};
+
+/* AF_UNIX socket ino: its type and state (sock_diag's exact lookup by
+ * inode). */
+static int unix_state(unsigned long ino, int *type, struct sock_state *st)
 {
 	struct unix_diag_req r = { .udiag_states = ~0u, .udiag_ino = (__u32)ino,
 		                       .udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_PEER,
@@ -70,15 +83,16 @@ static int unix_state(unsigned long ino, int *type, bool *busy)
 		return e ? e : EPERM;
 	const struct unix_diag_msg *m = NLMSG_DATA(h);
 	*type = m->udiag_type;
-	*busy = m->udiag_state == TCP_LISTEN || m->udiag_state == TCP_ESTABLISHED;
+	st->busy = m->udiag_state == TCP_LISTEN || m->udiag_state == TCP_ESTABLISHED;
+	st->bound = false;
 	size_t rem = h->nlmsg_len - NLMSG_LENGTH(sizeof(*m));
 	for (const struct rtattr *at = (const void *)(m + 1); RTA_OK(at, rem);
 	     at = RTA_NEXT(at, rem)) {
 		if (at->rta_type == UNIX_DIAG_NAME)
-			*busy = true;
+			st->busy = st->bound = true;
 		if (at->rta_type == UNIX_DIAG_PEER && RTA_PAYLOAD(at) >= sizeof(__u32) &&
 		    *(const __u32 *)RTA_DATA(at))
-			*busy = true;
+			st->busy = true;
 	}
 	return 0;
 }
@@ -129,10 +143,10 @@ static int kind_of(int path, char *name, size_t cap, unsigned long *ino)
 	return 0;
 }
 
-/* The caller's socket num: its kind, its inode, and (busy, unless NULL)
- * whether it has state. */
+/* The caller's socket num: its kind, its inode, and (st, unless NULL)
+ * its state. */
 static int identify(int listener, const sandlock_notif_t *n, int num, struct sl_sockinfo *si,
-                    bool *busy, unsigned long *inode)
+                    struct sock_state *st, unsigned long *inode)
 {
 	int path = sl_child_dirfd(listener, n, num);
 	if (path < 0)
@@ -150,16 +164,18 @@ static int identify(int listener, const sandlock_notif_t *n, int num, struct sl_
 		si->domain = k_kinds[i].domain;
 		si->type = k_kinds[i].type;
 		si->protocol = k_kinds[i].protocol;
-		bool ignored;
+		struct sock_state ignored;
 		if (si->domain == AF_UNIX)
-			return unix_state(ino, &si->type, busy ? busy : &ignored);
-		if (busy && si->protocol == IPPROTO_TCP)
-			*busy = sl_sock_tcp_listed(si->domain, ino); /* /proc/net/tcp without TIME_WAIT */
-		else if (busy)
-			*busy = listed(k_kinds[i].table, ino);
+			return unix_state(ino, &si->type, st ? st : &ignored);
+		if (st && si->protocol == IPPROTO_TCP)
+			st->busy = sl_sock_tcp_listed(si->domain, ino); /* /proc/net/tcp without TIME_WAIT */
+		else if (st)
+			st->busy = listed(k_kinds[i].table, ino);
+		if (st) /* a connected IP or netlink socket was bound by its connect */
+			st->bound = st->busy;
 		return 0;
 	}
-	return EPERM; /* raw, netlink, MPTCP, ...: nothing we remake */
+	return EPERM; /* raw, packet, MPTCP, ...: nothing we remake */
 }
 
 int sl_sock_inode(int listener, const sandlock_notif_t *n, int num, unsigned long *ino)
@@ -176,18 +192,23 @@ int sl_sock_kind(int listener, const sandlock_notif_t *n, int num, struct sl_soc
                  bool *busy)
 {
 	unsigned long ino;
-	return identify(listener, n, num, si, busy, &ino);
+	struct sock_state st = { true, true };
+	int e = identify(listener, n, num, si, busy ? &st : NULL, &ino);
+	if (busy)
+		*busy = st.busy;
+	return e;
 }
 
 int sl_sock_remake(int listener, const sandlock_notif_t *n, int num, struct sl_remade *r)
 {
 	r->fd = -1;
 	r->num = num;
-	bool busy = true;
-	int e = identify(listener, n, num, &r->si, &busy, &r->ino);
+	struct sock_state st = { true, true };
+	int e = identify(listener, n, num, &r->si, &st, &r->ino);
+	r->bound = !e && st.bound;
 	if (e)
 		return e;
-	if (busy)
+	if (st.busy)
 		return EPERM; /* its bind or connection would not carry over */
 	int64_t pos;
 	int flags = 0;
@@ -196,8 +217,16 @@ int sl_sock_remake(int listener, const sandlock_notif_t *n, int num, struct sl_r
 		return e;
 	r->install = (flags & O_CLOEXEC) ? O_CLOEXEC : 0;
 	int type = r->si.type | SOCK_CLOEXEC | ((flags & O_NONBLOCK) ? SOCK_NONBLOCK : 0);
+	/* Made without our capabilities: the file's credentials are the
+	 * ones checks like netlink's file_ns_capable read, and the guest
+	 * will hold it. */
+	struct sl_caps_saved sv;
+	if (sl_caps_lower(&sv) < 0)
+		return EPERM;
 	r->fd = socket(r->si.domain, type, r->si.protocol);
-	return r->fd < 0 ? errno : 0;
+	e = r->fd < 0 ? errno : 0;
+	sl_caps_restore(&sv);
+	return e;
 }
 
 int sl_sock_remade_install(int listener, const sandlock_notif_t *n, struct sl_remade *r)

@@ -29,6 +29,7 @@ struct sl_remade {
 	int num;     /* the caller's fd number */
 	int install; /* newfd_flags for the install (its close-on-exec) */
 	unsigned long ino; /* the caller's socket's sockfs inode (its noted options) */
+	bool bound; /* refused (EPERM) for an address it has: a bind's EINVAL */
 	struct sl_sockinfo si;
 };
 

@@ -365,7 +365,13 @@ void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n)
 
 int sl_dispatch_expire(struct sl_dispatch *d)
 {
-	return sl_deferred_expire(d->deferred);
+	int next = sl_deferred_expire(d->deferred);
+	if (!d->sv.adopted) /* the only timed service: no lock taken without it */
+		return next;
+	pthread_mutex_lock(&d->builtin_lock); /* the builtins use the services */
+	int sv = sl_services_expire(&d->sv);
+	pthread_mutex_unlock(&d->builtin_lock);
+	return next < 0 || (sv >= 0 && sv < next) ? sv : next;
 }
 
 int sl_dispatch_killed(struct sl_dispatch *d, int *sig)

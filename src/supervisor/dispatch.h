@@ -39,7 +39,8 @@ int sl_dispatch_failed(struct sl_dispatch *d);
 void sl_dispatch_close(struct sl_dispatch *d);
 /* Decide n and answer it (supervisor thread). */
 void sl_dispatch_one(struct sl_dispatch *d, const sandlock_notif_t *n);
-/* Answer overdue deferred calls; ms until the next deadline, or -1. */
+/* Answer overdue deferred calls, run the services' timed work that is
+ * due (services.h); ms until the next deadline, or -1. */
 int sl_dispatch_expire(struct sl_dispatch *d);
 /* Non-zero if a KILL decision ended the sandbox; *sig = its signal. */
 int sl_dispatch_killed(struct sl_dispatch *d, int *sig);

@@ -5,9 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "launch/mechs.h"
 #include "net/connwait.h"
 #include "net/httprules.h"
 #include "net/portmap.h"
+#include "net/sockadopt.h"
 #include "opener/procpolicy.h"
 #include "opener/virtfiles.h"
 #include "paths/chroot.h"
@@ -20,6 +22,8 @@ int sl_services_init(struct sl_services *sv, const struct sandlock_sandbox *cfg,
 {
 	sv->cfg = cfg;
 	if (cfg->port_remap && !(sv->ports = sl_portmap_new()))
+		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
+	if (!sl_mech_getfd() && !(sv->adopted = sl_adopted_new()))
 		return sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory");
 	if (sl_http_active(&cfg->http) && !(sv->proxy = sl_proxy_new(cfg, msg))) {
 		if (err)
@@ -78,6 +82,11 @@ void sl_services_bind(struct sl_services *sv, int listener, pid_t init)
 		sl_warn("too many concurrent runs: sandlock_open_on_behalf will fail (ENOSYS)");
 }
 
+int sl_services_expire(struct sl_services *sv)
+{
+	return sl_adopted_expire(sv->adopted, sv->init);
+}
+
 void sl_services_free(struct sl_services *sv)
 {
 	sl_opener_free(sv->opener); /* no handler can call it any more */
@@ -86,5 +95,6 @@ void sl_services_free(struct sl_services *sv)
 	free(sv->served);
 	sl_portmap_free(sv->ports);
 	sl_proxy_free(sv->proxy);
+	sl_adopted_free(sv->adopted);
 	memset(sv, 0, sizeof(*sv));
 }

@@ -28,6 +28,7 @@ struct sl_portmap;
 struct sl_proxy;
 struct sl_connwait;
 struct sl_virt;
+struct sl_adopted;
 
 struct sl_call;
 
@@ -66,6 +67,10 @@ struct sl_services {
 	pid_t init;               /* the sandbox's init, once bound; 0 before */
 	void *served;             /* services.c: what the opener's serve asks */
 	struct sl_socklayer socklayer; /* set by the COW builtin's init */
+	/* Where pidfd_getfd is refused (mechs.h), else NULL: the sockets
+	 * sandlock made for the guest and keeps (sockadopt.h), netdest's
+	 * and the netlink view's, whose calls netdest performs on them. */
+	struct sl_adopted *adopted;
 };
 
 /* The services cfg asks for, into *sv (zeroed by the caller).  0, or -1
@@ -83,6 +88,9 @@ int sl_services_start_opener(struct sl_services *sv, int ruleset_fd, sl_opener_s
  * listener: the opener applies the /proc policy (with /proc readable) and
  * becomes the one sandlock_open_on_behalf finds. */
 void sl_services_bind(struct sl_services *sv, int listener, pid_t init);
+/* The services' timed work (the kept sockets' sweep, sockadopt.h), when
+ * due; under the builtins' lock.  Milliseconds until the next, or -1. */
+int sl_services_expire(struct sl_services *sv);
 /* After the opener's users are gone (no handler can call it any more). */
 void sl_services_free(struct sl_services *sv);
 

@@ -257,17 +257,22 @@ def test_datagrams_with_an_address_are_sent_on_a_kept_socket(tmp_path):
 
 
 def test_a_send_on_a_socket_with_state_is_refused_not_skipped(tmp_path):
-    """Hostile: a datagram socket bound before its first send (a unix bind
-    the kernel made) cannot be remade with its name: its sends with an
+    """Hostile: a datagram socket bound before its first send by the
+    kernel (binds are not trapped when any port may be bound and no UDP
+    rule exists) cannot be remade with its name: its sends with an
     address are refused (EPERM), never sent unchecked, and the run's end
-    says why."""
+    says why.  Where binds are trapped (the default) sandlock binds a
+    socket of its own, keeps it, and the sends go out on it."""
     path = str(tmp_path / "d")
     srv = _dgram_receiver(path)
-    args = ["run", *SYS_RO, "-w", str(tmp_path), "--", PY, "-c", SENDTO_PROBE, path,
-            str(tmp_path / "me")]
+    args = ["run", *SYS_RO, "-w", str(tmp_path), "--net-allow-bind", "*", "--", PY, "-c",
+            SENDTO_PROBE, path, str(tmp_path / "me")]
     granted = subprocess.run([SANDLOCK, *args], capture_output=True, text=True)
     assert granted.stdout.strip() == "sent", granted  # works with pidfd_getfd
     _drain(srv)
+    (tmp_path / "me").unlink()
+    kept = under_filter(SANDLOCK, *[a for a in args if a not in ("--net-allow-bind", "*")])
+    assert kept.stdout.strip() == "sent" and _drain(srv) == 3, kept
     (tmp_path / "me").unlink()
     r = under_filter(SANDLOCK, *args)
     assert r.stdout.strip() == "1" and _drain(srv) == 0, r
@@ -549,9 +554,9 @@ def test_a_trapped_bind_is_performed_on_a_socket_made_like_the_callers():
         assert r.stdout == want, r.stderr
 
 
-def _free_port():
+def _free_port(kind=None):
     import socket
-    with socket.socket() as s:
+    with socket.socket(socket.AF_INET, kind or socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
@@ -639,6 +644,49 @@ def test_a_bound_socket_closed_before_its_listen_frees_its_port():
     assert _listen_outside(port) == 0
 
 
+# bind, close before any listen (unless "open"), then nothing more: only
+# the guest's close, no call sandlock sees.
+BIND_AND_WAIT = r"""
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1])))
+if sys.argv[2] != "open":
+    s.close()
+print("bound", flush=True)
+sys.stdin.readline()
+"""
+
+
+def _outside_while_bound(port, how):
+    """Run BIND_AND_WAIT without pidfd_getfd; meanwhile, within 3 s, a
+    bind+listen here: its errno, or 0."""
+    import time
+    p = subprocess.Popen([NOPTRACE, SANDLOCK, "run", *SYS_RO, "--net-allow-bind", str(port),
+                          "--", PY, "-c", BIND_AND_WAIT, str(port), how],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "bound\n"
+        for _ in range(30):  # the sweep's first gap is 0.1 s
+            e = _listen_outside(port)
+            if e == 0:
+                break
+            time.sleep(0.1)
+        return e
+    finally:
+        p.communicate("\n", timeout=30)
+
+
+def test_a_socket_closed_before_its_listen_frees_its_port_during_the_run():
+    """Another process binds and listens on the port a sandboxed program
+    bound and closed before any listen, while the program still runs:
+    sandlock kept its socket for the listen, and a timed sweep lets go of
+    it (it held the port until the run ended).  The control: while the
+    program keeps its socket open, the port stays taken, as bare."""
+    import errno
+    port = _free_port()
+    assert _outside_while_bound(port, "open") == errno.EADDRINUSE
+    assert _outside_while_bound(port, "close") == 0
+
+
 UNIX_SERVER = r"""
 import os, socket, sys
 path = sys.argv[1]
@@ -712,6 +760,42 @@ def test_socket_options_set_before_bind_and_connect_carry_over():
     r = under_filter(SANDLOCK, *args)
     assert fast.stdout == bare.stdout, fast.stderr
     assert r.stdout == bare.stdout, r.stderr
+
+
+# Options set, then binds tried in turn until one works: the options
+# read back after it.
+OPTS_AFTER_FAIL = r"""
+import socket, sys
+S, T = socket.SOL_SOCKET, socket.IPPROTO_TCP
+s = socket.socket()
+s.setsockopt(S, socket.SO_REUSEADDR, 1)
+s.setsockopt(T, socket.TCP_NODELAY, 1)
+for port in sys.argv[1:]:
+    try:
+        s.bind(("127.0.0.1", int(port))); print("bound"); break
+    except OSError as e:
+        print(e.errno)
+print(s.getsockopt(S, socket.SO_REUSEADDR) != 0, s.getsockopt(T, socket.TCP_NODELAY) != 0)
+"""
+
+
+def test_socket_options_outlive_a_failed_bind():
+    """A server that tries ports in turn keeps its options: a bind refused
+    by the rules (EACCES) or failing on a port taken outside (EADDRINUSE)
+    left the options noted for the program's socket (they were used up
+    by the failed try: the next socket sandlock made had none)."""
+    import socket
+    port, denied = _free_port(), _free_port()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        args = ["run", *SYS_RO, "--net-allow-bind", "%d,%d" % (port, busy), "--", PY, "-c",
+                OPTS_AFTER_FAIL, str(denied), str(busy), str(port)]
+        fast = subprocess.run([SANDLOCK, *args], capture_output=True, text=True, timeout=60)
+        r = under_filter(SANDLOCK, *args)
+    assert fast.stdout.split() == ["13", "98", "bound", "True", "True"], fast
+    assert r.stdout == fast.stdout, r
 
 
 # Other ways to one port: an IPv6 socket bound to the IPv4-mapped
@@ -828,6 +912,151 @@ c.connect(("127.0.0.1", port))
 a, _ = s.accept()
 print(a.getsockname()[1] == port, c.getpeername()[1] == port)
 """
+
+
+@pytest.mark.parametrize("kind", ["unix", "netlink"])
+def test_a_racing_thread_gets_no_unchecked_udp_bind(kind):
+    """Hostile: a thread flips fd N between a unix datagram socket (or a
+    route netlink socket) and a fresh UDP one while the main thread binds
+    N to a port --net-allow-bind does not grant.  Bare, the UDP socket
+    gets the port (the probe works).  Without pidfd_getfd sandlock used to
+    continue the bind of a socket it could not remake, and the kernel
+    bound whatever was at N by then: thousands of UDP servers on the
+    unchecked port in 20 s.  Every bind is now performed on a socket of
+    sandlock's (the route socket is the loopback view's, kept since its
+    making), never on the UDP one."""
+    import socket
+    port = _free_port(socket.SOCK_DGRAM)
+    for _ in range(5):  # the race needs both threads to run at once
+        got = dict(kv.split("=") for kv in _race("udpbind", kind, str(port), "20000",
+                                                 "5").stdout.split())
+        if int(got["reached"]) > 0:
+            break
+    assert int(got["reached"]) > 0, got
+    other = str(port + 1 if port < 65535 else port - 1)
+    got = _race_inside(["--net-allow", "udp://127.0.0.1:53", "--net-allow-bind", other],
+                       "udpbind", kind, str(port), "20000", "10")
+    assert got["reached"] == "0" and int(got["tries"]) > 0, got
+
+
+# A bind of each kind of socket a program may make, then what it is for:
+# a unix datagram server (path) answering a client bound to an abstract
+# name, a seqpacket server, a route socket's dump, a second bind.
+BIND_KINDS = r"""
+import os, socket, struct, sys
+d, out = sys.argv[1], []
+def run(name, f):
+    try:
+        out.append("%s=%s" % (name, f()))
+    except OSError as e:
+        out.append("%s=errno%d" % (name, e.errno))
+def dgram():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.bind(d + "/dg")
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    c.bind("\0bindkinds-%d" % os.getpid())
+    c.sendto(b"hi", d + "/dg")
+    data, peer = s.recvfrom(8)
+    s.sendto(b"back", peer)
+    return data.decode() + c.recv(8).decode()
+def seqpacket():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.bind(d + "/sq")
+    s.listen()
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    c.connect(d + "/sq")
+    a, _ = s.accept()
+    c.send(b"pkt")
+    return a.recv(8).decode()
+def netlink():
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+    s.bind((0, 0))
+    s.sendto(struct.pack("=LHHLLBxxx", 20, 18, 0x301, 1, 0, 0), (0, 0))  # RTM_GETLINK dump
+    return "lo" if b"lo\0" in s.recv(65536) else "nolo"
+def twice():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    s.bind(("127.0.0.1", 0))
+for name, f in (("dgram", dgram), ("seqpacket", seqpacket), ("netlink", netlink),
+                ("twice", twice)):
+    run(name, f)
+print(*out)
+"""
+
+
+@pytest.mark.parametrize("rules", [[], ["--net-allow", "udp://127.0.0.1:53", "--net-allow-bind",
+                                        "8080"], ["--net-deny-bind", "9999"],
+                                   ["--net-host-interfaces", "--net-allow", "udp://127.0.0.1:53"]],
+                         ids=["default", "udp", "deny-bind", "host-interfaces"])
+def test_binds_of_every_kind_work_without_pidfd_getfd(tmp_path, rules):
+    """A unix datagram or seqpacket socket, and a route netlink socket,
+    are bound on a socket sandlock makes (or, for the loopback view's
+    route sockets, keeps) and installs: the program sees what it sees with
+    pidfd_getfd.  Before, a unix datagram socket's later sends, and a
+    route socket's bind (`ip` under --net-deny-bind) or its dump request,
+    were refused (EPERM).  A second bind gets the kernel's EINVAL."""
+    args = ["run", *SYS_RO, "-w", str(tmp_path), *rules, "--", PY, "-c", BIND_KINDS,
+            str(tmp_path)]
+    fast = subprocess.run([SANDLOCK, *args], capture_output=True, text=True, timeout=60)
+    for f in tmp_path.iterdir():
+        f.unlink()
+    r = under_filter(SANDLOCK, *args)
+    want = ["dgram=hiback", "seqpacket=pkt", "netlink=lo",
+            "twice=errno%d" % (22 if "udp://127.0.0.1:53" in rules else 1)]
+    assert fast.stdout.split() == want, fast
+    assert r.stdout == fast.stdout, r
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/sbin/ip"), reason="needs iproute2's ip")
+@pytest.mark.parametrize("rules", [["--net-deny-bind", "9999"],
+                                   ["--net-host-interfaces", "--net-deny-bind", "9999"]],
+                         ids=["view", "host-interfaces"])
+def test_ip_works_without_pidfd_getfd(rules):
+    """`ip` (iproute2) binds its route socket and sends requests with an
+    address: both performed by sandlock on a route socket of the view (or
+    of the host, with --net-host-interfaces), and it lists lo (it failed:
+    "Cannot bind netlink socket: Operation not permitted").  Hostile: a
+    change is still refused, as it is to a program without CAP_NET_ADMIN
+    (sandlock makes the host's route socket with its capabilities
+    lowered)."""
+    r = under_filter(SANDLOCK, "run", *SYS_RO, *rules, "--", "/usr/sbin/ip", "-o", "addr")
+    assert r.returncode == 0 and " lo " in r.stdout, r
+    add = under_filter(SANDLOCK, "run", *SYS_RO, *rules, "--", "/usr/sbin/ip", "addr", "add",
+                       "10.9.9.9/32", "dev", "lo")
+    assert add.returncode != 0, add
+    assert "10.9.9.9" not in subprocess.run(["/usr/sbin/ip", "addr"], capture_output=True,
+                                            text=True).stdout
+
+
+PING = r"""
+import socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP)
+s.bind(("127.0.0.1", 0))
+s.settimeout(5)
+s.sendto(struct.pack("!BBHHH", 8, 0, 0, 0, 1) + b"probe", ("127.0.0.1", 0))
+print("reply" if s.recv(64)[0] == 0 else "other")
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/unshare") or
+                    not os.path.exists("/usr/sbin/ip"),
+                    reason="a network namespace whose ping_group_range allows ping sockets "
+                           "needs root, unshare and ip")
+def test_a_ping_socket_binds_and_pings_without_pidfd_getfd():
+    """A ping socket bound, then an echo request sent with an address:
+    the bind is performed on a ping socket sandlock makes and keeps, so
+    the send goes out on it (it was continued to the kernel, and the
+    send on a socket sandlock did not hold was refused: EPERM).  In a
+    network namespace of its own, where ping sockets are allowed."""
+    script = ("echo '0 2147483647' > /proc/sys/net/ipv4/ping_group_range && "
+              "/usr/sbin/ip link set lo up && %s -c \"$1\" && %s %s run %s "
+              "--net-allow icmp://127.0.0.1 -- %s -c \"$1\"") % (
+                  PY, NOPTRACE, SANDLOCK, " ".join(SYS_RO), PY)
+    r = subprocess.run(["/usr/bin/unshare", "-n", "/bin/sh", "-c", script, "sh", PING],
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode and not r.stdout:
+        pytest.skip("no network namespace here: %s" % r.stderr.strip())
+    assert r.stdout.split() == ["reply", "reply"], r  # bare, then sandboxed
 
 
 def test_port_remap_without_pidfd_getfd():

@@ -211,13 +211,7 @@ static long bind_unix(const struct sl_call *call, const struct nd_sock *s,
 	return -e;
 }
 
-/* A UDP socket: kept in the caller's place after a bind we perform where
- * pidfd_getfd is refused (musl's resolver binds before it sends). */
-static bool is_udp(const struct sl_sockinfo *si)
-{
-	return si->type == SOCK_DGRAM && si->protocol == IPPROTO_UDP;
-}
-
+/* A bind on our socket s, by its family (a netlink one: no rule). */
 static long bind_on(const struct nd_state *st, const struct sl_call *call,
                     const struct nd_sock *s, struct sl_sockaddr *sa)
 {
@@ -228,32 +222,6 @@ static long bind_on(const struct nd_state *st, const struct sl_call *call,
 	return AS_CALLER(bind(s->fd, (struct sockaddr *)&sa->ss, sa->len));
 }
 
-/* What a bind remakes where pidfd_getfd is refused: a UDP socket always
- * (kept for its sends with an address); a stream socket where the bind
- * has rules to check or its listen is trapped (kept until then); a unix
- * socket where a COW workdir's layer may have to hold its file. */
-static bool bind_remakes(const struct sl_sockinfo *si)
-{
-	return is_udp(si) || nd_is_stream(si);
-}
-
-static bool bind_remakes_unix(const struct sl_sockinfo *si)
-{
-	return bind_remakes(si) || si->domain == AF_UNIX;
-}
-
-static bool udp_or_unix(const struct sl_sockinfo *si)
-{
-	return is_udp(si) || si->domain == AF_UNIX;
-}
-
-static bool (*bind_remakes_for(const struct nd_state *st))(const struct sl_sockinfo *)
-{
-	if (st->bind_rules || st->listen)
-		return st->unix_binds ? bind_remakes_unix : bind_remakes;
-	return st->unix_binds ? udp_or_unix : is_udp;
-}
-
 /*
  * bind: trapped for net_deny_bind, port_remap, policy_fn and UDP's bind
  * rules, and then never continued to the kernel, whatever the socket: the
@@ -262,25 +230,27 @@ static bool (*bind_remakes_for(const struct nd_state *st))(const struct sl_socki
  * port under a deny list, and policy_fn would never see that bind).  So
  * every bind is performed on our duplicate, the very socket checked.
  *
- * Where pidfd_getfd is refused (ndsock.c): a UDP or stream socket with
- * no state is bound as a socket of ours, made like the caller's, then
- * installed in the caller's place; a UDP one
- * is kept, a stream one kept until its listen or connect (sockadopt.h).
- * Another socket is refused when the bind has rules to check (EPERM),
- * else continued (trapped only for UDP: the kernel's Landlock checks a
- * TCP bind, and a UDP socket a racing thread puts there meanwhile gets
- * the unchecked bind every UDP bind had there before, but no send with
- * an address: it is not ours).  A port taken by a socket we still keep
- * for a closed one is freed by a sweep, and the bind tried again.
+ * Where pidfd_getfd is refused (ndsock.c), never continued either: the
+ * socket is one we keep (a datagram or netlink one, a stream one until
+ * its listen or connect: sockadopt.h, with the loopback view's route
+ * sockets: builtins/netlink.c), or one with no state, of any kind we
+ * can make (sockremake.h), which is bound as a socket of ours made like
+ * it, then installed in the caller's place (kept as above).  A socket
+ * with an address gets the kernel's EINVAL for a second bind; any other
+ * (connected without an address, or a kind we cannot make) EPERM.  A
+ * continued bind would be performed on whatever socket a racing thread
+ * put at the fd number by then: a UDP socket, on a port no rule checked.
+ * A port taken by a socket we still keep for a closed one is freed by a
+ * sweep, and the bind tried again.
  */
 long nd_bind(const struct nd_state *st, const struct sl_call *call)
 {
 	const uint64_t *a = call->n->args;
 	struct nd_sock s = { -1, { 0, 0, 0 }, false };
 	struct sl_remade remade;
-	int e = nd_take_sock(st, call, (int)(uint32_t)a[0], &s, &remade, bind_remakes_for(st));
-	if (e == EPERM && st->adopted && !st->bind_rules)
-		return ND_CONTINUE;
+	int e = nd_take_sock(st, call, (int)(uint32_t)a[0], &s, &remade, NULL);
+	if (e == EPERM && remade.bound)
+		e = EINVAL; /* inet_bind, unix_bind, netlink_bind: already bound */
 	if (e)
 		return -e;
 	s.keep = st->listen; /* a stream socket, until its listen (trapped) */

@@ -37,17 +37,17 @@ struct nd_state {
 	bool policy; /* a policy_fn is set: binds are performed to show it the address */
 	bool listen; /* Landlock checks TCP binds: listen(2) must not autobind past it */
 	bool binds;  /* bind is trapped (binds_trapped): never continued */
-	/* bind is trapped to check it (a deny list, port_remap, policy_fn):
-	 * where pidfd_getfd is refused, a bind we cannot perform is refused;
-	 * else (trapped only to keep UDP sockets) it is continued. */
-	bool bind_rules;
 	/* A COW workdir: unix binds are trapped to make a socket under it
 	 * in the layer; where pidfd_getfd is refused, a unix socket is then
 	 * remade for its bind. */
 	bool unix_binds;
-	/* Where pidfd_getfd is refused: the datagram sockets we made for the
-	 * guest and keep (sockadopt.h); NULL where it works. */
+	/* Where pidfd_getfd is refused: the sockets we made for the guest
+	 * and keep (sockadopt.h: the run's, services.h); NULL where it works. */
 	struct sl_adopted *adopted;
+	/* The guest's route sockets are made in the loopback view
+	 * (netview.h): one of ours in the host's namespace would show the
+	 * host's interfaces, so a netlink socket is never remade. */
+	bool netview;
 	/* There too: the options the guest set on its sockets, for the
 	 * sockets made like them (sockopts.h). */
 	struct sl_sockopts *opts;

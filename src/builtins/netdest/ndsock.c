@@ -55,20 +55,21 @@ int nd_take_sock(const struct nd_state *st, const struct sl_call *call, int num,
 {
 	r->fd = -1;
 	r->ino = 0;
+	r->bound = false;
 	if (sl_mech_getfd() || !st->adopted)
 		return nd_open_sock(st, call, (uint64_t)(uint32_t)num, s);
 	s->fd = sl_adopted_get(st->adopted, call->listener, call->n, num);
 	if (s->fd != -ENOENT)
 		return with_kind(s);
 	int e = sl_sock_remake(call->listener, call->n, num, r);
-	if (!e && remakes && !remakes(&r->si)) {
+	if (!e && ((remakes && !remakes(&r->si)) || (st->netview && r->si.domain == AF_NETLINK))) {
 		close(r->fd);
 		r->fd = -1;
 		e = EPERM; /* a kind this call does not remake */
 	}
 	struct sl_caps_saved sv;
 	if (!e && st->opts && sl_caps_lower(&sv) == 0) { /* set as the caller would */
-		sl_sockopts_apply(st->opts, r->ino, r->fd);
+		sl_sockopts_apply(st->opts, r->ino, r->fd); /* forgotten once it is installed */
 		sl_caps_restore(&sv);
 	}
 	s->fd = r->fd;
@@ -113,6 +114,8 @@ int nd_remade_done(const struct nd_state *st, const struct sl_call *call, struct
 	 * it are refused (it has state now). */
 	if (st->adopted && (sl_adopted_kind(&r->si) || (keep_stream && nd_is_stream(&r->si))))
 		(void)sl_adopted_add(st->adopted, r->fd, call->init);
+	if (st->opts) /* the caller's socket is gone: a failed call kept them */
+		sl_sockopts_forget(st->opts, r->ino);
 	return sl_sock_remade_install(call->listener, call->n, r);
 }
 

@@ -83,7 +83,7 @@
 
 #include "builtins/netdest/ndint.h"
 #include "launch/mechs.h"
-#include "net/sockadopt.h"
+#include "net/netview.h"
 #include "net/sockopts.h"
 #include "sandlock.h"
 #include "supervisor/services.h"
@@ -217,7 +217,6 @@ static void nd_free(void *state)
 	sl_netrules_free(&s->net);
 	sl_portranges_free(&s->bind_deny);
 	sl_portranges_free(&s->bind_allow);
-	sl_adopted_free(s->adopted);
 	sl_sockopts_free(s->opts);
 	free(s);
 }
@@ -262,13 +261,10 @@ static bool copy_rules(struct nd_state *s, const struct sandlock_sandbox *cfg)
 static int nd_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, void **state,
                    char **msg)
 {
-	(void)sv;
 	struct nd_state *s = calloc(1, sizeof(*s));
 	bool ok = s && copy_vec(&s->write, &cfg->fs_write) && copy_vec(&s->read, &cfg->fs_read) &&
 	          copy_vec(&s->deny, &cfg->fs_deny) && copy_vec(&s->unix_allow, &cfg->unix_allow) &&
-	          copy_rules(s, cfg) &&
-	          (sl_mech_getfd() ||
-	           ((s->adopted = sl_adopted_new()) && (s->opts = sl_sockopts_new())));
+	          copy_rules(s, cfg) && (sl_mech_getfd() || (s->opts = sl_sockopts_new()));
 	if (!ok) {
 		nd_free(s);
 		*msg = sl_strdup("out of memory");
@@ -280,8 +276,9 @@ static int nd_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, v
 	s->policy = cfg->policy_fn != NULL;
 	s->listen = listen_checked(cfg);
 	s->binds = binds_trapped(cfg);
-	s->bind_rules = bind_rules(cfg);
 	s->unix_binds = cfg->workdir != NULL;
+	s->adopted = sv->adopted;
+	s->netview = sl_netview_for(cfg);
 	*state = s;
 	return 0;
 }

@@ -41,6 +41,15 @@
  *       the kernel read it again binds BADPORT.  "reached" counts sockets
  *       bound to BADPORT, "ok" those bound to OKPORT.
  *
+ *   race_fd udpbind KIND PORT TRIES SECONDS
+ *       fd N flips between a fresh UDP socket and one socket of KIND
+ *       (unix: a unix datagram socket; netlink: a route socket) while the
+ *       main thread binds N to 127.0.0.1:PORT, for TRIES tries or SECONDS
+ *       seconds, whichever ends first.  A supervisor that cannot act on
+ *       the KIND socket and continues the call lets the kernel bind the
+ *       UDP one to a port no rule checked (Landlock has no UDP rule).
+ *       "reached" counts tries that left the UDP socket bound to PORT.
+ *
  * Prints "reached=R tries=T" (bindaddr: "reached=R ok=K tries=T").  Every socket is non-blocking, so a full
  * backlog on the far side is an error, never a hang.
  */
@@ -55,7 +64,10 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <linux/netlink.h>
 
 #include "probe.h"
 
@@ -275,6 +287,42 @@ static int race_bindaddr(int ok, int bad, long tries)
 	return 0;
 }
 
+/* The other socket of a udpbind race: KIND's, made once. */
+static int kind_socket(const char *kind)
+{
+	if (strcmp(kind, "unix") == 0)
+		return socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	if (strcmp(kind, "netlink") == 0)
+		return socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK, NETLINK_ROUTE);
+	errno = EINVAL;
+	return -1;
+}
+
+static int race_udpbind(const char *kind, int port, long tries, long seconds)
+{
+	struct sockaddr_in in = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+		                      .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int other = kind_socket(kind);
+	if (other < 0)
+		return setup_failed();
+	time_t end = time(NULL) + seconds;
+	long reached = 0, i;
+	for (i = 0; i < tries && time(NULL) < end; i++) {
+		int u = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+		if (u < 0 || dup2(other, SWAP_FD) < 0)
+			return setup_failed();
+		publish(other, u);
+		bind(SWAP_FD, (struct sockaddr *)&in, sizeof in);
+		atomic_store(&g_a, -1);
+		atomic_store(&g_b, -1);
+		reached += bound_port(u) == port;
+		dup2(other, SWAP_FD);
+		close(u); /* its only fd now: the port is free for the next try */
+	}
+	printf("reached=%ld tries=%ld\n", reached, i);
+	return 0;
+}
+
 static int run(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "connect") == 0)
@@ -289,8 +337,12 @@ static int run(int argc, char **argv)
 	if (argc == 5 && strcmp(argv[1], "bindaddr") == 0)
 		return race_bindaddr((int)strtol(argv[2], NULL, 10), (int)strtol(argv[3], NULL, 10),
 		                     strtol(argv[4], NULL, 10));
+	if (argc == 6 && strcmp(argv[1], "udpbind") == 0)
+		return race_udpbind(argv[2], (int)strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
+		                    strtol(argv[5], NULL, 10));
 	fprintf(stderr, "usage: race_fd connect UNIXPATH TRIES | bind PORT TRIES | listen TRIES"
-	                " | sendto OKPORT BADPORT TRIES | bindaddr OKPORT BADPORT TRIES\n");
+	                " | sendto OKPORT BADPORT TRIES | bindaddr OKPORT BADPORT TRIES"
+	                " | udpbind unix|netlink PORT TRIES SECONDS\n");
 	return 2;
 }
 
