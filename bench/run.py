@@ -18,6 +18,11 @@ Figures:
             behalf: never continued, a racing thread could swap the fd);
             ns per socket(AF_NETLINK) (+close): bare, and sandboxed (made in
             the loopback-only view and injected)
+  bind      ns per TCP socket+bind+listen+close on a granted port
+            (--net-allow-bind PORT): bare, sandboxed, and sandboxed without
+            pidfd_getfd (under tests' nosysptrace filter: the bind made on
+            a socket sandlock makes, installs and keeps until the listen,
+            performed on it)
   redis     redis-server inside `sandlock run --net-allow-bind PORT`, driven
             by redis-benchmark from outside, vs a bare redis-server: SET and
             GET requests/s and p99 latency (skipped without redis-server)
@@ -131,16 +136,18 @@ def python_figures():
 
 
 CONNECT_N = int(os.environ.get("BENCH_CONNECT_N", "500"))
-CONNECT_LOOP = r"""
-import socket, sys, time
-port, n = int(sys.argv[1]), int(sys.argv[2])
-t0 = time.perf_counter_ns()
-for _ in range(n):
-    s = socket.socket()
-    s.connect(("127.0.0.1", port))
-    s.close()
-print((time.perf_counter_ns() - t0) / n)
-"""
+
+
+def port_loop(body):
+    """A python3 script: argv PORT N, body (indented, names `port`) run N
+    times; prints ns per round."""
+    return ("import socket, sys, time\nport, n = int(sys.argv[1]), int(sys.argv[2])\n"
+            "t0 = time.perf_counter_ns()\nfor _ in range(n):\n%s"
+            "print((time.perf_counter_ns() - t0) / n)\n" % body)
+
+
+CONNECT_LOOP = port_loop("    s = socket.socket()\n    s.connect((\"127.0.0.1\", port))\n"
+                         "    s.close()\n")
 
 
 def connect_figures():
@@ -192,6 +199,27 @@ for _ in range(n):
     socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).close()
 print((time.perf_counter_ns() - t0) / n)
 """
+
+
+BIND_LOOP = port_loop("    s = socket.socket()\n    s.bind((\"127.0.0.1\", port))\n"
+                      "    s.listen()\n    s.close()\n")
+
+
+def bind_figures():
+    """ns per socket+bind+listen+close on a granted port: bare, sandboxed,
+    sandboxed without pidfd_getfd (nosysptrace), interleaved."""
+    port = free_port()
+    loop = ["/usr/bin/python3", "-c", BIND_LOOP, str(port), str(CONNECT_N)]
+    box = [str(BUILD / "sandlock"), "run", *[a for d in SYS_RO for a in ("-r", d)],
+           "--net-allow-bind", str(port), "--", *loop]
+    variants = {"bind_bare_ns": loop, "bind_sandbox_ns": box,
+                "bind_nogetfd_ns": [str(BUILD / "helpers" / "nosysptrace"), *box]}
+    got = {k: [] for k in variants}
+    for _ in range(REPS):
+        for k, argv in variants.items():
+            got[k].append(float(subprocess.run(argv, capture_output=True, text=True,
+                                               check=True).stdout))
+    return {k: statistics.median(v) for k, v in got.items()}
 
 
 FORK_N = int(os.environ.get("BENCH_FORK_N", "1000"))
@@ -426,6 +454,10 @@ def main():
     except Exception as e:
         print(f"connect figures failed: {type(e).__name__}: {e}", file=sys.stderr)
     try:
+        fig.update(bind_figures())
+    except Exception as e:
+        print(f"bind figures failed: {type(e).__name__}: {e}", file=sys.stderr)
+    try:
         fig.update(procvirt.figures())
     except Exception as e:
         print(f"procvirt figures failed: {type(e).__name__}: {e}", file=sys.stderr)
@@ -522,6 +554,13 @@ def main():
         print(row("bare, no sandbox", fig["netlink_bare_ns"], "ns"))
         print(row("sandboxed (the loopback-only view)", fig["netlink_sandbox_ns"], "ns",
                   ("vs bare", fig["netlink_bare_ns"])))
+    if "bind_bare_ns" in fig:
+        print(f"TCP socket+bind+listen+close on a granted port (per call, loop of {CONNECT_N})")
+        bare = ("vs bare", fig["bind_bare_ns"])
+        print(row("bare, no sandbox", fig["bind_bare_ns"], "ns"))
+        print(row("sandboxed (Landlock checks the bind)", fig["bind_sandbox_ns"], "ns", bare))
+        print(row("without pidfd_getfd: made, kept, performed", fig["bind_nogetfd_ns"], "ns",
+                  bare))
     procvirt.report(fig, row)
     httpproxy.report(fig, row)
     if "fork_clone_us" in fig:
