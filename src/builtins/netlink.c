@@ -47,7 +47,7 @@ struct nl_state {
 
 static int nl_syscalls(const struct sandlock_sandbox *cfg, struct sl_traps *out)
 {
-	if (!sl_netview_for(cfg))
+	if (!sl_netview_for(cfg->net_host_interfaces))
 		return 0;
 	const struct sl_trap t = SL_TRAP_IF_EQ32(__NR_socket, 0, AF_NETLINK);
 	return sl_traps_add_trap(out, &t);

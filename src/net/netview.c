@@ -89,9 +89,9 @@ bool sl_netview_possible(void)
 	return have_sys_admin() || userns_works();
 }
 
-bool sl_netview_for(const struct sandlock_sandbox *cfg)
+bool sl_netview_for(bool host_interfaces)
 {
-	return !cfg->net_host_interfaces && sl_netview_possible();
+	return !host_interfaces && sl_netview_possible();
 }
 
 /* ---------------- the helper (raw system calls only) ---------------- */

@@ -26,16 +26,14 @@
 
 #include <stdbool.h>
 
-#include "config.h"
-
 struct sl_netview;
 
 /* Can this process make the view (CAP_SYS_ADMIN, or unprivileged user
  * namespaces: probed once)?  Without it the guest keeps the host's view. */
 bool sl_netview_possible(void);
-/* Are the guest's route sockets made in the view in a run of cfg (no
- * net_host_interfaces, and the view possible)? */
-bool sl_netview_for(const struct sandlock_sandbox *cfg);
+/* Are the guest's route sockets made in the view in a run (unless the
+ * user grants the host's view: net_host_interfaces)? */
+bool sl_netview_for(bool host_interfaces);
 /* Start the helper that lives in the namespace.  NULL with errno. */
 struct sl_netview *sl_netview_new(void);
 /* A NETLINK_ROUTE socket made in the view, type as socket(2)'s (with

@@ -278,7 +278,7 @@ static int nd_init(const struct sandlock_sandbox *cfg, struct sl_services *sv, v
 	s->binds = binds_trapped(cfg);
 	s->unix_binds = cfg->workdir != NULL;
 	s->adopted = sv->adopted;
-	s->netview = sl_netview_for(cfg);
+	s->netview = sl_netview_for(cfg->net_host_interfaces);
 	*state = s;
 	return 0;
 }
