@@ -81,8 +81,9 @@ void sl_control_close(struct sl_control *c);
 
 /* Remove from control directory dir the socket files of runs that died
  * (ctlsweep.c): nobody listens, older than a minute; with any false only
- * those named for an init that is gone (what every run does, no connect
- * to a live server), with any true every one (`sandlock ps`). */
+ * those named for an init that is gone, at most once a minute (what every
+ * run does: no connect to a live server), with any true every one
+ * (`sandlock ps`). */
 void sl_control_sweep(const char *dir, bool any);
 /* The answers sb's runs give (o borrowed: it must outlive them). */
 void sl_control_configure(sandlock_sandbox_t *sb, const struct sl_control_opts *o);
