@@ -501,7 +501,7 @@ static int private_tmp(struct sl_launch *L, sl_strvec *env, int *err, char **msg
 	free(kv);
 	if (rc == 0)
 		rc = tmp_default(env, "XDG_CACHE_HOME", L->tmpdir, ".cache");
-	if (rc == 0)
+	if (rc == 0 && !env_get(env, "NPM_CONFIG_CACHE")) /* npm reads either case */
 		rc = tmp_default(env, "npm_config_cache", L->tmpdir, ".npm");
 	return rc < 0 ? sl_fail(err, msg, SANDLOCK_ERR_NOMEM, "out of memory") : 0;
 }

@@ -118,6 +118,10 @@ def test_a_cache_the_caller_names_is_kept(tmpdir_path):
     r = cli("run", "--tmp", "--env", "npm_config_cache=" + tmpdir_path,
             "--env", "XDG_CACHE_HOME=/nowhere", *SYS_RO, "--", "/bin/sh", "-c", CACHES)
     assert r.stdout.split("|")[1:] == ["/nowhere", tmpdir_path + "\n"], r.stderr
+    # npm takes its variables in either case: an upper-case one is kept too
+    r = cli("run", "--tmp", "--env", "NPM_CONFIG_CACHE=/theirs", *SYS_RO, "--", "/bin/sh", "-c",
+            CACHES + '; echo "$NPM_CONFIG_CACHE"')
+    assert r.stdout.split("\n")[0].endswith("|unset") and r.stdout.split("\n")[1] == "/theirs"
     sb = sandlock.Sandbox(fs_readable=SYSTEM, tmp=True, env={"XDG_CACHE_HOME": "/mine"})
     r = sb.run(["/bin/sh", "-c", CACHES])
     tmp, xdg, npm = r.stdout.decode().strip().split("|")
