@@ -112,10 +112,69 @@ size_t sl_sys_open_family(const int **nrs)
 	return N_OF(k_open_family);
 }
 
+bool sl_sys_is_path_lookup(int nr)
+{
+	return member(k_path_lookup, N_OF(k_path_lookup), nr);
+}
+
 size_t sl_sys_path_lookup(const int **nrs)
 {
 	*nrs = k_path_lookup;
 	return N_OF(k_path_lookup);
+}
+
+bool sl_sys_path_arg(int nr, const uint64_t *a, int *dirfd, uint64_t *path)
+{
+	switch (nr) {
+	case SL_NR_open: case SL_NR_creat: case SL_NR_unlink: case SL_NR_rmdir: case SL_NR_mkdir:
+	case SL_NR_mknod: case __NR_truncate: case SL_NR_stat: case SL_NR_lstat: case SL_NR_access:
+	case SL_NR_readlink: case SL_NR_chmod: case SL_NR_chown: case SL_NR_lchown:
+	case __NR_getxattr: case __NR_lgetxattr: case __NR_listxattr: case __NR_llistxattr:
+	case __NR_setxattr: case __NR_lsetxattr: case __NR_removexattr: case __NR_lremovexattr:
+		*dirfd = AT_FDCWD;
+		*path = a[0];
+		return true;
+	case __NR_openat: case __NR_unlinkat: case __NR_mkdirat: case __NR_mknodat:
+	case __NR_newfstatat: case __NR_statx: case __NR_faccessat: case __NR_faccessat2:
+	case __NR_readlinkat: case __NR_fchmodat: case __NR_fchownat: case __NR_utimensat:
+		*dirfd = (int)(int32_t)a[0];
+		*path = a[1];
+		return true;
+	case __NR_symlinkat:
+		*dirfd = (int)(int32_t)a[1];
+		*path = a[2];
+		return true;
+	case SL_NR_symlink:
+		*dirfd = AT_FDCWD;
+		*path = a[1];
+		return true;
+	default:
+		return false;
+	}
+}
+
+bool sl_sys_path_follows(int nr, const uint64_t *a)
+{
+	switch (nr) {
+	case SL_NR_open: case __NR_openat: {
+		int flags = (int)a[nr == SL_NR_open ? 1 : 2];
+		return !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
+	}
+	case SL_NR_creat: case __NR_truncate: case SL_NR_stat: case SL_NR_access: case __NR_faccessat:
+	case SL_NR_chmod: case __NR_fchmodat: case SL_NR_chown: case __NR_getxattr:
+	case __NR_listxattr: case __NR_setxattr: case __NR_removexattr:
+		return true;
+	case __NR_newfstatat: case __NR_faccessat2:
+		return !(a[3] & AT_SYMLINK_NOFOLLOW);
+	case __NR_statx:
+		return !(a[2] & AT_SYMLINK_NOFOLLOW);
+	case __NR_fchownat:
+		return !(a[4] & AT_SYMLINK_NOFOLLOW);
+	case __NR_utimensat:
+		return !(a[3] & AT_SYMLINK_NOFOLLOW);
+	default: /* unlink*, rmdir, mkdir*, mknod*, symlink*, readlink*, lstat, lchown, l*xattr */
+		return false;
+	}
 }
 
 size_t sl_sys_path_change(const int **nrs)

@@ -152,6 +152,17 @@ typedef size_t (*sl_sys_class)(const int **nrs);
  * SL_NR_ stand-ins where the ABI lacks them: skip negative numbers):
  * look it up (stat, access, readlink and their *at forms) ... */
 size_t sl_sys_path_lookup(const int **nrs);
+bool sl_sys_is_path_lookup(int nr);
+/* The (dirfd, path) argument pair of a call that names one path (the
+ * lookups, open/creat/openat, the single-path changes, chmod/chown/
+ * utimensat, the path xattr calls; AT_FDCWD for the legacy forms); false
+ * for others (two paths, an fd).  One decoding, so that the COW and chroot
+ * builtins cannot read a call's path from different arguments. */
+bool sl_sys_path_arg(int nr, const uint64_t *args, int *dirfd, uint64_t *path);
+/* Whether such a call follows a symlink in its last name (its flags:
+ * O_NOFOLLOW, O_CREAT|O_EXCL, AT_SYMLINK_NOFOLLOW; lstat, readlink, lchown,
+ * the l*xattr calls, and the calls that make or remove a name never do). */
+bool sl_sys_path_follows(int nr, const uint64_t *args);
 /* ... create, remove, rename or link a name, or truncate the file ... */
 size_t sl_sys_path_change(const int **nrs);
 /* ... change mode, owner or times by path (chmod, chown, utime*) ... */

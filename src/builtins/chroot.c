@@ -384,19 +384,12 @@ static bool chroot_decide_for(struct chroot_state *st, const struct sl_call *cal
 	int d0 = (int)a[0];
 	if (sl_sys_is_open_family(nr))
 		return sl_open_on_behalf(call, NULL, NULL, act); /* the opener maps it in the view */
-	if (nr == SL_NR_stat || nr == SL_NR_access || nr == SL_NR_readlink || nr == __NR_statfs)
-		return lookup(s, call, AT_FDCWD, a[0], nr != SL_NR_readlink, act);
-	if (nr == SL_NR_lstat)
-		return lookup(s, call, AT_FDCWD, a[0], false, act);
-	if (nr == __NR_newfstatat || nr == __NR_statx)
-		return lookup(s, call, d0, a[1], !((int)(nr == __NR_statx ? a[2] : a[3]) &
-		                                    AT_SYMLINK_NOFOLLOW), act);
-	if (nr == __NR_faccessat)
-		return lookup(s, call, d0, a[1], true, act);
-	if (nr == __NR_faccessat2)
-		return lookup(s, call, d0, a[1], !((int)a[3] & AT_SYMLINK_NOFOLLOW), act);
-	if (nr == __NR_readlinkat)
-		return lookup(s, call, d0, a[1], false, act);
+	int dirfd;
+	uint64_t path;
+	if (sl_sys_is_path_lookup(nr) && sl_sys_path_arg(nr, a, &dirfd, &path))
+		return lookup(s, call, dirfd, path, sl_sys_path_follows(nr, a), act);
+	if (nr == __NR_statfs)
+		return lookup(s, call, AT_FDCWD, a[0], true, act);
 	if (nr == __NR_getcwd)
 		return answer(act, do_getcwd(s, call));
 	if (nr == __NR_chdir)

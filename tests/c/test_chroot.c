@@ -6,6 +6,7 @@
  * sandbox first; inside, Landlock is even granted the marker's directory
  * (grant_marker), so only the view can stop them.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -497,6 +498,31 @@ TEST(guest_level_symlinks_realpath_and_mkdir_p)
 	                 "mkfifo /work/p && ls -l /work/p | cut -c1 && "
 	                 "{ mknod /work/d c 1 3 2>&- || echo eperm; }",
 	             "w\ninroot\nw\n/work/in\n/etc/hostname_marker\np\neperm\n", false);
+	tu_rm_rf(x.d);
+}
+
+/*
+ * A lookup follows its last name or keeps it as the call says (syscalls.c
+ * decodes that once for the chroot and COW builtins), and follows it in
+ * the view: a guest-absolute link that leads nowhere on the host is a file
+ * to stat, access and stat -L, a link to lstat, readlink and stat.
+ */
+TEST(lookups_follow_their_last_link_in_the_view)
+{
+	struct fx x;
+	if (access(BUSYBOX, X_OK) != 0)
+		SKIP("no static busybox (apt-get install busybox-static)");
+	REQUIRE(fx_make(&x));
+	char p[300];
+	snprintf(p, sizeof p, "%s/etc/glink", x.root);
+	REQUIRE(symlink("/etc/hostname_marker", p) == 0);
+	struct stat st;
+	CHECK(stat(p, &st) != 0 && errno == ENOENT); /* outside: only the view can follow it */
+	check_inside(&x, "[ -L /etc/glink ] && echo lstat-link; [ -f /etc/glink ] && echo stat-file; "
+	                 "[ -r /etc/glink ] && echo access-ok; readlink /etc/glink; "
+	                 "stat -c %F /etc/glink; stat -L -c %F /etc/glink; cat /etc/glink",
+	             "lstat-link\nstat-file\naccess-ok\n/etc/hostname_marker\nsymbolic link\n"
+	             "regular file\ninroot\n", false);
 	tu_rm_rf(x.d);
 }
 

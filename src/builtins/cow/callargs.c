@@ -1,9 +1,10 @@
 /*
  * callargs.c — what a path call's arguments say, read without the layer:
- * which argument pair is the path, whether its last symlink is followed,
  * whether the call only reads, and the kernel's refusal of "." and ".."
  * as a name to create, remove or rename.  Split from cow.c: these are
- * the syscall tables, the layer's decisions are elsewhere.
+ * the syscall tables, the layer's decisions are elsewhere (which argument
+ * is the path and whether it is followed: syscalls.c, shared with the
+ * chroot builtin).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,62 +16,6 @@
 #include "syscalls.h"
 #include "supervisor/childfd.h"
 #include "builtins/cow/callargs.h"
-
-/* The (dirfd, path) argument pair of a single-path call. */
-bool sl_cowb_path_args(int nr, const uint64_t *a, int *dirfd, uint64_t *path)
-{
-	switch (nr) {
-	case SL_NR_open: case SL_NR_creat: case SL_NR_unlink: case SL_NR_rmdir: case SL_NR_mkdir:
-	case SL_NR_mknod: case __NR_truncate: case SL_NR_stat: case SL_NR_lstat: case SL_NR_access:
-	case SL_NR_readlink: case SL_NR_chmod: case SL_NR_chown: case SL_NR_lchown:
-	case __NR_getxattr: case __NR_lgetxattr: case __NR_listxattr: case __NR_llistxattr:
-	case __NR_setxattr: case __NR_lsetxattr: case __NR_removexattr: case __NR_lremovexattr:
-		*dirfd = AT_FDCWD;
-		*path = a[0];
-		return true;
-	case __NR_openat: case __NR_unlinkat: case __NR_mkdirat: case __NR_mknodat:
-	case __NR_newfstatat: case __NR_statx: case __NR_faccessat: case __NR_faccessat2:
-	case __NR_readlinkat: case __NR_fchmodat: case __NR_fchownat: case __NR_utimensat:
-		*dirfd = (int)(int32_t)a[0];
-		*path = a[1];
-		return true;
-	case __NR_symlinkat:
-		*dirfd = (int)(int32_t)a[1];
-		*path = a[2];
-		return true;
-	case SL_NR_symlink:
-		*dirfd = AT_FDCWD;
-		*path = a[1];
-		return true;
-	default:
-		return false;
-	}
-}
-
-/* Whether a single-path call follows a symlink in its last component. */
-bool sl_cowb_follows(int nr, const uint64_t *a)
-{
-	switch (nr) {
-	case SL_NR_open: case __NR_openat: {
-		int flags = (int)a[nr == SL_NR_open ? 1 : 2];
-		return !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
-	}
-	case SL_NR_creat: case __NR_truncate: case SL_NR_stat: case SL_NR_access: case __NR_faccessat:
-	case SL_NR_chmod: case __NR_fchmodat: case SL_NR_chown: case __NR_getxattr:
-	case __NR_listxattr: case __NR_setxattr: case __NR_removexattr:
-		return true;
-	case __NR_newfstatat: case __NR_faccessat2:
-		return !(a[3] & AT_SYMLINK_NOFOLLOW);
-	case __NR_statx:
-		return !(a[2] & AT_SYMLINK_NOFOLLOW);
-	case __NR_fchownat:
-		return !(a[4] & AT_SYMLINK_NOFOLLOW);
-	case __NR_utimensat:
-		return !(a[3] & AT_SYMLINK_NOFOLLOW);
-	default: /* unlink*, rmdir, mkdir*, mknod*, symlink*, readlink*, lstat, lchown, l*xattr */
-		return false;
-	}
-}
 
 /* A call that only reads (lookups, listings, opens without write flags). */
 bool sl_cowb_reads_only(int nr, const uint64_t *a)

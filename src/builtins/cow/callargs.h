@@ -10,10 +10,6 @@
 
 #include "builtins/builtin.h"
 
-/* The (dirfd, path) argument pair of a single-path call; false for others. */
-bool sl_cowb_path_args(int nr, const uint64_t *a, int *dirfd, uint64_t *path);
-/* Whether a single-path call follows a symlink in its last component. */
-bool sl_cowb_follows(int nr, const uint64_t *a);
 /* A call that only reads (lookups, listings, opens without write flags). */
 bool sl_cowb_reads_only(int nr, const uint64_t *a);
 /* The kernel's errno for a call that names "." or ".." as what it

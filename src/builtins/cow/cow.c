@@ -83,7 +83,7 @@ static const int k_cow_nrs[] = {
 	SL_NR_lchown,    __NR_fchownat, __NR_utimensat,
 };
 
-/* A single-path call on the canonical rel (follow: as sl_cowb_follows said). */
+/* A single-path call on the canonical rel (follow: as sl_sys_path_follows said). */
 static bool decide_rel(struct cow_state *s, const struct sl_call *call, const char *rel,
                        bool shadowed, bool follow, sandlock_action_t *act)
 {
@@ -167,11 +167,11 @@ static bool cow_decide(void *state, const struct sl_call *call, sandlock_action_
 		return sl_cowb_pair(s, call, (int)(int32_t)a[0], a[1], (int)(int32_t)a[2], a[3], act);
 	int dirfd;
 	uint64_t path;
-	if (!sl_cowb_path_args(nr, a, &dirfd, &path))
+	if (!sl_sys_path_arg(nr, a, &dirfd, &path))
 		return false;
 	if (nr == __NR_utimensat && path == 0)
 		return false; /* futimens: on the fd itself */
-	bool follow = sl_cowb_follows(nr, a);
+	bool follow = sl_sys_path_follows(nr, a);
 	struct sl_cow_res *res = malloc(sizeof(*res));
 	if (!res)
 		return answer(act, -ENOMEM);

@@ -69,7 +69,7 @@ static bool continue_at_host(struct cow_state *s, const struct sl_call *call, co
 	uint64_t addr;
 	if (!host_of(s, rel, upper, host, sizeof host))
 		return answer(act, -ENAMETOOLONG);
-	if (!sl_cowb_path_args(call->n->syscall_nr, call->n->args, &dirfd, &addr))
+	if (!sl_sys_path_arg(call->n->syscall_nr, call->n->args, &dirfd, &addr))
 		return answer(act, -ENOSYS);
 	int r = sl_path_swap(call, addr, host, &s->undo);
 	if (r)
