@@ -140,7 +140,7 @@ static json_t *result_object(const struct cli_report *rep, const sandlock_result
 	if (r) {
 		int sig = sandlock_result_term_signal(r); /* also for KILLED: what ended it */
 		json_object_set_new(o, "reason", json_string(reason_name(sandlock_result_reason(r))));
-		json_object_set_new(o, "signal", sig ? json_integer(sig) : json_null());
+		json_object_set_new(o, "signal", json_integer(sig > 0 ? sig : -1));
 		/* The command never ran (126/127): why, as C and Python say it. */
 		const char *why = sandlock_result_error(r);
 		json_t *e = why ? json_string(why) : NULL;
@@ -152,7 +152,7 @@ static json_t *result_object(const struct cli_report *rep, const sandlock_result
 		 * as a missing absolute path); anything else is sandlock's. */
 		bool missing = status == 127 && msg && strncmp(msg, "command not found", 17) == 0;
 		json_object_set_new(o, "reason", json_string(missing ? "exited" : "error"));
-		json_object_set_new(o, "signal", json_null());
+		json_object_set_new(o, "signal", json_integer(-1)); /* no signal: -1, as C and Python */
 		/* json_string refuses invalid UTF-8 (a path in msg may be). */
 		json_t *e = json_string(msg ? msg : "failed to run the command");
 		json_object_set_new(o, "error", e ? e : json_string("(message is not UTF-8)"));

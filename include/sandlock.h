@@ -950,7 +950,8 @@ int sandlock_result_exit_code(const sandlock_result_t *r);
  * NULL result.  signal: the number for SIGNALED, else -1. */
 sandlock_exit_reason sandlock_result_reason(const sandlock_result_t *r);
 int sandlock_result_signal(const sandlock_result_t *r);
-/* Ours: the signal that ended the command whatever the reason (0: none),
+/* Ours: the signal that ended the command whatever the reason (-1: none,
+ * the value sandlock_result_signal, Python and --json give for "no signal"),
  * and whether a handler's KILL action (or KILL exception policy) or a
  * policy_fn kill verdict ended the run. */
 int sandlock_result_term_signal(const sandlock_result_t *r);

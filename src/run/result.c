@@ -30,7 +30,7 @@ SL_EXPORT int sandlock_result_signal(const sandlock_result_t *r)
 
 SL_EXPORT int sandlock_result_term_signal(const sandlock_result_t *r)
 {
-	return r ? r->signal : 0;
+	return r && r->signal > 0 ? r->signal : -1; /* -1: none, as sandlock_result_signal says it */
 }
 
 SL_EXPORT bool sandlock_result_killed_by_handler(const sandlock_result_t *r)

@@ -230,6 +230,9 @@ TEST(exit_reasons_and_signals_are_the_references)
 	CHECK_EQ_INT(why, SANDLOCK_EXIT_REASON_EXITED);
 	CHECK_EQ_INT(sandlock_result_exit_code(r), 3);
 	CHECK_EQ_INT(sandlock_result_signal(r), -1);
+	/* ours says "no signal" with the same -1 (--json and Python too) */
+	CHECK_EQ_INT(sandlock_result_term_signal(r), -1);
+	CHECK_EQ_INT(sandlock_result_term_signal(NULL), -1);
 	sandlock_result_free(r);
 	/* any SIGKILL is KILLED, with no signal number */
 	r = sh(sb, NULL, "kill -KILL $$");

@@ -74,7 +74,7 @@ def test_json_reports_exit_status_after_the_output():
     assert r.stdout == "out\n"
     assert r.stderr.startswith("err\n")
     obj = json.loads(r.stderr.splitlines()[-1])
-    assert obj["exit_code"] == 3 and obj["reason"] == "exited" and obj["signal"] is None
+    assert obj["exit_code"] == 3 and obj["reason"] == "exited" and obj["signal"] == -1
     assert isinstance(obj["duration_ms"], int) and obj["duration_ms"] >= 0
 
 
@@ -92,7 +92,7 @@ def test_json_reports_configuration_errors():
     assert r.returncode == 125 and r.stdout == ""
     obj = json.loads(r.stderr.splitlines()[-1])
     assert obj["reason"] == "error" and "/nope-sandlock-json" in obj["error"]
-    assert obj["exit_code"] == 125 and obj["duration_ms"] == 0 and obj["signal"] is None
+    assert obj["exit_code"] == 125 and obj["duration_ms"] == 0 and obj["signal"] == -1
 
 
 def test_json_says_why_a_command_never_ran():
