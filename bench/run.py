@@ -37,7 +37,10 @@ Figures:
             staged, chroot (bench/execs.py)
   toolchain make -j2 of a ~70-file C project, pip install of a local
             package, pytest of a small project: bare, sandboxed with the
-            project -w, COW --workdir committed (bench/toolchains.py)
+            project -w, cowfloor (the same sandbox with the COW trap set
+            answered CONTINUE by a do-nothing C handler: the floor of any
+            per-call interception, bench/cowfloor.c), COW --workdir
+            committed; wall and CPU time (bench/toolchains.py)
   mcp       one MCP tools/call (a fresh sandbox per call) through the stdio
             server and McpSandbox, vs a bare subprocess of the same worker
             (bench/mcp.py)
