@@ -1,14 +1,16 @@
 /*
  * cowfloor.c — the floor of a copy-on-write workdir's cost (issue 20).
  *
- *   cowfloor PROJECT TMP -- CMD [ARGS...]
+ *   cowfloor [-r DIR]... PROJECT TMP -- CMD [ARGS...]
  *
  * Runs CMD in PROJECT under the sandbox of `sandlock run -r /usr -r /bin
  * -r /lib -r /lib64 -r /etc -w TMP -w /dev/null -C PROJECT -w PROJECT`
  * (bench/toolchains.py's "plain" mode) with, in addition, every syscall
  * that `--workdir PROJECT` traps sent to the supervisor and answered
  * CONTINUE at once by a C handler that reads nothing: the cost of
- * per-call interception alone, with none of the layer's work.  A real
+ * per-call interception alone, with none of the layer's work.  Each -r
+ * adds a directory read-only (the per-call loops of bench/run.py run a
+ * program from build/bench).  A real
  * COW run cannot be faster than this on the same machine (the kernel
  * round trip, the supervisor's wake-up and dispatch), so toolchains.py
  * reports it as the "floor" mode beside bare, plain and COW.
@@ -30,6 +32,8 @@
 extern const struct sl_builtin sl_builtin_cow; /* builtins/cow/cow.c */
 
 static const char *const k_sys_ro[] = { "/usr", "/bin", "/lib", "/lib64", "/etc" };
+static const char *extra_ro[8]; /* -r DIR */
+static size_t n_extra_ro;
 
 static int32_t answer_continue(void *ud, const sandlock_notif_t *n, sandlock_mem_t *m,
                                sandlock_action_t *out)
@@ -47,6 +51,8 @@ static sandlock_sandbox_t *make_sandbox(const char *proj, const char *tmp, bool 
 	for (size_t i = 0; i < sizeof k_sys_ro / sizeof k_sys_ro[0]; i++)
 		if (access(k_sys_ro[i], F_OK) == 0)
 			sandlock_sandbox_builder_fs_read(b, k_sys_ro[i]);
+	for (size_t i = 0; i < n_extra_ro; i++)
+		sandlock_sandbox_builder_fs_read(b, extra_ro[i]);
 	sandlock_sandbox_builder_fs_write(b, tmp);
 	sandlock_sandbox_builder_fs_write(b, "/dev/null");
 	sandlock_sandbox_builder_cwd(b, proj);
@@ -94,8 +100,13 @@ static long cow_registrations(const char *proj, const char *tmp,
 
 int main(int argc, char **argv)
 {
+	while (argc > 2 && !strcmp(argv[1], "-r") && n_extra_ro < 8) {
+		extra_ro[n_extra_ro++] = argv[2];
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc < 5 || strcmp(argv[3], "--") != 0) {
-		fprintf(stderr, "usage: cowfloor PROJECT TMP -- CMD [ARGS...]\n");
+		fprintf(stderr, "usage: cowfloor [-r DIR]... PROJECT TMP -- CMD [ARGS...]\n");
 		return 125;
 	}
 	const char *proj = argv[1], *tmp = argv[2];

@@ -41,6 +41,10 @@ Figures:
             answered CONTINUE by a do-nothing C handler: the floor of any
             per-call interception, bench/cowfloor.c), COW --workdir
             committed; wall and CPU time (bench/toolchains.py)
+  cowcalls  ns per path call of a build (readlink and stat outside the
+            workdir, stat and open of a real and a staged file in it):
+            bare, cowfloor, COW; wall and CPU of the whole run per call
+            (bench/cowcalls.py)
   mcp       one MCP tools/call (a fresh sandbox per call) through the stdio
             server and McpSandbox, vs a bare subprocess of the same worker
             (bench/mcp.py)
@@ -69,6 +73,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import procvirt  # noqa: E402  (bench/procvirt.py)
 import execs  # noqa: E402  (bench/execs.py)
 import toolchains  # noqa: E402  (bench/toolchains.py)
+import cowcalls  # noqa: E402  (bench/cowcalls.py)
 import mcp as mcp_bench  # noqa: E402  (bench/mcp.py)
 import httpproxy  # noqa: E402  (bench/httpproxy.py)
 
@@ -491,6 +496,11 @@ def main():
         print(f"toolchain figures failed: {type(e).__name__}: {e}", file=sys.stderr)
 
     try:
+        fig.update(cowcalls.figures())
+    except Exception as e:
+        print(f"cowcalls figures failed: {type(e).__name__}: {e}", file=sys.stderr)
+
+    try:
         fig.update(mcp_bench.figures())
     except Exception as e:
         print(f"mcp figures failed: {type(e).__name__}: {e}", file=sys.stderr)
@@ -596,6 +606,7 @@ def main():
     print_forkrt(fig)
     execs.report(fig, row)
     toolchains.report(fig, row)
+    cowcalls.report(fig, row)
     mcp_bench.report(fig, row)
     if "redis_set_bare_rps" in fig:
         print_redis(fig)

@@ -187,6 +187,24 @@ int sl_child_dirfd(int listener, const sandlock_notif_t *n, int dirfd)
 	return confirmed(listener, n, fd);
 }
 
+int sl_child_dir_path(const sandlock_notif_t *n, int dirfd, char *out, size_t cap)
+{
+	char link[48];
+	if (dirfd == AT_FDCWD)
+		snprintf(link, sizeof link, "/proc/%u/cwd", n->pid);
+	else if (dirfd >= 0)
+		snprintf(link, sizeof link, "/proc/%u/fd/%d", n->pid, dirfd);
+	else
+		return -EBADF;
+	ssize_t len = readlink(link, out, cap);
+	if (len < 0)
+		return errno == ENOENT && dirfd != AT_FDCWD ? -EBADF : neg_errno();
+	if ((size_t)len >= cap)
+		return -ENAMETOOLONG;
+	out[len] = '\0';
+	return len > 0 && out[0] == '/';
+}
+
 /* "Key: a b c d" of /proc/TID/status: the eff and fs ids (2nd and 4th). */
 static bool parse_ids(const char *st, const char *key, unsigned long *eff, unsigned long *fs)
 {
@@ -300,10 +318,12 @@ int sl_child_self_path(char *p, size_t cap, const sandlock_notif_t *n)
 	return self_path(p, cap, n, true);
 }
 
-char *sl_child_read_path(sandlock_mem_t *m, uint64_t addr, const sandlock_notif_t *n, bool follow,
-                         int *e)
+static char *read_path(sandlock_mem_t *m, uint64_t addr, const sandlock_notif_t *n, bool follow,
+                       bool verify, int *e)
 {
-	char *p = addr ? sandlock_mem_read_string(m, addr, PATH_MAX) : NULL;
+	char *p = !addr ? NULL
+	          : verify ? sandlock_mem_read_string(m, addr, PATH_MAX)
+	                   : sl_mem_read_string_unverified(m, addr, PATH_MAX);
 	if (!p) {
 		char ch;
 		/* Readable but unterminated within PATH_MAX: too long. */
@@ -325,4 +345,16 @@ char *sl_child_read_path(sandlock_mem_t *m, uint64_t addr, const sandlock_notif_
 		return NULL;
 	}
 	return q;
+}
+
+char *sl_child_read_path(sandlock_mem_t *m, uint64_t addr, const sandlock_notif_t *n, bool follow,
+                         int *e)
+{
+	return read_path(m, addr, n, follow, true, e);
+}
+
+char *sl_child_read_path_unverified(sandlock_mem_t *m, uint64_t addr, const sandlock_notif_t *n,
+                                    bool follow, int *e)
+{
+	return read_path(m, addr, n, follow, false, e);
 }

@@ -59,6 +59,14 @@ int sl_child_procdir(int listener, const sandlock_notif_t *n);
 /* The starting point of a *at() call: the caller's cwd for AT_FDCWD,
  * else its fd dirfd, as our own O_PATH fd. */
 int sl_child_dirfd(int listener, const sandlock_notif_t *n, int dirfd);
+/* The path of that directory, as the caller's /proc link names it, into
+ * out (cap bytes): 1; 0 when the link names no path (a socket, a pipe:
+ * the kernel answers ENOTDIR); -errno (EBADF for a closed fd).  One
+ * readlink, not an open, a confirmation, a readlink and a close: the
+ * COW builtin asks it for most paths a build names in the workdir.  NOT
+ * confirmed: the caller asks sl_notif_valid after it before acting on the
+ * path (a pid reused meanwhile would name another process). */
+int sl_child_dir_path(const sandlock_notif_t *n, int dirfd, char *out, size_t cap);
 
 /* The caller's thread group id: n->pid for a process's main thread, the
  * leader's pid for any other thread.  From /proc/TID/status (not pinned:
@@ -80,6 +88,11 @@ int sl_child_self_path(char *p, size_t cap, const sandlock_notif_t *n);
 #define SL_CHILD_PATH_CAP (PATH_MAX + 64)
 char *sl_child_read_path(sandlock_mem_t *m, uint64_t addr, const sandlock_notif_t *n, bool follow,
                          int *e);
+/* The same without the ID_VALID check after the read (childmem.h,
+ * sl_mem_read_string_unverified): the caller asks sl_notif_valid itself
+ * before acting on the path other than by passing the call on. */
+char *sl_child_read_path_unverified(sandlock_mem_t *m, uint64_t addr, const sandlock_notif_t *n,
+                                    bool follow, int *e);
 
 /* Whether the caller (piddir: its /proc/TID, pinned) acts with our
  * effective and filesystem uid and gid, so DAC treats what we do on its

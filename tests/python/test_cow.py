@@ -519,3 +519,51 @@ def test_git_clone_of_a_repository_in_the_workdir(work):
     log = subprocess.run(["git", "-C", "remote.git", "log", "--oneline"], cwd=work, env=env,
                          capture_output=True, text=True).stdout
     assert len(log.splitlines()) == 2  # the push reached the real remote at commit
+
+
+RELATIVE_PROBE = r"""
+import errno, os, socket, threading
+def worker():
+    with open("sub/fromthread", "w") as f:
+        f.write("t\n")
+th = threading.Thread(target=worker)
+th.start()
+th.join()
+d = os.open("sub", os.O_RDONLY | os.O_DIRECTORY)
+os.close(os.open("viadirfd", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=d))
+print("listing", sorted(os.listdir("sub")))
+f = os.open("sub/a", os.O_RDONLY)
+s = socket.socket()
+for fd, name in ((f, "file"), (9999, "badfd"), (s.fileno(), "socket")):
+    try:
+        os.open("x", os.O_WRONLY | os.O_CREAT, dir_fd=fd)
+        print(name, "opened")
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+os.unlink("sub/a")
+print("after unlink", os.path.exists("sub/a"), sorted(os.listdir("sub")))
+"""
+
+
+def test_relative_paths_from_a_thread_a_dirfd_and_odd_fds_see_what_bare_sees(work):
+    """The start of a relative path is read from the caller's /proc link
+    (its cwd, or the fd it passed: callpath.c caller_dir): a worker
+    thread's cwd, a directory fd, a file, a closed number and a socket
+    as the start give the guest what they give a bare run, and the writes
+    land in the layer, not the real tree."""
+    os.makedirs(os.path.join(work, "sub"))
+    with open(os.path.join(work, "sub", "a"), "w") as f:
+        f.write("real\n")
+    bare_dir = tempfile.mkdtemp(prefix="sandlock-cow-bare-", dir="/tmp")
+    try:
+        shutil.copytree(work, bare_dir, dirs_exist_ok=True)
+        bare = subprocess.run([PY, "-c", RELATIVE_PROBE], cwd=bare_dir, capture_output=True)
+    finally:
+        shutil.rmtree(bare_dir)
+    assert bare.returncode == 0, bare.stderr
+    assert b"listing ['a', 'fromthread', 'viadirfd']" in bare.stdout
+    before = digest(work)
+    r = box(work, on_exit=sandlock.BranchAction.ABORT).run([PY, "-c", RELATIVE_PROBE])
+    assert r.success, r.stderr
+    assert r.stdout == bare.stdout
+    assert digest(work) == before

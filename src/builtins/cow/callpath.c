@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "supervisor/childfd.h"
+#include "supervisor/childmem.h"
 #include "builtins/cow/callpath.h"
 
 /*
@@ -55,10 +56,8 @@ static int str_path(const struct cow_state *s, const struct sl_call *call, int d
 	const char *from = "";
 	*aliased = ok && has_dotdot(p);
 	if (ok && p[0] != '/') {
-		int fd = sl_child_dirfd(call->listener, call->n, dirfd);
-		ok = fd < 0 ? fd : sl_fd_path(fd, base, sizeof base);
-		if (fd >= 0)
-			close(fd);
+		/* Unconfirmed, as the string: resolve confirms both. */
+		ok = sl_child_dir_path(call->n, dirfd, base, sizeof base);
 		const char *rel = ok > 0 ? sl_cow_rel(s->cow, base) : NULL;
 		char moved[PATH_MAX];
 		/* A real directory the run moved is found at its new place. */
@@ -101,7 +100,8 @@ static int call_path(const struct cow_state *s, const struct sl_call *call, int 
 	 * the caller's own /proc directory comes back spelled with its pid,
 	 * which is never under workdir, as before. */
 	int e = 0;
-	char *p = sl_child_read_path(call->mem, addr, call->n, true, &e);
+	/* Unconfirmed: resolve confirms it before the layer acts on it. */
+	char *p = sl_child_read_path_unverified(call->mem, addr, call->n, true, &e);
 	if (!p)
 		return -e;
 	int ok = str_path(s, call, dirfd, p, out, cap, aliased);
@@ -109,9 +109,16 @@ static int call_path(const struct cow_state *s, const struct sl_call *call, int 
 	return ok;
 }
 
-/* The made-absolute path p (k > 0) resolved in the merged view. */
-static int resolve(struct cow_state *s, int k, const char *p, bool aliased, bool follow,
-                   struct sl_cow_res *res)
+/*
+ * The made-absolute path p (k > 0) resolved in the merged view.  What was
+ * read of the caller (its string, its cwd or fd link) was not confirmed:
+ * a path the layer leaves alone passes as it is (the kernel reads the
+ * string again; an answer to a notification no longer pending goes
+ * nowhere), but before the layer acts on one the notification must still
+ * be pending, so the pid still named the caller when it was read.
+ */
+static int resolve(struct cow_state *s, const struct sl_call *call, int k, const char *p,
+                   bool aliased, bool follow, struct sl_cow_res *res)
 {
 	if (k <= 0)
 		return k;
@@ -119,7 +126,9 @@ static int resolve(struct cow_state *s, int k, const char *p, bool aliased, bool
 	if (r < 0)
 		return r;
 	res->shadowed |= aliased && res->inside;
-	return res->inside || res->shadowed ? 1 : 0;
+	if (!res->inside && !res->shadowed)
+		return 0;
+	return sl_notif_valid(call->listener, call->n->id) ? 1 : -ESRCH;
 }
 
 /* Resolve the path a call names in the merged view (cowpath.h).  1 with
@@ -130,7 +139,7 @@ int sl_cowb_resolve_arg(struct cow_state *s, const struct sl_call *call, int dir
 	char p[PATH_MAX];
 	bool aliased = false;
 	int k = call_path(s, call, dirfd, addr, p, sizeof p, &aliased);
-	return resolve(s, k, p, aliased, follow, res);
+	return resolve(s, call, k, p, aliased, follow, res);
 }
 
 int sl_cowb_resolve_str(struct cow_state *s, const struct sl_call *call, const char *path,
@@ -139,5 +148,5 @@ int sl_cowb_resolve_str(struct cow_state *s, const struct sl_call *call, const c
 	char p[PATH_MAX];
 	bool aliased = false;
 	int k = str_path(s, call, AT_FDCWD, path, p, sizeof p, &aliased);
-	return resolve(s, k, p, aliased, follow, res);
+	return resolve(s, call, k, p, aliased, follow, res);
 }
