@@ -71,12 +71,14 @@ struct cow_walk {
 	const struct sl_cow_space *sp;
 	bool *shadowed;
 	bool upper;          /* the entry last looked at is staged */
+	bool real;           /* it was found in the real tree only */
 	char crel[PATH_MAX]; /* and its rel path */
 };
 
 static int walk_look(void *ud, const char *cand, bool last, struct stat *st, bool *found)
 {
 	struct cow_walk *w = ud;
+	w->real = false;
 	if (!space_rel(w->sp, cand, w->crel, sizeof w->crel)) {
 		/* An ancestor of workdir (an absolute symlink on its way back
 		 * in): a directory, since the root is canonical.  Anything
@@ -84,6 +86,7 @@ static int walk_look(void *ud, const char *cand, bool last, struct stat *st, boo
 		return sl_path_under(w->sp->root, cand) && !last ? SL_WALK_THROUGH : SL_WALK_STOP;
 	}
 	int r = look(w->c, w->crel, found, &w->upper, st, w->shadowed);
+	w->real = !r && *found && !w->upper;
 	return r ? r : SL_WALK_ENTRY;
 }
 
@@ -104,6 +107,7 @@ int sl_cow_resolve(struct sl_cow *c, const struct sl_cow_space *sp, const char *
 {
 	char rel[PATH_MAX], cur[PATH_MAX];
 	out->shadowed = false;
+	out->real = false;
 	out->inside = space_rel(sp, p, rel, sizeof rel);
 	if (!out->inside)
 		return snprintf(out->path, sizeof out->path, "%s", p) < (int)sizeof out->path
@@ -113,17 +117,16 @@ int sl_cow_resolve(struct sl_cow *c, const struct sl_cow_space *sp, const char *
 		return -ENOMEM;
 	*w = (struct cow_walk){ .c = c, .sp = sp, .shadowed = &out->shadowed };
 	int r = sl_path_walk(sp->root, rel, follow, &k_cow_walk, w, cur, sizeof cur);
-	free(w);
-	if (r < 0)
-		return r;
-	if (r == 1) { /* the walk left workdir at cur: what remained appended */
+	if (r == 0) {
+		out->inside = space_rel(sp, cur, out->path, sizeof out->path);
+		if (!out->inside)
+			snprintf(out->path, sizeof out->path, "%s", cur);
+		out->real = out->inside && w->real && strcmp(w->crel, out->path) == 0;
+	} else if (r == 1) { /* the walk left workdir at cur: what remained appended */
 		out->inside = false;
 		memcpy(out->path, cur, strlen(cur) + 1);
 		sl_path_normalize(out->path);
-		return 0;
 	}
-	out->inside = space_rel(sp, cur, out->path, sizeof out->path);
-	if (!out->inside)
-		snprintf(out->path, sizeof out->path, "%s", cur);
-	return 0;
+	free(w);
+	return r < 0 ? r : 0;
 }

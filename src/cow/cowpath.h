@@ -37,6 +37,11 @@ struct sl_cow_res {
 	 * (the kernel, or the chroot builtin) would resolve the same string
 	 * differently: the caller must act on path itself. */
 	bool shadowed;
+	/* The walk's last lookup was of path itself and found it in the real
+	 * tree only (neither staged nor deleted): with !shadowed, a call that
+	 * only reads finds there what the kernel would, so it passes without
+	 * a second lookup (builtins/cow/cow.c). */
+	bool real;
 	char path[PATH_MAX];
 };
 

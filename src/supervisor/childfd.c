@@ -172,33 +172,42 @@ int sl_child_procdir(int listener, const sandlock_notif_t *n)
 	return confirmed(listener, n, fd < 0 ? neg_errno() : fd);
 }
 
+/* The caller's /proc link for dirfd (its cwd for AT_FDCWD) into link;
+ * false for a negative fd other than AT_FDCWD (EBADF). */
+static bool dir_link(const sandlock_notif_t *n, int dirfd, char *link, size_t cap)
+{
+	if (dirfd == AT_FDCWD)
+		snprintf(link, cap, "/proc/%u/cwd", n->pid);
+	else if (dirfd >= 0)
+		snprintf(link, cap, "/proc/%u/fd/%d", n->pid, dirfd);
+	return dirfd == AT_FDCWD || dirfd >= 0;
+}
+
+/* The errno of a failed look at that link: a closed fd is EBADF. */
+static int dir_link_errno(int dirfd)
+{
+	return errno == ENOENT && dirfd != AT_FDCWD ? -EBADF : neg_errno();
+}
+
 int sl_child_dirfd(int listener, const sandlock_notif_t *n, int dirfd)
 {
 	char p[48];
-	if (dirfd == AT_FDCWD)
-		snprintf(p, sizeof p, "/proc/%u/cwd", n->pid);
-	else if (dirfd >= 0)
-		snprintf(p, sizeof p, "/proc/%u/fd/%d", n->pid, dirfd);
-	else
+	if (!dir_link(n, dirfd, p, sizeof p))
 		return -EBADF;
 	int fd = open(p, O_PATH | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOENT && dirfd != AT_FDCWD ? -EBADF : neg_errno();
+		return dir_link_errno(dirfd);
 	return confirmed(listener, n, fd);
 }
 
 int sl_child_dir_path(const sandlock_notif_t *n, int dirfd, char *out, size_t cap)
 {
 	char link[48];
-	if (dirfd == AT_FDCWD)
-		snprintf(link, sizeof link, "/proc/%u/cwd", n->pid);
-	else if (dirfd >= 0)
-		snprintf(link, sizeof link, "/proc/%u/fd/%d", n->pid, dirfd);
-	else
+	if (!dir_link(n, dirfd, link, sizeof link))
 		return -EBADF;
 	ssize_t len = readlink(link, out, cap);
 	if (len < 0)
-		return errno == ENOENT && dirfd != AT_FDCWD ? -EBADF : neg_errno();
+		return dir_link_errno(dirfd);
 	if ((size_t)len >= cap)
 		return -ENAMETOOLONG;
 	out[len] = '\0';

@@ -176,8 +176,13 @@ static bool cow_decide(void *state, const struct sl_call *call, sandlock_action_
 	if (!res)
 		return answer(act, -ENOMEM);
 	int k = sl_cowb_resolve_arg(s, call, dirfd, path, follow, res);
+	/* A read of a real file the walk found where the kernel would (the
+	 * workdir itself aside: its link count is the view's) passes at once:
+	 * open.c and stat.c would look it up again only to pass it. */
+	bool real = k > 0 && res->inside && res->real && !res->shadowed && res->path[0] &&
+	            sl_cowb_reads_only(nr, a);
 	bool r = k < 0 ? answer(act, k)
-	         : !k ? false
+	         : !k || real ? false
 	         : !res->inside ? sl_cowb_outside(s, call, res->path, follow, act)
 	         : decide_rel(s, call, res->path, res->shadowed, follow, act);
 	free(res);
