@@ -10,22 +10,15 @@ real port, shared with a socket someone else had bound there.  Each test
 first shows the probe does it outside, then runs it with pidfd_getfd and
 without (build/helpers/nosysptrace: a container's default profile).
 """
-import os
 import socket
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("SANDLOCK_BUILD") or REPO / "build")
-SANDLOCK = str(BUILD / "sandlock")
-NOPTRACE = str(BUILD / "helpers" / "nosysptrace")
-SYS_RO = [a for d in ("/usr", "/bin", "/lib", "/lib64", "/etc") if os.path.exists(d)
-          for a in ("-r", d)]
-PY = "/usr/bin/python3"
+# The container suite's sandlock, nosysptrace, system grants and interpreter.
+from test_containers import NOPTRACE, PY, SANDLOCK, SYS_RO
+
 MODES = {"pidfd_getfd": [], "no_pidfd_getfd": [NOPTRACE]}
 
 # argv: KIND (udp4 udp6 tcp4) FORM (plain unspec short6) PORT [listen]:
