@@ -138,9 +138,9 @@ static json_t *result_object(const struct cli_report *rep, const sandlock_result
 		return NULL;
 	json_object_set_new(o, "exit_code", json_integer(status));
 	if (r) {
-		int sig = sandlock_result_term_signal(r); /* also for KILLED: what ended it */
 		json_object_set_new(o, "reason", json_string(reason_name(sandlock_result_reason(r))));
-		json_object_set_new(o, "signal", json_integer(sig > 0 ? sig : -1));
+		/* also for KILLED: what ended it; -1 for none, as C and Python say it */
+		json_object_set_new(o, "signal", json_integer(sandlock_result_term_signal(r)));
 		/* The command never ran (126/127): why, as C and Python say it. */
 		const char *why = sandlock_result_error(r);
 		json_t *e = why ? json_string(why) : NULL;
